@@ -1,0 +1,59 @@
+# huxleyd — every target sets itself up: a fresh machine needs only Python 3.11+ and apt.
+#   make run    start the daemon (mock pins + simulator when no Pi / no API key)
+#   make test   lint + the whole test suite
+#   make bench  the performance table (DESIGN.md budgets)
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+CONFIG  ?= config/dev.toml
+PREFIX  ?= /opt/huxleyd
+DESTDIR ?=
+
+.PHONY: setup run demo test lint bench sounds install uninstall clean
+
+setup: $(VENV)/.installed
+
+# Re-run when the dependency list changes; system packages first, because
+# PyAudio compiles against PortAudio and systemd-python against libsystemd.
+$(VENV)/.installed: pyproject.toml scripts/ensure-system-deps.sh
+	@scripts/ensure-system-deps.sh
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+	@extras=dev; if pkg-config --exists libsystemd 2>/dev/null; then extras=dev,journal; fi; \
+	  echo "pip install -e .[$$extras]"; $(PY) -m pip install --quiet -e ".[$$extras]"
+	@touch $@
+
+run: setup
+	$(VENV)/bin/huxleyd --config $(CONFIG)
+
+demo: setup
+	$(VENV)/bin/huxleyd --config config/demo.toml
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	@scripts/unit-security.sh
+
+# pytest exits 5 when it collects nothing; that is a broken suite, not a pass,
+# so it is reported as a failure with a clear message.
+test: lint
+	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is missing" >&2; exit 1; fi; \
+	  exit $$rc
+
+bench: setup
+	$(PY) -m bench
+
+sounds: setup
+	$(PY) scripts/make_sounds.py sounds
+
+install: setup
+	scripts/install.sh "$(DESTDIR)" "$(PREFIX)"
+
+uninstall:
+	scripts/uninstall.sh "$(DESTDIR)" "$(PREFIX)"
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info

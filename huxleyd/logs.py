@@ -1,0 +1,124 @@
+"""Logging set-up: named loggers, one event per line, journald fields.
+
+Code logs through :func:`get_logger` (an :class:`~huxley_sdk.logging.EventLogger`)::
+
+    log = get_logger("huxleyd.turns")
+    log.info("turn_done", turn=turn_id, tool="set_volume", outcome="ok")
+
+Under systemd the :class:`JournalFieldsHandler` sends each event with its
+fields as journal fields (``HUXLEY_TURN=…``, ``HUXLEY_TOOL=…``) plus
+``HUXLEY_EVENT``; elsewhere events go to stderr as ``event k=v`` lines.
+Never log from the audio thread (STYLE.md rule 4).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from huxley_sdk.logging import FIELDS_ATTR, EventLogger, get_logger
+
+__all__ = ["EventLogger", "JournalFieldsHandler", "get_logger", "journal_field_name", "setup"]
+
+JournalSender = Callable[..., Any]
+"""``systemd.journal.send``-compatible: ``send(MESSAGE, **FIELDS)``."""
+
+_FIELD_RE = re.compile(r"[^A-Z0-9_]")
+
+# syslog priorities, as journald expects them in PRIORITY.
+_PRIORITY = {
+    logging.CRITICAL: 2,
+    logging.ERROR: 3,
+    logging.WARNING: 4,
+    logging.INFO: 6,
+    logging.DEBUG: 7,
+}
+
+
+def journal_field_name(key: str) -> str:
+    """``turn`` → ``HUXLEY_TURN``; journald field names are ``[A-Z0-9_]``."""
+    return "HUXLEY_" + _FIELD_RE.sub("_", key.upper())
+
+
+class JournalFieldsHandler(logging.Handler):
+    """Sends records to journald with their event fields as journal fields.
+
+    The sender is injected (tests pass a recorder); the default is
+    ``systemd.journal.send``.
+    """
+
+    def __init__(self, sender: JournalSender, *, identifier: str = "huxleyd") -> None:
+        super().__init__()
+        self._send = sender
+        self._identifier = identifier
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields: dict[str, str] = {
+                "PRIORITY": str(_PRIORITY.get(record.levelno, 6)),
+                "SYSLOG_IDENTIFIER": self._identifier,
+                "LOGGER": record.name,
+                "CODE_FILE": record.pathname,
+                "CODE_LINE": str(record.lineno),
+                "CODE_FUNC": record.funcName,
+            }
+            event = getattr(record, "huxley_event", None)
+            if event:
+                fields["HUXLEY_EVENT"] = str(event)
+            for key, value in (getattr(record, FIELDS_ATTR, None) or {}).items():
+                fields[journal_field_name(key)] = "" if value is None else str(value)
+            message = record.getMessage()
+            if record.exc_info:
+                message += "\n" + self.formatException(record.exc_info)
+            self._send(message, **fields)
+        except Exception:
+            self.handleError(record)
+
+
+def _default_journal_sender() -> JournalSender | None:
+    try:
+        from systemd import journal
+    except ImportError:
+        return None
+    send: JournalSender = journal.send
+    return send
+
+
+def running_under_systemd() -> bool:
+    """True when stderr is connected to the journal (systemd sets JOURNAL_STREAM)."""
+    return bool(os.environ.get("JOURNAL_STREAM"))
+
+
+def setup(
+    level: str | int = "INFO",
+    *,
+    journal: bool | None = None,
+    sender: JournalSender | None = None,
+) -> logging.Handler:
+    """Install one handler on the ``huxleyd`` and ``huxley`` logger roots.
+
+    ``journal=None`` chooses journald when running under systemd and
+    systemd-python is importable, stderr otherwise. Returns the handler.
+    """
+    use_journal = running_under_systemd() if journal is None else journal
+    handler: logging.Handler
+    chosen = sender or (_default_journal_sender() if use_journal else None)
+    if use_journal and chosen is not None:
+        handler = JournalFieldsHandler(chosen)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        # journald stamps its own time; a terminal wants one.
+        fmt = "%(levelname)s %(name)s %(message)s"
+        if not running_under_systemd():
+            fmt = "%(asctime)s " + fmt
+        handler.setFormatter(logging.Formatter(fmt))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level if isinstance(level, int) else level.upper())
+    return handler

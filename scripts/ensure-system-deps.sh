@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install the Debian packages huxleyd needs, when missing.
+#   portaudio19-dev  PyAudio builds against it     alsa-utils  amixer for the hardware mixer
+#   libasound2-dev   ALSA headers + file plugin     ffmpeg      media decoding (books, radio)
+#   libsystemd-dev   systemd-python (journald)     espeak-ng   the simulator's voice
+#   pkg-config       finds libsystemd for pip
+set -eu
+PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config"
+
+missing=""
+for p in $PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages:$missing"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+    echo "huxleyd needs these Debian packages:$missing" >&2
+    echo "run: sudo apt-get install$missing" >&2
+    exit 1
+fi
