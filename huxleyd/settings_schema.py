@@ -78,7 +78,9 @@ def _type_name(value: object) -> str:
 
 def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any]) -> Any:
     def wrong() -> ConfigError:
-        return ConfigError(file, key, f"expected {_describe(tp)}, got {_type_name(value)} {value!r}")
+        return ConfigError(
+            file, key, f"expected {_describe(tp)}, got {_type_name(value)} {value!r}"
+        )
 
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -117,8 +119,10 @@ def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any
         number = tp(value)
         low, high = meta.get("min"), meta.get("max")
         if (low is not None and number < low) or (high is not None and number > high):
-            span = f"between {low} and {high}" if low is not None and high is not None else (
-                f"at least {low}" if low is not None else f"at most {high}"
+            span = (
+                f"between {low} and {high}"
+                if low is not None and high is not None
+                else (f"at least {low}" if low is not None else f"at most {high}")
             )
             raise ConfigError(file, key, f"expected a value {span}, got {value!r}")
         return number
@@ -135,7 +139,8 @@ def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any
             raise wrong()
         item_tp = typing.get_args(tp)[0]
         return tuple(
-            _convert(v, item_tp, file=file, key=f"{key}[{i}]", meta=meta) for i, v in enumerate(value)
+            _convert(v, item_tp, file=file, key=f"{key}[{i}]", meta=meta)
+            for i, v in enumerate(value)
         )
     if origin is dict:
         if not isinstance(value, dict):
@@ -143,7 +148,10 @@ def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any
         value_tp = typing.get_args(tp)[1]
         if value_tp is Any:
             return dict(value)
-        return {k: _convert(v, value_tp, file=file, key=f"{key}.{k}", meta=meta) for k, v in value.items()}
+        return {
+            k: _convert(v, value_tp, file=file, key=f"{key}.{k}", meta=meta)
+            for k, v in value.items()
+        }
     if tp is Any:
         return value
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
@@ -169,7 +177,9 @@ def build(cls: type[T], table: Mapping[str, Any], *, file: str, prefix: str = ""
     for name, fld in known.items():
         if name not in table:
             if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
-                raise ConfigError(file, dotted + name, f"missing; expected {_describe(hints[name])}")
+                raise ConfigError(
+                    file, dotted + name, f"missing; expected {_describe(hints[name])}"
+                )
             continue
         kwargs[name] = _convert(
             table[name], hints[name], file=file, key=dotted + name, meta=fld.metadata

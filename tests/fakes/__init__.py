@@ -1,0 +1,1 @@
+"""Fakes that record and assert (STYLE.md rule 12)."""
