@@ -24,6 +24,6 @@ class Row:
 
     @property
     def ratio(self) -> float | None:
-        if self.reference in (None, 0):
+        if self.reference is None or self.reference == 0:
             return None
-        return self.value / self.reference  # type: ignore[operator]
+        return self.value / self.reference

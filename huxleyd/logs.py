@@ -13,6 +13,7 @@ Never log from the audio thread (STYLE.md rule 4).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import re
@@ -73,7 +74,7 @@ class JournalFieldsHandler(logging.Handler):
                 fields[journal_field_name(key)] = "" if value is None else str(value)
             message = record.getMessage()
             if record.exc_info:
-                message += "\n" + self.formatException(record.exc_info)
+                message += "\n" + logging.Formatter().formatException(record.exc_info)
             self._send(message, **fields)
         except Exception:
             self.handleError(record)
@@ -81,7 +82,7 @@ class JournalFieldsHandler(logging.Handler):
 
 def _default_journal_sender() -> JournalSender | None:
     try:
-        from systemd import journal
+        journal = importlib.import_module("systemd.journal")
     except ImportError:
         return None
     send: JournalSender = journal.send

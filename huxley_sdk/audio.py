@@ -1,0 +1,94 @@
+"""PCM constants and the earcon palette loader.
+
+Audio between skills and the runtime is PCM16 little-endian, mono, 24 kHz.
+"""
+
+from __future__ import annotations
+
+import wave
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+from scipy.signal import resample_poly
+
+SAMPLE_RATE = 24_000
+"""Samples per second of all PCM a skill yields or receives."""
+CHANNELS = 1
+SAMPLE_WIDTH = 2
+"""Bytes per sample (PCM16)."""
+BYTES_PER_SECOND = SAMPLE_RATE * CHANNELS * SAMPLE_WIDTH
+"""48,000: divide a byte count by this to get seconds."""
+
+
+class PaletteError(ValueError):
+    """A sound file could not be turned into PCM16 24 kHz mono."""
+
+
+def _to_int16(raw: bytes, width: int) -> np.ndarray:
+    if width == 2:
+        return np.frombuffer(raw, dtype="<i2")
+    if width == 1:  # unsigned 8-bit
+        return ((np.frombuffer(raw, dtype=np.uint8).astype(np.int16) - 128) << 8).astype(np.int16)
+    if width == 3:
+        b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3).astype(np.int32)
+        value = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)
+        value = np.where(value & 0x800000, value - (1 << 24), value)
+        return (value >> 8).astype(np.int16)
+    if width == 4:
+        return (np.frombuffer(raw, dtype="<i4") >> 16).astype(np.int16)
+    raise PaletteError(f"unsupported sample width {width * 8} bits")
+
+
+def read_wav_pcm16_24k_mono(path: Path) -> bytes:
+    """Read a PCM WAV of any integer width, channel count and rate; convert it.
+
+    Channels are averaged to mono and the rate resampled with a polyphase
+    filter. Non-PCM WAVs (float, compressed) are rejected with a message
+    naming the file, never mangled.
+    """
+    try:
+        with wave.open(str(path), "rb") as wav:
+            channels, width, rate = wav.getnchannels(), wav.getsampwidth(), wav.getframerate()
+            raw = wav.readframes(wav.getnframes())
+    except (wave.Error, EOFError) as exc:
+        raise PaletteError(
+            f"{path}: not a PCM WAV file ({exc}); expected PCM16 24 kHz mono "
+            "(convert with: ffmpeg -i IN -ac 1 -ar 24000 -c:a pcm_s16le OUT.wav)"
+        ) from exc
+    try:
+        samples = _to_int16(raw, width)
+    except PaletteError as exc:
+        raise PaletteError(f"{path}: {exc}; expected PCM16 24 kHz mono") from None
+    if channels > 1:
+        samples = samples.reshape(-1, channels).mean(axis=1).astype(np.int16)
+    if rate != SAMPLE_RATE:
+        gcd = np.gcd(rate, SAMPLE_RATE)
+        floats = resample_poly(samples.astype(np.float32), SAMPLE_RATE // gcd, rate // gcd)
+        samples = np.clip(np.round(floats), -32768, 32767).astype(np.int16)
+    return samples.astype("<i2").tobytes()
+
+
+def load_pcm_palette(directory: Path | str, roles: Iterable[str] | None = None) -> dict[str, bytes]:
+    """Load ``*.wav`` files of ``directory`` into ``{stem: pcm16_24k_mono_bytes}``.
+
+    With ``roles``, only those stems are loaded, and a missing one raises
+    :class:`PaletteError` naming the directory and the role. Files in other
+    PCM formats are converted; non-PCM files are rejected.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise PaletteError(f"{folder}: sound directory not found")
+    files = {p.stem: p for p in sorted(folder.glob("*.wav"))}
+    wanted = list(roles) if roles is not None else list(files)
+    missing = [r for r in wanted if r not in files]
+    if missing:
+        raise PaletteError(
+            f"{folder}: missing sounds {', '.join(missing)} (found: {', '.join(files) or 'none'})"
+        )
+    return {role: read_wav_pcm16_24k_mono(files[role]) for role in wanted}
+
+
+def silence(duration_ms: int) -> bytes:
+    """``duration_ms`` of PCM16 24 kHz mono silence."""
+    return bytes(SAMPLE_RATE * SAMPLE_WIDTH * duration_ms // 1000)

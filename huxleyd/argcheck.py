@@ -1,0 +1,103 @@
+"""Check tool-call arguments against a tool's JSON Schema, before the skill sees them.
+
+A deliberately small subset of JSON Schema, the part tool schemas use:
+``type`` (object, string, integer, number, boolean, array, null, or a list
+of them), ``properties``, ``required``, ``additionalProperties`` (false),
+``enum``, ``const``, ``minimum``/``maximum``, ``exclusiveMinimum``/
+``exclusiveMaximum``, ``minLength``/``maxLength``, ``items``,
+``minItems``/``maxItems``. Unknown keywords are ignored, as the standard says.
+
+:func:`check_arguments` returns a list of problems, each naming the
+argument path; empty means valid. The model gets them back as an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "number": (int, float),
+    "integer": (int,),
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name in ("number", "integer") and isinstance(value, bool):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(name, (object,)))
+
+
+def _check(value: Any, schema: dict[str, Any], path: str, problems: list[str]) -> None:
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        if not any(_is_type(value, n) for n in names):
+            problems.append(f"{path}: expected {' or '.join(names)}, got {value!r}")
+            return
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{path}: expected one of {schema['enum']!r}, got {value!r}")
+    if "const" in schema and value != schema["const"]:
+        problems.append(f"{path}: expected {schema['const']!r}, got {value!r}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        _check_number(value, schema, path, problems)
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            problems.append(f"{path}: shorter than {schema['minLength']} characters")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            problems.append(f"{path}: longer than {schema['maxLength']} characters")
+    if isinstance(value, list):
+        _check_array(value, schema, path, problems)
+    if isinstance(value, dict):
+        _check_object(value, schema, path, problems)
+
+
+def _check_number(value: float, schema: dict[str, Any], path: str, problems: list[str]) -> None:
+    if "minimum" in schema and value < schema["minimum"]:
+        problems.append(f"{path}: {value} is below the minimum {schema['minimum']}")
+    if "maximum" in schema and value > schema["maximum"]:
+        problems.append(f"{path}: {value} is above the maximum {schema['maximum']}")
+    if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+        problems.append(f"{path}: {value} must be above {schema['exclusiveMinimum']}")
+    if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
+        problems.append(f"{path}: {value} must be below {schema['exclusiveMaximum']}")
+
+
+def _check_array(value: list[Any], schema: dict[str, Any], path: str, problems: list[str]) -> None:
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        problems.append(f"{path}: fewer than {schema['minItems']} items")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        problems.append(f"{path}: more than {schema['maxItems']} items")
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for i, item in enumerate(value):
+            _check(item, items, f"{path}[{i}]", problems)
+
+
+def _check_object(
+    value: dict[str, Any], schema: dict[str, Any], path: str, problems: list[str]
+) -> None:
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name in schema.get("required", []):
+        if name not in value:
+            problems.append(f"{path}.{name}: required argument missing")
+    for name, item in value.items():
+        if name in properties:
+            _check(item, properties[name], f"{path}.{name}", problems)
+        elif schema.get("additionalProperties") is False:
+            problems.append(f"{path}.{name}: unknown argument")
+
+
+def check_arguments(args: Any, schema: dict[str, Any]) -> list[str]:
+    """Problems with ``args`` against ``schema`` (a tool's ``parameters``); [] if valid."""
+    problems: list[str] = []
+    if not isinstance(args, dict):
+        return [f"arguments: expected a JSON object, got {args!r}"]
+    _check(args, {"type": "object", **schema}, "arguments", problems)
+    return problems

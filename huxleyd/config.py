@@ -1,0 +1,197 @@
+"""Configuration: ``huxleyd.toml`` and the persona files, parsed once.
+
+The daemon file has one table per subsystem (``[daemon]``, ``[audio]``,
+``[provider]``, ``[hardware]``, ``[storage]``, ``[control]``); each becomes a
+frozen settings dataclass owned by that subsystem's package. The persona
+(``<personas_dir>/<name>.toml``) says who the assistant is and which skills
+it loads. Relative paths are resolved against the directory of the file
+that names them. Every error names the file, the dotted key and what was
+expected (:class:`~huxleyd.errors.ConfigError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.control.settings import ControlSettings
+from huxleyd.errors import ConfigError
+from huxleyd.hardware.settings import HardwareSettings
+from huxleyd.providers.settings import ProviderSettings
+from huxleyd.settings_schema import build
+
+DEFAULT_CONFIG_PATH = Path("/etc/huxleyd/huxleyd.toml")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonSettings:
+    """``[daemon]``: who we are and where our files live."""
+
+    persona: str = "default"
+    personas_dir: Path = Path("personas")
+    sounds_dir: Path = Path("/opt/huxleyd/share/sounds")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StorageSettings:
+    """``[storage]``: the persona database and skill secrets."""
+
+    state_dir: Path = Path("/var/lib/huxleyd")
+
+    def database_path(self, persona: str) -> Path:
+        return self.state_dir / f"{persona}.db"
+
+    @property
+    def secrets_dir(self) -> Path:
+        return self.state_dir / "secrets"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LanguageOverrides:
+    """``[i18n.<lang>]`` of a persona: text in the persona's language."""
+
+    instructions: str | None = None
+    tools: dict[str, str] = field(default_factory=dict)
+    """Tool name → description in this language."""
+    strings: dict[str, str] = field(default_factory=dict)
+    """Persona strings (``too_short``, ``offline``…) in this language."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Persona:
+    """Who the assistant is. ``skills`` maps skill name → its config, in file order."""
+
+    name: str
+    language: str = "en"
+    voice: str | None = None
+    timezone: str = "UTC"
+    instructions: str = ""
+    skills: dict[str, dict[str, Any]] = field(default_factory=dict)
+    i18n: dict[str, LanguageOverrides] = field(default_factory=dict)
+    data_dir: Path = Path("data")
+
+    @property
+    def overrides(self) -> LanguageOverrides:
+        """The overrides for the persona's own language (empty when none)."""
+        return self.i18n.get(self.language, LanguageOverrides())
+
+    @property
+    def effective_instructions(self) -> str:
+        return self.overrides.instructions or self.instructions
+
+    def tool_description(self, tool: str, default: str) -> str:
+        return self.overrides.tools.get(tool, default)
+
+    def string(self, key: str, default: str) -> str:
+        return self.overrides.strings.get(key, default)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """The whole configuration, parsed and checked."""
+
+    path: Path
+    daemon: DaemonSettings
+    audio: AudioSettings
+    provider: ProviderSettings
+    hardware: HardwareSettings
+    storage: StorageSettings
+    control: ControlSettings
+    persona: Persona
+    persona_path: Path
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "daemon": DaemonSettings,
+    "audio": AudioSettings,
+    "provider": ProviderSettings,
+    "hardware": HardwareSettings,
+    "storage": StorageSettings,
+    "control": ControlSettings,
+}
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "file not found") from None
+    except PermissionError:
+        raise ConfigError(str(path), "", "permission denied") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+
+
+def resolve_paths(settings: T, base: Path) -> T:
+    """Return ``settings`` with every relative ``Path`` field made absolute from ``base``."""
+    changes: dict[str, Any] = {}
+    for fld in dataclasses.fields(settings):  # type: ignore[arg-type]
+        value = getattr(settings, fld.name)
+        if isinstance(value, Path) and not value.is_absolute():
+            changes[fld.name] = (base / value).resolve()
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes[fld.name] = resolve_paths(value, base)
+    return dataclasses.replace(settings, **changes) if changes else settings  # type: ignore[type-var]
+
+
+def load_persona(path: Path) -> Persona:
+    """Parse and check one persona file."""
+    table = read_toml(path)
+    file = str(path)
+    if "name" not in table:
+        table = {"name": path.stem, **table}
+    skills = table.get("skills", {})
+    if not isinstance(skills, dict):
+        raise ConfigError(file, "skills", f"expected a table of skill tables, got {skills!r}")
+    for skill, section in skills.items():
+        if not isinstance(section, dict):
+            raise ConfigError(file, f"skills.{skill}", "expected a table (use [skills.NAME])")
+    persona = build(Persona, table, file=file)
+    try:
+        ZoneInfo(persona.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            file,
+            "timezone",
+            f"unknown time zone {persona.timezone!r} (expected e.g. 'Europe/Madrid')",
+        ) from None
+    return resolve_paths(persona, path.parent)
+
+
+def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
+    """Parse ``path`` and the persona it names. Raises :class:`ConfigError`."""
+    table = read_toml(path)
+    file = str(path)
+    for key in table:
+        if key not in _SECTIONS:
+            raise ConfigError(
+                file, key, f"unknown section (expected one of: {', '.join(_SECTIONS)})"
+            )
+    sections: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        raw = table.get(name, {})
+        if not isinstance(raw, dict):
+            raise ConfigError(file, name, f"expected a table [{name}], got {raw!r}")
+        sections[name] = resolve_paths(build(cls, raw, file=file, prefix=name), path.parent)
+    daemon: DaemonSettings = sections["daemon"]
+    persona_path = daemon.personas_dir / f"{daemon.persona}.toml"
+    if not persona_path.is_file():
+        available = sorted(p.stem for p in daemon.personas_dir.glob("*.toml"))
+        raise ConfigError(
+            file,
+            "daemon.persona",
+            f"persona {daemon.persona!r} not found in {daemon.personas_dir} "
+            f"(available: {', '.join(available) or 'none'})",
+        )
+    return Config(
+        path=path, persona=load_persona(persona_path), persona_path=persona_path, **sections
+    )

@@ -1,0 +1,89 @@
+"""The system skill: the time, and the speaker volume.
+
+First-party, but written only against ``huxley_sdk`` like any skill.
+The volume level lives in this skill's storage under ``volume_level``:
+the daemon's volume control persists it there, so ``get_volume`` reads the
+same number the hardware was last set to.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from huxley_sdk import SetVolume, SkillContext, ToolDefinition, ToolResult
+
+VOLUME_KEY = "volume_level"
+"""Storage key (in the ``system`` namespace) of the persisted volume, 0-100."""
+DEFAULT_VOLUME = 50
+
+
+class SystemSkill:
+    """Tells the time in the persona's time zone; sets and reports the volume."""
+
+    name = "system"
+
+    def __init__(self) -> None:
+        self._ctx: SkillContext | None = None
+        self._tz = ZoneInfo("UTC")
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        return [
+            ToolDefinition(
+                name="get_current_time",
+                description="Get the current local date and time.",
+                parameters={"type": "object", "properties": {}},
+            ),
+            ToolDefinition(
+                name="set_volume",
+                description=(
+                    "Set the speaker volume from 0 (silent) to 100 (max). For relative "
+                    "changes (louder, quieter) call get_volume first and move by about 10."
+                ),
+                parameters={
+                    "type": "object",
+                    "properties": {"level": {"type": "integer", "minimum": 0, "maximum": 100}},
+                    "required": ["level"],
+                    "additionalProperties": False,
+                },
+            ),
+            ToolDefinition(
+                name="get_volume",
+                description="Get the current speaker volume, 0 to 100.",
+                parameters={"type": "object", "properties": {}},
+            ),
+        ]
+
+    async def setup(self, ctx: SkillContext) -> None:
+        self._ctx = ctx
+        self._tz = ZoneInfo(str(ctx.config.get("timezone", ctx.timezone)))
+
+    async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
+        if tool_name == "get_current_time":
+            now = datetime.now(self._tz)
+            return ToolResult(
+                output=json.dumps(
+                    {
+                        "time": now.strftime("%H:%M"),
+                        "date": now.strftime("%A %d %B %Y"),
+                        "timezone": str(self._tz),
+                    }
+                )
+            )
+        if tool_name == "set_volume":
+            level = max(0, min(100, int(args["level"])))
+            return ToolResult(output=json.dumps({"volume": level}), side_effect=SetVolume(level))
+        if tool_name == "get_volume":
+            return ToolResult(output=json.dumps({"volume": await self._volume()}))
+        raise ValueError(f"system skill has no tool {tool_name!r}")
+
+    async def _volume(self) -> int:
+        assert self._ctx is not None, "setup() was not called"
+        stored = await self._ctx.storage.get_setting(VOLUME_KEY)
+        return int(stored) if stored is not None and stored.isdigit() else DEFAULT_VOLUME
+
+    async def teardown(self) -> None:
+        self._ctx = None

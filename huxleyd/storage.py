@@ -1,0 +1,264 @@
+"""The persona database: one SQLite file per persona, and per-skill secrets.
+
+SQLite in WAL mode with ``synchronous=NORMAL``: a committed transaction
+survives the process being killed (it may not survive a power cut in the
+last moment, the price of not fsyncing every bookmark tick). A
+``schema_version`` table drives forward-only migrations (``MIGRATIONS``).
+
+One worker thread owns the connection, so the event loop never blocks on
+disk; every call is one short transaction. ``bench`` measures the cost.
+
+Layout: ``settings(skill, key, value)`` — the skills' key-value stores;
+later migrations add what other layers need (bookmarks, turns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from huxleyd.errors import StorageError
+
+T = TypeVar("T")
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the skills' settings
+    """
+    CREATE TABLE settings (
+        skill TEXT NOT NULL,
+        key   TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (skill, key)
+    ) WITHOUT ROWID;
+    """,
+    # 2: daemon state that outlives a restart (volume, last session)
+    """
+    CREATE TABLE daemon_state (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+)
+"""Forward migrations; index + 1 is the schema version they produce. Append only."""
+
+
+class Database:
+    """The persona database. Create with :meth:`open`; :meth:`close` when done."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, executor: ThreadPoolExecutor) -> None:
+        self.path = path
+        self._conn = conn
+        self._executor = executor
+        self._closed = False
+
+    @classmethod
+    def open_sync(cls, path: Path) -> Database:
+        """Open (creating and migrating) the database at ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="huxleyd-db")
+        try:
+            conn = executor.submit(_connect_and_migrate, path).result()
+        except sqlite3.Error as exc:
+            executor.shutdown(wait=False)
+            raise StorageError(f"{path}: cannot open the database: {exc}") from exc
+        return cls(path, conn, executor)
+
+    @classmethod
+    async def open(cls, path: Path) -> Database:
+        return await asyncio.to_thread(cls.open_sync, path)
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` on the database thread inside one transaction."""
+        if self._closed:
+            raise StorageError(f"{self.path}: database is closed")
+
+        def in_transaction() -> T:
+            return _transaction(self._conn, fn)
+
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, in_transaction)
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self.path}: {exc}") from exc
+
+    def schema_version(self) -> int:
+        return self._executor.submit(_version, self._conn).result()
+
+    async def close(self) -> None:
+        """Checkpoint and close. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._conn.close)
+        self._executor.shutdown(wait=True)
+
+    # -- daemon state ---------------------------------------------------------
+
+    async def get_state(self, key: str) -> str | None:
+        def q(c: sqlite3.Connection) -> str | None:
+            row = c.execute("SELECT value FROM daemon_state WHERE key = ?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self.run(q)
+
+    async def set_state(self, key: str, value: str) -> None:
+        await self.run(
+            lambda c: c.execute(
+                "INSERT INTO daemon_state(key, value) VALUES(?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+        )
+
+    def skill_storage(self, skill: str) -> SkillSettings:
+        return SkillSettings(self, skill)
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    # Autocommit connection + explicit BEGIN: DDL is transactional too, so a
+    # migration is all-or-nothing even if the process dies half-way.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def _connect_and_migrate(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=5000")
+    _transaction(conn, _migrate)
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    current = _version(conn)
+    if current > len(MIGRATIONS):
+        raise sqlite3.DatabaseError(
+            f"schema version {current} is newer than this huxleyd knows ({len(MIGRATIONS)})"
+        )
+    for script in MIGRATIONS[current:]:
+        for statement in filter(str.strip, script.split(";")):
+            conn.execute(statement)
+    if current == 0:
+        conn.execute("INSERT INTO schema_version(version) VALUES (?)", (len(MIGRATIONS),))
+    else:
+        conn.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
+
+
+class SkillSettings:
+    """One skill's namespace of the settings table (``huxley_sdk.SkillStorage``)."""
+
+    def __init__(self, db: Database, skill: str) -> None:
+        self._db = db
+        self._skill = skill
+
+    async def get_setting(self, key: str, default: str | None = None) -> str | None:
+        def q(c: sqlite3.Connection) -> str | None:
+            row = c.execute(
+                "SELECT value FROM settings WHERE skill = ? AND key = ?", (self._skill, key)
+            ).fetchone()
+            return default if row is None else str(row[0])
+
+        return await self._db.run(q)
+
+    async def set_setting(self, key: str, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(
+                f"skill {self._skill!r}: storage values are strings; "
+                f"got {type(value).__name__} for key {key!r} (use json.dumps)"
+            )
+        await self._db.run(
+            lambda c: c.execute(
+                "INSERT INTO settings(skill, key, value) VALUES(?, ?, ?) "
+                "ON CONFLICT(skill, key) DO UPDATE SET value = excluded.value",
+                (self._skill, key, value),
+            )
+        )
+
+    async def list_settings(self, prefix: str = "") -> list[tuple[str, str]]:
+        def q(c: sqlite3.Connection) -> list[tuple[str, str]]:
+            # substr comparison, not LIKE: a prefix may contain % or _.
+            rows = c.execute(
+                "SELECT key, value FROM settings WHERE skill = ? AND substr(key, 1, ?) = ? "
+                "ORDER BY key",
+                (self._skill, len(prefix), prefix),
+            ).fetchall()
+            return [(str(k), str(v)) for k, v in rows]
+
+        return await self._db.run(q)
+
+    async def delete_setting(self, key: str) -> None:
+        await self._db.run(
+            lambda c: c.execute(
+                "DELETE FROM settings WHERE skill = ? AND key = ?", (self._skill, key)
+            )
+        )
+
+
+class FileSecrets:
+    """A skill's secrets in ``<dir>/<skill>.json``, mode 0600 (``huxley_sdk.SkillSecrets``).
+
+    Written atomically (temp file + rename) so a crash never leaves half a file.
+    """
+
+    def __init__(self, directory: Path, skill: str) -> None:
+        self._path = directory / f"{skill}.json"
+        self._lock = asyncio.Lock()
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"{self._path}: unreadable secrets file: {exc}") from exc
+        if not isinstance(data, dict):
+            raise StorageError(f"{self._path}: expected a JSON object of strings")
+        return {str(k): str(v) for k, v in data.items()}
+
+    def _write(self, data: dict[str, str]) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self._path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self._path)
+
+    async def get(self, key: str) -> str | None:
+        return (await asyncio.to_thread(self._read)).get(key)
+
+    async def set(self, key: str, value: str) -> None:
+        async with self._lock:
+            data = await asyncio.to_thread(self._read)
+            data[key] = value
+            await asyncio.to_thread(self._write, data)
+
+    async def delete(self, key: str) -> None:
+        async with self._lock:
+            data = await asyncio.to_thread(self._read)
+            if data.pop(key, None) is not None:
+                await asyncio.to_thread(self._write, data)
+
+    async def keys(self) -> list[str]:
+        return sorted(await asyncio.to_thread(self._read))

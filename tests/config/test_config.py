@@ -1,0 +1,158 @@
+"""Configuration errors name the file, the key and what was expected."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from huxleyd.config import load_config, load_persona
+from huxleyd.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PERSONA = """
+name = "Test"
+language = "en"
+timezone = "Europe/Madrid"
+instructions = "Be brief."
+[skills.system]
+"""
+
+
+def write_config(tmp_path: Path, body: str, persona: str = PERSONA) -> Path:
+    (tmp_path / "personas").mkdir(exist_ok=True)
+    (tmp_path / "personas" / "default.toml").write_text(persona)
+    path = tmp_path / "huxleyd.toml"
+    path.write_text(body)
+    return path
+
+
+def error_for(tmp_path: Path, body: str, persona: str = PERSONA) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(tmp_path, body, persona))
+    return info.value
+
+
+def test_the_shipped_configs_are_valid() -> None:
+    for name in ("huxleyd.toml", "dev.toml"):
+        config = load_config(ROOT / "config" / name)
+        assert config.persona.skills, name
+
+
+def test_defaults_and_relative_paths(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, '[storage]\nstate_dir = "state"\n'))
+    assert config.storage.state_dir == (tmp_path / "state").resolve()
+    assert config.audio.period_ms == 20
+    assert config.audio.duck_depth_db == -12.0
+    assert config.persona.timezone == "Europe/Madrid"
+    assert list(config.persona.skills) == ["system"]
+
+
+def test_unknown_section(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "[audoi]\nperiod_ms = 20\n")
+    assert err.file.endswith("huxleyd.toml") and err.key == "audoi"
+    assert "unknown section" in str(err) and "audio" in str(err)
+
+
+def test_unknown_key_lists_the_known_ones(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "[audio]\nperiod = 20\n")
+    assert err.key == "audio.period"
+    assert "unknown key" in str(err) and "period_ms" in str(err)
+    assert str(err).startswith(str(tmp_path / "huxleyd.toml") + ": audio.period:")
+
+
+def test_wrong_type(tmp_path: Path) -> None:
+    err = error_for(tmp_path, '[audio]\nperiod_ms = "20"\n')
+    assert err.key == "audio.period_ms"
+    assert "expected an integer, got a string '20'" in str(err)
+
+
+def test_bool_is_not_a_number(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "[audio]\nduck_depth_db = true\n")
+    assert err.key == "audio.duck_depth_db" and "expected a number" in str(err)
+
+
+def test_out_of_range(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "[audio]\nperiod_ms = 500\n")
+    assert err.key == "audio.period_ms"
+    assert "between 5 and 100" in str(err) and "500" in str(err)
+
+
+def test_wrong_choice(tmp_path: Path) -> None:
+    err = error_for(tmp_path, '[audio]\nbackend = "jack"\n')
+    assert err.key == "audio.backend" and "'pyaudio'" in str(err)
+
+
+def test_section_must_be_a_table(tmp_path: Path) -> None:
+    err = error_for(tmp_path, 'audio = "loud"\n')
+    assert err.key == "audio" and "expected a table" in str(err)
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "[audio\n")
+    assert err.file.endswith("huxleyd.toml") and "not valid TOML" in str(err)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(Path("/nonexistent/huxleyd.toml"))
+
+
+def test_missing_persona_lists_the_available_ones(tmp_path: Path) -> None:
+    err = error_for(tmp_path, '[daemon]\npersona = "grumpy"\n')
+    assert err.key == "daemon.persona"
+    assert "'grumpy' not found" in str(err) and "available: default" in str(err)
+
+
+def test_persona_errors_name_the_persona_file(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "", persona=PERSONA.replace("Europe/Madrid", "Mars/Olympus"))
+    assert err.file.endswith("default.toml") and err.key == "timezone"
+    assert "unknown time zone 'Mars/Olympus'" in str(err)
+
+
+def test_persona_skill_section_must_be_a_table(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "", persona='name = "x"\nskills = ["system"]\n')
+    assert err.file.endswith("default.toml") and err.key == "skills"
+
+
+def test_persona_i18n_unknown_key(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "", persona=PERSONA + '[i18n.es]\ninstructons = "x"\n')
+    assert err.key == "i18n.es.instructons" and "unknown key" in str(err)
+
+
+def test_persona_language_overrides() -> None:
+    persona = load_persona(ROOT / "config" / "personas" / "default.toml")
+    assert persona.tool_description("get_volume", "x") == "x"  # English persona: defaults
+    spanish = dataclasses.replace(persona, language="es")
+    assert spanish.tool_description("get_volume", "x").startswith("Obtén el volumen")
+    assert spanish.effective_instructions.strip().startswith("Eres Huxley")
+
+
+def check_config(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "huxleyd.daemon", "--check-config", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_check_config_exit_codes(tmp_path: Path) -> None:
+    good = check_config(write_config(tmp_path, ""))
+    assert good.returncode == 0, good.stderr
+    assert "ok" in good.stdout
+    bad = check_config(write_config(tmp_path, "[audio]\nperiod_ms = 0\n"))
+    assert bad.returncode == 1
+    assert "audio.period_ms" in bad.stderr and "between 5 and 100" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1, "one clear line, no traceback"
+
+
+def test_check_config_reports_a_missing_skill(tmp_path: Path) -> None:
+    result = check_config(write_config(tmp_path, "", persona=PERSONA + "[skills.weather]\n"))
+    assert result.returncode == 1
+    assert "skill 'weather' is not installed" in result.stderr
+    assert "system" in result.stderr  # lists what is installed
