@@ -9,6 +9,22 @@ from huxleyd.settings_schema import bounds
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LedLimits:
+    """How long a transient LED state may last before the LEDs fall back to idle
+    (``[hardware.led_limits]``).
+
+    These are a safety net, not the normal exit: the coordinator moves the
+    LEDs on; these only stop a missed transition from leaving the speaker
+    "listening" all night.
+    """
+
+    listening_s: float = field(default=45.0, metadata=bounds(1.0, 3600.0))
+    thinking_s: float = field(default=30.0, metadata=bounds(1.0, 3600.0))
+    speaking_s: float = field(default=300.0, metadata=bounds(1.0, 3600.0))
+    error_s: float = field(default=5.0, metadata=bounds(0.5, 3600.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HardwareSettings:
     """Which board profile to use and how the button behaves.
 
@@ -22,3 +38,12 @@ class HardwareSettings:
     pin_factory: str | None = None
     max_hold_s: float = field(default=30.0, metadata=bounds(1.0, 600.0))
     """A hold longer than this ends the turn instead of streaming forever."""
+    led_limits: LedLimits = field(default_factory=LedLimits)
+
+    def __post_init__(self) -> None:
+        if self.led_limits.listening_s <= self.max_hold_s:
+            raise ValueError(
+                f"led_limits.listening_s ({self.led_limits.listening_s}) must be longer "
+                f"than max_hold_s ({self.max_hold_s}), or the LEDs stop showing a hold "
+                "that is still streaming"
+            )

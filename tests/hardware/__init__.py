@@ -1,0 +1,1 @@
+"""Tests for huxleyd.hardware: board profiles, pin factory, button, LEDs."""
