@@ -1,0 +1,305 @@
+"""The four-source ducking mixer (audio-thread side; pure numpy, no threads, no I/O).
+
+Each :class:`SourceChannel` owns one :class:`~huxleyd.audio.ring.SampleRing`
+and three gain stages multiplied together per sample:
+
+- **user gain** (``set_gain``), ramped over one period;
+- **duck gain**, moving linearly in dB at ``depth / attack`` going down and
+  ``depth / release`` coming back (defaults −12 dB, 80 ms, 600 ms);
+- **transport gain** for pause, resume and flush: a ramp of ``ramp_ms``
+  (≥ 5 ms) so that a cut never clicks.
+
+Control from asyncio is by *request fields*: the asyncio side stores a new
+value (one atomic attribute store), the thread notices at the next period
+and ramps to it. Nothing here blocks or takes a lock.
+
+:class:`Mixer` pulls the sources into one period (earcon first, so speech
+can wait for a "before speech" earcon and start on the very sample after
+it), applies the master gain (the software volume stage) and the
+:class:`~huxleyd.audio.limiter.SoftLimiter`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from huxleyd.audio.limiter import SoftLimiter
+from huxleyd.audio.pcm import Float32Array, db_to_gain
+from huxleyd.audio.ring import SampleRing
+from huxleyd.audio.types import SOURCES, SourceName
+
+
+class SkipLog:
+    """Where flushes cut each source, for the asyncio side's item accounting.
+
+    The thread appends ``(from_pos, to_pos)`` when it drops queued samples;
+    asyncio reads entries newer than the last count it saw. ``slots`` bounds
+    it: flushes are human-paced, and asyncio syncs before each new flush.
+    """
+
+    def __init__(self, slots: int = 32) -> None:
+        self.slots = slots
+        self._from = [0] * slots
+        self._to = [0] * slots
+        self.count = 0
+
+    def record(self, from_pos: int, to_pos: int) -> None:
+        slot = self.count % self.slots
+        self._from[slot] = from_pos
+        self._to[slot] = to_pos
+        self.count += 1  # publish after the entry
+
+    def since(self, seen: int) -> list[tuple[int, int]]:
+        """Entries after the first ``seen`` (the oldest may be gone if > ``slots``)."""
+        first = max(seen, self.count - self.slots)
+        return [
+            (self._from[i % self.slots], self._to[i % self.slots]) for i in range(first, self.count)
+        ]
+
+
+class SourceChannel:
+    """One playback source as the audio thread sees it.
+
+    Request fields (``req_*``) are written by asyncio only; the rest by the
+    thread only. After each period :attr:`pull_start`, :attr:`pull_offset`
+    and :attr:`pull_count` say which ring samples went where in the period
+    (the playout clock records them).
+    """
+
+    def __init__(
+        self,
+        name: SourceName,
+        ring: SampleRing,
+        *,
+        period_samples: int,
+        ramp_samples: int,
+        duck_depth_db: float,
+        duck_attack_ms: float,
+        duck_release_ms: float,
+        period_ms: float,
+    ) -> None:
+        self.name = name
+        self.ring = ring
+        self.skips = SkipLog()
+        # requests from asyncio
+        self.req_paused = False
+        self.req_ducked = False
+        self.req_gain = 1.0
+        self.req_flush_seq = 0
+        self.req_flush_to = 0
+        # thread state
+        self._period = period_samples
+        self._ramp = max(1, min(ramp_samples, period_samples))
+        self._paused = False
+        self._flush_seq = 0
+        self._gain = 1.0
+        self._duck_db = 0.0
+        self._depth_db = duck_depth_db
+        self._attack_step_db = abs(duck_depth_db) * period_ms / duck_attack_ms
+        self._release_step_db = abs(duck_depth_db) * period_ms / duck_release_ms
+        self._flowing = False
+        # published by the thread
+        self.pull_start = 0
+        self.pull_offset = 0
+        self.pull_count = 0
+        self.dry_count = 0
+        """Times the source ran out mid-period after a full period."""
+        self.played_pos = 0
+        """Ring position that has reached the device (set by the playout clock)."""
+        self.drain_target = -1
+        """asyncio asks to be woken when ``played_pos`` reaches this (-1: nobody)."""
+
+    @property
+    def paused(self) -> bool:
+        """True once a pause request has ramped down (thread view)."""
+        return self._paused
+
+    @property
+    def duck_db(self) -> float:
+        """The duck gain now, in dB (0 when not ducked)."""
+        return self._duck_db
+
+    def render(
+        self,
+        mix: Float32Array,
+        tmp: Float32Array,
+        gains: Float32Array,
+        fades: tuple[Float32Array, Float32Array, Float32Array],
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> None:
+        """Pull this period's samples, apply the gains and add them into ``mix``.
+
+        ``offset``/``limit`` restrict where and how much may be pulled (the
+        earcon-before-speech gate). ``fades`` are the preallocated
+        (fade_out, fade_in, linear 0→1) shapes of one period.
+        """
+        self.pull_start = self.ring.read_pos
+        self.pull_offset = offset
+        self.pull_count = 0
+        fade_out, fade_in, unit = fades
+        room = self._period - offset if limit is None else min(self._period - offset, limit)
+        fade: Float32Array | None = None
+        if self.req_flush_seq != self._flush_seq:
+            if not self._paused:
+                self._pull(tmp, offset, min(self._ramp, room))
+                fade = fade_out
+            self._flush()
+        elif self._paused:
+            if self.req_paused:
+                self._step_gains()
+                return
+            self._paused = False
+            self._pull(tmp, offset, room)
+            fade = fade_in
+        elif self.req_paused:
+            self._pull(tmp, offset, min(self._ramp, room))
+            self._paused = True
+            fade = fade_out
+        else:
+            self._pull(tmp, offset, room)
+        start_gain, end_gain = self._step_gains()
+        if self.pull_count == 0:
+            return
+        if start_gain == end_gain and fade is None:
+            np.multiply(tmp, np.float32(end_gain), out=tmp)
+        else:
+            np.multiply(unit, np.float32(end_gain - start_gain), out=gains)
+            gains += np.float32(start_gain)
+            if fade is not None:
+                np.multiply(gains, fade, out=gains)
+            np.multiply(tmp, gains, out=tmp)
+        np.add(mix, tmp, out=mix)
+
+    def _pull(self, tmp: Float32Array, offset: int, count: int) -> None:
+        tmp.fill(0.0)
+        got = self.ring.read_into(tmp, offset, count) if count > 0 else 0
+        self.pull_count = got
+        if got < count and self._flowing:
+            self.dry_count += 1
+        self._flowing = got == count and got > 0
+
+    def _flush(self) -> None:
+        self._flush_seq = self.req_flush_seq
+        before = self.ring.read_pos
+        if self.ring.skip_to(self.req_flush_to):
+            self.skips.record(before, self.ring.read_pos)
+        self._flowing = False
+
+    def _step_gains(self) -> tuple[float, float]:
+        """Advance the user and duck gains by one period; return (start, end) linear."""
+        start = self._gain * db_to_gain(self._duck_db)
+        self._gain = self.req_gain
+        target_db = self._depth_db if self.req_ducked else 0.0
+        if self._duck_db > target_db:
+            self._duck_db = max(target_db, self._duck_db - self._attack_step_db)
+        elif self._duck_db < target_db:
+            self._duck_db = min(target_db, self._duck_db + self._release_step_db)
+        return start, self._gain * db_to_gain(self._duck_db)
+
+
+class Mixer:
+    """Mixes the four sources into one float32 period at the mixer rate.
+
+    All buffers are allocated here, once; :meth:`mix` allocates none.
+    """
+
+    def __init__(
+        self,
+        rings: dict[SourceName, SampleRing],
+        *,
+        period_samples: int,
+        rate_hz: int,
+        ramp_ms: float = 5.0,
+        duck_depth_db: float = -12.0,
+        duck_attack_ms: float = 80.0,
+        duck_release_ms: float = 600.0,
+        limiter_threshold: float = 0.891,
+    ) -> None:
+        period_ms = period_samples * 1000.0 / rate_hz
+        ramp = max(1, round(ramp_ms * rate_hz / 1000.0))
+        self.period_samples = period_samples
+        self.channels: dict[SourceName, SourceChannel] = {
+            name: SourceChannel(
+                name,
+                rings[name],
+                period_samples=period_samples,
+                ramp_samples=ramp,
+                duck_depth_db=duck_depth_db,
+                duck_attack_ms=duck_attack_ms,
+                duck_release_ms=duck_release_ms,
+                period_ms=period_ms,
+            )
+            for name in SOURCES
+        }
+        self.limiter = SoftLimiter(period_samples, rate_hz=rate_hz, threshold=limiter_threshold)
+        self.req_master_gain = 1.0
+        """The software volume stage's gain, requested by asyncio (linear)."""
+        self._master_gain = 1.0
+        self.req_gate: tuple[int, int, int] = (0, 0, 0)
+        """(seq, earcon end position, speech position) from ``play_earcon(before_speech=True)``."""
+        self._gate_seq = 0
+        self._gate_active = False
+        self._gate_earcon_end = 0
+        self._gate_speech_pos = 0
+        n = period_samples
+        self._tmp: Float32Array = np.zeros(n, dtype=np.float32)
+        self._gains: Float32Array = np.zeros(n, dtype=np.float32)
+        unit = np.arange(1, n + 1, dtype=np.float32) / np.float32(n)
+        ramp_n = min(ramp, n)
+        fade_out = np.zeros(n, dtype=np.float32)
+        fade_out[:ramp_n] = 1.0 - np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
+        fade_in = np.ones(n, dtype=np.float32)
+        fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
+        self._fades = (fade_out, fade_in, unit)
+        self._unit = unit
+
+    def mix(self, out: Float32Array) -> None:
+        """Fill ``out`` (one period) with the mixed, gained and limited sources."""
+        out.fill(0.0)
+        tmp, gains, fades = self._tmp, self._gains, self._fades
+        earcon = self.channels["earcon"]
+        speech = self.channels["speech"]
+        earcon.render(out, tmp, gains, fades)
+        offset, limit = self._speech_window(speech, earcon)
+        speech.render(out, tmp, gains, fades, offset=offset, limit=limit)
+        self.channels["content"].render(out, tmp, gains, fades)
+        self.channels["comms"].render(out, tmp, gains, fades)
+        self._apply_master(out)
+        self.limiter.process(out)
+
+    def _speech_window(
+        self, speech: SourceChannel, earcon: SourceChannel
+    ) -> tuple[int, int | None]:
+        """Where speech may play this period, given a pending earcon gate."""
+        seq, earcon_end, speech_pos = self.req_gate
+        if seq != self._gate_seq:
+            self._gate_seq = seq
+            if not self._gate_active:
+                flowing = speech.pull_count > 0
+                self._gate_speech_pos = speech_pos if flowing else speech.ring.read_pos
+            self._gate_active = True
+            self._gate_earcon_end = earcon_end
+        if not self._gate_active:
+            return 0, None
+        before_gate = max(0, self._gate_speech_pos - speech.ring.read_pos)
+        if earcon.ring.read_pos < self._gate_earcon_end:
+            return 0, before_gate  # the earcon is still playing: hold queued speech
+        self._gate_active = False
+        if before_gate > 0 or earcon.pull_start >= self._gate_earcon_end:
+            return 0, None
+        # the earcon ended inside this period: speech starts on the next sample
+        played = min(self._gate_earcon_end - earcon.pull_start, earcon.pull_count)
+        return earcon.pull_offset + played, None
+
+    def _apply_master(self, out: Float32Array) -> None:
+        start, end = self._master_gain, self.req_master_gain
+        self._master_gain = end
+        if start == end:
+            if end != 1.0:
+                np.multiply(out, np.float32(end), out=out)
+            return
+        np.multiply(self._unit, np.float32(end - start), out=self._gains)
+        self._gains += np.float32(start)
+        np.multiply(out, self._gains, out=out)

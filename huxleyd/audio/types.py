@@ -1,0 +1,78 @@
+"""Typed messages of the audio layer: mic frames, device states, engine health."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+SourceName = Literal["speech", "earcon", "content", "comms"]
+"""A playback source of the mixer."""
+
+SOURCES: tuple[SourceName, ...] = ("speech", "earcon", "content", "comms")
+"""All sources, in mixing order (earcon before speech: speech may wait on it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MicFrame:
+    """One period of microphone audio, already at the consumer's rate.
+
+    ``pcm`` is PCM16 little-endian mono at ``rate_hz`` (24 kHz, or 16 kHz when
+    a provider asked for it). ``captured_at`` is the engine clock's monotonic
+    time, in seconds, of the frame's first sample (device input latency
+    included). ``seq`` counts frames since the engine started; a gap in it
+    means frames were dropped.
+    """
+
+    pcm: bytes
+    rate_hz: int
+    captured_at: float
+    seq: int
+
+    @property
+    def duration_ms(self) -> float:
+        return len(self.pcm) / 2 * 1000.0 / self.rate_hz
+
+
+class DeviceState(enum.Enum):
+    """Where the sound device stands."""
+
+    CLOSED = "closed"
+    """Not opened yet, or closed by :meth:`AudioEngine.close`."""
+    OPEN = "open"
+    LOST = "lost"
+    """Failed or vanished; the engine keeps running and plays to nowhere."""
+    REOPENING = "reopening"
+    """A reopen attempt is under way (every ``reopen_interval_s``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """A snapshot of the engine's health, for the watchdog and ``huxleyctl``.
+
+    ``periods`` only advances while the audio thread runs periods: the
+    watchdog feeds systemd only while it moves. Levels are dBFS (0 = full
+    scale, ``-120`` = digital silence); peaks decay at 20 dB/s, RMS is
+    averaged over about 300 ms.
+    """
+
+    periods: int
+    underruns: int
+    """Device output underruns plus source gaps (see ``source_gaps``)."""
+    overruns: int
+    """Device input overruns (the mic delivered more than we read in time)."""
+    late_periods: int
+    """Periods that started more than one period after their deadline."""
+    mic_frames_dropped: int
+    """Capture frames lost because asyncio read them too late."""
+    source_gaps: int
+    """Times a source ran dry in the middle of an item that later continued."""
+    device_state: DeviceState
+    input_peak_dbfs: float
+    input_rms_dbfs: float
+    output_peak_dbfs: float
+    output_rms_dbfs: float
+    output_latency_ms: float
+    """Device output latency plus resampler delay, as used by the playout clock."""
+    running: bool
+    """True while the audio thread is alive."""
