@@ -1,0 +1,114 @@
+"""A streaming polyphase resampler: fixed blocks in, fixed blocks out, state kept.
+
+The same filter as ``scipy.signal.resample_poly`` (a Kaiser-windowed
+low-pass, cutoff at the lower Nyquist, ``10 * max(up, down)`` half-length
+at the upsampled rate), applied block by block. The tail of each input block
+is carried into the next, so splitting a signal into periods changes nothing:
+the output equals resampling the whole signal at once (no edge artefacts at
+period boundaries), delayed by :attr:`StreamResampler.delay_in` input samples.
+
+Everything is precomputed in ``__init__``: for each of the ``block_out``
+output samples the input indices and filter taps it needs. :meth:`process`
+is then one ``take``, one ``einsum`` and one copy into preallocated arrays;
+it allocates nothing, so the audio thread can call it every period.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+import numpy as np
+import numpy.typing as npt
+from scipy.signal import firwin
+
+from huxleyd.audio.pcm import Float32Array
+
+_KAISER_BETA = 5.0
+_HALF_LEN_PER_RATIO = 10
+
+
+def design_filter(up: int, down: int) -> npt.NDArray[np.float64]:
+    """The polyphase low-pass ``resample_poly`` would use, gain ``up``."""
+    max_rate = max(up, down)
+    half_len = _HALF_LEN_PER_RATIO * max_rate
+    taps = firwin(2 * half_len + 1, 1.0 / max_rate, window=("kaiser", _KAISER_BETA))
+    return np.asarray(taps, dtype=np.float64) * up
+
+
+class StreamResampler:
+    """Resamples ``block_in`` samples at ``in_rate_hz`` to ``block_out`` at ``out_rate_hz``.
+
+    ``block_in * out_rate_hz`` must be a multiple of ``in_rate_hz`` (true for
+    one period of any whole-millisecond length at common rates); equal rates
+    make it a plain copy with no delay.
+    """
+
+    def __init__(self, in_rate_hz: int, out_rate_hz: int, block_in: int) -> None:
+        if in_rate_hz <= 0 or out_rate_hz <= 0 or block_in <= 0:
+            raise ValueError(
+                f"resampler needs positive rates and block, got {in_rate_hz} → {out_rate_hz} Hz, "
+                f"block {block_in}"
+            )
+        block_out, rest = divmod(block_in * out_rate_hz, in_rate_hz)
+        if rest:
+            raise ValueError(
+                f"a block of {block_in} samples at {in_rate_hz} Hz is not a whole number "
+                f"of samples at {out_rate_hz} Hz"
+            )
+        self.in_rate_hz = in_rate_hz
+        self.out_rate_hz = out_rate_hz
+        self.block_in = block_in
+        self.block_out = block_out
+        divisor = gcd(in_rate_hz, out_rate_hz)
+        self.up = out_rate_hz // divisor
+        self.down = in_rate_hz // divisor
+        self.identity = self.up == self.down
+        if self.identity:
+            self.delay_in = 0.0
+            self._history = 0
+            return
+        taps = design_filter(self.up, self.down)
+        self.delay_in = (len(taps) - 1) / 2 / self.up
+        """Group delay, in input samples (half the filter)."""
+        self._build(taps)
+
+    def _build(self, taps: npt.NDArray[np.float64]) -> None:
+        up, down = self.up, self.down
+        per_phase = -(-len(taps) // up)
+        padded = np.zeros(per_phase * up)
+        padded[: len(taps)] = taps
+        self._history = per_phase - 1
+        # output j sits at upsampled index j*down; its newest input is floor(j*down/up),
+        # and tap t of its phase is padded[(j*down) % up + t*up], applied to newest - t.
+        position = np.arange(self.block_out) * down
+        newest = position // up
+        phase = position % up
+        t = np.arange(per_phase)
+        self._index = (newest[:, None] - t[None, :] + self._history).astype(np.intp)
+        self._taps: Float32Array = padded[phase[:, None] + t[None, :] * up].astype(np.float32)
+        self._ext: Float32Array = np.zeros(self._history + self.block_in, dtype=np.float32)
+        self._gathered: Float32Array = np.zeros((self.block_out, per_phase), dtype=np.float32)
+        self._block_view = self._ext[self._history :]
+        self._tail_view = self._ext[self.block_in :]
+        self._head_view = self._ext[: self._history]
+
+    def process(self, block: Float32Array, out: Float32Array) -> None:
+        """Resample one ``block_in`` block into ``out`` (``block_out`` samples)."""
+        if self.identity:
+            np.copyto(out, block)
+            return
+        np.copyto(self._block_view, block)
+        np.take(self._ext, self._index, out=self._gathered)
+        np.einsum("ij,ij->i", self._gathered, self._taps, out=out)
+        if self._history:
+            np.copyto(self._head_view, self._tail_view)
+
+    def reset(self) -> None:
+        """Forget the carried history (after a discontinuity such as a device reopen)."""
+        if not self.identity:
+            self._ext.fill(0.0)
+
+    @property
+    def taps_per_output(self) -> int:
+        """Multiply-adds per output sample (0 for the identity)."""
+        return 0 if self.identity else int(self._taps.shape[1])
