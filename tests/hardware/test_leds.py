@@ -1,0 +1,211 @@
+"""LEDs: the pattern map, gpiozero drivers on mock pins (timelines checked with
+MockPin.assert_states_and_times), and the controller's watchdog."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import pytest
+
+from huxleyd.clock import ManualClock
+from huxleyd.hardware.leds import (
+    DEFAULT_PATTERNS,
+    OFF,
+    GpioLedDriver,
+    LedController,
+    LedPattern,
+    LedState,
+    NullLedDriver,
+    PatternKind,
+    RgbLedDriver,
+    limits_from_settings,
+    pattern_level,
+)
+from huxleyd.hardware.settings import LedLimits
+
+BLINK = LedPattern(PatternKind.BLINK, on_s=0.1, off_s=0.1)
+PULSE = LedPattern(PatternKind.PULSE, fade_in_s=0.2, fade_out_s=0.2)
+
+
+def test_every_state_has_a_pattern_and_the_transient_ones_a_limit() -> None:
+    assert set(DEFAULT_PATTERNS) == set(LedState)
+    assert DEFAULT_PATTERNS[LedState.IDLE] == OFF
+    limits = limits_from_settings(LedLimits())
+    assert set(limits) == {
+        LedState.LISTENING,
+        LedState.THINKING,
+        LedState.SPEAKING,
+        LedState.ERROR,
+    }
+
+
+def test_controller_refuses_a_map_without_every_state() -> None:
+    patterns: dict[LedState, LedPattern] = {
+        s: p for s, p in DEFAULT_PATTERNS.items() if s is not LedState.MUTED
+    }
+    with pytest.raises(ValueError, match="MUTED"):
+        LedController(NullLedDriver(), ManualClock(), patterns=patterns)
+
+
+def test_pattern_validation() -> None:
+    with pytest.raises(ValueError):
+        LedPattern(PatternKind.BLINK, on_s=0.1)
+    with pytest.raises(ValueError):
+        LedPattern(PatternKind.SOLID, level=1.5)
+
+
+def test_pattern_level() -> None:
+    assert pattern_level(OFF, 3.0) == 0.0
+    assert pattern_level(LedPattern(PatternKind.SOLID), 3.0) == 1.0
+    assert [pattern_level(BLINK, t) for t in (0.0, 0.05, 0.15, 0.25, 0.35)] == [1, 1, 0, 1, 0]
+    assert pattern_level(PULSE, 0.0) == 0.0
+    assert pattern_level(PULSE, 0.1) == pytest.approx(0.5)
+    assert pattern_level(PULSE, 0.2) == pytest.approx(1.0)
+    assert pattern_level(PULSE, 0.3) == pytest.approx(0.5)
+    assert pattern_level(PULSE, 0.4) == pytest.approx(0.0)
+
+
+def _patterns(**overrides: LedPattern) -> dict[LedState, LedPattern]:
+    patterns = dict(DEFAULT_PATTERNS)
+    for name, pattern in overrides.items():
+        patterns[LedState[name]] = pattern
+    return patterns
+
+
+def test_plain_led_timeline(factory: Any) -> None:
+    """LISTENING lights the LED; THINKING blinks it 0.1 s on / 0.1 s off; IDLE ends it."""
+    driver = GpioLedDriver(27, pin_factory=factory, pwm=False)
+    pin = factory.pin(27)
+    leds = LedController(
+        driver, ManualClock(), patterns=_patterns(THINKING=BLINK), initial=LedState.IDLE
+    )
+    pin.clear_states()
+    leds.set_state(LedState.LISTENING)
+    time.sleep(0.1)
+    leds.set_state(LedState.THINKING)
+    time.sleep(0.45)
+    leds.set_state(LedState.IDLE)
+    # Times are since the previous change. Listening turns the LED on at once;
+    # thinking's blink starts lit, so the first "off" comes 0.1 + 0.1 s later.
+    expected = [(0.0, False), (0.0, True), (0.2, False), (0.1, True), (0.1, False), (0.1, True)]
+    assert len(pin.states) >= len(expected) + 1  # zip() in gpiozero would hide missing ones
+    pin.assert_states_and_times(expected)
+    assert pin.states[-1].state == 0  # idle: off again
+    assert pin.state == 0
+    leds.close()
+
+
+def test_plain_led_shows_a_pulse_as_a_blink(factory: Any) -> None:
+    driver = GpioLedDriver(27, pin_factory=factory, pwm=False)
+    pin = factory.pin(27)
+    pin.clear_states()
+    driver.show(PULSE, 0.0)
+    time.sleep(0.5)
+    driver.close()
+    assert len(pin.states) >= 4
+    pin.assert_states_and_times([(0.0, False), (0.0, True), (0.2, False), (0.2, True)])
+
+
+def test_pwm_led_solid_level_and_pulse(factory: Any) -> None:
+    driver = GpioLedDriver(27, pin_factory=factory, pwm=True)
+    pin = factory.pin(27)
+    driver.show(LedPattern(PatternKind.SOLID, level=0.2), 0.0)
+    assert pin.state == pytest.approx(0.2)
+    pin.clear_states()
+    driver.show(PULSE, 0.0)
+    time.sleep(0.5)
+    driver.show(OFF, 0.0)
+    values = [s.state for s in pin.states]
+    peak = values.index(max(values))
+    assert max(values) == pytest.approx(1.0)
+    rising, falling = values[1 : peak + 1], values[peak:]
+    assert rising == sorted(rising) and len(rising) > 3  # a fade, not a jump
+    assert falling[: len(falling) // 2] == sorted(falling[: len(falling) // 2], reverse=True)
+    assert pin.state == 0.0
+    driver.close()
+
+
+def test_rgb_led_colours(factory: Any) -> None:
+    driver = RgbLedDriver(5, 6, 13, pin_factory=factory)
+    red, green, blue = (factory.pin(n) for n in (5, 6, 13))
+    leds = LedController(driver, ManualClock(), initial=LedState.IDLE)
+    leds.set_state(LedState.LISTENING)  # blue (0, 0.2, 1)
+    assert (red.state, green.state, blue.state) == pytest.approx((0.0, 0.2, 1.0))
+    leds.set_state(LedState.MUTED)  # red at 0.3
+    assert (red.state, green.state, blue.state) == pytest.approx((0.3, 0.0, 0.0))
+    leds.set_state(LedState.IDLE)
+    assert (red.state, green.state, blue.state) == (0.0, 0.0, 0.0)
+    leds.close()
+
+
+def test_rgb_led_without_pwm_blinks_full_channels(factory: Any) -> None:
+    driver = RgbLedDriver(5, 6, 13, pin_factory=factory, pwm=False)
+    red, green, blue = (factory.pin(n) for n in (5, 6, 13))
+    red.clear_states()
+    driver.show(LedPattern(PatternKind.BLINK, (1.0, 0.0, 0.0), 0.3, on_s=0.1, off_s=0.1), 0.0)
+    time.sleep(0.25)
+    driver.close()
+    assert len(red.states) >= 4
+    red.assert_states_and_times([(0.0, False), (0.0, True), (0.1, False), (0.1, True)])
+    assert green.state == 0 and blue.state == 0
+
+
+def test_watchdog_returns_a_stuck_state_to_idle(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock()
+    driver = NullLedDriver()
+    leds = LedController(driver, clock, limits_s={LedState.THINKING: 10.0})
+    leds.set_state(LedState.THINKING)
+    clock.advance(9.0)
+    assert leds.tick() is LedState.THINKING
+    leds.set_state(LedState.THINKING)  # confirmed by the coordinator: the timer restarts
+    clock.advance(9.0)
+    assert leds.tick() is LedState.THINKING
+    clock.advance(1.5)
+    with caplog.at_level(logging.WARNING, logger="huxleyd.hardware"):
+        assert leds.tick() is LedState.IDLE
+    assert driver.pattern == OFF
+    assert leds.expired_count == 1
+    (record,) = [r for r in caplog.records if getattr(r, "huxley_event", "") == "led_state_expired"]
+    assert "state=thinking" in record.getMessage()
+
+
+def test_states_without_a_limit_stay() -> None:
+    clock = ManualClock()
+    leds = LedController(NullLedDriver(), clock)
+    for state in (LedState.MEDIA, LedState.OFFLINE, LedState.MUTED, LedState.BOOTING):
+        leds.set_state(state)
+        clock.advance(86400.0)
+        assert leds.tick() is state
+    assert leds.expired_count == 0
+
+
+def test_default_limits_cover_listening_speaking_and_error() -> None:
+    clock = ManualClock()
+    leds = LedController(NullLedDriver(), clock)
+    limits = LedLimits()
+    for state, limit in (
+        (LedState.LISTENING, limits.listening_s),
+        (LedState.SPEAKING, limits.speaking_s),
+        (LedState.ERROR, limits.error_s),
+    ):
+        leds.set_state(state)
+        clock.advance(limit + 0.01)
+        assert leds.tick() is LedState.IDLE
+    assert leds.expired_count == 3
+
+
+async def test_run_task_ticks_the_watchdog() -> None:
+    clock = ManualClock()
+    leds = LedController(NullLedDriver(), clock, limits_s={LedState.ERROR: 1.0})
+    leds.set_state(LedState.ERROR)
+    task = asyncio.create_task(leds.run(period_s=0.001))
+    clock.advance(2.0)
+    for _ in range(100):
+        await asyncio.sleep(0.001)
+        if leds.state is LedState.IDLE:
+            break
+    task.cancel()
+    assert leds.state is LedState.IDLE
