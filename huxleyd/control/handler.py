@@ -1,0 +1,271 @@
+"""What the daemon answers on the control socket: :class:`ControlHandler`.
+
+The daemon implements the protocol; :class:`~huxleyd.control.server.ControlServer`
+calls it, one coroutine per request, under a timeout. The reports are frozen
+dataclasses with ``to_dict()`` (what goes on the wire) and ``from_dict()``
+(what ``huxleyctl`` reads back, checked field by field).
+
+Error contract for implementations: raise
+:class:`~huxleyd.control.errors.CommandFailedError` (or any
+:class:`~huxleyd.errors.HuxleydError`) with a one-line message the admin
+can act on; the client sees that message. Any other exception is reported
+as an internal error and logged by the server with its traceback. Never
+return or raise anything that contains a secret: the socket is readable by
+the whole ``huxley`` group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from huxleyd.control.errors import ControlProtocolError
+from huxleyd.control.protocol import PttAction
+
+DBFS_FLOOR = -120.0
+"""Levels below this (digital silence is -inf) are sent as this value."""
+
+T = TypeVar("T")
+
+
+def _get(d: Mapping[str, Any], key: str, kind: type[T], what: str) -> T:
+    """``d[key]`` checked against ``kind``; a bool never passes for an int."""
+    if key not in d:
+        raise ControlProtocolError(f"{what}: missing {key!r}")
+    value = d[key]
+    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        raise ControlProtocolError(f"{what}: {key!r} has the wrong type ({value!r})")
+    return value
+
+
+def _number(d: Mapping[str, Any], key: str, what: str) -> float:
+    if key not in d:
+        raise ControlProtocolError(f"{what}: missing {key!r}")
+    value = d[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ControlProtocolError(f"{what}: {key!r} expected a number ({value!r})")
+    return float(value)
+
+
+def _mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ControlProtocolError(f"{what}: expected an object, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class XrunCounts:
+    """Audio engine trouble counters since start."""
+
+    underruns: int = 0
+    """Output periods the device wanted but the engine could not fill in time."""
+    overruns: int = 0
+    """Capture periods the device dropped because we read too late."""
+    late_periods: int = 0
+    """Periods the engine produced after their deadline (audible risk)."""
+    dropped_mic_frames: int = 0
+    """Mic frames dropped because the capture ring was full."""
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "underruns": self.underruns,
+            "overruns": self.overruns,
+            "late_periods": self.late_periods,
+            "dropped_mic_frames": self.dropped_mic_frames,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> XrunCounts:
+        what = "status xruns"
+        return cls(
+            underruns=_get(d, "underruns", int, what),
+            overruns=_get(d, "overruns", int, what),
+            late_periods=_get(d, "late_periods", int, what),
+            dropped_mic_frames=_get(d, "dropped_mic_frames", int, what),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatusReport:
+    """What ``huxleyctl status`` shows."""
+
+    state: str
+    """The turn coordinator's state (``idle``, ``listening``, ``speaking``…)."""
+    provider_state: str
+    """The provider connection (``connected``, ``connecting``, ``offline``…)."""
+    media: str | None
+    """What is playing (a book title, a station), or None."""
+    volume: int
+    """User volume, 0-100."""
+    uptime_s: float
+    xruns: XrunCounts = field(default_factory=XrunCounts)
+    last_turn_timings_ms: Mapping[str, float] = field(default_factory=dict)
+    """The last turn's timings, name → milliseconds (``release_to_commit``…)."""
+    last_turn_id: str | None = None
+    persona: str
+    provider_kind: str
+    """``openai``, ``sim``…"""
+    is_simulator: bool
+    """True when the daemon talks to the built-in protocol peer: not an AI."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "provider_state": self.provider_state,
+            "media": self.media,
+            "volume": self.volume,
+            "uptime_s": self.uptime_s,
+            "xruns": self.xruns.to_dict(),
+            "last_turn_timings_ms": dict(self.last_turn_timings_ms),
+            "last_turn_id": self.last_turn_id,
+            "persona": self.persona,
+            "provider_kind": self.provider_kind,
+            "is_simulator": self.is_simulator,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StatusReport:
+        """Read a ``status`` result back; raises ControlProtocolError naming the field."""
+        what = "status"
+        timings = _mapping(d.get("last_turn_timings_ms", {}), "status last_turn_timings_ms")
+        timings_ms = {k: _number(timings, k, "status last_turn_timings_ms") for k in timings}
+        media = d.get("media")
+        turn = d.get("last_turn_id")
+        if media is not None and not isinstance(media, str):
+            raise ControlProtocolError(f"status: 'media' has the wrong type ({media!r})")
+        if turn is not None and not isinstance(turn, str):
+            raise ControlProtocolError(f"status: 'last_turn_id' has the wrong type ({turn!r})")
+        return cls(
+            state=_get(d, "state", str, what),
+            provider_state=_get(d, "provider_state", str, what),
+            media=media,
+            volume=_get(d, "volume", int, what),
+            uptime_s=_number(d, "uptime_s", what),
+            xruns=XrunCounts.from_dict(_mapping(d.get("xruns", {}), "status xruns")),
+            last_turn_timings_ms=timings_ms,
+            last_turn_id=turn,
+            persona=_get(d, "persona", str, what),
+            provider_kind=_get(d, "provider_kind", str, what),
+            is_simulator=_get(d, "is_simulator", bool, what),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SkillInfo:
+    """A loaded skill and the tool names it gives the model."""
+
+    name: str
+    tools: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "tools": list(self.tools)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SkillInfo:
+        tools = _get(d, "tools", list, "skill")
+        if not all(isinstance(t, str) for t in tools):
+            raise ControlProtocolError(f"skill: 'tools' expected strings, got {tools!r}")
+        return cls(_get(d, "name", str, "skill"), tuple(tools))
+
+
+@dataclass(frozen=True, slots=True)
+class LevelsSample:
+    """Peak levels over the last sampling interval, in dBFS (0 = full scale)."""
+
+    mic_dbfs: float
+    output_dbfs: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "mic_dbfs": _clamp_dbfs(self.mic_dbfs),
+            "output_dbfs": _clamp_dbfs(self.output_dbfs),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LevelsSample:
+        what = "levels sample"
+        return cls(
+            _number(d, "mic_dbfs", what),
+            _number(d, "output_dbfs", what),
+        )
+
+
+def _clamp_dbfs(value: float) -> float:
+    # -inf (digital silence) and NaN are not JSON; silence reads as the floor.
+    if value != value or value < DBFS_FLOOR:
+        return DBFS_FLOOR
+    return min(float(value), 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorCheck:
+    """One diagnosis: what was checked, whether it passed, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    """What was found (never a secret)."""
+    fix: str = ""
+    """What to do when ``ok`` is False (may also hint when ok, e.g. simulator mode)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DoctorCheck:
+        what = "doctor check"
+        return cls(
+            _get(d, "name", str, what),
+            _get(d, "ok", bool, what),
+            _get(d, "detail", str, what),
+            _get(d, "fix", str, what),
+        )
+
+
+@runtime_checkable
+class ControlHandler(Protocol):
+    """The daemon side of the control socket. Every method may be called
+    concurrently with the others (several clients); each call runs under the
+    server's request timeout."""
+
+    async def status(self) -> StatusReport:
+        """A snapshot of the daemon's state."""
+        ...
+
+    async def get_volume(self) -> int:
+        """The user volume, 0-100."""
+        ...
+
+    async def set_volume(self, level: int) -> int:
+        """Set (and persist) the user volume; ``level`` is 0-100. Returns the level now in effect."""
+        ...
+
+    async def say(self, text: str) -> str:
+        """Start a text turn (a user text item + a response). Returns the turn id
+        at once; the answer plays as for a spoken turn."""
+        ...
+
+    async def stop(self) -> bool:
+        """Cancel media (bookmarks saved). True if something was playing."""
+        ...
+
+    async def skills(self) -> list[SkillInfo]:
+        """The loaded skills, in load order."""
+        ...
+
+    async def ptt(self, action: PttAction) -> None:
+        """Drive the push-to-talk button as if pressed by hand."""
+        ...
+
+    def levels(self) -> AsyncIterator[LevelsSample]:
+        """Mic and output levels, one sample per interval (~50-100 ms), forever.
+
+        The server closes the iterator (``aclose``) when the client leaves, so
+        an async generator's ``finally`` is the place to stop metering.
+        """
+        ...
+
+    async def doctor(self) -> list[DoctorCheck]:
+        """Run the checks of :mod:`huxleyd.control.doctor` for this configuration."""
+        ...
