@@ -1,0 +1,162 @@
+"""The provider-neutral interface: capabilities and the sans-I/O protocol shape.
+
+Layer: pure logic, no I/O, no asyncio. A provider core implements
+:class:`RealtimeProtocol`; the transport (:mod:`huxleyd.providers.transport`)
+moves its frames over a websocket; the coordinator speaks only the commands
+of :class:`ProviderCommands` and reads :mod:`~huxleyd.providers.events`, and
+branches on :class:`Capabilities`, never on a provider's name.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from huxleyd.providers.events import Event
+
+
+class InterruptAcceptance(enum.StrEnum):
+    """How a barge-in is known to have taken effect."""
+
+    IMMEDIATE_PROVIDER_ACK = "immediate_provider_ack"
+    """``response.cancel`` + ``conversation.item.truncate`` exist; the provider
+    confirms the cut (OpenAI)."""
+    LOCAL_CUT_ASYNC_CONFIRMATION = "local_cut_async_confirmation"
+    """No cancel/truncate: the daemon cuts its speaker locally and keeps its own
+    record of what was heard; the provider confirms later, if at all (Gemini)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """What a provider can do. The coordinator adapts to these flags."""
+
+    text_input: bool
+    """A user turn may be text (``send_user_text``)."""
+    mid_session_instructions: bool
+    """Instructions can change without reconnecting."""
+    mid_session_tools: bool
+    """Tools can change without reconnecting."""
+    response_cancel: bool
+    """``cancel_response`` reaches the provider."""
+    truncate: bool
+    """``truncate`` reaches the provider (else it is a local record only)."""
+    interrupt_acceptance: InterruptAcceptance
+    input_rate_hz: int
+    """Sample rate of the PCM16 mono audio ``append_audio`` expects."""
+    output_rate_hz: int
+    """Sample rate of the PCM16 mono audio in ``AudioChunk``."""
+
+
+class ProviderCommands(Protocol):
+    """The commands the coordinator gives, in its own terms.
+
+    Implemented by every provider core and by the transport's
+    :class:`~huxleyd.providers.transport.ProviderConnection`, which forwards to
+    the core and sends what it produced. None of these block or raise on a
+    dead connection (see the connection's docstring for what is dropped).
+    """
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def configure(
+        self, *, instructions: str, tools: Sequence[Mapping[str, Any]], voice: str
+    ) -> None:
+        """Set instructions, tools and voice. Only what changed is re-sent.
+
+        ``tools`` are provider-neutral function declarations: mappings with
+        ``name``, ``description`` and ``parameters`` (a JSON schema). A change
+        a provider cannot apply mid-session takes effect at the next connect.
+        """
+
+    def start_turn(self) -> None:
+        """The user starts speaking: clear any half-sent input."""
+
+    def append_audio(self, pcm: bytes) -> None:
+        """Mic audio, PCM16 LE mono at ``capabilities.input_rate_hz``."""
+
+    def end_turn(self) -> None:
+        """The user stopped: commit the input. Does NOT ask for a response."""
+
+    def send_user_text(self, text: str) -> None:
+        """A user turn as text (when ``capabilities.text_input``). No response yet."""
+
+    def send_tool_output(self, call_id: str, output: str) -> None:
+        """Answer a :class:`~huxleyd.providers.events.ToolCall`. Every call needs one."""
+
+    def request_response(
+        self,
+        *,
+        instructions: str | None = None,
+        out_of_band: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """Ask the model to answer now (after ``end_turn``, text or tool output).
+
+        ``instructions`` override the session's for this response only;
+        ``out_of_band`` answers outside the conversation (may run in parallel).
+        """
+
+    def cancel_response(self) -> bool:
+        """Stop the active response. Sends nothing (returns False) when none is active.
+
+        After this, audio of the cancelled response is no longer reported.
+        """
+
+    def truncate(self, item_id: str, audio_end_ms: int) -> None:
+        """Tell the provider the user heard ``item_id`` only up to ``audio_end_ms``.
+
+        Later audio of that item is no longer reported.
+        """
+
+
+@runtime_checkable
+class RealtimeProtocol(ProviderCommands, Protocol):
+    """A sans-I/O provider core: frames in, events and frames out.
+
+    The transport drives it::
+
+        core.connection_opened()            # after the socket opened; queues setup
+        send(core.messages_to_send())
+        for frame in socket: core.receive(frame); deliver(core.events_received());
+                             send(core.messages_to_send())
+        core.connection_lost()              # socket gone; may report ResponseDone(FAILED)
+
+    ``receive`` never raises: a malformed frame is logged and reported as a
+    recoverable :class:`~huxleyd.providers.events.ProviderErrorEvent`.
+    """
+
+    def connection_url(self, base_url: str, model: str) -> str:
+        """The websocket URL for ``model`` at ``base_url``."""
+
+    def connection_headers(self, api_key: str | None) -> dict[str, str]:
+        """Handshake headers; the only place the key goes. Never log them."""
+
+    def connection_opened(self) -> None:
+        """A new socket: forget per-connection state, queue the full configuration."""
+
+    def connection_lost(self) -> None:
+        """The socket is gone: end what was running (reported as events)."""
+
+    def receive(self, frame: str | bytes) -> None:
+        """Feed one received websocket message."""
+
+    def events_received(self) -> list[Event]:
+        """Events understood since the last call, oldest first."""
+
+    def messages_to_send(self) -> list[str | bytes]:
+        """Frames to send since the last call, in order."""
+
+    @property
+    def response_active(self) -> bool:
+        """A response was requested or started and has not ended."""
+
+    @property
+    def active_response_id(self) -> str | None:
+        """The id of the in-conversation response running now, if any."""
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        """Call ids reported as ToolCall on this connection that have no output yet."""

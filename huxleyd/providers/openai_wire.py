@@ -1,0 +1,167 @@
+"""OpenAI Realtime (GA) wire helpers: client frames out, field access in.
+
+Layer: pure functions, no state, no I/O. :mod:`openai_protocol` keeps the
+state and decides what to send; this module knows the JSON shapes (GA names:
+``session.type = "realtime"``, ``audio.input.format``, ``output_audio``…).
+Every frame built here validates against the official
+``openai.types.realtime.RealtimeClientEvent`` union (tests check that).
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from huxleyd.errors import ProviderProtocolError
+
+RATE_HZ = 24_000
+"""GA ``audio/pcm`` is 24 kHz only (the schema's rate is ``Literal[24000]``)."""
+
+PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": RATE_HZ}
+
+_APPEND_HEAD = '{"type":"input_audio_buffer.append","audio":"'
+
+
+def dumps(event: Mapping[str, Any]) -> str:
+    """Compact JSON, the way every frame goes out."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: object) -> str:
+    """A stable hash of a JSON-able value (to re-send only what changed)."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def append_frame(pcm: bytes) -> str:
+    """``input_audio_buffer.append`` for one mic frame, built without json.dumps.
+
+    Base64 output never needs JSON escaping, so concatenation is exact and
+    cheaper on the 50-frames-a-second path (see bench/bench_providers.py).
+    """
+    return _APPEND_HEAD + binascii.b2a_base64(pcm, newline=False).decode("ascii") + '"}'
+
+
+def function_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A provider-neutral declaration (name, description, parameters) as a GA function tool."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tool declaration needs a non-empty 'name', got {tool!r}")
+    out: dict[str, Any] = {"type": "function", "name": name}
+    description = tool.get("description")
+    if description is not None:
+        out["description"] = str(description)
+    parameters = tool.get("parameters")
+    out["parameters"] = (
+        dict(parameters) if parameters is not None else {"type": "object", "properties": {}}
+    )
+    return out
+
+
+def function_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every declaration converted; duplicate names are a programming error."""
+    converted = [function_tool(t) for t in tools]
+    names = [t["name"] for t in converted]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")
+    return converted
+
+
+def full_session(
+    *,
+    instructions: str,
+    tools: list[dict[str, Any]],
+    voice: str,
+    transcription_model: str | None,
+) -> dict[str, Any]:
+    """The whole GA session for push-to-talk: turn detection off, PCM 24 kHz both ways."""
+    audio_input: dict[str, Any] = {"format": dict(PCM_FORMAT), "turn_detection": None}
+    if transcription_model:
+        audio_input["transcription"] = {"model": transcription_model}
+    return {
+        "type": "realtime",
+        "output_modalities": ["audio"],
+        "instructions": instructions,
+        "audio": {
+            "input": audio_input,
+            "output": {"format": dict(PCM_FORMAT), "voice": voice},
+        },
+        "tools": tools,
+        "tool_choice": "auto",
+    }
+
+
+# ---------------------------------------------------------------- reading
+
+
+def require_str(event: Mapping[str, Any], key: str) -> str:
+    """``event[key]`` as a string, or a protocol error naming the event and key."""
+    value = event.get(key)
+    if not isinstance(value, str):
+        raise ProviderProtocolError(
+            f"{event.get('type')}: field {key!r} must be a string, got {_kind(value)}"
+        )
+    return value
+
+
+def require_dict(event: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``event[key]`` as an object, or a protocol error naming the event and key."""
+    value = event.get(key)
+    if not isinstance(value, dict):
+        raise ProviderProtocolError(
+            f"{event.get('type')}: field {key!r} must be an object, got {_kind(value)}"
+        )
+    return value
+
+
+def require_int(event: Mapping[str, Any], key: str) -> int:
+    """``event[key]`` as an integer, or a protocol error naming the event and key."""
+    value = event.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ProviderProtocolError(
+            f"{event.get('type')}: field {key!r} must be an integer, got {_kind(value)}"
+        )
+    return value
+
+
+def optional_str(mapping: Mapping[str, Any] | None, key: str) -> str | None:
+    """``mapping[key]`` when it is a string; None when absent, null or not a string."""
+    if not mapping:
+        return None
+    value = mapping.get(key)
+    return value if isinstance(value, str) else None
+
+
+def decode_audio(event: Mapping[str, Any]) -> bytes:
+    """The PCM bytes of an audio delta; a protocol error when not base64."""
+    delta = require_str(event, "delta")
+    try:
+        return binascii.a2b_base64(delta, strict_mode=True)
+    except binascii.Error as exc:
+        raise ProviderProtocolError(f"{event.get('type')}: 'delta' is not base64 ({exc})") from exc
+
+
+def parse_frame(frame: str | bytes) -> dict[str, Any]:
+    """One frame as a JSON object with a string ``type``; a protocol error otherwise."""
+    try:
+        event = json.loads(frame)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProviderProtocolError(f"frame is not JSON ({exc}): {_excerpt(frame)}") from exc
+    if not isinstance(event, dict):
+        raise ProviderProtocolError(f"frame is not a JSON object: {_excerpt(frame)}")
+    if not isinstance(event.get("type"), str):
+        raise ProviderProtocolError(f"frame has no string 'type': {_excerpt(frame)}")
+    return event
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def _excerpt(frame: str | bytes, limit: int = 120) -> str:
+    text = frame if isinstance(frame, str) else frame[:limit].decode("utf-8", "replace")
+    return repr(text[:limit] + ("…" if len(text) > limit else ""))
