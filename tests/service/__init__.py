@@ -1,0 +1,1 @@
+"""Tests for huxleyd.service: sd_notify and the watchdog."""
