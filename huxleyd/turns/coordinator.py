@@ -1,0 +1,550 @@
+"""The turn coordinator: one state machine between the button, the model,
+the skills and the speaker.
+
+Every input is a plain method called on the event loop (the button adapter
+hands presses over with ``call_soon_threadsafe``; the transport calls
+:meth:`Coordinator.on_provider_event`); none of them awaits, so inputs never
+interleave and state changes never race. Slow work (tools, media, volume,
+waiting for speech to play out) runs in tasks whose completion calls back
+into a method.
+
+It branches on the provider's :class:`~huxleyd.providers.base.Capabilities`,
+never on a provider's name. Side effects follow the Huxley documentation:
+PlaySound plays right after the follow-up request, before the model's audio;
+CancelMedia and SetVolume act when the tool returns; AudioStream (the last
+one of a turn) starts at the terminal barrier, once the model's speech has
+played out. Every tool call gets an output, including interrupted ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from huxley_sdk import AudioStream, CancelMedia, InputClaim, PlaySound, SetVolume
+from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.logs import get_logger
+from huxleyd.providers.base import ProviderCommands
+from huxleyd.providers.events import (
+    AudioChunk,
+    Event,
+    ProviderErrorEvent,
+    ResponseDone,
+    ResponseStarted,
+    ResponseStatus,
+    ToolCall,
+)
+from huxleyd.skillhost import SkillHost, ToolOutcome
+from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.ports import AudioPort, VolumePort
+from huxleyd.turns.speech import SpeechOutput
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
+from huxleyd.turns.toolrun import ToolRunner
+
+log = get_logger("huxleyd.turns")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnSettings:
+    """Thresholds of the turn layer."""
+
+    min_turn_ms: float = 150.0
+    """A press with less audio than this is dropped with an earcon, not committed."""
+    silent_response_timeout_s: float = 6.0
+    """After asking for a reply: no audio and no tool call within this → retry."""
+    max_silent_retries: int = 2
+
+
+class Activity:
+    """What the device is doing, for the LEDs (a coarser view than TurnState)."""
+
+    IDLE = "idle"
+    LISTENING = "listening"
+    THINKING = "thinking"
+    SPEAKING = "speaking"
+    MEDIA = "media"
+
+
+class Coordinator:
+    """Drives turns. Create, then ``await start()``; ``await close()`` at shutdown."""
+
+    def __init__(
+        self,
+        *,
+        provider: ProviderCommands,
+        audio: AudioPort,
+        volume: VolumePort,
+        host: SkillHost,
+        earcons: Mapping[str, bytes] | None = None,
+        instructions: str = "",
+        settings: TurnSettings | None = None,
+        clock: Clock | None = None,
+        on_activity: Callable[[str], None] | None = None,
+        on_turn_done: Callable[[TurnRecord], None] | None = None,
+        renew_session_if_due: Callable[[], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._provider = provider
+        self._audio = audio
+        self._volume = volume
+        self._host = host
+        self._earcons = dict(earcons or {})
+        self._instructions = instructions
+        self._settings = settings or TurnSettings()
+        self._clock = clock or MonotonicClock()
+        self._on_activity = on_activity
+        self._on_turn_done = on_turn_done
+        self._renew_session_if_due = renew_session_if_due
+        self._sleep = sleep
+
+        self.state = TurnState.IDLE
+        self.turn: TurnRecord | None = None
+        self.last_turn: TurnRecord | None = None
+        self.activity = Activity.IDLE
+        self.dropped_late_chunks = 0
+        """Audio chunks of cancelled responses that arrived after the cut (never played)."""
+
+        self._speech = SpeechOutput(audio)
+        self._tools = ToolRunner(host, self._on_tool_done)
+        self.media = MediaRunner(audio, on_natural_end=self._on_media_end, sleep=sleep)
+        self._response_id: str | None = None
+        self._ignored_responses: set[str] = set()
+        self._awaiting_tools: tuple[str, ...] = ()
+        self._latched_stream: AudioStream | None = None
+        self._latched_claim: InputClaim | None = None
+        self._pending_sounds: list[bytes] = []
+        self._watchdog: asyncio.Task[None] | None = None
+        self._barrier: asyncio.Task[None] | None = None
+        self._mic_pump: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._offline = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
+        self._speech.start()
+        self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
+
+    async def close(self) -> None:
+        """Stop media (its bookmark is written), cancel tools and helpers."""
+        await self.media.stop(reason="shutdown")
+        for outcome in self._tools.cancel_all():
+            self._provider.send_tool_output(outcome.call_id, outcome.output)
+        for task in [self._mic_pump, self._watchdog, self._barrier, *self._tasks]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        await self._speech.close()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("task_failed", task=task.get_name(), error=repr(task.exception()))
+
+    # ------------------------------------------------------------ inputs: the button
+
+    def press(self) -> None:
+        """The button went down: barge in if needed, then listen."""
+        if self.state is TurnState.LISTENING:
+            return
+        now = self._clock.monotonic()
+        if self._busy():
+            self._interrupt()
+        self._begin_turn("ptt")
+        assert self.turn is not None
+        self.turn.pressed_at = now
+        self.media.dialog_started()
+        self._provider.start_turn()
+        self._audio.drain_mic()
+        self._earcon("listen_start", before_speech=False)
+        self._set_state(TurnState.LISTENING)
+
+    def release(self) -> None:
+        """The button came up (or was held too long): commit, or drop a too-short press."""
+        if self.state is not TurnState.LISTENING or self.turn is None:
+            return
+        turn = self.turn
+        turn.released_at = self._clock.monotonic()
+        if turn.audio_sent_ms < self._settings.min_turn_ms:
+            self._provider.start_turn()  # clear what was sent; nothing is committed
+            self._earcon("too_short", before_speech=False)
+            self._finish_turn(TurnOutcome.TOO_SHORT)
+            return
+        self._provider.end_turn()
+        self._request_response()
+        turn.committed_at = self._clock.monotonic()
+        self._set_state(TurnState.COMMITTING)
+
+    # ------------------------------------------------------------ inputs: text, media
+
+    def say(self, text: str) -> str:
+        """A text turn (``huxleyctl say``): as if the user had said ``text``."""
+        if self.state is TurnState.LISTENING:
+            self._provider.start_turn()
+        if self._busy() or self.state is TurnState.LISTENING:
+            self._interrupt()
+        self._begin_turn("text")
+        assert self.turn is not None
+        self.media.dialog_started()
+        self._provider.send_user_text(text)
+        self._request_response()
+        self.turn.committed_at = self._clock.monotonic()
+        self._set_state(TurnState.COMMITTING)
+        return self.turn.turn_id
+
+    async def stop_media(self) -> bool:
+        return await self.media.stop(reason="stop_command")
+
+    # ------------------------------------------------------------ inputs: the provider
+
+    def on_provider_event(self, event: Event) -> None:
+        """The transport's ``on_event`` callback."""
+        if isinstance(event, AudioChunk):
+            self._on_audio(event)
+        elif isinstance(event, ToolCall):
+            self._on_tool_call(event)
+        elif isinstance(event, ResponseStarted):
+            self._on_response_started(event)
+        elif isinstance(event, ResponseDone):
+            self._on_response_done(event)
+        elif isinstance(event, ProviderErrorEvent):
+            self._on_error(event)
+
+    def _on_response_started(self, event: ResponseStarted) -> None:
+        if event.out_of_band:
+            return
+        if self.state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
+            self._response_id = event.response_id
+            self._set_state(TurnState.IN_RESPONSE)
+        else:  # a response we no longer want (we cancelled it, or it is stale)
+            self._ignored_responses.add(event.response_id)
+
+    def _on_audio(self, chunk: AudioChunk) -> None:
+        if chunk.response_id in self._ignored_responses or chunk.response_id != self._response_id:
+            self.dropped_late_chunks += 1
+            return
+        self._disarm_watchdog()
+        turn = self.turn
+        if turn is not None and turn.first_audio_at is None:
+            turn.first_audio_at = self._clock.monotonic()
+            self._speech.arm_first_write(self._first_audio_played)
+        self._speech.enqueue(chunk.item_id, chunk.pcm)
+        self._set_activity(Activity.SPEAKING)
+
+    def _first_audio_played(self) -> None:
+        if self.turn is not None and self.turn.first_played_at is None:
+            self.turn.first_played_at = self._clock.monotonic()
+
+    def _on_tool_call(self, call: ToolCall) -> None:
+        if call.response_id in self._ignored_responses:
+            # The reply was cut; the call still needs an output.
+            self._provider.send_tool_output(call.call_id, '{"cancelled": true}')
+            return
+        self._disarm_watchdog()
+        if self.turn is not None:
+            self.turn.tools.append(call.name)
+        self._tools.start(call)
+
+    def _on_response_done(self, done: ResponseDone) -> None:
+        if done.out_of_band:
+            return
+        if done.response_id in self._ignored_responses or done.response_id != self._response_id:
+            self._ignored_responses.discard(done.response_id)
+            return
+        self._response_id = None
+        self._disarm_watchdog()
+        if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
+            log.warning("response_failed", status=done.status.value, reason=done.reason)
+            self._answer_all_tools()
+            self._earcon("error", before_speech=False)
+            self._after_speech(TurnOutcome.FAILED)
+            return
+        if done.tool_calls:
+            for call in done.tool_calls:
+                if not self._tools.known(call.call_id):
+                    self._on_tool_call(call)  # reported only in response.done
+            self._awaiting_tools = tuple(c.call_id for c in done.tool_calls)
+            self._maybe_follow_up()
+            return
+        if not done.had_audio:
+            self._retry_silent("empty_response")
+            return
+        self._after_speech(TurnOutcome.ANSWERED, terminal=True)
+
+    def _on_error(self, error: ProviderErrorEvent) -> None:
+        log.warning(
+            "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
+        )
+        if error.code == "input_audio_buffer_commit_empty" and self.state is TurnState.COMMITTING:
+            self._disarm_watchdog()
+            self._earcon("too_short", before_speech=False)
+            self._finish_turn(TurnOutcome.TOO_SHORT)
+        elif not error.recoverable and self.state.replying:
+            self._answer_all_tools()
+            self._earcon("error", before_speech=False)
+            self._after_speech(TurnOutcome.FAILED)
+
+    def on_connection(self, state: str, attempt: int = 0) -> None:
+        """The transport's connection state (``connected``, ``offline``…)."""
+        if state == "offline" and not self._offline:
+            self._offline = True
+            self._earcon("offline", before_speech=False)
+            log.warning("provider_offline", attempt=attempt)
+        elif state == "connected" and self._offline:
+            self._offline = False
+            log.info("provider_back_online")
+
+    @property
+    def offline(self) -> bool:
+        return self._offline
+
+    # ------------------------------------------------------------ tools and side effects
+
+    def _on_tool_done(self, outcome: ToolOutcome) -> None:
+        turn_id = self.turn.turn_id if self.turn else None
+        log.info(
+            "tool_called",
+            turn=turn_id,
+            tool=outcome.tool,
+            skill=self._host.skill_of(outcome.tool),
+            call_id=outcome.call_id,
+            error=outcome.error,
+            side_effect=outcome.side_effect.kind if outcome.side_effect else None,
+        )
+        effect = outcome.side_effect
+        if isinstance(effect, CancelMedia):
+            self._spawn(self.media.stop(reason="cancel_media"), "cancel-media")
+        elif isinstance(effect, SetVolume):
+            self._spawn(self._set_volume(effect.level), "set-volume")
+        elif isinstance(effect, PlaySound):
+            self._pending_sounds.append(effect.pcm)
+        elif isinstance(effect, AudioStream):
+            self._latched_stream = effect  # only the last stream of a turn runs
+        elif isinstance(effect, InputClaim):
+            self._latched_claim = effect
+        self._maybe_follow_up()
+
+    async def _set_volume(self, level: int) -> None:
+        really = await self._volume.set_level(level)
+        log.info("volume_set", requested=level, level=really)
+
+    def _maybe_follow_up(self) -> None:
+        """Once the response is over and all its tools answered: outputs, then a follow-up."""
+        if not self._awaiting_tools or not self._tools.done(self._awaiting_tools):
+            return
+        if self._response_id is not None:
+            return  # the response that called them is still running
+        for call_id in self._awaiting_tools:
+            outcome = self._tools.outcome(call_id)
+            assert outcome is not None
+            self._provider.send_tool_output(call_id, outcome.output)
+        self._awaiting_tools = ()
+        self._request_response()
+        # After the request, before the model's first audio: the chime leads.
+        for pcm in self._pending_sounds:
+            self._audio.play_earcon(pcm, before_speech=True)
+        self._pending_sounds.clear()
+        self._set_state(TurnState.AWAITING_NEXT_RESPONSE)
+
+    def _answer_all_tools(self) -> None:
+        """Give every call of this turn an output: finished ones their own, others cancelled."""
+        for cancelled in self._tools.cancel_all():
+            self._provider.send_tool_output(cancelled.call_id, cancelled.output)
+        for call_id in self._awaiting_tools:
+            finished = self._tools.outcome(call_id)
+            if finished is not None and finished.error != "cancelled":
+                self._provider.send_tool_output(call_id, finished.output)
+        self._awaiting_tools = ()
+
+    # ------------------------------------------------------------ responses
+
+    def _request_response(self, *, instructions: str | None = None) -> None:
+        self._provider.request_response(instructions=instructions)
+        self._arm_watchdog(instructions)
+
+    def _arm_watchdog(self, instructions: str | None) -> None:
+        self._disarm_watchdog()
+        self._watchdog = asyncio.get_running_loop().create_task(
+            self._watch_silence(instructions), name="silent-response-watchdog"
+        )
+
+    def _disarm_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+
+    async def _watch_silence(self, instructions: str | None) -> None:
+        await self._sleep(self._settings.silent_response_timeout_s)
+        self._watchdog = None
+        self._retry_silent("timeout", instructions)
+
+    def _retry_silent(self, why: str, instructions: str | None = None) -> None:
+        turn = self.turn
+        if turn is None:
+            return
+        if turn.retries >= self._settings.max_silent_retries:
+            log.error("response_silent", turn=turn.turn_id, why=why, retries=turn.retries)
+            self._earcon("error", before_speech=False)
+            self._finish_turn(TurnOutcome.SILENT)
+            return
+        turn.retries += 1
+        log.warning("response_retry", turn=turn.turn_id, why=why, attempt=turn.retries)
+        if self._response_id is not None:
+            self._ignored_responses.add(self._response_id)
+            self._response_id = None
+        if self._provider.capabilities.response_cancel:
+            self._provider.cancel_response()
+        self._set_state(TurnState.COMMITTING)
+        self._request_response(instructions=instructions)
+
+    # ------------------------------------------------------------ endings
+
+    def _after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
+        """The terminal barrier: let the speech play out, then start latched media."""
+        self._set_state(TurnState.APPLYING_SIDE_EFFECTS)
+        turn = self.turn
+        self._barrier = asyncio.get_running_loop().create_task(
+            self._barrier_then(turn, outcome, terminal), name="terminal-barrier"
+        )
+
+    async def _barrier_then(
+        self, turn: TurnRecord | None, outcome: TurnOutcome, terminal: bool
+    ) -> None:
+        await self._speech.played_out()
+        if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
+            return  # interrupted while the speech played out
+        self._barrier = None
+        stream, self._latched_stream = self._latched_stream, None
+        if terminal and stream is not None:
+            self.media.start(stream)
+        self._finish_turn(outcome)
+
+    def _finish_turn(self, outcome: TurnOutcome, *, next_turn_follows: bool = False) -> None:
+        """End the turn. ``next_turn_follows``: keep media in the background (no blip)."""
+        turn = self.turn
+        self._disarm_watchdog()
+        self._pending_sounds.clear()
+        self._latched_stream = None
+        self._latched_claim = None
+        if turn is not None:
+            turn.outcome = outcome
+            self._log_turn(turn)
+            self.last_turn = turn
+            self.turn = None
+        if next_turn_follows:
+            return
+        self.media.dialog_ended()
+        self._set_state(TurnState.IDLE)
+        if self._renew_session_if_due is not None:
+            self._renew_session_if_due()
+
+    def _interrupt(self) -> None:
+        """Barge-in: silence now, cancel the reply, truncate to what was heard."""
+        self._set_state(TurnState.INTERRUPTED)
+        heard = self._speech.cut()
+        caps = self._provider.capabilities
+        if self._response_id is not None:
+            self._ignored_responses.add(self._response_id)
+            self._response_id = None
+        if caps.response_cancel:
+            self._provider.cancel_response()
+        if heard is not None and caps.truncate:
+            self._provider.truncate(heard.item_id, heard.audio_end_ms)
+        if heard is not None and self.turn is not None:
+            log.info(
+                "barge_in", turn=self.turn.turn_id, item=heard.item_id, heard_ms=heard.audio_end_ms
+            )
+        self._answer_all_tools()
+        if self._barrier is not None:
+            self._barrier.cancel()
+            self._barrier = None
+        if self.turn is not None:
+            self._finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+
+    def _begin_turn(self, source: str) -> None:
+        if self.turn is not None:
+            self._finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+        self._tools.reset()
+        self.turn = TurnRecord(source=source)
+
+    def _busy(self) -> bool:
+        return self.state.replying or self._speech.pending or self._response_id is not None
+
+    # ------------------------------------------------------------ the microphone
+
+    async def _pump_mic(self) -> None:
+        """Forward mic frames to the provider while listening; drop them otherwise."""
+        while True:
+            frame = await self._audio.read_mic()
+            turn = self.turn
+            if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
+                continue
+            if frame.captured_at + frame.duration_ms / 1000.0 <= turn.pressed_at:
+                continue  # entirely before the press
+            self._provider.append_audio(frame.pcm)
+            turn.audio_sent_ms += frame.duration_ms
+            if turn.first_frame_sent_at is None:
+                turn.first_frame_sent_at = self._clock.monotonic()
+
+    # ------------------------------------------------------------ outputs
+
+    def _earcon(self, name: str, *, before_speech: bool) -> None:
+        pcm = self._earcons.get(name)
+        if pcm:
+            self._audio.play_earcon(pcm, before_speech=before_speech)
+
+    def _set_state(self, state: TurnState) -> None:
+        if state is self.state:
+            return
+        self.state = state
+        if state is TurnState.LISTENING:
+            self._set_activity(Activity.LISTENING)
+        elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
+            self._set_activity(Activity.THINKING)
+        elif state is TurnState.IDLE:
+            self._set_activity(Activity.MEDIA if self.media.playing else Activity.IDLE)
+
+    def _set_activity(self, activity: str) -> None:
+        if activity != self.activity:
+            self.activity = activity
+            if self._on_activity is not None:
+                self._on_activity(activity)
+
+    def _on_media_end(self, stream: AudioStream) -> None:
+        if self.state is TurnState.IDLE:
+            self._set_activity(Activity.IDLE)
+        if stream.on_complete_prompt and self.state is TurnState.IDLE:
+            self._begin_turn("media")
+            instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
+            self._request_response(instructions=instructions)
+            if self.turn is not None:
+                self.turn.committed_at = self._clock.monotonic()
+            self._set_state(TurnState.COMMITTING)
+            if stream.completion_silence_ms > 0:
+                silence = bytes(48 * stream.completion_silence_ms)
+                self._spawn(self._audio.source("content").write(silence), "completion-silence")
+
+    def _log_turn(self, turn: TurnRecord) -> None:
+        log.info(
+            "turn_done",
+            turn=turn.turn_id,
+            source=turn.source,
+            outcome=turn.outcome.value if turn.outcome else None,
+            tools=",".join(turn.tools) or None,
+            retries=turn.retries,
+            audio_sent_ms=round(turn.audio_sent_ms),
+            **turn.timings_ms(),
+        )
+        if self._on_turn_done is not None:
+            self._on_turn_done(turn)

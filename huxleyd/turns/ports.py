@@ -1,0 +1,71 @@
+"""What the turn layer needs from the layers around it, as small protocols.
+
+The coordinator is pure logic over these ports: the audio engine
+(:class:`AudioPort`), the volume control (:class:`VolumePort`), and the
+provider (:class:`~huxleyd.providers.base.ProviderCommands`). Tests pass
+recording fakes; the daemon passes the real engine and connection.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from huxleyd.audio.types import MicFrame, SourceName
+
+
+class SourcePort(Protocol):
+    """One playback source of the mixer, seen from asyncio."""
+
+    async def write(self, pcm: bytes, *, item_id: str | None = None) -> None:
+        """Queue PCM16 24 kHz mono; waits while the source's ring is full."""
+        ...
+
+    def queued_ms(self) -> float: ...
+
+
+class AudioPort(Protocol):
+    """The audio engine, as the coordinator uses it."""
+
+    def source(self, name: SourceName) -> SourcePort: ...
+
+    def flush(self, name: SourceName) -> None:
+        """Drop what is queued on ``name`` at once (ramped): barge-in."""
+        ...
+
+    def duck(self, name: SourceName) -> None: ...
+
+    def unduck(self, name: SourceName) -> None: ...
+
+    def pause(self, name: SourceName) -> None: ...
+
+    def resume(self, name: SourceName) -> None: ...
+
+    def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> None:
+        """Play ``pcm`` now; speech queued after it waits until it has played."""
+        ...
+
+    def played_ms(self, item_id: str) -> int:
+        """Milliseconds of ``item_id`` that have really reached the speaker."""
+        ...
+
+    async def drained(self, name: SourceName) -> None:
+        """Return once everything queued on ``name`` has been played."""
+        ...
+
+    async def read_mic(self) -> MicFrame: ...
+
+    def drain_mic(self) -> int:
+        """Discard queued mic frames; returns how many."""
+        ...
+
+    def set_capture_rate(self, rate_hz: int) -> None: ...
+
+
+class VolumePort(Protocol):
+    """The speaker volume (hardware mixer or software gain), 0-100."""
+
+    async def set_level(self, percent: int) -> int:
+        """Set, read back, persist; returns the level really set."""
+        ...
+
+    async def get_level(self) -> int: ...

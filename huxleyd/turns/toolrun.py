@@ -1,0 +1,88 @@
+"""Running a response's tool calls: concurrently, each with exactly one output.
+
+A call starts the moment the provider reports it (not at the end of the
+response), so a slow tool overlaps the rest of the model's output. The
+coordinator learns of each finished call through ``on_done`` and of the
+side effects that must act at once (CancelMedia, SetVolume) in the same
+place. :meth:`ToolRunner.cancel_all` turns every unfinished call into a
+``{"cancelled": true}`` outcome, so an interrupted reply still answers every
+call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+
+from huxleyd.providers.events import ToolCall
+from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+
+
+class ToolRunner:
+    """The tool calls of the current turn."""
+
+    def __init__(self, host: SkillHost, on_done: Callable[[ToolOutcome], None]) -> None:
+        self._host = host
+        self._on_done = on_done
+        self._tasks: dict[str, asyncio.Task[ToolOutcome]] = {}
+        self._outcomes: dict[str, ToolOutcome] = {}
+        self._calls: dict[str, ToolCall] = {}
+
+    def start(self, call: ToolCall) -> None:
+        """Run ``call`` unless it is already running or done (duplicate ids are ignored)."""
+        if call.call_id in self._calls:
+            return
+        self._calls[call.call_id] = call
+        task = asyncio.get_running_loop().create_task(
+            self._host.call(call.call_id, call.name, call.arguments_json),
+            name=f"tool-{call.name}-{call.call_id}",
+        )
+        self._tasks[call.call_id] = task
+        task.add_done_callback(functools.partial(self._finished, call.call_id))
+
+    def _finished(self, call_id: str, task: asyncio.Task[ToolOutcome]) -> None:
+        self._tasks.pop(call_id, None)
+        if task.cancelled() or call_id in self._outcomes:
+            return
+        exc = task.exception()
+        if exc is not None:  # SkillHost.call never raises; be safe anyway
+            outcome = ToolOutcome(
+                call_id, self._calls[call_id].name, '{"error": "tool_failed"}', error="tool_failed"
+            )
+        else:
+            outcome = task.result()
+        self._outcomes[call_id] = outcome
+        self._on_done(outcome)
+
+    def known(self, call_id: str) -> bool:
+        return call_id in self._calls
+
+    def done(self, call_ids: tuple[str, ...]) -> bool:
+        return all(cid in self._outcomes for cid in call_ids)
+
+    def outcome(self, call_id: str) -> ToolOutcome | None:
+        return self._outcomes.get(call_id)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks)
+
+    def cancel_all(self) -> list[ToolOutcome]:
+        """Cancel what still runs; returns a ``cancelled`` outcome for each."""
+        cancelled: list[ToolOutcome] = []
+        for call_id, task in list(self._tasks.items()):
+            task.cancel()
+            outcome = ToolOutcome(
+                call_id, self._calls[call_id].name, CANCELLED_OUTPUT, error="cancelled"
+            )
+            self._outcomes[call_id] = outcome
+            cancelled.append(outcome)
+        self._tasks.clear()
+        return cancelled
+
+    def reset(self) -> None:
+        """Forget finished calls (a new turn). Running calls must be cancelled first."""
+        self.cancel_all()
+        self._outcomes.clear()
+        self._calls.clear()

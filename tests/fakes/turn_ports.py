@@ -1,0 +1,180 @@
+"""Recording fakes of the coordinator's ports: provider, audio engine, volume."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from huxleyd.audio.types import MicFrame, SourceName
+from huxleyd.providers.base import Capabilities, InterruptAcceptance
+
+OPENAI_LIKE = Capabilities(
+    text_input=True,
+    mid_session_instructions=True,
+    mid_session_tools=True,
+    response_cancel=True,
+    truncate=True,
+    interrupt_acceptance=InterruptAcceptance.IMMEDIATE_PROVIDER_ACK,
+    input_rate_hz=24_000,
+    output_rate_hz=24_000,
+)
+
+
+class RecordingProvider:
+    """Records every command as ``(name, args)``; no network."""
+
+    def __init__(self, capabilities: Capabilities = OPENAI_LIKE) -> None:
+        self._caps = capabilities
+        self.commands: list[tuple[str, Any]] = []
+        self.appended_bytes = 0
+        self.response_active = False
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    def names(self) -> list[str]:
+        """Command names, consecutive appends folded into one."""
+        out: list[str] = []
+        for name, _ in self.commands:
+            if name == "append_audio" and out and out[-1] == "append_audio":
+                continue
+            out.append(name)
+        return out
+
+    def configure(
+        self, *, instructions: str, tools: Sequence[Mapping[str, Any]], voice: str
+    ) -> None:
+        self.commands.append(("configure", instructions))
+
+    def start_turn(self) -> None:
+        self.commands.append(("start_turn", None))
+
+    def append_audio(self, pcm: bytes) -> None:
+        self.appended_bytes += len(pcm)
+        self.commands.append(("append_audio", len(pcm)))
+
+    def end_turn(self) -> None:
+        self.commands.append(("end_turn", None))
+
+    def send_user_text(self, text: str) -> None:
+        self.commands.append(("send_user_text", text))
+
+    def send_tool_output(self, call_id: str, output: str) -> None:
+        self.commands.append(("send_tool_output", (call_id, output)))
+
+    def request_response(
+        self,
+        *,
+        instructions: str | None = None,
+        out_of_band: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        self.response_active = True
+        self.commands.append(("request_response", instructions))
+
+    def cancel_response(self) -> bool:
+        sent = self.response_active
+        self.response_active = False
+        self.commands.append(("cancel_response", sent))
+        return sent
+
+    def truncate(self, item_id: str, audio_end_ms: int) -> None:
+        self.commands.append(("truncate", (item_id, audio_end_ms)))
+
+    def outputs(self) -> dict[str, str]:
+        return {
+            cid: out
+            for name, (cid, out) in ((n, a) for n, a in self.commands if n == "send_tool_output")
+        }
+
+
+@dataclass
+class RecordingSource:
+    name: str
+    log: list[tuple[str, Any]]
+    writes: list[tuple[str | None, int]] = field(default_factory=list)
+
+    async def write(self, pcm: bytes, *, item_id: str | None = None) -> None:
+        self.writes.append((item_id, len(pcm)))
+        self.log.append((f"write:{self.name}", item_id))
+        await asyncio.sleep(0)
+
+    def queued_ms(self) -> float:
+        return 0.0
+
+
+class RecordingAudio:
+    """Accepts everything at once; ``played`` says how much of each item was heard."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, Any]] = []
+        self.sources = {
+            n: RecordingSource(n, self.log) for n in ("speech", "earcon", "content", "comms")
+        }
+        self.played: dict[str, int] = {}
+        self.mic: asyncio.Queue[MicFrame] = asyncio.Queue()
+        self.capture_rate_hz = 24_000
+        self.speech_drained = asyncio.Event()
+        self.speech_drained.set()
+        self.content_drained = asyncio.Event()
+        self.content_drained.set()
+
+    def source(self, name: SourceName) -> RecordingSource:
+        return self.sources[name]
+
+    def flush(self, name: SourceName) -> None:
+        self.log.append(("flush", name))
+
+    def duck(self, name: SourceName) -> None:
+        self.log.append(("duck", name))
+
+    def unduck(self, name: SourceName) -> None:
+        self.log.append(("unduck", name))
+
+    def pause(self, name: SourceName) -> None:
+        self.log.append(("pause", name))
+
+    def resume(self, name: SourceName) -> None:
+        self.log.append(("resume", name))
+
+    def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> None:
+        self.log.append(("earcon", len(pcm)))
+
+    def played_ms(self, item_id: str) -> int:
+        return self.played.get(item_id, 0)
+
+    async def drained(self, name: SourceName) -> None:
+        await (self.speech_drained if name == "speech" else self.content_drained).wait()
+
+    async def read_mic(self) -> MicFrame:
+        return await self.mic.get()
+
+    def drain_mic(self) -> int:
+        n = 0
+        while not self.mic.empty():
+            self.mic.get_nowait()
+            n += 1
+        return n
+
+    def set_capture_rate(self, rate_hz: int) -> None:
+        self.capture_rate_hz = rate_hz
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.log]
+
+
+class RecordingVolume:
+    def __init__(self, level: int = 50) -> None:
+        self.level = level
+        self.sets: list[int] = []
+
+    async def set_level(self, percent: int) -> int:
+        self.sets.append(percent)
+        self.level = percent
+        return percent
+
+    async def get_level(self) -> int:
+        return self.level
