@@ -1,0 +1,413 @@
+"""The control socket server: a unix stream socket, line-delimited JSON.
+
+Adapter layer: asyncio streams around the pure :mod:`~huxleyd.control.protocol`
+and a :class:`~huxleyd.control.handler.ControlHandler` (the daemon). ::
+
+    server = ControlServer(handler, config.control)
+    await server.start()        # binds, mode 0660, group from settings
+    ...
+    await server.close()        # idempotent; removes the socket file
+
+Access is decided by the socket file's mode (0660) and group, never by
+code: the kernel refuses ``connect`` to anyone outside the group. The file
+is bound under a temporary name, given its mode and group, then renamed
+into place, so it is never reachable with a looser mode.
+
+Each connection is served by its own task; its requests are answered in
+order, each under ``request_timeout_s``. A bad line gets an error reply and
+the connection stays usable. Request bodies are never logged above DEBUG
+(a ``say`` text is the user's words), and only the command name even then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import grp
+import os
+import socket
+import stat
+from pathlib import Path
+from typing import Any
+
+from huxleyd.control.errors import (
+    CommandFailedError,
+    ControlError,
+    ControlProtocolError,
+    ControlSocketInUseError,
+)
+from huxleyd.control.handler import ControlHandler
+from huxleyd.control.protocol import (
+    MAX_LINE_BYTES,
+    Command,
+    DoneReply,
+    ErrorReply,
+    LevelsArgs,
+    PttArgs,
+    Reply,
+    Request,
+    ResultReply,
+    SayArgs,
+    VolumeArgs,
+    parse_request,
+)
+from huxleyd.control.settings import ControlSettings
+from huxleyd.errors import HuxleydError
+from huxleyd.logs import get_logger
+
+log = get_logger("huxleyd.control")
+
+SOCKET_MODE = 0o660
+MAX_SOCKET_PATH_BYTES = 107
+"""``sun_path`` is 108 bytes on Linux, NUL included."""
+
+_TOO_LONG = object()
+
+
+class ControlServer:
+    """Serves ``handler`` on ``settings.socket_path`` until :meth:`close`."""
+
+    def __init__(self, handler: ControlHandler, settings: ControlSettings) -> None:
+        self._handler = handler
+        self._settings = settings
+        self._path = Path(settings.socket_path)
+        self._server: asyncio.AbstractServer | None = None
+        self._inode: int | None = None
+        self._clients: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def client_count(self) -> int:
+        """Connections being served right now."""
+        return len(self._clients)
+
+    async def __aenter__(self) -> ControlServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Bind and listen. Raises :class:`ControlSocketInUseError` when another
+        daemon listens on the path (or the path is not a socket), and
+        :class:`ControlError` when the path is unusable."""
+        if self._server is not None or self._closed:
+            raise ControlError("control server already started (servers are single-use)")
+        path = self._path
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+            raise ControlError(
+                f"control.socket_path {path} is too long for a unix socket "
+                f"({len(os.fsencode(path))} bytes, max {MAX_SOCKET_PATH_BYTES})"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ControlError(f"cannot create {path.parent}: {exc.strerror}") from exc
+        await self._clear_stale(path)
+        sock, group = self._bind(path)
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._serve_client, sock=sock, limit=MAX_LINE_BYTES
+            )
+            bound = sock.getsockname()
+            # Renaming replaces nothing live (checked above) and makes the
+            # socket appear with its final mode and group already set.
+            if bound != os.fsdecode(path):
+                os.rename(bound, path)
+            self._inode = os.stat(path).st_ino
+        except BaseException:
+            await self._abort_start(sock)
+            raise
+        log.info(
+            "control_listening",
+            path=str(path),
+            mode=f"{SOCKET_MODE:04o}",
+            group=group or "(unchanged)",
+        )
+
+    async def _abort_start(self, sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            name = sock.getsockname()
+            if isinstance(name, str) and name and name != os.fsdecode(self._path):
+                os.unlink(name)
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        sock.close()
+
+    async def _clear_stale(self, path: Path) -> None:
+        """Remove a socket file nobody listens on; refuse anything else."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISSOCK(st.st_mode):
+            raise ControlSocketInUseError(
+                f"{path} exists and is not a socket; move it away or change control.socket_path"
+            )
+        try:
+            async with asyncio.timeout(1.0):
+                _, writer = await asyncio.open_unix_connection(path)
+        except ConnectionRefusedError:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            log.info("control_stale_socket_removed", path=str(path))
+            return
+        except FileNotFoundError:
+            return
+        except PermissionError as exc:
+            raise ControlSocketInUseError(
+                f"{path} exists and cannot be checked (permission denied); is another "
+                "huxleyd running as another user?"
+            ) from exc
+        except TimeoutError as exc:
+            raise ControlSocketInUseError(
+                f"another huxleyd is listening on {path} (busy); stop it first"
+            ) from exc
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        raise ControlSocketInUseError(
+            f"another huxleyd is listening on {path}; stop it first "
+            "(systemctl stop huxleyd) or change control.socket_path"
+        )
+
+    def _bind(self, path: Path) -> tuple[socket.socket, str | None]:
+        """A socket bound (not yet listening) under a temporary name next to
+        ``path``, already mode 0660 and in the configured group."""
+        temp = path.with_name(f".hx-{os.getpid()}")
+        if len(os.fsencode(temp)) > MAX_SOCKET_PATH_BYTES:
+            temp = path  # too long to stage; bind in place and chmod at once
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISSOCK(os.lstat(temp).st_mode):
+                os.unlink(temp)  # left by a crashed daemon with our pid
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(os.fsencode(temp))
+            os.chmod(temp, SOCKET_MODE)
+            group = self._apply_group(temp)
+        except OSError as exc:
+            sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise ControlError(f"cannot bind {path}: {exc.strerror or exc}") from exc
+        return sock, group
+
+    def _apply_group(self, path: Path) -> str | None:
+        group = self._settings.socket_group
+        if not group:
+            return None
+        try:
+            gid = grp.getgrnam(group).gr_gid
+        except KeyError:
+            log.warning(
+                "control_group_missing",
+                group=group,
+                detail="the socket keeps the daemon's group; create the group or set control.socket_group",
+            )
+            return None
+        try:
+            os.chown(path, -1, gid)
+        except PermissionError:
+            log.warning(
+                "control_chgrp_failed",
+                group=group,
+                detail="the daemon is not a member of the group; the socket keeps the daemon's group",
+            )
+            return None
+        return group
+
+    async def close(self) -> None:
+        """Stop listening, drop the clients, remove the socket file. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        clients = list(self._clients)
+        for task in clients:
+            task.cancel()
+        if clients:
+            await asyncio.gather(*clients, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+        self._remove_socket_file()
+
+    def _remove_socket_file(self) -> None:
+        # Only our own socket: if another daemon has since bound the path
+        # (after a forced start), its file has another inode.
+        if self._inode is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(self._path).st_ino == self._inode:
+                os.unlink(self._path)
+                log.info("control_closed", path=str(self._path))
+        self._inode = None
+
+    # -- per connection ------------------------------------------------------
+
+    async def _serve_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+        try:
+            if len(self._clients) > self._settings.max_clients:
+                log.warning("control_too_many_clients", limit=self._settings.max_clients)
+                await self._send(
+                    writer,
+                    ErrorReply(
+                        None,
+                        f"too many huxleyctl clients (max {self._settings.max_clients}); try again",
+                    ),
+                )
+                return
+            await self._client_loop(reader, writer)
+        except (ConnectionError, TimeoutError):
+            pass  # the client left or stopped reading; nothing to answer
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _client_loop(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        while True:
+            try:
+                async with asyncio.timeout(self._settings.idle_timeout_s):
+                    line = await _read_line(reader)
+            except TimeoutError:
+                log.debug("control_client_idle", timeout_s=self._settings.idle_timeout_s)
+                return
+            if line is None:
+                return
+            if line is _TOO_LONG:
+                await self._send(
+                    writer, ErrorReply(None, f"request longer than {MAX_LINE_BYTES} bytes")
+                )
+                continue
+            assert isinstance(line, bytes)
+            await self._answer(line, writer)
+
+    async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = parse_request(line)
+        except ControlProtocolError as exc:
+            log.debug("control_bad_request", error=str(exc))
+            await self._send(writer, ErrorReply(exc.request_id, str(exc)))
+            return
+        log.debug("control_request", id=request.id, cmd=request.cmd.value)
+        if request.cmd is Command.LEVELS:
+            await self._stream_levels(request, writer)
+            return
+        reply: Reply
+        try:
+            async with asyncio.timeout(self._settings.request_timeout_s):
+                reply = ResultReply(request.id, await self._dispatch(request))
+        except Exception as exc:
+            reply = self._failure(request, exc)
+        await self._send(writer, reply)
+
+    def _failure(self, request: Request, exc: Exception) -> ErrorReply:
+        """The error reply for a handler failure (and a log line for surprises)."""
+        cmd = request.cmd.value
+        if isinstance(exc, TimeoutError):
+            limit = self._settings.request_timeout_s
+            log.warning("control_request_timeout", cmd=cmd, timeout_s=limit)
+            return ErrorReply(request.id, f"{cmd} timed out after {limit:g} s")
+        if isinstance(exc, HuxleydError):
+            level = "info" if isinstance(exc, CommandFailedError) else "warning"
+            getattr(log, level)("control_request_failed", cmd=cmd, error=str(exc))
+            return ErrorReply(request.id, str(exc) or type(exc).__name__)
+        log.exception("control_handler_crashed", cmd=cmd, error_type=type(exc).__name__)
+        return ErrorReply(request.id, f"internal error in {cmd} (see journalctl -u huxleyd)")
+
+    async def _dispatch(self, request: Request) -> dict[str, Any]:
+        handler, args = self._handler, request.args
+        match request.cmd:
+            case Command.STATUS:
+                return (await handler.status()).to_dict()
+            case Command.VOLUME:
+                assert isinstance(args, VolumeArgs)
+                if args.level is None:
+                    return {"volume": await handler.get_volume()}
+                return {"volume": await handler.set_volume(args.level)}
+            case Command.SAY:
+                assert isinstance(args, SayArgs)
+                return {"turn_id": await handler.say(args.text)}
+            case Command.STOP:
+                return {"stopped": await handler.stop()}
+            case Command.SKILLS:
+                return {"skills": [s.to_dict() for s in await handler.skills()]}
+            case Command.PTT:
+                assert isinstance(args, PttArgs)
+                await handler.ptt(args.action)
+                return {"action": args.action.value}
+            case Command.DOCTOR:
+                return {"checks": [c.to_dict() for c in await handler.doctor()]}
+        raise ControlError(f"no dispatch for {request.cmd}")  # pragma: no cover
+
+    async def _stream_levels(self, request: Request, writer: asyncio.StreamWriter) -> None:
+        assert isinstance(request.args, LevelsArgs)
+        count = request.args.count
+        samples = self._handler.levels()
+        final: Reply = DoneReply(request.id)
+        sent = 0
+        try:
+            while count is None or sent < count:
+                try:
+                    async with asyncio.timeout(self._settings.request_timeout_s):
+                        sample = await anext(samples)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    final = self._failure(request, exc)
+                    break
+                # A send error (client gone) ends the stream, not the server.
+                await self._send(writer, ResultReply(request.id, sample.to_dict()))
+                sent += 1
+        finally:
+            aclose = getattr(samples, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+        await self._send(writer, final)
+
+    async def _send(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
+        try:
+            data = reply.encode()
+        except (TypeError, ValueError) as exc:
+            log.error("control_unencodable_reply", error=str(exc))
+            data = ErrorReply(reply.id, "internal error: the reply was not JSON").encode()
+        writer.write(data)
+        # A client that stops reading must not pin this task forever.
+        async with asyncio.timeout(self._settings.request_timeout_s):
+            await writer.drain()
+
+
+async def _read_line(reader: asyncio.StreamReader) -> bytes | object | None:
+    """One line (newline included); None at EOF; ``_TOO_LONG`` after
+    discarding a line longer than the reader's limit up to its newline."""
+    too_long = False
+    while True:
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.LimitOverrunError as exc:
+            try:
+                await reader.readexactly(exc.consumed)
+            except asyncio.IncompleteReadError:
+                return None
+            too_long = True
+            continue
+        except asyncio.IncompleteReadError:
+            return None  # EOF; an unterminated last line is not a request
+        return _TOO_LONG if too_long else line

@@ -1,0 +1,319 @@
+"""ControlServer on a real unix socket in a temp dir, with the recording fake handler."""
+
+from __future__ import annotations
+
+import asyncio
+import grp
+import logging
+import os
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+
+from huxleyd.control.errors import CommandFailedError, ControlError, ControlSocketInUseError
+from huxleyd.control.handler import ControlHandler
+from huxleyd.control.protocol import MAX_LINE_BYTES, PttAction
+from huxleyd.control.server import ControlServer
+from huxleyd.control.settings import ControlSettings
+
+from .client_util import LineClient
+from .fakes import FakeControlHandler
+
+
+def settings(path: Path, **kw: object) -> ControlSettings:
+    return ControlSettings(socket_path=path, socket_group=None, **kw)  # type: ignore[arg-type]
+
+
+async def wait_for(predicate: object, what: str) -> None:
+    """Poll ``predicate()`` until true (a bound, not a speed assertion)."""
+    for _ in range(500):
+        if predicate():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def test_fake_satisfies_the_protocol() -> None:
+    handler: ControlHandler = FakeControlHandler()
+    assert isinstance(handler, ControlHandler)
+
+
+async def test_every_command_round_trips(sock_path: Path) -> None:
+    fake = FakeControlHandler()
+    async with ControlServer(fake, settings(sock_path)):
+        client = await LineClient.connect(sock_path)
+        status = await client.call(1, "status")
+        assert status["id"] == 1 and status["ok"] is True
+        assert status["result"]["volume"] == 55
+        assert status["result"]["xruns"] == {
+            "underruns": 2,
+            "overruns": 1,
+            "late_periods": 4,
+            "dropped_mic_frames": 0,
+        }
+        assert status["result"]["is_simulator"] is True
+        assert await client.call(2, "volume") == {"id": 2, "ok": True, "result": {"volume": 55}}
+        assert await client.call(3, "volume", level=30) == {
+            "id": 3,
+            "ok": True,
+            "result": {"volume": 30},
+        }
+        assert (await client.call(4, "volume"))["result"] == {"volume": 30}
+        assert (await client.call(5, "say", text="what time is it"))["result"] == {
+            "turn_id": "turn-1"
+        }
+        assert (await client.call(6, "stop"))["result"] == {"stopped": True}
+        assert (await client.call(7, "stop"))["result"] == {"stopped": False}
+        skills = (await client.call(8, "skills"))["result"]["skills"]
+        assert skills[0] == {"name": "system", "tools": ["get_current_time", "set_volume"]}
+        for i, action in enumerate(("press", "release", "tap")):
+            reply = await client.call(10 + i, "ptt", action=action)
+            assert reply == {"id": 10 + i, "ok": True, "result": {"action": action}}
+        checks = (await client.call(20, "doctor"))["result"]["checks"]
+        assert [c["ok"] for c in checks] == [True, False]
+        assert checks[1]["fix"] == "check the network"
+        await client.close()
+    assert fake.called("set_volume") == [30]
+    assert fake.called("say") == ["what time is it"]
+    assert fake.called("ptt") == [PttAction.PRESS, PttAction.RELEASE, PttAction.TAP]
+    assert len(fake.called("stop")) == 2
+    assert len(fake.called("doctor")) == 1
+
+
+async def test_levels_streams_samples_then_done(sock_path: Path) -> None:
+    fake = FakeControlHandler()
+    async with ControlServer(fake, settings(sock_path)):
+        client = await LineClient.connect(sock_path)
+        await client.send({"id": 9, "cmd": "levels", "args": {"count": 4}})
+        lines = [await client.recv() for _ in range(5)]
+        assert [line["id"] for line in lines] == [9] * 5
+        assert [line["result"] for line in lines[:4]] == [
+            {"mic_dbfs": -20.0, "output_dbfs": -6.0},
+            {"mic_dbfs": -120.0, "output_dbfs": -12.5},  # -inf is sent as the floor
+            {"mic_dbfs": -3.0, "output_dbfs": -40.0},
+            {"mic_dbfs": -20.0, "output_dbfs": -6.0},
+        ]
+        assert lines[4] == {"id": 9, "ok": True, "done": True}
+        # The connection is still usable after a stream.
+        assert (await client.call(10, "volume"))["result"] == {"volume": 55}
+        await client.close()
+    assert fake.levels_closed == 1
+
+
+async def test_levels_stops_when_the_client_leaves(sock_path: Path) -> None:
+    fake = FakeControlHandler(sample_interval_s=0.005)
+    async with ControlServer(fake, settings(sock_path)) as server:
+        client = await LineClient.connect(sock_path)
+        await client.send({"id": 1, "cmd": "levels"})
+        assert "result" in await client.recv()
+        assert "result" in await client.recv()
+        await client.close()
+        await wait_for(lambda: fake.levels_closed == 1, "levels iterator closed")
+        await wait_for(lambda: server.client_count == 0, "client task finished")
+        other = await LineClient.connect(sock_path)
+        assert (await other.call(2, "volume"))["ok"] is True
+        await other.close()
+
+
+async def test_bad_lines_get_errors_and_the_connection_stays_usable(sock_path: Path) -> None:
+    async with ControlServer(FakeControlHandler(), settings(sock_path)):
+        client = await LineClient.connect(sock_path)
+        await client.send_raw(b"this is not json\n")
+        reply = await client.recv()
+        assert reply["ok"] is False and reply["id"] is None
+        assert reply["error"].startswith("request is not JSON")
+        await client.send({"id": 2, "cmd": "reboot"})
+        reply = await client.recv()
+        assert reply["id"] == 2 and reply["error"].startswith('unknown cmd "reboot"')
+        reply = await client.call(3, "volume", level=130)
+        assert reply == {
+            "id": 3,
+            "ok": False,
+            "error": "bad args for volume: 'level' expected an integer 0-100, got 130",
+        }
+        await client.send_raw(b"\xff\xfe\n")
+        assert "not UTF-8" in (await client.recv())["error"]
+        await client.send_raw(b"x" * (MAX_LINE_BYTES * 3) + b"\n")
+        reply = await client.recv()
+        assert reply == {
+            "id": None,
+            "ok": False,
+            "error": f"request longer than {MAX_LINE_BYTES} bytes",
+        }
+        assert await client.call(4, "volume") == {"id": 4, "ok": True, "result": {"volume": 55}}
+        await client.close()
+
+
+async def test_handler_failures_become_error_replies(sock_path: Path) -> None:
+    fake = FakeControlHandler(
+        fail={
+            "say": CommandFailedError("offline: the provider is reconnecting (try 4)"),
+            "stop": RuntimeError("boom sk-THIS-IS-A-SECRET"),
+        },
+        hang={"doctor"},
+    )
+    async with ControlServer(fake, settings(sock_path, request_timeout_s=0.2)):
+        client = await LineClient.connect(sock_path)
+        assert (await client.call(1, "say", text="hi"))["error"] == (
+            "offline: the provider is reconnecting (try 4)"
+        )
+        reply = await client.call(2, "stop")
+        assert reply["error"] == "internal error in stop (see journalctl -u huxleyd)"
+        assert "sk-" not in str(reply)
+        assert (await client.call(3, "doctor"))["error"] == "doctor timed out after 0.2 s"
+        assert (await client.call(4, "volume"))["ok"] is True
+        await client.close()
+
+
+async def test_levels_failure_is_an_error_line(sock_path: Path) -> None:
+    fake = FakeControlHandler(fail={"levels": CommandFailedError("audio engine not running")})
+    async with ControlServer(fake, settings(sock_path)):
+        client = await LineClient.connect(sock_path)
+        reply = await client.call(1, "levels", count=2)
+        assert reply == {"id": 1, "ok": False, "error": "audio engine not running"}
+        await client.close()
+
+
+async def test_clients_are_served_concurrently(sock_path: Path) -> None:
+    fake = FakeControlHandler(hang={"status"})
+    async with ControlServer(fake, settings(sock_path, request_timeout_s=30)):
+        stuck = await LineClient.connect(sock_path)
+        await stuck.send({"id": 1, "cmd": "status"})
+        await wait_for(lambda: fake.called("status"), "status call started")
+
+        async def session(n: int) -> list[int]:
+            client = await LineClient.connect(sock_path)
+            got = []
+            for k in range(5):
+                reply = await client.call(n * 100 + k, "say", text=f"client {n} line {k}")
+                assert reply["ok"] is True
+                got.append(reply["id"])
+            await client.close()
+            return got
+
+        results = await asyncio.gather(*(session(n) for n in range(8)))
+        # While one client waits on a hung command, eight others were answered, in order.
+        assert results == [[n * 100 + k for k in range(5)] for n in range(8)]
+        assert len(fake.called("say")) == 40
+        await stuck.close()
+
+
+async def test_too_many_clients_are_told_so(sock_path: Path) -> None:
+    async with ControlServer(FakeControlHandler(), settings(sock_path, max_clients=2)) as server:
+        a = await LineClient.connect(sock_path)
+        b = await LineClient.connect(sock_path)
+        await wait_for(lambda: server.client_count == 2, "two clients served")
+        c = await LineClient.connect(sock_path)
+        reply = await c.recv()
+        assert reply["ok"] is False and "too many huxleyctl clients (max 2)" in reply["error"]
+        assert await c.reader.read() == b""  # closed by the server
+        assert (await a.call(1, "volume"))["ok"] is True
+        for client in (a, b, c):
+            await client.close()
+
+
+async def test_socket_file_mode_and_cleanup(sock_path: Path) -> None:
+    assert not sock_path.parent.exists()
+    server = ControlServer(FakeControlHandler(), settings(sock_path))
+    await server.start()
+    st = os.stat(sock_path)
+    assert stat.S_ISSOCK(st.st_mode)
+    assert stat.S_IMODE(st.st_mode) == 0o660
+    assert sorted(p.name for p in sock_path.parent.iterdir()) == ["control.sock"]
+    client = await LineClient.connect(sock_path)
+    assert (await client.call(1, "volume"))["ok"] is True
+    await server.close()
+    assert not os.path.exists(sock_path)  # noqa: ASYNC240
+    assert await client.reader.read() == b""  # the server hung up on close
+    await client.close()
+    await server.close()  # idempotent
+    with pytest.raises(ControlError, match="single-use"):
+        await server.start()
+
+
+async def test_stale_socket_is_replaced(sock_path: Path) -> None:
+    sock_path.parent.mkdir(parents=True)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(sock_path))
+    dead.listen()
+    dead.close()  # the file stays, nobody listens: what a crashed daemon leaves
+    assert stat.S_ISSOCK(os.lstat(sock_path).st_mode)
+    async with ControlServer(FakeControlHandler(), settings(sock_path)):
+        client = await LineClient.connect(sock_path)
+        assert (await client.call(1, "volume"))["ok"] is True
+        await client.close()
+
+
+async def test_refuses_to_start_when_another_daemon_listens(sock_path: Path) -> None:
+    first_handler = FakeControlHandler(volume=11)
+    async with ControlServer(first_handler, settings(sock_path)):
+        second = ControlServer(FakeControlHandler(volume=99), settings(sock_path))
+        with pytest.raises(ControlSocketInUseError, match="another huxleyd is listening on"):
+            await second.start()
+        await second.close()
+        # The first daemon's socket survived the attempt.
+        client = await LineClient.connect(sock_path)
+        assert (await client.call(1, "volume"))["result"] == {"volume": 11}
+        await client.close()
+
+
+async def test_refuses_a_path_that_is_not_a_socket(sock_path: Path) -> None:
+    os.makedirs(sock_path.parent)
+    with open(sock_path, "w") as fh:  # noqa: ASYNC230 - test setup on a local disk
+        fh.write("precious")
+    with pytest.raises(ControlSocketInUseError, match="exists and is not a socket"):
+        await ControlServer(FakeControlHandler(), settings(sock_path)).start()
+    with open(sock_path) as fh:  # noqa: ASYNC230
+        assert fh.read() == "precious"
+
+
+async def test_refuses_a_path_too_long_for_a_unix_socket(tmp_path: Path) -> None:
+    path = tmp_path / ("d" * 120) / "control.sock"
+    with pytest.raises(ControlError, match="too long for a unix socket"):
+        await ControlServer(FakeControlHandler(), settings(path)).start()
+
+
+async def test_missing_group_is_not_fatal(
+    sock_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = ControlSettings(socket_path=sock_path, socket_group="no-such-group-hx")
+    with caplog.at_level(logging.WARNING, logger="huxleyd.control"):
+        async with ControlServer(FakeControlHandler(), cfg):
+            assert os.stat(sock_path).st_gid == os.getegid()
+    assert any("control_group_missing" in r.getMessage() for r in caplog.records)
+
+
+def _another_group() -> grp.struct_group | None:
+    mine = os.getegid()
+    if os.geteuid() == 0:
+        candidates = [g for g in grp.getgrall() if g.gr_gid != mine]
+    else:
+        candidates = [grp.getgrgid(g) for g in os.getgroups() if g != mine]
+    return candidates[0] if candidates else None
+
+
+async def test_socket_gets_the_configured_group(sock_path: Path) -> None:
+    group = _another_group()
+    if group is None:
+        pytest.skip("no second group this user may chgrp to")
+    cfg = ControlSettings(socket_path=sock_path, socket_group=group.gr_name)
+    async with ControlServer(FakeControlHandler(), cfg):
+        st = os.stat(sock_path)
+        assert st.st_gid == group.gr_gid
+        assert stat.S_IMODE(st.st_mode) == 0o660
+
+
+async def test_request_bodies_are_not_logged(
+    sock_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="huxleyd.control"):
+        async with ControlServer(FakeControlHandler(), settings(sock_path)):
+            client = await LineClient.connect(sock_path)
+            await client.call(1, "say", text="my bank pin is 4711")
+            await client.close()
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "control_request" in messages  # the request was logged (at DEBUG, cmd only)
+    assert "4711" not in messages
+    assert all("say" not in r.getMessage() or r.levelno <= logging.DEBUG for r in caplog.records)
