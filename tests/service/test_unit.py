@@ -1,0 +1,146 @@
+"""The systemd files: the unit says what the daemon relies on, passes
+``systemd-analyze verify``, and its security exposure stays "OK" or better;
+sysusers and tmpfiles build the user, groups and directories in a scratch root."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+UNIT = ROOT / "systemd" / "huxleyd.service"
+ANALYZE = shutil.which("systemd-analyze")
+
+
+def _directives(text: str) -> dict[str, list[str]]:
+    """``Key=value`` lines per key, in order (systemd allows repeats)."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";", "[")):
+            continue
+        key, _, value = line.partition("=")
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def test_unit_states_the_contract() -> None:
+    d = _directives(UNIT.read_text())
+    expect = {
+        "Type": ["notify"],
+        "NotifyAccess": ["main"],
+        "Restart": ["on-failure"],
+        "User": ["huxley"],
+        "StateDirectory": ["huxleyd"],
+        "ConfigurationDirectory": ["huxleyd"],
+        "RuntimeDirectory": ["huxleyd"],
+        "LoadCredential": ["openai-key:/etc/huxleyd/openai.key"],
+        "ExecStart": ["/opt/huxleyd/venv/bin/huxleyd --config /etc/huxleyd/huxleyd.toml"],
+        "NoNewPrivileges": ["yes"],
+        "ProtectSystem": ["strict"],
+        "ProtectHome": ["yes"],
+        "PrivateTmp": ["yes"],
+        "DevicePolicy": ["closed"],
+        "CapabilityBoundingSet": [""],
+        "RestrictAddressFamilies": ["AF_UNIX AF_INET AF_INET6 AF_NETLINK"],
+    }
+    for key, values in expect.items():
+        assert d.get(key) == values, key
+    assert int(d["WatchdogSec"][0]) > 0
+    assert set(d["SupplementaryGroups"][0].split()) == {"audio", "gpio", "spi"}
+    assert "@system-service" in d["SystemCallFilter"]
+    allowed = " ".join(d["DeviceAllow"])
+    for device in ("char-alsa", "char-gpiochip", "char-spi", "/dev/gpiomem"):
+        assert device in allowed
+    assert not any("KEY" in v.upper() for v in d.get("Environment", []))
+
+
+def _verifiable_copy(tmp_path: Path) -> Path:
+    """The unit with ExecStart pointing at an executable that exists here.
+
+    verify refuses a unit whose binary is missing, and /opt/huxleyd exists
+    only on an installed machine; everything else is verified as shipped.
+    """
+    stub = tmp_path / "huxleyd"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    copy = tmp_path / "huxleyd.service"
+    copy.write_text(UNIT.read_text().replace("/opt/huxleyd/venv/bin/huxleyd", str(stub)))
+    return copy
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verify(tmp_path: Path) -> None:
+    assert ANALYZE is not None
+    result = subprocess.run(
+        [ANALYZE, "verify", str(_verifiable_copy(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    complaints = [line for line in result.stderr.splitlines() if "huxleyd.service" in line]
+    assert result.returncode == 0 and not complaints, result.stderr
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
+def test_security_exposure_is_ok_or_better(capsys: pytest.CaptureFixture[str]) -> None:
+    assert ANALYZE is not None
+    result = subprocess.run(
+        [ANALYZE, "security", "--offline=true", "--no-pager", str(UNIT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    match = re.search(r"Overall exposure level for \S+: ([\d.]+) (\w+)", result.stdout)
+    assert match, result.stdout + result.stderr
+    with capsys.disabled():
+        print(f"\nhuxleyd.service exposure: {match.group(1)} {match.group(2)}")
+    assert match.group(2) in ("PERFECT", "SAFE", "OK"), result.stdout
+
+
+@pytest.mark.skipif(
+    shutil.which("systemd-sysusers") is None or shutil.which("systemd-tmpfiles") is None,
+    reason="systemd-sysusers/systemd-tmpfiles are not installed",
+)
+@pytest.mark.skipif(os.geteuid() != 0, reason="tmpfiles needs root to chown in a scratch root")
+def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    subprocess.run(
+        ["systemd-sysusers", f"--root={tmp_path}", str(ROOT / "systemd/huxleyd.sysusers")],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    groups = {
+        line.split(":")[0]: line.split(":")[3].split(",")
+        for line in (tmp_path / "etc/group").read_text().splitlines()
+    }
+    for group in ("audio", "gpio", "spi"):
+        assert "huxley" in groups[group], group
+    passwd = {
+        line.split(":")[0]: line for line in (tmp_path / "etc/passwd").read_text().splitlines()
+    }
+    assert passwd["huxley"].endswith(":/var/lib/huxleyd:/usr/sbin/nologin")
+    uid = int(passwd["huxley"].split(":")[2])
+
+    subprocess.run(
+        [
+            "systemd-tmpfiles",
+            f"--root={tmp_path}",
+            "--create",
+            str(ROOT / "systemd/huxleyd.tmpfiles"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    state = (tmp_path / "var/lib/huxleyd").stat()
+    assert (stat.S_IMODE(state.st_mode), state.st_uid) == (0o750, uid)
+    key = (tmp_path / "etc/huxleyd/openai.key").stat()
+    assert (stat.S_IMODE(key.st_mode), key.st_uid, key.st_size) == (0o600, 0, 0)
