@@ -1,0 +1,160 @@
+#!/bin/sh
+# Install huxleyd: scripts/install.sh DESTDIR PREFIX  (what `make install` runs)
+#
+#   $PREFIX/venv                       the package and its dependencies
+#   $PREFIX/share/hw, share/sounds     board profiles, earcons
+#   /lib/systemd/system/huxleyd.service, /usr/lib/sysusers.d, /usr/lib/tmpfiles.d
+#   /etc/huxleyd/huxleyd.toml, personas/   defaults; an edited file is kept and
+#                                      the new default lands beside it as .dist
+#   /etc/huxleyd/openai.key            created empty (0600) if missing: put the key there
+#   /usr/local/bin/huxleyctl           the admin's CLI
+#
+# DESTDIR stages everything under another root (an image, a package) and
+# then nothing on this machine is touched; with DESTDIR empty and systemd
+# running, the user is created and the service enabled (not started).
+#
+# Environment: PYTHON (python3), BOARD (also install hw/$BOARD.asound.conf
+# as /etc/asound.conf when there is none), HUXLEYD_PIP_ARGS (extra pip
+# arguments; the tests pass --no-deps).
+set -eu
+
+DESTDIR=${1:-}
+PREFIX=${2:-/opt/huxleyd}
+PYTHON=${PYTHON:-python3}
+BOARD=${BOARD:-}
+PIP_ARGS=${HUXLEYD_PIP_ARGS:-}
+
+case "$PREFIX" in
+    /?*) ;;
+    *) echo "install: PREFIX must be an absolute path other than /, got '$PREFIX'" >&2; exit 2 ;;
+esac
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+VENV="$DESTDIR$PREFIX/venv"
+SHARE="$DESTDIR$PREFIX/share"
+ETC="$DESTDIR/etc/huxleyd"
+
+say() { printf 'install: %s\n' "$*"; }
+
+# -- the package, in a venv ---------------------------------------------------
+install_package() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "creating $VENV"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    # Build from a copy, so the source tree gets no build/ or *.egg-info and
+    # two installs never share a build directory.
+    stage=$(mktemp -d)
+    trap 'rm -rf "$stage"' EXIT
+    for item in pyproject.toml README.md LICENSE huxleyd huxley_sdk; do
+        if [ -e "$SRC/$item" ]; then cp -R "$SRC/$item" "$stage/"; fi
+    done
+    find "$stage" -name __pycache__ -type d -prune -exec rm -rf {} +
+    extras=""
+    if pkg-config --exists libsystemd 2>/dev/null; then extras="[journal]"; fi
+    say "pip install huxleyd$extras into $VENV"
+    # shellcheck disable=SC2086  # PIP_ARGS is a word list on purpose
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --upgrade $PIP_ARGS "$stage$extras"
+    if [ -n "$DESTDIR" ]; then
+        # A venv records its own path in its scripts; point them at the
+        # final location, where the tree will live once DESTDIR is the root.
+        for f in "$VENV"/bin/* "$VENV/pyvenv.cfg"; do
+            if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
+            if ! grep -Iq . "$f" 2>/dev/null; then continue; fi  # text files only
+            sed -i "s|$VENV|$PREFIX/venv|g" "$f"
+        done
+    fi
+}
+
+# -- files that are ours: replaced on every install ------------------------------
+install_data() {
+    rm -rf "$SHARE/hw"
+    mkdir -p "$SHARE/hw" "$SHARE/sounds"
+    for f in "$SRC"/hw/*.toml "$SRC"/hw/*.asound.conf "$SRC"/hw/README.md; do
+        if [ -f "$f" ]; then install -m 0644 "$f" "$SHARE/hw/"; fi
+    done
+    for f in "$SRC"/sounds/*.wav; do
+        if [ -f "$f" ]; then install -m 0644 "$f" "$SHARE/sounds/"; fi
+    done
+    say "board profiles and sounds in $SHARE"
+
+    unit_dir="$DESTDIR/lib/systemd/system"
+    mkdir -p "$unit_dir" "$DESTDIR/usr/lib/sysusers.d" "$DESTDIR/usr/lib/tmpfiles.d"
+    sed "s|/opt/huxleyd|$PREFIX|g" "$SRC/systemd/huxleyd.service" > "$unit_dir/huxleyd.service"
+    chmod 0644 "$unit_dir/huxleyd.service"
+    install -m 0644 "$SRC/systemd/huxleyd.sysusers" "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf"
+    install -m 0644 "$SRC/systemd/huxleyd.tmpfiles" "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf"
+    say "systemd unit, sysusers and tmpfiles installed"
+
+    mkdir -p "$DESTDIR/usr/local/bin"
+    ln -sfn "$PREFIX/venv/bin/huxleyctl" "$DESTDIR/usr/local/bin/huxleyctl"
+}
+
+# -- files that are the admin's: never overwritten -------------------------------
+# install_config SOURCE TARGET: copy if absent; if present and different,
+# leave it and put the new default beside it as TARGET.dist.
+install_config() {
+    src=$1 dst=$2
+    mkdir -p "$(dirname "$dst")"
+    if [ ! -e "$dst" ]; then
+        install -m 0644 "$src" "$dst"
+        say "installed $dst"
+    elif cmp -s "$src" "$dst"; then
+        rm -f "$dst.dist"
+    else
+        install -m 0644 "$src" "$dst.dist"
+        say "kept your edited $dst; the new default is $dst.dist (diff them)"
+    fi
+}
+
+install_configs() {
+    install_config "$SRC/config/huxleyd.toml" "$ETC/huxleyd.toml"
+    for f in "$SRC"/config/personas/*.toml; do
+        if [ -f "$f" ]; then install_config "$f" "$ETC/personas/$(basename "$f")"; fi
+    done
+    key="$ETC/openai.key"
+    if [ ! -e "$key" ]; then
+        (umask 077 && : > "$key")
+        say "created an empty $key (mode 0600): put your OpenAI API key in it"
+    fi
+    if [ -n "$BOARD" ]; then
+        conf="$SRC/hw/$BOARD.asound.conf"
+        if [ ! -f "$conf" ]; then
+            say "board $BOARD needs no asound.conf"
+        elif [ -e "$DESTDIR/etc/asound.conf" ] && ! cmp -s "$conf" "$DESTDIR/etc/asound.conf"; then
+            say "kept $DESTDIR/etc/asound.conf; $BOARD's is $SHARE/hw/$BOARD.asound.conf"
+        else
+            install -m 0644 "$conf" "$DESTDIR/etc/asound.conf"
+            say "installed $DESTDIR/etc/asound.conf for $BOARD"
+        fi
+    fi
+}
+
+# -- this machine only ---------------------------------------------------------------
+activate() {
+    if [ -n "$DESTDIR" ]; then
+        say "staged under $DESTDIR: not enabling anything"
+        return
+    fi
+    if [ ! -d /run/systemd/system ]; then
+        say "systemd is not running: enable huxleyd yourself on the target"
+        return
+    fi
+    systemd-sysusers huxleyd.conf
+    systemd-tmpfiles --create huxleyd.conf
+    systemctl daemon-reload
+    systemctl enable huxleyd
+    if grep -qs "Raspberry Pi" /proc/device-tree/model \
+        && ! "$VENV/bin/python" -c "import lgpio" 2>/dev/null; then
+        say "WARNING: the lgpio module is missing from $VENV; on a Pi 5 the button and LEDs"
+        say "         fall back to mock pins. Fix: $VENV/bin/pip install lgpio"
+    fi
+    say "enabled. Edit /etc/huxleyd/huxleyd.toml, put the key in /etc/huxleyd/openai.key,"
+    say "then: systemctl start huxleyd   (journalctl -u huxleyd -f to watch it)"
+}
+
+install_package
+install_data
+install_configs
+activate

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Remove what scripts/install.sh put in place: scripts/uninstall.sh DESTDIR PREFIX
+#
+# Kept, because they are the admin's or the user's: /etc/huxleyd (config and
+# the API key), /var/lib/huxleyd (timers, bookmarks, the database),
+# /etc/asound.conf, and the huxley user. The last lines say how to remove them.
+set -eu
+
+DESTDIR=${1:-}
+PREFIX=${2:-/opt/huxleyd}
+
+case "$PREFIX" in
+    /?*) ;;
+    *) echo "uninstall: PREFIX must be an absolute path other than /, got '$PREFIX'" >&2; exit 2 ;;
+esac
+
+say() { printf 'uninstall: %s\n' "$*"; }
+
+if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
+    systemctl disable --now huxleyd 2>/dev/null || true
+fi
+
+rm -rf "$DESTDIR$PREFIX/venv" "$DESTDIR$PREFIX/share/hw" "$DESTDIR$PREFIX/share/sounds"
+rmdir "$DESTDIR$PREFIX/share" "$DESTDIR$PREFIX" 2>/dev/null || true
+rm -f "$DESTDIR/lib/systemd/system/huxleyd.service" \
+    "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf" \
+    "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf"
+link="$DESTDIR/usr/local/bin/huxleyctl"
+if [ -L "$link" ] && [ "$(readlink "$link")" = "$PREFIX/venv/bin/huxleyctl" ]; then
+    rm -f "$link"
+fi
+say "removed $PREFIX, the unit, sysusers and tmpfiles entries"
+
+if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
+    systemctl daemon-reload
+fi
+
+say "kept $DESTDIR/etc/huxleyd (config, API key) and $DESTDIR/var/lib/huxleyd (state);"
+say "remove them with: rm -r $DESTDIR/etc/huxleyd $DESTDIR/var/lib/huxleyd; userdel huxley"

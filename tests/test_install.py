@@ -1,0 +1,138 @@
+"""scripts/install.sh into a DESTDIR: the tree it builds, that an edited
+config survives a second install, and that uninstall.sh takes back only
+what is ours.
+
+The script is run directly rather than through ``make install``, whose
+``setup`` prerequisite would reinstall the development venv under the other
+tests' feet. ``HUXLEYD_PIP_ARGS=--no-deps`` installs the package itself for
+real (built from a copy of the tree, into a fresh venv) but not numpy,
+scipy, openai and PyAudio again: that would take minutes and the network.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFIX = "/opt/hx"
+
+
+def _run(script: str, destdir: Path, **env: str) -> str:
+    result = subprocess.run(
+        ["sh", str(ROOT / "scripts" / script), str(destdir), PREFIX],
+        env={**os.environ, "PYTHON": sys.executable, "HUXLEYD_PIP_ARGS": "--no-deps", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=destdir,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    destdir = tmp_path_factory.mktemp("destdir")
+    return destdir, _run("install.sh", destdir, BOARD="respeaker-2mic")
+
+
+def test_systemd_files(installed: tuple[Path, str]) -> None:
+    destdir, _ = installed
+    unit = (destdir / "lib/systemd/system/huxleyd.service").read_text()
+    assert f"ExecStart={PREFIX}/venv/bin/huxleyd --config /etc/huxleyd/huxleyd.toml" in unit
+    assert "/opt/huxleyd" not in unit  # PREFIX applied everywhere
+    sysusers = destdir / "usr/lib/sysusers.d/huxleyd.conf"
+    tmpfiles = destdir / "usr/lib/tmpfiles.d/huxleyd.conf"
+    assert sysusers.read_text() == (ROOT / "systemd/huxleyd.sysusers").read_text()
+    assert tmpfiles.read_text() == (ROOT / "systemd/huxleyd.tmpfiles").read_text()
+
+
+def test_board_profiles_and_asound_conf(installed: tuple[Path, str]) -> None:
+    destdir, _ = installed
+    shipped = sorted(p.name for p in (ROOT / "hw").iterdir() if p.is_file())
+    assert sorted(p.name for p in (destdir / f"{PREFIX.lstrip('/')}/share/hw").iterdir()) == shipped
+    assert (destdir / "etc/asound.conf").read_text() == (
+        ROOT / "hw/respeaker-2mic.asound.conf"
+    ).read_text()
+    assert (destdir / f"{PREFIX.lstrip('/')}/share/sounds").is_dir()
+
+
+def test_default_config_and_key(installed: tuple[Path, str]) -> None:
+    destdir, _ = installed
+    etc = destdir / "etc/huxleyd"
+    defaults = [ROOT / "config/huxleyd.toml", *sorted((ROOT / "config/personas").glob("*.toml"))]
+    assert defaults[0].exists()
+    for src in defaults:
+        dst = etc / src.relative_to(ROOT / "config")
+        assert dst.read_bytes() == src.read_bytes(), dst
+    key = etc / "openai.key"
+    assert key.read_bytes() == b""
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_venv_points_at_the_final_prefix(installed: tuple[Path, str]) -> None:
+    destdir, _ = installed
+    venv = destdir / PREFIX.lstrip("/") / "venv"
+    for name in ("huxleyd", "huxleyctl"):
+        first_line = (venv / "bin" / name).read_text().splitlines()[0]
+        assert first_line == f"#!{PREFIX}/venv/bin/python"  # not the DESTDIR path
+    assert str(destdir) not in (venv / "pyvenv.cfg").read_text()
+    link = destdir / "usr/local/bin/huxleyctl"
+    assert os.readlink(link) == f"{PREFIX}/venv/bin/huxleyctl"
+    # The package itself is installed in the venv, not borrowed from the tree.
+    out = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import huxleyd.hardware.boards as b; print(b.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=destdir,
+        check=True,
+    ).stdout
+    assert out.startswith(str(venv)), out
+
+
+def test_nothing_enabled_when_staging(installed: tuple[Path, str]) -> None:
+    _, output = installed
+    assert "not enabling anything" in output
+
+
+def test_edited_config_survives_a_second_install(installed: tuple[Path, str]) -> None:
+    destdir, _ = installed
+    config = destdir / "etc/huxleyd/huxleyd.toml"
+    edited = config.read_text() + '\n# edited by the admin\n[hardware]\nboard = "voice-bonnet"\n'
+    config.write_text(edited)
+    (destdir / "etc/huxleyd/openai.key").write_text("sk-test\n")
+    output = _run("install.sh", destdir)
+    assert config.read_text() == edited
+    dist = config.with_name("huxleyd.toml.dist")
+    assert dist.read_bytes() == (ROOT / "config/huxleyd.toml").read_bytes()
+    assert f"kept your edited {config}" in output
+    assert (destdir / "etc/huxleyd/openai.key").read_text() == "sk-test\n"
+    personas = destdir / "etc/huxleyd/personas"
+    assert not list(personas.glob("*.dist"))  # unedited: nothing beside them
+
+    # Uninstall takes back ours and keeps the admin's.
+    output = _run("uninstall.sh", destdir)
+    assert not (destdir / PREFIX.lstrip("/")).exists()
+    assert not (destdir / "lib/systemd/system/huxleyd.service").exists()
+    assert not (destdir / "usr/lib/sysusers.d/huxleyd.conf").exists()
+    assert not (destdir / "usr/local/bin/huxleyctl").is_symlink()
+    assert config.read_text() == edited
+    assert "kept" in output
+
+
+def test_relative_prefix_is_refused(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["sh", str(ROOT / "scripts/install.sh"), str(tmp_path), "opt"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2 and "absolute" in result.stderr
+    assert not any(tmp_path.iterdir())
