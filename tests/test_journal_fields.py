@@ -1,0 +1,165 @@
+"""journald fields: every event reaches the journal sender with HUXLEY_* fields,
+so ``journalctl -u huxleyd HUXLEY_TOOL=set_volume`` finds it; secrets never do."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from huxleyd import logs
+from huxleyd.logs import JournalFieldsHandler, get_logger, journal_field_name
+
+
+class RecordingSender:
+    """A fake ``systemd.journal.send``: records (MESSAGE, fields) per call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    def __call__(self, message: str, **fields: Any) -> None:
+        assert all(isinstance(v, str) for v in fields.values()), fields
+        self.calls.append((message, fields))
+
+    @property
+    def last(self) -> dict[str, str]:
+        return self.calls[-1][1]
+
+
+@pytest.fixture
+def journal() -> Iterator[RecordingSender]:
+    sender = RecordingSender()
+    handler = JournalFieldsHandler(sender)
+    logger = logging.getLogger("huxleyd.test_journal")
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    yield sender
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)
+    logger.propagate = old_propagate
+
+
+def test_tool_event_fields(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    log.info("tool_called", turn="t1", tool="set_volume", duration_ms=12.5)
+    message, fields = journal.calls[-1]
+    assert fields["HUXLEY_TOOL"] == "set_volume"
+    assert fields["HUXLEY_TURN"] == "t1"
+    assert fields["HUXLEY_EVENT"] == "tool_called"
+    assert fields["HUXLEY_DURATION_MS"] == "12.5"
+    assert fields["PRIORITY"] == "6"  # syslog "info"
+    assert fields["SYSLOG_IDENTIFIER"] == "huxleyd"
+    assert fields["LOGGER"] == "huxleyd.test_journal"
+    assert message == "tool_called turn=t1 tool=set_volume duration_ms=12.5"
+
+
+def test_code_location_is_the_caller(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    log.warning("state_changed", state="listening")
+    fields = journal.last
+    assert fields["CODE_FILE"] == __file__
+    assert fields["CODE_FUNC"] == "test_code_location_is_the_caller"
+    assert fields["HUXLEY_STATE"] == "listening"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="logs bug: EventLogger.log() called directly uses stacklevel=3 and so "
+    "reports its caller's caller as CODE_FUNC/CODE_LINE (info() etc. are right)",
+)
+def test_code_location_of_a_direct_log_call(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    log.log(logging.INFO, "direct")
+    assert journal.last["CODE_FUNC"] == "test_code_location_of_a_direct_log_call"
+
+
+def test_priorities(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    log.debug("d")
+    log.info("i")
+    log.warning("w")
+    log.error("e")
+    assert [f["PRIORITY"] for _, f in journal.calls] == ["7", "6", "4", "3"]
+
+
+def test_bound_skill_field(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal", skill="timers")
+    log.info("timer_set", seconds=300)
+    assert journal.last["HUXLEY_SKILL"] == "timers"
+    assert journal.last["HUXLEY_SECONDS"] == "300"
+
+
+async def test_async_forms_carry_fields(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    await log.ainfo("book_started", book_id="b7")
+    assert journal.last["HUXLEY_BOOK_ID"] == "b7"
+    assert journal.last["CODE_FUNC"] == "test_async_forms_carry_fields"
+
+
+def test_secrets_are_redacted(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    log.info(
+        "provider_connect",
+        api_key="sk-live-123",
+        authorization="Bearer sk-live-123",
+        password="hunter2",
+        url="wss://example.invalid/v1/realtime",
+    )
+    message, fields = journal.calls[-1]
+    assert fields["HUXLEY_API_KEY"] == "<redacted>"
+    assert fields["HUXLEY_AUTHORIZATION"] == "<redacted>"
+    assert fields["HUXLEY_PASSWORD"] == "<redacted>"
+    assert fields["HUXLEY_URL"] == "wss://example.invalid/v1/realtime"
+    everything = message + "".join(fields.values())
+    assert "sk-live-123" not in everything and "hunter2" not in everything
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="logs bug: redaction matches any key containing 'token', so usage "
+    "counters like input_tokens are hidden from the journal",
+)
+def test_token_counts_are_not_secrets(journal: RecordingSender) -> None:
+    get_logger("huxleyd.test_journal").info("turn_done", input_tokens=812)
+    assert journal.last["HUXLEY_INPUT_TOKENS"] == "812"
+
+
+def test_exception_traceback_goes_into_the_message(journal: RecordingSender) -> None:
+    log = get_logger("huxleyd.test_journal")
+    try:
+        raise RuntimeError("skill blew up")
+    except RuntimeError:
+        log.exception("skill_failed", skill="radio")
+    message, fields = journal.calls[-1]
+    assert fields["PRIORITY"] == "3" and fields["HUXLEY_SKILL"] == "radio"
+    assert "Traceback" in message and "RuntimeError: skill blew up" in message
+
+
+def test_none_and_odd_keys(journal: RecordingSender) -> None:
+    get_logger("huxleyd.test_journal").info("x", media=None, durationMs=3)
+    assert journal.last["HUXLEY_MEDIA"] == ""
+    assert journal.last["HUXLEY_DURATIONMS"] == "3"
+    assert journal_field_name("a-b.c") == "HUXLEY_A_B_C"
+
+
+def test_setup_installs_the_journal_handler() -> None:
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    sender = RecordingSender()
+    try:
+        handler = logs.setup("INFO", journal=True, sender=sender)
+        assert isinstance(handler, JournalFieldsHandler)
+        get_logger("huxleyd.turns").info("turn_started", turn="t9")
+        get_logger("huxleyd.turns").debug("below_level")
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        for h in saved_handlers:
+            root.addHandler(h)
+        root.setLevel(saved_level)
+    assert [f["HUXLEY_EVENT"] for _, f in sender.calls] == ["turn_started"]
+    assert sender.last["HUXLEY_TURN"] == "t9"
