@@ -1,0 +1,68 @@
+"""Retry policy: a pure classifier and a backoff generator (STYLE.md rule 7).
+
+Layer: pure functions. The transport loops over :func:`backoff_delays` and
+asks :func:`classify` whether an error is worth another try.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable, Iterator
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+
+
+class Retry(enum.Enum):
+    """What to do after a connection error."""
+
+    RETRYABLE = "retryable"
+    """Transient (network, server overload, a dropped socket): try again later."""
+    FATAL = "fatal"
+    """Trying again with the same settings will fail the same way (bad key, bad URL)."""
+
+
+RETRYABLE = Retry.RETRYABLE
+FATAL = Retry.FATAL
+
+BACKOFF_S = (1.0, 3.0, 10.0, 30.0)
+"""The first waits between tries, in seconds; then :data:`STEADY_BACKOFF_S` forever."""
+STEADY_BACKOFF_S = 60.0
+
+_RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+def classify(exc: BaseException) -> Retry:
+    """RETRYABLE or FATAL, from the exception alone.
+
+    - HTTP 401/403 at the handshake (invalid or revoked key), other 4xx (wrong
+      URL or model), a malformed URL: FATAL.
+    - HTTP 408/425/429/5xx, network errors, timeouts, a closed or reset
+      socket, a broken handshake: RETRYABLE.
+    - Anything else (a bug, not the network): FATAL, so it is seen, not looped on.
+    """
+    if isinstance(exc, InvalidStatus):
+        status = exc.response.status_code
+        return RETRYABLE if status in _RETRYABLE_STATUS or status >= 500 else FATAL
+    if isinstance(exc, InvalidURI):
+        return FATAL
+    if isinstance(exc, OSError | TimeoutError | EOFError | ConnectionClosed | InvalidHandshake):
+        # ProviderConnectionError (a dropped session) is a ConnectionError, so an OSError.
+        return RETRYABLE
+    return FATAL
+
+
+def backoff_delays(
+    *, jitter: float = 0.1, rand: Callable[[], float] = random.random
+) -> Iterator[float]:
+    """1, 3, 10, 30 s, then 60 s forever, each stretched by up to ``jitter`` (a fraction).
+
+    ``jitter=0`` gives the exact schedule (tests); the default spreads many
+    devices that lost the network together so they do not return in step.
+    """
+    if not 0.0 <= jitter <= 1.0:
+        raise ValueError(f"jitter must be a fraction between 0 and 1, got {jitter}")
+    for base in BACKOFF_S:
+        yield base * (1.0 + jitter * rand())
+    while True:
+        yield STEADY_BACKOFF_S * (1.0 + jitter * rand())

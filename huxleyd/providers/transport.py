@@ -1,0 +1,458 @@
+"""The websocket transport: thin asyncio glue around a sans-I/O provider core.
+
+Layer: adapter (websockets 15 asyncio client). It connects, hands frames
+both ways through a :class:`~huxleyd.providers.base.RealtimeProtocol`,
+delivers the core's events to a callback, and reconnects with backoff
+(:mod:`huxleyd.providers.retry`). All protocol decisions live in the core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import stat
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from huxley_sdk.logging import EventLogger, get_logger
+from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.errors import ConfigError, ProviderConnectionError
+from huxleyd.providers.base import Capabilities, RealtimeProtocol
+from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
+from huxleyd.providers.retry import FATAL, backoff_delays, classify
+
+
+class ConnectionState(enum.StrEnum):
+    """Where the connection stands (the LEDs and earcons follow this)."""
+
+    CONNECTING = "connecting"
+    """First try, or a renewal in progress."""
+    CONNECTED = "connected"
+    """Socket open, configuration sent. Reported once per successful connect."""
+    RECONNECTING = "reconnecting"
+    """Lost or refused; waiting ``retry_in_s`` before the next try."""
+    OFFLINE = "offline"
+    """:data:`OFFLINE_AFTER_FAILURES` or more tries failed in a row: play the earcon."""
+    FAILED = "failed"
+    """A fatal error (bad key, bad URL); :meth:`ProviderConnection.run` raises."""
+    CLOSED = "closed"
+    """:meth:`ProviderConnection.close` was called; ``run`` returned."""
+
+
+OFFLINE_AFTER_FAILURES = 4
+"""From the fourth failed try in a row the state is OFFLINE (DESIGN.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatus:
+    """One report of the connection state.
+
+    ``attempt`` counts the tries that failed in a row (0 once connected);
+    ``retry_in_s`` is the wait before the next try; ``detail`` says why.
+    """
+
+    state: ConnectionState
+    attempt: int = 0
+    retry_in_s: float | None = None
+    detail: str = ""
+
+
+def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
+    """The API key in ``path`` (whitespace stripped). Never log the result.
+
+    Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is
+    missing, unreadable or empty. Warns when others may read it.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
+    secret = text.strip()
+    if not secret:
+        raise ConfigError(str(path), key, "the API key file is empty")
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        get_logger("huxleyd.providers").warning(
+            "api_key_file_readable_by_others", file=str(path), mode=oct(mode & 0o777)
+        )
+    return secret
+
+
+SECRET_HEADERS = frozenset({"authorization", "x-goog-api-key", "api-key", "xi-api-key"})
+
+
+class _RedactSecretHeaders(logging.Filter):
+    """websockets logs every handshake header at DEBUG; keys must not reach a log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 2 and str(args[0]).lower() in SECRET_HEADERS:
+            record.args = (args[0], "<redacted>")
+        return True
+
+
+def websocket_logger(name: str = "huxleyd.providers.websocket") -> logging.Logger:
+    """The logger to hand websockets: its handshake DEBUG lines have secrets redacted."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, _RedactSecretHeaders) for f in logger.filters):
+        logger.addFilter(_RedactSecretHeaders())
+    return logger
+
+
+def _is_loopback(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
+
+
+class ProviderConnection:
+    """One provider session kept alive: connect, configure, pump, reconnect.
+
+    Call the :class:`~huxleyd.providers.base.ProviderCommands` methods on it
+    (``configure``, ``append_audio``, ``request_response``…) from the event
+    loop; they go through the core and out on the socket in order. Read
+    events in ``on_event`` and the connection state in ``on_state`` (both
+    plain callbacks, called on the loop; exceptions in them are logged).
+
+    While disconnected, commands still update the core (a ``configure`` is
+    kept and sent in full on the next connect) but the frames they produce
+    are dropped and counted in ``dropped_messages``: a new connection is a
+    new conversation, so old audio, commits and tool outputs mean nothing
+    there. Outgoing frames wait in a queue of at most ``max_queued_messages``
+    (about 20 s of mic audio); when it is full the newest frame is dropped and
+    counted — the socket is stalled and the keepalive will close it.
+
+    Lifecycle: ``task = create_task(conn.run())``; ``conn.renew()`` between
+    turns before the provider's session cap; ``await conn.close()`` to stop.
+    ``run`` returns after ``close`` and raises
+    :class:`~huxleyd.errors.ProviderConnectionError` on a fatal error.
+    """
+
+    def __init__(
+        self,
+        protocol: RealtimeProtocol,
+        *,
+        url: str,
+        model: str,
+        api_key: str | None,
+        on_event: Callable[[Event], None],
+        on_state: Callable[[ConnectionStatus], None] | None = None,
+        open_timeout_s: float = 10.0,
+        ping_interval_s: float = 20.0,
+        ping_timeout_s: float = 30.0,
+        max_message_bytes: int = 16 * 1024 * 1024,
+        max_queued_messages: int = 1000,
+        backoff: Callable[[], Iterator[float]] = backoff_delays,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Clock | None = None,
+        logger: EventLogger | None = None,
+    ) -> None:
+        self._protocol = protocol
+        self._url = url
+        self._model = model
+        self._api_key = api_key
+        self._on_event = on_event
+        self._on_state = on_state
+        self._open_timeout_s = open_timeout_s
+        self._ping_interval_s = ping_interval_s
+        self._ping_timeout_s = ping_timeout_s
+        self._max_message_bytes = max_message_bytes
+        self._max_queued = max_queued_messages
+        self._backoff = backoff
+        self._sleep = sleep
+        self._clock = clock or MonotonicClock()
+        self._log = logger or get_logger("huxleyd.providers")
+        self._status = ConnectionStatus(ConnectionState.CONNECTING)
+        self._ws: ClientConnection | None = None
+        self._outbox: asyncio.Queue[str | bytes] | None = None
+        self._connected_at: float | None = None
+        self._closing = False
+        self._renewing = False
+        self._wake = asyncio.Event()
+        self._background: set[asyncio.Task[Any]] = set()
+        self.dropped_messages = 0
+        """Frames not sent: produced while disconnected, or the send queue was full."""
+        self.connects = 0
+        """Successful connects so far."""
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def protocol(self) -> RealtimeProtocol:
+        return self._protocol
+
+    @property
+    def url(self) -> str:
+        """The provider's base URL (``connection_url`` adds the model)."""
+        return self._url
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._protocol.capabilities
+
+    @property
+    def status(self) -> ConnectionStatus:
+        return self._status
+
+    @property
+    def connected(self) -> bool:
+        return self._outbox is not None
+
+    def session_age_s(self) -> float | None:
+        """Seconds since the current socket opened; None while disconnected."""
+        if self._connected_at is None:
+            return None
+        return self._clock.monotonic() - self._connected_at
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """Connect and keep connected until :meth:`close`. See the class docstring."""
+        failures = 0
+        delays = self._backoff()
+        self._report(ConnectionStatus(ConnectionState.CONNECTING))
+        try:
+            while not self._stopping():
+                try:
+                    ws = await self._open()
+                except Exception as exc:
+                    if classify(exc) is FATAL:
+                        self._fail(exc)
+                    failures += 1
+                    await self._wait_after_failure(failures, next(delays), exc)
+                    continue
+                if self._stopping():  # close() was called while the handshake ran
+                    await ws.close(1000, "closing")
+                    break
+                healthy = await self._serve(ws)
+                if self._stopping():
+                    break
+                if self._renewing:
+                    self._renewing = False
+                    self._report(ConnectionStatus(ConnectionState.CONNECTING, detail="renew"))
+                    continue
+                if healthy:
+                    failures, delays = 0, self._backoff()
+                else:
+                    failures += 1  # dropped before the session was ready: counts as a failed try
+                await self._wait_after_failure(failures, next(delays), None)
+        finally:
+            if self._status.state is not ConnectionState.FAILED:
+                self._report(ConnectionStatus(ConnectionState.CLOSED))
+
+    def _stopping(self) -> bool:
+        return self._closing
+
+    def renew(self) -> None:
+        """Open a fresh session now (between turns); instructions and tools are re-sent."""
+        ws = self._ws
+        if ws is None or self._closing:
+            return
+        self._renewing = True
+        self._log.info("provider_session_renew", age_s=round(self.session_age_s() or 0.0, 1))
+        self._spawn(ws.close(1000, "session renewal"))
+
+    async def close(self) -> None:
+        """Stop: close the socket, end ``run``. Idempotent."""
+        self._closing = True
+        self._wake.set()
+        ws = self._ws
+        if ws is not None:
+            await ws.close(1000, "closing")
+
+    def _fail(self, exc: Exception) -> NoReturn:
+        detail = _describe(exc)
+        self._report(ConnectionStatus(ConnectionState.FAILED, detail=detail))
+        self._log.error("provider_connect_fatal", url=self._url, problem=detail)
+        raise ProviderConnectionError(f"cannot use provider at {self._url}: {detail}") from exc
+
+    async def _wait_after_failure(
+        self, failures: int, delay_s: float, exc: Exception | None
+    ) -> None:
+        state = (
+            ConnectionState.OFFLINE
+            if failures >= OFFLINE_AFTER_FAILURES
+            else ConnectionState.RECONNECTING
+        )
+        detail = _describe(exc) if exc is not None else "connection lost"
+        self._report(ConnectionStatus(state, failures, round(delay_s, 3), detail))
+        self._log.info(
+            "provider_retry",
+            state=state.value,
+            attempt=failures,
+            retry_in_s=round(delay_s, 1),
+            problem=detail,
+        )
+        sleeper = asyncio.ensure_future(self._sleep(delay_s))
+        waker = asyncio.ensure_future(self._wake.wait())
+        _, pending = await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _open(self) -> ClientConnection:
+        url = self._protocol.connection_url(self._url, self._model)
+        return await connect(
+            url,
+            additional_headers=self._protocol.connection_headers(self._api_key),
+            open_timeout=self._open_timeout_s,
+            ping_interval=self._ping_interval_s,
+            ping_timeout=self._ping_timeout_s,
+            max_size=self._max_message_bytes,
+            proxy=None if _is_loopback(url) else True,
+            user_agent_header="huxleyd",
+            logger=websocket_logger(),
+        )
+
+    # ------------------------------------------------------------ one connection
+
+    async def _serve(self, ws: ClientConnection) -> bool:
+        """Pump one socket until it ends; True if the session became ready."""
+        self._ws = ws
+        self._outbox = asyncio.Queue(self._max_queued)
+        self._connected_at = self._clock.monotonic()
+        self.connects += 1
+        self._protocol.connection_opened()
+        self._report(ConnectionStatus(ConnectionState.CONNECTED))
+        self._log.info(
+            "provider_connected", url=self._url, model=self._model, connects=self.connects
+        )
+        self._flush()
+        writer = asyncio.create_task(self._write(ws, self._outbox))
+        healthy = False
+        try:
+            healthy = await self._read(ws)
+        except ConnectionClosed as exc:
+            close = exc.rcvd or exc.sent
+            self._log.info(
+                "provider_connection_lost",
+                code=close.code if close else None,
+                reason=close.reason if close else "no close frame",
+            )
+        finally:
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+            self.dropped_messages += self._outbox.qsize()
+            self._ws, self._outbox, self._connected_at = None, None, None
+            self._protocol.connection_lost()
+            self._deliver(self._protocol.events_received())
+            await ws.close()
+        return healthy
+
+    async def _read(self, ws: ClientConnection) -> bool:
+        healthy = False
+        async for frame in ws:
+            self._protocol.receive(frame)
+            events = self._protocol.events_received()
+            healthy = healthy or any(isinstance(e, SessionReady) for e in events)
+            self._deliver(events)
+            self._flush()
+            fatal = next(
+                (e for e in events if isinstance(e, ProviderErrorEvent) and not e.recoverable),
+                None,
+            )
+            if fatal is not None:
+                self._log.warning("provider_session_ended", code=fatal.code)
+                break
+        return healthy
+
+    async def _write(self, ws: ClientConnection, outbox: asyncio.Queue[str | bytes]) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await ws.send(await outbox.get())
+
+    def _flush(self) -> None:
+        messages = self._protocol.messages_to_send()
+        if not messages:
+            return
+        outbox = self._outbox
+        if outbox is None:
+            self.dropped_messages += len(messages)
+            return
+        for message in messages:
+            try:
+                outbox.put_nowait(message)
+            except asyncio.QueueFull:
+                self.dropped_messages += 1
+                self._log.warning("provider_send_queue_full", dropped=self.dropped_messages)
+
+    def _deliver(self, events: list[Event]) -> None:
+        for event in events:
+            try:
+                self._on_event(event)
+            except Exception:
+                self._log.exception("provider_event_handler_failed", event=type(event).__name__)
+
+    def _report(self, status: ConnectionStatus) -> None:
+        self._status = status
+        if self._on_state is None:
+            return
+        try:
+            self._on_state(status)
+        except Exception:
+            self._log.exception("provider_state_handler_failed", state=status.state.value)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------ commands
+
+    def configure(
+        self, *, instructions: str, tools: Sequence[Mapping[str, Any]], voice: str
+    ) -> None:
+        self._protocol.configure(instructions=instructions, tools=tools, voice=voice)
+        self._flush()
+
+    def start_turn(self) -> None:
+        self._protocol.start_turn()
+        self._flush()
+
+    def append_audio(self, pcm: bytes) -> None:
+        self._protocol.append_audio(pcm)
+        self._flush()
+
+    def end_turn(self) -> None:
+        self._protocol.end_turn()
+        self._flush()
+
+    def send_user_text(self, text: str) -> None:
+        self._protocol.send_user_text(text)
+        self._flush()
+
+    def send_tool_output(self, call_id: str, output: str) -> None:
+        self._protocol.send_tool_output(call_id, output)
+        self._flush()
+
+    def request_response(
+        self,
+        *,
+        instructions: str | None = None,
+        out_of_band: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        self._protocol.request_response(
+            instructions=instructions, out_of_band=out_of_band, metadata=metadata
+        )
+        self._flush()
+
+    def cancel_response(self) -> bool:
+        sent = self._protocol.cancel_response()
+        self._flush()
+        return sent and self.connected
+
+    def truncate(self, item_id: str, audio_end_ms: int) -> None:
+        self._protocol.truncate(item_id, audio_end_ms)
+        self._flush()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if str(exc) else text
