@@ -1,3 +1,21 @@
 """A local realtime peer: a websocket server on 127.0.0.1 that speaks the
-provider protocol, validates what it receives against the official types,
-and answers from scripted scenarios. A simulator, not an AI."""
+OpenAI Realtime GA protocol, validates every client event against the
+official ``openai`` types, and answers from scripted scenarios (speech,
+tool calls, errors, dropped connections). A simulator, not an AI.
+
+Public API: :class:`~huxleyd.sim.server.SimServer`,
+:func:`~huxleyd.sim.scenario.load_scenario`, :class:`~huxleyd.sim.scenario.Scenario`,
+:func:`~huxleyd.sim.validate.validate_client_event`.
+"""
+
+from huxleyd.sim.scenario import Scenario, load_scenario
+from huxleyd.sim.server import SimServer
+from huxleyd.sim.validate import validate_client_event, validate_server_event
+
+__all__ = [
+    "Scenario",
+    "SimServer",
+    "load_scenario",
+    "validate_client_event",
+    "validate_server_event",
+]

@@ -1,0 +1,126 @@
+"""What the simulator saw and where its script stands, shared by its connections.
+
+Layer: plain data. Tests read it (``sim.received``, ``sim.violations``…) and
+wait on it (``await sim.wait_until(lambda: …)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from huxleyd.sim.scenario import ResponseSpec, Scenario, TurnSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A client event the real server would refuse, or that breaks the contract."""
+
+    event: str
+    """The event type, or an excerpt of the frame when it has none."""
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """A ``conversation.item.truncate`` as received."""
+
+    item_id: str
+    audio_end_ms: int
+    audio_sent_ms: float
+    """How much audio of that item the sim had sent when the truncate arrived."""
+
+
+class Script:
+    """The cursor over a scenario: which turn, which of its responses.
+
+    The cursor is shared by all connections, so a script goes on where it
+    stopped after the client reconnects.
+    """
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self._turn_index = -1
+        self._response_index = 0
+
+    @property
+    def turn(self) -> TurnSpec | None:
+        if 0 <= self._turn_index < len(self.scenario.turns):
+            return self.scenario.turns[self._turn_index]
+        return None
+
+    @property
+    def turns_started(self) -> int:
+        return self._turn_index + 1
+
+    def begin_turn(self) -> str:
+        """A new user turn; returns what the sim pretends to have heard."""
+        self._turn_index += 1
+        self._response_index = 0
+        turn = self.turn
+        return turn.hear if turn is not None else ""
+
+    def next_response(self) -> ResponseSpec:
+        """The next scripted response of this turn, or the default reply."""
+        turn = self.turn
+        if turn is not None and self._response_index < len(turn.responses):
+            self._response_index += 1
+            return turn.responses[self._response_index - 1]
+        return self.default_response
+
+    @property
+    def default_response(self) -> ResponseSpec:
+        return self.scenario.default_response
+
+
+@dataclass(slots=True)
+class SimRecord:
+    """Everything observed, in arrival order."""
+
+    script: Script
+    received: list[Any] = field(default_factory=list)
+    """Validated client events (members of ``openai.types.realtime.RealtimeClientEvent``)."""
+    raw: list[dict[str, Any]] = field(default_factory=list)
+    """The same events as dicts (only the keys the client sent)."""
+    violations: list[Violation] = field(default_factory=list)
+    truncations: list[Truncation] = field(default_factory=list)
+    tool_calls: list[tuple[str, str, str]] = field(default_factory=list)
+    """(call_id, name, arguments) of every call the sim made."""
+    tool_outputs: dict[str, str] = field(default_factory=dict)
+    """call_id → output the client sent."""
+    user_texts: list[str] = field(default_factory=list)
+    committed_audio: list[bytes] = field(default_factory=list)
+    """The PCM of each committed user turn."""
+    responses_done: int = 0
+    connection_count: int = 0
+    sim_errors: list[str] = field(default_factory=list)
+    """Bugs in the sim itself (an event it built that failed validation…)."""
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def received_event(self, event: Any, raw: dict[str, Any]) -> None:
+        self.received.append(event)
+        self.raw.append(raw)
+        self.changed()
+
+    def violation(self, event: str, problem: str) -> None:
+        self.violations.append(Violation(event, problem))
+        self.changed()
+
+    def sim_error(self, problem: str) -> None:
+        self.sim_errors.append(problem)
+        self.changed()
+
+    def types_received(self) -> list[str]:
+        return [r["type"] for r in self.raw]
+
+    def changed(self) -> None:
+        self._changed.set()
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+        """Return once ``predicate()`` holds; TimeoutError after ``timeout_s``."""
+        async with asyncio.timeout(timeout_s):
+            while not predicate():
+                self._changed.clear()
+                await self._changed.wait()

@@ -1,0 +1,118 @@
+"""Speech for the simulator: text → PCM16 LE mono 24 kHz.
+
+Layer: adapter (runs ``espeak-ng``). With espeak-ng installed the sim's
+replies are intelligible robot speech; without it, each word becomes a short
+tone so the audio still has a length and a shape. Either way it is a
+simulator talking, not an AI.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import struct
+import subprocess
+from typing import Literal
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from huxley_sdk.logging import get_logger
+
+RATE_HZ = 24_000
+BYTES_PER_MS = RATE_HZ * 2 // 1000
+
+SynthMode = Literal["auto", "espeak", "tone"]
+
+_log = get_logger("huxleyd.sim")
+
+
+def tone(freq_hz: float, duration_ms: int, *, amplitude: float = 0.3) -> bytes:
+    """A sine tone with 5 ms fades (no clicks), PCM16 at 24 kHz."""
+    n = duration_ms * RATE_HZ // 1000
+    t = np.arange(n, dtype=np.float64) / RATE_HZ
+    wave = amplitude * np.sin(2 * np.pi * freq_hz * t)
+    fade = min(n // 2, RATE_HZ * 5 // 1000)
+    if fade:
+        ramp = np.linspace(0.0, 1.0, fade)
+        wave[:fade] *= ramp
+        wave[n - fade :] *= ramp[::-1]
+    return _to_pcm16(wave)
+
+
+def tone_speech(text: str) -> bytes:
+    """Words as tones: 140 ms per word at a pitch from its letters, 60 ms gaps."""
+    gap = bytes(60 * BYTES_PER_MS)
+    parts: list[bytes] = []
+    for word in text.split() or [""]:
+        pitch = 300.0 + (sum(map(ord, word)) % 12) * 25.0
+        parts.append(tone(pitch, 140))
+        parts.append(gap)
+    return b"".join(parts)
+
+
+def espeak_available() -> bool:
+    return shutil.which("espeak-ng") is not None
+
+
+@functools.lru_cache(maxsize=64)
+def espeak_speech(text: str, *, voice: str = "en") -> bytes:
+    """``espeak-ng --stdout`` resampled to 24 kHz. Raises OSError if it fails."""
+    result = subprocess.run(
+        ["espeak-ng", "--stdout", "-v", voice, "--", text],
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    if result.returncode != 0:
+        raise OSError(f"espeak-ng exited {result.returncode}: {result.stderr[:200]!r}")
+    rate_hz, pcm = _parse_wav(result.stdout)
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64) / 32768.0
+    if rate_hz != RATE_HZ:
+        divisor = np.gcd(rate_hz, RATE_HZ)
+        samples = resample_poly(samples, RATE_HZ // divisor, rate_hz // divisor)
+    return _to_pcm16(samples)
+
+
+def synthesize(text: str, mode: SynthMode = "auto") -> bytes:
+    """Speech for ``text``: espeak-ng (``auto`` when installed) or word tones."""
+    if mode == "tone" or (mode == "auto" and not espeak_available()):
+        return tone_speech(text)
+    try:
+        return espeak_speech(text)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        if mode == "espeak":
+            raise
+        _log.warning("sim_espeak_failed", problem=str(exc), fallback="tones")
+        return tone_speech(text)
+
+
+def _parse_wav(data: bytes) -> tuple[int, bytes]:
+    """Sample rate and PCM of a 16-bit mono WAV.
+
+    espeak-ng writes a streaming header whose sizes are placeholders, so the
+    data chunk is taken to the end of the output rather than by its size.
+    """
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise ValueError("espeak-ng did not write a WAV file")
+    offset, rate_hz = 12, 0
+    while offset + 8 <= len(data):
+        chunk_id = data[offset : offset + 4]
+        (size,) = struct.unpack_from("<I", data, offset + 4)
+        body = offset + 8
+        if chunk_id == b"fmt ":
+            _, channels, rate_hz, _, _, bits = struct.unpack_from("<HHIIHH", data, body)
+            if channels != 1 or bits != 16:
+                raise ValueError(f"espeak-ng wrote {channels} channels of {bits} bits")
+        elif chunk_id == b"data":
+            if not rate_hz:
+                raise ValueError("WAV data before its format")
+            return rate_hz, data[body:]
+        offset = body + size + (size & 1)
+    raise ValueError("WAV without a data chunk")
+
+
+def _to_pcm16(samples: np.ndarray) -> bytes:
+    clipped = np.clip(samples, -1.0, 1.0) * 32767.0
+    pcm: bytes = clipped.astype("<i2").tobytes()
+    return pcm

@@ -1,0 +1,60 @@
+"""A recording consumer of a ProviderConnection's callbacks, and an instant sleep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from huxleyd.providers.events import Event
+from huxleyd.providers.transport import ConnectionState, ConnectionStatus
+
+E = TypeVar("E")
+
+
+class Recorder:
+    """Keeps every event and state report, and lets a test wait for one."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.states: list[ConnectionStatus] = []
+        self._changed = asyncio.Event()
+
+    def on_event(self, event: Event) -> None:
+        self.events.append(event)
+        self._changed.set()
+
+    def on_state(self, status: ConnectionStatus) -> None:
+        self.states.append(status)
+        self._changed.set()
+
+    def of(self, kind: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def state_names(self) -> list[ConnectionState]:
+        return [s.state for s in self.states]
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not predicate():
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def wait_for(self, kind: type[E], count: int = 1) -> E:
+        """The ``count``-th event of type ``kind`` (waiting for it)."""
+        await self.wait_until(lambda: len(self.of(kind)) >= count)
+        return self.of(kind)[count - 1]
+
+
+class InstantSleep:
+    """Records the delays asked for and returns at once (plus an optional hook)."""
+
+    def __init__(self, hook: Callable[[list[float]], Awaitable[None]] | None = None) -> None:
+        self.delays: list[float] = []
+        self._hook = hook
+
+    async def __call__(self, delay_s: float) -> None:
+        self.delays.append(delay_s)
+        if self._hook is not None:
+            await self._hook(self.delays)
+        await asyncio.sleep(0)

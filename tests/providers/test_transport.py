@@ -1,0 +1,326 @@
+"""The websocket transport against the simulator on loopback (real sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from huxleyd.clock import ManualClock
+from huxleyd.errors import ConfigError, ProviderConnectionError
+from huxleyd.providers.events import (
+    AudioChunk,
+    ProviderErrorEvent,
+    ResponseDone,
+    ResponseStatus,
+    SessionReady,
+    ToolCall,
+)
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.retry import backoff_delays
+from huxleyd.providers.transport import (
+    ConnectionState,
+    ConnectionStatus,
+    ProviderConnection,
+    read_api_key,
+)
+from huxleyd.sim import SimServer, load_scenario
+from huxleyd.sim.scenario import scenario_from_dict
+from tests.providers.recording import InstantSleep, Recorder
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
+TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]
+TURN_PCM = bytes(24_000 * 2 * 3 // 10)  # 300 ms of silence
+
+
+def exact_backoff() -> Iterator[float]:
+    return backoff_delays(jitter=0)
+
+
+def connection(
+    url: str, recorder: Recorder, *, api_key: str | None = "sk-test", **kwargs: Any
+) -> ProviderConnection:
+    kwargs.setdefault("sleep", InstantSleep())
+    return ProviderConnection(
+        OpenAIRealtimeProtocol(),
+        url=url,
+        model="gpt-realtime",
+        api_key=api_key,
+        on_event=recorder.on_event,
+        on_state=recorder.on_state,
+        backoff=exact_backoff,
+        **kwargs,
+    )
+
+
+def talk(conn: ProviderConnection) -> None:
+    """One push-to-talk turn, then ask for the answer."""
+    conn.start_turn()
+    for offset in range(0, len(TURN_PCM), 960):
+        conn.append_audio(TURN_PCM[offset : offset + 960])
+    conn.end_turn()
+    conn.request_response()
+
+
+def sim(scenario: Any = None, **kwargs: Any) -> SimServer:
+    return SimServer(scenario, speed=math.inf, synth="tone", **kwargs)
+
+
+async def test_a_turn_with_a_tool_call_through_the_sim() -> None:
+    rec = Recorder()
+    async with sim(load_scenario(SCENARIOS / "time.toml")) as server:
+        conn = connection(server.url, rec)
+        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        talk(conn)
+        first = await rec.wait_for(ResponseDone)
+        assert first.status is ResponseStatus.COMPLETED
+        assert first.had_audio
+        [call] = first.tool_calls
+        assert call.name == "get_current_time"
+        assert rec.of(ToolCall) == [call]
+        conn.send_tool_output(call.call_id, '{"time": "15:10"}')
+        conn.request_response()
+        second = await rec.wait_for(ResponseDone, 2)
+        assert second.status is ResponseStatus.COMPLETED
+        await conn.close()
+        await task
+        assert server.violations == []
+        assert server.record.sim_errors == []
+        first_frame = server.record.raw[0]
+        assert first_frame["type"] == "session.update"
+        assert first_frame["session"]["audio"]["input"]["turn_detection"] is None
+        assert first_frame["session"]["tools"][0]["name"] == "get_current_time"
+        assert server.record.tool_outputs == {call.call_id: '{"time": "15:10"}'}
+        assert server.record.committed_audio == [TURN_PCM]
+    assert rec.state_names() == [
+        ConnectionState.CONNECTING,
+        ConnectionState.CONNECTED,
+        ConnectionState.CLOSED,
+    ]
+    assert all(isinstance(e.pcm, bytes) and e.pcm for e in rec.of(AudioChunk))
+
+
+async def test_a_drop_mid_reply_fails_the_response_reconnects_and_the_next_turn_works() -> None:
+    rec = Recorder()
+    sleep = InstantSleep()
+    async with sim(load_scenario(SCENARIOS / "dropped_connection.toml")) as server:
+        conn = connection(server.url, rec, sleep=sleep)
+        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        talk(conn)
+        cut = await rec.wait_for(ResponseDone)
+        assert (cut.status, cut.reason) == (ResponseStatus.FAILED, "connection_lost")
+        assert cut.had_audio
+        await rec.wait_for(SessionReady, 2)  # reconnected, configuration re-sent
+        talk(conn)
+        back = await rec.wait_for(ResponseDone, 2)
+        assert back.status is ResponseStatus.COMPLETED
+        await conn.close()
+        await task
+        assert server.connection_count == 2
+        updates = [r for r in server.record.raw if r["type"] == "session.update"]
+        assert len(updates) == 2
+        assert updates[1]["session"]["instructions"] == "Be brief."
+        assert server.violations == []
+    assert sleep.delays == [1.0]  # a healthy session dropped: the schedule starts over
+    assert rec.state_names() == [
+        ConnectionState.CONNECTING,
+        ConnectionState.CONNECTED,
+        ConnectionState.RECONNECTING,
+        ConnectionState.CONNECTED,
+        ConnectionState.CLOSED,
+    ]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+async def test_offline_from_the_fourth_failed_try() -> None:
+    rec = Recorder()
+    conn: ProviderConnection | None = None
+
+    async def stop_after_five(delays: list[float]) -> None:
+        if len(delays) == 5 and conn is not None:
+            await conn.close()
+
+    sleep = InstantSleep(stop_after_five)
+    conn = connection(f"ws://127.0.0.1:{closed_port()}/v1/realtime", rec, sleep=sleep)
+    await conn.run()
+    assert sleep.delays == [1.0, 3.0, 10.0, 30.0, 60.0]
+    assert [(s.state, s.attempt, s.retry_in_s) for s in rec.states] == [
+        (ConnectionState.CONNECTING, 0, None),
+        (ConnectionState.RECONNECTING, 1, 1.0),
+        (ConnectionState.RECONNECTING, 2, 3.0),
+        (ConnectionState.RECONNECTING, 3, 10.0),
+        (ConnectionState.OFFLINE, 4, 30.0),
+        (ConnectionState.OFFLINE, 5, 60.0),
+        (ConnectionState.CLOSED, 0, None),
+    ]
+    assert "ConnectionRefusedError" in rec.states[1].detail
+
+
+async def test_a_rejected_key_is_fatal_and_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    rec = Recorder()
+    sleep = InstantSleep()
+    async with sim(api_key="sk-right") as server:
+        conn = connection(server.url, rec, api_key="sk-wrong-secret", sleep=sleep)
+        with (
+            caplog.at_level(logging.DEBUG),
+            pytest.raises(ProviderConnectionError, match="HTTP 401"),
+        ):
+            await conn.run()
+        assert [h.status for h in server.handshakes] == [401]
+    assert sleep.delays == []
+    assert rec.state_names() == [ConnectionState.CONNECTING, ConnectionState.FAILED]
+    assert "sk-wrong-secret" not in caplog.text
+    assert "provider_connect_fatal" in caplog.text
+
+
+async def test_renew_opens_a_fresh_session_and_resends_the_configuration() -> None:
+    rec = Recorder()
+    sleep = InstantSleep()
+    async with sim() as server:
+        conn = connection(server.url, rec, sleep=sleep)
+        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        conn.renew()
+        await rec.wait_for(SessionReady, 2)
+        assert conn.connects == 2
+        await conn.close()
+        await task
+        updates = [r for r in server.record.raw if r["type"] == "session.update"]
+        assert [u["session"]["tools"][0]["name"] for u in updates] == ["get_current_time"] * 2
+    assert sleep.delays == []  # a renewal does not back off
+    renewing = [s for s in rec.states if s.detail == "renew"]
+    assert [s.state for s in renewing] == [ConnectionState.CONNECTING]
+
+
+async def test_commands_while_disconnected_are_dropped_and_the_configuration_kept() -> None:
+    rec = Recorder()
+    async with sim() as server:
+        conn = connection(server.url, rec)
+        talk(conn)  # no socket yet: nothing may crash, nothing is queued
+        assert conn.cancel_response() is False
+        conn.send_tool_output("call_gone", "{}")
+        # clear, 15 appends, commit, create, cancel, tool output: all dropped
+        assert conn.dropped_messages == 1 + 15 + 1 + 1 + 1 + 1
+        conn.configure(instructions="Kept for later.", tools=[], voice="cedar")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        await conn.close()
+        await task
+        [first, *rest] = server.record.raw
+        assert first["type"] == "session.update"
+        assert first["session"]["instructions"] == "Kept for later."
+        assert rest == []
+
+
+async def test_an_error_that_ends_the_session_makes_it_reconnect() -> None:
+    scenario = scenario_from_dict(
+        {"turns": [{"responses": [{"error": {"code": "session_expired", "message": "Too old."}}]}]}
+    )
+    rec = Recorder()
+    async with sim(scenario) as server:
+        conn = connection(server.url, rec)
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        conn.send_user_text("hello")
+        conn.request_response()
+        error = await rec.wait_for(ProviderErrorEvent)
+        assert (error.code, error.recoverable) == ("session_expired", False)
+        await rec.wait_for(SessionReady, 2)
+        await conn.close()
+        await task
+        assert server.connection_count == 2
+
+
+async def test_a_failing_event_handler_is_logged_and_the_session_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    rec = Recorder()
+
+    def fragile(event: Any) -> None:
+        rec.on_event(event)
+        if isinstance(event, AudioChunk):
+            raise RuntimeError("handler bug")
+
+    async with sim() as server:
+        conn = ProviderConnection(
+            OpenAIRealtimeProtocol(),
+            url=server.url,
+            model="gpt-realtime",
+            api_key=None,
+            on_event=fragile,
+        )
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        with caplog.at_level(logging.ERROR, logger="huxleyd.providers"):
+            conn.send_user_text("hi")
+            conn.request_response()
+            done = await rec.wait_for(ResponseDone)
+        await conn.close()
+        await task
+    assert done.status is ResponseStatus.COMPLETED
+    assert "provider_event_handler_failed" in caplog.text
+
+
+async def test_session_age_follows_the_injected_clock() -> None:
+    rec = Recorder()
+    clock = ManualClock(100.0)
+    async with sim() as server:
+        conn = connection(server.url, rec, clock=clock)
+        assert conn.session_age_s() is None
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady)
+        clock.advance(1500.0)
+        assert conn.session_age_s() == 1500.0
+        await conn.close()
+        await task
+        assert conn.session_age_s() is None
+
+
+def test_state_reports_are_plain_values() -> None:
+    status = ConnectionStatus(ConnectionState.OFFLINE, 4, 30.0, "refused")
+    assert status.state == "offline"  # the coordinator compares with plain strings
+
+
+def test_the_api_key_file_is_read_and_stripped(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_text("  sk-abc\n")
+    key.chmod(0o600)
+    assert read_api_key(key) == "sk-abc"
+
+
+def test_a_missing_or_empty_key_file_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"missing.*provider.key_file.*cannot read"):
+        read_api_key(tmp_path / "missing")
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="empty"):
+        read_api_key(empty)
+
+
+def test_a_key_file_others_can_read_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = tmp_path / "key"
+    key.write_text("sk-abc")
+    key.chmod(0o644)
+    with caplog.at_level(logging.WARNING):
+        assert read_api_key(key) == "sk-abc"
+    assert "api_key_file_readable_by_others" in caplog.text
+    assert "sk-abc" not in caplog.text
