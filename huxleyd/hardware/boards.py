@@ -167,19 +167,22 @@ class BoardProfile:
     """Absolute path of the ALSA configuration this board needs, if any."""
 
     @property
-    def gpio_pins(self) -> tuple[int, ...]:
-        """Every BCM pin the profile claims (for ``huxleyctl doctor``'s "pins free" check)."""
+    def gpio_pins(self) -> dict[str, int]:
+        """Every GPIO the profile claims, by role (``huxleyctl doctor`` checks they are free).
+
+        Pins behind ``/dev/spidev`` belong to the kernel's SPI driver and are not listed.
+        """
         leds = self.leds
-        candidates = (
-            self.button.pin,
-            leds.pin,
-            leds.red_pin,
-            leds.green_pin,
-            leds.blue_pin,
-            leds.clock_pin,
-            leds.data_pin,
-        )
-        return tuple(p for p in candidates if p is not None)
+        roles = {
+            "button": self.button.pin,
+            "led": leds.pin,
+            "led_red": leds.red_pin,
+            "led_green": leds.green_pin,
+            "led_blue": leds.blue_pin,
+            "led_clock": leds.clock_pin,
+            "led_data": leds.data_pin,
+        }
+        return {role: pin for role, pin in roles.items() if pin is not None}
 
 
 def available_boards(boards_dir: Path) -> list[str]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from gpiozero import Device
+from gpiozero import Device, InputDevice
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
 from huxleyd.errors import ConfigError
@@ -105,6 +105,19 @@ def choose_pin_factory(
             return mock_factory(make_global=True), f"mock (fallback: no GPIO; {chosen_by} failed)"
     name = type(factory).__name__.removesuffix("Factory").lower()
     return factory, f"{name} ({chosen_by})"
+
+
+def pin_probe(factory: PinFactory) -> Callable[[int], None]:
+    """A ``probe(pin)`` for ``huxleyctl doctor``: claims the pin as an input and lets it go.
+
+    Raises (gpiozero's ``GPIOPinInUse``, or the lgpio "GPIO busy" error) when
+    something holds the line, which is what the doctor reports.
+    """
+
+    def probe(pin: int) -> None:
+        InputDevice(pin, pin_factory=factory).close()
+
+    return probe
 
 
 def is_mock(factory: PinFactory) -> bool:

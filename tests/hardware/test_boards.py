@@ -33,6 +33,7 @@ def test_respeaker_profile() -> None:
     assert board.audio.mixer_card == "seeed2micvoicec"
     assert board.audio.device_rate_hz == 48000
     assert board.asound_conf == (HW / "respeaker-2mic.asound.conf").resolve()
+    assert board.gpio_pins == {"button": 17}  # SCLK/MOSI belong to the spidev driver
 
 
 def test_voice_bonnet_profile_bit_bangs_gpio5_and_6() -> None:
@@ -41,14 +42,14 @@ def test_voice_bonnet_profile_bit_bangs_gpio5_and_6() -> None:
     assert board.leds.kind == "apa102" and board.leds.count == 3
     assert (board.leds.data_pin, board.leds.clock_pin) == (5, 6)
     assert not board.leds.uses_spi_device
-    assert board.gpio_pins == (17, 6, 5)
+    assert board.gpio_pins == {"button": 17, "led_clock": 6, "led_data": 5}
 
 
 def test_gpio_basic_profile() -> None:
     board = load_board("gpio-basic", HW)
     assert board.leds.kind == "pwmled" and board.leds.pin == 27
     assert board.audio.capture_device == "default"
-    assert board.gpio_pins == (17, 27)
+    assert board.gpio_pins == {"button": 17, "led": 27}
 
 
 def test_unknown_board_lists_the_available_ones() -> None:

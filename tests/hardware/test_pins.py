@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 import warnings
+from typing import Any
 
 import pytest
-from gpiozero import Device
+from gpiozero import Device, InputDevice
+from gpiozero.exc import GPIOPinInUse
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
 from huxleyd.errors import ConfigError
-from huxleyd.hardware.pins import choose_pin_factory, is_mock
+from huxleyd.hardware.pins import choose_pin_factory, is_mock, pin_probe
 from huxleyd.hardware.settings import HardwareSettings
 
 
@@ -74,3 +76,13 @@ def test_no_gpio_falls_back_to_mock_with_one_warning(caplog: pytest.LogCaptureFi
     records = [r for r in caplog.records if r.name == "huxleyd.hardware"]
     assert len(records) == 1
     assert "lgpio" in records[0].getMessage()
+
+
+def test_pin_probe_reports_a_busy_pin(factory: Any) -> None:
+    probe = pin_probe(factory)
+    probe(17)  # free: claimed and released
+    probe(17)  # and free again afterwards
+    holder = InputDevice(17, pin_factory=factory)
+    with pytest.raises(GPIOPinInUse):
+        probe(17)
+    holder.close()
