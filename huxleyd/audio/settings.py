@@ -26,6 +26,8 @@ class AudioSettings:
     input_channels: int = field(default=1, metadata=bounds(1, 8))
     mic_channel: int = field(default=0, metadata=bounds(0, 7))
     """Which channel of a multi-mic HAT feeds the model."""
+    output_channels: int = field(default=1, metadata=bounds(1, 8))
+    """Channels to open the playback device with; the mono mix goes to each."""
     period_ms: int = field(default=20, metadata=bounds(5, 100))
     duck_depth_db: float = field(default=-12.0, metadata=bounds(-60.0, 0.0))
     duck_attack_ms: float = field(default=80.0, metadata=bounds(1.0, 2000.0))
@@ -39,3 +41,25 @@ class AudioSettings:
     """WAV backend: the speaker output is written to this file."""
     reopen_interval_s: float = field(default=3.0, metadata=bounds(0.1, 60.0))
     """After a device is lost, try to reopen it this often."""
+    output_prefill_periods: int = field(default=2, metadata=bounds(1, 16))
+    """Periods of silence queued on the playback device when it opens: the
+    cushion that lets a blocking mic read pace the loop without the speaker
+    running dry."""
+    ramp_ms: float = field(default=5.0, metadata=bounds(5.0, 100.0))
+    """Fade length for pause, resume and flush (barge-in): short, but never a click."""
+    limiter_threshold_dbfs: float = field(default=-1.0, metadata=bounds(-24.0, -0.1))
+    """The soft limiter leaves everything below this level untouched."""
+    speech_ring_ms: int = field(default=60_000, metadata=bounds(500, 600_000))
+    """Model speech buffered ahead of the speaker; a fuller ring makes its writer wait."""
+    earcon_ring_ms: int = field(default=10_000, metadata=bounds(500, 60_000))
+    """Room for queued earcons; ``play_earcon`` refuses a sound that does not fit."""
+    content_ring_ms: int = field(default=5_000, metadata=bounds(500, 60_000))
+    """Media buffered ahead (the media producer waits when full)."""
+    comms_ring_ms: int = field(default=1_000, metadata=bounds(100, 60_000))
+    """Call audio buffered ahead; small, because calls want low latency."""
+    capture_ring_ms: int = field(default=2_000, metadata=bounds(100, 60_000))
+    """Mic audio kept for a slow reader; older frames are dropped (and counted)."""
+    wav_rate_hz: int = field(default=24_000, metadata=bounds(8000, 192000))
+    """WAV backend: the simulated device's rate."""
+    wav_speed: float = field(default=1.0, metadata=bounds(0.01, 1000.0))
+    """WAV backend: how many times faster than real time the engine runs."""

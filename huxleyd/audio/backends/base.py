@@ -1,0 +1,70 @@
+"""The backend interface: what a sound device must do for the engine.
+
+A backend is driven from the audio thread only, one period at a time:
+``open`` once (and again after a loss), then ``read`` and ``write`` each
+period, ``close`` at the end. It never raises from ``read``/``write``:
+it reports :class:`IoStatus` so the thread can count xruns and handle a
+lost device without an exception on the hot path. ``open`` raises
+:class:`~huxleyd.errors.AudioDeviceError` naming the device when it cannot.
+
+A subclass must implement all four methods; ``read`` fills the given
+preallocated array and ``write`` consumes one, so a backend need not
+allocate per period either.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol
+
+from huxleyd.audio.pcm import Int16Array
+
+
+class IoStatus(enum.Enum):
+    """Outcome of one ``read`` or ``write``."""
+
+    OK = "ok"
+    XRUN = "xrun"
+    """The data went through, but the device over/underran before it."""
+    LOST = "lost"
+    """The device failed or vanished; nothing went through."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFormat:
+    """What ``open`` got from the device."""
+
+    input_rate_hz: int
+    output_rate_hz: int
+    input_channels: int
+    output_channels: int
+    output_latency_s: float
+    """Time from ``write`` returning to the sound leaving the device (PortAudio's estimate)."""
+    input_latency_s: float
+    """Time from sound entering the device to ``read`` returning it."""
+    paced: bool
+    """True when ``read`` blocks until a period exists (a real device clock);
+    False when the engine's clock must pace the loop (WAV files, null sinks)."""
+    description: str = ""
+    """Human-readable devices, for logs and ``huxleyctl status``."""
+
+
+class AudioBackend(Protocol):
+    """A full-duplex PCM16 device, one period per call."""
+
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        """Open the device for ``period_ms`` periods; raise AudioDeviceError if impossible."""
+        ...
+
+    def read(self, out: Int16Array) -> IoStatus:
+        """Fill ``out`` (``(frames, input_channels)`` int16) with the next period of input."""
+        ...
+
+    def write(self, data: Int16Array) -> IoStatus:
+        """Play ``data`` (``(frames, output_channels)`` int16), one period."""
+        ...
+
+    def close(self) -> None:
+        """Release the device. Idempotent; the backend may be opened again."""
+        ...

@@ -1,0 +1,101 @@
+"""The device edges of the engine: capture (device → mic frames) and playback (mix → device).
+
+Built when the device opens (allocation happens here, never per period) and
+rebuilt after a reopen. Each ``process`` call works on preallocated buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from huxleyd.audio.backends.base import DeviceFormat
+from huxleyd.audio.levels import LevelMeter
+from huxleyd.audio.pcm import (
+    INT16_SCALE,
+    RATE_HZ,
+    Float32Array,
+    Int16Array,
+    float_to_int16_into,
+    period_frames,
+)
+from huxleyd.audio.resample import StreamResampler
+
+CAPTURE_RATES_HZ = (24_000, 16_000)
+"""Rates a provider may ask the mic to be delivered at."""
+
+_TO_FLOAT = np.float32(1.0 / INT16_SCALE)
+
+
+class CaptureChain:
+    """One channel of the device input → float → resampled → PCM16 at the capture rate."""
+
+    def __init__(self, fmt: DeviceFormat, *, period_ms: int, mic_channel: int, meter: LevelMeter):
+        if mic_channel >= fmt.input_channels:
+            raise ValueError(
+                f"audio.mic_channel = {mic_channel} but the capture device has "
+                f"{fmt.input_channels} channel(s)"
+            )
+        frames = period_frames(fmt.input_rate_hz, period_ms)
+        self.buffer: Int16Array = np.zeros((frames, fmt.input_channels), dtype=np.int16)
+        """Where the backend reads into."""
+        self._column = self.buffer[:, mic_channel]
+        self._mono: Float32Array = np.zeros(frames, dtype=np.float32)
+        self._resamplers = {
+            rate: StreamResampler(fmt.input_rate_hz, rate, frames) for rate in CAPTURE_RATES_HZ
+        }
+        self._float = {
+            rate: np.zeros(r.block_out, dtype=np.float32) for rate, r in self._resamplers.items()
+        }
+        self._pcm = {
+            rate: np.zeros(r.block_out, dtype=np.int16) for rate, r in self._resamplers.items()
+        }
+        self._scratch = {
+            rate: np.zeros(r.block_out, dtype=np.float32) for rate, r in self._resamplers.items()
+        }
+        self._rate = CAPTURE_RATES_HZ[0]
+        self._meter = meter
+
+    def process(self, rate_hz: int) -> Int16Array:
+        """Convert the period in :attr:`buffer`; return the frame at ``rate_hz`` (reused array)."""
+        if rate_hz != self._rate:
+            self._resamplers[rate_hz].reset()  # stale history from before the switch
+            self._rate = rate_hz
+        np.multiply(self._column, _TO_FLOAT, out=self._mono)
+        self._meter.update(self._mono)
+        out = self._float[rate_hz]
+        self._resamplers[rate_hz].process(self._mono, out)
+        pcm = self._pcm[rate_hz]
+        float_to_int16_into(out, pcm, self._scratch[rate_hz])
+        return pcm
+
+
+class PlaybackChain:
+    """The 24 kHz float mix → device rate → PCM16 on every output channel."""
+
+    def __init__(self, fmt: DeviceFormat, *, period_ms: int, meter: LevelMeter):
+        mix_frames = period_frames(RATE_HZ, period_ms)
+        frames = period_frames(fmt.output_rate_hz, period_ms)
+        self.mix: Float32Array = np.zeros(mix_frames, dtype=np.float32)
+        """Where the mixer writes."""
+        self._resampler = StreamResampler(RATE_HZ, fmt.output_rate_hz, mix_frames)
+        self._device: Float32Array = np.zeros(frames, dtype=np.float32)
+        self._scratch: Float32Array = np.zeros(frames, dtype=np.float32)
+        self._mono: Int16Array = np.zeros(frames, dtype=np.int16)
+        self.buffer: Int16Array = np.zeros((frames, fmt.output_channels), dtype=np.int16)
+        """What the backend writes."""
+        self._mono_column = self._mono[:, None]
+        self._channels = fmt.output_channels
+        self._meter = meter
+        self.delay_samples = round(self._resampler.delay_in)
+        """The resampler's delay, in mixer samples."""
+
+    def process(self) -> Int16Array:
+        """Convert :attr:`mix`; return the device buffer (reused array)."""
+        self._resampler.process(self.mix, self._device)
+        self._meter.update(self._device)
+        if self._channels == 1:
+            float_to_int16_into(self._device, self.buffer[:, 0], self._scratch)
+        else:
+            float_to_int16_into(self._device, self._mono, self._scratch)
+            np.copyto(self.buffer, self._mono_column)
+        return self.buffer

@@ -1,0 +1,40 @@
+"""Peak and RMS meters for ``huxleyctl levels`` (updated by the audio thread, read anywhere)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from huxleyd.audio.pcm import Float32Array, amplitude_to_dbfs
+
+
+class LevelMeter:
+    """Peak with a 20 dB/s fall and RMS averaged over ~300 ms, both linear.
+
+    :meth:`update` allocates nothing (two reductions and a dot product);
+    the dBFS properties are for the reader's side.
+    """
+
+    def __init__(self, period_s: float, *, rms_window_s: float = 0.3, fall_db_per_s: float = 20.0):
+        self._fall = math.pow(10.0, -fall_db_per_s * period_s / 20.0)
+        self._alpha = 1.0 - math.exp(-period_s / rms_window_s)
+        self.peak = 0.0
+        self.power = 0.0
+
+    def update(self, block: Float32Array) -> None:
+        high = float(block.max())
+        low = float(block.min())
+        peak = high if high > -low else -low
+        power = float(np.dot(block, block)) / block.shape[0]
+        fallen = self.peak * self._fall
+        self.peak = peak if peak > fallen else fallen
+        self.power += self._alpha * (power - self.power)
+
+    @property
+    def peak_dbfs(self) -> float:
+        return amplitude_to_dbfs(self.peak)
+
+    @property
+    def rms_dbfs(self) -> float:
+        return amplitude_to_dbfs(math.sqrt(max(self.power, 0.0)))

@@ -1,0 +1,81 @@
+"""Fake audio backends that misbehave on cue, for the engine's failure paths.
+
+They record what the engine asked of them (``opens``, ``closes``) so tests
+assert on behaviour, not on engine internals.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from huxleyd.audio.backends.base import DeviceFormat, IoStatus
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.pcm import Int16Array
+from huxleyd.errors import AudioDeviceError
+
+
+class FlakyBackend(WavBackend):
+    """A WAV backend whose device can vanish and refuse to come back.
+
+    ``lose_at_read`` — the read call numbers (0-based) that report LOST.
+    ``refuse_opens`` — how many ``open`` calls fail after a loss.
+    ``xrun_reads`` / ``xrun_writes`` — call numbers that report XRUN.
+    ``slow_write_s`` — write call number → seconds to sleep (a stalled device).
+    ``explode_at_read`` — a read call number that raises (a bug in a backend).
+    """
+
+    def __init__(
+        self,
+        *,
+        lose_at_read: set[int] | None = None,
+        refuse_opens: int = 0,
+        xrun_reads: set[int] | None = None,
+        xrun_writes: set[int] | None = None,
+        slow_write_s: dict[int, float] | None = None,
+        explode_at_read: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.lose_at_read = lose_at_read or set()
+        self.refuse_opens = refuse_opens
+        self.xrun_reads = xrun_reads or set()
+        self.xrun_writes = xrun_writes or set()
+        self.slow_write_s = slow_write_s or {}
+        self.explode_at_read = explode_at_read
+        self.reads = 0
+        self.writes = 0
+        self.closes = 0
+        self.open_attempts = 0
+        self._lost_once = False
+
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        self.open_attempts += 1
+        if self._lost_once and self.refuse_opens > 0:
+            self.refuse_opens -= 1
+            raise AudioDeviceError("fake device: No such device (unplugged)")
+        return super().open(period_ms=period_ms)
+
+    def read(self, out: Int16Array) -> IoStatus:
+        index = self.reads
+        self.reads += 1
+        if index == self.explode_at_read:
+            raise RuntimeError("backend bug")
+        if index in self.lose_at_read:
+            self._lost_once = True
+            return IoStatus.LOST
+        status = super().read(out)
+        return IoStatus.XRUN if index in self.xrun_reads else status
+
+    def write(self, data: Int16Array) -> IoStatus:
+        index = self.writes
+        self.writes += 1
+        if index in self.slow_write_s:
+            time.sleep(self.slow_write_s[index])
+        super().write(data)
+        return IoStatus.XRUN if index in self.xrun_writes else IoStatus.OK
+
+    def close(self) -> None:
+        if self.is_open:
+            self.closes += 1
+        super().close()
