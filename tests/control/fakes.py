@@ -51,6 +51,8 @@ class FakeControlHandler:
     )
     sample_interval_s: float = 0.0
     """Pause between level samples; 0 yields as fast as the client reads."""
+    levels_limit: int | None = None
+    """End the levels stream after this many samples (None: never)."""
     hang: set[str] = field(default_factory=set)
     fail: dict[str, Exception] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
@@ -121,7 +123,7 @@ class FakeControlHandler:
         await self._enter("levels")
         try:
             i = 0
-            while True:
+            while self.levels_limit is None or i < self.levels_limit:
                 yield self.samples[i % len(self.samples)]
                 i += 1
                 await asyncio.sleep(self.sample_interval_s)

@@ -1,0 +1,355 @@
+"""``huxleyctl``: talk to a running huxleyd over its control socket.
+
+::
+
+    huxleyctl status [--json]         state, provider, media, volume, xruns, timings
+    huxleyctl volume [N]              print the volume, or set it (0-100)
+    huxleyctl say TEXT...             start a text turn, as if spoken
+    huxleyctl stop                    stop the media that is playing
+    huxleyctl skills [--json]         loaded skills and their tools
+    huxleyctl ptt press|release|tap   drive the push-to-talk button
+    huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
+    huxleyctl doctor [--json]         diagnose config, key, audio, GPIO, network, disk
+    huxleyctl logs [MATCH...]         follow the daemon's journal
+
+The socket is ``--socket PATH``, else ``[control] socket_path`` of
+``--config`` (default /etc/huxleyd/huxleyd.toml) when that file exists,
+else /run/huxleyd/control.sock.
+
+Exit status: 0 ok; 1 the daemon refused or failed the command (and
+``doctor`` when a check failed; ``logs`` without journalctl); 2 usage;
+3 the daemon is not reachable (not running, or no permission on the socket).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from huxleyd.control.client import ControlClient
+from huxleyd.control.errors import (
+    CommandFailedError,
+    ControlProtocolError,
+    DaemonUnreachableError,
+)
+from huxleyd.control.protocol import MAX_SAY_CHARS, Command, PttAction
+from huxleyd.control.settings import ControlSettings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+DEFAULT_CONFIG = Path("/etc/huxleyd/huxleyd.toml")
+JOURNAL_UNIT = "huxleyd"
+_MATCH_RE = re.compile(r"^[A-Z0-9_]+=.*$")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (argparse prints the whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _volume_level(text: str) -> int:
+    try:
+        level = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer 0-100, got {text!r}") from None
+    if not 0 <= level <= 100:
+        raise argparse.ArgumentTypeError(f"expected an integer 0-100, got {text!r}")
+    return level
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
+
+
+def _journal_match(text: str) -> str:
+    if not _MATCH_RE.match(text):
+        raise argparse.ArgumentTypeError(
+            f"expected FIELD=VALUE (e.g. HUXLEY_TOOL=set_volume), got {text!r}"
+        )
+    return text
+
+
+def _common_options(*, suppress: bool) -> _Parser:
+    """--socket/--config/--timeout, accepted before or after the command."""
+    common = _Parser(add_help=False)
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    common.add_argument("--socket", type=Path, default=default(None), help="control socket path")
+    common.add_argument(
+        "--config",
+        type=Path,
+        default=default(DEFAULT_CONFIG),
+        help="daemon config to read the socket path from (default: %(default)s)",
+    )
+    common.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=default(30.0),
+        help="seconds to wait for the daemon's answer",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="huxleyctl",
+        description="Talk to a running huxleyd.",
+        epilog=(
+            "exit status: 0 ok, 1 the daemon refused or failed the command (or a doctor "
+            "check failed), 2 usage, 3 the daemon is not reachable"
+        ),
+        parents=[_common_options(suppress=False)],
+    )
+    common = [_common_options(suppress=True)]
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text, parents=common)
+
+    command("status", "show what the daemon is doing").add_argument(
+        "--json", action="store_true", help="print the raw result"
+    )
+    command("volume", "print the volume, or set it").add_argument(
+        "level", nargs="?", type=_volume_level, metavar="N", help="new volume, 0-100"
+    )
+    command("say", "start a text turn, as if spoken").add_argument(
+        "text", nargs="+", metavar="TEXT"
+    )
+    command("stop", "stop the media that is playing")
+    command("skills", "list loaded skills and their tools").add_argument(
+        "--json", action="store_true", help="print the raw result"
+    )
+    command("ptt", "drive the push-to-talk button").add_argument(
+        "action", choices=[a.value for a in PttAction]
+    )
+    command("levels", "live mic/output level meter").add_argument(
+        "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
+    )
+    command("doctor", "diagnose the device (exit 1 if a check fails)").add_argument(
+        "--json", action="store_true", help="print the raw result"
+    )
+    logs = command("logs", "follow the daemon's journal")
+    logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
+    logs.add_argument("--no-follow", action="store_true", help="print and exit")
+    logs.add_argument(
+        "match", nargs="*", type=_journal_match, metavar="MATCH", help="e.g. HUXLEY_TOOL=set_volume"
+    )
+    return parser
+
+
+def resolve_socket(socket_arg: Path | None, config_path: Path) -> ControlSettings:
+    """The control settings to connect with: ``--socket`` wins, then the
+    config file's ``[control]`` table, then the defaults."""
+    settings = ControlSettings()
+    try:
+        readable_config = config_path.is_file()
+    except PermissionError:
+        # /etc/huxleyd may be closed to users outside the group; the socket
+        # will then say "permission denied" with the fix.
+        readable_config = False
+    if readable_config:
+        settings = _control_settings_from(config_path, settings)
+    if socket_arg is not None:
+        settings = ControlSettings(socket_path=socket_arg, socket_group=settings.socket_group)
+    return settings
+
+
+def _control_settings_from(path: Path, fallback: ControlSettings) -> ControlSettings:
+    from huxleyd.config import load_config, read_toml, resolve_paths
+    from huxleyd.errors import ConfigError
+    from huxleyd.settings_schema import build
+
+    try:
+        return load_config(path).control
+    except ConfigError:
+        pass  # the rest of the file may be broken; the socket path may still be fine
+    try:
+        table = read_toml(path).get("control", {})
+        if not isinstance(table, dict):
+            raise ConfigError(str(path), "control", "expected a table [control]")
+        control = build(ControlSettings, table, file=str(path), prefix="control")
+        return resolve_paths(control, path.parent)
+    except ConfigError as exc:
+        # Unreadable is normal for a user outside the group: the socket
+        # will say "permission denied" more usefully than this would.
+        if exc.problem != "permission denied":
+            print(f"huxleyctl: warning: {exc}; using {fallback.socket_path}", file=sys.stderr)
+        return fallback
+
+
+# -- commands ---------------------------------------------------------------------
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _print_json(result: Mapping[str, Any]) -> None:
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+def cmd_status(client: ControlClient, args: argparse.Namespace) -> int:
+    if args.json:
+        _print_json(client.call(Command.STATUS))
+        return EXIT_OK
+    from huxleyd.control.render import status_table
+
+    _console().print(status_table(client.status()))
+    return EXIT_OK
+
+
+def cmd_volume(client: ControlClient, args: argparse.Namespace) -> int:
+    level = client.get_volume() if args.level is None else client.set_volume(args.level)
+    print(level)
+    return EXIT_OK
+
+
+def cmd_say(client: ControlClient, args: argparse.Namespace) -> int:
+    print(f"turn {client.say(args.say_text)}")
+    return EXIT_OK
+
+
+def cmd_stop(client: ControlClient, args: argparse.Namespace) -> int:
+    print("stopped" if client.stop() else "nothing was playing")
+    return EXIT_OK
+
+
+def cmd_skills(client: ControlClient, args: argparse.Namespace) -> int:
+    if args.json:
+        _print_json(client.call(Command.SKILLS))
+        return EXIT_OK
+    from huxleyd.control.render import skills_table
+
+    _console().print(skills_table(client.skills()))
+    return EXIT_OK
+
+
+def cmd_ptt(client: ControlClient, args: argparse.Namespace) -> int:
+    client.ptt(PttAction(args.action))
+    print(f"ptt {args.action}")
+    return EXIT_OK
+
+
+def cmd_doctor(client: ControlClient, args: argparse.Namespace) -> int:
+    if args.json:
+        result = client.call(Command.DOCTOR)
+        _print_json(result)
+        checks = result.get("checks", [])
+        return EXIT_OK if all(c.get("ok") for c in checks) else EXIT_FAILED
+    from huxleyd.control.render import doctor_line
+
+    console = _console()
+    checks = client.doctor()
+    for check in checks:
+        console.print(doctor_line(check), soft_wrap=True)
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
+def cmd_levels(client: ControlClient, args: argparse.Namespace) -> int:
+    from rich.live import Live
+
+    from huxleyd.control.handler import LevelsSample
+    from huxleyd.control.render import levels_line, levels_meter
+
+    console = _console()
+    samples = client.levels(duration_s=args.seconds)
+    if not console.is_terminal:
+        for sample in samples:
+            print(levels_line(sample), flush=True)
+        return EXIT_OK
+    peak = LevelsSample(-120.0, -120.0)
+    with Live(console=console, refresh_per_second=20, transient=False) as live:
+        for sample in samples:
+            peak = LevelsSample(
+                max(peak.mic_dbfs, sample.mic_dbfs), max(peak.output_dbfs, sample.output_dbfs)
+            )
+            live.update(levels_meter(sample, peak))
+    return EXIT_OK
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    journalctl = shutil.which("journalctl")
+    if journalctl is None:
+        print(
+            "huxleyctl: journalctl not found: `logs` needs systemd's journal "
+            "(without systemd, huxleyd logs to its stderr)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    argv = [journalctl, "--unit", JOURNAL_UNIT, "--since", args.since, "--output", "short-iso"]
+    if not args.no_follow:
+        argv.append("--follow")
+    argv.extend(args.match)
+    sys.stdout.flush()
+    os.execv(journalctl, argv)
+
+
+_COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
+    "status": cmd_status,
+    "volume": cmd_volume,
+    "say": cmd_say,
+    "stop": cmd_stop,
+    "skills": cmd_skills,
+    "ptt": cmd_ptt,
+    "levels": cmd_levels,
+    "doctor": cmd_doctor,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "logs":
+        return cmd_logs(args)
+    if args.command == "say":
+        args.say_text = " ".join(args.text).strip()
+        if not args.say_text:
+            parser.error("say: TEXT is empty")
+        if len(args.say_text) > MAX_SAY_CHARS:
+            parser.error(f"say: TEXT is longer than {MAX_SAY_CHARS} characters")
+    control = resolve_socket(args.socket, args.config)
+    try:
+        with ControlClient(
+            control.socket_path, timeout_s=args.timeout, group=control.socket_group
+        ) as client:
+            return _COMMANDS[args.command](client, args)
+    except DaemonUnreachableError as exc:
+        print(f"huxleyctl: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except (CommandFailedError, ControlProtocolError) as exc:
+        print(f"huxleyctl: {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        # Ctrl-C is how `levels` ends; for the rest, the shell's convention.
+        return EXIT_OK if args.command == "levels" else 130
+    except BrokenPipeError:
+        # `huxleyctl levels | head`: the reader left. Point stdout at
+        # /dev/null so the interpreter's final flush does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

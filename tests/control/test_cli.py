@@ -1,0 +1,328 @@
+"""``huxleyctl`` run as a subprocess against a server with the recording fake.
+
+Only the socket path ties the CLI to the fake: the same commands run
+against the real daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from huxleyd.control.errors import CommandFailedError
+from huxleyd.control.handler import DoctorCheck, StatusReport
+from huxleyd.control.protocol import PttAction
+from huxleyd.control.server import ControlServer
+from huxleyd.control.settings import ControlSettings
+
+from .fakes import FakeControlHandler
+from .threaded import serve_in_thread
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fake() -> FakeControlHandler:
+    return FakeControlHandler(sample_interval_s=0.02)
+
+
+@pytest.fixture
+def daemon(fake: FakeControlHandler, sock_path: Path) -> Iterator[ControlServer]:
+    settings = ControlSettings(socket_path=sock_path, socket_group=None)
+    with serve_in_thread(fake, settings) as server:
+        yield server
+
+
+def huxleyctl(
+    *args: str, socket_path: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "huxleyd.control.cli"]
+    if socket_path is not None:
+        argv += ["--socket", str(socket_path)]
+    return subprocess.run(
+        [*argv, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "120", **(env or {})},
+    )
+
+
+def test_status_json(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("status", "--json", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    report = StatusReport.from_dict(result)
+    assert report.volume == 55 and report.state == "idle" and report.is_simulator
+    assert report.media == "Moby Dick, chapter 3"
+    assert report.xruns.late_periods == 4
+    assert result["last_turn_timings_ms"] == {
+        "release_to_commit": 1.5,
+        "commit_to_first_audio": 640.0,
+    }
+    assert fake.called("status") == [None]
+
+
+def test_status_table(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    fake.playing = "[Radio] Jazz FM"  # brackets must print as they are, not as markup
+    done = huxleyctl("status", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for expected in (
+        "idle",
+        "sim, connected",
+        "simulator, not an AI",
+        "[Radio] Jazz FM",
+        "1 h 02 min 05 s",
+        "late periods 4",
+        "t-0003",
+        "commit_to_first_audio",
+        "640.0 ms",
+    ):
+        assert expected in out, f"{expected!r} missing from:\n{out}"
+
+
+def test_volume_get_and_set(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    got = huxleyctl("volume", socket_path=daemon.path)
+    assert (got.returncode, got.stdout) == (0, "55\n")
+    done = huxleyctl("volume", "30", socket_path=daemon.path)
+    assert (done.returncode, done.stdout) == (0, "30\n")
+    assert fake.called("set_volume") == [30]
+    assert fake.volume == 30
+
+
+@pytest.mark.parametrize("bad", ["130", "-5", "loud", "30.5"])
+def test_volume_out_of_range_is_a_usage_error(
+    daemon: ControlServer, fake: FakeControlHandler, bad: str
+) -> None:
+    done = huxleyctl("volume", "--", bad, socket_path=daemon.path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"expected an integer 0-100, got {bad!r}" in lines[0]
+    assert fake.called("set_volume") == []
+
+
+def test_say_joins_the_words(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("say", "what", "time is it", socket_path=daemon.path)
+    assert (done.returncode, done.stdout) == (0, "turn turn-1\n")
+    assert fake.called("say") == ["what time is it"]
+
+
+def test_daemon_side_failure_exits_1(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    fake.fail["say"] = CommandFailedError("offline: reconnecting to the provider (try 4)")
+    done = huxleyctl("say", "hello", socket_path=daemon.path)
+    assert done.returncode == 1
+    assert done.stderr == "huxleyctl: say: offline: reconnecting to the provider (try 4)\n"
+
+
+def test_stop(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    assert huxleyctl("stop", socket_path=daemon.path).stdout == "stopped\n"
+    assert huxleyctl("stop", socket_path=daemon.path).stdout == "nothing was playing\n"
+
+
+def test_skills(daemon: ControlServer) -> None:
+    table = huxleyctl("skills", socket_path=daemon.path)
+    assert table.returncode == 0
+    assert "system" in table.stdout and "get_current_time, set_volume" in table.stdout
+    raw = json.loads(huxleyctl("skills", "--json", socket_path=daemon.path).stdout)
+    assert raw["skills"][1] == {"name": "audiobooks", "tools": ["play_book", "list_books"]}
+
+
+def test_ptt(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("ptt", "tap", socket_path=daemon.path)
+    assert (done.returncode, done.stdout) == (0, "ptt tap\n")
+    assert fake.called("ptt") == [PttAction.TAP]
+    bad = huxleyctl("ptt", "hold", socket_path=daemon.path)
+    assert bad.returncode == 2 and "invalid choice: 'hold'" in bad.stderr
+    assert fake.called("ptt") == [PttAction.TAP]
+
+
+def test_doctor_lines_and_exit_status(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("doctor", socket_path=daemon.path)
+    assert done.returncode == 1  # one check failed
+    lines = done.stdout.splitlines()
+    assert lines == [
+        "✓ config: /etc/huxleyd/huxleyd.toml is valid",
+        "✗ provider: no answer from api.openai.com:443  → check the network",
+    ]
+    raw = json.loads(huxleyctl("doctor", "--json", socket_path=daemon.path).stdout)
+    assert [DoctorCheck.from_dict(c) for c in raw["checks"]] == fake.checks
+    fake.checks = [DoctorCheck("disk", True, "900 MB free")]
+    assert huxleyctl("doctor", socket_path=daemon.path).returncode == 0
+
+
+def test_levels_prints_each_sample_until_the_stream_ends(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    fake.levels_limit = 4
+    done = huxleyctl("levels", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "mic  -20.0 dBFS  output   -6.0 dBFS",
+        "mic -120.0 dBFS  output  -12.5 dBFS",  # silence (-inf) reads as the floor
+        "mic   -3.0 dBFS  output  -40.0 dBFS",
+        "mic  -20.0 dBFS  output   -6.0 dBFS",
+    ]
+
+
+def test_levels_for_a_while(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("levels", "--seconds", "0.3", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    expected = ["mic  -20.0 dBFS  output   -6.0 dBFS", "mic -120.0 dBFS  output  -12.5 dBFS"]
+    lines = done.stdout.splitlines()
+    assert lines[:2] == expected[: len(lines)]
+    deadline = time.monotonic() + 10
+    while fake.levels_closed < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fake.levels_closed == 1  # the daemon stopped metering when the CLI left
+
+
+def test_levels_live_meter_on_a_terminal(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    fake.levels_limit = 3
+    # FORCE_COLOR makes rich treat the pipe as a terminal: the Live path runs.
+    done = huxleyctl("levels", socket_path=daemon.path, env={"FORCE_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "mic" in done.stdout and "output" in done.stdout and "█" in done.stdout
+    assert "-3.0 dBFS" in done.stdout  # the last sample is what stays on screen
+    assert "peak: mic -3.0 dBFS, output -6.0 dBFS" in done.stdout
+
+
+def test_options_after_the_command(daemon: ControlServer) -> None:
+    done = huxleyctl("volume", "--socket", str(daemon.path))
+    assert (done.returncode, done.stdout) == (0, "55\n")
+
+
+def test_socket_path_from_the_config_file(daemon: ControlServer, tmp_path: Path) -> None:
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "default.toml").write_text('name = "T"\n[skills.system]\n')
+    config = tmp_path / "huxleyd.toml"
+    config.write_text(f'[control]\nsocket_path = "{daemon.path}"\n')
+    done = huxleyctl("--config", str(config), "volume")
+    assert (done.returncode, done.stdout) == (0, "55\n")
+
+
+def test_not_running_exits_3(tmp_path: Path) -> None:
+    path = tmp_path / "control.sock"
+    done = huxleyctl("status", socket_path=path)
+    assert done.returncode == 3
+    assert done.stderr == f"huxleyctl: huxleyd is not running (no socket at {path})\n"
+
+
+def test_stale_socket_exits_3(sock_path: Path) -> None:
+    sock_path.parent.mkdir(parents=True)
+    with socket.socket(socket.AF_UNIX) as dead:
+        dead.bind(str(sock_path))
+    done = huxleyctl("status", socket_path=sock_path)
+    assert done.returncode == 3
+    assert "huxleyd is not running (stale socket at" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("frobnicate",), "invalid choice: 'frobnicate'"),
+        ((), "the following arguments are required: COMMAND"),
+        (("say",), "the following arguments are required: TEXT"),
+        (("say", "  "), "say: TEXT is empty"),
+        (("levels", "--seconds", "0"), "expected a positive number of seconds"),
+        (("status", "--verbose"), "unrecognized arguments: --verbose"),
+        (("logs", "tool=set_volume"), "expected FIELD=VALUE"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: tuple[str, ...], fragment: str) -> None:
+    done = huxleyctl(*args, socket_path=Path("/nonexistent/control.sock"))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and fragment in done.stderr
+
+
+def test_logs_runs_journalctl(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_journalctl = bin_dir / "journalctl"
+    fake_journalctl.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    fake_journalctl.chmod(0o755)
+    done = huxleyctl("logs", "HUXLEY_TOOL=set_volume", env={"PATH": str(bin_dir)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "--unit",
+        "huxleyd",
+        "--since",
+        "10 min ago",
+        "--output",
+        "short-iso",
+        "--follow",
+        "HUXLEY_TOOL=set_volume",
+    ]
+    once = huxleyctl("logs", "--no-follow", "--since", "today", env={"PATH": str(bin_dir)})
+    assert "--follow" not in once.stdout.splitlines() and "today" in once.stdout
+
+
+def test_logs_without_journalctl(tmp_path: Path) -> None:
+    done = huxleyctl("logs", env={"PATH": str(tmp_path)})
+    assert done.returncode == 1
+    assert done.stderr.startswith("huxleyctl: journalctl not found")
+
+
+def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
+    """Run cli.main in a forked child (optionally as uid/gid 65534); return (status, stderr)."""
+    from huxleyd.control import cli
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns into pytest
+        code = 99
+        # pytest replaced sys.stdout/err; point both at the pipe.
+        sys.stdout = sys.stderr = os.fdopen(write_fd, "w")
+        try:
+            if as_nobody:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            code = cli.main(argv)
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        output = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output
+
+
+def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_path: Path) -> None:
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="hxp", dir="/tmp"))
+    base.chmod(0o755)  # traversable by anyone: only the socket's mode decides
+    path = base / "control.sock"
+    as_nobody = os.geteuid() == 0  # root passes any mode check, so test as nobody
+    settings = ControlSettings(socket_path=path, socket_group=None)
+    argv = ["--socket", str(path), "--config", str(tmp_path / "none.toml"), "volume"]
+    try:
+        with serve_in_thread(fake, settings):
+            if not as_nobody:
+                path.chmod(0o000)  # the owner too is refused by the mode
+            code, err = _cli_in_child(argv, as_nobody=as_nobody)
+            assert code == 3
+            assert (
+                err == f"huxleyctl: permission denied on {path}: add yourself to the huxley group\n"
+            )
+            path.chmod(0o666)  # the same client, a looser mode: it gets in
+            code, out = _cli_in_child(argv, as_nobody=as_nobody)
+            assert (code, out) == (0, "55\n")
+            assert stat.S_IMODE(path.stat().st_mode) == 0o666
+    finally:
+        for leftover in base.iterdir():
+            leftover.unlink()
+        base.rmdir()
