@@ -62,30 +62,6 @@ socket open and the session usable (reference §1.7), so it is recoverable —
 among them ``conversation_already_has_active_response``,
 ``input_audio_buffer_commit_empty`` and ``response_cancel_not_active``."""
 
-# Server events we understand and deliberately do nothing with.
-_IGNORED = frozenset(
-    {
-        "conversation.created",
-        "conversation.item.added",
-        "conversation.item.created",
-        "conversation.item.deleted",
-        "conversation.item.retrieved",
-        "conversation.item.input_audio_transcription.segment",
-        "input_audio_buffer.cleared",
-        "input_audio_buffer.speech_stopped",
-        "input_audio_buffer.timeout_triggered",
-        "rate_limits.updated",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.content_part.done",
-        "response.output_audio.done",
-        "response.function_call_arguments.delta",
-        "output_audio_buffer.started",
-        "output_audio_buffer.stopped",
-        "output_audio_buffer.cleared",
-    }
-)
-
 _STATUS = {
     "completed": ResponseStatus.COMPLETED,
     "cancelled": ResponseStatus.CANCELLED,
@@ -246,7 +222,7 @@ class OpenAIRealtimeProtocol:
             handler = self._handlers.get(event_type)
             if handler is not None:
                 handler(event)
-            elif event_type not in _IGNORED:
+            elif event_type not in wire.IGNORED_EVENTS:
                 self._unknown(event_type)
         except ProviderProtocolError as exc:
             self._protocol_error(event_type, str(exc))
@@ -534,7 +510,7 @@ class OpenAIRealtimeProtocol:
             if isinstance(item, dict) and item.get("type") == "function_call":
                 self._report_item_call(response_id, item)
         status = _STATUS.get(str(body.get("status")), ResponseStatus.FAILED)
-        self._finish(response, status, _reason(body))
+        self._finish(response, status, wire.response_reason(body))
 
     def _finish(self, response: _Response, status: ResponseStatus, reason: str | None) -> None:
         self._responses.pop(response.response_id, None)
@@ -580,13 +556,3 @@ class OpenAIRealtimeProtocol:
                 return
         if code == "conversation_already_has_active_response" and self._pending_creates:
             self._pending_creates.pop()  # the newest create is the one refused
-
-
-def _reason(body: Mapping[str, Any]) -> str | None:
-    details = body.get("status_details")
-    if not isinstance(details, dict):
-        return None
-    reason = wire.optional_str(details, "reason")
-    if reason is None and isinstance(details.get("error"), dict):
-        reason = wire.optional_str(details["error"], "code")
-    return reason

@@ -97,6 +97,42 @@ def full_session(
 
 # ---------------------------------------------------------------- reading
 
+IGNORED_EVENTS = frozenset(
+    {
+        "conversation.created",
+        "conversation.item.added",
+        "conversation.item.created",
+        "conversation.item.deleted",
+        "conversation.item.retrieved",
+        "conversation.item.input_audio_transcription.segment",
+        "input_audio_buffer.cleared",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.timeout_triggered",
+        "rate_limits.updated",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_audio.done",
+        "response.function_call_arguments.delta",
+        "output_audio_buffer.started",
+        "output_audio_buffer.stopped",
+        "output_audio_buffer.cleared",
+    }
+)
+"""Server events the core understands and deliberately does nothing with
+(as opposed to unknown ones, which are logged once)."""
+
+
+def response_reason(body: Mapping[str, Any]) -> str | None:
+    """Why a response ended early: ``status_details.reason``, else its error code."""
+    details = body.get("status_details")
+    if not isinstance(details, dict):
+        return None
+    reason = optional_str(details, "reason")
+    if reason is None and isinstance(details.get("error"), dict):
+        reason = optional_str(details["error"], "code")
+    return reason
+
 
 def require_str(event: Mapping[str, Any], key: str) -> str:
     """``event[key]`` as a string, or a protocol error naming the event and key."""

@@ -140,6 +140,11 @@ class SimServer:
         return self.record.received
 
     @property
+    def raw(self) -> list[dict[str, Any]]:
+        """The received client events as dicts (only the keys the client sent)."""
+        return self.record.raw
+
+    @property
     def violations(self) -> list[Violation]:
         return self.record.violations
 

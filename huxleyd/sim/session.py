@@ -325,8 +325,8 @@ class SimSession:
         await self.emit(self._response_event("response.created", running, "in_progress"))
         if spec.delay_ms:
             await self._sleep_ms(spec.delay_ms)
-        if spec.speaks:
-            await self._speak(running, spec)
+        if spec.speaks and not await self._speak(running, spec):
+            return  # the connection was dropped on purpose
         for call in spec.tool_calls:
             await self._call(running, call)
         await self._end(running, spec.status)
@@ -351,43 +351,21 @@ class SimSession:
         await self.emit(self._response_event("response.done", running, status, reason))
         self._record.responses_done += 1
 
-    async def _speak(self, running: _Running, spec: ResponseSpec) -> None:
+    async def _speak(self, running: _Running, spec: ResponseSpec) -> bool:
+        """The assistant message of a response; False if the script dropped the connection."""
         if spec.tone_hz is not None and spec.duration_ms is not None:
             pcm = tone(spec.tone_hz, spec.duration_ms)
         else:
             pcm = await asyncio.to_thread(synthesize, spec.say, self._synth)
         rid, item_id = running.response_id, _new_id("item")
         previous = self._add_item(item_id, "assistant")
-        sim_item = self._items[item_id]
         running.output.append(wire.assistant_item(item_id, "incomplete", None))
         started = wire.assistant_item(item_id, "in_progress", None)
         await self.emit(wire.output_item_event("added", rid, len(running.output) - 1, started))
         await self.emit(wire.conversation_item_event("added", started, previous))
         await self.emit(wire.part_event("added", rid, item_id, {"type": "audio", "transcript": ""}))
-        chunk = self._chunk_ms * BYTES_PER_MS
-        chunks = [pcm[i : i + chunk] for i in range(0, len(pcm), chunk)]
-        words = spec.say.split()
-        for index, piece in enumerate(chunks):
-            await self.emit(
-                wire.content_event(
-                    "response.output_audio.delta",
-                    rid,
-                    item_id,
-                    delta=base64.b64encode(piece).decode("ascii"),
-                )
-            )
-            sim_item.audio_ms += len(piece) / BYTES_PER_MS
-            for word in _words_for_chunk(words, index, len(chunks)):
-                await self.emit(
-                    wire.content_event(
-                        "response.output_audio_transcript.delta", rid, item_id, delta=word
-                    )
-                )
-            if spec.drop_after_deltas is not None and index + 1 >= spec.drop_after_deltas:
-                _log.info("sim_dropping_connection", response=rid, deltas=index + 1)
-                self._abort()
-                raise asyncio.CancelledError
-            await self._sleep_ms(len(piece) / BYTES_PER_MS)
+        if not await self._stream_audio(rid, item_id, pcm, spec):
+            return False
         await self.emit(wire.content_event("response.output_audio.done", rid, item_id))
         await self.emit(
             wire.content_event(
@@ -400,6 +378,35 @@ class SimSession:
         running.output[-1] = finished
         await self.emit(wire.output_item_event("done", rid, len(running.output) - 1, finished))
         await self.emit(wire.conversation_item_event("done", finished, previous))
+        return True
+
+    async def _stream_audio(self, rid: str, item_id: str, pcm: bytes, spec: ResponseSpec) -> bool:
+        """Paced audio deltas with the transcript's words spread over them.
+
+        Returns False when ``drop_after_deltas`` cut the connection.
+        """
+        chunk = self._chunk_ms * BYTES_PER_MS
+        chunks = [pcm[i : i + chunk] for i in range(0, len(pcm), chunk)]
+        words = spec.say.split()
+        item = self._items[item_id]
+        for index, piece in enumerate(chunks):
+            delta = base64.b64encode(piece).decode("ascii")
+            await self.emit(
+                wire.content_event("response.output_audio.delta", rid, item_id, delta=delta)
+            )
+            item.audio_ms += len(piece) / BYTES_PER_MS
+            for word in _words_for_chunk(words, index, len(chunks)):
+                await self.emit(
+                    wire.content_event(
+                        "response.output_audio_transcript.delta", rid, item_id, delta=word
+                    )
+                )
+            if spec.drop_after_deltas is not None and index + 1 >= spec.drop_after_deltas:
+                _log.info("sim_dropping_connection", response=rid, deltas=index + 1)
+                self._abort()
+                return False
+            await self._sleep_ms(len(piece) / BYTES_PER_MS)
+        return True
 
     async def _call(self, running: _Running, call: ToolCallSpec) -> None:
         rid, item_id, call_id = running.response_id, _new_id("item"), _new_id("call")

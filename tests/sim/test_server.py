@@ -74,6 +74,7 @@ async def test_an_invalid_event_gets_an_error_and_is_recorded_and_the_session_go
         await client.send({"type": "input_audio_buffer.clear"})
         await client.until("input_audio_buffer.cleared")  # still talking to us
         assert len(server.received) == 2  # the PTT session.update and the clear
+        assert [r["type"] for r in server.raw] == ["session.update", "input_audio_buffer.clear"]
 
 
 async def test_committing_less_than_100_ms_is_refused_like_the_real_server() -> None:
