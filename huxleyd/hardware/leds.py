@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -361,7 +362,7 @@ class LedController:
         previous = self._current.state
         self._current = _Current(state, now)
         if state is not previous:
-            if log.is_enabled_for(10):
+            if log.is_enabled_for(logging.DEBUG):
                 log.debug("led_state", state=state.value, previous=previous.value)
             self._driver.show(self._patterns[state], now)
 
