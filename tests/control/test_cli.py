@@ -303,7 +303,7 @@ def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
 def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_path: Path) -> None:
     import tempfile
 
-    base = Path(tempfile.mkdtemp(prefix="hxp", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="hxp"))
     base.chmod(0o755)  # traversable by anyone: only the socket's mode decides
     path = base / "control.sock"
     as_nobody = os.geteuid() == 0  # root passes any mode check, so test as nobody
