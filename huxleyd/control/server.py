@@ -324,9 +324,11 @@ class ControlServer:
             limit = self._settings.request_timeout_s
             log.warning("control_request_timeout", cmd=cmd, timeout_s=limit)
             return ErrorReply(request.id, f"{cmd} timed out after {limit:g} s")
+        if isinstance(exc, CommandFailedError):
+            log.info("control_request_refused", cmd=cmd, error=str(exc))
+            return ErrorReply(request.id, str(exc))
         if isinstance(exc, HuxleydError):
-            level = "info" if isinstance(exc, CommandFailedError) else "warning"
-            getattr(log, level)("control_request_failed", cmd=cmd, error=str(exc))
+            log.warning("control_request_failed", cmd=cmd, error=str(exc))
             return ErrorReply(request.id, str(exc) or type(exc).__name__)
         log.exception("control_handler_crashed", cmd=cmd, error_type=type(exc).__name__)
         return ErrorReply(request.id, f"internal error in {cmd} (see journalctl -u huxleyd)")
