@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +16,14 @@ from gpiozero.pins.mock import MockFactory, MockPWMPin
 from huxleyd.errors import ConfigError
 from huxleyd.hardware.pins import choose_pin_factory, is_mock, pin_probe
 from huxleyd.hardware.settings import HardwareSettings
+
+
+@pytest.fixture(autouse=True)
+def _restore_global_factory() -> Iterator[None]:
+    """choose_pin_factory makes a mock factory gpiozero's global default; undo it."""
+    previous = Device.pin_factory
+    yield
+    Device.pin_factory = previous
 
 
 def _has_real_gpio() -> bool:
@@ -30,6 +39,7 @@ def _has_real_gpio() -> bool:
 def test_configured_mock_factory() -> None:
     factory, description = choose_pin_factory(HardwareSettings(pin_factory="mock"), env={})
     assert is_mock(factory) and factory.pin_class is MockPWMPin
+    assert Device.pin_factory is factory  # see huxleyd.hardware.pins: gpiozero's SPI bus
     assert description == "mock (hardware.pin_factory)"
 
 
