@@ -23,16 +23,19 @@ from typing import Any
 FIELDS_ATTR = "huxley_fields"
 """Name of the LogRecord attribute carrying the event's fields."""
 
-_SECRET_MARKERS = ("api_key", "apikey", "secret", "token", "password", "authorization")
+_SECRET_NAMES = frozenset({"token", "key", "secret", "password", "authorization", "apikey"})
+_SECRET_SUFFIXES = ("_token", "api_key", "_secret", "_password", "_authorization")
+
+
+def is_secret_field(key: str) -> bool:
+    """``api_key``, ``auth_token``, ``password``… but not ``input_tokens`` or ``dedup_key``."""
+    lowered = key.lower()
+    return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
 
 
 def redact(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Replace the values of secret-looking fields, so keys never reach a log."""
-    out: dict[str, Any] = {}
-    for key, value in fields.items():
-        lowered = key.lower()
-        out[key] = "<redacted>" if any(m in lowered for m in _SECRET_MARKERS) else value
-    return out
+    """Replace the values of secret-named fields, so keys never reach a log."""
+    return {k: "<redacted>" if is_secret_field(k) else v for k, v in fields.items()}
 
 
 def format_value(value: object) -> str:
@@ -79,7 +82,9 @@ class EventLogger:
         """Cheap guard for hot paths: ``if log.is_enabled_for(DEBUG): ...``."""
         return self._logger.isEnabledFor(level)
 
-    def log(self, level: int, event: str, /, *, exc_info: bool = False, **fields: Any) -> None:
+    def _emit(self, level: int, event: str, fields: dict[str, Any], exc_info: bool) -> None:
+        # Called only from the public methods, one frame below the caller:
+        # stacklevel 3 = _emit -> public method -> the caller's line.
         if not self._logger.isEnabledFor(level):
             return
         merged = redact({**self._bound, **fields})
@@ -92,36 +97,39 @@ class EventLogger:
             stacklevel=3,
         )
 
+    def log(self, level: int, event: str, /, *, exc_info: bool = False, **fields: Any) -> None:
+        self._emit(level, event, fields, exc_info)
+
     def debug(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.DEBUG, event, **fields)
+        self._emit(logging.DEBUG, event, fields, False)
 
     def info(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.INFO, event, **fields)
+        self._emit(logging.INFO, event, fields, False)
 
     def warning(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.WARNING, event, **fields)
+        self._emit(logging.WARNING, event, fields, False)
 
     def error(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.ERROR, event, **fields)
+        self._emit(logging.ERROR, event, fields, False)
 
     def exception(self, event: str, /, **fields: Any) -> None:
         """Log at ERROR with the current exception's traceback."""
-        self.log(logging.ERROR, event, exc_info=True, **fields)
+        self._emit(logging.ERROR, event, fields, True)
 
     async def adebug(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.DEBUG, event, **fields)
+        self._emit(logging.DEBUG, event, fields, False)
 
     async def ainfo(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.INFO, event, **fields)
+        self._emit(logging.INFO, event, fields, False)
 
     async def awarning(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.WARNING, event, **fields)
+        self._emit(logging.WARNING, event, fields, False)
 
     async def aerror(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.ERROR, event, **fields)
+        self._emit(logging.ERROR, event, fields, False)
 
     async def aexception(self, event: str, /, **fields: Any) -> None:
-        self.log(logging.ERROR, event, exc_info=True, **fields)
+        self._emit(logging.ERROR, event, fields, True)
 
 
 def get_logger(name: str, **bound: Any) -> EventLogger:

@@ -66,11 +66,6 @@ def test_code_location_is_the_caller(journal: RecordingSender) -> None:
     assert fields["HUXLEY_STATE"] == "listening"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="logs bug: EventLogger.log() called directly uses stacklevel=3 and so "
-    "reports its caller's caller as CODE_FUNC/CODE_LINE (info() etc. are right)",
-)
 def test_code_location_of_a_direct_log_call(journal: RecordingSender) -> None:
     log = get_logger("huxleyd.test_journal")
     log.log(logging.INFO, "direct")
@@ -118,11 +113,6 @@ def test_secrets_are_redacted(journal: RecordingSender) -> None:
     assert "sk-live-123" not in everything and "hunter2" not in everything
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="logs bug: redaction matches any key containing 'token', so usage "
-    "counters like input_tokens are hidden from the journal",
-)
 def test_token_counts_are_not_secrets(journal: RecordingSender) -> None:
     get_logger("huxleyd.test_journal").info("turn_done", input_tokens=812)
     assert journal.last["HUXLEY_INPUT_TOKENS"] == "812"
