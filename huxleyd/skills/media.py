@@ -21,7 +21,7 @@ import json
 import re
 import unicodedata
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -93,24 +93,40 @@ class _StderrTail:
         return "\n".join(self.lines)
 
 
+async def _discard(stream: asyncio.StreamReader | None) -> None:
+    if stream is not None:
+        while await stream.read(65536):
+            pass
+
+
 async def _reap(proc: asyncio.subprocess.Process) -> None:
-    """Terminate ``proc`` if it still runs and wait for it (kill after a grace period)."""
+    """Terminate ``proc`` if it still runs and wait for it (kill after a grace period).
+
+    stdout is drained meanwhile: on Python 3.11 ``Process.wait()`` returns
+    only once every pipe has reached EOF, and a pipe we stopped reading is
+    paused (and ffmpeg blocked writing into it), so without the drain a
+    closed stream would wait forever.
+    """
     if proc.returncode is not None:
         return
-    with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
+    drain = asyncio.create_task(_discard(proc.stdout), name="ffmpeg-discard")
     try:
-        await asyncio.wait_for(proc.wait(), TERMINATE_TIMEOUT_S)
-    except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), TERMINATE_TIMEOUT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
     except BaseException:
         # Cancelled while reaping: do not leave a decoder behind; the child
         # watcher reaps the killed process.
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         raise
+    finally:
+        drain.cancel()
 
 
 async def decode_pcm(
@@ -119,7 +135,7 @@ async def decode_pcm(
     start_s: float = 0.0,
     chunk_bytes: int = CHUNK_BYTES,
     ffmpeg: str = "ffmpeg",
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Yield ``source`` from ``start_s`` as PCM16 24 kHz mono, ``chunk_bytes`` at a time.
 
     Every chunk but the last is exactly ``chunk_bytes``; all hold whole
@@ -161,8 +177,6 @@ async def decode_pcm(
     finally:
         await _reap(proc)
         drain.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await drain
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,23 +287,33 @@ def match_score(query: str, text: str) -> float:
     return max(by_tokens, 0.7 * difflib.SequenceMatcher(None, q, t).ratio())
 
 
-def rank(query: str, items: Iterable[tuple[T, str]], *, threshold: float = 0.5) -> list[T]:
-    """Items whose text matches ``query`` at ``threshold`` or better, best first.
+def _score(query: str, texts: str | Sequence[str]) -> float:
+    return max(
+        (match_score(query, t) for t in ([texts] if isinstance(texts, str) else texts)), default=0.0
+    )
 
-    Items tied with the best score come first in their original order, so a
-    caller can tell an ambiguous query (several equal bests) from a clear one
-    with :func:`best_match`.
+
+def rank(
+    query: str, items: Iterable[tuple[T, str | Sequence[str]]], *, threshold: float = 0.5
+) -> list[T]:
+    """Items whose text (or best of several texts) matches ``query`` at ``threshold`` or better.
+
+    Best first; equal scores keep their original order.
     """
-    scored = [(match_score(query, text), i, item) for i, (item, text) in enumerate(items)]
+    scored = [(_score(query, texts), i, item) for i, (item, texts) in enumerate(items)]
     kept = sorted((s for s in scored if s[0] >= threshold), key=lambda s: (-s[0], s[1]))
     return [item for _, _, item in kept]
 
 
 def best_match(
-    query: str, items: Iterable[tuple[T, str]], *, threshold: float = 0.5
+    query: str, items: Iterable[tuple[T, str | Sequence[str]]], *, threshold: float = 0.5
 ) -> tuple[T | None, list[T]]:
-    """``(winner, candidates)``: the one clear best match, or None and the tied bests."""
-    scored = [(match_score(query, text), item) for item, text in items]
+    """``(winner, tied)``: the one clear best match, or None and the equally good bests.
+
+    ``tied`` is empty when nothing reaches ``threshold``; it holds the winner
+    alone when there is one.
+    """
+    scored = [(_score(query, texts), item) for item, texts in items]
     scored = [s for s in scored if s[0] >= threshold]
     if not scored:
         return None, []
