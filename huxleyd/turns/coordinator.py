@@ -24,7 +24,13 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from huxley_sdk import AudioStream, CancelMedia, InputClaim, PlaySound, SetVolume
+from huxley_sdk import (
+    AudioStream,
+    CancelMedia,
+    InputClaim,
+    PlaySound,
+    SetVolume,
+)
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderCommands
@@ -40,6 +46,7 @@ from huxleyd.providers.events import (
 from huxleyd.skillhost import SkillHost, ToolOutcome
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.ports import AudioPort, VolumePort
+from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 from huxleyd.turns.toolrun import ToolRunner
@@ -66,6 +73,8 @@ class Activity:
     THINKING = "thinking"
     SPEAKING = "speaking"
     MEDIA = "media"
+    CALL = "call"
+    """A skill holds the microphone (InputClaim)."""
 
 
 class Coordinator:
@@ -121,6 +130,7 @@ class Coordinator:
         self._mic_pump: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._offline = False
+        self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -130,8 +140,9 @@ class Coordinator:
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
     async def close(self) -> None:
-        """Stop media (its bookmark is written), cancel tools and helpers."""
+        """Stop media (its bookmark is written), end a claim, cancel tools and helpers."""
         await self.media.stop(reason="shutdown")
+        await self.proactive.close()
         for outcome in self._tools.cancel_all():
             self._provider.send_tool_output(outcome.call_id, outcome.output)
         for task in [self._mic_pump, self._watchdog, self._barrier, *self._tasks]:
@@ -140,6 +151,10 @@ class Coordinator:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         await self._speech.close()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task the coordinator cancels at close."""
+        return self._spawn(coro, name)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -158,6 +173,8 @@ class Coordinator:
         """The button went down: barge in if needed, then listen."""
         if self.state is TurnState.LISTENING:
             return
+        if self.proactive.press():
+            return  # on a claim, the button hangs up
         now = self._clock.monotonic()
         if self._busy():
             self._interrupt()
@@ -205,6 +222,40 @@ class Coordinator:
 
     async def stop_media(self) -> bool:
         return await self.media.stop(reason="stop_command")
+
+    @property
+    def listening(self) -> bool:
+        return self.state is TurnState.LISTENING
+
+    # ------------------------------------------------------------ proactive turns and claims
+    # ctx.inject_turn / start_input_claim go to self.proactive; it calls these.
+
+    def begin_inject(self, inject_id: str, prompt: str) -> None:
+        """Speak a proactive announcement now (the inject rule said it may)."""
+        self._begin_turn("inject")
+        assert self.turn is not None
+        self.turn.inject_id = inject_id
+        self.media.dialog_started()
+        self._earcon("timer", before_speech=True)
+        self._request_response(instructions=f"{self._instructions}\n\n{prompt}".strip())
+        self.turn.committed_at = self._clock.monotonic()
+        self._set_state(TurnState.COMMITTING)
+
+    def suspend_for_claim(self) -> None:
+        """A claim takes the mic: stop any reply, clear the input, background the media."""
+        if self._busy() or self.state is TurnState.LISTENING:
+            self._interrupt()
+            self._set_state(TurnState.IDLE)
+        self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed
+        self.media.dialog_started()
+        self._set_activity(Activity.CALL)
+
+    def resume_after_claim(self) -> None:
+        self.media.dialog_ended()
+        self._set_activity(Activity.MEDIA if self.media.playing else Activity.IDLE)
+
+    async def comms_write(self, pcm: bytes) -> None:
+        await self._audio.source("comms").write(pcm)
 
     # ------------------------------------------------------------ inputs: the provider
 
@@ -426,9 +477,15 @@ class Coordinator:
             return  # interrupted while the speech played out
         self._barrier = None
         stream, self._latched_stream = self._latched_stream, None
+        claim, self._latched_claim = self._latched_claim, None
         if terminal and stream is not None:
             self.media.start(stream)
         self._finish_turn(outcome)
+        if terminal and claim is not None:
+            try:
+                self.proactive.start_claim(claim)
+            except Exception as exc:  # ClaimBusyError, or a malformed claim
+                log.error("claim_refused", error=str(exc))
 
     def _finish_turn(self, outcome: TurnOutcome, *, next_turn_follows: bool = False) -> None:
         """End the turn. ``next_turn_follows``: keep media in the background (no blip)."""
@@ -442,12 +499,14 @@ class Coordinator:
             self._log_turn(turn)
             self.last_turn = turn
             self.turn = None
+            self.proactive.turn_finished(turn)
         if next_turn_follows:
             return
         self.media.dialog_ended()
         self._set_state(TurnState.IDLE)
         if self._renew_session_if_due is not None:
             self._renew_session_if_due()
+        self.proactive.consider()
 
     def _interrupt(self) -> None:
         """Barge-in: silence now, cancel the reply, truncate to what was heard."""
@@ -487,6 +546,8 @@ class Coordinator:
         """Forward mic frames to the provider while listening; drop them otherwise."""
         while True:
             frame = await self._audio.read_mic()
+            if await self.proactive.mic_frame(frame.pcm):
+                continue  # a skill holds the microphone; the provider hears nothing
             turn = self.turn
             if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
                 continue
@@ -524,7 +585,10 @@ class Coordinator:
     def _on_media_end(self, stream: AudioStream) -> None:
         if self.state is TurnState.IDLE:
             self._set_activity(Activity.IDLE)
-        if stream.on_complete_prompt and self.state is TurnState.IDLE:
+        if not (stream.on_complete_prompt and self.state is TurnState.IDLE):
+            self.proactive.consider()
+            return
+        if stream.on_complete_prompt:
             self._begin_turn("media")
             instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
             self._request_response(instructions=instructions)

@@ -57,6 +57,11 @@ class MediaRunner:
         return self._stream
 
     @property
+    def in_background(self) -> bool:
+        """Ducked or paused under dialog."""
+        return self._in_background
+
+    @property
     def playing(self) -> bool:
         return self._task is not None and not self._task.done()
 

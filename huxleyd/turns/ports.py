@@ -40,7 +40,7 @@ class AudioPort(Protocol):
 
     def resume(self, name: SourceName) -> None: ...
 
-    def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> None:
+    def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> object:
         """Play ``pcm`` now; speech queued after it waits until it has played."""
         ...
 

@@ -73,6 +73,8 @@ class TurnRecord:
     tools: list[str] = field(default_factory=list)
     retries: int = 0
     outcome: TurnOutcome | None = None
+    inject_id: str | None = None
+    """The proactive announcement this turn speaks, if it is one."""
 
     def timings_ms(self) -> dict[str, float]:
         def span(a: float | None, b: float | None) -> float | None:

@@ -1,0 +1,183 @@
+"""Proactive turns and input claims, on top of the coordinator.
+
+``ctx.inject_turn`` queues an announcement in the :class:`InjectQueue`
+(which outlives provider connections); :meth:`Proactive.consider` applies
+the pure firing rule whenever the conversation changes and at the next TTL
+deadline, and asks the coordinator to speak it. ``InputClaim`` (from a tool
+at the terminal barrier, or ``ctx.start_input_claim`` at once) suspends the
+provider: the reply is cancelled, the input buffer cleared, mic frames go to
+the skill, its speaker source plays on ``comms``, and the button hangs up.
+
+The coordinator calls: :meth:`press` (True = consumed by a claim),
+:meth:`mic_frame` (True = consumed), :meth:`turn_finished`,
+:meth:`consider`, :meth:`start_claim`; and :meth:`close` at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from huxley_sdk import ClaimEndReason, ClaimHandle, InjectPriority, InputClaim
+from huxleyd.clock import Clock
+from huxleyd.logs import get_logger
+from huxleyd.turns.claims import ActiveClaim, ClaimRegistry
+from huxleyd.turns.injects import Action, ConversationSnapshot, InjectQueue, next_to_fire
+from huxleyd.turns.state import TurnOutcome, TurnRecord
+
+if TYPE_CHECKING:
+    from huxleyd.turns.coordinator import Coordinator
+
+log = get_logger("huxleyd.turns")
+
+
+class Proactive:
+    """Injects and claims of one coordinator."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        *,
+        clock: Clock,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._c = coordinator
+        self._clock = clock
+        self._sleep = sleep
+        self.queue = InjectQueue()
+        self.claims = ClaimRegistry(on_end=self._claim_ended)
+        self._deadline_task: asyncio.Task[None] | None = None
+        self._speaker_pump: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ ctx.inject_turn
+
+    async def inject_turn(
+        self,
+        prompt: str,
+        *,
+        dedup_key: str | None = None,
+        priority: InjectPriority = InjectPriority.NORMAL,
+        ttl_s: float | None = None,
+    ) -> None:
+        self.queue.add(
+            prompt, now=self._clock.monotonic(), dedup_key=dedup_key, priority=priority, ttl_s=ttl_s
+        )
+        self.consider()
+
+    async def inject_turn_and_wait(
+        self, prompt: str, *, dedup_key: str | None = None, ttl_s: float | None = None
+    ) -> None:
+        """Returns once the announcement has been heard (or dropped: expired, failed)."""
+        receipt = self.queue.add(
+            prompt, now=self._clock.monotonic(), dedup_key=dedup_key, ttl_s=ttl_s
+        )
+        self.consider()
+        await receipt.outcome
+
+    def consider(self) -> None:
+        """Fire the next inject if the conversation allows it now."""
+        now = self._clock.monotonic()
+        self.queue.drop_expired(now)
+        decision = next_to_fire(self.queue, self.snapshot(), now)
+        inject = decision.inject
+        if decision.action is Action.WAIT or inject is None:
+            self._arm_deadline()
+            return
+        self.queue.mark_in_flight(inject.id)
+        if decision.action is Action.END_CLAIM_THEN_FIRE:
+            self._c.spawn(self._end_claim_then(inject.id, inject.prompt), "inject-preempt-claim")
+            return
+        self._c.begin_inject(inject.id, inject.prompt)
+
+    async def _end_claim_then(self, inject_id: str, prompt: str) -> None:
+        await self.claims.end(ClaimEndReason.PREEMPTED)
+        self._c.begin_inject(inject_id, prompt)
+
+    def snapshot(self) -> ConversationSnapshot:
+        c = self._c
+        return ConversationSnapshot(
+            turn_active=c.turn is not None,
+            user_holding_button=c.listening,
+            content_playing=c.media.playing and not c.media.in_background,
+            claim_active=self.claims.active is not None,
+        )
+
+    def turn_finished(self, turn: TurnRecord) -> None:
+        """Resolve the inject a turn spoke: heard when answered, else failed."""
+        if turn.inject_id is None:
+            return
+        if turn.outcome is TurnOutcome.ANSWERED:
+            self.queue.mark_heard(turn.inject_id)
+        else:
+            reason = turn.outcome.value if turn.outcome else "unknown"
+            # A lost connection is worth another try; an interruption is not.
+            self.queue.mark_failed(
+                turn.inject_id, reason, requeue=turn.outcome is TurnOutcome.FAILED
+            )
+
+    def _arm_deadline(self) -> None:
+        deadline = self.queue.next_deadline()
+        if self._deadline_task is not None:
+            self._deadline_task.cancel()
+            self._deadline_task = None
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - self._clock.monotonic())
+        self._deadline_task = asyncio.get_running_loop().create_task(
+            self._wake_at(delay), name="inject-deadline"
+        )
+
+    async def _wake_at(self, delay_s: float) -> None:
+        await self._sleep(delay_s)
+        self._deadline_task = None
+        self.consider()
+
+    # ------------------------------------------------------------ claims
+
+    async def start_input_claim(self, claim: InputClaim) -> ClaimHandle:
+        """``ctx.start_input_claim``: take the mic now (ClaimBusyError if taken)."""
+        return self.start_claim(claim)
+
+    async def cancel_active_claim(self, *, reason: ClaimEndReason = ClaimEndReason.NATURAL) -> None:
+        await self.claims.end(reason)
+
+    def start_claim(self, claim: InputClaim) -> ActiveClaim:
+        handle = self.claims.start(claim, now=self._clock.monotonic())
+        self._c.suspend_for_claim()
+        write = self._c.comms_write
+        self._speaker_pump = asyncio.get_running_loop().create_task(
+            handle.pump_speaker(write), name="claim-speaker"
+        )
+        log.info("claim_started", claim=handle.id, title=handle.title)
+        return handle
+
+    async def _claim_ended(self, claim: ActiveClaim, reason: ClaimEndReason) -> None:
+        self._c.resume_after_claim()
+        self.consider()
+
+    def press(self) -> bool:
+        """A press while a claim is live hangs up (after the 300 ms grace). True = consumed."""
+        if self.claims.active is None:
+            return False
+        self._c.spawn(self.claims.ptt_pressed(self._clock.monotonic()), "claim-ptt")
+        return True
+
+    async def mic_frame(self, pcm: bytes) -> bool:
+        """Deliver a mic frame to the live claim. True = a claim took it."""
+        if self.claims.active is None:
+            return False
+        await self.claims.deliver_mic_frame(pcm)
+        return True
+
+    async def close(self) -> None:
+        if self._deadline_task is not None:
+            self._deadline_task.cancel()
+        if self.claims.active is not None:
+            await self.claims.end(ClaimEndReason.PREEMPTED)
+        if self._speaker_pump is not None:
+            self._speaker_pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._speaker_pump
+        self.queue.close()
