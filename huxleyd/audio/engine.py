@@ -292,10 +292,10 @@ class AudioEngine:
             frame = ring.pop()
             if frame is not None:
                 return frame
-            if self._closed:
-                raise AudioError("audio engine closed: no more mic frames")
+            if self._is_closed():
+                raise AudioError(f"audio engine {self._ended()}: no more mic frames")
             await self._mic_waker.wait_for(
-                lambda: ring.write_count > ring.read_count or self._closed
+                lambda: ring.write_count > ring.read_count or self._is_closed()
             )
 
     def read_mic_nowait(self) -> MicFrame | None:
@@ -491,6 +491,10 @@ class AudioEngine:
 
     def _report_crash(self, exc: object) -> None:
         log.error("audio_thread_crashed", error=repr(exc))
+        # waiters would wait forever on a dead thread: wake them, they raise AudioError
+        self._mic_waker.close()
+        for source in self._sources.values():
+            source.close()
 
     # -- helpers -------------------------------------------------------------
 
@@ -502,7 +506,11 @@ class AudioEngine:
                 self._loop = None
 
     def _is_closed(self) -> bool:
-        return self._closed
+        """Closed, or the thread died: either way no audio will move again."""
+        return self._closed or self._crash is not None
+
+    def _ended(self) -> str:
+        return "closed" if self._closed else f"thread crashed ({self._crash!r})"
 
     def _ring_ms(self, name: SourceName) -> int:
         s = self._settings

@@ -1,0 +1,231 @@
+"""The PyAudio backend: PortAudio on ALSA, blocking reads and writes from the audio thread.
+
+The capture stream's blocking ``read`` paces the engine (one period per
+call); the playback stream is primed with ``prefill_periods`` of silence at
+open, so a write right after each read never waits and never runs dry. Both
+streams are opened at the device's native rate (or ``rate_hz``) and the engine
+resamples at its edges. A multi-mic HAT is opened with all its channels; the
+engine picks ``mic_channel``.
+
+Loss: any PortAudio error other than an overflow/underflow means the device
+is gone (USB unplugged, driver reset). ``read``/``write`` then report
+``IoStatus.LOST``; the engine closes the backend and calls ``open`` again
+every ``reopen_interval_s``. Each ``open`` starts a fresh PortAudio session
+(``PyAudio()``), because PortAudio only rescans devices on initialisation —
+without that a replugged card would never be found.
+
+The ``pyaudio`` module is injected (``pyaudio_module=``) so tests can pass a
+fake; by default the real one is imported on first ``open``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from huxleyd.audio.backends.alsa_names import (
+    Direction,
+    PaDevice,
+    read_cards,
+    resolve_device,
+    wants_plughw,
+)
+from huxleyd.audio.backends.base import DeviceFormat, IoStatus
+from huxleyd.audio.pcm import Int16Array, period_frames
+from huxleyd.errors import AudioDeviceError, AudioError
+
+PA_INPUT_OVERFLOWED = -9981
+PA_OUTPUT_UNDERFLOWED = -9980
+
+
+class PyAudioBackend:
+    """A capture and a playback device through PortAudio (blocking I/O)."""
+
+    def __init__(
+        self,
+        *,
+        capture_device: str = "default",
+        playback_device: str = "default",
+        rate_hz: int | None = None,
+        input_channels: int = 1,
+        output_channels: int = 1,
+        prefill_periods: int = 2,
+        paced: bool = True,
+        pyaudio_module: Any = None,
+        cards_path: Path = Path("/proc/asound/cards"),
+    ) -> None:
+        self.capture_device = capture_device
+        self.playback_device = playback_device
+        self.rate_hz = rate_hz
+        self.input_channels = input_channels
+        self.output_channels = output_channels
+        self.prefill_periods = prefill_periods
+        self.paced = paced
+        """False for sinks without a clock (ALSA's ``null``/``file``): the engine clock paces."""
+        self._module = pyaudio_module
+        self._cards_path = cards_path
+        self._pa: Any = None
+        self._in: Any = None
+        self._out: Any = None
+        self._frames_in = 0
+        self._frames_out = 0
+        self._read_target: Int16Array | None = None
+        self._read_flat: Int16Array | None = None
+
+    # -- the AudioBackend interface (audio thread) ---------------------------
+
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        module = self._pyaudio()
+        if wants_plughw(self.capture_device) or wants_plughw(self.playback_device):
+            # read by PortAudio when it initialises: open hw PCMs through ALSA's plug
+            os.environ["PA_ALSA_PLUGHW"] = "1"
+        self.close()
+        try:
+            self._pa = module.PyAudio()
+            return self._open_streams(module, period_ms)
+        except AudioDeviceError:
+            self.close()
+            raise
+        except (OSError, ValueError, AudioError) as exc:
+            self.close()
+            raise AudioDeviceError(
+                f"cannot open capture {self.capture_device!r} / playback "
+                f"{self.playback_device!r}: {exc}"
+            ) from exc
+
+    def _open_streams(self, module: Any, period_ms: int) -> DeviceFormat:
+        devices = self.list_devices()
+        cards = read_cards(self._cards_path)
+        capture = self._resolve(self.capture_device, devices, "input", cards)
+        playback = self._resolve(self.playback_device, devices, "output", cards)
+        in_rate = self.rate_hz or capture.default_rate_hz
+        out_rate = self.rate_hz or playback.default_rate_hz
+        self._frames_in = period_frames(in_rate, period_ms)
+        self._frames_out = period_frames(out_rate, period_ms)
+        self._in = self._pa.open(
+            format=module.paInt16,
+            channels=self.input_channels,
+            rate=in_rate,
+            input=True,
+            input_device_index=capture.index,
+            frames_per_buffer=self._frames_in,
+        )
+        self._out = self._pa.open(
+            format=module.paInt16,
+            channels=self.output_channels,
+            rate=out_rate,
+            output=True,
+            output_device_index=playback.index,
+            frames_per_buffer=self._frames_out,
+        )
+        silence = bytes(2 * self._frames_out * self.output_channels)
+        for _ in range(self.prefill_periods):
+            self._out.write(silence, self._frames_out)
+        return DeviceFormat(
+            input_rate_hz=in_rate,
+            output_rate_hz=out_rate,
+            input_channels=self.input_channels,
+            output_channels=self.output_channels,
+            output_latency_s=float(self._out.get_output_latency()),
+            input_latency_s=float(self._in.get_input_latency()),
+            paced=self.paced,
+            description=f"pyaudio in={capture.name!r}[{capture.index}] out={playback.name!r}[{playback.index}]",
+        )
+
+    def read(self, out: Int16Array) -> IoStatus:
+        stream = self._in
+        if stream is None:
+            return IoStatus.LOST
+        if out is not self._read_target:  # the engine passes the same array each period
+            self._read_target = out
+            self._read_flat = out.reshape(-1)
+        flat = self._read_flat
+        assert flat is not None
+        try:
+            data = stream.read(self._frames_in, exception_on_overflow=True)
+        except OSError as exc:
+            if _pa_error(exc) == PA_INPUT_OVERFLOWED:
+                flat.fill(0)  # PyAudio drops the period it raised for
+                return IoStatus.XRUN
+            return IoStatus.LOST
+        np.copyto(flat, np.frombuffer(data, dtype="<i2"))
+        return IoStatus.OK
+
+    def write(self, data: Int16Array) -> IoStatus:
+        stream = self._out
+        if stream is None:
+            return IoStatus.LOST
+        try:
+            # PyAudio accepts only immutable bytes here (not a view of our buffer):
+            # one bytes object per period, freed as soon as the call returns
+            stream.write(data.tobytes(), self._frames_out, exception_on_underflow=True)
+        except OSError as exc:
+            if _pa_error(exc) == PA_OUTPUT_UNDERFLOWED:
+                return IoStatus.XRUN  # PortAudio wrote the data; it reports the earlier xrun
+            return IoStatus.LOST
+        return IoStatus.OK
+
+    def close(self) -> None:
+        for stream in (self._in, self._out):
+            if stream is not None:
+                try:
+                    stream.stop_stream()
+                    stream.close()
+                except OSError:
+                    pass  # already gone with the device
+        self._in = self._out = None
+        if self._pa is not None:
+            self._pa.terminate()
+            self._pa = None
+
+    # -- helpers -------------------------------------------------------------
+
+    def list_devices(self) -> list[PaDevice]:
+        """The devices of the current PortAudio session (open it first)."""
+        if self._pa is None:
+            raise AudioError("list_devices() needs an open PortAudio session")
+        devices = []
+        for index in range(self._pa.get_device_count()):
+            info = self._pa.get_device_info_by_index(index)
+            devices.append(
+                PaDevice(
+                    index=index,
+                    name=str(info["name"]),
+                    max_input_channels=int(info["maxInputChannels"]),
+                    max_output_channels=int(info["maxOutputChannels"]),
+                    default_rate_hz=int(info["defaultSampleRate"]),
+                )
+            )
+        return devices
+
+    def _resolve(
+        self, spec: str, devices: list[PaDevice], direction: Direction, cards: dict[str, int]
+    ) -> PaDevice:
+        setting = "audio.capture_device" if direction == "input" else "audio.playback_device"
+        device = resolve_device(spec, devices, direction=direction, cards=cards, setting=setting)
+        wanted = self.input_channels if direction == "input" else self.output_channels
+        if device.channels(direction) < wanted:
+            raise AudioDeviceError(
+                f"{setting} = {spec!r} ({device.name!r}) has {device.channels(direction)} "
+                f"{direction} channel(s); {wanted} wanted"
+            )
+        return device
+
+    def _pyaudio(self) -> Any:
+        if self._module is None:
+            try:
+                self._module = importlib.import_module("pyaudio")
+            except ImportError as exc:
+                raise AudioDeviceError(f"PyAudio is not installed: {exc}") from exc
+        return self._module
+
+
+def _pa_error(exc: OSError) -> int | None:
+    """PyAudio raises ``IOError(code, text)``: the PortAudio error code, if any."""
+    if exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    return exc.errno
