@@ -15,6 +15,7 @@ from huxleyd.audio.pacing import ScaledClock
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import DeviceState, MicFrame
 from huxleyd.clock import ManualClock
+from huxleyd.errors import AudioError
 from tests.audio.signals import dominant_frequency, level_at, tone
 from tests.fakes.audio_backends import FlakyBackend
 
@@ -174,6 +175,8 @@ async def test_a_crash_in_the_thread_is_reported_and_stops_progress(
     assert not engine.stats().running and engine.stats().periods == 3
     assert isinstance(engine.crash, RuntimeError)
     assert "audio_thread_crashed" in caplog.text
+    with pytest.raises(AudioError, match="thread crashed"):  # nobody waits forever on a dead thread
+        await asyncio.wait_for(engine.read_mic(), timeout=1)
     assert not backend.is_open
     engine.close()
 
