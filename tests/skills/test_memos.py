@@ -64,7 +64,12 @@ async def record(
         await asyncio.sleep(0)  # frames arrive over time; helper tasks may run
     if end is not None:
         await rec.claims[-1].end(end)
-    return await asyncio.wait_for(handle.wait_end(), 1.0)
+    reason = await asyncio.wait_for(handle.wait_end(), 1.0)
+    # wait_end resolves before on_claim_end has run; the skill's helper task
+    # that ended the claim is done only once on_claim_end returned.
+    helpers = [t.task for t in rec.tasks]
+    await asyncio.wait_for(asyncio.gather(*helpers, return_exceptions=True), 1.0)
+    return reason
 
 
 def wavs(data_dir: Path) -> list[Path]:
