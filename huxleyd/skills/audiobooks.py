@@ -220,6 +220,7 @@ class AudiobooksSkill:
         self._ffprobe = "ffprobe"
         self._earcons: dict[str, bytes] = {}
         self._probes: dict[Path, tuple[tuple[int, int], ProbeInfo]] = {}
+        self._scan_lock = asyncio.Lock()
         self._serials = itertools.count(1)
         self._latest: dict[str, int] = {}
         self._current: _Session | None = None
@@ -288,6 +289,15 @@ class AudiobooksSkill:
         self._earcons = self._load_earcons(ctx.persona_data_dir / "sounds")
         if not self._root.is_dir():
             ctx.logger.warning("library_not_found", path=str(self._root))
+            return
+        # Probe the library now, in the background: on a Pi, probing a few
+        # hundred files on the first tool call would outlast the tool timeout.
+        ctx.background_task("audiobooks-scan", self._warm, restart_on_crash=False)
+
+    async def _warm(self) -> None:
+        with contextlib.suppress(_Fail):
+            books = await self.library()
+            self._require_ctx().logger.info("library_scanned", books=len(books))
 
     def _load_earcons(self, folder: Path) -> dict[str, bytes]:
         present = [r for r in EARCONS if (folder / f"{r}.wav").is_file()]
@@ -329,10 +339,13 @@ class AudiobooksSkill:
                 "the audiobook library folder does not exist; put books there",
                 path=str(self._root),
             )
-        # Walking a big library on an SD card blocks: keep it off the loop.
-        files = await asyncio.to_thread(_audio_files, self._root)
-        gate = asyncio.Semaphore(PROBE_CONCURRENCY)
-        infos = await asyncio.gather(*(self._probe_cached(p, k, gate) for p, k in files))
+        # One scan at a time: a tool call during the start-up scan waits for
+        # it and then finds every probe cached.
+        async with self._scan_lock:
+            # Walking a big library on an SD card blocks: keep it off the loop.
+            files = await asyncio.to_thread(_audio_files, self._root)
+            gate = asyncio.Semaphore(PROBE_CONCURRENCY)
+            infos = await asyncio.gather(*(self._probe_cached(p, k, gate) for p, k in files))
         return build_books(self._root, [i for i in infos if i is not None])
 
     async def _probe_cached(

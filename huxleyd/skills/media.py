@@ -242,6 +242,11 @@ async def probe(path: Path, *, ffprobe: str = "ffprobe", timeout_s: float = 15.0
     except TimeoutError:
         await _reap(proc)
         raise MediaError(f"{path}: ffprobe did not answer within {timeout_s:g} s") from None
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()  # ffprobe's output is small: its pipes reach EOF at once
+        raise
     if proc.returncode != 0:
         message = err.decode("utf-8", "replace").strip() or f"exit {proc.returncode}"
         raise MediaError(f"{path}: ffprobe cannot read it: {message}")

@@ -7,6 +7,7 @@ whose parts share an album tag.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from huxley_sdk import AudioStream, CancelMedia, ContentType, SkillContext
-from huxley_sdk.testing import MemoryStorage, make_test_context
+from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
 from huxleyd.skills.audiobooks import BOOKMARK_PREFIX, AudiobooksSkill
 from huxleyd.skills.media import CHUNK_BYTES, decode_command
 
@@ -362,3 +363,29 @@ async def test_a_finished_book_starts_over(data_dir: Path) -> None:
     assert listed["books"][0]["progress"] == "finished"
     data, _ = await call(skill, "play_audiobook", title="flac")
     assert (data["from"], data["resumed"]) == ("0:00:00", False)
+
+
+@pytest.fixture
+def counting_ffprobe(tmp_path: Path) -> tuple[str, Path]:
+    log = tmp_path / "probes.log"
+    script = tmp_path / "ffprobe"
+    script.write_text(f'#!/bin/sh\necho probe >> "{log}"\nexec ffprobe "$@"\n')
+    script.chmod(0o755)
+    return str(script), log
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def test_the_library_is_probed_at_start_and_then_only_for_changes(
+    data_dir: Path, counting_ffprobe: tuple[str, Path]
+) -> None:
+    wrapper, log = counting_ffprobe
+    skill, ctx = await started(data_dir, ffprobe=wrapper)
+    [scan] = ctx_recorder(ctx).tasks
+    await asyncio.wait_for(scan.task, 10)
+    assert lines(log) == 4  # every file once, in the background
+    listed, _ = await call(skill, "search_audiobooks")
+    assert listed["count"] == 3
+    assert lines(log) == 4  # nothing changed: all from the cache
