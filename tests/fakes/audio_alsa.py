@@ -131,13 +131,16 @@ async def _loopback(
 ) -> dict[str, Any]:
     engine, _ = _engine(speed, in_channels=in_channels, mic_channel=mic_channel)
     engine.start()
-    frames = int(seconds * 50)
-    for _ in range(frames):
-        frame = await engine.read_mic()
-        await engine.source("comms").write(frame.pcm, item_id="loop")
+    frames = [await engine.read_mic() for _ in range(10)]  # 200 ms of lead against hiccups
+    for _ in range(int(seconds * 50)):
+        for frame in frames:
+            await engine.source("comms").write(frame.pcm, item_id="loop")
+        frames = [await engine.read_mic()]
+    await engine.source("comms").write(frames[0].pcm, item_id="loop")
     await engine.drained("comms")
     result = _describe(engine)
     result["played_ms"] = engine.played_ms("loop", source="comms")
+    result["source_gaps"] = engine.stats().source_gaps
     engine.close()
     return result
 
