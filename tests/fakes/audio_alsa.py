@@ -16,8 +16,9 @@ Modes (each prints one JSON object on stdout):
 
 - ``loopback <dir> <seconds> <speed> <mic_channel> <in_channels>``: every
   mic frame read by asyncio is written back to the ``comms`` source.
-- ``latency <dir> <speed>``: after a warm-up, queue a click on ``speech``
-  and report the output-file position it was queued at.
+- ``latency <dir> <speed> <clicks>``: after a warm-up, queue clicks on
+  ``speech`` ten periods apart; report the engine period each was queued
+  at and the period the playout clock first called it heard.
 """
 
 from __future__ import annotations
@@ -145,23 +146,27 @@ async def _loopback(
     return result
 
 
-async def _latency(speed: float) -> dict[str, Any]:
+async def _latency(speed: float, clicks: int) -> dict[str, Any]:
+    """Queue ``clicks`` clicks 10 periods apart; note when each was queued and heard."""
     engine, _ = _engine(speed, in_channels=1, mic_channel=0)
     engine.start()
     for _ in range(25):  # warm up half a second
         await engine.read_mic()
     click = (np.full(240, 20000, dtype=np.int16)).tobytes()
-    queued_period = engine.stats().periods
-    await engine.source("speech").write(click, item_id="click")
-    heard_period = None
-    for _ in range(200):
-        await engine.read_mic()
-        if heard_period is None and engine.played_ms("click") > 0:
-            heard_period = engine.stats().periods
-            break
+    queued: list[int] = []
+    heard: list[int | None] = []
+    for index in range(clicks):
+        item = f"click{index}"
+        queued.append(engine.stats().periods)
+        await engine.source("speech").write(click, item_id=item)
+        heard.append(None)
+        for _ in range(10):
+            await engine.read_mic()
+            if heard[-1] is None and engine.played_ms(item) > 0:
+                heard[-1] = engine.stats().periods
     result = _describe(engine)
-    result["queued_period"] = queued_period
-    result["heard_period"] = heard_period
+    result["queued_periods"] = queued
+    result["heard_periods"] = heard
     engine.close()
     return result
 
@@ -173,7 +178,7 @@ def main(argv: list[str]) -> int:
         seconds, speed = float(argv[2]), float(argv[3])
         result = asyncio.run(_loopback(seconds, speed, int(argv[4]), int(argv[5])))
     elif mode == "latency":
-        result = asyncio.run(_latency(float(argv[2])))
+        result = asyncio.run(_latency(float(argv[2]), int(argv[3])))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     print(json.dumps(result))
