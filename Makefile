@@ -24,8 +24,9 @@ $(VENV)/.installed: pyproject.toml scripts/ensure-system-deps.sh
 	  echo "pip install -e .[$$extras]"; $(PY) -m pip install --quiet -e ".[$$extras]"
 	@touch $@
 
+# With ./openai.key present the daemon talks to OpenAI; without, to the simulator.
 run: setup
-	$(VENV)/bin/huxleyd --config $(CONFIG)
+	$(VENV)/bin/huxleyd --config $(CONFIG) $(if $(wildcard openai.key),--key-file openai.key,)
 
 demo: setup
 	$(VENV)/bin/huxleyd --config config/demo.toml

@@ -79,20 +79,28 @@ class _TestClaim:
         self.claim = claim
         self._recorder = recorder
         self._ended: asyncio.Future[ClaimEndReason] = asyncio.get_running_loop().create_future()
+        self._ending = False
 
     def cancel(self) -> None:
-        if not self._ended.done():
-            self._ended.set_result(ClaimEndReason.NATURAL)
-            self._recorder.active_claim = None
+        """End with NATURAL (``on_claim_end`` runs in a task, as in the runtime)."""
+        if not self._ended.done() and not self._ending:
+            asyncio.get_running_loop().create_task(self.end(ClaimEndReason.NATURAL))
 
     async def end(self, reason: ClaimEndReason) -> None:
-        """Test helper: end the claim as the runtime would, calling ``on_claim_end``."""
-        if self._ended.done():
+        """Test helper: end the claim as the runtime would.
+
+        Like the runtime: the claim stops being active at once, ``on_claim_end``
+        is awaited, and only then does ``wait_end()`` return.
+        """
+        if self._ended.done() or self._ending:
             return
-        self._ended.set_result(reason)
+        self._ending = True
         self._recorder.active_claim = None
-        if self.claim.on_claim_end is not None:
-            await self.claim.on_claim_end(reason)
+        try:
+            if self.claim.on_claim_end is not None:
+                await self.claim.on_claim_end(reason)
+        finally:
+            self._ended.set_result(reason)
 
     async def wait_end(self) -> ClaimEndReason:
         return await asyncio.shield(self._ended)
@@ -122,6 +130,8 @@ class Recorder:
     claims: list[_TestClaim] = field(default_factory=list)
     active_claim: _TestClaim | None = None
     tasks: list[_TestTask] = field(default_factory=list)
+    cancelled_claims: list[ClaimEndReason] = field(default_factory=list)
+    """Every ``ctx.cancel_active_claim(reason=…)`` call, live claim or not."""
 
     async def inject_turn(
         self,
@@ -157,6 +167,7 @@ class Recorder:
         return handle
 
     async def cancel_active_claim(self, *, reason: ClaimEndReason = ClaimEndReason.NATURAL) -> None:
+        self.cancelled_claims.append(reason)
         if self.active_claim is not None:
             await self.active_claim.end(reason)
 

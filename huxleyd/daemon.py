@@ -13,75 +13,33 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from huxley_sdk import SkillContext
 from huxleyd import __version__
 from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
+from huxleyd.control.server import ControlServer
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import get_logger, setup
-from huxleyd.skillhost import SkillHost
-from huxleyd.storage import Database, FileSecrets
+from huxleyd.runtime import Runtime, RuntimeParts, skill_host_for
+from huxleyd.runtime_control import RuntimeControl
 
 log = get_logger("huxleyd.daemon")
 
 
-def skill_host_for(config: Config) -> SkillHost:
-    """Resolve and check the persona's skills (no setup yet)."""
-    return SkillHost.load(
-        config.persona.skills,
-        descriptions=config.persona.overrides.tools,
-        tool_timeout_s=config.provider.tool_timeout_s,
-    )
-
-
-def context_factory(config: Config, db: Database) -> Any:
-    """Build each skill's SkillContext: its own storage, secrets and logger."""
-    persona = config.persona
-
-    def make(name: str, skill_config: dict[str, Any]) -> SkillContext:
-        skill_config.setdefault("timezone", persona.timezone)
-        return SkillContext(
-            logger=get_logger(f"huxley.skill.{name}", skill=name),
-            storage=db.skill_storage(name),
-            secrets=FileSecrets(config.storage.secrets_dir, name),
-            persona_data_dir=persona.data_dir,
-            config=skill_config,
-            language=persona.language,
-            timezone=persona.timezone,
-        )
-
-    return make
-
-
-async def run(config: Config) -> int:
+async def run(config: Config, parts: RuntimeParts | None = None) -> int:
     """Run the daemon until SIGTERM/SIGINT. Returns the exit status."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-
-    db = await Database.open(config.storage.database_path(config.daemon.persona))
-    host = skill_host_for(config)
+    runtime = Runtime(config, parts)
     try:
-        await host.setup_all(context_factory(config, db), config.persona.skills)
-        log.info(
-            "daemon_started",
-            version=__version__,
-            persona=config.persona.name,
-            skills=",".join(s.name for s in host.skills),
-            database=str(db.path),
-        )
-        log.warning(
-            "not_wired_yet",
-            missing="audio engine, realtime provider, button/LEDs, control socket",
-            detail="this build loads config, skills and storage only",
-        )
-        await stop.wait()
-        log.info("daemon_stopping")
+        await runtime.start()
+        async with ControlServer(RuntimeControl(runtime), config.control):
+            await stop.wait()
+            log.info("daemon_stopping", reason="signal")
     finally:
-        await host.teardown_all()
-        await db.close()
+        await runtime.close()
+    log.info("daemon_stopped")
     return 0
 
 
@@ -96,6 +54,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--check-config",
         action="store_true",
         help="validate the configuration and skills, then exit",
+    )
+    parser.add_argument(
+        "--key-file", type=Path, default=None, help="API key file (overrides provider.key_file)"
     )
     parser.add_argument("--version", action="version", version=f"huxleyd {__version__}")
     return parser.parse_args(argv)
@@ -112,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{args.config}: ok (persona {config.persona.name!r}, skills: {', '.join(config.persona.skills)})"
             )
             return 0
-        return asyncio.run(run(config))
+        return asyncio.run(run(config, RuntimeParts(key_file=args.key_file)))
     except HuxleydError as exc:
         print(f"huxleyd: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,406 @@
+"""Wiring: build every layer from the configuration, start it, stop it.
+
+Behaviour lives in the layers; this module only connects them. Tests build
+a :class:`Runtime` with :class:`RuntimeParts` overrides (a WAV backend and a
+scaled clock, mock pins, the simulator's URL, a recording notifier) and get
+the same daemon that runs on a Pi.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from huxley_sdk import SkillContext, load_pcm_palette
+from huxley_sdk.audio import PaletteError
+from huxleyd import __version__
+from huxleyd.audio.backends.base import AudioBackend
+from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.engine import AudioEngine
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.config import Config
+from huxleyd.errors import AudioDeviceError
+from huxleyd.hardware.boards import BoardProfile, load_board
+from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
+from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
+from huxleyd.hardware.pins import choose_pin_factory
+from huxleyd.logs import get_logger
+from huxleyd.providers.factory import create_connection
+from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
+from huxleyd.service import Notifier, Watchdog
+from huxleyd.sim.server import SimServer
+from huxleyd.skillhost import SkillHost
+from huxleyd.storage import Database, FileSecrets
+from huxleyd.turns.coordinator import Activity, Coordinator, TurnSettings
+from huxleyd.turns.supervisor import Supervisor
+from huxleyd.volume_wiring import make_volume
+
+log = get_logger("huxleyd.daemon")
+
+CREDENTIAL_NAME = "openai-key"
+"""The systemd credential (``LoadCredential=openai-key:…``) holding the API key."""
+
+ACTIVITY_LEDS = {
+    Activity.IDLE: LedState.IDLE,
+    Activity.LISTENING: LedState.LISTENING,
+    Activity.THINKING: LedState.THINKING,
+    Activity.SPEAKING: LedState.SPEAKING,
+    Activity.MEDIA: LedState.MEDIA,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeParts:
+    """What tests (and ``make run``) may replace. ``None`` = build from config."""
+
+    backend: AudioBackend | None = None
+    clock: Clock | None = None
+    pin_factory: Any = None
+    key_file: Path | None = None
+    """Overrides the configured key file (``huxleyd --key-file``)."""
+    provider_url: str | None = None
+    """Talk to this URL without a key (a simulator the caller runs)."""
+    notifier: Notifier | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    led_spi: Any = None
+
+
+def merge_board_audio(audio: AudioSettings, board: BoardProfile) -> AudioSettings:
+    """Fill the ``[audio]`` keys the admin left at their defaults from the board profile."""
+    defaults = AudioSettings()
+    changes: dict[str, Any] = {}
+    for name in (
+        "capture_device",
+        "playback_device",
+        "mixer_card",
+        "mixer_control",
+        "input_channels",
+        "mic_channel",
+        "device_rate_hz",
+    ):
+        if getattr(audio, name) == getattr(defaults, name):
+            changes[name] = getattr(board.audio, name)
+    return dataclasses.replace(audio, **changes)
+
+
+def choose_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
+    """PyAudio when a device opens (``auto``/``pyaudio``), else WAV files (``auto``/``wav``)."""
+    if audio.backend in ("auto", "pyaudio"):
+        backend = PyAudioBackend(
+            capture_device=audio.capture_device,
+            playback_device=audio.playback_device,
+            rate_hz=audio.device_rate_hz,
+            input_channels=audio.input_channels,
+        )
+        try:
+            backend.open(period_ms=audio.period_ms)
+            backend.close()
+            return backend, f"pyaudio ({audio.capture_device} → {audio.playback_device})"
+        except AudioDeviceError as exc:
+            if audio.backend == "pyaudio":
+                raise
+            log.warning("no_sound_card", error=str(exc), fallback="wav files")
+    wav = WavBackend(mic_wav=audio.mic_wav, speaker_wav=audio.speaker_wav)
+    return wav, f"wav (mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'})"
+
+
+def resolve_api_key(config: Config, parts: RuntimeParts) -> str | None:
+    """The key from ``--key-file``, the systemd credential, or ``provider.key_file``.
+
+    An empty credential file (the installer creates one) means "no key yet".
+    A configured key file that is missing fails the start (ConfigError).
+    """
+    if parts.key_file is not None:
+        return read_api_key(parts.key_file, key="--key-file")
+    cred_dir = parts.env.get("CREDENTIALS_DIRECTORY")
+    if cred_dir:
+        cred = Path(cred_dir) / CREDENTIAL_NAME
+        if cred.is_file() and cred.read_text(encoding="utf-8").strip():
+            return read_api_key(cred, key=f"credential {CREDENTIAL_NAME}")
+    if config.provider.key_file is not None:
+        return read_api_key(config.provider.key_file)
+    return None
+
+
+def skill_host_for(config: Config) -> SkillHost:
+    """Resolve and check the persona's skills (no setup yet); SkillError if wrong."""
+    return SkillHost.load(
+        config.persona.skills,
+        descriptions=config.persona.overrides.tools,
+        tool_timeout_s=config.provider.tool_timeout_s,
+    )
+
+
+class Runtime:
+    """The running daemon. ``await start()``, then ``await close()``."""
+
+    def __init__(self, config: Config, parts: RuntimeParts | None = None) -> None:
+        self.config = config
+        self.parts = parts or RuntimeParts()
+        self.clock: Clock = self.parts.clock or MonotonicClock()
+        self.notifier = self.parts.notifier or Notifier(self.parts.env)
+        self.started_at = self.clock.monotonic()
+        self.is_simulator = False
+        self.audio_description = ""
+        self.pins_description = ""
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._closers: list[Callable[[], Any]] = []
+        self.db: Database | None = None
+        self.engine: AudioEngine | None = None
+        self.connection: ProviderConnection | None = None
+        self.coordinator: Coordinator | None = None
+        self.host: SkillHost | None = None
+        self.button: PushToTalkButton | None = None
+        self.leds: LedController | None = None
+        self.sim: SimServer | None = None
+        self.volume: Any = None
+        self.board: BoardProfile | None = None
+        self.audio_settings: AudioSettings = config.audio
+        self.supervisor = Supervisor(clock=self.clock)
+        self.watchdog: Watchdog | None = None
+        self.connection_state = "connecting"
+
+    # ------------------------------------------------------------ start
+
+    async def start(self) -> None:
+        config = self.config
+        self.notifier.status("starting")
+        self.db = await Database.open(config.storage.database_path(config.daemon.persona))
+        self.board = load_board(config.hardware.board, config.hardware.boards_dir)
+        self.audio_settings = merge_board_audio(config.audio, self.board)
+        earcons = self._load_earcons()
+        await self._start_audio()
+        assert self.engine is not None
+        self.volume = await make_volume(self.audio_settings, self.engine, self.db)
+        url, api_key = await self._provider_target()
+        self.host = skill_host_for(config)
+        connection = create_connection(
+            config.provider,
+            api_key=api_key,
+            on_event=lambda event: self._coordinator().on_provider_event(event),
+            on_state=self._on_connection_state,
+            url=url,
+        )
+        self.connection = connection
+        self.coordinator = Coordinator(
+            provider=connection,
+            audio=self.engine,
+            volume=self.volume,
+            host=self.host,
+            earcons=earcons,
+            instructions=config.persona.effective_instructions,
+            settings=TurnSettings(
+                silent_response_timeout_s=config.provider.silent_response_timeout_s
+            ),
+            clock=self.clock,
+            on_activity=self._on_activity,
+            renew_session_if_due=self._renew_if_due,
+        )
+        self.notifier.status("setting up skills")
+        await self.host.setup_all(self._context_factory(), config.persona.skills)
+        await self.coordinator.start()
+        connection.configure(
+            instructions=config.persona.effective_instructions,
+            tools=[tool.to_api_format() for tool in self.host.tools],
+            voice=config.persona.voice or config.provider.voice,
+        )
+        self._spawn(connection.run(), "provider")
+        await self._start_hardware()
+        self.watchdog = Watchdog.from_environment(
+            audio_progress=lambda: self._engine().stats().periods,
+            env=self.parts.env,
+            notifier=self.notifier,
+        )
+        if self.watchdog is not None:
+            self._spawn(self.watchdog.heartbeat(), "watchdog-heartbeat")
+            self.watchdog.start()
+        log.info(
+            "daemon_started",
+            version=__version__,
+            persona=config.persona.name,
+            skills=",".join(s.name for s in self.host.skills),
+            audio=self.audio_description,
+            pins=self.pins_description,
+            provider="simulator (not an AI)" if self.is_simulator else config.provider.url,
+        )
+        self.notifier.ready(
+            "listening for the button" + (" (simulator)" if self.is_simulator else "")
+        )
+
+    def _coordinator(self) -> Coordinator:
+        assert self.coordinator is not None, "provider event before the coordinator exists"
+        return self.coordinator
+
+    def _engine(self) -> AudioEngine:
+        assert self.engine is not None
+        return self.engine
+
+    def _load_earcons(self) -> dict[str, bytes]:
+        try:
+            return load_pcm_palette(self.config.daemon.sounds_dir)
+        except PaletteError as exc:
+            log.warning("earcons_missing", error=str(exc), effect="no earcons will play")
+            return {}
+
+    async def _start_audio(self) -> None:
+        if self.parts.backend is not None:
+            backend, self.audio_description = self.parts.backend, "injected backend"
+        else:
+            backend, self.audio_description = await asyncio.to_thread(
+                choose_backend, self.audio_settings
+            )
+        self.engine = AudioEngine(backend, settings=self.audio_settings, clock=self.clock)
+        self.engine.start()
+        self._closers.append(self.engine.close)
+
+    async def _provider_target(self) -> tuple[str | None, str | None]:
+        """``(url, key)``: the real provider with a key, else the built-in simulator."""
+        config = self.config
+        if self.parts.provider_url is not None:
+            self.is_simulator = True
+            return self.parts.provider_url, None
+        api_key = None if config.provider.kind == "sim" else resolve_api_key(config, self.parts)
+        if api_key is not None:
+            return None, api_key
+        why = "provider.kind is sim" if config.provider.kind == "sim" else "no API key configured"
+        self.sim = SimServer(config.provider.sim_scenario, speed=config.provider.sim_speed)
+        await self.sim.__aenter__()
+        self.is_simulator = True
+        log.warning(
+            "simulator_mode",
+            reason=why,
+            url=self.sim.url,
+            note="answers come from a scripted simulator, not an AI; put an API key in "
+            "/etc/huxleyd/openai.key (or ./openai.key for make run) to talk to a model",
+        )
+        return self.sim.url, None
+
+    async def _start_hardware(self) -> None:
+        config, board = self.config, self.board
+        assert board is not None and self.coordinator is not None
+        if self.parts.pin_factory is not None:
+            factory, self.pins_description = self.parts.pin_factory, "injected"
+        else:
+            factory, self.pins_description = choose_pin_factory(
+                config.hardware, env=self.parts.env, config_file=str(config.path)
+            )
+        self.button = PushToTalkButton.from_profile(
+            board.button,
+            pin_factory=factory,
+            max_hold_s=config.hardware.max_hold_s,
+            clock=self.clock,
+        )
+        self._closers.append(self.button.close)
+        self._spawn(self._pump_button(self.button, self.coordinator), "button")
+        driver = make_led_driver(board.leds, pin_factory=factory, spi=self.parts.led_spi)
+        self.leds = LedController(
+            driver, self.clock, limits_s=limits_from_settings(config.hardware.led_limits)
+        )
+        self._closers.append(self.leds.close)
+        self.leds.set_state(LedState.IDLE)
+        self._spawn(self.leds.run(), "leds")
+
+    async def _pump_button(self, button: PushToTalkButton, coordinator: Coordinator) -> None:
+        while True:
+            event = await button.next_event()
+            if event.kind is ButtonEventKind.PRESSED:
+                coordinator.press()
+            else:  # RELEASED, or LONG_HOLD: a hold past the limit ends the turn
+                coordinator.release()
+
+    def _context_factory(self) -> Callable[[str, dict[str, Any]], SkillContext]:
+        config, db, coordinator = self.config, self.db, self.coordinator
+        assert db is not None and coordinator is not None
+        persona = config.persona
+
+        def make(name: str, skill_config: dict[str, Any]) -> SkillContext:
+            skill_config.setdefault("timezone", persona.timezone)
+
+            def background_task(task_name: str, coro_factory: Any, **kwargs: Any) -> Any:
+                return self.supervisor.background_task(
+                    f"{name}:{task_name}", coro_factory, owner=name, **kwargs
+                )
+
+            return SkillContext(
+                logger=get_logger(f"huxley.skill.{name}", skill=name),
+                storage=db.skill_storage(name),
+                secrets=FileSecrets(config.storage.secrets_dir, name),
+                persona_data_dir=persona.data_dir,
+                config=skill_config,
+                language=persona.language,
+                timezone=persona.timezone,
+                inject_turn=coordinator.proactive.inject_turn,
+                inject_turn_and_wait=coordinator.proactive.inject_turn_and_wait,
+                background_task=background_task,
+                start_input_claim=coordinator.proactive.start_input_claim,
+                cancel_active_claim=coordinator.proactive.cancel_active_claim,
+            )
+
+        return make
+
+    # ------------------------------------------------------------ events
+
+    def _on_activity(self, activity: str) -> None:
+        if self.leds is not None and self.connection_state != "offline":
+            self.leds.set_state(ACTIVITY_LEDS.get(activity, LedState.IDLE))
+        self.notifier.status(activity)
+
+    def _on_connection_state(self, status: ConnectionStatus) -> None:
+        state = str(status.state)
+        self.connection_state = state
+        if self.coordinator is not None:
+            self.coordinator.on_connection(state, status.attempt)
+        if self.leds is not None:
+            if state == "offline":
+                self.leds.set_state(LedState.OFFLINE)
+            elif state == "connected":
+                self.leds.set_state(LedState.IDLE)
+        if state == "offline":
+            self.notifier.status(f"offline, retrying (attempt {status.attempt})")
+
+    def _renew_if_due(self) -> None:
+        connection = self.connection
+        if connection is None:
+            return
+        age = connection.session_age_s()
+        if age is not None and age > self.config.provider.session_renew_s:
+            connection.renew()
+
+    # ------------------------------------------------------------ stop
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(coro, name=name))
+
+    async def close(self) -> None:
+        """Stop media (bookmarks), the session, skills and storage; in that order."""
+        self.notifier.stopping("stopping")
+        if self.watchdog is not None:
+            self.watchdog.stop()
+        if self.coordinator is not None:
+            await self.coordinator.close()
+        if self.connection is not None:
+            with contextlib.suppress(Exception):
+                await self.connection.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.supervisor.close()
+        if self.host is not None:
+            await self.host.teardown_all()
+        if self.sim is not None:
+            await self.sim.__aexit__(None, None, None)
+        for closer in reversed(self._closers):
+            with contextlib.suppress(Exception):
+                closer()
+        if self.db is not None:
+            await self.db.close()

@@ -1,0 +1,244 @@
+"""End-to-end rig: the real daemon runtime with a WAV sound card, mock pins,
+and the simulator on loopback, all running faster than real time.
+
+Everything is real except where a Pi would have hardware: gpiozero's
+MockFactory stands for the button and LEDs, :class:`WavBackend` for the
+sound card (driven by a :class:`ScaledClock`), ``huxleyd.sim`` for OpenAI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.pacing import ScaledClock
+from huxleyd.config import load_config
+from huxleyd.runtime import Runtime, RuntimeParts
+from huxleyd.sim.scenario import Scenario
+from huxleyd.sim.server import SimServer
+
+ROOT = Path(__file__).resolve().parents[2]
+RATE = 24_000
+SPEED = 4.0
+"""The audio clock and the simulator run this many times faster than real time."""
+
+TEST_SKILL = '''
+"""Skills for the end-to-end scenarios; written against huxley_sdk only."""
+import asyncio, json
+from huxley_sdk import AudioStream, PlaySound, ToolDefinition, ToolResult
+
+CHIME = (b"\\x00\\x40" * 2400)  # 100 ms of a constant +0.5 full-scale level: easy to find
+
+
+class ScenarioSkill:
+    name = "scenario"
+
+    def __init__(self):
+        self.events = []
+
+    @property
+    def tools(self):
+        return [ToolDefinition(n, n) for n in ("news", "song", "explode", "hang")]
+
+    async def setup(self, ctx):
+        self.ctx = ctx
+
+    async def handle(self, tool_name, args):
+        if tool_name == "news":
+            return ToolResult(json.dumps({"headline": "all quiet"}), PlaySound(CHIME))
+        if tool_name == "song":
+            return ToolResult("{}", AudioStream(factory=self._song, on_complete_prompt="Say the song ended.", label="song"))
+        if tool_name == "hang":
+            await asyncio.sleep(3600)
+        raise RuntimeError("the skill exploded")
+
+    async def _song(self):
+        self.events.append("song:start")
+        try:
+            for _ in range(10):  # 1 s of a -6 dBFS square-ish level
+                yield b"\\x00\\x40\\x00\\xc0" * 1200
+            self.events.append("song:end")
+        finally:
+            self.events.append("song:finally")
+
+    async def teardown(self):
+        pass
+'''
+
+
+@contextmanager
+def scenario_skill_installed(tmp: Path) -> Iterator[None]:
+    """Register ``scenario`` under ``huxley.skills`` through a real dist-info."""
+    site = tmp / "site"
+    (site / "e2e_scenario_skill").mkdir(parents=True)
+    (site / "e2e_scenario_skill" / "__init__.py").write_text(TEST_SKILL)
+    dist = site / "e2e_scenario_skill-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: e2e-scenario-skill\nVersion: 1.0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[huxley.skills]\nscenario = e2e_scenario_skill:ScenarioSkill\n"
+    )
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("e2e_scenario_skill", None)
+        importlib.invalidate_caches()
+
+
+def write_config(
+    tmp: Path, *, skills: tuple[str, ...] = ("system", "scenario"), sounds_dir: Path | None = None
+) -> Path:
+    (tmp / "personas").mkdir(exist_ok=True)
+    skill_tables = "\n".join(f"[skills.{s}]" for s in skills)
+    (tmp / "personas" / "default.toml").write_text(
+        f'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n{skill_tables}\n'
+    )
+    path = tmp / "huxleyd.toml"
+    path.write_text(
+        f"""
+[daemon]
+sounds_dir = "{sounds_dir or ROOT / "sounds"}"
+[storage]
+state_dir = "{tmp / "state"}"
+[provider]
+silent_response_timeout_s = 20.0
+[audio]
+backend = "wav"
+[hardware]
+boards_dir = "{ROOT / "hw"}"
+[control]
+socket_path = "{tmp / "control.sock"}"
+socket_group = ""
+"""
+    )
+    return path
+
+
+class RecordingNotifier:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, str]] = []
+
+    def send(self, **fields: str) -> bool:
+        self.sent.append(fields)
+        return True
+
+    def ready(self, status: str | None = None) -> bool:
+        return self.send(READY="1", **({"STATUS": status} if status else {}))
+
+    def status(self, text: str) -> bool:
+        return self.send(STATUS=text)
+
+    def stopping(self, status: str | None = None) -> bool:
+        return self.send(STOPPING="1")
+
+    def watchdog(self) -> bool:
+        return self.send(WATCHDOG="1")
+
+
+class Rig:
+    """A running daemon; use as ``async with Rig(tmp, scenario) as rig``."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        scenario: Scenario,
+        *,
+        skills: tuple[str, ...] = ("system", "scenario"),
+        earcons: bool = True,
+    ) -> None:
+        self.tmp = tmp
+        self.earcons = earcons
+        self.scenario = scenario
+        self.skills = skills
+        self.clock = ScaledClock(SPEED, start_s=1000.0)
+        self.backend = WavBackend(keep_speaker=True)
+        self.sim = SimServer(scenario, speed=SPEED, synth="tone")
+        self.notifier = RecordingNotifier()
+        self.pins = MockFactory(pin_class=MockPWMPin)
+        self.runtime: Runtime | None = None
+
+    async def __aenter__(self) -> Rig:
+        await self.sim.__aenter__()
+        no_sounds = self.tmp / "no-sounds"
+        no_sounds.mkdir(exist_ok=True)
+        sounds = None if self.earcons else no_sounds
+        config = load_config(write_config(self.tmp, skills=self.skills, sounds_dir=sounds))
+        self.runtime = Runtime(
+            config,
+            RuntimeParts(
+                backend=self.backend,
+                clock=self.clock,
+                pin_factory=self.pins,
+                provider_url=self.sim.url,
+                notifier=self.notifier,  # type: ignore[arg-type]
+                env={},
+            ),
+        )
+        await self.runtime.start()
+        # Full volume: 0 dB software gain, so output samples equal what was queued.
+        await self.runtime.volume.set_level(100)
+        await until(lambda: self.rt.connection_state == "connected", "provider connected")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.runtime is not None:
+            await self.runtime.close()
+        self.pins.close()
+        await self.sim.__aexit__(None, None, None)
+
+    @property
+    def rt(self) -> Runtime:
+        assert self.runtime is not None
+        return self.runtime
+
+    def speaker(self) -> np.ndarray:
+        return self.backend.speaker_samples()[:, 0].astype(np.float64)
+
+    async def say_into_mic(self, seconds: float = 0.6, freq: float = 300.0) -> None:
+        """Hold the button while the mic hears a tone, then release."""
+        t = np.arange(int(RATE * seconds)) / RATE
+        tone = (np.sin(2 * np.pi * freq * t) * 8000).astype("<i2").tobytes()
+        button = self.rt.button
+        assert button is not None
+        button.press()
+        await asyncio.sleep(0.05)
+        self.backend.feed_mic(tone)
+        await until(lambda: self.backend.mic_queued_frames() == 0, "mic consumed")
+        await asyncio.sleep(0.1)
+        button.release()
+
+    def sent_types(self) -> list[str]:
+        return [e.type for e in self.sim.received]
+
+
+async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await asyncio.sleep(0.01)
+
+
+def level_dbfs(samples: np.ndarray) -> float:
+    rms = float(np.sqrt(np.mean(np.square(samples)))) if len(samples) else 0.0
+    return -120.0 if rms == 0 else float(20 * np.log10(rms / 32768.0))
+
+
+def first_nonsilent(samples: np.ndarray, start: int = 0, threshold: float = 200.0) -> int | None:
+    hits = np.flatnonzero(np.abs(samples[start:]) > threshold)
+    return None if len(hits) == 0 else int(start + hits[0])
