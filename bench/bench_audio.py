@@ -27,33 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from bench import Row
-from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
-from huxleyd.audio.pcm import Int16Array
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
 from huxleyd.clock import ManualClock
+from tests.fakes.audio_backends import NullBackend
 
 AREA = "audio"
 PERIOD_MS = 20
 SECONDS = 10
-
-
-class _NullBackend:
-    """A 48 kHz device that costs nothing: the engine's own work is all that is timed."""
-
-    def open(self, *, period_ms: int) -> DeviceFormat:
-        return DeviceFormat(48000, 48000, 1, 1, 0.0, 0.0, paced=False, description="null")
-
-    def read(self, out: Int16Array) -> IoStatus:
-        return IoStatus.OK
-
-    def write(self, data: Int16Array) -> IoStatus:
-        return IoStatus.OK
-
-    def close(self) -> None:
-        pass
 
 
 def _tone(freq_hz: float, seconds: float, dbfs: float) -> bytes:
@@ -69,7 +52,7 @@ def _cpu_rows() -> list[Row]:
         earcon_ring_ms=SECONDS * 1000 + 1000,
         comms_ring_ms=SECONDS * 1000 + 1000,
     )
-    engine = AudioEngine(_NullBackend(), settings=settings, clock=ManualClock())
+    engine = AudioEngine(NullBackend(), settings=settings, clock=ManualClock())
     for name, freq in zip(SOURCES, (220, 330, 440, 550), strict=True):
         engine.source(name).write_nowait(_tone(freq, SECONDS, -6))
     engine.duck("content")

@@ -60,7 +60,8 @@ class CaptureChain:
         if rate_hz != self._rate:
             self._resamplers[rate_hz].reset()  # stale history from before the switch
             self._rate = rate_hz
-        np.multiply(self._column, _TO_FLOAT, out=self._mono)
+        np.copyto(self._mono, self._column, casting="unsafe")  # no mixed-type ufunc: no buffer
+        np.multiply(self._mono, _TO_FLOAT, out=self._mono)
         self._meter.update(self._mono)
         out = self._float[rate_hz]
         self._resamplers[rate_hz].process(self._mono, out)

@@ -110,19 +110,7 @@ class AudioEngine:
         self.period_ms = settings.period_ms
         self._period_s = settings.period_ms / 1000.0
         self._n = period_frames(RATE_HZ, settings.period_ms)
-        rings = {
-            name: SampleRing(ms_to_samples(self._ring_ms(name)), name=name) for name in SOURCES
-        }
-        self._mixer = Mixer(
-            rings,
-            period_samples=self._n,
-            rate_hz=RATE_HZ,
-            ramp_ms=settings.ramp_ms,
-            duck_depth_db=settings.duck_depth_db,
-            duck_attack_ms=settings.duck_attack_ms,
-            duck_release_ms=settings.duck_release_ms,
-            limiter_threshold=db_to_gain(settings.limiter_threshold_dbfs),
-        )
+        self._mixer = self._build_mixer(settings)
         channels = [self._mixer.channels[name] for name in SOURCES]
         self._playout = PlayoutClock(channels, period_samples=self._n)
         self._sources = {
@@ -520,6 +508,21 @@ class AudioEngine:
             "content": s.content_ring_ms,
             "comms": s.comms_ring_ms,
         }[name]
+
+    def _build_mixer(self, settings: AudioSettings) -> Mixer:
+        rings = {
+            name: SampleRing(ms_to_samples(self._ring_ms(name)), name=name) for name in SOURCES
+        }
+        return Mixer(
+            rings,
+            period_samples=self._n,
+            rate_hz=RATE_HZ,
+            ramp_ms=settings.ramp_ms,
+            duck_depth_db=settings.duck_depth_db,
+            duck_attack_ms=settings.duck_attack_ms,
+            duck_release_ms=settings.duck_release_ms,
+            limiter_threshold=db_to_gain(settings.limiter_threshold_dbfs),
+        )
 
     @staticmethod
     def _check_capture_rate(rate_hz: int) -> None:

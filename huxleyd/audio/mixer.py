@@ -138,39 +138,49 @@ class SourceChannel:
         self.pull_start = self.ring.read_pos
         self.pull_offset = offset
         self.pull_count = 0
-        fade_out, fade_in, unit = fades
         room = self._period - offset if limit is None else min(self._period - offset, limit)
-        fade: Float32Array | None = None
-        if self.req_flush_seq != self._flush_seq:
-            if not self._paused:
-                self._pull(tmp, offset, min(self._ramp, room))
-                fade = fade_out
-            self._flush()
-        elif self._paused:
-            if self.req_paused:
-                self._step_gains()
-                return
-            self._paused = False
-            self._pull(tmp, offset, room)
-            fade = fade_in
-        elif self.req_paused:
-            self._pull(tmp, offset, min(self._ramp, room))
-            self._paused = True
-            fade = fade_out
-        else:
-            self._pull(tmp, offset, room)
+        fade = self._transport(tmp, offset, room, fades)
         start_gain, end_gain = self._step_gains()
         if self.pull_count == 0:
             return
         if start_gain == end_gain and fade is None:
             np.multiply(tmp, np.float32(end_gain), out=tmp)
         else:
-            np.multiply(unit, np.float32(end_gain - start_gain), out=gains)
+            np.multiply(fades[2], np.float32(end_gain - start_gain), out=gains)
             gains += np.float32(start_gain)
             if fade is not None:
                 np.multiply(gains, fade, out=gains)
             np.multiply(tmp, gains, out=tmp)
         np.add(mix, tmp, out=mix)
+
+    def _transport(
+        self,
+        tmp: Float32Array,
+        offset: int,
+        room: int,
+        fades: tuple[Float32Array, Float32Array, Float32Array],
+    ) -> Float32Array | None:
+        """Flush, pause or resume as requested; pull into ``tmp``; return the fade to apply."""
+        fade_out, fade_in, _ = fades
+        if self.req_flush_seq != self._flush_seq:
+            fade = None
+            if not self._paused:  # fade out what plays now, then drop the rest
+                self._pull(tmp, offset, min(self._ramp, room))
+                fade = fade_out
+            self._flush()
+            return fade
+        if self._paused:
+            if self.req_paused:
+                return None
+            self._paused = False
+            self._pull(tmp, offset, room)
+            return fade_in
+        if self.req_paused:
+            self._pull(tmp, offset, min(self._ramp, room))
+            self._paused = True
+            return fade_out
+        self._pull(tmp, offset, room)
+        return None
 
     def _pull(self, tmp: Float32Array, offset: int, count: int) -> None:
         tmp.fill(0.0)

@@ -27,6 +27,9 @@ INT16_SCALE = 32768.0
 SILENCE_DBFS = -120.0
 """What a level of exactly zero reports (instead of -inf)."""
 
+_INT16_MIN = np.float32(-32768.0)
+_INT16_MAX = np.float32(32767.0)
+
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 
@@ -78,7 +81,7 @@ def float_to_int16_into(src: Float32Array, dst: Int16Array, scratch: Float32Arra
     """float32 → int16 without allocating: scale, round, clip, cast into ``dst``."""
     np.multiply(src, np.float32(INT16_SCALE), out=scratch)
     np.rint(scratch, out=scratch)
-    np.clip(scratch, -32768.0, 32767.0, out=scratch)
+    np.clip(scratch, _INT16_MIN, _INT16_MAX, out=scratch)  # float32 bounds: no cast buffer
     np.copyto(dst, scratch, casting="unsafe")
 
 

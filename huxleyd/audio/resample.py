@@ -9,7 +9,7 @@ period boundaries), delayed by :attr:`StreamResampler.delay_in` input samples.
 
 Everything is precomputed in ``__init__``: for each of the ``block_out``
 output samples the input indices and filter taps it needs. :meth:`process`
-is then one ``take``, one ``einsum`` and one copy into preallocated arrays;
+is then one ``take``, a multiply, a row sum and one copy into preallocated arrays;
 it allocates nothing, so the audio thread can call it every period.
 """
 
@@ -98,8 +98,12 @@ class StreamResampler:
             np.copyto(out, block)
             return
         np.copyto(self._block_view, block)
-        np.take(self._ext, self._index, out=self._gathered)
-        np.einsum("ij,ij->i", self._gathered, self._taps, out=out)
+        # mode="clip": with the default "raise", numpy buffers `out` (a hidden allocation);
+        # the indices are in range by construction, so clipping never changes a value
+        np.take(self._ext, self._index, out=self._gathered, mode="clip")
+        # multiply + reduce rather than einsum: einsum buffers its output internally
+        np.multiply(self._gathered, self._taps, out=self._gathered)
+        np.add.reduce(self._gathered, axis=1, out=out)
         if self._history:
             np.copyto(self._head_view, self._tail_view)
 

@@ -171,10 +171,11 @@ class SampleRing:
 
     def _copy(self, dst: Float32Array | Int16Array, at: int, start: int, count: int) -> None:
         src = self._buf[start : start + count]
+        window = dst[at : at + count]
+        np.copyto(window, src, casting="unsafe")
         if dst.dtype == np.float32:
-            np.multiply(src, _TO_FLOAT, out=dst[at : at + count])
-        else:
-            dst[at : at + count] = src
+            # cast, then scale in place: a mixed-type multiply would allocate a cast buffer
+            np.multiply(window, _TO_FLOAT, out=window)
 
     def skip_to(self, position: int) -> int:
         """Drop queued samples up to ``position`` (never past what was written)."""

@@ -79,3 +79,23 @@ class FlakyBackend(WavBackend):
         if self.is_open:
             self.closes += 1
         super().close()
+
+
+class NullBackend:
+    """A device that costs nothing (silence in, output dropped): only the engine's work remains."""
+
+    def __init__(self, rate_hz: int = 48000) -> None:
+        self.rate_hz = rate_hz
+
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        rate = self.rate_hz
+        return DeviceFormat(rate, rate, 1, 1, 0.0, 0.0, paced=False, description="null")
+
+    def read(self, out: Int16Array) -> IoStatus:
+        return IoStatus.OK
+
+    def write(self, data: Int16Array) -> IoStatus:
+        return IoStatus.OK
+
+    def close(self) -> None:
+        pass

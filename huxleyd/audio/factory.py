@@ -1,0 +1,80 @@
+"""Build the engine the settings ask for (the daemon's one call into this package's wiring).
+
+``audio.backend``:
+
+- ``"pyaudio"`` — the sound card through PortAudio/ALSA (the engine starts
+  even if it is missing, and keeps retrying).
+- ``"wav"`` — files: ``mic_wav`` (or silence) in, ``speaker_wav`` out, at
+  ``wav_speed`` times real time.
+- ``"auto"`` — PyAudio when PortAudio lists the configured devices, else the
+  WAV backend, and the log says which and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from huxleyd.audio.backends.base import AudioBackend
+from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.engine import AudioEngine
+from huxleyd.audio.pacing import ScaledClock
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.errors import AudioDeviceError
+from huxleyd.logs import get_logger
+
+log = get_logger("huxleyd.audio")
+
+
+def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> PyAudioBackend:
+    return PyAudioBackend(
+        capture_device=settings.capture_device,
+        playback_device=settings.playback_device,
+        rate_hz=settings.device_rate_hz,
+        input_channels=settings.input_channels,
+        output_channels=settings.output_channels,
+        prefill_periods=settings.output_prefill_periods,
+        pyaudio_module=pyaudio_module,
+    )
+
+
+def wav_backend(settings: AudioSettings) -> WavBackend:
+    return WavBackend(
+        mic_wav=settings.mic_wav,
+        speaker_wav=settings.speaker_wav,
+        rate_hz=settings.wav_rate_hz,
+        input_channels=settings.input_channels,
+        output_channels=settings.output_channels,
+        keep_speaker=False,  # a daemon runs for days: the file is the record
+    )
+
+
+def choose_backend(
+    settings: AudioSettings, *, pyaudio_module: Any = None
+) -> tuple[AudioBackend, Clock]:
+    """The backend for ``audio.backend`` and the clock that should pace it."""
+    if settings.backend == "pyaudio":
+        return pyaudio_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
+    if settings.backend == "auto":
+        backend = pyaudio_backend(settings, pyaudio_module=pyaudio_module)
+        try:
+            backend.open(period_ms=settings.period_ms)
+        except AudioDeviceError as exc:
+            log.warning("audio_backend_fallback", backend="wav", reason=str(exc))
+        else:
+            backend.close()  # the engine opens it again, on its own thread's terms
+            log.info("audio_backend", backend="pyaudio")
+            return backend, MonotonicClock()
+    clock: Clock = (
+        MonotonicClock() if settings.wav_speed == 1.0 else ScaledClock(settings.wav_speed)
+    )
+    return wav_backend(settings), clock
+
+
+def build_engine(
+    settings: AudioSettings, *, capture_rate_hz: int = 24_000, pyaudio_module: Any = None
+) -> AudioEngine:
+    """An engine on the backend ``settings`` choose (not started)."""
+    backend, clock = choose_backend(settings, pyaudio_module=pyaudio_module)
+    return AudioEngine(backend, settings=settings, clock=clock, capture_rate_hz=capture_rate_hz)
