@@ -289,6 +289,10 @@ class AudioEngine:
     def read_mic_nowait(self) -> MicFrame | None:
         return self._capture.pop()
 
+    def mic_high_water_frames(self) -> int:
+        """The most mic frames found waiting; at ``capture_ring_ms`` the oldest are dropped."""
+        return self._capture.high_water
+
     def drain_mic(self) -> int:
         """Discard queued mic frames (PTT press: old audio must not be sent); return how many."""
         return self._capture.clear()

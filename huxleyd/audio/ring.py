@@ -126,6 +126,9 @@ class SampleRing:
         """Samples ever written. Only the producer stores to it."""
         self.read_pos = 0
         """Samples ever consumed (played or skipped). Only the consumer stores to it."""
+        self.high_water = 0
+        """The fullest the ring has been, in samples (producer side). At ``capacity``
+        the producer waits: the high-water mark and the bound are the same line."""
 
     def available(self) -> int:
         """Samples queued and not yet consumed."""
@@ -148,6 +151,9 @@ class SampleRing:
         if count > first:
             self._buf[: count - first] = samples[first:count]
         self.write_pos += count  # publish after the copy
+        fill = self.write_pos - self.read_pos
+        if fill > self.high_water:
+            self.high_water = fill
         return count
 
     # -- consumer side (audio thread) ---------------------------------------
@@ -211,6 +217,8 @@ class FrameRing:
         """Frames ever consumed or dropped. Only the consumer stores to it."""
         self.dropped = 0
         """Frames lost because the consumer fell more than ``slots - 1`` behind."""
+        self.high_water = 0
+        """The most frames the consumer has found waiting (at ``depth`` it starts losing)."""
 
     @property
     def depth(self) -> int:
@@ -242,6 +250,8 @@ class FrameRing:
             behind = self.write_count - seq
             if behind <= 0:
                 return None
+            if behind > self.high_water:
+                self.high_water = min(behind, self.depth)
             if behind >= self.slots:  # overwritten, or being overwritten now
                 lost = behind - self.depth
                 self.dropped += lost

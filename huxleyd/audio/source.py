@@ -108,6 +108,14 @@ class PlaybackSource:
         """Milliseconds in the ring only (what a producer can still run ahead by)."""
         return samples_to_ms(self._ring.available())
 
+    def high_water_ms(self) -> int:
+        """The fullest the ring has been (at ``capacity_ms`` writers waited)."""
+        return samples_to_ms(self._ring.high_water)
+
+    @property
+    def capacity_ms(self) -> int:
+        return samples_to_ms(self._ring.capacity)
+
     def idle(self) -> bool:
         """Nothing queued and everything written has been heard (or flushed)."""
         return self._ring.available() == 0 and self._channel.played_pos >= self._ring.write_pos

@@ -117,7 +117,9 @@ async def test_the_writer_waits_for_room_and_the_audio_thread_wakes_it() -> None
     pcm = tone(500, 1.5, -10)
     writer = asyncio.ensure_future(engine.source("speech").write(pcm, item_id="x"))
     await asyncio.sleep(0)  # the writer fills the ring, then waits
-    assert not writer.done() and engine.source("speech").buffered_ms() == 500
+    speech = engine.source("speech")
+    assert not writer.done() and speech.buffered_ms() == 500 == speech.capacity_ms
+    assert speech.high_water_ms() == 500 and speech.queued_ms() == 500
     for _ in range(80):
         engine.step()
         await asyncio.sleep(0)
@@ -263,6 +265,7 @@ async def test_a_slow_mic_reader_loses_the_oldest_frames_and_they_are_counted() 
         frames.append(frame)
     assert [f.seq for f in frames] == list(range(14, 20))
     assert engine.stats().mic_frames_dropped == 14
+    assert engine.mic_high_water_frames() == 6  # the bound was reached
     engine.run_periods(3)
     assert engine.drain_mic() == 3  # PTT press: old audio is not sent
     assert engine.read_mic_nowait() is None
