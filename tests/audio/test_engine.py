@@ -330,3 +330,20 @@ def test_unknown_sources_are_named_in_the_error() -> None:
     engine, _ = make_engine()
     with pytest.raises(ValueError, match="unknown audio source 'music'; expected one of speech"):
         engine.source("music")  # type: ignore[arg-type]
+
+
+async def test_after_a_flush_played_ms_is_what_the_device_really_played() -> None:
+    """48 kHz device with 40 ms of buffer: the truncate position lags the mix by the latency,
+    and once the device has played out it equals the speech samples in the output."""
+    engine, backend = make_engine(rate_hz=48000, latency_s=0.04)
+    await engine.source("speech").write(np.full(24000, 8000, np.int16).tobytes(), item_id="r")
+    engine.run_periods(10)
+    assert (
+        engine.played_ms("r") == 200 - 40 - 1
+    )  # minus the resampler's 10-sample delay, rounded down
+    engine.flush("speech")
+    engine.run_periods(5)
+    out = speaker(backend)
+    heard_ms = np.count_nonzero(np.abs(out) > 100) / 48
+    assert abs(engine.played_ms("r") - heard_ms) <= 1.0
+    assert engine.played_ms("r") == 205  # 10 periods plus the 5 ms fade
