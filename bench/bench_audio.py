@@ -91,7 +91,7 @@ def _cpu_rows() -> list[Row]:
 
 
 def _wav_latency_row() -> Row:
-    backend = WavBackend(rate_hz=48000)
+    backend = WavBackend(keep_speaker=True, rate_hz=48000)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=ManualClock())
     engine.run_periods(10)
     engine.source("speech").write_nowait(np.full(240, 20000, np.int16).tobytes())
@@ -141,7 +141,7 @@ def _alsa_latency_row() -> Row:
 
 def _playout_rows() -> list[Row]:
     latency_s = 0.05
-    backend = WavBackend(rate_hz=48000, output_latency_s=latency_s)
+    backend = WavBackend(keep_speaker=True, rate_hz=48000, output_latency_s=latency_s)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=ManualClock())
     speech = engine.source("speech")
     speech.write_nowait(np.full(7200, 8000, np.int16).tobytes(), item_id="a")
@@ -178,7 +178,7 @@ def _playout_rows() -> list[Row]:
 
 
 def _flush_row() -> Row:
-    backend = WavBackend(rate_hz=48000)
+    backend = WavBackend(keep_speaker=True, rate_hz=48000)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=ManualClock())
     asyncio.run(engine.source("speech").write(_tone(440, 2.0, -6), item_id="r"))
     engine.run_periods(10)

@@ -67,6 +67,6 @@ Earcons (``huxleyd.audio.earcons``)::
     sounds = load_earcons(directory)             # {Earcon.LISTEN_START: pcm, ...}
 
 Scenario tests drive the real engine over :class:`~huxleyd.audio.backends.wav_backend.WavBackend`
-(``feed_mic(pcm)``, ``speaker_samples()``/``speaker_pcm()``) either with ``step()`` or on
+(``feed_mic(pcm)``; with ``keep_speaker=True``: ``speaker_samples()``/``speaker_pcm()``) either with ``step()`` or on
 its thread with a :class:`~huxleyd.audio.pacing.ScaledClock` (e.g. 20x real time).
 """

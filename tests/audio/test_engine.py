@@ -24,7 +24,9 @@ N = 480  # one 20 ms period at 24 kHz
 def make_engine(
     *, rate_hz: int = 24000, latency_s: float = 0.0, mic_wav: Path | None = None, **settings: Any
 ) -> tuple[AudioEngine, WavBackend]:
-    backend = WavBackend(rate_hz=rate_hz, output_latency_s=latency_s, mic_wav=mic_wav)
+    backend = WavBackend(
+        keep_speaker=True, rate_hz=rate_hz, output_latency_s=latency_s, mic_wav=mic_wav
+    )
     engine = AudioEngine(
         backend, settings=AudioSettings(backend="wav", **settings), clock=ManualClock()
     )
@@ -230,7 +232,7 @@ async def test_mic_frames_carry_the_wav_in_order_with_capture_times(tmp_path: Pa
     mic = (np.arange(24000) % 20000).astype(np.int16)
     write_wav(tmp_path / "mic.wav", mic)
     clock = ManualClock(100.0)
-    backend = WavBackend(mic_wav=tmp_path / "mic.wav")
+    backend = WavBackend(keep_speaker=True, mic_wav=tmp_path / "mic.wav")
     engine = AudioEngine(backend, settings=AudioSettings(), clock=clock)
     for _ in range(5):
         clock.advance(0.02)

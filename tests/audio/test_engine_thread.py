@@ -31,7 +31,7 @@ async def stall_scenario(
 ) -> tuple[AudioEngine, WavBackend, list[MicFrame], np.ndarray]:
     """Stream speech ``lead_ms`` ahead and read the mic, then block the loop for 500 ms."""
     mic = (np.arange(24000 * 3) % 30000).astype(np.int16)
-    backend = WavBackend()
+    backend = WavBackend(keep_speaker=True)
     backend.feed_mic(mic.tobytes())
     # the speech ring is the lead: write() waits while it is full
     settings = AudioSettings(speech_ring_ms=lead_ms, capture_ring_ms=capture_ring_ms)
@@ -90,7 +90,7 @@ async def test_the_same_stall_with_rings_too_small_is_heard_and_counted() -> Non
 
 async def test_scenario_mode_loops_mic_to_speaker_faster_than_real_time() -> None:
     """What a coordinator end-to-end test does: feed the mic, answer, read the speaker."""
-    backend = WavBackend()
+    backend = WavBackend(keep_speaker=True)
     backend.feed_mic(tone(700, 1.0, -10))
     clock = ScaledClock(20.0)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=clock)

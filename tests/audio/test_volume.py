@@ -115,7 +115,9 @@ async def test_the_level_survives_a_restart(on_path: Path) -> None:
 
 async def test_a_card_without_a_playback_control_falls_back_to_software_gain(on_path: Path) -> None:
     install_fake_amixer(on_path, {"Capture": FakeControl(playback=False)})
-    engine = AudioEngine(WavBackend(), settings=AudioSettings(), clock=ManualClock())
+    engine = AudioEngine(
+        WavBackend(keep_speaker=True), settings=AudioSettings(), clock=ManualClock()
+    )
     volume = await open_volume(AudioSettings(backend="pyaudio"), engine)
     assert isinstance(volume, SoftwareVolume)
     hardware = install_fake_amixer(on_path, {"PCM": FakeControl()})
@@ -128,12 +130,14 @@ async def test_no_amixer_at_all_means_software_gain(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    engine = AudioEngine(WavBackend(), settings=AudioSettings(), clock=ManualClock())
+    engine = AudioEngine(
+        WavBackend(keep_speaker=True), settings=AudioSettings(), clock=ManualClock()
+    )
     assert isinstance(await open_volume(AudioSettings(backend="auto"), engine), SoftwareVolume)
 
 
 async def test_software_volume_scales_the_output_and_ducking_leaves_it_alone() -> None:
-    backend = WavBackend()
+    backend = WavBackend(keep_speaker=True)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=ManualClock())
     store = MemoryLevelStore(50)
     volume = PersistentVolume(SoftwareVolume(engine), store)

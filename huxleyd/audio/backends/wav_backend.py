@@ -3,7 +3,9 @@
 Mic: the samples of ``mic_wav`` (resampled to ``rate_hz`` when needed), then
 whatever :meth:`WavBackend.feed_mic` queued, then silence. Speaker: every
 period written goes to ``speaker_wav`` (when set) and, with
-``keep_speaker=True``, to memory for :meth:`WavBackend.speaker_samples`.
+``keep_speaker=True``, to memory for :meth:`WavBackend.speaker_samples`
+(tests; off by default because memory would grow 48 kB/s for as long as a
+daemon runs).
 
 The backend is not paced (``DeviceFormat.paced`` is False): the engine's
 clock sets the tempo, so with a :class:`~huxleyd.audio.pacing.ScaledClock`
@@ -44,7 +46,7 @@ class WavBackend:
         input_channels: int = 1,
         output_channels: int = 1,
         output_latency_s: float = 0.0,
-        keep_speaker: bool = True,
+        keep_speaker: bool = False,
         mic_feed_s: float = 120.0,
     ) -> None:
         self.rate_hz = rate_hz
