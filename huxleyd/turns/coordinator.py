@@ -135,13 +135,14 @@ class Coordinator:
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
         self._speech.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
     async def close(self) -> None:
         """Stop media (its bookmark is written), end a claim, cancel tools and helpers."""
-        await self.media.stop(reason="shutdown")
+        await self.media.close()
         await self.proactive.close()
         for outcome in self._tools.cancel_all():
             self._provider.send_tool_output(outcome.call_id, outcome.output)
@@ -245,13 +246,14 @@ class Coordinator:
         """A claim takes the mic: stop any reply, clear the input, background the media."""
         if self._busy() or self.state is TurnState.LISTENING:
             self._interrupt()
+            self.media.dialog_ended()
             self._set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed
-        self.media.dialog_started()
+        self.media.claim_started()
         self._set_activity(Activity.CALL)
 
     def resume_after_claim(self) -> None:
-        self.media.dialog_ended()
+        self.media.claim_ended()
         self._set_activity(Activity.MEDIA if self.media.playing else Activity.IDLE)
 
     async def comms_write(self, pcm: bytes) -> None:
@@ -478,17 +480,25 @@ class Coordinator:
         self._barrier = None
         stream, self._latched_stream = self._latched_stream, None
         claim, self._latched_claim = self._latched_claim, None
-        if terminal and stream is not None:
-            self.media.start(stream)
-        self._finish_turn(outcome)
+        self._finish_turn(outcome, then_play=stream if terminal else None)
         if terminal and claim is not None:
             try:
                 self.proactive.start_claim(claim)
             except Exception as exc:  # ClaimBusyError, or a malformed claim
                 log.error("claim_refused", error=str(exc))
 
-    def _finish_turn(self, outcome: TurnOutcome, *, next_turn_follows: bool = False) -> None:
-        """End the turn. ``next_turn_follows``: keep media in the background (no blip)."""
+    def _finish_turn(
+        self,
+        outcome: TurnOutcome,
+        *,
+        next_turn_follows: bool = False,
+        then_play: AudioStream | None = None,
+    ) -> None:
+        """End the turn. ``next_turn_follows``: keep media in the background (no blip).
+
+        ``then_play`` starts after dialog gives the speaker back, so the new
+        stream does not arrive preempted (and, with patience 0, evicted).
+        """
         turn = self.turn
         self._disarm_watchdog()
         self._pending_sounds.clear()
@@ -503,6 +513,8 @@ class Coordinator:
         if next_turn_follows:
             return
         self.media.dialog_ended()
+        if then_play is not None:
+            self.media.start(then_play)
         self._set_state(TurnState.IDLE)
         if self._renew_session_if_due is not None:
             self._renew_session_if_due()

@@ -1,11 +1,17 @@
-"""Long-form audio (AudioStream) on the ``content`` source.
+"""Long-form audio (AudioStream) on the ``content`` source, under focus.
 
-The coordinator starts a stream at a turn's terminal barrier and tells the
-runner when dialog takes the speaker (``dialog_started``) and gives it back
-(``dialog_ended``). MIXABLE content ducks under dialog; NONMIXABLE content
-pauses where it is. A preempted stream waits for its patience (NONMIXABLE
-default 0, MIXABLE 5 minutes, or the stream's own) and is then evicted:
-``on_patience_expired`` is awaited first, then the stream is closed.
+Who owns the speaker is decided by the :class:`~huxleyd.turns.focus.FocusManager`
+(the Huxley/AVS model): dialog (PTT held, the model speaking) on DIALOG, an
+input claim on COMMS, the stream on CONTENT. The runner turns the focus
+manager's verdicts into mixer actions for the stream it plays: MAY_DUCK →
+duck (MIXABLE), MUST_PAUSE → pause where it is (NONMIXABLE), PRIMARY →
+unduck/resume, MUST_STOP → stop. Patience (how long a preempted stream may
+wait before it is evicted, with ``on_patience_expired`` awaited first) is
+the focus manager's.
+
+The coordinator calls :meth:`dialog_started` / :meth:`dialog_ended`,
+:meth:`claim_started` / :meth:`claim_ended`, :meth:`start`, :meth:`stop`.
+These never await: focus requests are queued in order on the actor.
 
 The skill's iterator is always closed (``aclose``) when the stream stops
 for any reason, so its ``finally`` — where bookmarks are written — runs.
@@ -15,27 +21,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
-from huxley_sdk import AudioStream, ContentType
+from huxley_sdk import AudioStream
 from huxleyd.logs import get_logger
+from huxleyd.turns.focus import Activity, Channel, FocusManager, FocusState, MixingBehavior
 from huxleyd.turns.ports import AudioPort
 
 log = get_logger("huxleyd.turns")
 
-DEFAULT_PATIENCE = {
-    ContentType.NONMIXABLE: timedelta(0),
-    ContentType.MIXABLE: timedelta(minutes=5),
-}
 
+class _Playing:
+    """One stream being played: its focus activity, its task, its mixer state."""
 
-def patience_of(stream: AudioStream) -> timedelta:
-    return stream.patience if stream.patience is not None else DEFAULT_PATIENCE[stream.content_type]
+    def __init__(self, stream: AudioStream) -> None:
+        self.stream = stream
+        self.task: asyncio.Task[None] | None = None
+        self.activity: Activity | None = None
+        self.behavior = MixingBehavior.PRIMARY
 
 
 class MediaRunner:
-    """At most one AudioStream at a time."""
+    """At most one AudioStream at a time, its focus, and the dialog/claim focus."""
 
     def __init__(
         self,
@@ -43,64 +51,151 @@ class MediaRunner:
         *,
         on_natural_end: Callable[[AudioStream], None],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        focus: FocusManager | None = None,
     ) -> None:
         self._audio = audio
         self._on_natural_end = on_natural_end
-        self._sleep = sleep
-        self._task: asyncio.Task[None] | None = None
-        self._stream: AudioStream | None = None
-        self._patience: asyncio.Task[None] | None = None
-        self._in_background = False
+        self.focus = focus or FocusManager(sleep=sleep)
+        self._dialog = Activity("dialog", Channel.DIALOG)
+        self._claim = Activity("claim", Channel.COMMS)
+        self._holding: set[Activity] = set()
+        self._current: _Playing | None = None
+        self._requests: set[asyncio.Task[Any]] = set()
+
+    def open(self) -> None:
+        self.focus.start()
+
+    async def close(self) -> None:
+        await self.stop(reason="shutdown")
+        await self.focus.close()
+
+    # ------------------------------------------------------------ state
 
     @property
     def stream(self) -> AudioStream | None:
-        return self._stream
-
-    @property
-    def in_background(self) -> bool:
-        """Ducked or paused under dialog."""
-        return self._in_background
+        return self._current.stream if self.playing and self._current else None
 
     @property
     def playing(self) -> bool:
-        return self._task is not None and not self._task.done()
+        current = self._current
+        return current is not None and current.task is not None and not current.task.done()
+
+    @property
+    def in_background(self) -> bool:
+        """Ducked or paused under dialog or a claim."""
+        current = self._current
+        return current is not None and current.behavior is not MixingBehavior.PRIMARY
 
     @property
     def label(self) -> str | None:
-        return (self._stream.label or "audio") if self.playing and self._stream else None
+        stream = self.stream
+        return (stream.label or "audio") if stream is not None else None
+
+    # ------------------------------------------------------------ focus requests
+
+    def _request(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name="focus-request")
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def settled(self) -> None:
+        """Wait until every focus request made so far has been applied (tests, shutdown)."""
+        while self._requests:
+            await asyncio.gather(*list(self._requests), return_exceptions=True)
+
+    def dialog_started(self) -> None:
+        self._hold(self._dialog)
+
+    def dialog_ended(self) -> None:
+        self._let_go(self._dialog)
+
+    def claim_started(self) -> None:
+        self._hold(self._claim)
+
+    def claim_ended(self) -> None:
+        self._let_go(self._claim)
+
+    def _hold(self, activity: Activity) -> None:
+        if activity not in self._holding:
+            self._holding.add(activity)
+            self._request(self.focus.acquire(activity))
+
+    def _let_go(self, activity: Activity) -> None:
+        if activity in self._holding:
+            self._holding.discard(activity)
+            self._request(self.focus.release(activity))
+
+    # ------------------------------------------------------------ streams
 
     def start(self, stream: AudioStream) -> None:
-        """Play ``stream`` now, replacing any current one (whose finally runs)."""
-        self._cancel_current()
-        self._stream = stream
-        self._in_background = False
-        self._task = asyncio.get_running_loop().create_task(self._play(stream), name="media")
+        """Play ``stream``, replacing any current one (whose finally runs)."""
+        self._end_current()
+        playing = _Playing(stream)
+        playing.activity = Activity(
+            stream.label or "audio",
+            Channel.CONTENT,
+            on_focus_changed=lambda state, behavior: self._on_focus(playing, state, behavior),
+            content_type=stream.content_type,
+            patience=stream.patience,
+            on_patience_expired=stream.on_patience_expired,
+        )
+        self._current = playing
+        playing.task = asyncio.get_running_loop().create_task(self._play(playing), name="media")
+        self._request(self.focus.acquire(playing.activity))
         log.info("media_started", label=stream.label, content_type=stream.content_type.value)
 
     async def stop(self, *, reason: str = "stopped") -> bool:
         """Stop gracefully (CancelMedia). Returns whether something was playing."""
-        task = self._task
-        if task is None or task.done():
+        current = self._current
+        if current is None or current.task is None or current.task.done():
             return False
-        self._cancel_current()
+        task = current.task
+        self._end_current()
         with contextlib.suppress(asyncio.CancelledError):
             await task
         log.info("media_stopped", reason=reason)
         return True
 
-    def _cancel_current(self) -> None:
-        if self._patience is not None:
-            self._patience.cancel()
-            self._patience = None
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-        # Flush before un-pausing, so no stale audio slips out in between.
+    def _end_current(self) -> None:
+        current, self._current = self._current, None
+        if current is None:
+            return
+        if current.task is not None and not current.task.done():
+            current.task.cancel()
         self._audio.flush("content")
-        if self._in_background and self._stream is not None:
-            self._resume_mixer(self._stream)
-        self._in_background = False
+        self._restore_mixer(current)
+        if current.activity is not None:
+            self._request(self.focus.release(current.activity))
 
-    async def _play(self, stream: AudioStream) -> None:
+    def _on_focus(self, playing: _Playing, state: FocusState, behavior: MixingBehavior) -> None:
+        """The focus manager's verdict for one stream, applied to the mixer."""
+        if playing is not self._current:
+            return  # a stream already replaced or stopped
+        if behavior is MixingBehavior.MUST_STOP or state is FocusState.NONE:
+            log.info("media_evicted", label=playing.stream.label)
+            self._end_current()
+            return
+        previous, playing.behavior = playing.behavior, behavior
+        if previous is behavior:
+            return
+        self._restore_mixer_from(previous)
+        if behavior is MixingBehavior.MAY_DUCK:
+            self._audio.duck("content")
+        elif behavior is MixingBehavior.MUST_PAUSE:
+            self._audio.pause("content")
+
+    def _restore_mixer(self, playing: _Playing) -> None:
+        self._restore_mixer_from(playing.behavior)
+        playing.behavior = MixingBehavior.PRIMARY
+
+    def _restore_mixer_from(self, behavior: MixingBehavior) -> None:
+        if behavior is MixingBehavior.MAY_DUCK:
+            self._audio.unduck("content")
+        elif behavior is MixingBehavior.MUST_PAUSE:
+            self._audio.resume("content")
+
+    async def _play(self, playing: _Playing) -> None:
+        stream = playing.stream
         iterator = stream.factory()
         content = self._audio.source("content")
         natural = False
@@ -117,56 +212,9 @@ class MediaRunner:
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(aclose())
-        if natural:
+        if natural and playing is self._current:
+            self._current = None
+            if playing.activity is not None:
+                self._request(self.focus.release(playing.activity))
             log.info("media_finished", label=stream.label)
             self._on_natural_end(stream)
-
-    def dialog_started(self) -> None:
-        """Dialog takes the speaker: duck or pause, and start the patience clock."""
-        if not self.playing or self._stream is None or self._in_background:
-            return
-        stream = self._stream
-        self._in_background = True
-        if stream.content_type is ContentType.MIXABLE:
-            self._audio.duck("content")
-        else:
-            self._audio.pause("content")
-        self._patience = asyncio.get_running_loop().create_task(
-            self._evict_after(stream, patience_of(stream)), name="media-patience"
-        )
-
-    def dialog_ended(self) -> None:
-        """Dialog is over: the stream comes back where it was."""
-        if not self._in_background or self._stream is None:
-            return
-        if self._patience is not None:
-            self._patience.cancel()
-            self._patience = None
-        self._in_background = False
-        if self.playing:
-            self._resume_mixer(self._stream)
-
-    def _resume_mixer(self, stream: AudioStream) -> None:
-        if stream.content_type is ContentType.MIXABLE:
-            self._audio.unduck("content")
-        else:
-            self._audio.resume("content")
-
-    async def _evict_after(self, stream: AudioStream, patience: timedelta) -> None:
-        seconds = patience.total_seconds()
-        if seconds > 0:
-            await self._sleep(seconds)
-        if stream is not self._stream or not self.playing:
-            return
-        if stream.on_patience_expired is not None:
-            try:
-                await stream.on_patience_expired()
-            except Exception:
-                log.exception("media_patience_callback_failed", label=stream.label)
-        self._patience = None  # we are that task: do not cancel ourselves
-        log.info("media_evicted", label=stream.label, patience_s=seconds)
-        task = self._task
-        self._cancel_current()
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
