@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +21,12 @@ from huxley_sdk import SkillContext, load_pcm_palette
 from huxley_sdk.audio import PaletteError
 from huxleyd import __version__
 from huxleyd.audio.backends.base import AudioBackend
-from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
+from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config
-from huxleyd.errors import AudioDeviceError
 from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
@@ -91,25 +90,36 @@ def merge_board_audio(audio: AudioSettings, board: BoardProfile) -> AudioSetting
     return dataclasses.replace(audio, **changes)
 
 
-def choose_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
-    """PyAudio when a device opens (``auto``/``pyaudio``), else WAV files (``auto``/``wav``)."""
-    if audio.backend in ("auto", "pyaudio"):
-        backend = PyAudioBackend(
-            capture_device=audio.capture_device,
-            playback_device=audio.playback_device,
-            rate_hz=audio.device_rate_hz,
-            input_channels=audio.input_channels,
-        )
-        try:
-            backend.open(period_ms=audio.period_ms)
-            backend.close()
-            return backend, f"pyaudio ({audio.capture_device} → {audio.playback_device})"
-        except AudioDeviceError as exc:
-            if audio.backend == "pyaudio":
-                raise
-            log.warning("no_sound_card", error=str(exc), fallback="wav files")
-    wav = WavBackend(mic_wav=audio.mic_wav, speaker_wav=audio.speaker_wav)
-    return wav, f"wav (mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'})"
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Silence what C libraries print on fd 2 while PortAudio probes devices.
+
+    On a machine without a card, ALSA and JACK print dozens of lines there;
+    our own log line says what happened instead. Python-level logging is
+    unaffected only if it does not write during the block (it does not).
+    """
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
+    """The backend ``[audio] backend`` asks for (auto: PyAudio when a device opens)."""
+    with quiet_native_stderr():
+        backend, _clock = choose_backend(audio)
+    if isinstance(backend, WavBackend):
+        where = f"mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'}"
+        return backend, f"wav ({where})"
+    return backend, f"pyaudio ({audio.capture_device} → {audio.playback_device})"
 
 
 def resolve_api_key(config: Config, parts: RuntimeParts) -> str | None:
@@ -255,7 +265,7 @@ class Runtime:
             backend, self.audio_description = self.parts.backend, "injected backend"
         else:
             backend, self.audio_description = await asyncio.to_thread(
-                choose_backend, self.audio_settings
+                pick_backend, self.audio_settings
             )
         self.engine = AudioEngine(backend, settings=self.audio_settings, clock=self.clock)
         self.engine.start()

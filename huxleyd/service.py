@@ -84,6 +84,9 @@ class Notifier:
         message = "\n".join(f"{k}={' '.join(str(v).splitlines())}" for k, v in fields.items())
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+                # Never block the event loop on a receiver that is not reading:
+                # a full queue drops this message (and says so once) instead.
+                sock.setblocking(False)
                 sock.connect(address)
                 sock.sendall(message.encode("utf-8"))
         except OSError as exc:

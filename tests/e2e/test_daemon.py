@@ -1,0 +1,181 @@
+"""The daemon as an admin meets it: a process, huxleyctl, sd_notify.
+
+Runs ``python -m huxleyd.daemon`` in a temporary directory (WAV backend,
+mock pins, the simulator), talks to it with ``huxleyctl`` as a subprocess,
+and listens on a NOTIFY_SOCKET like systemd would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_daemon_config(tmp: Path) -> Path:
+    (tmp / "personas").mkdir()
+    (tmp / "personas" / "default.toml").write_text(
+        'name = "Test"\ntimezone = "UTC"\ninstructions = "Be brief."\n[skills.system]\n'
+    )
+    (tmp / "scenario.toml").write_text(
+        'name = "t"\n[[turns]]\nhear = "hello"\n[[turns.responses]]\nsay = "hi"\n'
+        "tone_hz = 440.0\nduration_ms = 300\n"
+    )
+    config = tmp / "huxleyd.toml"
+    config.write_text(
+        f"""
+[daemon]
+sounds_dir = "{ROOT / "sounds"}"
+[storage]
+state_dir = "state"
+[provider]
+kind = "sim"
+sim_scenario = "scenario.toml"
+sim_speed = 4.0
+[audio]
+backend = "wav"
+speaker_wav = "speaker.wav"
+[hardware]
+boards_dir = "{ROOT / "hw"}"
+[control]
+socket_path = "control.sock"
+socket_group = ""
+"""
+    )
+    return config
+
+
+class Daemon:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.config = write_daemon_config(tmp)
+        self.socket = tmp / "control.sock"
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(str(tmp / "notify.sock"))
+        self.notify.settimeout(0.2)
+        self.messages: list[str] = []
+        env = {
+            **os.environ,
+            "NOTIFY_SOCKET": str(tmp / "notify.sock"),
+            "WATCHDOG_USEC": "1000000",
+            "GPIOZERO_PIN_FACTORY": "mock",
+        }
+        env.pop("JOURNAL_STREAM", None)
+        # A file, not a pipe: nobody reads a pipe while the test runs, and a
+        # full pipe would block the daemon's logging.
+        self.log = tmp / "daemon.log"
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "huxleyd.daemon", "--config", str(self.config)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def wait_for(self, text: str, timeout_s: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(text in m for m in self.messages):
+                return
+            try:
+                self.messages.append(self.notify.recv(4096).decode())
+            except TimeoutError:
+                assert self.proc.poll() is None, self.output()
+        raise AssertionError(f"no {text!r} from sd_notify; got {self.messages}")
+
+    def ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(self.socket), *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=20)
+        finally:
+            self.notify.close()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(tmp_path)
+    try:
+        d.wait_for("READY=1")
+        yield d
+    finally:
+        d.stop()
+
+
+def test_ready_status_and_watchdog_reach_systemd(daemon: Daemon) -> None:
+    daemon.wait_for("WATCHDOG=1")
+    assert any(m.startswith("STATUS=") or "\nSTATUS=" in m for m in daemon.messages)
+    ready = next(m for m in daemon.messages if "READY=1" in m)
+    assert "simulator" in ready
+
+
+def test_huxleyctl_against_the_running_daemon(daemon: Daemon) -> None:
+    status = daemon.ctl("status", "--json")
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert report["is_simulator"] is True and report["persona"] == "Test"
+    assert report["provider_state"] == "connected" or report["provider_state"] == "connecting"
+
+    assert daemon.ctl("volume", "30").returncode == 0
+    got = daemon.ctl("volume")
+    assert got.returncode == 0 and "30" in got.stdout
+    assert daemon.ctl("volume", "130").returncode == 2  # argparse rejects it
+
+    skills = daemon.ctl("skills", "--json")
+    assert skills.returncode == 0
+    listed = json.loads(skills.stdout)
+    entries = listed["skills"] if isinstance(listed, dict) else listed
+    assert any(s["name"] == "system" and "set_volume" in s["tools"] for s in entries), listed
+
+    say = daemon.ctl("say", "hello")
+    assert say.returncode == 0, say.stderr
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        report = json.loads(daemon.ctl("status", "--json").stdout)
+        if report["last_turn_id"] is not None:
+            break
+        time.sleep(0.1)
+    assert report["last_turn_id"] is not None, report
+    assert "commit_to_first_audio_ms" in report["last_turn_timings_ms"]
+
+    assert daemon.ctl("ptt", "tap").returncode == 0
+    assert daemon.ctl("stop").returncode == 0
+    levels = daemon.ctl("levels", "--seconds", "0.3")
+    assert levels.returncode == 0, levels.stderr
+    doctor = daemon.ctl("doctor", "--json")
+    listed = json.loads(doctor.stdout)
+    checks = {c["name"]: c for c in (listed["checks"] if isinstance(listed, dict) else listed)}
+    assert checks["config"]["ok"] and checks["audio"]["ok"], checks
+    assert daemon.ctl("fly").returncode == 2
+    assert daemon.ctl("ptt", "wiggle").returncode == 2
+
+
+def test_sigterm_stops_cleanly(daemon: Daemon) -> None:
+    daemon.wait_for("WATCHDOG=1")
+    daemon.proc.send_signal(signal.SIGTERM)
+    daemon.wait_for("STOPPING=1")
+    assert daemon.stop() == 0, daemon.output()
+    assert "daemon_stopped" in daemon.output()
+    assert not daemon.socket.exists(), "the control socket is removed"
+    assert daemon.ctl("status").returncode == 3  # not running
