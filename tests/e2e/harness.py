@@ -160,14 +160,15 @@ class Rig:
         *,
         skills: tuple[str, ...] = ("system", "scenario"),
         earcons: bool = True,
+        speed: float = SPEED,
     ) -> None:
         self.tmp = tmp
         self.earcons = earcons
         self.scenario = scenario
         self.skills = skills
-        self.clock = ScaledClock(SPEED, start_s=1000.0)
+        self.clock = ScaledClock(speed, start_s=1000.0)
         self.backend = WavBackend(keep_speaker=True)
-        self.sim = SimServer(scenario, speed=SPEED, synth="tone")
+        self.sim = SimServer(scenario, speed=speed, synth="tone")
         self.notifier = RecordingNotifier()
         self.pins = MockFactory(pin_class=MockPWMPin)
         self.runtime: Runtime | None = None
