@@ -12,7 +12,7 @@ import asyncio
 import importlib
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,22 @@ SPEED = 4.0
 TEST_SKILL = '''
 """Skills for the end-to-end scenarios; written against huxley_sdk only."""
 import asyncio, json
-from huxley_sdk import AudioStream, PlaySound, ToolDefinition, ToolResult
+from array import array
+from datetime import timedelta
+from huxley_sdk import (
+    AudioStream, ContentType, InputClaim, PlaySound, ToolDefinition, ToolResult,
+)
 
 CHIME = (b"\\x00\\x40" * 2400)  # 100 ms of a constant +0.5 full-scale level: easy to find
+COUNTER_BASE = 1000
+COUNTER_PERIOD = 20000
+RADIO_LEVEL = 8000
+CHUNK = 2400  # samples: 100 ms
+
+
+def counter_pcm(start, count):
+    """Samples ``start``..``start+count`` of a slow sawtooth: each one says where it is."""
+    return array("h", (COUNTER_BASE + (start + i) % COUNTER_PERIOD for i in range(count))).tobytes()
 
 
 class ScenarioSkill:
@@ -45,10 +58,17 @@ class ScenarioSkill:
 
     def __init__(self):
         self.events = []
+        self.mic = bytearray()
+        self.counter_s = 3.0
+        self.radio_s = 6.0
+        self.patience_s = 0.3
+        self.claim_handle = None
 
     @property
     def tools(self):
-        return [ToolDefinition(n, n) for n in ("news", "song", "explode", "hang")]
+        names = ("news", "song", "explode", "hang", "counter", "radio", "impatient",
+                 "claim", "bad_claim")
+        return [ToolDefinition(n, n) for n in names]
 
     async def setup(self, ctx):
         self.ctx = ctx
@@ -58,9 +78,40 @@ class ScenarioSkill:
             return ToolResult(json.dumps({"headline": "all quiet"}), PlaySound(CHIME))
         if tool_name == "song":
             return ToolResult("{}", AudioStream(factory=self._song, on_complete_prompt="Say the song ended.", label="song"))
+        if tool_name == "counter":
+            # NONMIXABLE, patient: pauses under speech and resumes where it was.
+            stream = AudioStream(factory=lambda: self._counter("counter", self.counter_s),
+                                 label="counter", patience=timedelta(minutes=1))
+            return ToolResult("{}", stream)
+        if tool_name == "radio":
+            stream = AudioStream(factory=self._radio, content_type=ContentType.MIXABLE, label="radio")
+            return ToolResult("{}", stream)
+        if tool_name == "impatient":
+            stream = AudioStream(factory=lambda: self._counter("impatient", 30.0), label="impatient",
+                                 patience=timedelta(seconds=self.patience_s),
+                                 on_patience_expired=self._expired)
+            return ToolResult("{}", stream)
+        if tool_name in ("claim", "bad_claim"):
+            return ToolResult("{}", self.make_claim(fail=tool_name == "bad_claim"))
         if tool_name == "hang":
             await asyncio.sleep(3600)
         raise RuntimeError("the skill exploded")
+
+    def make_claim(self, fail=False):
+        async def on_mic_frame(pcm):
+            if fail:
+                raise RuntimeError("the claim exploded")
+            self.mic.extend(pcm)
+
+        async def on_claim_end(reason):
+            self.events.append("claim:" + reason.value)
+
+        return InputClaim(on_mic_frame=on_mic_frame, on_claim_end=on_claim_end, title="test claim")
+
+    async def start_claim(self, fail=False):
+        """Take the microphone now (``ctx.start_input_claim``); the handle is kept."""
+        self.claim_handle = await self.ctx.start_input_claim(self.make_claim(fail))
+        return self.claim_handle
 
     async def _song(self):
         self.events.append("song:start")
@@ -71,9 +122,35 @@ class ScenarioSkill:
         finally:
             self.events.append("song:finally")
 
+    async def _counter(self, label, seconds):
+        self.events.append(label + ":start")
+        try:
+            total = int(seconds * 24000)
+            for start in range(0, total, CHUNK):
+                yield counter_pcm(start, min(CHUNK, total - start))
+            self.events.append(label + ":end")
+        finally:
+            self.events.append(label + ":finally")
+
+    async def _radio(self):
+        self.events.append("radio:start")
+        try:
+            for _ in range(int(self.radio_s * 10)):
+                yield array("h", [RADIO_LEVEL] * CHUNK).tobytes()
+            self.events.append("radio:end")
+        finally:
+            self.events.append("radio:finally")
+
+    async def _expired(self):
+        self.events.append("impatient:expired")
+
     async def teardown(self):
         pass
 '''
+COUNTER_BASE = 1000
+COUNTER_PERIOD = 20000
+RADIO_LEVEL = 8000
+"""Mirrors of the test skill's constants, for the assertions."""
 
 
 @contextmanager
@@ -101,10 +178,17 @@ def scenario_skill_installed(tmp: Path) -> Iterator[None]:
 
 
 def write_config(
-    tmp: Path, *, skills: tuple[str, ...] = ("system", "scenario"), sounds_dir: Path | None = None
+    tmp: Path,
+    *,
+    skills: tuple[str, ...] = ("system", "scenario"),
+    sounds_dir: Path | None = None,
+    skill_config: Mapping[str, str] | None = None,
 ) -> Path:
+    """Write ``huxleyd.toml`` and the persona; ``skill_config`` maps a skill to
+    the TOML lines of its table (``{"memos": "max_seconds = 5"}``)."""
     (tmp / "personas").mkdir(exist_ok=True)
-    skill_tables = "\n".join(f"[skills.{s}]" for s in skills)
+    extra = skill_config or {}
+    skill_tables = "\n".join(f"[skills.{s}]\n{extra.get(s, '')}" for s in skills)
     (tmp / "personas" / "default.toml").write_text(
         f'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n{skill_tables}\n'
     )
@@ -178,7 +262,11 @@ class Rig:
         no_sounds = self.tmp / "no-sounds"
         no_sounds.mkdir(exist_ok=True)
         sounds = None if self.earcons else no_sounds
-        config = load_config(write_config(self.tmp, skills=self.skills, sounds_dir=sounds))
+        config = load_config(
+            write_config(
+                self.tmp, skills=self.skills, sounds_dir=sounds, skill_config=self.skill_config
+            )
+        )
         self.runtime = Runtime(
             config,
             RuntimeParts(
@@ -226,6 +314,26 @@ class Rig:
     def sent_types(self) -> list[str]:
         return [e.type for e in self.sim.received]
 
+    def skill(self, name: str) -> Any:
+        """The loaded skill instance called ``name`` (to read what it recorded)."""
+        assert self.runtime is not None and self.runtime.host is not None
+        return next(s for s in self.runtime.host.skills if s.name == name)
+
+    def idle(self) -> bool:
+        coordinator = self.rt.coordinator
+        return coordinator is not None and coordinator.state.value == "idle"
+
+    def announced(self, prompt: str) -> int:
+        """How many ``response.create`` carried ``prompt`` (an inject, a completion prompt)."""
+        return sum(
+            1
+            for e in self.sim.received
+            if e.type == "response.create" and (e.response.instructions or "").endswith(prompt)
+        )
+
+    def appends(self) -> int:
+        return sum(1 for e in self.sim.received if e.type == "input_audio_buffer.append")
+
 
 async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 15.0) -> None:
     deadline = time.monotonic() + timeout_s
@@ -243,3 +351,54 @@ def level_dbfs(samples: np.ndarray) -> float:
 def first_nonsilent(samples: np.ndarray, start: int = 0, threshold: float = 200.0) -> int | None:
     hits = np.flatnonzero(np.abs(samples[start:]) > threshold)
     return None if len(hits) == 0 else int(start + hits[0])
+
+
+def silent_run_samples(samples: np.ndarray, min_run: int = 4) -> int:
+    """How many samples lie in runs of at least ``min_run`` exact zeros."""
+    zero = np.concatenate(([0], (samples == 0).astype(np.int8), [0]))
+    edges = np.flatnonzero(np.diff(zero))
+    runs = edges[1::2] - edges[::2]
+    return int(runs[runs >= min_run].sum())
+
+
+def tone_windows(
+    samples: np.ndarray, hz: float, *, window: int = RATE // 50, share: float = 0.6
+) -> np.ndarray:
+    """Start indices of the ``window``-sample blocks where a sine at ``hz`` carries
+    at least ``share`` of the energy (and the block is not near-silent)."""
+    count = len(samples) // window
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    blocks = samples[: count * window].reshape(count, window)
+    t = np.arange(window) / RATE
+    re = blocks @ np.cos(2 * np.pi * hz * t)
+    im = blocks @ np.sin(2 * np.pi * hz * t)
+    power = (re**2 + im**2) * 2 / window
+    energy = np.sum(blocks**2, axis=1)
+    loud = energy > window * 200.0**2
+    return np.flatnonzero(loud & (power >= share * np.maximum(energy, 1.0))) * window
+
+
+def counter_runs(samples: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(output index, first value, length)`` of each run of consecutive counter samples.
+
+    The test skill's counter stream steps by exactly +1 (wrapping from the
+    top of its period back to its base); any other step ends a run, so a
+    fade, a gap, a skipped or a repeated sample shows as a new run.
+    """
+    values = samples.astype(np.int64)
+    steps = np.diff(values)
+    wrap = -(COUNTER_PERIOD - 1)
+    inside = (values[:-1] >= COUNTER_BASE) & (values[:-1] < COUNTER_BASE + COUNTER_PERIOD)
+    ok = inside & ((steps == 1) | (steps == wrap))
+    runs: list[tuple[int, int, int]] = []
+    start: int | None = None
+    for i, good in enumerate(ok.tolist()):
+        if good and start is None:
+            start = i
+        elif not good and start is not None:
+            runs.append((start, int(values[start]), i - start + 1))
+            start = None
+    if start is not None:
+        runs.append((start, int(values[start]), len(values) - start))
+    return runs

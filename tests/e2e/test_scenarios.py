@@ -22,6 +22,7 @@ from tests.e2e.harness import (
     first_nonsilent,
     level_dbfs,
     scenario_skill_installed,
+    silent_run_samples,
     until,
 )
 
@@ -32,14 +33,6 @@ PERIOD = RATE // 50  # 20 ms
 def scenario_skill(tmp_path: Path) -> Iterator[None]:
     with scenario_skill_installed(tmp_path):
         yield
-
-
-def silent_run_samples(samples: np.ndarray, min_run: int = 4) -> int:
-    """How many samples lie in runs of at least ``min_run`` exact zeros."""
-    zero = np.concatenate(([0], (samples == 0).astype(np.int8), [0]))
-    edges = np.flatnonzero(np.diff(zero))
-    runs = edges[1::2] - edges[::2]
-    return int(runs[runs >= min_run].sum())
 
 
 def turn(*responses: ResponseSpec, hear: str = "") -> TurnSpec:
