@@ -208,7 +208,6 @@ class CodeReply:
         return "Tool call error (nothing was run for these):\n" + "\n".join(lines)
 
 
-_BLOCK = re.compile(re.escape(OPEN_TAG) + r"(.*?)" + re.escape(CLOSE_TAG), re.DOTALL)
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*")
 
 
@@ -222,6 +221,47 @@ def _speech(parts: list[str]) -> str:
     return " ".join(text.split())
 
 
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(_strip_fences(source), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _block_end(text: str, start: int) -> int:
+    """Where the block opened before ``start`` closes; -1 when it never does.
+
+    Normally the first ``</code>``; when the text up to it does not parse but
+    up to a later one does, that one (a string argument containing the tag).
+    """
+    first = text.find(CLOSE_TAG, start)
+    end = first
+    while end >= 0 and not _parses(text[start:end]):
+        end = text.find(CLOSE_TAG, end + len(CLOSE_TAG))
+    return end if end >= 0 else first
+
+
+def split_blocks(text: str) -> tuple[list[str], list[str], bool]:
+    """``(outside, blocks, unclosed)``: the text around the ``<code>`` blocks, their
+    insides in order, and whether the last block never closes (it is then the
+    text after its ``<code>``)."""
+    outside: list[str] = []
+    blocks: list[str] = []
+    pos = 0
+    while (start := text.find(OPEN_TAG, pos)) >= 0:
+        outside.append(text[pos:start])
+        inner = start + len(OPEN_TAG)
+        end = _block_end(text, inner)
+        if end < 0:
+            blocks.append(text[inner:])
+            return outside, blocks, True
+        blocks.append(text[inner:end])
+        pos = end + len(CLOSE_TAG)
+    outside.append(text[pos:])
+    return outside, blocks, False
+
+
 def parse_reply(
     text: str, tools: Mapping[str, Mapping[str, Any]], new_id: Callable[[], str]
 ) -> CodeReply:
@@ -230,27 +270,14 @@ def parse_reply(
     ``tools`` maps tool name → its ``parameters`` JSON schema; ``new_id``
     makes a call id for a valid call.
     """
-    outside: list[str] = []
-    blocks: list[str] = []
-    pos = 0
-    for match in _BLOCK.finditer(text):
-        outside.append(text[pos : match.start()])
-        blocks.append(match.group(1))
-        pos = match.end()
-    rest = text[pos:]
-    unclosed = rest.find(OPEN_TAG)
-    if unclosed >= 0:
-        outside.append(rest[:unclosed])
-        blocks.append(rest[unclosed:])  # kept to report it, never parsed
-    else:
-        outside.append(rest)
+    outside, blocks, unclosed = split_blocks(text)
     speech = _speech(outside)
     if not blocks:
         return CodeReply(speech, None, ())
     errors: list[CallError] = []
     call: ParsedCall | None = None
     first, *extra = blocks
-    if unclosed >= 0 and not extra:
+    if unclosed and not extra:
         errors.append(_unclosed(first))
     else:
         result = parse_call(first, tools, new_id)
@@ -259,7 +286,7 @@ def parse_reply(
         else:
             errors.append(result)
     for block in extra:
-        source = _strip_fences(block.removeprefix(OPEN_TAG))
+        source = _strip_fences(block)
         errors.append(
             CallError(
                 CallProblem.EXTRA_CALL,
@@ -272,7 +299,7 @@ def parse_reply(
 
 
 def _unclosed(block: str) -> CallError:
-    source = _strip_fences(block.removeprefix(OPEN_TAG))
+    source = _strip_fences(block)
     return CallError(
         CallProblem.UNCLOSED_BLOCK,
         f"the tool call `{source}` has no closing </code> tag",

@@ -187,6 +187,12 @@ GOOD: list[tuple[str, str, str, dict[str, Any]]] = [
         {"city": "Nice"},
     ),
     (
+        "a string argument holding the closing tag",
+        "<code>get_weather(city='a</code>b')</code> Okay.",
+        "Okay.",
+        {"city": "a</code>b"},
+    ),
+    (
         "unicode",
         "<code>get_weather(city='Zürich — 東京')</code>",
         "",
