@@ -49,6 +49,10 @@ class StorageSettings:
     def database_path(self, persona: str) -> Path:
         return self.state_dir / f"{persona}.db"
 
+    def persona_data_dir(self, persona: str) -> Path:
+        """The default data directory of a persona (books, memos, sounds)."""
+        return self.state_dir / persona / "data"
+
     @property
     def secrets_dir(self) -> Path:
         return self.state_dir / "secrets"
@@ -76,7 +80,8 @@ class Persona:
     instructions: str = ""
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)
     i18n: dict[str, LanguageOverrides] = field(default_factory=dict)
-    data_dir: Path = Path("data")
+    data_dir: Path | None = None
+    """Sounds, books, memos of this persona; unset = ``<state_dir>/<persona>/data``."""
 
     @property
     def overrides(self) -> LanguageOverrides:

@@ -330,6 +330,8 @@ class Runtime:
         config, db, coordinator = self.config, self.db, self.coordinator
         assert db is not None and coordinator is not None
         persona = config.persona
+        data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
+        data_dir.mkdir(parents=True, exist_ok=True)
 
         def make(name: str, skill_config: dict[str, Any]) -> SkillContext:
             skill_config.setdefault("timezone", persona.timezone)
@@ -343,7 +345,7 @@ class Runtime:
                 logger=get_logger(f"huxley.skill.{name}", skill=name),
                 storage=db.skill_storage(name),
                 secrets=FileSecrets(config.storage.secrets_dir, name),
-                persona_data_dir=persona.data_dir,
+                persona_data_dir=data_dir,
                 config=skill_config,
                 language=persona.language,
                 timezone=persona.timezone,
@@ -359,6 +361,7 @@ class Runtime:
     # ------------------------------------------------------------ events
 
     def _on_activity(self, activity: str) -> None:
+        log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
         if self.leds is not None and self.connection_state != "offline":
             self.leds.set_state(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)

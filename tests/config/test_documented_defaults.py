@@ -1,0 +1,46 @@
+"""config/huxleyd.toml documents every setting, so it can never drift from the code."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from pathlib import Path
+
+from huxleyd.config import _SECTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "config" / "huxleyd.toml"
+
+
+def documented_keys(text: str) -> dict[str, set[str]]:
+    """Keys per section, whether set or commented out (``# key = value``)."""
+    keys: dict[str, set[str]] = {}
+    section = ""
+    for line in text.splitlines():
+        header = re.match(r"^\s*#?\s*\[([a-z_.]+)\]\s*$", line)
+        if header:
+            section = header.group(1)
+            keys.setdefault(section, set())
+            continue
+        setting = re.match(r"^\s*#?\s*([a-z_]+)\s*=", line)
+        if setting and section:
+            keys[section].add(setting.group(1))
+    return keys
+
+
+def test_every_setting_is_documented_in_the_shipped_config() -> None:
+    keys = documented_keys(SHIPPED.read_text())
+    missing = []
+    for section, cls in _SECTIONS.items():
+        for field in dataclasses.fields(cls):
+            if dataclasses.is_dataclass(field.type) or field.name == "led_limits":
+                continue  # a sub-table: its own [section.name] header
+            if field.name not in keys.get(section, set()):
+                missing.append(f"[{section}] {field.name}")
+    assert missing == [], f"document these in {SHIPPED.name}: {missing}"
+
+
+def test_the_shipped_config_parses_with_its_comments_uncommented_defaults() -> None:
+    # The values shown are the defaults: parsing the file must give a valid config.
+    tomllib.loads(SHIPPED.read_text())
