@@ -349,7 +349,16 @@ class Coordinator:
             self._after_speech(TurnOutcome.FAILED)
 
     def on_connection(self, state: str, attempt: int = 0) -> None:
-        """The transport's connection state (``connected``, ``offline``…)."""
+        """The transport's connection state (``connected``, ``offline``…).
+
+        Leaving ``connected`` ends a reply in progress: a response that was
+        requested but never started gets no event from the dead socket.
+        """
+        if state != "connected" and self.state.replying:
+            log.warning("turn_lost_with_connection", state=state)
+            self._answer_all_tools()
+            self._speech.cut()
+            self._finish_turn(TurnOutcome.FAILED)
         if state == "offline" and not self._offline:
             self._offline = True
             self._earcon("offline", before_speech=False)

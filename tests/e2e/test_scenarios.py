@@ -229,3 +229,33 @@ async def test_text_turn_from_say(tmp_path: Path) -> None:
         coordinator.say("what time is it")
         await until(lambda: rig.sim.record.responses_done >= 1, "answered")
         assert rig.sim.record.user_texts == ["what time is it"]
+
+
+async def test_the_led_follows_the_turn_on_the_mock_pin(tmp_path: Path) -> None:
+    scenario = Scenario(
+        turns=(turn(ResponseSpec(delay_ms=400, say="x", tone_hz=440.0, duration_ms=800)),)
+    )
+    async with Rig(tmp_path, scenario) as rig:
+        leds = rig.rt.leds
+        assert leds is not None
+        seen: list[str] = []
+        original = leds.set_state
+
+        def record(state: Any) -> None:
+            if not seen or seen[-1] != state.value:
+                seen.append(state.value)
+            original(state)
+
+        leds.set_state = record  # type: ignore[method-assign]
+        led_pin = rig.pins.pin(27)  # gpio-basic: a PWM LED on BCM 27
+        assert led_pin.state == 0  # idle: off
+        button = rig.rt.button
+        assert button is not None
+        button.press()
+        await until(lambda: seen[-1:] == ["listening"], "listening")
+        await until(lambda: led_pin.state == 1, "solid while listening")
+        await rig.say_into_mic()
+        await until(lambda: "speaking" in seen, "speaking")
+        await until(lambda: seen[-1] == "idle", "idle again")
+        assert seen == ["listening", "thinking", "speaking", "idle"]
+        await until(lambda: led_pin.state == 0, "off when idle")

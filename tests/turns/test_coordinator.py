@@ -366,3 +366,21 @@ async def test_text_turn_and_cancel_media() -> None:
         assert rig.skill.stream_events[-1] == "book:finally"
         # stopped, not finished: no completion prompt
         assert ("request_response", "Be brief.\n\nSay it ended.") not in rig.provider.commands
+
+
+async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> None:
+    async with Rig() as rig:
+        rig.coordinator._earcons["offline"] = b"\0\0" * 13
+        await rig.turn()
+        assert state_of(rig) is TurnState.COMMITTING  # requested, never started
+        rig.coordinator.on_connection("reconnecting", 1)
+        assert state_of(rig) is TurnState.IDLE
+        assert rig.coordinator.last_turn is not None
+        assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
+        for attempt in (4, 5, 6):
+            rig.coordinator.on_connection("offline", attempt)
+        assert rig.audio.log.count(("earcon", 26)) == 1  # once, from the fourth try
+        rig.coordinator.on_connection("connected")
+        assert not rig.coordinator.offline
+        rig.coordinator.on_connection("offline", 4)
+        assert rig.audio.log.count(("earcon", 26)) == 2  # offline again: cue again
