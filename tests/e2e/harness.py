@@ -245,11 +245,13 @@ class Rig:
         skills: tuple[str, ...] = ("system", "scenario"),
         earcons: bool = True,
         speed: float = SPEED,
+        skill_config: Mapping[str, str] | None = None,
     ) -> None:
         self.tmp = tmp
         self.earcons = earcons
         self.scenario = scenario
         self.skills = skills
+        self.skill_config = skill_config
         self.clock = ScaledClock(speed, start_s=1000.0)
         self.backend = WavBackend(keep_speaker=True)
         self.sim = SimServer(scenario, speed=speed, synth="tone")
@@ -328,7 +330,9 @@ class Rig:
         return sum(
             1
             for e in self.sim.received
-            if e.type == "response.create" and (e.response.instructions or "").endswith(prompt)
+            if e.type == "response.create"
+            and e.response is not None
+            and (e.response.instructions or "").endswith(prompt)
         )
 
     def appends(self) -> int:
