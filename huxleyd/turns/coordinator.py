@@ -366,10 +366,18 @@ class Coordinator:
         elif state == "connected" and self._offline:
             self._offline = False
             log.info("provider_back_online")
+        if state == "connected":
+            self.proactive.consider()  # injects held while there was nobody to ask
 
     @property
     def offline(self) -> bool:
         return self._offline
+
+    @property
+    def provider_connected(self) -> bool:
+        """Whether a request sent now reaches the provider (frames sent while
+        disconnected are dropped). Providers without the notion count as connected."""
+        return bool(getattr(self._provider, "connected", True))
 
     # ------------------------------------------------------------ tools and side effects
 

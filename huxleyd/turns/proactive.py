@@ -82,7 +82,9 @@ class Proactive:
         self.queue.drop_expired(now)
         decision = next_to_fire(self.queue, self.snapshot(), now)
         inject = decision.inject
-        if decision.action is Action.WAIT or inject is None:
+        # Offline, a request would be dropped and the inject lost after the
+        # silent-response retries: wait; the coordinator calls us on reconnect.
+        if decision.action is Action.WAIT or inject is None or not self._c.provider_connected:
             self._arm_deadline()
             return
         self.queue.mark_in_flight(inject.id)
