@@ -1,0 +1,315 @@
+"""End to end: proactive turns (``ctx.inject_turn``) through the real runtime.
+
+Every case runs the daemon's Runtime (WAV sound card at 4x, mock button,
+simulator on loopback) and the ``scenario`` test skill, whose ``ctx`` the
+test uses as a skill would. What is asserted is what a person notices: the
+announcement (the simulator's default reply, "ding ding", a 550 Hz tone in
+its tone speech) on the speaker, before or after what was in its way, and
+the ``response.create`` that asked for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from huxley_sdk import InjectPriority
+from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
+from tests.e2e.harness import (
+    RATE,
+    Rig,
+    counter_runs,
+    scenario_skill_installed,
+    tone_windows,
+    until,
+)
+
+ANNOUNCE = "ding ding"
+ANNOUNCE_HZ = 550.0
+"""The pitch of the word "ding" in the simulator's tone speech."""
+SPEECH_HZ = 330.0
+PROMPT = "Tell the user the pasta is ready."
+WINDOW = RATE // 50
+
+P = InjectPriority
+PRIORITIES = (P.NORMAL, P.BLOCK_BEHIND_COMMS, P.PREEMPT)
+EXPECTED = {
+    # state: what each of NORMAL, BLOCK_BEHIND_COMMS, PREEMPT does there
+    "idle": ("now", "now", "now"),
+    "mid_turn": ("after", "after", "after"),
+    "content": ("after", "now", "now"),
+    "claim": ("after", "after", "now"),
+    "holding": ("after", "after", "after"),
+}
+CASES = [
+    pytest.param(state, priority, EXPECTED[state][i], id=f"{state}-{priority.value}")
+    for state in EXPECTED
+    for i, priority in enumerate(PRIORITIES)
+]
+
+
+@pytest.fixture(autouse=True)
+def scenario_skill(tmp_path: Path) -> Iterator[None]:
+    with scenario_skill_installed(tmp_path):
+        yield
+
+
+def turn(*responses: ResponseSpec) -> TurnSpec:
+    return TurnSpec(responses=responses)
+
+
+def speech(ms: int, hz: float = SPEECH_HZ) -> ResponseSpec:
+    return ResponseSpec(say="words", tone_hz=hz, duration_ms=ms)
+
+
+def call(name: str, **arguments: object) -> ResponseSpec:
+    return ResponseSpec(tool_calls=(ToolCallSpec(name=name, arguments=dict(arguments)),))
+
+
+SCENARIOS = {
+    "idle": (),
+    "mid_turn": (turn(speech(1500)),),
+    "content": (turn(call("counter"), speech(300)),),
+    "claim": (),
+    "holding": (turn(speech(400)),),
+}
+
+
+def announcement_windows(rig: Rig) -> np.ndarray:
+    return tone_windows(rig.speaker(), ANNOUNCE_HZ)
+
+
+def media_playing(rig: Rig) -> bool:
+    coordinator = rig.rt.coordinator
+    return coordinator is not None and coordinator.media.playing
+
+
+def heard(rig: Rig) -> bool:
+    return len(announcement_windows(rig)) >= 3
+
+
+async def audio_passes(rig: Rig, seconds: float) -> None:
+    """Let ``seconds`` of speaker audio go by (the engine's clock, not the test's)."""
+    mark = len(rig.speaker())
+    await until(lambda: len(rig.speaker()) >= mark + int(seconds * RATE), f"{seconds} s of audio")
+
+
+async def enter(rig: Rig, state: str) -> None:
+    """Put the device in ``state``."""
+    coordinator = rig.rt.coordinator
+    assert coordinator is not None
+    skill = rig.skill("scenario")
+    if state == "mid_turn":
+        coordinator.say("tell me a story")
+        await until(lambda: len(tone_windows(rig.speaker(), SPEECH_HZ)) > 0, "the reply is heard")
+    elif state == "content":
+        coordinator.say("play the counter")
+        await until(lambda: counter_runs(rig.speaker()) != [], "the stream is heard")
+        assert rig.idle()
+    elif state == "claim":
+        await skill.start_claim()
+    elif state == "holding":
+        button = rig.rt.button
+        assert button is not None
+        button.press()
+        rig.backend.feed_mic(bytes(RATE))  # 0.5 s of the user talking (silence will do)
+        await until(lambda: rig.appends() > 0, "the mic reaches the provider")
+
+
+async def leave(rig: Rig, state: str) -> int:
+    """End what ``state`` put in the way; returns the speaker position just before."""
+    skill = rig.skill("scenario")
+    mark = len(rig.speaker())
+    if state == "content":
+        await until(lambda: not media_playing(rig), "the stream plays out", timeout_s=20)
+    elif state == "claim":
+        skill.claim_handle.cancel()
+        await until(lambda: "claim:natural" in skill.events, "the claim ends")
+    elif state == "holding":
+        button = rig.rt.button
+        assert button is not None
+        await until(lambda: rig.backend.mic_queued_frames() == 0, "mic consumed")
+        mark = len(rig.speaker())
+        button.release()
+        await until(lambda: rig.sim.record.responses_done >= 1, "the user's turn is answered")
+    return mark
+
+
+def assert_after(rig: Rig, state: str, ended_at: int) -> None:
+    """The announcement's first sound comes after what was in its way."""
+    out = rig.speaker()
+    first = int(announcement_windows(rig)[0])
+    assert first >= ended_at, (first, ended_at)
+    if state in ("mid_turn", "holding"):
+        replies = tone_windows(out, SPEECH_HZ)
+        assert first > replies[-1], "the announcement waits until the reply has been heard"
+    if state == "content":
+        runs = counter_runs(out)
+        last = runs[-1][0] + runs[-1][2]
+        assert first >= last, "the announcement waits until the stream has ended"
+
+
+async def assert_now(rig: Rig, state: str) -> None:
+    """It spoke over what was there: a stream paused and came back; a claim ended."""
+    skill = rig.skill("scenario")
+    if state == "content":
+        await until(lambda: not media_playing(rig), "the stream resumes and plays out")
+        await until(rig.idle, "idle")
+        out = rig.speaker()
+        first = int(announcement_windows(rig)[0])
+        runs = counter_runs(out)
+        assert any(start < first for start, _, _ in runs), "the stream played before"
+        assert any(start > first for start, _, _ in runs), "and resumed after the announcement"
+    if state == "claim":
+        assert skill.events == ["claim:preempted"]
+
+
+@pytest.mark.parametrize(("state", "priority", "expected"), CASES)
+async def test_inject_priority_against_state(
+    tmp_path: Path, state: str, priority: InjectPriority, expected: str
+) -> None:
+    scenario = Scenario(default_reply=ANNOUNCE, turns=SCENARIOS[state])
+    async with Rig(tmp_path, scenario, earcons=False) as rig:
+        skill = rig.skill("scenario")
+        await enter(rig, state)
+        await skill.ctx.inject_turn(PROMPT, priority=priority)
+        if expected == "now":
+            await until(lambda: rig.announced(PROMPT) == 1, "the announcement is asked for")
+            await until(lambda: heard(rig), "the announcement is heard")
+            await assert_now(rig, state)
+        else:
+            await audio_passes(rig, 0.3)
+            assert rig.announced(PROMPT) == 0, "it waits"
+            assert not heard(rig)
+            ended_at = await leave(rig, state)
+            await until(lambda: rig.announced(PROMPT) == 1, "the announcement is asked for")
+            await until(lambda: heard(rig), "the announcement is heard")
+            await until(rig.idle, "idle")
+            assert_after(rig, state, ended_at)
+        await audio_passes(rig, 0.3)
+        assert rig.announced(PROMPT) == 1, "exactly once"
+        assert rig.sim.violations == []
+
+
+async def started_claim(rig: Rig) -> Any:
+    skill = rig.skill("scenario")
+    await skill.start_claim()
+    return skill
+
+
+async def test_dedup_replaces_a_queued_inject_and_its_waiter_hears_the_new_one(
+    tmp_path: Path,
+) -> None:
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        skill = await started_claim(rig)
+        first = asyncio.create_task(
+            skill.ctx.inject_turn_and_wait("Say the pasta is at 5 minutes.", dedup_key="pasta")
+        )
+        await asyncio.sleep(0)  # the first is queued before the second
+        await skill.ctx.inject_turn(
+            PROMPT, dedup_key="pasta", priority=InjectPriority.BLOCK_BEHIND_COMMS
+        )
+        await audio_passes(rig, 0.2)
+        assert not first.done(), "queued behind the claim"
+        skill.claim_handle.cancel()
+        await asyncio.wait_for(first, 15)
+        # The first caller's wait ended when the replacement had been heard.
+        assert heard(rig)
+        await until(rig.idle, "idle")
+        assert rig.announced(PROMPT) == 1
+        assert rig.announced("Say the pasta is at 5 minutes.") == 0
+
+
+async def test_dedup_drops_a_new_inject_while_the_same_key_is_in_flight(tmp_path: Path) -> None:
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        skill = rig.skill("scenario")
+        await skill.ctx.inject_turn(PROMPT, dedup_key="pasta")
+        assert rig.rt.coordinator.proactive.queue.in_flight is not None  # type: ignore[union-attr]
+        late = asyncio.create_task(
+            skill.ctx.inject_turn_and_wait("Say the pasta again.", dedup_key="pasta")
+        )
+        await asyncio.wait_for(late, 15)  # follows the one in flight
+        assert heard(rig), "it returned once the first announcement had been heard"
+        await until(rig.idle, "idle")
+        await audio_passes(rig, 0.5)
+        assert rig.announced(PROMPT) == 1
+        assert rig.announced("Say the pasta again.") == 0
+
+
+async def test_an_expired_inject_is_dropped_and_logged_not_spoken_late(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stale = "Say the tea is ready."
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        skill = await started_claim(rig)
+        waiting = asyncio.create_task(
+            skill.ctx.inject_turn_and_wait(stale, dedup_key="tea", ttl_s=0.5)
+        )
+        await asyncio.wait_for(waiting, 15)  # returns when it expires
+        assert skill.events == [], "the claim is still live: the inject expired behind it"
+        assert any("inject_expired" in r.getMessage() for r in caplog.records)
+        skill.claim_handle.cancel()
+        await skill.ctx.inject_turn_and_wait(PROMPT)  # something later is still spoken
+        assert heard(rig)
+        assert rig.announced(PROMPT) == 1
+        assert rig.announced(stale) == 0, "never spoken late"
+
+
+async def test_a_queued_inject_survives_a_reconnect(tmp_path: Path) -> None:
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        skill = await started_claim(rig)
+        await skill.ctx.inject_turn(PROMPT, priority=InjectPriority.BLOCK_BEHIND_COMMS)
+        await rig.sim.drop_connections()
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await until(lambda: rig.rt.connection_state == "connected", "connected again")
+        skill.claim_handle.cancel()
+        await until(lambda: heard(rig), "the announcement is heard")
+        types = rig.sim.record.types_received()
+        second_session = [i for i, t in enumerate(types) if t == "session.update"][1]
+        asked = [
+            i
+            for i, e in enumerate(rig.sim.received)
+            if e.type == "response.create"
+            and e.response is not None
+            and (e.response.instructions or "").endswith(PROMPT)
+        ]
+        assert len(asked) == 1 and asked[0] > second_session, "spoken on the new connection"
+        assert rig.sim.violations == []
+
+
+async def test_an_inject_that_comes_due_while_offline_waits_for_the_connection(
+    tmp_path: Path,
+) -> None:
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        skill = await started_claim(rig)
+        await skill.ctx.inject_turn(PROMPT, priority=InjectPriority.BLOCK_BEHIND_COMMS)
+        await rig.sim.drop_connections()
+        await until(lambda: rig.rt.connection_state != "connected", "disconnected")
+        skill.claim_handle.cancel()  # free to speak, but nobody to ask
+        await until(lambda: "claim:natural" in skill.events, "the claim ends")
+        # Not asked into the void (the device would sit "thinking" until the
+        # silent-response watchdog, and give up on it after two retries).
+        assert rig.idle() and rig.rt.coordinator.activity == "idle"  # type: ignore[union-attr]
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await until(lambda: heard(rig), "the announcement is heard")
+        await until(rig.idle, "idle")
+        assert rig.announced(PROMPT) == 1
+        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        assert last is not None and last.source == "inject" and last.retries == 0
+
+
+async def test_inject_turn_and_wait_returns_after_the_announcement_was_heard(
+    tmp_path: Path,
+) -> None:
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        skill = rig.skill("scenario")
+        await skill.ctx.inject_turn_and_wait(PROMPT)
+        at_return = len(announcement_windows(rig))
+        assert at_return >= 3, "the announcement was on the speaker before the call returned"
+        await audio_passes(rig, 0.5)
+        assert len(announcement_windows(rig)) == at_return, "all of it, not just its start"
