@@ -130,6 +130,7 @@ class Coordinator:
         self._mic_pump: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._offline = False
+        self._closed = False
         self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
 
     # ------------------------------------------------------------ lifecycle
@@ -141,7 +142,11 @@ class Coordinator:
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
     async def close(self) -> None:
-        """Stop media (its bookmark is written), end a claim, cancel tools and helpers."""
+        """Stop media (its bookmark is written), end a claim, cancel tools and helpers.
+
+        Provider events and connection states that arrive afterwards (the
+        runtime closes the connection after us) are ignored."""
+        self._closed = True
         await self.media.close()
         await self.proactive.close()
         for outcome in self._tools.cancel_all():
@@ -263,6 +268,8 @@ class Coordinator:
 
     def on_provider_event(self, event: Event) -> None:
         """The transport's ``on_event`` callback."""
+        if self._closed:
+            return
         if isinstance(event, AudioChunk):
             self._on_audio(event)
         elif isinstance(event, ToolCall):
@@ -354,6 +361,8 @@ class Coordinator:
         Leaving ``connected`` ends a reply in progress: a response that was
         requested but never started gets no event from the dead socket.
         """
+        if self._closed:
+            return
         if state != "connected" and self.state.replying:
             log.warning("turn_lost_with_connection", state=state)
             self._answer_all_tools()
