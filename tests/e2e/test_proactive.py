@@ -313,3 +313,16 @@ async def test_inject_turn_and_wait_returns_after_the_announcement_was_heard(
         assert at_return >= 3, "the announcement was on the speaker before the call returned"
         await audio_passes(rig, 0.5)
         assert len(announcement_windows(rig)) == at_return, "all of it, not just its start"
+
+
+async def test_shutting_down_during_an_announcement_is_clean(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    scenario = Scenario(turns=(), default_reply=" ".join(["ding"] * 20))
+    async with Rig(tmp_path, scenario, earcons=False) as rig:
+        skill = rig.skill("scenario")
+        waiting = asyncio.create_task(skill.ctx.inject_turn_and_wait(PROMPT))
+        await until(lambda: len(announcement_windows(rig)) > 0, "the announcement starts")
+    await asyncio.wait_for(waiting, 5)  # released by the shutdown, not left hanging
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == []
