@@ -76,6 +76,26 @@ class Script:
 
 
 @dataclass(slots=True)
+class GeminiRecord:
+    """What only the Gemini dialect has: setups, resumption, goAway."""
+
+    setups: list[dict[str, Any]] = field(default_factory=list)
+    """Every ``setup`` as received (camelCase or snake_case, as sent)."""
+    resumed_handles: list[str] = field(default_factory=list)
+    """Handles a setup resumed with (each was one the sim had handed out)."""
+    handles_sent: dict[str, str] = field(default_factory=dict)
+    """Every resumption handle handed out → the conversation it resumes."""
+    go_aways_sent: int = 0
+    go_away_expired: int = 0
+    """goAways whose time ran out with the client still on the old socket."""
+    history: dict[str, list[str]] = field(default_factory=dict)
+    """conversation id → what happened in it, in order (``user:audio``,
+    ``user:text``, ``model:speech``, ``model:call``, ``tool:output``…)."""
+    history_replays: int = 0
+    """clientContent turns with role ``model``: the client re-sent history."""
+
+
+@dataclass(slots=True)
 class SimRecord:
     """Everything observed, in arrival order."""
 
@@ -97,11 +117,22 @@ class SimRecord:
     connection_count: int = 0
     sim_errors: list[str] = field(default_factory=list)
     """Bugs in the sim itself (an event it built that failed validation…)."""
+    labels: list[str] = field(default_factory=list)
+    """What each received message was: the event type (OpenAI, xAI) or, for
+    Gemini, its key path (``setup``, ``realtimeInput.audio``, ``toolResponse``…)."""
+    errors_sent: list[str] = field(default_factory=list)
+    """The code of every ``error`` event sent (OpenAI, xAI)."""
+    committed_ms: list[float] = field(default_factory=list)
+    """How long each committed user turn was, in ms, whatever the input rate."""
+    closes_sent: list[tuple[int, str]] = field(default_factory=list)
+    """(code, reason) of every close the sim started (Gemini errors, goAway expiry)."""
+    gemini: GeminiRecord = field(default_factory=lambda: GeminiRecord())
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def received_event(self, event: Any, raw: dict[str, Any]) -> None:
+    def received_event(self, event: Any, raw: dict[str, Any], label: str) -> None:
         self.received.append(event)
         self.raw.append(raw)
+        self.labels.append(label)
         self.changed()
 
     def violation(self, event: str, problem: str) -> None:
@@ -113,7 +144,8 @@ class SimRecord:
         self.changed()
 
     def types_received(self) -> list[str]:
-        return [r["type"] for r in self.raw]
+        """The label of every received message (see :attr:`labels`)."""
+        return list(self.labels)
 
     def changed(self) -> None:
         self._changed.set()

@@ -82,6 +82,10 @@ class ResponseSpec:
     drop_after_deltas: int | None = field(default=None, metadata=bounds(0, 1_000_000))
     """Drop the connection (no close frame) after this many audio deltas."""
     status: Literal["completed", "incomplete", "failed"] = "completed"
+    go_away_s: float | None = field(default=None, metadata=bounds(0.1, 3600.0))
+    """Gemini: after this response, send ``goAway`` with this much time left and
+    close the socket when it runs out (at the sim's speed). Other dialects
+    have no goAway and ignore it."""
 
     def __post_init__(self) -> None:
         if self.tone_hz is not None and self.duration_ms is None:

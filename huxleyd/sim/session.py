@@ -96,6 +96,8 @@ class SimSession:
 
     async def emit(self, event: dict[str, Any]) -> None:
         if not self._closed:
+            if event["type"] == "error":
+                self._record.errors_sent.append(event["error"]["code"])
             await self._send_text(self._outbox.encode(event))
             self._record.changed()
 
@@ -126,16 +128,23 @@ class SimSession:
             await self.emit(wire.error("invalid_request_error", "binary frames are not accepted"))
             return
         try:
-            event = validate_client_event(frame)
+            event, raw = self._validate(frame)
         except ProviderProtocolError as exc:
             self._record.violation(frame[:200], str(exc))
             await self.emit(wire.error("invalid_event", str(exc)))
             return
-        raw = event.model_dump(mode="json", exclude_unset=True)
-        self._record.received_event(event, raw)
-        handler = getattr(self, "_on_" + event.type.replace(".", "_"), None)
+        self._record.received_event(event, raw, raw["type"])
+        handler = getattr(self, "_on_" + raw["type"].replace(".", "_"), None)
         if handler is not None:
             await handler(raw)
+
+    def _validate(self, frame: str) -> tuple[Any, dict[str, Any]]:
+        """(typed event, dict of the keys sent); ProviderProtocolError when invalid."""
+        event = validate_client_event(frame)
+        return event, event.model_dump(mode="json", exclude_unset=True)
+
+    def _voice(self) -> str:
+        return str(self._session["audio"]["output"].get("voice") or "marin")
 
     async def _on_session_update(self, raw: dict[str, Any]) -> None:
         update = raw["session"]
@@ -171,6 +180,7 @@ class SimSession:
             )
             return
         self._record.committed_audio.append(bytes(self._input))
+        self._record.committed_ms.append(buffered_ms)
         self._input.clear()
         item_id = _new_id("item")
         previous = self._add_item(item_id, "user")
@@ -339,7 +349,7 @@ class SimSession:
             status=status,
             output=running.output if status != "in_progress" else [],
             out_of_band=running.out_of_band,
-            voice=str(self._session["audio"]["output"].get("voice") or "marin"),
+            voice=self._voice(),
             metadata=running.metadata,
             reason=reason,
         )
@@ -395,7 +405,7 @@ class SimSession:
                 wire.content_event("response.output_audio.delta", rid, item_id, delta=delta)
             )
             item.audio_ms += len(piece) / BYTES_PER_MS
-            for word in _words_for_chunk(words, index, len(chunks)):
+            for word in words_for_chunk(words, index, len(chunks)):
                 await self.emit(
                     wire.content_event(
                         "response.output_audio_transcript.delta", rid, item_id, delta=word
@@ -437,7 +447,7 @@ class SimSession:
         await self.emit(wire.conversation_item_event("done", finished, previous))
 
 
-def _words_for_chunk(words: list[str], index: int, chunks: int) -> list[str]:
+def words_for_chunk(words: list[str], index: int, chunks: int) -> list[str]:
     """Spread the transcript's words evenly over the audio chunks (with their spaces)."""
     if not words or chunks == 0:
         return []
