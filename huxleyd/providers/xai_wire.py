@@ -1,0 +1,69 @@
+"""xAI voice agent (``wss://api.x.ai/v1/realtime``) wire shapes.
+
+Layer: pure functions and constants, no state. The xAI dialect uses the
+OpenAI GA event names (field access and tool conversion come from
+:mod:`openai_wire`) with these differences, all from the provider's docs:
+
+- the first server event is ``conversation.created``;
+- the session is flat: ``voice``, ``turn_detection`` and ``instructions``
+  sit at the top level of ``session``, there is no ``session.type``, and the
+  audio formats are ``audio.input.format`` / ``audio.output.format``;
+- there is no ``conversation.item.truncate`` (and we do not rely on
+  ``response.cancel``): barge-in is a local cut;
+- the text stream is ``response.text.delta``/``.done``; the server pings
+  with ``{"type": "ping"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+RATE_HZ = 24_000
+"""We use 24 kHz PCM both ways (xAI's default; it accepts 8–48 kHz)."""
+
+PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": RATE_HZ}
+
+IGNORED_EVENTS = frozenset(
+    {
+        "ping",
+        "session.created",
+        "conversation.item.added",
+        "conversation.item.created",
+        "input_audio_buffer.cleared",
+        "input_audio_buffer.speech_stopped",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_audio.done",
+        "response.function_call_arguments.delta",
+    }
+)
+"""Server events the core understands and deliberately does nothing with."""
+
+
+def full_session(*, instructions: str, tools: list[dict[str, Any]], voice: str) -> dict[str, Any]:
+    """The whole flat session for push-to-talk: no turn detection, PCM 24 kHz both ways."""
+    return {
+        "instructions": instructions,
+        "voice": voice,
+        "turn_detection": None,
+        "audio": {
+            "input": {"format": dict(PCM_FORMAT)},
+            "output": {"format": dict(PCM_FORMAT)},
+        },
+        "tools": tools,
+    }
+
+
+def changed_session(
+    *,
+    instructions: str,
+    tools: list[dict[str, Any]],
+    voice: str,
+    changed: Mapping[str, bool],
+) -> dict[str, Any] | None:
+    """Only the top-level keys whose ``changed`` flag is set; None when nothing changed."""
+    values: dict[str, Any] = {"instructions": instructions, "tools": tools, "voice": voice}
+    session = {key: value for key, value in values.items() if changed.get(key)}
+    return session or None
