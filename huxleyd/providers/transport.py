@@ -16,7 +16,7 @@ import stat
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -107,6 +107,29 @@ def websocket_logger(name: str = "huxleyd.providers.websocket") -> logging.Logge
     return logger
 
 
+@runtime_checkable
+class ObservesClose(Protocol):
+    """A core that wants the close frame (Gemini reports errors only as close codes)."""
+
+    def connection_closed(self, code: int | None, reason: str) -> None:
+        """Called before ``connection_lost``: the code received (1006: no close frame;
+        None: the socket was left without a close handshake)."""
+
+
+@runtime_checkable
+class RequestsReconnect(Protocol):
+    """A core that can ask for a fresh connection (Gemini: ``goAway``, a new setup).
+
+    The transport reads ``reconnect_wanted`` after every received frame and
+    every command; a reason means "reconnect now, without backoff" (as
+    :meth:`ProviderConnection.renew`). The core says so only when idle, and
+    stops saying so once the next connection opened.
+    """
+
+    @property
+    def reconnect_wanted(self) -> str | None: ...
+
+
 def _is_loopback(url: str) -> bool:
     return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
 
@@ -168,6 +191,8 @@ class ProviderConnection:
         self._sleep = sleep
         self._clock = clock or MonotonicClock()
         self._log = logger or get_logger("huxleyd.providers")
+        self._close_observer = protocol if isinstance(protocol, ObservesClose) else None
+        self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
         self._status = ConnectionStatus(ConnectionState.CONNECTING)
         self._ws: ClientConnection | None = None
         self._outbox: asyncio.Queue[str | bytes] | None = None
@@ -249,14 +274,20 @@ class ProviderConnection:
     def _stopping(self) -> bool:
         return self._closing
 
-    def renew(self) -> None:
-        """Open a fresh session now (between turns); instructions and tools are re-sent."""
+    def renew(self, why: str = "session renewal") -> None:
+        """Open a fresh session now (between turns); instructions and tools are re-sent.
+
+        A core with session resumption (Gemini) resumes the conversation;
+        others start a new one.
+        """
         ws = self._ws
-        if ws is None or self._closing:
+        if ws is None or self._closing or self._renewing:
             return
         self._renewing = True
-        self._log.info("provider_session_renew", age_s=round(self.session_age_s() or 0.0, 1))
-        self._spawn(ws.close(1000, "session renewal"))
+        self._log.info(
+            "provider_session_renew", why=why, age_s=round(self.session_age_s() or 0.0, 1)
+        )
+        self._spawn(ws.close(1000, why))
 
     async def close(self) -> None:
         """Stop: close the socket, end ``run``. Idempotent."""
@@ -340,6 +371,8 @@ class ProviderConnection:
             await asyncio.gather(writer, return_exceptions=True)
             self.dropped_messages += self._outbox.qsize()
             self._ws, self._outbox, self._connected_at = None, None, None
+            if self._close_observer is not None:
+                self._close_observer.connection_closed(ws.close_code, ws.close_reason or "")
             self._protocol.connection_lost()
             self._deliver(self._protocol.events_received())
             await ws.close()
@@ -369,6 +402,10 @@ class ProviderConnection:
 
     def _flush(self) -> None:
         messages = self._protocol.messages_to_send()
+        if self._reconnector is not None and self._outbox is not None:
+            reason = self._reconnector.reconnect_wanted
+            if reason:
+                self.renew(reason)
         if not messages:
             return
         outbox = self._outbox
