@@ -1,7 +1,9 @@
 """A local realtime peer: a websocket server on 127.0.0.1 that speaks the
-OpenAI Realtime GA protocol, validates every client event against the
-official ``openai`` types, and answers from scripted scenarios (speech,
-tool calls, errors, dropped connections). A simulator, not an AI.
+OpenAI Realtime GA protocol (every client event validated against the
+official ``openai`` types), xAI's dialect and Gemini Live (see
+:mod:`huxleyd.sim.server` for the paths), and answers from scripted
+scenarios (speech, tool calls, errors, dropped connections, goAway).
+A simulator, not an AI.
 
 Public API: :class:`~huxleyd.sim.server.SimServer`,
 :func:`~huxleyd.sim.scenario.load_scenario`, :class:`~huxleyd.sim.scenario.Scenario`,

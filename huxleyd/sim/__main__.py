@@ -1,8 +1,10 @@
 """``python -m huxleyd.sim --port 8765 --scenario config/scenarios/demo.toml``
 
 Runs the simulator on its own, for demos and for poking at it with any
-OpenAI Realtime client (``websocket_base_url=ws://127.0.0.1:8765/v1``).
-It is a protocol simulator playing back a script, not an AI, and says so.
+OpenAI Realtime client (``websocket_base_url=ws://127.0.0.1:8765/v1``), an
+xAI one (``…/xai/v1``) or a Gemini Live one (the BidiGenerateContent path);
+``--dialect`` only picks which URL it prints. It is a protocol simulator
+playing back a script, not an AI, and says so.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from huxleyd import logs
 from huxleyd.errors import ConfigError
 from huxleyd.sim.scenario import Scenario, load_scenario
-from huxleyd.sim.server import SimServer
+from huxleyd.sim.server import PATHS, SimServer
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,7 +35,10 @@ def _parser() -> argparse.ArgumentParser:
         "--speed", type=float, default=1.0, help="audio pacing: 1 is real time, 0 is no pacing"
     )
     parser.add_argument("--synth", choices=("auto", "espeak", "tone"), default="auto")
-    parser.add_argument("--api-key", help="require this bearer key (default: accept any)")
+    parser.add_argument("--api-key", help="require this key (default: accept any)")
+    parser.add_argument(
+        "--dialect", choices=tuple(PATHS), default="openai", help="whose URL to print"
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -44,8 +49,9 @@ async def _serve(server: SimServer) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with server:
+        query = "?model=gpt-realtime" if server.dialect == "openai" else ""
         print(
-            f"huxleyd simulator (not an AI) listening on {server.url}?model=gpt-realtime",
+            f"huxleyd simulator (not an AI) listening on {server.url}{query}",
             file=sys.stderr,
         )
         await stop.wait()
@@ -66,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         api_key=args.api_key,
         synth=args.synth,
+        dialect=args.dialect,
     )
     asyncio.run(_serve(server))
     return 0

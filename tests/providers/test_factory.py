@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import typing
+from pathlib import Path
+
+import pytest
+
+from huxleyd.errors import ConfigError
 from huxleyd.providers.base import InterruptAcceptance
-from huxleyd.providers.factory import capabilities_of, create_connection
+from huxleyd.providers.factory import (
+    VALID_KINDS,
+    capabilities_of,
+    create_connection,
+    create_protocol,
+    protocol_for,
+)
+from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
-from huxleyd.providers.settings import ProviderSettings
+from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
+from huxleyd.providers.transport import read_api_key
+from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
 from huxleyd.settings_schema import build
 
 
@@ -35,3 +50,67 @@ def test_the_url_can_be_overridden_for_the_simulator() -> None:
     assert create_connection(ProviderSettings(), api_key=None, on_event=print).url == (
         "wss://api.openai.com/v1/realtime"
     )
+
+
+# ---------------------------------------------------------------- kinds
+
+
+def test_each_kind_gets_its_core_and_its_defaults() -> None:
+    expected = {
+        "openai": OpenAIRealtimeProtocol,
+        "xai": XaiRealtimeProtocol,
+        "gemini": GeminiLiveProtocol,
+    }
+    for kind, core in expected.items():
+        settings = build(ProviderSettings, {"kind": kind}, file="t.toml")
+        assert isinstance(create_protocol(settings), core)
+        defaults = KIND_DEFAULTS[kind]  # type: ignore[index]
+        assert (settings.url, settings.model, settings.voice) == (
+            defaults.url,
+            defaults.model,
+            defaults.voice,
+        )
+        assert create_connection(settings, api_key=None, on_event=print).url == defaults.url
+
+
+def test_the_simulator_speaks_the_dialect_it_is_told() -> None:
+    for dialect, core in (("xai", XaiRealtimeProtocol), ("gemini", GeminiLiveProtocol)):
+        settings = build(ProviderSettings, {"kind": "sim", "sim_dialect": dialect}, file="t.toml")
+        assert settings.dialect == dialect
+        assert isinstance(create_protocol(settings), core)
+        assert settings.voice == KIND_DEFAULTS[settings.dialect].voice
+    assert build(ProviderSettings, {"kind": "sim"}, file="t.toml").dialect == "openai"
+
+
+def test_a_wrong_kind_fails_listing_the_valid_ones() -> None:
+    with pytest.raises(ConfigError) as error:
+        build(ProviderSettings, {"kind": "grok"}, file="/etc/huxleyd/huxleyd.toml")
+    message = str(error.value)
+    assert "kind" in message and "huxleyd.toml" in message
+    for kind in VALID_KINDS:
+        assert repr(kind) in message
+    assert set(VALID_KINDS) == set(typing.get_args(ProviderKind))
+
+
+def test_another_kinds_leftover_default_is_refused_at_start() -> None:
+    table = {"kind": "gemini", "url": KIND_DEFAULTS["openai"].url, "model": "gemini-x"}
+    with pytest.raises(ConfigError, match=r"provider\.url .* openai default.*kind is 'gemini'"):
+        build(ProviderSettings, table, file="h.toml")
+    with pytest.raises(ConfigError, match="voice"):
+        build(ProviderSettings, {"kind": "xai", "voice": "marin"}, file="h.toml")
+    custom = build(ProviderSettings, {"kind": "xai", "voice": "rex"}, file="h.toml")
+    assert custom.voice == "rex"
+
+
+def test_a_missing_key_file_fails_at_start_naming_it(tmp_path: Path) -> None:
+    settings = build(
+        ProviderSettings, {"kind": "xai", "key_file": str(tmp_path / "xai.key")}, file="h.toml"
+    )
+    assert settings.key_file is not None
+    with pytest.raises(ConfigError, match=r"xai\.key"):
+        read_api_key(settings.key_file)
+
+
+def test_protocol_for_names_the_valid_dialects() -> None:
+    with pytest.raises(ValueError, match="openai, xai, gemini"):
+        protocol_for("grok")  # type: ignore[arg-type]
