@@ -11,6 +11,7 @@ the ``response.create`` that asked for it.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from huxley_sdk import InjectPriority
+from huxley_sdk import ClaimEndReason, InjectPriority
+from huxley_sdk.audio import read_wav_pcm16_24k_mono
 from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from tests.e2e.harness import (
     RATE,
@@ -67,8 +69,8 @@ def speech(ms: int, hz: float = SPEECH_HZ) -> ResponseSpec:
     return ResponseSpec(say="words", tone_hz=hz, duration_ms=ms)
 
 
-def call(name: str, **arguments: object) -> ResponseSpec:
-    return ResponseSpec(tool_calls=(ToolCallSpec(name=name, arguments=dict(arguments)),))
+def call(tool: str, /, **arguments: object) -> ResponseSpec:
+    return ResponseSpec(tool_calls=(ToolCallSpec(name=tool, arguments=dict(arguments)),))
 
 
 SCENARIOS = {
@@ -326,3 +328,142 @@ async def test_shutting_down_during_an_announcement_is_clean(
     await asyncio.wait_for(waiting, 5)  # released by the shutdown, not left hanging
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert errors == []
+
+
+# ---------------------------------------------------------------- input claims
+
+
+def mic_tone(seconds: float, hz: float = 300.0) -> bytes:
+    t = np.arange(int(RATE * seconds)) / RATE
+    return (np.sin(2 * np.pi * hz * t) * 8000).astype("<i2").tobytes()
+
+
+def claim_window(rig: Rig, after_prompt: str) -> list[str]:
+    """Client events from the claim's input_audio_buffer.clear to the request after it."""
+    types = rig.sim.record.types_received()
+    start = len(types) - 1 - types[::-1].index("input_audio_buffer.clear")
+    end = next(
+        i
+        for i, e in enumerate(rig.sim.received)
+        if i > start
+        and e.type == "response.create"
+        and e.response is not None
+        and after_prompt in (e.response.instructions or "")
+    )
+    return types[start:end]
+
+
+async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
+    tmp_path: Path,
+) -> None:
+    scenario = Scenario(default_reply=ANNOUNCE, turns=(turn(call("record_memo"), speech(200)),))
+    async with Rig(
+        tmp_path,
+        scenario,
+        skills=("system", "scenario", "memos"),
+        skill_config={"memos": "max_seconds = 30"},
+        earcons=False,
+    ) as rig:
+        coordinator = rig.rt.coordinator
+        assert coordinator is not None
+        coordinator.say("record a note")
+        await until(lambda: coordinator.proactive.claims.active is not None, "the claim starts")
+        claimed_at = rig.clock.monotonic()
+        appends_before = rig.appends()
+        spoken = mic_tone(1.0)
+        rig.backend.feed_mic(spoken)
+        await until(lambda: rig.backend.mic_queued_frames() == 0, "the note is spoken")
+        await until(lambda: rig.clock.monotonic() > claimed_at + 0.35, "past the 300 ms grace")
+        button = rig.rt.button
+        assert button is not None
+        button.press()
+        button.release()
+        await until(lambda: rig.announced("was saved.") == 1, "the note is confirmed")
+        await until(lambda: heard(rig), "the confirmation is heard")
+        # The provider heard nothing while the skill held the microphone.
+        window = claim_window(rig, "was saved.")
+        assert "input_audio_buffer.append" not in window, window
+        assert rig.appends() == appends_before
+        assert rig.sim.record.committed_audio == []
+        (wav,) = await asyncio.to_thread(lambda: list(tmp_path.rglob("memos/*.wav")))
+        recorded = read_wav_pcm16_24k_mono(wav)
+        assert spoken in recorded, "the skill got the mic frames, unchanged"
+        db = rig.rt.db
+        assert db is not None
+        stored = await db.skill_storage("memos").get_setting("memo:" + wav.stem)
+        assert stored is not None and json.loads(stored)["ended_by"] == "user_ptt"
+        assert rig.sim.violations == []
+
+
+async def test_a_press_in_the_first_300_ms_of_a_claim_does_not_hang_up(tmp_path: Path) -> None:
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        coordinator = rig.rt.coordinator
+        assert coordinator is not None
+        skill = await started_claim(rig)
+        started = rig.clock.monotonic()
+        coordinator.press()  # the tail of the press that started it, or a bounce
+        await audio_passes(rig, 0.1)
+        assert skill.events == [] and coordinator.proactive.claims.active is not None
+        await until(lambda: rig.clock.monotonic() > started + 0.35, "past the grace")
+        coordinator.press()
+        await until(lambda: skill.events == ["claim:user_ptt"], "hung up")
+        assert await skill.claim_handle.wait_end() is ClaimEndReason.USER_PTT
+        assert coordinator.state.value == "idle", "the press only hung up; nobody listens"
+
+
+async def test_a_raising_claim_callback_ends_with_error_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    scenario = Scenario(
+        turns=(turn(call("bad_claim"), speech(200)), turn(speech(400, hz=ANNOUNCE_HZ)))
+    )
+    async with Rig(tmp_path, scenario, earcons=False) as rig:
+        skill = rig.skill("scenario")
+        coordinator = rig.rt.coordinator
+        assert coordinator is not None
+        coordinator.say("start the broken claim")
+        # The first mic frame it gets (silence will do) makes it raise.
+        await until(lambda: skill.events == ["claim:error"], "the claim ends with ERROR")
+        await until(rig.idle, "idle")
+        assert coordinator.activity == "idle"
+        await rig.say_into_mic()
+        await until(lambda: rig.sim.record.responses_done >= 3, "the next turn is answered")
+        await until(lambda: heard(rig), "and heard")
+        assert len(rig.sim.record.committed_audio) == 1, "the mic went to the provider again"
+        assert rig.sim.violations == []
+
+
+async def test_a_timer_due_during_a_claim_waits_for_the_claim_to_end(tmp_path: Path) -> None:
+    scenario = Scenario(
+        default_reply=ANNOUNCE,
+        turns=(turn(call("set_timer", seconds=1, name="tea"), call("claim"), speech(200)),),
+    )
+    async with Rig(
+        tmp_path, scenario, skills=("system", "scenario", "timers"), earcons=False
+    ) as rig:
+        coordinator = rig.rt.coordinator
+        assert coordinator is not None and rig.rt.db is not None
+        timers = rig.rt.db.skill_storage("timers")
+        coordinator.say("set a tea timer for a second and take a call")
+        await until(lambda: coordinator.proactive.claims.active is not None, "the claim starts")
+        assert len(await timers.list_settings("timer:")) == 1
+        queue = coordinator.proactive.queue
+        await until(
+            lambda: any((p.dedup_key or "").startswith("timer:") for p in queue.pending()),
+            "the timer comes due (the skill hands it over)",
+        )
+        await audio_passes(rig, 0.3)
+        assert rig.announced("timer is done. Tell the user now, in one short sentence.") == 0
+        assert not heard(rig), "not over the call"
+        hang_up = len(rig.speaker())
+        coordinator.press()
+        await until(lambda: rig.skill("scenario").events == ["claim:user_ptt"], "hung up")
+        await until(lambda: heard(rig), "the timer is announced")
+        assert int(announcement_windows(rig)[0]) >= hang_up
+        requests = [
+            e.response.instructions
+            for e in rig.sim.received
+            if e.type == "response.create" and e.response is not None and e.response.instructions
+        ]
+        assert sum("'tea' timer is done" in r for r in requests) == 1
+        assert await timers.list_settings("timer:") == [], "fired timers are forgotten"
