@@ -33,6 +33,7 @@ and recorded; broken rules are ``violations``. A simulator, not an AI.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import itertools
 import json
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from huxleyd.errors import ConfigError
+from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.settings_schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
@@ -444,6 +446,15 @@ class CascadeSim:
     @property
     def elevenlabs_url(self) -> str:
         return self.tts.url
+
+    def settings_for(self, settings: CascadeSettings) -> CascadeSettings:
+        """``settings`` pointed at this sim (recogniser, chat model, ElevenLabs)."""
+        return dataclasses.replace(
+            settings,
+            asr_url=self.http_url,
+            llm_url=self.http_url,
+            elevenlabs_url=self.elevenlabs_url,
+        )
 
     @property
     def violations(self) -> list[str]:

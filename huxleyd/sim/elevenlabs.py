@@ -64,6 +64,8 @@ class TtsSession:
     generated: list[str] = field(default_factory=list)
     """The text of each generation, in order."""
     audio_bytes: int = 0
+    batches_done: int = 0
+    """Generations whose audio was sent to the end."""
     final_sent: bool = False
     ended_by_client: bool = False
     """The input ended with ``{"text": ""}``."""
@@ -254,6 +256,8 @@ class ElevenLabsSim:
                 session.audio_bytes += len(piece)
                 self._on_change()
                 await self._pace()
+            session.batches_done += 1
+            self._on_change()
         await connection.send(json.dumps({"audio": None, "isFinal": True, "alignment": None}))
         session.final_sent = True
         self._on_change()
