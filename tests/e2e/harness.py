@@ -25,7 +25,7 @@ from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
 from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.sim.scenario import Scenario
-from huxleyd.sim.server import SimServer
+from huxleyd.sim.server import SimDialect, SimServer
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE = 24_000
@@ -183,6 +183,7 @@ def write_config(
     skills: tuple[str, ...] = ("system", "scenario"),
     sounds_dir: Path | None = None,
     skill_config: Mapping[str, str] | None = None,
+    provider_kind: str = "openai",
 ) -> Path:
     """Write ``huxleyd.toml`` and the persona; ``skill_config`` maps a skill to
     the TOML lines of its table (``{"memos": "max_seconds = 5"}``)."""
@@ -200,6 +201,7 @@ sounds_dir = "{sounds_dir or ROOT / "sounds"}"
 [storage]
 state_dir = "{tmp / "state"}"
 [provider]
+kind = "{provider_kind}"
 silent_response_timeout_s = 20.0
 [audio]
 backend = "wav"
@@ -246,15 +248,18 @@ class Rig:
         earcons: bool = True,
         speed: float = SPEED,
         skill_config: Mapping[str, str] | None = None,
+        kind: SimDialect = "openai",
     ) -> None:
         self.tmp = tmp
+        self.kind = kind
+        """The provider kind the daemon is configured with; the sim speaks its dialect."""
         self.earcons = earcons
         self.scenario = scenario
         self.skills = skills
         self.skill_config = skill_config
         self.clock = ScaledClock(speed, start_s=1000.0)
         self.backend = WavBackend(keep_speaker=True)
-        self.sim = SimServer(scenario, speed=speed, synth="tone")
+        self.sim = SimServer(scenario, speed=speed, synth="tone", dialect=kind)
         self.notifier = RecordingNotifier()
         self.pins = MockFactory(pin_class=MockPWMPin)
         self.runtime: Runtime | None = None
@@ -266,7 +271,11 @@ class Rig:
         sounds = None if self.earcons else no_sounds
         config = load_config(
             write_config(
-                self.tmp, skills=self.skills, sounds_dir=sounds, skill_config=self.skill_config
+                self.tmp,
+                skills=self.skills,
+                sounds_dir=sounds,
+                skill_config=self.skill_config,
+                provider_kind=self.kind,
             )
         )
         self.runtime = Runtime(
@@ -314,7 +323,8 @@ class Rig:
         button.release()
 
     def sent_types(self) -> list[str]:
-        return [e.type for e in self.sim.received]
+        """Event types (OpenAI, xAI) or message labels (Gemini) the sim received."""
+        return self.sim.record.types_received()
 
     def skill(self, name: str) -> Any:
         """The loaded skill instance called ``name`` (to read what it recorded)."""
