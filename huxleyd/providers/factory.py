@@ -89,6 +89,7 @@ _CAPABILITY_ROWS: dict[str, str] = {
     "interrupt_acceptance": "a barge-in counts once",
     "input_rate_hz": "mic audio rate, Hz",
     "output_rate_hz": "speech audio rate, Hz",
+    "verbatim_reader": "reads a text word for word, out of band",
 }
 
 _SETTING_ROWS: dict[str, str] = {
@@ -106,6 +107,7 @@ _FALLBACKS: dict[str, str] = {
     "truncate": "the coordinator logs what was heard (`barge_in … heard_ms=`); "
     "the provider keeps the whole reply in its history",
     "input_rate_hz": "the audio engine resamples the mic to the provider's rate",
+    "verbatim_reader": "an in-conversation response told to read the text",
 }
 
 
@@ -135,7 +137,10 @@ def capability_matrix_markdown() -> str:
         cells = [f"`{getattr(KIND_DEFAULTS[d], name)}`" for d in DIALECTS]
         lines.append(f"| `{name}` | {meaning} | " + " | ".join(cells) + " |")
     lines += ["", "Where a capability is missing, the daemon falls back:", ""]
+    names = {field.name for field in dataclasses.fields(Capabilities)}
     for name, fallback in _FALLBACKS.items():
+        if name not in names:
+            continue
         missing = [d for d in DIALECTS if _missing(caps[d], name)]
         if missing:
             lines.append(f"- `{name}` ({', '.join(missing)}): {fallback}.")
