@@ -147,7 +147,8 @@ class GeminiLiveProtocol:
     # ------------------------------------------------------------ connection
 
     def connection_url(self, base_url: str, model: str) -> str:
-        """The BidiGenerateContent endpoint as given (the model goes in the setup)."""
+        """The BidiGenerateContent endpoint as given; ``model`` goes in the setup
+        (remembered here when the core was built without one)."""
         self._model = self._model or model
         return base_url
 

@@ -2,7 +2,8 @@
 
 Layer: pure functions and constants, no state. The xAI dialect uses the
 OpenAI GA event names (field access and tool conversion come from
-:mod:`openai_wire`) with these differences, all from the provider's docs:
+:mod:`openai_wire`) with these differences (from the reference notes:
+docs.x.ai excerpts and third-party integrations, not a typed SDK):
 
 - the first server event is ``conversation.created``;
 - the session is flat: ``voice``, ``turn_detection`` and ``instructions``
