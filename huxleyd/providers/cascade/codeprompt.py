@@ -339,6 +339,17 @@ def parse_call(
             f"`{source}` passes arguments by position; name every argument, like arg='value'",
             source,
         )
+    arguments = _keyword_arguments(node, name, source)
+    if isinstance(arguments, CallError):
+        return arguments
+    problems = check_arguments(arguments, dict(tools[name]))
+    if problems:
+        return CallError(CallProblem.INVALID_ARGUMENTS, f"{name}: " + "; ".join(problems), source)
+    return ParsedCall(new_id(), name, arguments, source)
+
+
+def _keyword_arguments(node: ast.Call, name: str, source: str) -> dict[str, Any] | CallError:
+    """The call's keyword arguments as JSON values, or why they are refused."""
     arguments: dict[str, Any] = {}
     for keyword in node.keywords:
         if keyword.arg is None:
@@ -360,10 +371,7 @@ def parse_call(
                 source,
             )
         arguments[keyword.arg] = value
-    problems = check_arguments(arguments, dict(tools[name]))
-    if problems:
-        return CallError(CallProblem.INVALID_ARGUMENTS, f"{name}: " + "; ".join(problems), source)
-    return ParsedCall(new_id(), name, arguments, source)
+    return arguments
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,6 @@ import contextlib
 import itertools
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import openai
@@ -54,9 +53,17 @@ from huxleyd.providers.cascade.codeprompt import (
     render_call,
     render_tools_prompt,
 )
-from huxleyd.providers.cascade.history import ChatHistory, SpokenLog
+from huxleyd.providers.cascade.history import ChatHistory
 from huxleyd.providers.cascade.llm import ChatModel, NativeCall, TextDelta, native_tools
 from huxleyd.providers.cascade.pcm import RATE_HZ, duration_ms
+from huxleyd.providers.cascade.records import (
+    MIN_COMMIT_MS,
+    Item,
+    PendingCall,
+    Response,
+    StageFailed,
+    commit_empty,
+)
 from huxleyd.providers.cascade.sentences import SentenceSplitter
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.cascade.tts import Synthesizer, TextQueue
@@ -87,55 +94,12 @@ CAPABILITIES = Capabilities(
     input_rate_hz=RATE_HZ,
     output_rate_hz=RATE_HZ,
 )
-MIN_COMMIT_MS = 100
 MAX_TURN_AUDIO_MS = 120_000
 """A press holds at most this much audio (the button's hold limit is shorter)."""
 MAX_ITEMS = 32
 """Replies remembered for ``truncate`` (the coordinator only cuts the one playing)."""
 UNPROMPTED = "Respond now, following your instructions."
 """The user turn sent when the model must speak unprompted (not kept in the history)."""
-
-
-@dataclass(slots=True)
-class _Item:
-    """One model reply (one assistant message), voiced as one audio item."""
-
-    item_id: str
-    log: SpokenLog = field(default_factory=SpokenLog)
-    code_source: str | None = None
-    """Code prompt: the call this reply made, kept in the history after a cut."""
-    native_calls: tuple[tuple[str, str, str], ...] = ()
-    truncated: bool = False
-
-
-@dataclass(slots=True, eq=False)
-class _Response:
-    response_id: str
-    out_of_band: bool
-    instructions: str | None
-    task: asyncio.Task[None] | None = None
-    started: bool = False
-    item: _Item | None = None
-    had_audio: bool = False
-    cancelled: bool = False
-    calls: list[ToolCall] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _PendingCall:
-    name: str
-    source: str
-    native: bool
-    notes: str = ""
-
-
-class _Failed(Exception):
-    """A stage failed; ``reason`` goes into ResponseDone."""
-
-    def __init__(self, reason: str, detail: str, *, unreachable: bool = False) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.unreachable = unreachable
 
 
 class CascadeConnection:
@@ -179,10 +143,10 @@ class CascadeConnection:
         self._transcript: asyncio.Task[str] | None = None
         self._input_item = ""
         """The item id of the committed user audio being transcribed."""
-        self._response: _Response | None = None
-        self._out_of_band: set[_Response] = set()
-        self._items: dict[str, _Item] = {}
-        self._calls: dict[str, _PendingCall] = {}
+        self._response: Response | None = None
+        self._out_of_band: set[Response] = set()
+        self._items: dict[str, Item] = {}
+        self._calls: dict[str, PendingCall] = {}
         self._failures = 0
         self.dropped_audio_bytes = 0
         """Mic audio beyond :data:`MAX_TURN_AUDIO_MS` in one turn, not kept."""
@@ -270,7 +234,7 @@ class CascadeConnection:
     def end_turn(self) -> None:
         pcm, self._audio = bytes(self._audio), bytearray()
         if duration_ms(pcm) < MIN_COMMIT_MS:
-            self._emit_soon(_commit_empty(duration_ms(pcm)))
+            self._emit_soon(commit_empty(duration_ms(pcm)))
             return
         if self._transcript is not None:
             self._transcript.cancel()
@@ -308,7 +272,7 @@ class CascadeConnection:
                 )
             )
             return
-        run = _Response(self._new_id("resp"), out_of_band, instructions)
+        run = Response(self._new_id("resp"), out_of_band, instructions)
         if out_of_band:
             self._out_of_band.add(run)
         else:
@@ -349,18 +313,18 @@ class CascadeConnection:
 
     # ------------------------------------------------------------ one response
 
-    async def _respond(self, run: _Response) -> None:
+    async def _respond(self, run: Response) -> None:
         try:
             if not run.out_of_band and not await self._take_transcript(run):
                 return
             self._start(run)
             await self._passes(run)
-        except _Failed as failed:
+        except StageFailed as failed:
             self._fail(run, failed)
             return
         except Exception as exc:  # a bug: the coordinator must still hear the end
             self._log.exception("cascade_response_crashed", error=repr(exc))
-            self._fail(run, _Failed("internal_error", repr(exc)))
+            self._fail(run, StageFailed("internal_error", repr(exc)))
             return
         finally:
             if self._response is run:
@@ -377,7 +341,7 @@ class CascadeConnection:
             )
         )
 
-    async def _take_transcript(self, run: _Response) -> bool:
+    async def _take_transcript(self, run: Response) -> bool:
         """Add the user's words to the history; False when nothing was heard."""
         task, self._transcript = self._transcript, None
         if task is None:
@@ -385,17 +349,17 @@ class CascadeConnection:
         try:
             text = await task
         except ProviderError as exc:
-            raise _Failed("transcription_failed", str(exc), unreachable=True) from exc
+            raise StageFailed("transcription_failed", str(exc), unreachable=True) from exc
         if not text:
             self._log.info("cascade_nothing_heard", response=run.response_id)
-            self._emit(_commit_empty(None))
+            self._emit(commit_empty(None))
             return False
         self._log.info("cascade_heard", text=text)
         self._emit(TranscriptDone(Role.USER, self._input_item, text))
         self._history.add_user(text)
         return True
 
-    async def _passes(self, run: _Response) -> None:
+    async def _passes(self, run: Response) -> None:
         """Ask the model; with the code prompt, hand a refused call back up to ``max_repairs`` times."""
         for attempt in range(self._settings.max_repairs + 1):
             reply = await self._one_pass(run)
@@ -408,9 +372,9 @@ class CascadeConnection:
             )
             self._history.add_note(reply.error_report())
 
-    async def _one_pass(self, run: _Response) -> CodeReply | None:
+    async def _one_pass(self, run: Response) -> CodeReply | None:
         """One model reply, spoken. Returns the parsed reply (code prompt) or None."""
-        item = run.item = _Item(self._new_id("item"))
+        item = run.item = Item(self._new_id("item"))
         self._items[item.item_id] = item
         while len(self._items) > MAX_ITEMS:  # only recent replies can still be cut
             del self._items[next(iter(self._items))]
@@ -423,7 +387,7 @@ class CascadeConnection:
             reply = self._record_reply(run, item, text, native)
             await speaker
         except (ProviderError, OSError) as exc:
-            raise _Failed("tts_failed", str(exc)) from exc
+            raise StageFailed("tts_failed", str(exc)) from exc
         finally:
             speaker.cancel()  # barge-in or failure: close the TTS stream now
             await asyncio.gather(speaker, return_exceptions=True)
@@ -431,7 +395,7 @@ class CascadeConnection:
         return reply
 
     async def _generate(
-        self, run: _Response, item: _Item, texts: TextQueue, speaker: asyncio.Task[None]
+        self, run: Response, item: Item, texts: TextQueue, speaker: asyncio.Task[None]
     ) -> tuple[str, list[NativeCall]]:
         splitter = SentenceSplitter(
             min_chars=self._settings.min_chunk_chars, max_chars=self._settings.max_sentence_chars
@@ -464,20 +428,20 @@ class CascadeConnection:
                     else:
                         native.append(piece)
         except TimeoutError as exc:
-            raise _Failed(
+            raise StageFailed(
                 "timeout", f"the model sent nothing for {wait_s} s", unreachable=True
             ) from exc
         except openai.APIConnectionError as exc:
-            raise _Failed("connection_failed", str(exc), unreachable=True) from exc
+            raise StageFailed("connection_failed", str(exc), unreachable=True) from exc
         except openai.APIStatusError as exc:
-            raise _Failed(f"http_{exc.status_code}", exc.message) from exc
+            raise StageFailed(f"http_{exc.status_code}", exc.message) from exc
         except openai.OpenAIError as exc:
-            raise _Failed("llm_failed", str(exc)) from exc
+            raise StageFailed("llm_failed", str(exc)) from exc
         speak(splitter.flush())
         texts.put_nowait(None)
         return "".join(parts), native
 
-    def _request(self, run: _Response) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    def _request(self, run: Response) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         instructions = self._instructions if run.instructions is None else run.instructions
         native = self._settings.native_tools
         prompt = [{"role": "user", "content": UNPROMPTED}]
@@ -496,7 +460,7 @@ class CascadeConnection:
         return self._history.for_request(system, extra=extra), tools
 
     def _record_reply(
-        self, run: _Response, item: _Item, text: str, native: list[NativeCall]
+        self, run: Response, item: Item, text: str, native: list[NativeCall]
     ) -> CodeReply | None:
         """Put the reply in the history and report its tool calls."""
         if run.out_of_band:
@@ -505,7 +469,7 @@ class CascadeConnection:
             item.native_calls = tuple((c.call_id, c.name, c.arguments_json) for c in native)
             self._history.add_assistant(item.item_id, text, tool_calls=item.native_calls)
             for call in native:
-                self._calls[call.call_id] = _PendingCall(call.name, call.name, native=True)
+                self._calls[call.call_id] = PendingCall(call.name, call.name, native=True)
                 self._report_call(
                     run, ToolCall(run.response_id, call.call_id, call.name, call.arguments_json)
                 )
@@ -516,7 +480,7 @@ class CascadeConnection:
         parsed = reply.call
         if parsed is not None:
             item.code_source = render_call(parsed.name, parsed.arguments)
-            self._calls[parsed.call_id] = _PendingCall(
+            self._calls[parsed.call_id] = PendingCall(
                 parsed.name, parsed.source, native=False, notes=reply.error_report()
             )
             self._report_call(
@@ -524,12 +488,12 @@ class CascadeConnection:
             )
         return reply
 
-    def _report_call(self, run: _Response, call: ToolCall) -> None:
+    def _report_call(self, run: Response, call: ToolCall) -> None:
         run.calls.append(call)
         self._log.info("cascade_tool_call", name=call.name, call_id=call.call_id)
         self._emit(call)
 
-    def _voiced(self, run: _Response, item: _Item, pcm: bytes, text: str) -> None:
+    def _voiced(self, run: Response, item: Item, pcm: bytes, text: str) -> None:
         """The TTS produced ``pcm`` for ``text``: report it in chunks, remember it."""
         if run.cancelled or item.truncated:
             return
@@ -539,7 +503,7 @@ class CascadeConnection:
             run.had_audio = True
             self._emit(AudioChunk(run.response_id, item.item_id, pcm[start : start + step]))
 
-    def _keep_spoken(self, item: _Item, audio_end_ms: int | None) -> str:
+    def _keep_spoken(self, item: Item, audio_end_ms: int | None) -> str:
         """Make ``item``'s message what was voiced (``None``) or heard up to ``audio_end_ms``.
 
         A code-prompt call the reply made stays after the text (its result
@@ -554,11 +518,11 @@ class CascadeConnection:
 
     # ------------------------------------------------------------ outcomes
 
-    def _start(self, run: _Response) -> None:
+    def _start(self, run: Response) -> None:
         run.started = True
         self._emit(ResponseStarted(run.response_id, out_of_band=run.out_of_band))
 
-    def _fail(self, run: _Response, failed: _Failed) -> None:
+    def _fail(self, run: Response, failed: StageFailed) -> None:
         self._log.warning("cascade_response_failed", reason=failed.reason, problem=str(failed))
         if not run.started:  # the coordinator only ends responses it saw start
             self._start(run)
@@ -611,12 +575,3 @@ class CascadeConnection:
             self._on_state(status)
         except Exception:
             self._log.exception("provider_state_handler_failed", state=status.state.value)
-
-
-def _commit_empty(heard_ms: float | None) -> ProviderErrorEvent:
-    message = (
-        "nothing was heard in the recording"
-        if heard_ms is None
-        else f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, got {heard_ms:.0f} ms"
-    )
-    return ProviderErrorEvent("input_audio_buffer_commit_empty", message, recoverable=True)
