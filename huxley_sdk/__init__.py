@@ -28,6 +28,7 @@ from huxley_sdk.types import (
     PlaySound,
     SetVolume,
     SideEffect,
+    SpeakVerbatim,
     ToolDefinition,
     ToolResult,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "SkillContext",
     "SkillSecrets",
     "SkillStorage",
+    "SpeakVerbatim",
     "ToolDefinition",
     "ToolResult",
     "load_pcm_palette",

@@ -142,6 +142,27 @@ class SetVolume(SideEffect):
 
 
 @dataclass(frozen=True)
+class SpeakVerbatim(SideEffect):
+    """Have the assistant's voice read ``text`` exactly as written (a huxleyd
+    extension beyond Huxley's five side effects).
+
+    For answers produced elsewhere (a stronger text model, a document) that
+    must not be paraphrased. The framework sends the tool output, does not
+    ask the model to narrate it, clears speech still queued, and has the
+    voice read ``text`` in a response outside the conversation with tools
+    off. The tool's ``output`` should tell the model the answer was
+    delivered, so it does not speak again.
+    """
+
+    kind: ClassVar[str] = "speak_verbatim"
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError("SpeakVerbatim.text must be a non-empty string")
+
+
+@dataclass(frozen=True)
 class InputClaim(SideEffect):
     """Take over the microphone (and optionally the speaker).
 

@@ -47,6 +47,17 @@ class Capabilities:
     """Sample rate of the PCM16 mono audio ``append_audio`` expects."""
     output_rate_hz: int
     """Sample rate of the PCM16 mono audio in ``AudioChunk``."""
+    verbatim_reader: bool = False
+    """``read_aloud(text, instructions=…)`` exists: a response outside the
+    conversation, tools off, that reads ``text`` word for word (SpeakVerbatim).
+    Without it the coordinator asks for an in-band response told to read it."""
+
+
+class VerbatimReader(Protocol):
+    """The optional command behind ``Capabilities.verbatim_reader``."""
+
+    def read_aloud(self, text: str, *, instructions: str) -> None:
+        """Speak ``text`` verbatim, out of band; its events come flagged ``out_of_band``."""
 
 
 class ProviderCommands(Protocol):

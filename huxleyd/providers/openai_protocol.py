@@ -54,6 +54,12 @@ OPENAI_CAPABILITIES = Capabilities(
     interrupt_acceptance=InterruptAcceptance.IMMEDIATE_PROVIDER_ACK,
     input_rate_hz=wire.RATE_HZ,
     output_rate_hz=wire.RATE_HZ,
+    verbatim_reader=True,
+)
+
+READER_INSTRUCTIONS = (
+    "Read the user's text aloud exactly as written, word for word. Do not add, "
+    "drop, explain or comment on anything."
 )
 
 SESSION_ENDING_CODES = frozenset({"session_expired", "invalid_api_key", "insufficient_quota"})
@@ -291,6 +297,26 @@ class OpenAIRealtimeProtocol:
             event["response"] = params
         event_id = self._send(event)
         self._pending_creates.append((event_id, out_of_band))
+
+    def read_aloud(self, text: str, *, instructions: str) -> None:
+        """SpeakVerbatim: an out-of-band response (``conversation: "none"``), tools
+        off, whose only input is ``text``; the persona's instructions keep the voice."""
+        params: dict[str, Any] = {
+            "conversation": "none",
+            "instructions": f"{instructions}\n\n{READER_INSTRUCTIONS}".strip(),
+            "tool_choice": "none",
+            "output_modalities": ["audio"],
+            "metadata": {"purpose": "verbatim_reader"},
+            "input": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": text}],
+                }
+            ],
+        }
+        event_id = self._send({"type": "response.create", "response": params})
+        self._pending_creates.append((event_id, True))
 
     def cancel_response(self) -> bool:
         """Cancel every running response; True when a ``response.cancel`` was sent."""

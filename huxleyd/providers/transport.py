@@ -489,6 +489,14 @@ class ProviderConnection:
         self._protocol.truncate(item_id, audio_end_ms)
         self._flush()
 
+    def read_aloud(self, text: str, *, instructions: str) -> None:
+        """Forward SpeakVerbatim to a core with ``capabilities.verbatim_reader``."""
+        reader = getattr(self._protocol, "read_aloud", None)
+        if reader is None:
+            raise NotImplementedError(f"{type(self._protocol).__name__} has no verbatim reader")
+        reader(text, instructions=instructions)
+        self._flush()
+
 
 def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__

@@ -111,6 +111,8 @@ class SimRecord:
     tool_outputs: dict[str, str] = field(default_factory=dict)
     """call_id → output the client sent."""
     user_texts: list[str] = field(default_factory=list)
+    read_aloud: list[str] = field(default_factory=list)
+    """Texts an out-of-band response was asked to read (SpeakVerbatim), in order."""
     committed_audio: list[bytes] = field(default_factory=list)
     """The PCM of each committed user turn."""
     responses_done: int = 0

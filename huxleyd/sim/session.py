@@ -282,9 +282,7 @@ class SimSession:
                 + ", ".join(sorted(self._unanswered_calls)),
             )
         spec = (
-            self._record.script.default_response
-            if out_of_band
-            else self._record.script.next_response()
+            self._out_of_band_spec(params) if out_of_band else self._record.script.next_response()
         )
         if spec.error is not None:
             await self.emit(
@@ -299,6 +297,21 @@ class SimSession:
         running = _Running(_new_id("resp"), out_of_band, params.get("metadata"))
         self._running[running.response_id] = running
         running.task = asyncio.create_task(self._stream(running, spec))
+
+    def _out_of_band_spec(self, params: dict[str, Any]) -> ResponseSpec:
+        """An out-of-band response reads its input text (a verbatim reader), if any."""
+        texts = [
+            part.get("text", "")
+            for item in params.get("input") or []
+            if isinstance(item, dict) and item.get("type") == "message"
+            for part in item.get("content") or []
+            if isinstance(part, dict) and part.get("type") == "input_text"
+        ]
+        text = " ".join(t for t in texts if t)
+        if not text:
+            return self._record.script.default_response
+        self._record.read_aloud.append(text)
+        return ResponseSpec(say=text)
 
     async def _on_response_cancel(self, raw: dict[str, Any]) -> None:
         wanted = raw.get("response_id")

@@ -30,6 +30,7 @@ from huxley_sdk import (
     InputClaim,
     PlaySound,
     SetVolume,
+    SpeakVerbatim,
 )
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
@@ -50,8 +51,14 @@ from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 from huxleyd.turns.toolrun import ToolRunner
+from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
+
+READ_VERBATIM = (
+    "Read the following text aloud exactly as written, word for word, in your "
+    "usual voice. Do not add, drop, explain or comment on anything."
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,7 +132,11 @@ class Coordinator:
         self._latched_stream: AudioStream | None = None
         self._latched_claim: InputClaim | None = None
         self._pending_sounds: list[bytes] = []
-        self._watchdog: asyncio.Task[None] | None = None
+        self._watchdog = SilenceWatchdog(self._settings.silent_response_timeout_s, sleep=sleep)
+        self._retry_request: Callable[[], None] = self._provider.request_response
+        """How to ask again when a reply stays silent (a normal reply, or the reader)."""
+        self._verbatim: str | None = None
+        self._reader_pending = False
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -151,7 +162,8 @@ class Coordinator:
         await self.proactive.close()
         for outcome in self._tools.cancel_all():
             self._provider.send_tool_output(outcome.call_id, outcome.output)
-        for task in [self._mic_pump, self._watchdog, self._barrier, *self._tasks]:
+        self._watchdog.disarm()
+        for task in [self._mic_pump, self._barrier, *self._tasks]:
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -282,8 +294,9 @@ class Coordinator:
             self._on_error(event)
 
     def _on_response_started(self, event: ResponseStarted) -> None:
-        if event.out_of_band:
-            return
+        if event.out_of_band and not self._reader_pending:
+            return  # someone else's side conversation
+        self._reader_pending = False
         if self.state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
             self._response_id = event.response_id
             self._set_state(TurnState.IN_RESPONSE)
@@ -294,7 +307,7 @@ class Coordinator:
         if chunk.response_id in self._ignored_responses or chunk.response_id != self._response_id:
             self.dropped_late_chunks += 1
             return
-        self._disarm_watchdog()
+        self._watchdog.disarm()
         turn = self.turn
         if turn is not None and turn.first_audio_at is None:
             turn.first_audio_at = self._clock.monotonic()
@@ -311,19 +324,19 @@ class Coordinator:
             # The reply was cut; the call still needs an output.
             self._provider.send_tool_output(call.call_id, '{"cancelled": true}')
             return
-        self._disarm_watchdog()
+        self._watchdog.disarm()
         if self.turn is not None:
             self.turn.tools.append(call.name)
         self._tools.start(call)
 
     def _on_response_done(self, done: ResponseDone) -> None:
-        if done.out_of_band:
+        if done.out_of_band and done.response_id != self._response_id:
             return
         if done.response_id in self._ignored_responses or done.response_id != self._response_id:
             self._ignored_responses.discard(done.response_id)
             return
         self._response_id = None
-        self._disarm_watchdog()
+        self._watchdog.disarm()
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
             self._answer_all_tools()
@@ -347,7 +360,7 @@ class Coordinator:
             "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
         )
         if error.code == "input_audio_buffer_commit_empty" and self.state is TurnState.COMMITTING:
-            self._disarm_watchdog()
+            self._watchdog.disarm()
             self._earcon("too_short", before_speech=False)
             self._finish_turn(TurnOutcome.TOO_SHORT)
         elif not error.recoverable and self.state.replying:
@@ -412,6 +425,8 @@ class Coordinator:
             self._latched_stream = effect  # only the last stream of a turn runs
         elif isinstance(effect, InputClaim):
             self._latched_claim = effect
+        elif isinstance(effect, SpeakVerbatim):
+            self._verbatim = effect.text
         self._maybe_follow_up()
 
     async def _set_volume(self, level: int) -> None:
@@ -429,7 +444,11 @@ class Coordinator:
             assert outcome is not None
             self._provider.send_tool_output(call_id, outcome.output)
         self._awaiting_tools = ()
-        self._request_response()
+        verbatim, self._verbatim = self._verbatim, None
+        if verbatim is not None:
+            self._start_reader(verbatim)  # instead of a narration: the model stays quiet
+        else:
+            self._request_response()
         # After the request, before the model's first audio: the chime leads.
         for pcm in self._pending_sounds:
             self._audio.play_earcon(pcm, before_speech=True)
@@ -449,26 +468,32 @@ class Coordinator:
     # ------------------------------------------------------------ responses
 
     def _request_response(self, *, instructions: str | None = None) -> None:
-        self._provider.request_response(instructions=instructions)
-        self._arm_watchdog(instructions)
+        def request() -> None:
+            self._provider.request_response(instructions=instructions)
 
-    def _arm_watchdog(self, instructions: str | None) -> None:
-        self._disarm_watchdog()
-        self._watchdog = asyncio.get_running_loop().create_task(
-            self._watch_silence(instructions), name="silent-response-watchdog"
-        )
+        self._send_request(request)
 
-    def _disarm_watchdog(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            self._watchdog = None
+    def _send_request(self, request: Callable[[], None]) -> None:
+        self._retry_request = request
+        request()
+        self._watchdog.arm(lambda: self._retry_silent("timeout"))
 
-    async def _watch_silence(self, instructions: str | None) -> None:
-        await self._sleep(self._settings.silent_response_timeout_s)
-        self._watchdog = None
-        self._retry_silent("timeout", instructions)
+    def _start_reader(self, text: str) -> None:
+        """Read ``text`` verbatim in the assistant's voice (SpeakVerbatim).
 
-    def _retry_silent(self, why: str, instructions: str | None = None) -> None:
+        Outside the conversation with tools off when the provider can
+        (``verbatim_reader``); else an in-band response told to read it.
+        Speech still queued is stale: it is cleared first.
+        """
+        self._speech.cut()
+        self._reader_pending = True
+        if self._provider.capabilities.verbatim_reader:
+            read_aloud = getattr(self._provider, "read_aloud")  # noqa: B009 - capability-gated
+            self._send_request(lambda: read_aloud(text, instructions=self._instructions))
+        else:
+            self._request_response(instructions=f"{READ_VERBATIM}\n\n{text}")
+
+    def _retry_silent(self, why: str) -> None:
         turn = self.turn
         if turn is None:
             return
@@ -485,7 +510,7 @@ class Coordinator:
         if self._provider.capabilities.response_cancel:
             self._provider.cancel_response()
         self._set_state(TurnState.COMMITTING)
-        self._request_response(instructions=instructions)
+        self._send_request(self._retry_request)
 
     # ------------------------------------------------------------ endings
 
@@ -526,10 +551,12 @@ class Coordinator:
         stream does not arrive preempted (and, with patience 0, evicted).
         """
         turn = self.turn
-        self._disarm_watchdog()
+        self._watchdog.disarm()
         self._pending_sounds.clear()
         self._latched_stream = None
         self._latched_claim = None
+        self._verbatim = None
+        self._reader_pending = False
         if turn is not None:
             turn.outcome = outcome
             self._log_turn(turn)

@@ -19,6 +19,7 @@ OPENAI_LIKE = Capabilities(
     interrupt_acceptance=InterruptAcceptance.IMMEDIATE_PROVIDER_ACK,
     input_rate_hz=24_000,
     output_rate_hz=24_000,
+    verbatim_reader=True,
 )
 
 
@@ -83,6 +84,10 @@ class RecordingProvider:
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
         self.commands.append(("truncate", (item_id, audio_end_ms)))
+
+    def read_aloud(self, text: str, *, instructions: str) -> None:
+        self.response_active = True
+        self.commands.append(("read_aloud", text))
 
     def outputs(self) -> dict[str, str]:
         return {

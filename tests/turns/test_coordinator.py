@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +15,7 @@ from huxley_sdk import (
     PlaySound,
     SetVolume,
     SkillContext,
+    SpeakVerbatim,
     ToolDefinition,
     ToolResult,
 )
@@ -30,7 +32,7 @@ from huxleyd.providers.events import (
 from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
-from tests.fakes.turn_ports import RecordingAudio, RecordingProvider, RecordingVolume
+from tests.fakes.turn_ports import OPENAI_LIKE, RecordingAudio, RecordingProvider, RecordingVolume
 
 FRAME = bytes(960)  # 20 ms at 24 kHz
 
@@ -48,7 +50,7 @@ class Toolbox:
     def tools(self) -> list[ToolDefinition]:
         return [
             ToolDefinition(n, n)
-            for n in ("info", "chime", "louder", "stop", "book", "song", "explode", "hang")
+            for n in ("info", "chime", "louder", "stop", "book", "song", "explode", "hang", "brain")
         ]
 
     async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
@@ -71,6 +73,8 @@ class Toolbox:
                     label=tool_name,
                 ),
             )
+        if tool_name == "brain":
+            return ToolResult('{"delivered": true}', SpeakVerbatim("Read me exactly."))
         if tool_name == "hang":
             await self.release_hang.wait()
             return ToolResult("{}")
@@ -384,3 +388,36 @@ async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> Non
         assert not rig.coordinator.offline
         rig.coordinator.on_connection("offline", 4)
         assert rig.audio.log.count(("earcon", 26)) == 2  # offline again: cue again
+
+
+async def test_speak_verbatim_reads_out_of_band_and_asks_for_no_narration() -> None:
+    async with Rig() as rig:
+        await rig.turn()
+        call = ToolCall("r1", "c1", "brain", "{}")
+        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
+        await settle()
+        assert rig.provider.names()[-2:] == ["send_tool_output", "read_aloud"]
+        assert rig.provider.commands[-1] == ("read_aloud", "Read me exactly.")
+        assert ("flush", "speech") in rig.audio.log  # stale speech cleared first
+        rig.send(
+            ResponseStarted("r2", out_of_band=True),
+            AudioChunk("r2", "i2", bytes(4800)),
+            ResponseDone("r2", ResponseStatus.COMPLETED, had_audio=True, out_of_band=True),
+        )
+        await settle()
+        assert rig.audio.sources["speech"].writes == [("i2", 4800)]
+        assert state_of(rig) is TurnState.IDLE
+        assert rig.provider.names().count("request_response") == 1  # no narration follow-up
+
+
+async def test_speak_verbatim_without_a_reader_asks_in_band() -> None:
+    caps = dataclasses.replace(OPENAI_LIKE, verbatim_reader=False)
+    async with Rig() as rig:
+        rig.provider._caps = caps
+        await rig.turn()
+        call = ToolCall("r1", "c1", "brain", "{}")
+        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
+        await settle()
+        name, instructions = rig.provider.commands[-1]
+        assert name == "request_response"
+        assert isinstance(instructions, str) and instructions.endswith("Read me exactly.")
