@@ -281,7 +281,11 @@ class Runtime:
         if api_key is not None:
             return None, api_key
         why = "provider.kind is sim" if config.provider.kind == "sim" else "no API key configured"
-        self.sim = SimServer(config.provider.sim_scenario, speed=config.provider.sim_speed)
+        self.sim = SimServer(
+            config.provider.sim_scenario,
+            speed=config.provider.sim_speed,
+            dialect=config.provider.dialect,
+        )
         await self.sim.__aenter__()
         self.is_simulator = True
         log.warning(
