@@ -27,9 +27,15 @@ from typing import Any
 from huxley_sdk import AudioStream
 from huxleyd.logs import get_logger
 from huxleyd.turns.focus import Activity, Channel, FocusManager, FocusState, MixingBehavior
-from huxleyd.turns.ports import AudioPort
+from huxleyd.turns.ports import AudioPort, SourcePort
 
 log = get_logger("huxleyd.turns")
+
+LOOKAHEAD_MS = 200
+"""How far ahead of the speaker a stream is read. A skill bookmarks what it
+has yielded, so this (plus one of its chunks) bounds how far a bookmark can
+run ahead of what was heard; it still covers the device buffer and a short
+stall of the loop."""
 
 
 class _Playing:
@@ -203,6 +209,7 @@ class MediaRunner:
             async for chunk in iterator:
                 if chunk:
                     await content.write(chunk)
+                    await _keep_lookahead(content)
             await self._audio.drained("content")
             natural = True
         finally:
@@ -218,3 +225,17 @@ class MediaRunner:
                 self._request(self.focus.release(playing.activity))
             log.info("media_finished", label=stream.label)
             self._on_natural_end(stream)
+
+
+async def _keep_lookahead(source: SourcePort) -> None:
+    """Wait until at most :data:`LOOKAHEAD_MS` of ``source`` is unheard.
+
+    Without it the runtime would read a stream as far ahead as the content
+    ring holds (seconds): an interrupted book would be bookmarked seconds
+    past what was heard, or marked finished. Sources that cannot tell where
+    the speaker is (test fakes) are not paced.
+    """
+    wait_played = getattr(source, "wait_played", None)
+    write_pos = getattr(source, "write_pos", None)
+    if wait_played is not None and isinstance(write_pos, int):
+        await wait_played(write_pos - LOOKAHEAD_MS * 24)  # 24 samples per ms at 24 kHz
