@@ -12,8 +12,11 @@ due time moves into the past), and the next start announces them once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,9 +33,13 @@ from tests.e2e.harness import (
     Rig,
     counter_runs,
     scenario_skill_installed,
+    tone_windows,
     until,
 )
 
+ANNOUNCE = "ding ding"
+ANNOUNCE_HZ = 550.0
+"""The simulator's tone speech says "ding" at 550 Hz."""
 CHUNK = RATE // 10
 """Samples per chunk the audiobooks skill yields (100 ms)."""
 RAMP = RATE * 5 // 1000
@@ -123,3 +130,66 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
         heard = (first - COUNTER_BASE) + length + RAMP
         marked = round(saved["position_s"] * RATE)
         assert -RAMP <= marked - heard <= CHUNK + LOOKAHEAD, (marked, heard)
+
+
+# ---------------------------------------------------------------- timers
+
+
+def shift_timers_into_the_past(db_path: Path, seconds: float) -> int:
+    """The device was off: every stored timer came due ``seconds`` ago."""
+    now = time.time()
+    with contextlib.closing(sqlite3.connect(db_path)) as db, db:
+        rows = db.execute(
+            "SELECT key, value FROM settings WHERE skill = 'timers' AND key LIKE 'timer:%'"
+        ).fetchall()
+        for key, value in rows:
+            alarm = json.loads(value)
+            length = alarm["due_ts"] - alarm["created_ts"]
+            alarm["due_ts"] = now - seconds
+            alarm["created_ts"] = now - seconds - length
+            db.execute(
+                "UPDATE settings SET value = ? WHERE skill = 'timers' AND key = ?",
+                (json.dumps(alarm), key),
+            )
+    return len(rows)
+
+
+def timer_requests(rig: Rig) -> list[str]:
+    return [
+        e.response.instructions
+        for e in rig.sim.received
+        if e.type == "response.create"
+        and e.response is not None
+        and "timer is done" in (e.response.instructions or "")
+    ]
+
+
+async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start(
+    tmp_path: Path,
+) -> None:
+    skills = ("system", "scenario", "timers")
+    setting = Scenario(turns=(turn(call("set_timer", minutes=10, name="pasta"), speech()),))
+    async with Rig(tmp_path, setting, skills=skills, earcons=False) as rig:
+        coordinator = rig.rt.coordinator
+        assert coordinator is not None and rig.rt.db is not None
+        coordinator.say("set a pasta timer for ten minutes")
+        await until(lambda: len(rig.sim.record.tool_outputs) == 1, "the timer is set")
+        await until(rig.idle, "idle")
+        assert len(await rig.rt.db.skill_storage("timers").list_settings("timer:")) == 1
+        db_path = rig.rt.config.storage.database_path(rig.rt.config.daemon.persona)
+    # Off for a while: the ten minutes ran out two minutes ago.
+    assert await asyncio.to_thread(shift_timers_into_the_past, db_path, 120.0) == 1
+
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
+        await until(lambda: len(tone_windows(rig.speaker(), ANNOUNCE_HZ)) >= 3, "announced")
+        await until(rig.idle, "idle")
+        (prompt,) = timer_requests(rig)
+        assert "'pasta' timer is done" in prompt and "late by 2 minutes" in prompt
+        assert rig.rt.db is not None
+        assert await rig.rt.db.skill_storage("timers").list_settings("timer:") == []
+
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
+        mark = len(rig.speaker())
+        await until(lambda: len(rig.speaker()) > mark + RATE, "a second of audio")
+        assert timer_requests(rig) == [], "announced once, not on every start"
+        assert [e.type for e in rig.sim.received if e.type == "response.create"] == []
