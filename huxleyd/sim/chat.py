@@ -95,6 +95,8 @@ class ChatReply:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CascadeTurn:
     hear: str = ""
+    hear_delay_ms: int = field(default=0, metadata=bounds(0, 600_000))
+    """The recogniser takes this long (scaled by the sim's speed)."""
     replies: tuple[ChatReply, ...] = ()
 
 
@@ -171,15 +173,19 @@ class ChatEndpoints:
         self.release = asyncio.Event()
         self.requests: list[ChatRequest] = []
         self.transcriptions: list[TranscriptionRequest] = []
+        self.transcription_requests = 0
+        """Requests received (a slow one is counted before it is answered)."""
         self.violations: list[str] = []
 
     # ------------------------------------------------------------ the script
 
-    def _hear(self) -> str:
+    def _hear(self) -> CascadeTurn:
         self._turn += 1
         self._reply = 0
         turns = self.script.turns
-        return turns[self._turn].hear if self._turn < len(turns) else self.script.default_hear
+        if self._turn < len(turns):
+            return turns[self._turn]
+        return CascadeTurn(hear=self.script.default_hear)
 
     def _next_reply(self) -> ChatReply:
         self._turn = max(self._turn, 0)
@@ -203,7 +209,11 @@ class ChatEndpoints:
         if "file" not in form or not form["file"].filename:
             raise HttpError(400, "missing required parameter: 'file'")
         rate_hz, duration_ms = _wav_facts(form["file"].value)
-        text = self._hear()
+        self.transcription_requests += 1
+        self._on_change()
+        turn = self._hear()
+        await self._sleep_ms(turn.hear_delay_ms)
+        text = turn.hear
         self.transcriptions.append(TranscriptionRequest(model, rate_hz, duration_ms, text))
         self._on_change()
         response_format = form["response_format"].text if "response_format" in form else "json"

@@ -142,6 +142,8 @@ class CascadeConnection:
         self._audio = bytearray()
         self._transcript: asyncio.Task[str] | None = None
         self._input_item = ""
+        self._turns = 0
+        """Counts new inputs, so a recognition left by a cancelled response is known stale."""
         """The item id of the committed user audio being transcribed."""
         self._response: Response | None = None
         self._out_of_band: set[Response] = set()
@@ -220,6 +222,7 @@ class CascadeConnection:
 
     def start_turn(self) -> None:
         self._audio.clear()
+        self._turns += 1
         if self._transcript is not None:
             self._transcript.cancel()
             self._transcript = None
@@ -236,6 +239,7 @@ class CascadeConnection:
         if duration_ms(pcm) < MIN_COMMIT_MS:
             self._emit_soon(commit_empty(duration_ms(pcm)))
             return
+        self._turns += 1
         if self._transcript is not None:
             self._transcript.cancel()
         self._transcript = asyncio.get_running_loop().create_task(
@@ -346,8 +350,17 @@ class CascadeConnection:
         task, self._transcript = self._transcript, None
         if task is None:
             return True  # a text turn, a tool follow-up or an inject
+        turn = self._turns
         try:
-            text = await task
+            text = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # Cancelled while recognising (the coordinator's silence retry): the
+            # retry picks the words up; a newer turn makes them stale.
+            if self._turns == turn and self._transcript is None:
+                self._transcript = task
+            else:
+                task.cancel()
+            raise
         except ProviderError as exc:
             raise StageFailed("transcription_failed", str(exc), unreachable=True) from exc
         if not text:

@@ -449,3 +449,42 @@ async def test_a_local_tts_command_speaks_the_reply() -> None:
         assert len(rec.audio()) == 2 * 240 * (len("Hello.") + len("Goodbye."))
         assert sim.tts.sessions == []
         assert rec.of(TranscriptDone)[-1].text == "Hello. Goodbye."
+
+
+async def test_a_retry_while_recognising_keeps_the_users_words() -> None:
+    script = cascade_script_from_dict(
+        {"turns": [{"hear": "what time is it", "hear_delay_ms": 300, "replies": [{"text": "Ok."}]}]}
+    )
+    async with cascade(script, speed=1.0) as (conn, rec, sim):
+        press(conn)
+        await sim.wait_until(lambda: _asked_to_recognise(sim))
+        # The coordinator's silence watchdog: cancel, then ask again.
+        assert conn.cancel_response() is True
+        conn.request_response()
+        await rec.wait(lambda: any(d.status is ResponseStatus.COMPLETED for d in rec.done()))
+        (ask,) = sim.chat.requests
+        assert ask.messages[1:] == [{"role": "user", "content": "what time is it"}]
+        assert len(sim.chat.transcriptions) == 1
+
+
+async def test_a_new_turn_makes_an_unfinished_recognition_stale() -> None:
+    script = cascade_script_from_dict(
+        {
+            "turns": [
+                {"hear": "first", "hear_delay_ms": 300},
+                {"hear": "second", "replies": [{"text": "Ok."}]},
+            ]
+        }
+    )
+    async with cascade(script, speed=1.0) as (conn, rec, sim):
+        press(conn)
+        await sim.wait_until(lambda: _asked_to_recognise(sim))
+        conn.cancel_response()  # barge-in: cancel, then a new turn
+        press(conn)
+        await rec.wait(lambda: any(d.status is ResponseStatus.COMPLETED for d in rec.done()))
+        (ask,) = sim.chat.requests
+        assert ask.messages[1:] == [{"role": "user", "content": "second"}]
+
+
+def _asked_to_recognise(sim: CascadeSim) -> bool:
+    return sim.chat.transcription_requests > 0
