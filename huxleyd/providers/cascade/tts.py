@@ -96,11 +96,15 @@ class ElevenLabsSynthesizer:
         similarity_boost: float = 0.8,
         assumed_chars_per_s: float = 15.0,
         open_timeout_s: float = 10.0,
+        inactivity_timeout_s: int = 60,
     ) -> None:
         self._api_key = api_key
+        # inactivity_timeout: a slow local model may pause between sentences longer
+        # than ElevenLabs' default 20 s.
         self._url = (
             f"{base_url.rstrip('/')}/v1/text-to-speech/{quote(voice_id, safe='')}/stream-input"
             f"?model_id={quote(model_id, safe='')}&output_format=pcm_24000"
+            f"&inactivity_timeout={inactivity_timeout_s}"
         )
         self._voice_settings = {"stability": stability, "similarity_boost": similarity_boost}
         self._chars_per_ms = assumed_chars_per_s / 1000.0
@@ -111,6 +115,11 @@ class ElevenLabsSynthesizer:
         return self._url
 
     async def speak(self, texts: TextQueue, on_audio: OnAudio) -> None:
+        """Connects when the first chunk is ready (a model may think for long before
+        it; a reply without words opens no stream at all)."""
+        first = await texts.get()
+        if first is None:
+            return
         headers = {"xi-api-key": self._api_key} if self._api_key else {}
         loopback = (urlsplit(self._url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
         try:
@@ -125,7 +134,7 @@ class ElevenLabsSynthesizer:
             ) as ws:
                 await ws.send(json.dumps({"text": " ", "voice_settings": self._voice_settings}))
                 sent: list[str] = []
-                sender = asyncio.get_running_loop().create_task(self._send(ws, texts, sent))
+                sender = asyncio.get_running_loop().create_task(self._send(ws, first, texts, sent))
                 try:
                     await self._receive(ws, sent, on_audio)
                     await sender
@@ -134,11 +143,15 @@ class ElevenLabsSynthesizer:
         except (OSError, WebSocketException, TimeoutError) as exc:
             raise ProviderError(f"ElevenLabs stream-input failed: {exc}") from exc
 
-    async def _send(self, ws: ClientConnection, texts: TextQueue, sent: list[str]) -> None:
-        while (text := await texts.get()) is not None:
+    async def _send(
+        self, ws: ClientConnection, first: str, texts: TextQueue, sent: list[str]
+    ) -> None:
+        text: str | None = first
+        while text is not None:
             chunk = text + " "  # ElevenLabs wants text to end with a space
             sent.append(chunk)
             await ws.send(json.dumps({"text": chunk, "flush": True}))
+            text = await texts.get()
         await ws.send(json.dumps({"text": ""}))
 
     async def _receive(self, ws: ClientConnection, sent: list[str], on_audio: OnAudio) -> None:
