@@ -285,3 +285,19 @@ def test_the_shipped_cascade_scripts_load() -> None:
     assert scripts
     for path in scripts:
         assert load_cascade_script(path).turns
+
+
+async def test_elevenlabs_takes_the_key_in_the_opening_message_too() -> None:
+    async with CascadeSim(SCRIPT, speed=math.inf, synth="tone", elevenlabs_key="right") as sim:
+        url = f"{sim.elevenlabs_url}/v1/text-to-speech/v/stream-input?output_format=pcm_24000"
+        async with connect(url) as ws:
+            await ws.send(json.dumps({"text": " ", "xi-api-key": "right"}))
+            await ws.send(json.dumps({"text": "Hi. ", "flush": True}))
+            await ws.send(json.dumps({"text": ""}))
+            frames = [json.loads(f) async for f in ws]
+        assert frames[-1]["isFinal"] is True
+        async with connect(url) as ws:
+            await ws.send(json.dumps({"text": " ", "xi-api-key": "wrong"}))
+            await ws.wait_closed()
+            assert ws.close_code == 1008
+        assert [s.authorized for s in sim.tts.sessions] == [True, False]
