@@ -46,9 +46,9 @@ from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
+from huxleyd.providers.core import CANCELLED_OUTPUT, SansIOCore, check_audio_end_ms, check_pcm16
 from huxleyd.providers.events import (
     AudioChunk,
-    Event,
     Interrupted,
     ProviderErrorEvent,
     ResponseDone,
@@ -60,7 +60,6 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT
 
 GEMINI_CAPABILITIES = Capabilities(
     text_input=True,
@@ -99,7 +98,7 @@ class _Config:
         return json.dumps([self.instructions, self.declarations, self.voice], sort_keys=True)
 
 
-class GeminiLiveProtocol:
+class GeminiLiveProtocol(SansIOCore):
     """Gemini Live, push-to-talk, PCM16 16 kHz in / 24 kHz out, with session resumption."""
 
     capabilities = GEMINI_CAPABILITIES
@@ -107,20 +106,14 @@ class GeminiLiveProtocol:
     def __init__(
         self, *, model: str = "", hold_ms: int = HOLD_MS, logger: EventLogger | None = None
     ) -> None:
-        self._log = logger or get_logger("huxleyd.providers.gemini")
+        super().__init__(logger=logger or get_logger("huxleyd.providers.gemini"))
         self._model = model
         self._hold_bytes = hold_ms * wire.INPUT_RATE_HZ * 2 // 1000
         self._config: _Config | None = None
-        self._out: list[str | bytes] = []
-        self._events: list[Event] = []
-        self._logged_once: set[str] = set()
         self._handle: str | None = None
         self._reconnect_reason: str | None = None
         self._connections = 0
         self._turn_seq = 0
-        self.dropped_audio_chunks = 0
-        """Audio of superseded model turns, not reported."""
-        self.protocol_errors = 0
         self.resumed_connections = 0
         """Connections whose setup carried a resumption handle."""
         # Per connection; _reset_connection() empties it.
@@ -237,23 +230,9 @@ class GeminiLiveProtocol:
 
     # ------------------------------------------------------------ sans-I/O
 
-    def events_received(self) -> list[Event]:
-        events, self._events = self._events, []
-        return events
-
-    def messages_to_send(self) -> list[str | bytes]:
-        out, self._out = self._out, []
-        return out
-
-    def receive(self, frame: str | bytes) -> None:
-        """Parse one server message (text or binary); never raises."""
-        try:
-            message = wire.parse_frame(frame)
-            self._dispatch(message)
-        except ProviderProtocolError as exc:
-            self._protocol_error(str(exc))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            self._protocol_error(f"{type(exc).__name__}: {exc}")
+    def _receive_frame(self, frame: str | bytes) -> None:
+        """One server message, text or binary (``receive`` reports what fails here)."""
+        self._dispatch(wire.parse_frame(frame))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         known = False
@@ -285,16 +264,6 @@ class GeminiLiveProtocol:
                 if wire.snake(key) not in _IGNORED_KEYS:
                     self._once(f"unknown:{key}", "provider_message_unknown", key=key)
 
-    def _once(self, tag: str, event: str, **fields: Any) -> None:
-        if tag not in self._logged_once:
-            self._logged_once.add(tag)
-            self._log.info(event, note="logged once", **fields)
-
-    def _protocol_error(self, message: str) -> None:
-        self.protocol_errors += 1
-        self._log.warning("provider_protocol_error", problem=message)
-        self._events.append(ProviderErrorEvent("protocol_error", message, recoverable=True))
-
     # ------------------------------------------------------------ commands
 
     def configure(
@@ -324,8 +293,7 @@ class GeminiLiveProtocol:
         self._in_turn = True
 
     def append_audio(self, pcm: bytes) -> None:
-        if len(pcm) % 2:
-            raise ValueError(f"PCM16 audio must have an even byte count, got {len(pcm)}")
+        check_pcm16(pcm)
         if not pcm:
             return
         if self._activity_open:
@@ -407,8 +375,7 @@ class GeminiLiveProtocol:
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
         """No truncate in Gemini: the cut is local (``cancel_response`` already dropped the rest)."""
-        if audio_end_ms < 0:
-            raise ValueError(f"audio_end_ms must be >= 0, got {audio_end_ms}")
+        check_audio_end_ms(audio_end_ms)
         self._log.debug("provider_truncate_local", item=item_id, heard_ms=audio_end_ms)
 
     def _supersede(self, why: str) -> None:

@@ -25,12 +25,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from huxley_sdk.logging import EventLogger, get_logger
-from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
+from huxleyd.providers.core import SansIOCore, check_audio_end_ms, check_pcm16
 from huxleyd.providers.events import (
     AudioChunk,
-    Event,
     InputCommitted,
     Interrupted,
     ItemTruncated,
@@ -93,7 +92,7 @@ class _Config:
     voice: str
 
 
-class OpenAIRealtimeProtocol:
+class OpenAIRealtimeProtocol(SansIOCore):
     """OpenAI Realtime GA, push-to-talk (turn detection off), PCM16 24 kHz.
 
     ``transcription_model`` (e.g. ``"gpt-4o-mini-transcribe"``) turns on
@@ -105,17 +104,10 @@ class OpenAIRealtimeProtocol:
     def __init__(
         self, *, transcription_model: str | None = None, logger: EventLogger | None = None
     ) -> None:
-        self._log = logger or get_logger("huxleyd.providers.openai")
+        super().__init__(logger=logger or get_logger("huxleyd.providers.openai"))
         self._transcription_model = transcription_model
         self._config: _Config | None = None
-        self._out: list[str | bytes] = []
-        self._events: list[Event] = []
         self._seq = 0
-        self._unknown_seen: set[str] = set()
-        self.dropped_audio_chunks = 0
-        """Audio deltas of cancelled responses or truncated items, not reported."""
-        self.protocol_errors = 0
-        """Frames we could not understand (each logged and reported)."""
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "session.created": self._on_session_created,
             "session.updated": self._on_session_updated,
@@ -211,39 +203,21 @@ class OpenAIRealtimeProtocol:
 
     # ------------------------------------------------------------ sans-I/O
 
-    def events_received(self) -> list[Event]:
-        events, self._events = self._events, []
-        return events
-
-    def messages_to_send(self) -> list[str | bytes]:
-        out, self._out = self._out, []
-        return out
-
-    def receive(self, frame: str | bytes) -> None:
-        """Parse one frame; never raises (bad frames are logged and reported)."""
-        event_type = "?"
-        try:
-            event = wire.parse_frame(frame)
-            event_type = event["type"]
-            handler = self._handlers.get(event_type)
-            if handler is not None:
-                handler(event)
-            elif event_type not in wire.IGNORED_EVENTS:
-                self._unknown(event_type)
-        except ProviderProtocolError as exc:
-            self._protocol_error(event_type, str(exc))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            self._protocol_error(event_type, f"{event_type}: {type(exc).__name__}: {exc}")
-
-    def _unknown(self, event_type: str) -> None:
-        if event_type not in self._unknown_seen:
-            self._unknown_seen.add(event_type)
-            self._log.info("provider_event_unknown", type=event_type, note="skipped; logged once")
-
-    def _protocol_error(self, event_type: str, message: str) -> None:
-        self.protocol_errors += 1
-        self._log.warning("provider_protocol_error", type=event_type, problem=message)
-        self._events.append(ProviderErrorEvent("protocol_error", message, recoverable=True))
+    def _receive_frame(self, frame: str | bytes) -> None:
+        """One JSON event, dispatched on its ``type`` (``receive`` reports what fails here)."""
+        self._frame_type = "?"
+        event = wire.parse_frame(frame)
+        self._frame_type = event_type = event["type"]
+        handler = self._handlers.get(event_type)
+        if handler is not None:
+            handler(event)
+        elif event_type not in wire.IGNORED_EVENTS:
+            self._once(
+                f"unknown:{event_type}",
+                "provider_event_unknown",
+                note="skipped; logged once",
+                type=event_type,
+            )
 
     # ------------------------------------------------------------ commands
 
@@ -257,8 +231,7 @@ class OpenAIRealtimeProtocol:
         self._send({"type": "input_audio_buffer.clear"})
 
     def append_audio(self, pcm: bytes) -> None:
-        if len(pcm) % 2:
-            raise ValueError(f"PCM16 audio must have an even byte count, got {len(pcm)}")
+        check_pcm16(pcm)
         if pcm:
             self._out.append(wire.append_frame(pcm))
 
@@ -336,8 +309,7 @@ class OpenAIRealtimeProtocol:
         return sent
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
-        if audio_end_ms < 0:
-            raise ValueError(f"audio_end_ms must be >= 0, got {audio_end_ms}")
+        check_audio_end_ms(audio_end_ms)
         self._truncated.add(item_id)
         self._send(
             {

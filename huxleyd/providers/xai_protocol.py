@@ -33,13 +33,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from huxley_sdk.logging import EventLogger, get_logger
-from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers import xai_wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
+
+# CANCELLED_OUTPUT is re-exported: callers have always found it here.
+from huxleyd.providers.core import CANCELLED_OUTPUT as CANCELLED_OUTPUT
+from huxleyd.providers.core import SansIOCore, check_audio_end_ms, check_pcm16
 from huxleyd.providers.events import (
     AudioChunk,
-    Event,
     InputCommitted,
     Interrupted,
     ProviderErrorEvent,
@@ -65,8 +67,6 @@ XAI_CAPABILITIES = Capabilities(
     output_rate_hz=xai_wire.RATE_HZ,
 )
 
-CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'
-"""What a call of a superseded response gets as its output."""
 
 _STATUS = {
     "completed": ResponseStatus.COMPLETED,
@@ -92,21 +92,15 @@ class _Create:
     superseded: bool = False
 
 
-class XaiRealtimeProtocol:
+class XaiRealtimeProtocol(SansIOCore):
     """xAI voice agent, push-to-talk (``turn_detection: null``), PCM16 24 kHz."""
 
     capabilities = XAI_CAPABILITIES
 
     def __init__(self, *, logger: EventLogger | None = None) -> None:
-        self._log = logger or get_logger("huxleyd.providers.xai")
+        super().__init__(logger=logger or get_logger("huxleyd.providers.xai"))
         self._config: tuple[str, list[dict[str, Any]], str] | None = None
-        self._out: list[str | bytes] = []
-        self._events: list[Event] = []
         self._seq = 0
-        self._logged_once: set[str] = set()
-        self.dropped_audio_chunks = 0
-        """Audio deltas of superseded responses or cut items, not reported."""
-        self.protocol_errors = 0
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "conversation.created": self._on_conversation_created,
             "session.updated": self._on_session_updated,
@@ -195,39 +189,16 @@ class XaiRealtimeProtocol:
 
     # ------------------------------------------------------------ sans-I/O
 
-    def events_received(self) -> list[Event]:
-        events, self._events = self._events, []
-        return events
-
-    def messages_to_send(self) -> list[str | bytes]:
-        out, self._out = self._out, []
-        return out
-
-    def receive(self, frame: str | bytes) -> None:
-        """Parse one frame; never raises (bad frames are logged and reported)."""
-        event_type = "?"
-        try:
-            event = wire.parse_frame(frame)
-            event_type = event["type"]
-            handler = self._handlers.get(event_type)
-            if handler is not None:
-                handler(event)
-            elif event_type not in xai_wire.IGNORED_EVENTS:
-                self._once(f"unknown:{event_type}", "provider_event_unknown", type=event_type)
-        except ProviderProtocolError as exc:
-            self._protocol_error(event_type, str(exc))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            self._protocol_error(event_type, f"{event_type}: {type(exc).__name__}: {exc}")
-
-    def _once(self, tag: str, event: str, **fields: Any) -> None:
-        if tag not in self._logged_once:
-            self._logged_once.add(tag)
-            self._log.info(event, note="logged once", **fields)
-
-    def _protocol_error(self, event_type: str, message: str) -> None:
-        self.protocol_errors += 1
-        self._log.warning("provider_protocol_error", type=event_type, problem=message)
-        self._events.append(ProviderErrorEvent("protocol_error", message, recoverable=True))
+    def _receive_frame(self, frame: str | bytes) -> None:
+        """One JSON event, dispatched on its ``type`` (``receive`` reports what fails here)."""
+        self._frame_type = "?"
+        event = wire.parse_frame(frame)
+        self._frame_type = event_type = event["type"]
+        handler = self._handlers.get(event_type)
+        if handler is not None:
+            handler(event)
+        elif event_type not in xai_wire.IGNORED_EVENTS:
+            self._once(f"unknown:{event_type}", "provider_event_unknown", type=event_type)
 
     # ------------------------------------------------------------ commands
 
@@ -242,8 +213,7 @@ class XaiRealtimeProtocol:
         self._send({"type": "input_audio_buffer.clear"})
 
     def append_audio(self, pcm: bytes) -> None:
-        if len(pcm) % 2:
-            raise ValueError(f"PCM16 audio must have an even byte count, got {len(pcm)}")
+        check_pcm16(pcm)
         if pcm:
             self._out.append(wire.append_frame(pcm))
 
@@ -297,8 +267,7 @@ class XaiRealtimeProtocol:
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
         """No wire event in this dialect: a local record (later audio of the item is dropped)."""
-        if audio_end_ms < 0:
-            raise ValueError(f"audio_end_ms must be >= 0, got {audio_end_ms}")
+        check_audio_end_ms(audio_end_ms)
         self._cut_items.add(item_id)
 
     def _send(self, event: dict[str, Any]) -> str:

@@ -1,0 +1,94 @@
+"""The plumbing every sans-I/O provider core shares.
+
+Layer: pure protocol logic, no asyncio, no sockets. :class:`SansIOCore` owns
+the two queues the transport drains (frames to send, events understood), the
+"log it once" memory, and the rule that ``receive`` never raises: a frame the
+core cannot understand is counted, logged and reported as a recoverable
+:class:`~huxleyd.providers.events.ProviderErrorEvent`. A core subclasses it
+and implements :meth:`SansIOCore._receive_frame`; what a dialect means by a
+frame stays in its own module.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from huxley_sdk.logging import EventLogger
+from huxleyd.errors import ProviderProtocolError
+from huxleyd.providers.events import Event, ProviderErrorEvent
+
+CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'
+"""The output a core sends by itself for a call of a reply the user cut off
+(local-cut dialects): every call needs an output, and nobody else will give it."""
+
+
+def check_pcm16(pcm: bytes) -> None:
+    """PCM16 is two bytes a sample: an odd byte count is a programming error."""
+    if len(pcm) % 2:
+        raise ValueError(f"PCM16 audio must have an even byte count, got {len(pcm)}")
+
+
+def check_audio_end_ms(audio_end_ms: int) -> None:
+    """A heard length is never negative."""
+    if audio_end_ms < 0:
+        raise ValueError(f"audio_end_ms must be >= 0, got {audio_end_ms}")
+
+
+class SansIOCore(ABC):
+    """Frames out, events out, bad frames reported: the shared half of a core.
+
+    Subclasses append to ``self._out`` (frames, in send order) and
+    ``self._events`` (events, oldest first) and implement
+    :meth:`_receive_frame`. While it runs they may set ``self._frame_type``
+    to what the frame says it is; a protocol error then names it.
+    """
+
+    def __init__(self, *, logger: EventLogger) -> None:
+        self._log = logger
+        self._out: list[str | bytes] = []
+        self._events: list[Event] = []
+        self._logged_once: set[str] = set()
+        self._frame_type: str | None = None
+        self.dropped_audio_chunks = 0
+        """Audio the user no longer wants (cut, cancelled or superseded replies), not reported."""
+        self.protocol_errors = 0
+        """Frames we could not understand (each logged and reported)."""
+
+    def events_received(self) -> list[Event]:
+        """Events understood since the last call, oldest first."""
+        events, self._events = self._events, []
+        return events
+
+    def messages_to_send(self) -> list[str | bytes]:
+        """Frames to send since the last call, in order."""
+        out, self._out = self._out, []
+        return out
+
+    def receive(self, frame: str | bytes) -> None:
+        """Feed one received frame; never raises (bad frames are logged and reported)."""
+        self._frame_type = None
+        try:
+            self._receive_frame(frame)
+        except ProviderProtocolError as exc:
+            self._protocol_error(str(exc))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            where = f"{self._frame_type}: " if self._frame_type is not None else ""
+            self._protocol_error(f"{where}{type(exc).__name__}: {exc}")
+
+    @abstractmethod
+    def _receive_frame(self, frame: str | bytes) -> None:
+        """Parse one frame and act on it; raise ProviderProtocolError (or a
+        KeyError/TypeError/ValueError/AttributeError) when it makes no sense."""
+
+    def _once(self, tag: str, event: str, *, note: str = "logged once", **fields: Any) -> None:
+        """Log ``event`` the first time ``tag`` is seen in this core's life only."""
+        if tag not in self._logged_once:
+            self._logged_once.add(tag)
+            self._log.info(event, note=note, **fields)
+
+    def _protocol_error(self, message: str) -> None:
+        self.protocol_errors += 1
+        where = {"type": self._frame_type} if self._frame_type is not None else {}
+        self._log.warning("provider_protocol_error", **where, problem=message)
+        self._events.append(ProviderErrorEvent("protocol_error", message, recoverable=True))
