@@ -81,14 +81,16 @@ class PushToTalkButton:
         self._queue: asyncio.Queue[ButtonEvent] = asyncio.Queue(maxsize=queue_size)
         self._pressed = False
         self._hold_reported = False
+        self._press_remote = False
         self._remote_hold: asyncio.TimerHandle | None = None
         self.dropped_events = 0
         self._button: Any = Button(
             pin,
             pull_up=pull_up,
             bounce_time=bounce_s,
-            hold_time=max_hold_s,
-            hold_repeat=False,
+            # The long-hold limit is our own loop timer, not gpiozero's hold
+            # thread: that thread waits out hold_time inside close(), so a
+            # 30 s limit made closing a held button hang (ZombieThread).
             pin_factory=pin_factory,
         )
         # Remote presses move a mock pin (the whole gpiozero path runs) and are
@@ -99,7 +101,6 @@ class PushToTalkButton:
         self._pull_up = pull_up
         self._button.when_pressed = lambda: self._from_gpio(ButtonEventKind.PRESSED)
         self._button.when_released = lambda: self._from_gpio(ButtonEventKind.RELEASED)
-        self._button.when_held = lambda: self._from_gpio(ButtonEventKind.LONG_HOLD)
 
     @classmethod
     def from_profile(
@@ -140,6 +141,8 @@ class PushToTalkButton:
             if self._pressed:
                 return
             self._pressed, self._hold_reported = True, False
+            self._press_remote = event.remote
+            self._remote_hold = self._loop.call_later(self._max_hold_s, self._remote_held)
         elif kind is ButtonEventKind.RELEASED:
             if not self._pressed:
                 return
@@ -194,14 +197,15 @@ class PushToTalkButton:
             pin.drive_high()
 
     def _inject(self, kind: ButtonEventKind) -> None:
-        """Real pins: no gpiozero edge, so deliver the event and run our own hold timer."""
+        """Real pins: no gpiozero edge, so deliver the event ourselves."""
         self._deliver(ButtonEvent(kind, self._clock.monotonic(), remote=True))
-        if kind is ButtonEventKind.PRESSED and self._pressed and self._remote_hold is None:
-            self._remote_hold = self._loop.call_later(self._max_hold_s, self._remote_held)
 
     def _remote_held(self) -> None:
+        """The hold limit passed with the button still down (any press, GPIO or remote)."""
         self._remote_hold = None
-        self._deliver(ButtonEvent(ButtonEventKind.LONG_HOLD, self._clock.monotonic(), True))
+        self._deliver(
+            ButtonEvent(ButtonEventKind.LONG_HOLD, self._clock.monotonic(), self._press_remote)
+        )
 
     def _cancel_remote_hold(self) -> None:
         if self._remote_hold is not None:

@@ -155,3 +155,13 @@ async def test_full_queue_drops_the_oldest(factory: Any) -> None:
     assert not button.is_pressed
     button.close()
     button.close()  # idempotent
+
+
+async def test_closing_a_held_button_does_not_wait_out_the_hold_limit(factory: Any) -> None:
+    # gpiozero's own hold thread used to wait max_hold_s inside close() and
+    # then raise ZombieThread; the hold limit is now a loop timer.
+    button = PushToTalkButton(17, pin_factory=factory, max_hold_s=600, bounce_s=None)
+    factory.pin(17).drive_low()
+    assert (await _next(button)).kind is PRESSED
+    button.close()  # returns; no ZombieThread
+    assert button._button.closed
