@@ -2,9 +2,10 @@
 
 Audiobooks are generated with real ffmpeg in the test. The precise test
 uses a lossless book whose samples count up, so the speaker output says
-exactly which samples of the book were heard before an interrupt; the
+exactly which samples of the book were heard before an interrupt. The
 SIGTERM test runs the real daemon as a process (WAV sound card, built-in
-simulator, control socket) twice on the same state directory. Timers are
+simulator, control socket) with an MP3, then starts the runtime again on
+the same state directory and hears the book resume. Timers are
 set through the model's tool, the device is "off" for a while (the stored
 due time moves into the past), and the next start announces them once.
 """
@@ -14,22 +15,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import os
+import signal
 import sqlite3
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from huxley_sdk.audio import read_wav_pcm16_24k_mono
+from huxley_sdk.logging import FIELDS_ATTR
+from huxleyd.control.client import ControlClient
+from huxleyd.control.errors import DaemonUnreachableError
+from huxleyd.control.handler import StatusReport
 from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from huxleyd.turns.media import LOOKAHEAD_MS
 from tests.e2e.harness import (
     COUNTER_BASE,
     COUNTER_PERIOD,
     RATE,
+    ROOT,
     Rig,
     counter_runs,
     scenario_skill_installed,
@@ -193,3 +204,195 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
         await until(lambda: len(rig.speaker()) > mark + RATE, "a second of audio")
         assert timer_requests(rig) == [], "announced once, not on every start"
         assert [e.type for e in rig.sim.received if e.type == "response.create"] == []
+
+
+# ---------------------------------------------------------------- SIGTERM, as a process
+
+BOOK_TITLE = "The Test Book"
+BOOK_HZ = 1000.0
+
+
+def tone_book(folder: Path, seconds: float) -> Path:
+    """An MP3 of a 1 kHz tone, tagged as a book."""
+    folder.mkdir(parents=True, exist_ok=True)
+    book = folder / "book.mp3"
+    ffmpeg(
+        "-f", "lavfi", "-i", f"sine=frequency={BOOK_HZ:g}:sample_rate={RATE}:duration={seconds}",
+        "-ac", "1", "-c:a", "libmp3lame", "-b:a", "64k",
+        "-metadata", f"title={BOOK_TITLE}", "-metadata", "artist=Tess Ting",
+        str(book),
+    )  # fmt: skip
+    return book
+
+
+class DaemonRun:
+    """``python -m huxleyd.daemon`` on a config in ``tmp`` (WAV card, simulator, mock pins)."""
+
+    def __init__(self, tmp: Path, name: str, library: Path) -> None:
+        self.tmp = tmp
+        self.speaker = tmp / f"{name}-speaker.wav"
+        self.log = tmp / f"{name}.log"
+        self.socket = tmp / "control.sock"
+        arguments = '{ title = "test book" }'
+        (tmp / f"{name}-scenario.toml").write_text(
+            f'name = "{name}"\n[[turns]]\nhear = "the book"\n'
+            f'[[turns.responses]]\ntool_calls = [{{ name = "play_audiobook", arguments = {arguments} }}]\n'
+            '[[turns.responses]]\nsay = "ok"\ntone_hz = 330.0\nduration_ms = 100\n'
+        )
+        (tmp / "personas").mkdir(exist_ok=True)
+        (tmp / "personas" / "default.toml").write_text(
+            'name = "Test"\ntimezone = "UTC"\ninstructions = "Be brief."\n'
+            f'[skills.system]\n[skills.audiobooks]\nlibrary = "{library}"\n'
+        )
+        (tmp / "no-sounds").mkdir(exist_ok=True)
+        self.config = tmp / f"{name}.toml"
+        self.config.write_text(
+            f"""
+[daemon]
+sounds_dir = "no-sounds"
+[storage]
+state_dir = "state"
+[provider]
+kind = "sim"
+sim_scenario = "{name}-scenario.toml"
+sim_speed = 10.0
+[audio]
+backend = "wav"
+speaker_wav = "{self.speaker.name}"
+[hardware]
+boards_dir = "{ROOT / "hw"}"
+[control]
+socket_path = "control.sock"
+socket_group = ""
+"""
+        )
+        env = {**os.environ, "GPIOZERO_PIN_FACTORY": "mock"}
+        env.pop("JOURNAL_STREAM", None)
+        env.pop("NOTIFY_SOCKET", None)
+        with self.log.open("w") as out:  # a file: nobody drains a pipe meanwhile
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "huxleyd.daemon", "--config", str(self.config)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def status(self) -> StatusReport | None:
+        try:
+            with ControlClient(self.socket, timeout_s=5, group=None) as client:
+                return client.status()
+        except DaemonUnreachableError:
+            assert self.proc.poll() is None, self.log.read_text()
+            return None
+
+    def say(self, text: str) -> None:
+        with ControlClient(self.socket, timeout_s=5, group=None) as client:
+            client.say(text)
+
+    def speaker_samples(self) -> int:
+        """Samples the daemon has written to its speaker file so far."""
+        return max(0, self.speaker.stat().st_size - 44) // 2 if self.speaker.exists() else 0
+
+    def terminate(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def wait_until(predicate: Callable[[], Any], what: str, timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        time.sleep(0.02)
+    return value
+
+
+def stored_bookmark(db_path: Path, book_id: str) -> dict[str, Any]:
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        row = db.execute(
+            "SELECT value FROM settings WHERE skill = 'audiobooks' AND key = ?",
+            ("bookmark:" + book_id,),
+        ).fetchone()
+    assert row is not None, "no bookmark stored"
+    return dict(json.loads(row[0]))
+
+
+def play_book(run: DaemonRun, text: str, seconds: float) -> None:
+    """Ask for the book, then let ``seconds`` of it reach the speaker file."""
+    wait_until(lambda: (s := run.status()) is not None and s.provider_state == "connected", "up")
+    run.say(text)
+    wait_until(lambda: (s := run.status()) is not None and s.media == BOOK_TITLE, "the book plays")
+    start = run.speaker_samples()
+    wait_until(lambda: run.speaker_samples() > start + int(seconds * RATE), f"{seconds} s of it")
+
+
+def heard_book_samples(speaker: Path) -> int:
+    """Samples of the book in a speaker file: from its first sample (the tone's
+    first block, back to where the silence before it ends) to the last sound
+    (the fade-out at the stop; only silence follows)."""
+    samples = np.frombuffer(read_wav_pcm16_24k_mono(speaker), dtype="<i2")
+    windows = tone_windows(samples.astype(np.float64), BOOK_HZ)
+    assert len(windows) > 0, "the book was not heard"
+    before = samples[: int(windows[0])]
+    silent = np.flatnonzero(before == 0)
+    start = int(silent[-1]) + 1 if len(silent) else 0
+    end = int(np.flatnonzero(samples)[-1]) + 1
+    return end - start
+
+
+def first_run_until_sigterm(tmp_path: Path, library: Path) -> tuple[dict[str, Any], int]:
+    """The daemon plays the book for 1.5 s and gets SIGTERM: (bookmark, samples heard)."""
+    first = DaemonRun(tmp_path, "first", library)
+    try:
+        play_book(first, "play the test book", 1.5)
+        assert first.terminate() == 0, first.log.read_text()
+    finally:
+        first.kill()
+    saved = stored_bookmark(tmp_path / "state" / "default.db", "book.mp3")
+    return saved, heard_book_samples(first.speaker)
+
+
+async def test_sigterm_during_a_book_keeps_its_place_and_the_next_start_resumes_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    library = tmp_path / "library"
+    await asyncio.to_thread(tone_book, library, 8.0)
+    saved, heard = await asyncio.to_thread(first_run_until_sigterm, tmp_path, library)
+    assert saved["finished"] is False
+    assert heard >= int(1.4 * RATE)
+    marked = round(saved["position_s"] * RATE)
+    # Within a chunk plus the runtime's read-ahead of what was heard.
+    assert -RAMP <= marked - heard <= CHUNK + LOOKAHEAD, (marked, heard)
+
+    # Started again on the same state directory (in process, to hear it):
+    # "go on with my book" resumes the last book at its bookmark.
+    caplog.set_level(logging.INFO, logger="huxley.skill.audiobooks")
+    resume = Scenario(turns=(turn(call("play_audiobook"), speech()),))
+    async with Rig(
+        tmp_path,
+        resume,
+        skills=("system", "audiobooks"),
+        skill_config={"audiobooks": f'library = "{library}"'},
+        earcons=False,
+    ) as rig:
+        coordinator = rig.rt.coordinator
+        assert coordinator is not None
+        coordinator.say("go on with my book")
+        await until(
+            lambda: len(tone_windows(rig.speaker(), BOOK_HZ)) >= 25, "half a second of the book"
+        )
+        (output,) = [json.loads(o) for o in rig.sim.record.tool_outputs.values()]
+        assert output["playing"] == BOOK_TITLE and output["resumed"] is True
+    started = [
+        getattr(r, FIELDS_ATTR)["position_s"]
+        for r in caplog.records
+        if r.getMessage().startswith("book_started")
+    ]
+    assert started == [round(saved["position_s"], 1)], "the stream started at the bookmark"
+    again = await asyncio.to_thread(stored_bookmark, tmp_path / "state" / "default.db", "book.mp3")
+    assert again["position_s"] >= saved["position_s"] + 0.4, "and went on from there"
