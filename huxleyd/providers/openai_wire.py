@@ -95,6 +95,24 @@ def full_session(
     }
 
 
+def changed_session(
+    *,
+    instructions: str,
+    tools: list[dict[str, Any]],
+    voice: str,
+    changed: Mapping[str, bool],
+) -> dict[str, Any] | None:
+    """A GA session with only the parts whose ``changed`` flag is set; None when none is."""
+    session: dict[str, Any] = {"type": "realtime"}
+    if changed.get("instructions"):
+        session["instructions"] = instructions
+    if changed.get("tools"):
+        session["tools"] = tools
+    if changed.get("voice"):
+        session["audio"] = {"output": {"voice": voice}}
+    return session if len(session) > 1 else None
+
+
 # ---------------------------------------------------------------- reading
 
 IGNORED_EVENTS = frozenset(

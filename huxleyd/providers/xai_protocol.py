@@ -54,7 +54,7 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.openai_protocol import SESSION_ENDING_CODES
+from huxleyd.providers.openai_dialect import SESSION_ENDING_CODES
 
 XAI_CAPABILITIES = Capabilities(
     text_input=True,
