@@ -467,3 +467,22 @@ async def test_a_timer_due_during_a_claim_waits_for_the_claim_to_end(tmp_path: P
         ]
         assert sum("'tea' timer is done" in r for r in requests) == 1
         assert await timers.list_settings("timer:") == [], "fired timers are forgotten"
+
+
+async def test_an_announcement_cut_by_a_lost_connection_is_spoken_again_after_it(
+    tmp_path: Path,
+) -> None:
+    scenario = Scenario(default_reply=" ".join(["ding"] * 10))
+    async with Rig(tmp_path, scenario, earcons=False) as rig:
+        skill = rig.skill("scenario")
+        waiting = asyncio.create_task(skill.ctx.inject_turn_and_wait(PROMPT))
+        await until(lambda: len(announcement_windows(rig)) > 0, "the announcement starts")
+        await rig.sim.drop_connections()
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await asyncio.wait_for(waiting, 20)
+        assert rig.announced(PROMPT) == 2, "asked again on the new connection"
+        await until(rig.idle, "idle")
+        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        assert last is not None and last.source == "inject" and last.outcome is not None
+        assert last.outcome.value == "answered"
+        assert rig.sim.violations == []
