@@ -12,7 +12,8 @@ the OpenAI behaviour is the default and a subclass overrides a named hook:
 
 - ``_handlers``: a subclass adds the events only it understands;
   ``_ignored_events`` are the ones it reads and leaves;
-- ``_full_session`` / ``_changed_session``: the ``session.update`` shape;
+- ``_full_session`` / ``_changed_session``: the ``session.update`` shape
+  (GA's by default);
 - ``_user_takes_floor(why)``: ``start_turn`` and ``send_user_text`` call it
   first (OpenAI: nothing; xAI supersedes the running reply);
 - ``_live(response_id)``: do its deltas still reach the coordinator;
@@ -29,7 +30,6 @@ What to call: nothing here directly; build
 from __future__ import annotations
 
 import logging
-from abc import abstractmethod
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +54,7 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
+from huxleyd.providers.openai_wire import SessionConfig
 
 SESSION_ENDING_CODES = frozenset({"session_expired", "invalid_api_key", "insufficient_quota"})
 """Error codes after which the session is useless. Every other error leaves the
@@ -68,23 +69,6 @@ STATUS = {
     "incomplete": ResponseStatus.INCOMPLETE,
 }
 """``response.status`` on the wire → ours (anything else counts as FAILED)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionConfig:
-    """Instructions, tools (already in the dialect's function shape) and voice."""
-
-    instructions: str
-    tools: list[dict[str, Any]]
-    voice: str
-
-    def digests(self) -> dict[str, str]:
-        """One digest per part, to re-send only the parts that changed."""
-        return {
-            "instructions": wire.digest(self.instructions),
-            "tools": wire.digest(self.tools),
-            "voice": wire.digest(self.voice),
-        }
 
 
 @dataclass(slots=True)
@@ -296,15 +280,15 @@ class OpenAIDialectCore(SansIOCore):
         self._awaiting_ready = self._awaiting_ready or not self._ready
         self._send({"type": "session.update", "session": session})
 
-    @abstractmethod
     def _full_session(self, config: SessionConfig) -> dict[str, Any]:
-        """The whole ``session`` of a ``session.update`` in this dialect."""
+        """The whole ``session`` of a ``session.update`` (GA, no input transcription)."""
+        return wire.full_session(config, transcription_model=None)
 
-    @abstractmethod
     def _changed_session(
         self, config: SessionConfig, changed: Mapping[str, bool]
     ) -> dict[str, Any] | None:
         """The parts flagged in ``changed``; None when there are none."""
+        return wire.changed_session(config, changed)
 
     # ------------------------------------------------------------ session events
 

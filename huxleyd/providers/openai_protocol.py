@@ -30,7 +30,7 @@ from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.events import ItemTruncated, Role, TranscriptDelta
-from huxleyd.providers.openai_dialect import OpenAIDialectCore, SessionConfig, TrackedResponse
+from huxleyd.providers.openai_dialect import OpenAIDialectCore, TrackedResponse
 
 OPENAI_CAPABILITIES = Capabilities(
     text_input=True,
@@ -151,23 +151,8 @@ class OpenAIRealtimeProtocol(OpenAIDialectCore):
             }
         )
 
-    def _full_session(self, config: SessionConfig) -> dict[str, Any]:
-        return wire.full_session(
-            instructions=config.instructions,
-            tools=config.tools,
-            voice=config.voice,
-            transcription_model=self._transcription_model,
-        )
-
-    def _changed_session(
-        self, config: SessionConfig, changed: Mapping[str, bool]
-    ) -> dict[str, Any] | None:
-        return wire.changed_session(
-            instructions=config.instructions,
-            tools=config.tools,
-            voice=config.voice,
-            changed=changed,
-        )
+    def _full_session(self, config: wire.SessionConfig) -> dict[str, Any]:
+        return wire.full_session(config, transcription_model=self._transcription_model)
 
     # ------------------------------------------------------------ events only OpenAI sends
 

@@ -13,6 +13,7 @@ import binascii
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from huxleyd.errors import ProviderProtocolError
@@ -71,13 +72,25 @@ def function_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return converted
 
 
-def full_session(
-    *,
-    instructions: str,
-    tools: list[dict[str, Any]],
-    voice: str,
-    transcription_model: str | None,
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """What a ``session.update`` carries: instructions, function tools (as
+    :func:`function_tools` made them) and voice. The xAI shapes take it too."""
+
+    instructions: str
+    tools: list[dict[str, Any]]
+    voice: str
+
+    def digests(self) -> dict[str, str]:
+        """One digest per part, to re-send only the parts that changed."""
+        return {
+            "instructions": digest(self.instructions),
+            "tools": digest(self.tools),
+            "voice": digest(self.voice),
+        }
+
+
+def full_session(config: SessionConfig, *, transcription_model: str | None) -> dict[str, Any]:
     """The whole GA session for push-to-talk: turn detection off, PCM 24 kHz both ways."""
     audio_input: dict[str, Any] = {"format": dict(PCM_FORMAT), "turn_detection": None}
     if transcription_model:
@@ -85,31 +98,25 @@ def full_session(
     return {
         "type": "realtime",
         "output_modalities": ["audio"],
-        "instructions": instructions,
+        "instructions": config.instructions,
         "audio": {
             "input": audio_input,
-            "output": {"format": dict(PCM_FORMAT), "voice": voice},
+            "output": {"format": dict(PCM_FORMAT), "voice": config.voice},
         },
-        "tools": tools,
+        "tools": config.tools,
         "tool_choice": "auto",
     }
 
 
-def changed_session(
-    *,
-    instructions: str,
-    tools: list[dict[str, Any]],
-    voice: str,
-    changed: Mapping[str, bool],
-) -> dict[str, Any] | None:
+def changed_session(config: SessionConfig, changed: Mapping[str, bool]) -> dict[str, Any] | None:
     """A GA session with only the parts whose ``changed`` flag is set; None when none is."""
     session: dict[str, Any] = {"type": "realtime"}
     if changed.get("instructions"):
-        session["instructions"] = instructions
+        session["instructions"] = config.instructions
     if changed.get("tools"):
-        session["tools"] = tools
+        session["tools"] = config.tools
     if changed.get("voice"):
-        session["audio"] = {"output": {"voice": voice}}
+        session["audio"] = {"output": {"voice": config.voice}}
     return session if len(session) > 1 else None
 
 

@@ -41,7 +41,7 @@ from huxleyd.providers.base import Capabilities, InterruptAcceptance
 # CANCELLED_OUTPUT is re-exported: callers have always found it here.
 from huxleyd.providers.core import CANCELLED_OUTPUT as CANCELLED_OUTPUT
 from huxleyd.providers.events import ResponseStatus
-from huxleyd.providers.openai_dialect import OpenAIDialectCore, SessionConfig, TrackedResponse
+from huxleyd.providers.openai_dialect import OpenAIDialectCore, TrackedResponse
 
 XAI_CAPABILITIES = Capabilities(
     text_input=True,
@@ -133,20 +133,13 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
                 )
         self._active_id = None
 
-    def _full_session(self, config: SessionConfig) -> dict[str, Any]:
-        return xai_wire.full_session(
-            instructions=config.instructions, tools=config.tools, voice=config.voice
-        )
+    def _full_session(self, config: wire.SessionConfig) -> dict[str, Any]:
+        return xai_wire.full_session(config)
 
     def _changed_session(
-        self, config: SessionConfig, changed: Mapping[str, bool]
+        self, config: wire.SessionConfig, changed: Mapping[str, bool]
     ) -> dict[str, Any] | None:
-        return xai_wire.changed_session(
-            instructions=config.instructions,
-            tools=config.tools,
-            voice=config.voice,
-            changed=changed,
-        )
+        return xai_wire.changed_session(config, changed)
 
     # ------------------------------------------------------------ events
 

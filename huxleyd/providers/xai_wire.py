@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from huxleyd.providers.openai_wire import SessionConfig
+
 RATE_HZ = 24_000
 """We use 24 kHz PCM both ways (xAI's default; it accepts 8–48 kHz)."""
 
@@ -43,28 +45,26 @@ IGNORED_EVENTS = frozenset(
 """Server events the core understands and deliberately does nothing with."""
 
 
-def full_session(*, instructions: str, tools: list[dict[str, Any]], voice: str) -> dict[str, Any]:
+def full_session(config: SessionConfig) -> dict[str, Any]:
     """The whole flat session for push-to-talk: no turn detection, PCM 24 kHz both ways."""
     return {
-        "instructions": instructions,
-        "voice": voice,
+        "instructions": config.instructions,
+        "voice": config.voice,
         "turn_detection": None,
         "audio": {
             "input": {"format": dict(PCM_FORMAT)},
             "output": {"format": dict(PCM_FORMAT)},
         },
-        "tools": tools,
+        "tools": config.tools,
     }
 
 
-def changed_session(
-    *,
-    instructions: str,
-    tools: list[dict[str, Any]],
-    voice: str,
-    changed: Mapping[str, bool],
-) -> dict[str, Any] | None:
+def changed_session(config: SessionConfig, changed: Mapping[str, bool]) -> dict[str, Any] | None:
     """Only the top-level keys whose ``changed`` flag is set; None when nothing changed."""
-    values: dict[str, Any] = {"instructions": instructions, "tools": tools, "voice": voice}
+    values: dict[str, Any] = {
+        "instructions": config.instructions,
+        "tools": config.tools,
+        "voice": config.voice,
+    }
     session = {key: value for key, value in values.items() if changed.get(key)}
     return session or None
