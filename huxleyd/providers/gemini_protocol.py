@@ -38,7 +38,7 @@ How the coordinator's terms map onto Gemini:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,15 @@ class GeminiLiveProtocol(SansIOCore):
         self._turn_seq = 0
         self.resumed_connections = 0
         """Connections whose setup carried a resumption handle."""
+        self._parts: tuple[tuple[str, Callable[[dict[str, Any]], None]], ...] = (
+            ("setupComplete", self._on_setup_complete),
+            ("serverContent", self._on_server_content),
+            ("toolCall", self._on_tool_call),
+            ("toolCallCancellation", self._on_tool_call_cancellation),
+            ("goAway", self._on_go_away),
+            ("sessionResumptionUpdate", self._on_resumption_update),
+        )
+        """The parts a server message may carry (several at once), handled in this order."""
         # Per connection; _reset_connection() empties it.
         self._connected = False
         self._setup_digest: str | None = None
@@ -236,29 +245,11 @@ class GeminiLiveProtocol(SansIOCore):
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         known = False
-        if wire.get(message, "setupComplete") is not None:
-            known = True
-            self._on_setup_complete(wire.get_dict(message, "setupComplete") or {})
-        content = wire.get_dict(message, "serverContent")
-        if content is not None:
-            known = True
-            self._on_server_content(content)
-        tool_call = wire.get_dict(message, "toolCall")
-        if tool_call is not None:
-            known = True
-            self._on_tool_call(tool_call)
-        cancellation = wire.get_dict(message, "toolCallCancellation")
-        if cancellation is not None:
-            known = True
-            self._on_tool_call_cancellation(cancellation)
-        go_away = wire.get_dict(message, "goAway")
-        if go_away is not None:
-            known = True
-            self._on_go_away(go_away)
-        resumption = wire.get_dict(message, "sessionResumptionUpdate")
-        if resumption is not None:
-            known = True
-            self._on_resumption_update(resumption)
+        for key, handler in self._parts:
+            body = wire.get_dict(message, key)
+            if body is not None:
+                known = True
+                handler(body)
         if not known:
             for key in message:
                 if wire.snake(key) not in _IGNORED_KEYS:
