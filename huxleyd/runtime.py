@@ -32,9 +32,12 @@ from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
+from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.factory import create_connection
+from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
 from huxleyd.service import Notifier, Watchdog
+from huxleyd.sim.chat import CascadeSim
 from huxleyd.sim.server import SimServer
 from huxleyd.skillhost import SkillHost
 from huxleyd.storage import Database, FileSecrets
@@ -165,7 +168,8 @@ class Runtime:
         self._closers: list[Callable[[], Any]] = []
         self.db: Database | None = None
         self.engine: AudioEngine | None = None
-        self.connection: ProviderConnection | None = None
+        self.connection: ProviderConnection | CascadeConnection | None = None
+        self.cascade_sim: CascadeSim | None = None
         self.coordinator: Coordinator | None = None
         self.host: SkillHost | None = None
         self.button: PushToTalkButton | None = None
@@ -190,10 +194,14 @@ class Runtime:
         await self._start_audio()
         assert self.engine is not None
         self.volume = await make_volume(self.audio_settings, self.engine, self.db)
-        url, api_key = await self._provider_target()
+        provider = config.provider
+        if provider.kind == "cascade":
+            provider, url, api_key = await self._cascade_target()
+        else:
+            url, api_key = await self._provider_target()
         self.host = skill_host_for(config)
         connection = create_connection(
-            config.provider,
+            provider,
             api_key=api_key,
             on_event=lambda event: self._coordinator().on_provider_event(event),
             on_state=self._on_connection_state,
@@ -296,6 +304,27 @@ class Runtime:
             "/etc/huxleyd/openai.key (or ./openai.key for make run) to talk to a model",
         )
         return self.sim.url, None
+
+    async def _cascade_target(self) -> tuple[ProviderSettings, None, str | None]:
+        """Cascade settings and key: the cascade simulator when a scenario is set.
+
+        A fully local cascade (llama.cpp, espeak-ng) needs no key, so only
+        ``sim_scenario`` selects the simulator here, never a missing key.
+        """
+        provider = self.config.provider
+        if provider.sim_scenario is None:
+            return provider, None, resolve_api_key(self.config, self.parts)
+        self.cascade_sim = CascadeSim(provider.sim_scenario, speed=provider.sim_speed)
+        await self.cascade_sim.__aenter__()
+        self.is_simulator = True
+        log.warning(
+            "simulator_mode",
+            reason="provider.sim_scenario is set",
+            url=self.cascade_sim.http_url,
+            note="the recogniser, chat model and voice are a scripted simulator, not an AI",
+        )
+        cascade = self.cascade_sim.settings_for(provider.cascade)
+        return dataclasses.replace(provider, cascade=cascade), None, None
 
     async def _start_hardware(self) -> None:
         config, board = self.config, self.board
@@ -416,6 +445,8 @@ class Runtime:
             await self.host.teardown_all()
         if self.sim is not None:
             await self.sim.__aexit__(None, None, None)
+        if self.cascade_sim is not None:
+            await self.cascade_sim.close()
         for closer in reversed(self._closers):
             with contextlib.suppress(Exception):
                 closer()

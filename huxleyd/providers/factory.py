@@ -12,6 +12,9 @@ import dataclasses
 from collections.abc import Callable
 
 from huxleyd.providers.base import Capabilities, RealtimeProtocol
+from huxleyd.providers.cascade.factory import create_cascade_connection
+from huxleyd.providers.cascade.provider import CAPABILITIES as CASCADE_CAPABILITIES
+from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.events import Event
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
@@ -19,7 +22,7 @@ from huxleyd.providers.settings import DIALECTS, KIND_DEFAULTS, Dialect, Provide
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
 
-VALID_KINDS = ("openai", "xai", "gemini", "sim")
+VALID_KINDS = ("openai", "xai", "gemini", "sim", "cascade")
 """Every ``provider.kind``; ``sim`` runs the simulator in ``sim_dialect``."""
 
 
@@ -44,6 +47,8 @@ def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> 
 
 def capabilities_of(settings: ProviderSettings) -> Capabilities:
     """What the configured provider can do, before connecting."""
+    if settings.kind == "cascade":
+        return CASCADE_CAPABILITIES
     return create_protocol(settings).capabilities
 
 
@@ -54,14 +59,22 @@ def create_connection(
     on_event: Callable[[Event], None],
     on_state: Callable[[ConnectionStatus], None] | None = None,
     url: str | None = None,
-) -> ProviderConnection:
-    """A :class:`ProviderConnection` for ``settings`` (not started: ``await conn.run()``).
+) -> ProviderConnection | CascadeConnection:
+    """A connection for ``settings`` (not started: ``await conn.run()``).
+
+    ``kind = "cascade"`` gets a :class:`CascadeConnection` (HTTP + TTS stages,
+    same commands and events); every other kind a websocket
+    :class:`ProviderConnection`.
 
     ``url`` overrides ``settings.url`` (the daemon passes the simulator's URL
     when it runs one; the simulator must speak ``settings.dialect``).
     ``api_key`` comes from :func:`~huxleyd.providers.transport.read_api_key`;
     None sends no auth.
     """
+    if settings.kind == "cascade":
+        return create_cascade_connection(
+            settings.cascade, api_key=api_key, on_event=on_event, on_state=on_state
+        )
     return ProviderConnection(
         create_protocol(settings),
         url=url or settings.url,

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.settings_schema import bounds
 
-ProviderKind = Literal["openai", "xai", "gemini", "sim"]
-"""What ``provider.kind`` may be. ``sim`` is the built-in simulator."""
+ProviderKind = Literal["openai", "xai", "gemini", "sim", "cascade"]
+"""What ``provider.kind`` may be. ``sim`` is the built-in simulator;
+``cascade`` is recogniser → any chat model → speech (``[provider.cascade]``)."""
 
 Dialect = Literal["openai", "xai", "gemini"]
 """A wire protocol: the real providers, and what the simulator can speak."""
@@ -94,8 +96,12 @@ class ProviderSettings:
     sim_dialect: Dialect = "openai"
     """The protocol the simulator speaks when ``kind = "sim"`` (to try the
     xAI or Gemini code paths without a key)."""
+    cascade: CascadeSettings = field(default_factory=CascadeSettings)
+    """``[provider.cascade]``: recogniser, chat model and speech for ``kind = "cascade"``."""
 
     def __post_init__(self) -> None:
+        if self.kind == "cascade":
+            return  # url/model/voice are unused: [provider.cascade] names its endpoints
         own = KIND_DEFAULTS[self.dialect]
         for name in ("url", "model", "voice"):
             value = getattr(self, name)
@@ -112,4 +118,6 @@ class ProviderSettings:
     @property
     def dialect(self) -> Dialect:
         """The wire protocol: the kind itself, or ``sim_dialect`` for the simulator."""
+        if self.kind == "cascade":
+            raise ValueError("kind = 'cascade' has no realtime dialect")
         return self.sim_dialect if self.kind == "sim" else self.kind

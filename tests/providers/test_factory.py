@@ -9,6 +9,7 @@ import pytest
 
 from huxleyd.errors import ConfigError
 from huxleyd.providers.base import InterruptAcceptance
+from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.factory import (
     VALID_KINDS,
     capabilities_of,
@@ -19,7 +20,7 @@ from huxleyd.providers.factory import (
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
-from huxleyd.providers.transport import read_api_key
+from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
 from huxleyd.settings_schema import build
 
@@ -32,6 +33,7 @@ def test_openai_and_sim_kinds_speak_openai_ga() -> None:
             file="t.toml",
         )
         conn = create_connection(settings, api_key=None, on_event=lambda e: None)
+        assert isinstance(conn, ProviderConnection)
         assert isinstance(conn.protocol, OpenAIRealtimeProtocol)
         caps = capabilities_of(settings)
         assert caps.truncate and caps.response_cancel
@@ -114,3 +116,14 @@ def test_a_missing_key_file_fails_at_start_naming_it(tmp_path: Path) -> None:
 def test_protocol_for_names_the_valid_dialects() -> None:
     with pytest.raises(ValueError, match="openai, xai, gemini"):
         protocol_for("grok")  # type: ignore[arg-type]
+
+
+def test_cascade_kind_gets_a_cascade_connection() -> None:
+    settings = build(
+        ProviderSettings,
+        {"kind": "cascade", "cascade": {"native_tools": False, "tts": "command"}},
+        file="t.toml",
+    )
+    conn = create_connection(settings, api_key="sk-test", on_event=lambda e: None)
+    assert isinstance(conn, CascadeConnection)
+    assert capabilities_of(settings).text_input

@@ -1,0 +1,78 @@
+"""kind = "cascade" through the real daemon runtime: recogniser → chat model →
+speech, with a code-prompt tool call in between, all from the cascade sim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.pacing import ScaledClock
+from huxleyd.config import load_config
+from huxleyd.runtime import Runtime, RuntimeParts
+from tests.e2e.harness import ROOT, SPEED, level_dbfs, until
+
+
+def cascade_config(tmp: Path) -> Path:
+    (tmp / "personas").mkdir()
+    (tmp / "personas" / "default.toml").write_text(
+        'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n[skills.system]\n'
+    )
+    path = tmp / "huxleyd.toml"
+    path.write_text(
+        f"""
+[daemon]
+sounds_dir = "{ROOT / "sounds"}"
+[storage]
+state_dir = "{tmp / "state"}"
+[provider]
+kind = "cascade"
+sim_scenario = "{ROOT / "config" / "scenarios" / "cascade" / "demo.toml"}"
+sim_speed = {SPEED}
+silent_response_timeout_s = 20.0
+[provider.cascade]
+native_tools = false
+tts = "command"
+[audio]
+backend = "wav"
+[hardware]
+boards_dir = "{ROOT / "hw"}"
+[control]
+socket_path = "{tmp / "control.sock"}"
+socket_group = ""
+"""
+    )
+    return path
+
+
+async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_path: Path) -> None:
+    backend = WavBackend(keep_speaker=True)
+    pins = MockFactory(pin_class=MockPWMPin)
+    runtime = Runtime(
+        load_config(cascade_config(tmp_path)),
+        RuntimeParts(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
+    )
+    try:
+        await runtime.start()
+        assert runtime.is_simulator and runtime.cascade_sim is not None
+        coordinator = runtime.coordinator
+        assert coordinator is not None
+        coordinator.say("what time is it")
+        await until(
+            lambda: coordinator.last_turn is not None and coordinator.state.value == "idle",
+            "the turn is over",
+            timeout_s=30,
+        )
+        last = coordinator.last_turn
+        assert last is not None and last.tools == ["get_current_time"], last
+        assert last.outcome is not None and last.outcome.value == "answered"
+        # the tool's output reached the chat model as the code-prompt tool result
+        sent = json.dumps([r.messages for r in runtime.cascade_sim.chat.requests])
+        assert "Europe/Madrid" in sent
+        assert level_dbfs(backend.speaker_samples()[:, 0].astype(float)) > -50
+        assert runtime.cascade_sim.violations == []
+    finally:
+        await runtime.close()
+        pins.close()
