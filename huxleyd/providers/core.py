@@ -1,6 +1,9 @@
 """The plumbing every sans-I/O provider core shares.
 
-Layer: pure protocol logic, no asyncio, no sockets. :class:`SansIOCore` owns
+Layer: pure protocol logic, no asyncio, no sockets. :func:`dumps` and
+:func:`parse_json_object` are how every JSON frame goes out and comes in (a
+frame that is not a JSON object is a protocol error quoting its start).
+:class:`SansIOCore` owns
 the two queues the transport drains (frames to send, events understood), the
 "log it once" memory, and the rule that ``receive`` never raises: a frame the
 core cannot understand is counted, logged and reported as a recoverable
@@ -11,7 +14,9 @@ frame stays in its own module.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any
 
 from huxley_sdk.logging import EventLogger
@@ -21,6 +26,28 @@ from huxleyd.providers.events import Event, ProviderErrorEvent
 CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'
 """The output a core sends by itself for a call of a reply the user cut off
 (local-cut dialects): every call needs an output, and nobody else will give it."""
+
+
+def dumps(message: Mapping[str, Any]) -> str:
+    """Compact JSON, the way every frame goes out."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_json_object(frame: str | bytes) -> dict[str, Any]:
+    """One received frame (text or binary) as a JSON object; a protocol error otherwise."""
+    try:
+        message = json.loads(frame)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProviderProtocolError(f"frame is not JSON ({exc}): {excerpt(frame)}") from exc
+    if not isinstance(message, dict):
+        raise ProviderProtocolError(f"frame is not a JSON object: {excerpt(frame)}")
+    return message
+
+
+def excerpt(frame: str | bytes, limit: int = 120) -> str:
+    """The start of a frame, quoted, for an error message."""
+    text = frame if isinstance(frame, str) else frame[:limit].decode("utf-8", "replace")
+    return repr(text[:limit] + ("…" if len(text) > limit else ""))
 
 
 def check_pcm16(pcm: bytes) -> None:

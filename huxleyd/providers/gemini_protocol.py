@@ -46,7 +46,14 @@ from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
-from huxleyd.providers.core import CANCELLED_OUTPUT, SansIOCore, check_audio_end_ms, check_pcm16
+from huxleyd.providers.core import (
+    CANCELLED_OUTPUT,
+    SansIOCore,
+    check_audio_end_ms,
+    check_pcm16,
+    dumps,
+    parse_json_object,
+)
 from huxleyd.providers.events import (
     AudioChunk,
     Interrupted,
@@ -241,7 +248,7 @@ class GeminiLiveProtocol(SansIOCore):
 
     def _receive_frame(self, frame: str | bytes) -> None:
         """One server message, text or binary (``receive`` reports what fails here)."""
-        self._dispatch(wire.parse_frame(frame))
+        self._dispatch(parse_json_object(frame))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         known = False
@@ -391,7 +398,7 @@ class GeminiLiveProtocol(SansIOCore):
             voice=config.voice,
             handle=self._handle,
         )
-        self._out.append(wire.dumps(message))
+        self._out.append(dumps(message))
 
     # ------------------------------------------------------------ server messages
 

@@ -5,7 +5,8 @@ state. Every client message is a JSON object with exactly one top-level key
 (``setup``, ``realtimeInput``, ``clientContent``, ``toolResponse``); we send
 camelCase, and read either spelling, since proto-JSON allows both
 (``turnComplete`` / ``turn_complete``). The server sends JSON in *binary*
-frames, so :func:`parse_frame` takes bytes as readily as text.
+frames, which :func:`huxleyd.providers.core.parse_json_object` reads as
+readily as text.
 
 Tools go out as ``functionDeclarations`` with ``parametersJsonSchema``: the
 skills' parameters are plain JSON schemas, which Gemini's OpenAPI-subset
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.providers.core import dumps
 
 INPUT_RATE_HZ = 16_000
 OUTPUT_RATE_HZ = 24_000
@@ -42,10 +44,6 @@ CLOSE_CODE_NAMES = {
 
 NOT_PROVIDER_ERRORS = frozenset({1000, 1001, 1005, 1006})
 """Normal closes, and the codes that only say no close frame came (a network drop)."""
-
-
-def dumps(message: Mapping[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 def function_declarations(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -138,17 +136,6 @@ def tool_response(call_id: str, name: str, output: str) -> str:
 # ---------------------------------------------------------------- reading
 
 
-def parse_frame(frame: str | bytes) -> dict[str, Any]:
-    """One server message (text or binary frame) as a JSON object."""
-    try:
-        message = json.loads(frame)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ProviderProtocolError(f"frame is not JSON ({exc}): {_excerpt(frame)}") from exc
-    if not isinstance(message, dict):
-        raise ProviderProtocolError(f"frame is not a JSON object: {_excerpt(frame)}")
-    return message
-
-
 def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -209,8 +196,3 @@ def close_code_name(code: int | None) -> str:
     if code is None:
         return "no_close_frame"
     return CLOSE_CODE_NAMES.get(code, f"close_{code}")
-
-
-def _excerpt(frame: str | bytes, limit: int = 120) -> str:
-    text = frame if isinstance(frame, str) else frame[:limit].decode("utf-8", "replace")
-    return repr(text[:limit] + ("…" if len(text) > limit else ""))

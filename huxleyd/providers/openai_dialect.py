@@ -39,7 +39,7 @@ from urllib.parse import urlencode
 from huxley_sdk.logging import EventLogger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities
-from huxleyd.providers.core import SansIOCore, check_audio_end_ms, check_pcm16
+from huxleyd.providers.core import SansIOCore, check_audio_end_ms, check_pcm16, dumps
 from huxleyd.providers.events import (
     AudioChunk,
     InputCommitted,
@@ -255,7 +255,7 @@ class OpenAIDialectCore(SansIOCore):
         self._seq += 1
         event_id = f"hx_{self._seq}"
         event["event_id"] = event_id
-        self._out.append(wire.dumps(event))
+        self._out.append(dumps(event))
         return event_id
 
     def _send_create(self, event: dict[str, Any], *, out_of_band: bool = False) -> None:

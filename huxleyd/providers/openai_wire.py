@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.providers.core import excerpt, parse_json_object
 
 RATE_HZ = 24_000
 """GA ``audio/pcm`` is 24 kHz only (the schema's rate is ``Literal[24000]``)."""
@@ -24,11 +25,6 @@ RATE_HZ = 24_000
 PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": RATE_HZ}
 
 _APPEND_HEAD = '{"type":"input_audio_buffer.append","audio":"'
-
-
-def dumps(event: Mapping[str, Any]) -> str:
-    """Compact JSON, the way every frame goes out."""
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(value: object) -> str:
@@ -208,21 +204,11 @@ def decode_audio(event: Mapping[str, Any]) -> bytes:
 
 def parse_frame(frame: str | bytes) -> dict[str, Any]:
     """One frame as a JSON object with a string ``type``; a protocol error otherwise."""
-    try:
-        event = json.loads(frame)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ProviderProtocolError(f"frame is not JSON ({exc}): {_excerpt(frame)}") from exc
-    if not isinstance(event, dict):
-        raise ProviderProtocolError(f"frame is not a JSON object: {_excerpt(frame)}")
+    event = parse_json_object(frame)
     if not isinstance(event.get("type"), str):
-        raise ProviderProtocolError(f"frame has no string 'type': {_excerpt(frame)}")
+        raise ProviderProtocolError(f"frame has no string 'type': {excerpt(frame)}")
     return event
 
 
 def _kind(value: object) -> str:
     return "nothing" if value is None else type(value).__name__
-
-
-def _excerpt(frame: str | bytes, limit: int = 120) -> str:
-    text = frame if isinstance(frame, str) else frame[:limit].decode("utf-8", "replace")
-    return repr(text[:limit] + ("…" if len(text) > limit else ""))
