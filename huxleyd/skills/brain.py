@@ -120,7 +120,8 @@ class BrainSkill:
             output=json.dumps(
                 {
                     "delivered": True,
-                    "note": "The answer is being read to the user verbatim. Do not speak further.",
+                    "answer": answer,  # context for follow-up questions
+                    "note": "The answer is being read to the user verbatim. Do not repeat it.",
                 }
             ),
             side_effect=SpeakVerbatim(answer),

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gpiozero.pins.mock import MockFactory, MockPWMPin
+from openai import AsyncOpenAI
 
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
@@ -15,10 +16,11 @@ from huxleyd.runtime import Runtime, RuntimeParts
 from tests.e2e.harness import ROOT, SPEED, level_dbfs, until
 
 
-def cascade_config(tmp: Path) -> Path:
+def cascade_config(tmp: Path, *, tts: str = "command", brain: str = "") -> Path:
     (tmp / "personas").mkdir()
     (tmp / "personas" / "default.toml").write_text(
         'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n[skills.system]\n'
+        + brain
     )
     path = tmp / "huxleyd.toml"
     path.write_text(
@@ -34,7 +36,7 @@ sim_speed = {SPEED}
 silent_response_timeout_s = 20.0
 [provider.cascade]
 native_tools = false
-tts = "command"
+tts = "{tts}"
 [audio]
 backend = "wav"
 [hardware]
@@ -73,6 +75,60 @@ async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_p
         assert "Europe/Madrid" in sent
         assert level_dbfs(backend.speaker_samples()[:, 0].astype(float)) > -50
         assert runtime.cascade_sim.violations == []
+    finally:
+        await runtime.close()
+        pins.close()
+
+
+BRAIN_SCRIPT = """
+name = "brain"
+[[turns]]
+hear = "why is the sky blue"
+[[turns.replies]]
+text = "Let me think. <code>ask_brain(query='why is the sky blue')</code>"
+[[brain]]
+text = "Sunlight scatters off the air; blue light scatters most, so the sky looks blue."
+"""
+
+
+async def test_ask_brain_on_the_cascade_reads_the_answer_verbatim_through_the_voice(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "brain.toml"
+    script.write_text(BRAIN_SCRIPT)
+    key = tmp_path / "k"
+    key.write_text("sk-sim")
+    config = cascade_config(tmp_path, tts="elevenlabs", brain="[skills.brain]\n")
+    text = config.read_text().replace(
+        str(ROOT / "config" / "scenarios" / "cascade" / "demo.toml"), str(script)
+    )
+    config.write_text(text)
+    backend = WavBackend(keep_speaker=True)
+    pins = MockFactory(pin_class=MockPWMPin)
+    runtime = Runtime(
+        load_config(config),
+        RuntimeParts(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
+    )
+    try:
+        await runtime.start()
+        sim = runtime.cascade_sim
+        assert sim is not None and runtime.host is not None
+        brain = next(s for s in runtime.host.skills if s.name == "brain")
+        # The runtime picks the cascade sim's port at start, after the persona
+        # was written: point the brain at its Responses API now.
+        brain._client = AsyncOpenAI(base_url=sim.http_url, api_key="sk-sim")  # type: ignore[attr-defined]
+        coordinator = runtime.coordinator
+        assert coordinator is not None
+        coordinator.say("why is the sky blue")
+        answer = "Sunlight scatters off the air; blue light scatters most, so the sky looks blue."
+        await until(
+            lambda: any(answer in s.text for s in sim.tts.sessions), "the voice read it", 30
+        )
+        await until(lambda: coordinator.state.value == "idle", "turn over", 30)
+        assert len(sim.brain.requests) == 1
+        # the chat model was asked once: no narration after the answer was read
+        assert len(sim.chat.requests) == 1
+        assert sim.violations == []
     finally:
         await runtime.close()
         pins.close()

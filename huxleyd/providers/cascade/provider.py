@@ -93,6 +93,7 @@ CAPABILITIES = Capabilities(
     interrupt_acceptance=InterruptAcceptance.IMMEDIATE_PROVIDER_ACK,
     input_rate_hz=RATE_HZ,
     output_rate_hz=RATE_HZ,
+    verbatim_reader=True,
 )
 MAX_TURN_AUDIO_MS = 120_000
 """A press holds at most this much audio (the button's hold limit is shorter)."""
@@ -285,7 +286,19 @@ class CascadeConnection:
             self._respond(run), name="cascade-response"
         )
 
+    def read_aloud(self, text: str, *, instructions: str) -> None:
+        """SpeakVerbatim: the text goes straight to the voice, out of band (no model)."""
+        run = Response(self._new_id("resp"), True, instructions, verbatim=text)
+        self._out_of_band.add(run)
+        run.task = asyncio.get_running_loop().create_task(self._respond(run), name="cascade-reader")
+
     def cancel_response(self) -> bool:
+        for reader in [r for r in self._out_of_band if r.verbatim is not None]:
+            # A barge-in silences the reader too: nobody is listening to it any more.
+            reader.cancelled = True
+            if reader.task is not None:
+                reader.task.cancel()
+            self._out_of_band.discard(reader)
         run, self._response = self._response, None
         if run is None:
             return False
@@ -421,6 +434,11 @@ class CascadeConnection:
                 texts.put_nowait(chunk)
                 self._emit(TranscriptDelta(Role.ASSISTANT, item.item_id, chunk))
 
+        if run.verbatim is not None:
+            speak(splitter.feed(run.verbatim))
+            speak(splitter.flush())
+            texts.put_nowait(None)
+            return run.verbatim, []
         messages, tools = self._request(run)
         wait_s = self._settings.llm_timeout_s
         loop = asyncio.get_running_loop()

@@ -35,6 +35,8 @@ class Response:
     out_of_band: bool
     instructions: str | None
     task: asyncio.Task[None] | None = None
+    verbatim: str | None = None
+    """SpeakVerbatim: speak exactly this, without asking the model."""
     started: bool = False
     item: Item | None = None
     had_audio: bool = False
