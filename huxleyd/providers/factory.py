@@ -131,30 +131,34 @@ def _cell(value: object) -> str:
 
 
 def capability_matrix_markdown() -> str:
-    """The Capabilities of every dialect as a markdown table, then the fallbacks.
+    """The Capabilities of every kind as a markdown table, then the fallbacks.
 
-    Generated from the cores' own ``capabilities``: docs/providers.md holds
-    exactly this text between :data:`MATRIX_START` and :data:`MATRIX_END`
-    (:func:`with_matrix` puts it there; a test fails when it differs).
+    Generated from the cores' own ``capabilities`` (and the cascade's):
+    docs/providers.md holds exactly this text between :data:`MATRIX_START`
+    and :data:`MATRIX_END` (:func:`with_matrix` puts it there; a test fails
+    when it differs).
     """
-    caps = {d: protocol_for(d).capabilities for d in DIALECTS}
+    caps: dict[str, Capabilities] = {d: protocol_for(d).capabilities for d in DIALECTS}
+    caps["cascade"] = CASCADE_CAPABILITIES
+    kinds = list(caps)
     lines = [
-        "| capability | meaning | " + " | ".join(DIALECTS) + " |",
-        "| --- | --- | " + " | ".join("---" for _ in DIALECTS) + " |",
+        "| capability | meaning | " + " | ".join(kinds) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in kinds) + " |",
     ]
     for field in dataclasses.fields(Capabilities):
-        cells = [_cell(getattr(caps[d], field.name)) for d in DIALECTS]
+        cells = [_cell(getattr(caps[k], field.name)) for k in kinds]
         meaning = _CAPABILITY_ROWS.get(field.name, "")
         lines.append(f"| `{field.name}` | {meaning} | " + " | ".join(cells) + " |")
     for name, meaning in _SETTING_ROWS.items():
         cells = [f"`{getattr(KIND_DEFAULTS[d], name)}`" for d in DIALECTS]
+        cells.append("`[provider.cascade]`")
         lines.append(f"| `{name}` | {meaning} | " + " | ".join(cells) + " |")
     lines += ["", "Where a capability is missing, the daemon falls back:", ""]
     names = {field.name for field in dataclasses.fields(Capabilities)}
     for name, fallback in _FALLBACKS.items():
         if name not in names:
             continue
-        missing = [d for d in DIALECTS if _missing(caps[d], name)]
+        missing = [k for k in kinds if _missing(caps[k], name)]
         if missing:
             lines.append(f"- `{name}` ({', '.join(missing)}): {fallback}.")
     return "\n".join(lines) + "\n"

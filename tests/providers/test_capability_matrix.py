@@ -29,8 +29,9 @@ def test_the_matrix_is_read_from_the_cores() -> None:
     rows = {
         line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| `")
     }
-    assert rows["`truncate`"].endswith("| yes | no | no |")
-    assert rows["`input_rate_hz`"].endswith("| 24000 | 24000 | 16000 |")
+    # columns: openai, xai, gemini, cascade
+    assert rows["`truncate`"].endswith("| yes | no | no | yes |")
+    assert rows["`input_rate_hz`"].endswith("| 24000 | 24000 | 16000 | 24000 |")
     assert InterruptAcceptance.LOCAL_CUT_ASYNC_CONFIRMATION.value in rows["`interrupt_acceptance`"]
     assert "- `response_cancel` (xai, gemini): local cut" in table
 
