@@ -123,6 +123,19 @@ class ProviderCommands(Protocol):
         """
 
 
+class ProviderSession(ProviderCommands, Protocol):
+    """What the coordinator holds: the commands plus whether a session is up.
+
+    Implemented by the transport's ``ProviderConnection`` and by the
+    cascade's connection; the sans-I/O cores know no connection.
+    """
+
+    @property
+    def connected(self) -> bool:
+        """A session is up: a request made now reaches the provider."""
+        ...
+
+
 @runtime_checkable
 class RealtimeProtocol(ProviderCommands, Protocol):
     """A sans-I/O provider core: frames in, events and frames out.

@@ -34,7 +34,7 @@ from huxley_sdk import (
 )
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
-from huxleyd.providers.base import ProviderCommands
+from huxleyd.providers.base import ProviderSession
 from huxleyd.providers.events import (
     AudioChunk,
     Event,
@@ -90,7 +90,7 @@ class Coordinator:
     def __init__(
         self,
         *,
-        provider: ProviderCommands,
+        provider: ProviderSession,
         audio: AudioPort,
         volume: VolumePort,
         host: SkillHost,
@@ -399,7 +399,7 @@ class Coordinator:
     def provider_connected(self) -> bool:
         """Whether a request sent now reaches the provider (frames sent while
         disconnected are dropped). Providers without the notion count as connected."""
-        return bool(getattr(self._provider, "connected", True))
+        return self._provider.connected
 
     # ------------------------------------------------------------ tools and side effects
 

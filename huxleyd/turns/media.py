@@ -232,10 +232,6 @@ async def _keep_lookahead(source: SourcePort) -> None:
 
     Without it the runtime would read a stream as far ahead as the content
     ring holds (seconds): an interrupted book would be bookmarked seconds
-    past what was heard, or marked finished. Sources that cannot tell where
-    the speaker is (test fakes) are not paced.
+    past what was heard, or marked finished.
     """
-    wait_played = getattr(source, "wait_played", None)
-    write_pos = getattr(source, "write_pos", None)
-    if wait_played is not None and isinstance(write_pos, int):
-        await wait_played(write_pos - LOOKAHEAD_MS * 24)  # 24 samples per ms at 24 kHz
+    await source.wait_played(source.write_pos - LOOKAHEAD_MS * 24)  # 24 samples per ms

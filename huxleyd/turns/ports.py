@@ -2,7 +2,7 @@
 
 The coordinator is pure logic over these ports: the audio engine
 (:class:`AudioPort`), the volume control (:class:`VolumePort`), and the
-provider (:class:`~huxleyd.providers.base.ProviderCommands`). Tests pass
+provider (:class:`~huxleyd.providers.base.ProviderSession`). Tests pass
 recording fakes; the daemon passes the real engine and connection.
 """
 
@@ -21,6 +21,15 @@ class SourcePort(Protocol):
         ...
 
     def queued_ms(self) -> float: ...
+
+    @property
+    def write_pos(self) -> int:
+        """Samples ever queued on this source (a position on its timeline)."""
+        ...
+
+    async def wait_played(self, position: int) -> None:
+        """Return once the speaker has played the source up to ``position``."""
+        ...
 
 
 class AudioPort(Protocol):

@@ -31,6 +31,7 @@ class RecordingProvider:
         self.commands: list[tuple[str, Any]] = []
         self.appended_bytes = 0
         self.response_active = False
+        self.connected = True
 
     @property
     def capabilities(self) -> Capabilities:
@@ -102,13 +103,24 @@ class RecordingSource:
     log: list[tuple[str, Any]]
     writes: list[tuple[str | None, int]] = field(default_factory=list)
 
+    position: int = 0
+    """Samples written so far; this fake's speaker plays everything at once."""
+
     async def write(self, pcm: bytes, *, item_id: str | None = None) -> None:
         self.writes.append((item_id, len(pcm)))
+        self.position += len(pcm) // 2
         self.log.append((f"write:{self.name}", item_id))
         await asyncio.sleep(0)
 
     def queued_ms(self) -> float:
         return 0.0
+
+    @property
+    def write_pos(self) -> int:
+        return self.position
+
+    async def wait_played(self, position: int) -> None:
+        return None  # played the moment it was written
 
 
 class RecordingAudio:
