@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import resample_poly
 
 SAMPLE_RATE = 24_000
 """Samples per second of all PCM a skill yields or receives."""
@@ -63,6 +62,10 @@ def read_wav_pcm16_24k_mono(path: Path) -> bytes:
     if channels > 1:
         samples = samples.reshape(-1, channels).mean(axis=1).astype(np.int16)
     if rate != SAMPLE_RATE:
+        # Imported here: scipy.signal costs about a second at start-up on a
+        # Pi, and most palettes are already 24 kHz.
+        from scipy.signal import resample_poly
+
         gcd = np.gcd(rate, SAMPLE_RATE)
         floats = resample_poly(samples.astype(np.float32), SAMPLE_RATE // gcd, rate // gcd)
         samples = np.clip(np.round(floats), -32768, 32767).astype(np.int16)
