@@ -8,7 +8,6 @@ and listens on a NOTIFY_SOCKET like systemd would.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -19,68 +18,27 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.e2e.process import DaemonProcess, write_daemon_config
 
-
-def write_daemon_config(tmp: Path) -> Path:
-    (tmp / "personas").mkdir()
-    (tmp / "personas" / "default.toml").write_text(
-        'name = "Test"\ntimezone = "UTC"\ninstructions = "Be brief."\n[skills.system]\n'
-    )
-    (tmp / "scenario.toml").write_text(
-        'name = "t"\n[[turns]]\nhear = "hello"\n[[turns.responses]]\nsay = "hi"\n'
-        "tone_hz = 440.0\nduration_ms = 300\n"
-    )
-    config = tmp / "huxleyd.toml"
-    config.write_text(
-        f"""
-[daemon]
-sounds_dir = "{ROOT / "sounds"}"
-[storage]
-state_dir = "state"
-[provider]
-kind = "sim"
-sim_scenario = "scenario.toml"
-sim_speed = 4.0
-[audio]
-backend = "wav"
-speaker_wav = "speaker.wav"
-[hardware]
-boards_dir = "{ROOT / "hw"}"
-[control]
-socket_path = "control.sock"
-socket_group = ""
-"""
-    )
-    return config
+SCENARIO = (
+    'name = "t"\n[[turns]]\nhear = "hello"\n[[turns.responses]]\nsay = "hi"\n'
+    "tone_hz = 440.0\nduration_ms = 300\n"
+)
 
 
 class Daemon:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.config = write_daemon_config(tmp)
-        self.socket = tmp / "control.sock"
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(str(tmp / "notify.sock"))
         self.notify.settimeout(0.2)
         self.messages: list[str] = []
-        env = {
-            **os.environ,
-            "NOTIFY_SOCKET": str(tmp / "notify.sock"),
-            "WATCHDOG_USEC": "1000000",
-            "GPIOZERO_PIN_FACTORY": "mock",
-        }
-        env.pop("JOURNAL_STREAM", None)
-        # A file, not a pipe: nobody reads a pipe while the test runs, and a
-        # full pipe would block the daemon's logging.
-        self.log = tmp / "daemon.log"
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "huxleyd.daemon", "--config", str(self.config)],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        config = write_daemon_config(tmp, scenario=SCENARIO)
+        self.process = DaemonProcess(
+            config, env={"NOTIFY_SOCKET": str(tmp / "notify.sock"), "WATCHDOG_USEC": "1000000"}
+        )
+        self.proc = self.process.proc
+        self.socket = self.process.socket
 
     def wait_for(self, text: str, timeout_s: float = 20.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -102,13 +60,11 @@ class Daemon:
         )
 
     def output(self) -> str:
-        return self.log.read_text()
+        return self.process.output()
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=20)
+            return self.process.terminate(timeout_s=20)
         finally:
             self.notify.close()
 

@@ -16,11 +16,8 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,13 +37,13 @@ from tests.e2e.harness import (
     COUNTER_BASE,
     COUNTER_PERIOD,
     RATE,
-    ROOT,
     Rig,
     counter_runs,
     scenario_skill_installed,
     tone_windows,
     until,
 )
+from tests.e2e.process import DaemonProcess, write_daemon_config
 
 ANNOUNCE = "ding ding"
 ANNOUNCE_HZ = 550.0
@@ -226,56 +223,29 @@ def tone_book(folder: Path, seconds: float) -> Path:
 
 
 class DaemonRun:
-    """``python -m huxleyd.daemon`` on a config in ``tmp`` (WAV card, simulator, mock pins)."""
+    """The real daemon playing the test book (WAV card, simulator, mock pins)."""
 
     def __init__(self, tmp: Path, name: str, library: Path) -> None:
-        self.tmp = tmp
-        self.speaker = tmp / f"{name}-speaker.wav"
-        self.log = tmp / f"{name}.log"
-        self.socket = tmp / "control.sock"
         arguments = '{ title = "test book" }'
-        (tmp / f"{name}-scenario.toml").write_text(
+        scenario = (
             f'name = "{name}"\n[[turns]]\nhear = "the book"\n'
             f'[[turns.responses]]\ntool_calls = [{{ name = "play_audiobook", arguments = {arguments} }}]\n'
             '[[turns.responses]]\nsay = "ok"\ntone_hz = 330.0\nduration_ms = 100\n'
         )
-        (tmp / "personas").mkdir(exist_ok=True)
-        (tmp / "personas" / "default.toml").write_text(
-            'name = "Test"\ntimezone = "UTC"\ninstructions = "Be brief."\n'
-            f'[skills.system]\n[skills.audiobooks]\nlibrary = "{library}"\n'
-        )
         (tmp / "no-sounds").mkdir(exist_ok=True)
-        self.config = tmp / f"{name}.toml"
-        self.config.write_text(
-            f"""
-[daemon]
-sounds_dir = "no-sounds"
-[storage]
-state_dir = "state"
-[provider]
-kind = "sim"
-sim_scenario = "{name}-scenario.toml"
-sim_speed = 10.0
-[audio]
-backend = "wav"
-speaker_wav = "{self.speaker.name}"
-[hardware]
-boards_dir = "{ROOT / "hw"}"
-[control]
-socket_path = "control.sock"
-socket_group = ""
-"""
+        config = write_daemon_config(
+            tmp,
+            name=name,
+            scenario=scenario,
+            skills=f'[skills.system]\n[skills.audiobooks]\nlibrary = "{library}"\n',
+            sounds_dir="no-sounds",
+            sim_speed=10.0,
         )
-        env = {**os.environ, "GPIOZERO_PIN_FACTORY": "mock"}
-        env.pop("JOURNAL_STREAM", None)
-        env.pop("NOTIFY_SOCKET", None)
-        with self.log.open("w") as out:  # a file: nobody drains a pipe meanwhile
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "huxleyd.daemon", "--config", str(self.config)],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        self.process = DaemonProcess(config)
+        self.proc = self.process.proc
+        self.log = self.process.log
+        self.socket = self.process.socket
+        self.speaker = tmp / f"{name}-speaker.wav"
 
     def status(self) -> StatusReport | None:
         try:
@@ -294,13 +264,10 @@ socket_group = ""
         return max(0, self.speaker.stat().st_size - 44) // 2 if self.speaker.exists() else 0
 
     def terminate(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=30)
+        return self.process.terminate()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        self.process.kill()
 
 
 def wait_until(predicate: Callable[[], Any], what: str, timeout_s: float = 20.0) -> Any:

@@ -1,0 +1,88 @@
+"""The daemon as a real process, for tests that need one (signals, sd_notify,
+huxleyctl): ``python -m huxleyd.daemon`` on a config written in ``tmp``, with
+the WAV sound card, the simulator and mock pins."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_daemon_config(
+    tmp: Path,
+    *,
+    name: str = "huxleyd",
+    scenario: str,
+    skills: str = "[skills.system]\n",
+    sounds_dir: Path | str = ROOT / "sounds",
+    sim_speed: float = 4.0,
+) -> Path:
+    """``<tmp>/<name>.toml`` + its persona + scenario; returns the config path."""
+    (tmp / "personas").mkdir(exist_ok=True)
+    (tmp / "personas" / "default.toml").write_text(
+        f'name = "Test"\ntimezone = "UTC"\ninstructions = "Be brief."\n{skills}'
+    )
+    (tmp / f"{name}-scenario.toml").write_text(scenario)
+    config = tmp / f"{name}.toml"
+    config.write_text(
+        f"""
+[daemon]
+sounds_dir = "{sounds_dir}"
+[storage]
+state_dir = "state"
+[provider]
+kind = "sim"
+sim_scenario = "{name}-scenario.toml"
+sim_speed = {sim_speed}
+[audio]
+backend = "wav"
+speaker_wav = "{name}-speaker.wav"
+[hardware]
+boards_dir = "{ROOT / "hw"}"
+[control]
+socket_path = "control.sock"
+socket_group = ""
+"""
+    )
+    return config
+
+
+class DaemonProcess:
+    """One daemon process; its output goes to a log file (a pipe nobody drains
+    would fill up and block the daemon's logging)."""
+
+    def __init__(self, config: Path, *, env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.log = config.with_suffix(".log")
+        self.socket = config.parent / "control.sock"
+        environment = {**os.environ, "GPIOZERO_PIN_FACTORY": "mock", **(env or {})}
+        environment.pop("JOURNAL_STREAM", None)
+        if "NOTIFY_SOCKET" not in (env or {}):
+            environment.pop("NOTIFY_SOCKET", None)
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "huxleyd.daemon", "--config", str(config)],
+                env=environment,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def terminate(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then wait for the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout_s)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
