@@ -9,8 +9,6 @@ sound card (driven by a :class:`ScaledClock`), ``huxleyd.sim`` for OpenAI.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ from huxleyd.config import load_config
 from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimDialect, SimServer
+from tests.fakes.distributions import installed_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE = 24_000
@@ -156,25 +155,14 @@ RADIO_LEVEL = 8000
 @contextmanager
 def scenario_skill_installed(tmp: Path) -> Iterator[None]:
     """Register ``scenario`` under ``huxley.skills`` through a real dist-info."""
-    site = tmp / "site"
-    (site / "e2e_scenario_skill").mkdir(parents=True)
-    (site / "e2e_scenario_skill" / "__init__.py").write_text(TEST_SKILL)
-    dist = site / "e2e_scenario_skill-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: e2e-scenario-skill\nVersion: 1.0\n"
-    )
-    (dist / "entry_points.txt").write_text(
-        "[huxley.skills]\nscenario = e2e_scenario_skill:ScenarioSkill\n"
-    )
-    sys.path.insert(0, str(site))
-    importlib.invalidate_caches()
-    try:
+    with installed_distribution(
+        tmp / "site",
+        name="e2e-scenario-skill",
+        module="e2e_scenario_skill",
+        source=TEST_SKILL,
+        entry_points={"scenario": "e2e_scenario_skill:ScenarioSkill"},
+    ):
         yield
-    finally:
-        sys.path.remove(str(site))
-        sys.modules.pop("e2e_scenario_skill", None)
-        importlib.invalidate_caches()
 
 
 def write_config(

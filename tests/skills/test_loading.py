@@ -3,7 +3,6 @@ and a skill from a distribution outside this repo."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -25,6 +24,7 @@ from huxleyd.errors import (
 )
 from huxleyd.skillhost import SkillHost, installed_skills
 from huxleyd.storage import Database, FileSecrets
+from tests.fakes.distributions import installed_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,25 +62,14 @@ class WeatherSkill:
 @pytest.fixture
 def external_distribution(tmp_path: Path) -> Iterator[Path]:
     """A distribution with its own ``huxley.skills`` entry point, on sys.path."""
-    site = tmp_path / "site"
-    (site / "weather_skill").mkdir(parents=True)
-    (site / "weather_skill" / "__init__.py").write_text(EXTERNAL_SKILL)
-    dist = site / "huxley_skill_weather-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: huxley-skill-weather\nVersion: 1.0\n"
-    )
-    (dist / "entry_points.txt").write_text(
-        "[huxley.skills]\nweather = weather_skill:WeatherSkill\n"
-    )
-    sys.path.insert(0, str(site))
-    importlib.invalidate_caches()
-    try:
+    with installed_distribution(
+        tmp_path / "site",
+        name="huxley-skill-weather",
+        module="weather_skill",
+        source=EXTERNAL_SKILL,
+        entry_points={"weather": "weather_skill:WeatherSkill"},
+    ) as site:
         yield site
-    finally:
-        sys.path.remove(str(site))
-        sys.modules.pop("weather_skill", None)
-        importlib.invalidate_caches()
 
 
 async def test_an_external_skill_is_found_set_up_and_called(
