@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from huxley_sdk import SkillContext, load_pcm_palette
 from huxley_sdk.audio import PaletteError
@@ -32,18 +32,20 @@ from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
-from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
 from huxleyd.service import Notifier, Watchdog
-from huxleyd.sim.chat import CascadeSim
-from huxleyd.sim.server import SimServer
 from huxleyd.skillhost import SkillHost
 from huxleyd.storage import Database, FileSecrets
 from huxleyd.turns.coordinator import Activity, Coordinator, TurnSettings
 from huxleyd.turns.supervisor import Supervisor
 from huxleyd.volume_wiring import make_volume
+
+if TYPE_CHECKING:  # the simulators and the cascade load the openai package: on demand
+    from huxleyd.providers.cascade.provider import CascadeConnection
+    from huxleyd.sim.chat import CascadeSim
+    from huxleyd.sim.server import SimServer
 
 log = get_logger("huxleyd.daemon")
 
@@ -289,6 +291,8 @@ class Runtime:
         if api_key is not None:
             return None, api_key
         why = "provider.kind is sim" if config.provider.kind == "sim" else "no API key configured"
+        from huxleyd.sim.server import SimServer
+
         self.sim = SimServer(
             config.provider.sim_scenario,
             speed=config.provider.sim_speed,
@@ -314,6 +318,8 @@ class Runtime:
         provider = self.config.provider
         if provider.sim_scenario is None:
             return provider, None, resolve_api_key(self.config, self.parts)
+        from huxleyd.sim.chat import CascadeSim
+
         self.cascade_sim = CascadeSim(provider.sim_scenario, speed=provider.sim_speed)
         await self.cascade_sim.__aenter__()
         self.is_simulator = True

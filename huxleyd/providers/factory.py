@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from huxleyd.providers.base import Capabilities, RealtimeProtocol
-from huxleyd.providers.cascade.factory import create_cascade_connection
-from huxleyd.providers.cascade.provider import CAPABILITIES as CASCADE_CAPABILITIES
-from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.events import Event
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import DIALECTS, KIND_DEFAULTS, Dialect, ProviderSettings
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+
+if TYPE_CHECKING:  # the cascade loads the openai client: only when configured
+    from huxleyd.providers.cascade.provider import CascadeConnection
+
+
+def _cascade_capabilities() -> Capabilities:
+    from huxleyd.providers.cascade.provider import CAPABILITIES
+
+    return CAPABILITIES
+
 
 VALID_KINDS = ("openai", "xai", "gemini", "sim", "cascade")
 """Every ``provider.kind``; ``sim`` runs the simulator in ``sim_dialect``."""
@@ -48,7 +56,7 @@ def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> 
 def capabilities_of(settings: ProviderSettings) -> Capabilities:
     """What the configured provider can do, before connecting."""
     if settings.kind == "cascade":
-        return CASCADE_CAPABILITIES
+        return _cascade_capabilities()
     return create_protocol(settings).capabilities
 
 
@@ -72,6 +80,8 @@ def create_connection(
     None sends no auth.
     """
     if settings.kind == "cascade":
+        from huxleyd.providers.cascade.factory import create_cascade_connection
+
         return create_cascade_connection(
             settings.cascade, api_key=api_key, on_event=on_event, on_state=on_state
         )
@@ -139,7 +149,7 @@ def capability_matrix_markdown() -> str:
     when it differs).
     """
     caps: dict[str, Capabilities] = {d: protocol_for(d).capabilities for d in DIALECTS}
-    caps["cascade"] = CASCADE_CAPABILITIES
+    caps["cascade"] = _cascade_capabilities()
     kinds = list(caps)
     lines = [
         "| capability | meaning | " + " | ".join(kinds) + " |",

@@ -15,7 +15,6 @@ import subprocess
 from typing import Literal
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from huxley_sdk.logging import get_logger
 
@@ -70,6 +69,8 @@ def espeak_speech(text: str, *, voice: str = "en") -> bytes:
     samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64) / 32768.0
     if rate_hz != RATE_HZ:
         divisor = np.gcd(rate_hz, RATE_HZ)
+        from scipy.signal import resample_poly  # lazily: ~80 MB, rarely needed
+
         samples = resample_poly(samples, RATE_HZ // divisor, rate_hz // divisor)
     return _to_pcm16(samples)
 

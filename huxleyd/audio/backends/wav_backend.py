@@ -24,7 +24,6 @@ import wave
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.pcm import SAMPLE_BYTES, Int16Array, pcm16_view, period_frames, read_wav
@@ -181,6 +180,8 @@ class WavBackend:
             )
         if wav.rate_hz == self.rate_hz:
             return wav.samples
+        from scipy.signal import resample_poly  # lazily: ~80 MB, rarely needed
+
         resampled = resample_poly(wav.samples.astype(np.float64), self.rate_hz, wav.rate_hz, axis=0)
         clipped: Int16Array = np.clip(np.round(resampled), -32768, 32767).astype(np.int16)
         return clipped

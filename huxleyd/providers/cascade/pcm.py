@@ -12,7 +12,6 @@ import wave
 from math import gcd
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from huxleyd.errors import ProviderError
 
@@ -30,6 +29,8 @@ def resample(pcm: bytes, from_hz: int, to_hz: int) -> bytes:
         return pcm
     samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64)
     divisor = gcd(from_hz, to_hz)
+    from scipy.signal import resample_poly  # lazily: ~80 MB, rarely needed
+
     out = resample_poly(samples, to_hz // divisor, from_hz // divisor)
     clipped: bytes = np.clip(np.rint(out), -32768, 32767).astype("<i2").tobytes()
     return clipped
