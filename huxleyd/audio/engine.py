@@ -121,6 +121,8 @@ class AudioEngine:
         self._capture = FrameRing(slots, self._n)
         self._mic_waker = AsyncWaker()
         self._req_capture_rate = capture_rate_hz
+        self._capture_active = True
+        """Frames reach the capture ring only while someone listens (set by asyncio)."""
         self._in_meter = LevelMeter(self._period_s)
         self._out_meter = LevelMeter(self._period_s)
         self._format: DeviceFormat | None = None
@@ -293,6 +295,14 @@ class AudioEngine:
         """The most mic frames found waiting; at ``capture_ring_ms`` the oldest are dropped."""
         return self._capture.high_water
 
+    def set_capture_active(self, active: bool) -> None:
+        """Queue mic frames for asyncio (PTT held, a claim) or not (idle: no wake-ups).
+
+        While inactive the device is still read (levels keep moving) but no
+        frame is queued, so none is dropped or counted as lost either.
+        """
+        self._capture_active = active
+
     def drain_mic(self) -> int:
         """Discard queued mic frames (PTT press: old audio must not be sent); return how many."""
         return self._capture.clear()
@@ -394,6 +404,11 @@ class AudioEngine:
 
     def _push_mic(self, capture: CaptureChain) -> None:
         rate = self._req_capture_rate
+        if not self._capture_active:
+            # Nobody listens: keep the meter and the resampler's history
+            # running, but do not queue frames or wake the event loop 50x/s.
+            capture.process(rate)
+            return
         fmt = self._format
         latency = fmt.input_latency_s if fmt is not None else 0.0
         captured_at = self._clock.monotonic() - self._period_s - latency

@@ -19,6 +19,7 @@ Layers, top down:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from collections.abc import Mapping
@@ -348,6 +349,7 @@ class LedController:
         self._patterns = dict(patterns)
         self._limits = dict(limits_from_settings(LedLimits()) if limits_s is None else limits_s)
         self._current = _Current(initial, clock.monotonic())
+        self._changed: asyncio.Event | None = None
         self.expired_count = 0
         """How many times the watchdog had to step in (``huxleyctl status`` shows it)."""
         driver.show(self._patterns[initial], self._current.since_s)
@@ -361,6 +363,8 @@ class LedController:
         now = self._clock.monotonic()
         previous = self._current.state
         self._current = _Current(state, now)
+        if self._changed is not None:
+            self._changed.set()  # wake run(): the new pattern may move
         if state is not previous:
             if log.is_enabled_for(logging.DEBUG):
                 log.debug("led_state", state=state.value, previous=previous.value)
@@ -384,10 +388,23 @@ class LedController:
         return self._current.state
 
     async def run(self, *, period_s: float = 0.04) -> None:
-        """Tick every ``period_s`` until cancelled (25 Hz: smooth enough for an APA102 pulse)."""
+        """Tick until cancelled: every ``period_s`` (25 Hz, smooth enough for an
+        APA102 pulse) while a pattern moves; while it is static (off, solid),
+        only at the next state change or when the state's time limit runs out,
+        so an idle speaker does not wake the loop 25 times a second."""
+        self._changed = asyncio.Event()
         while True:
-            self.tick()
-            await asyncio.sleep(period_s)
+            state = self.tick()
+            if self._patterns[state].kind not in (PatternKind.OFF, PatternKind.SOLID):
+                await asyncio.sleep(period_s)
+                continue
+            limit = self._limits.get(state)
+            timeout = None
+            if limit is not None:
+                timeout = max(period_s, self._current.since_s + limit - self._clock.monotonic())
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
 
     def close(self) -> None:
         """Turn the LEDs off and release them. Idempotent."""

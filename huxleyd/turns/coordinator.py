@@ -149,6 +149,7 @@ class Coordinator:
     async def start(self) -> None:
         self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
+        self._audio.set_capture_active(False)  # until someone listens
         self._speech.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
@@ -202,6 +203,7 @@ class Coordinator:
         self.media.dialog_started()
         self._provider.start_turn()
         self._audio.drain_mic()
+        self._audio.set_capture_active(True)
         self._earcon("listen_start", before_speech=False)
         self._set_state(TurnState.LISTENING)
 
@@ -266,10 +268,13 @@ class Coordinator:
             self.media.dialog_ended()
             self._set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed
+        self._audio.drain_mic()
+        self._audio.set_capture_active(True)  # the skill hears the mic now
         self.media.claim_started()
         self._set_activity(Activity.CALL)
 
     def resume_after_claim(self) -> None:
+        self._audio.set_capture_active(self.state is TurnState.LISTENING)
         self.media.claim_ended()
         self._set_activity(Activity.MEDIA if self.media.playing else Activity.IDLE)
 
@@ -634,6 +639,9 @@ class Coordinator:
         if state is self.state:
             return
         self.state = state
+        self._audio.set_capture_active(
+            state is TurnState.LISTENING or self.proactive.claims.active is not None
+        )
         if state is TurnState.LISTENING:
             self._set_activity(Activity.LISTENING)
         elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):

@@ -63,6 +63,10 @@ class AudioPort(Protocol):
 
     async def read_mic(self) -> MicFrame: ...
 
+    def set_capture_active(self, active: bool) -> None:
+        """Queue mic frames only while someone listens (PTT held, a claim)."""
+        ...
+
     def drain_mic(self) -> int:
         """Discard queued mic frames; returns how many."""
         ...

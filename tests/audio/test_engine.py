@@ -349,3 +349,17 @@ async def test_after_a_flush_played_ms_is_what_the_device_really_played() -> Non
     heard_ms = np.count_nonzero(np.abs(out) > 100) / 48
     assert abs(engine.played_ms("r") - heard_ms) <= 1.0
     assert engine.played_ms("r") == 205  # 10 periods plus the 5 ms fade
+
+
+async def test_an_inactive_capture_queues_nothing_and_loses_nothing() -> None:
+    engine, backend = make_engine()
+    backend.feed_mic(bytes(2 * 24000))
+    engine.set_capture_active(False)  # idle: nobody listens
+    engine.run_periods(10)
+    assert engine.read_mic_nowait() is None
+    assert engine.stats().mic_frames_dropped == 0
+    engine.set_capture_active(True)  # PTT pressed
+    engine.run_periods(3)
+    frames = [engine.read_mic_nowait() for _ in range(3)]
+    assert all(f is not None for f in frames)
+    assert engine.read_mic_nowait() is None

@@ -169,6 +169,11 @@ class RecordingAudio:
     async def read_mic(self) -> MicFrame:
         return await self.mic.get()
 
+    def set_capture_active(self, active: bool) -> None:
+        self.capture_active = active
+
+    capture_active = True
+
     def drain_mic(self) -> int:
         n = 0
         while not self.mic.empty():

@@ -209,3 +209,43 @@ async def test_run_task_ticks_the_watchdog() -> None:
             break
     task.cancel()
     assert leds.state is LedState.IDLE
+
+
+class CountingDriver:
+    """Counts shows and ticks: how often the controller woke up."""
+
+    def __init__(self) -> None:
+        self.shown: list[Any] = []
+        self.ticks = 0
+
+    def show(self, pattern: Any, now_s: float) -> None:
+        self.shown.append(pattern)
+
+    def tick(self, now_s: float) -> None:
+        self.ticks += 1
+
+    def close(self) -> None:
+        pass
+
+
+async def test_run_sleeps_while_static_but_still_expires_a_state_on_time() -> None:
+    from huxleyd.clock import MonotonicClock
+    from huxleyd.hardware.leds import LedController, LedState
+
+    driver = CountingDriver()
+    leds = LedController(
+        driver, MonotonicClock(), limits_s={LedState.LISTENING: 0.15}, initial=LedState.IDLE
+    )
+    task = asyncio.create_task(leds.run(period_s=0.01))
+    try:
+        await asyncio.sleep(0.3)
+        assert driver.ticks <= 2, "idle (off) must not tick 25 times a second"
+        leds.set_state(LedState.LISTENING)  # solid, with a 0.15 s limit
+        await asyncio.sleep(0.4)
+        assert leds.state is LedState.IDLE, "the static wait still ends at the limit"
+        leds.set_state(LedState.THINKING)  # a blink: animated, ticks again
+        ticks = driver.ticks
+        await asyncio.sleep(0.1)
+        assert driver.ticks > ticks + 3
+    finally:
+        task.cancel()
