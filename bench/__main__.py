@@ -30,7 +30,8 @@ def main() -> int:
         ref = "" if row.reference is None else f"{row.reference:.4g} {row.reference_label}"
         ratio = "" if row.ratio is None else f"{row.ratio:.3g}"
         table.add_row(row.area, row.what, f"{row.value:.4g} {row.unit}", ref, ratio, row.budget)
-    Console().print(table)
+    # Piped (make bench > file, CI logs): wide enough that rows stay on one line.
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
     return 0
 
 
