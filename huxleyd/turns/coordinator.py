@@ -312,13 +312,28 @@ class Coordinator:
         if chunk.response_id in self._ignored_responses or chunk.response_id != self._response_id:
             self.dropped_late_chunks += 1
             return
-        self._watchdog.disarm()
+        # A response that started and then goes quiet without response.done
+        # is stale: the same timer, re-armed by every chunk, ends it.
+        self._watchdog.arm(self._on_stale_response)
         turn = self.turn
         if turn is not None and turn.first_audio_at is None:
             turn.first_audio_at = self._clock.monotonic()
             self._speech.arm_first_write(self._first_audio_played)
         self._speech.enqueue(chunk.item_id, chunk.pcm)
         self._set_activity(Activity.SPEAKING)
+
+    def _on_stale_response(self) -> None:
+        """Audio stopped mid-response and the response never ended: give it up."""
+        turn = self.turn
+        log.error("response_stale", turn=turn.turn_id if turn else None, response=self._response_id)
+        if self._response_id is not None:
+            self._ignored_responses.add(self._response_id)
+            self._response_id = None
+        if self._provider.capabilities.response_cancel:
+            self._provider.cancel_response()
+        self._answer_all_tools()
+        self._earcon("error", before_speech=True)  # after what was already said
+        self._after_speech(TurnOutcome.FAILED)
 
     def _first_audio_played(self) -> None:
         if self.turn is not None and self.turn.first_played_at is None:
@@ -329,7 +344,7 @@ class Coordinator:
             # The reply was cut; the call still needs an output.
             self._provider.send_tool_output(call.call_id, '{"cancelled": true}')
             return
-        self._watchdog.disarm()
+        self._watchdog.arm(self._on_stale_response)  # response.done must follow
         if self.turn is not None:
             self.turn.tools.append(call.name)
         self._tools.start(call)

@@ -421,3 +421,16 @@ async def test_speak_verbatim_without_a_reader_asks_in_band() -> None:
         name, instructions = rig.provider.commands[-1]
         assert name == "request_response"
         assert isinstance(instructions, str) and instructions.endswith("Read me exactly.")
+
+
+async def test_a_response_that_stalls_mid_speech_is_given_up() -> None:
+    async with Rig(timeout_s=0.05) as rig:
+        await rig.turn()
+        rig.send(*reply("r1", "i1", chunks=2))  # ... and then nothing, no response.done
+        await asyncio.sleep(0.3)
+        assert state_of(rig) is TurnState.IDLE
+        assert rig.coordinator.last_turn is not None
+        assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
+        assert rig.provider.names()[-1] == "cancel_response"
+        assert ("earcon", 24) in rig.audio.log  # the error cue, after the speech
+        assert rig.provider.names().count("request_response") == 1  # not asked again
