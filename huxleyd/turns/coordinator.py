@@ -24,14 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from huxley_sdk import (
-    AudioStream,
-    CancelMedia,
-    InputClaim,
-    PlaySound,
-    SetVolume,
-    SpeakVerbatim,
-)
+from huxley_sdk import AudioStream
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderSession
@@ -45,12 +38,12 @@ from huxleyd.providers.events import (
     ToolCall,
 )
 from huxleyd.skillhost import SkillHost, ToolOutcome
+from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
-from huxleyd.turns.toolrun import ToolRunner
 from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
@@ -124,22 +117,25 @@ class Coordinator:
         """Audio chunks of cancelled responses that arrived after the cut (never played)."""
 
         self._speech = SpeechOutput(audio)
-        self._tools = ToolRunner(host, self._on_tool_done)
         self.media = MediaRunner(audio, on_natural_end=self._on_media_end, sleep=sleep)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._effects = TurnEffects(
+            host=host,
+            provider=provider,
+            audio=audio,
+            volume=volume,
+            media=self.media,
+            spawn=self._spawn,
+            on_tool_done=self._on_tool_done,
+        )
         self._response_id: str | None = None
         self._ignored_responses: set[str] = set()
-        self._awaiting_tools: tuple[str, ...] = ()
-        self._latched_stream: AudioStream | None = None
-        self._latched_claim: InputClaim | None = None
-        self._pending_sounds: list[bytes] = []
         self._watchdog = SilenceWatchdog(self._settings.silent_response_timeout_s, sleep=sleep)
         self._retry_request: Callable[[], None] = self._provider.request_response
         """How to ask again when a reply stays silent (a normal reply, or the reader)."""
-        self._verbatim: str | None = None
         self._reader_pending = False
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._offline = False
         self._closed = False
         self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
@@ -161,8 +157,7 @@ class Coordinator:
         self._closed = True
         await self.media.close()
         await self.proactive.close()
-        for outcome in self._tools.cancel_all():
-            self._provider.send_tool_output(outcome.call_id, outcome.output)
+        self._effects.cancel_running()
         self._watchdog.disarm()
         for task in [self._mic_pump, self._barrier, *self._tasks]:
             if task is not None:
@@ -331,7 +326,7 @@ class Coordinator:
             self._response_id = None
         if self._provider.capabilities.response_cancel:
             self._provider.cancel_response()
-        self._answer_all_tools()
+        self._effects.answer_all()
         self._earcon("error", before_speech=True)  # after what was already said
         self._after_speech(TurnOutcome.FAILED)
 
@@ -342,12 +337,12 @@ class Coordinator:
     def _on_tool_call(self, call: ToolCall) -> None:
         if call.response_id in self._ignored_responses:
             # The reply was cut; the call still needs an output.
-            self._provider.send_tool_output(call.call_id, '{"cancelled": true}')
+            self._effects.decline(call.call_id)
             return
         self._watchdog.arm(self._on_stale_response)  # response.done must follow
         if self.turn is not None:
             self.turn.tools.append(call.name)
-        self._tools.start(call)
+        self._effects.start(call)
 
     def _on_response_done(self, done: ResponseDone) -> None:
         if done.out_of_band and done.response_id != self._response_id:
@@ -359,15 +354,15 @@ class Coordinator:
         self._watchdog.disarm()
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
-            self._answer_all_tools()
+            self._effects.answer_all()
             self._earcon("error", before_speech=False)
             self._after_speech(TurnOutcome.FAILED)
             return
         if done.tool_calls:
             for call in done.tool_calls:
-                if not self._tools.known(call.call_id):
+                if not self._effects.known(call.call_id):
                     self._on_tool_call(call)  # reported only in response.done
-            self._awaiting_tools = tuple(c.call_id for c in done.tool_calls)
+            self._effects.expect_outputs(tuple(c.call_id for c in done.tool_calls))
             self._maybe_follow_up()
             return
         if not done.had_audio:
@@ -384,7 +379,7 @@ class Coordinator:
             self._earcon("too_short", before_speech=False)
             self._finish_turn(TurnOutcome.TOO_SHORT)
         elif not error.recoverable and self.state.replying:
-            self._answer_all_tools()
+            self._effects.answer_all()
             self._earcon("error", before_speech=False)
             self._after_speech(TurnOutcome.FAILED)
 
@@ -398,7 +393,7 @@ class Coordinator:
             return
         if state != "connected" and self.state.replying:
             log.warning("turn_lost_with_connection", state=state)
-            self._answer_all_tools()
+            self._effects.answer_all()
             self._speech.cut()
             self._finish_turn(TurnOutcome.FAILED)
         if state == "offline" and not self._offline:
@@ -424,66 +419,22 @@ class Coordinator:
     # ------------------------------------------------------------ tools and side effects
 
     def _on_tool_done(self, outcome: ToolOutcome) -> None:
-        turn_id = self.turn.turn_id if self.turn else None
-        log.info(
-            "tool_called",
-            turn=turn_id,
-            tool=outcome.tool,
-            skill=self._host.skill_of(outcome.tool),
-            call_id=outcome.call_id,
-            error=outcome.error,
-            side_effect=outcome.side_effect.kind if outcome.side_effect else None,
-        )
-        effect = outcome.side_effect
-        if isinstance(effect, CancelMedia):
-            self._spawn(self.media.stop(reason="cancel_media"), "cancel-media")
-        elif isinstance(effect, SetVolume):
-            self._spawn(self._set_volume(effect.level), "set-volume")
-        elif isinstance(effect, PlaySound):
-            self._pending_sounds.append(effect.pcm)
-        elif isinstance(effect, AudioStream):
-            self._latched_stream = effect  # only the last stream of a turn runs
-        elif isinstance(effect, InputClaim):
-            self._latched_claim = effect
-        elif isinstance(effect, SpeakVerbatim):
-            self._verbatim = effect.text
+        self._effects.apply(outcome, turn_id=self.turn.turn_id if self.turn else None)
         self._maybe_follow_up()
-
-    async def _set_volume(self, level: int) -> None:
-        really = await self._volume.set_level(level)
-        log.info("volume_set", requested=level, level=really)
 
     def _maybe_follow_up(self) -> None:
         """Once the response is over and all its tools answered: outputs, then a follow-up."""
-        if not self._awaiting_tools or not self._tools.done(self._awaiting_tools):
+        if not self._effects.outputs_ready:
             return
         if self._response_id is not None:
             return  # the response that called them is still running
-        for call_id in self._awaiting_tools:
-            outcome = self._tools.outcome(call_id)
-            assert outcome is not None
-            self._provider.send_tool_output(call_id, outcome.output)
-        self._awaiting_tools = ()
-        verbatim, self._verbatim = self._verbatim, None
+        verbatim = self._effects.send_outputs()
         if verbatim is not None:
             self._start_reader(verbatim)  # instead of a narration: the model stays quiet
         else:
             self._request_response()
-        # After the request, before the model's first audio: the chime leads.
-        for pcm in self._pending_sounds:
-            self._audio.play_earcon(pcm, before_speech=True)
-        self._pending_sounds.clear()
+        self._effects.play_sounds()  # after the request, before the model's first audio
         self._set_state(TurnState.AWAITING_NEXT_RESPONSE)
-
-    def _answer_all_tools(self) -> None:
-        """Give every call of this turn an output: finished ones their own, others cancelled."""
-        for cancelled in self._tools.cancel_all():
-            self._provider.send_tool_output(cancelled.call_id, cancelled.output)
-        for call_id in self._awaiting_tools:
-            finished = self._tools.outcome(call_id)
-            if finished is not None and finished.error != "cancelled":
-                self._provider.send_tool_output(call_id, finished.output)
-        self._awaiting_tools = ()
 
     # ------------------------------------------------------------ responses
 
@@ -549,8 +500,7 @@ class Coordinator:
         if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
             return  # interrupted while the speech played out
         self._barrier = None
-        stream, self._latched_stream = self._latched_stream, None
-        claim, self._latched_claim = self._latched_claim, None
+        stream, claim = self._effects.take_latched()
         self._finish_turn(outcome, then_play=stream if terminal else None)
         if terminal and claim is not None:
             try:
@@ -572,10 +522,7 @@ class Coordinator:
         """
         turn = self.turn
         self._watchdog.disarm()
-        self._pending_sounds.clear()
-        self._latched_stream = None
-        self._latched_claim = None
-        self._verbatim = None
+        self._effects.forget()
         self._reader_pending = False
         if turn is not None:
             turn.outcome = outcome
@@ -609,7 +556,7 @@ class Coordinator:
             log.info(
                 "barge_in", turn=self.turn.turn_id, item=heard.item_id, heard_ms=heard.audio_end_ms
             )
-        self._answer_all_tools()
+        self._effects.answer_all()
         if self._barrier is not None:
             self._barrier.cancel()
             self._barrier = None
@@ -619,7 +566,7 @@ class Coordinator:
     def _begin_turn(self, source: str) -> None:
         if self.turn is not None:
             self._finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
-        self._tools.reset()
+        self._effects.new_turn()
         self.turn = TurnRecord(source=source)
 
     def _busy(self) -> bool:

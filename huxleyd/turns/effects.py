@@ -1,0 +1,187 @@
+"""A turn's tool calls and what their side effects leave behind.
+
+:class:`TurnEffects` runs the calls (through a
+:class:`~huxleyd.turns.toolrun.ToolRunner`), gives every call exactly one
+output, and sorts each side effect by when it may act, as the Huxley
+documentation says:
+
+- CancelMedia and SetVolume act the moment the tool returns (in a task);
+- PlaySound waits for the follow-up request, then plays before the model's
+  audio (:meth:`TurnEffects.play_sounds`);
+- AudioStream (only the last of a turn) and InputClaim are latched until the
+  terminal barrier (:meth:`TurnEffects.take_latched`);
+- SpeakVerbatim replaces the follow-up narration (:meth:`TurnEffects.send_outputs`
+  hands its text back).
+
+It may touch: the provider's ``send_tool_output``, the media runner's
+``stop``, the volume control, the engine's earcon player, and tasks made
+through ``spawn``. It never changes the turn's state: the coordinator decides
+when outputs go out and what follows them. None of its methods await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from huxley_sdk import (
+    AudioStream,
+    CancelMedia,
+    InputClaim,
+    PlaySound,
+    SetVolume,
+    SpeakVerbatim,
+)
+from huxleyd.logs import get_logger
+from huxleyd.providers.base import ProviderCommands
+from huxleyd.providers.events import ToolCall
+from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.ports import AudioPort, VolumePort
+from huxleyd.turns.toolrun import ToolRunner
+
+log = get_logger("huxleyd.turns")
+
+Spawn = Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]]
+"""How the owner runs a task it cancels at close (``Coordinator.spawn``)."""
+
+
+class TurnEffects:
+    """The tool calls of the current turn, their outputs and their latched effects.
+
+    The coordinator calls :meth:`new_turn` when a turn begins, :meth:`start`
+    for each reported call, :meth:`apply` from its ``on_tool_done`` callback,
+    :meth:`expect_outputs` when the response that called them ends, then
+    :meth:`send_outputs` once :attr:`outputs_ready`; :meth:`answer_all` when a
+    reply is cut or fails, :meth:`forget` when the turn ends, and
+    :meth:`cancel_running` at shutdown.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: SkillHost,
+        provider: ProviderCommands,
+        audio: AudioPort,
+        volume: VolumePort,
+        media: MediaRunner,
+        spawn: Spawn,
+        on_tool_done: Callable[[ToolOutcome], None],
+    ) -> None:
+        self._host = host
+        self._provider = provider
+        self._audio = audio
+        self._volume = volume
+        self._media = media
+        self._spawn = spawn
+        self._tools = ToolRunner(host, on_tool_done)
+        self._awaiting: tuple[str, ...] = ()
+        """Calls of the response that just ended, whose outputs the follow-up needs."""
+        self._latched_stream: AudioStream | None = None
+        self._latched_claim: InputClaim | None = None
+        self._pending_sounds: list[bytes] = []
+        self._verbatim: str | None = None
+
+    # ------------------------------------------------------------ calls
+
+    def new_turn(self) -> None:
+        """Forget the previous turn's calls (running ones are cancelled, unanswered)."""
+        self._tools.reset()
+
+    def start(self, call: ToolCall) -> None:
+        """Run ``call`` now; a duplicate id is ignored."""
+        self._tools.start(call)
+
+    def known(self, call_id: str) -> bool:
+        return self._tools.known(call_id)
+
+    def decline(self, call_id: str) -> None:
+        """A call of a reply that was cut: it is not run, but still gets an output."""
+        self._provider.send_tool_output(call_id, CANCELLED_OUTPUT)
+
+    # ------------------------------------------------------------ side effects
+
+    def apply(self, outcome: ToolOutcome, *, turn_id: str | None) -> None:
+        """A call finished: log it, act on its side effect now or latch it."""
+        log.info(
+            "tool_called",
+            turn=turn_id,
+            tool=outcome.tool,
+            skill=self._host.skill_of(outcome.tool),
+            call_id=outcome.call_id,
+            error=outcome.error,
+            side_effect=outcome.side_effect.kind if outcome.side_effect else None,
+        )
+        effect = outcome.side_effect
+        if isinstance(effect, CancelMedia):
+            self._spawn(self._media.stop(reason="cancel_media"), "cancel-media")
+        elif isinstance(effect, SetVolume):
+            self._spawn(self._set_volume(effect.level), "set-volume")
+        elif isinstance(effect, PlaySound):
+            self._pending_sounds.append(effect.pcm)
+        elif isinstance(effect, AudioStream):
+            self._latched_stream = effect  # only the last stream of a turn runs
+        elif isinstance(effect, InputClaim):
+            self._latched_claim = effect
+        elif isinstance(effect, SpeakVerbatim):
+            self._verbatim = effect.text
+
+    async def _set_volume(self, level: int) -> None:
+        really = await self._volume.set_level(level)
+        log.info("volume_set", requested=level, level=really)
+
+    def play_sounds(self) -> None:
+        """Play latched PlaySounds; call right after the follow-up request, so they lead."""
+        for pcm in self._pending_sounds:
+            self._audio.play_earcon(pcm, before_speech=True)
+        self._pending_sounds.clear()
+
+    def take_latched(self) -> tuple[AudioStream | None, InputClaim | None]:
+        """The stream and claim latched this turn, handed over once (terminal barrier)."""
+        stream, self._latched_stream = self._latched_stream, None
+        claim, self._latched_claim = self._latched_claim, None
+        return stream, claim
+
+    def forget(self) -> None:
+        """The turn ended: what is still latched never acts."""
+        self._pending_sounds.clear()
+        self._latched_stream = None
+        self._latched_claim = None
+        self._verbatim = None
+
+    # ------------------------------------------------------------ outputs
+
+    def expect_outputs(self, call_ids: tuple[str, ...]) -> None:
+        """The response that made these calls ended; the follow-up waits for them."""
+        self._awaiting = call_ids
+
+    @property
+    def outputs_ready(self) -> bool:
+        """Calls are awaited and every one of them has finished."""
+        return bool(self._awaiting) and self._tools.done(self._awaiting)
+
+    def send_outputs(self) -> str | None:
+        """Send the awaited outputs. Returns SpeakVerbatim's text, if a call left one."""
+        for call_id in self._awaiting:
+            outcome = self._tools.outcome(call_id)
+            assert outcome is not None
+            self._provider.send_tool_output(call_id, outcome.output)
+        self._awaiting = ()
+        verbatim, self._verbatim = self._verbatim, None
+        return verbatim
+
+    def answer_all(self) -> None:
+        """Give every call of this turn an output: finished ones their own, others cancelled."""
+        for cancelled in self._tools.cancel_all():
+            self._provider.send_tool_output(cancelled.call_id, cancelled.output)
+        for call_id in self._awaiting:
+            finished = self._tools.outcome(call_id)
+            if finished is not None and finished.error != "cancelled":
+                self._provider.send_tool_output(call_id, finished.output)
+        self._awaiting = ()
+
+    def cancel_running(self) -> None:
+        """Shutdown: cancel the calls still running and send their ``cancelled`` outputs."""
+        for outcome in self._tools.cancel_all():
+            self._provider.send_tool_output(outcome.call_id, outcome.output)
