@@ -42,16 +42,13 @@ from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
+from huxleyd.turns.replies import READ_VERBATIM, ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
-from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
 
-READ_VERBATIM = (
-    "Read the following text aloud exactly as written, word for word, in your "
-    "usual voice. Do not add, drop, explain or comment on anything."
-)
+__all__ = ["READ_VERBATIM", "Activity", "Coordinator", "TurnSettings"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,12 +125,14 @@ class Coordinator:
             spawn=self._spawn,
             on_tool_done=self._on_tool_done,
         )
-        self._response_id: str | None = None
-        self._ignored_responses: set[str] = set()
-        self._watchdog = SilenceWatchdog(self._settings.silent_response_timeout_s, sleep=sleep)
-        self._retry_request: Callable[[], None] = self._provider.request_response
-        """How to ask again when a reply stays silent (a normal reply, or the reader)."""
-        self._reader_pending = False
+        self._replies = ReplyTracker(
+            provider,
+            instructions=instructions,
+            timeout_s=self._settings.silent_response_timeout_s,
+            on_silent=self._retry_silent,
+            on_stale=self._on_stale_response,
+            sleep=sleep,
+        )
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
         self._offline = False
@@ -158,7 +157,7 @@ class Coordinator:
         await self.media.close()
         await self.proactive.close()
         self._effects.cancel_running()
-        self._watchdog.disarm()
+        self._replies.stop_timer()
         for task in [self._mic_pump, self._barrier, *self._tasks]:
             if task is not None:
                 task.cancel()
@@ -214,7 +213,7 @@ class Coordinator:
             self._finish_turn(TurnOutcome.TOO_SHORT)
             return
         self._provider.end_turn()
-        self._request_response()
+        self._replies.request()
         turn.committed_at = self._clock.monotonic()
         self._set_state(TurnState.COMMITTING)
 
@@ -230,7 +229,7 @@ class Coordinator:
         assert self.turn is not None
         self.media.dialog_started()
         self._provider.send_user_text(text)
-        self._request_response()
+        self._replies.request()
         self.turn.committed_at = self._clock.monotonic()
         self._set_state(TurnState.COMMITTING)
         return self.turn.turn_id
@@ -252,7 +251,7 @@ class Coordinator:
         self.turn.inject_id = inject_id
         self.media.dialog_started()
         self._earcon("timer", before_speech=True)
-        self._request_response(instructions=f"{self._instructions}\n\n{prompt}".strip())
+        self._replies.request(instructions=f"{self._instructions}\n\n{prompt}".strip())
         self.turn.committed_at = self._clock.monotonic()
         self._set_state(TurnState.COMMITTING)
 
@@ -294,22 +293,17 @@ class Coordinator:
             self._on_error(event)
 
     def _on_response_started(self, event: ResponseStarted) -> None:
-        if event.out_of_band and not self._reader_pending:
-            return  # someone else's side conversation
-        self._reader_pending = False
-        if self.state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
-            self._response_id = event.response_id
+        wanted = self.state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE)
+        if self._replies.started(event, wanted=wanted):
             self._set_state(TurnState.IN_RESPONSE)
-        else:  # a response we no longer want (we cancelled it, or it is stale)
-            self._ignored_responses.add(event.response_id)
 
     def _on_audio(self, chunk: AudioChunk) -> None:
-        if chunk.response_id in self._ignored_responses or chunk.response_id != self._response_id:
+        if not self._replies.owns(chunk.response_id):
             self.dropped_late_chunks += 1
             return
         # A response that started and then goes quiet without response.done
         # is stale: the same timer, re-armed by every chunk, ends it.
-        self._watchdog.arm(self._on_stale_response)
+        self._replies.expect_more()
         turn = self.turn
         if turn is not None and turn.first_audio_at is None:
             turn.first_audio_at = self._clock.monotonic()
@@ -320,12 +314,12 @@ class Coordinator:
     def _on_stale_response(self) -> None:
         """Audio stopped mid-response and the response never ended: give it up."""
         turn = self.turn
-        log.error("response_stale", turn=turn.turn_id if turn else None, response=self._response_id)
-        if self._response_id is not None:
-            self._ignored_responses.add(self._response_id)
-            self._response_id = None
-        if self._provider.capabilities.response_cancel:
-            self._provider.cancel_response()
+        log.error(
+            "response_stale",
+            turn=turn.turn_id if turn else None,
+            response=self._replies.response_id,
+        )
+        self._replies.abandon()
         self._effects.answer_all()
         self._earcon("error", before_speech=True)  # after what was already said
         self._after_speech(TurnOutcome.FAILED)
@@ -335,23 +329,18 @@ class Coordinator:
             self.turn.first_played_at = self._clock.monotonic()
 
     def _on_tool_call(self, call: ToolCall) -> None:
-        if call.response_id in self._ignored_responses:
+        if self._replies.gave_up(call.response_id):
             # The reply was cut; the call still needs an output.
             self._effects.decline(call.call_id)
             return
-        self._watchdog.arm(self._on_stale_response)  # response.done must follow
+        self._replies.expect_more()  # response.done must follow
         if self.turn is not None:
             self.turn.tools.append(call.name)
         self._effects.start(call)
 
     def _on_response_done(self, done: ResponseDone) -> None:
-        if done.out_of_band and done.response_id != self._response_id:
+        if not self._replies.finished(done):
             return
-        if done.response_id in self._ignored_responses or done.response_id != self._response_id:
-            self._ignored_responses.discard(done.response_id)
-            return
-        self._response_id = None
-        self._watchdog.disarm()
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
             self._effects.answer_all()
@@ -375,7 +364,7 @@ class Coordinator:
             "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
         )
         if error.code == "input_audio_buffer_commit_empty" and self.state is TurnState.COMMITTING:
-            self._watchdog.disarm()
+            self._replies.stop_timer()
             self._earcon("too_short", before_speech=False)
             self._finish_turn(TurnOutcome.TOO_SHORT)
         elif not error.recoverable and self.state.replying:
@@ -426,43 +415,18 @@ class Coordinator:
         """Once the response is over and all its tools answered: outputs, then a follow-up."""
         if not self._effects.outputs_ready:
             return
-        if self._response_id is not None:
+        if self._replies.running:
             return  # the response that called them is still running
         verbatim = self._effects.send_outputs()
         if verbatim is not None:
-            self._start_reader(verbatim)  # instead of a narration: the model stays quiet
+            self._speech.cut()  # speech still queued is stale
+            self._replies.read_aloud(verbatim)  # instead of a narration: the model stays quiet
         else:
-            self._request_response()
+            self._replies.request()
         self._effects.play_sounds()  # after the request, before the model's first audio
         self._set_state(TurnState.AWAITING_NEXT_RESPONSE)
 
-    # ------------------------------------------------------------ responses
-
-    def _request_response(self, *, instructions: str | None = None) -> None:
-        def request() -> None:
-            self._provider.request_response(instructions=instructions)
-
-        self._send_request(request)
-
-    def _send_request(self, request: Callable[[], None]) -> None:
-        self._retry_request = request
-        request()
-        self._watchdog.arm(lambda: self._retry_silent("timeout"))
-
-    def _start_reader(self, text: str) -> None:
-        """Read ``text`` verbatim in the assistant's voice (SpeakVerbatim).
-
-        Outside the conversation with tools off when the provider can
-        (``verbatim_reader``); else an in-band response told to read it.
-        Speech still queued is stale: it is cleared first.
-        """
-        self._speech.cut()
-        self._reader_pending = True
-        if self._provider.capabilities.verbatim_reader:
-            read_aloud = getattr(self._provider, "read_aloud")  # noqa: B009 - capability-gated
-            self._send_request(lambda: read_aloud(text, instructions=self._instructions))
-        else:
-            self._request_response(instructions=f"{READ_VERBATIM}\n\n{text}")
+    # ------------------------------------------------------------ endings
 
     def _retry_silent(self, why: str) -> None:
         turn = self.turn
@@ -475,15 +439,9 @@ class Coordinator:
             return
         turn.retries += 1
         log.warning("response_retry", turn=turn.turn_id, why=why, attempt=turn.retries)
-        if self._response_id is not None:
-            self._ignored_responses.add(self._response_id)
-            self._response_id = None
-        if self._provider.capabilities.response_cancel:
-            self._provider.cancel_response()
+        self._replies.abandon()
         self._set_state(TurnState.COMMITTING)
-        self._send_request(self._retry_request)
-
-    # ------------------------------------------------------------ endings
+        self._replies.retry()
 
     def _after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
         """The terminal barrier: let the speech play out, then start latched media."""
@@ -521,9 +479,8 @@ class Coordinator:
         stream does not arrive preempted (and, with patience 0, evicted).
         """
         turn = self.turn
-        self._watchdog.disarm()
+        self._replies.end_turn()
         self._effects.forget()
-        self._reader_pending = False
         if turn is not None:
             turn.outcome = outcome
             self._log_turn(turn)
@@ -544,13 +501,8 @@ class Coordinator:
         """Barge-in: silence now, cancel the reply, truncate to what was heard."""
         self._set_state(TurnState.INTERRUPTED)
         heard = self._speech.cut()
-        caps = self._provider.capabilities
-        if self._response_id is not None:
-            self._ignored_responses.add(self._response_id)
-            self._response_id = None
-        if caps.response_cancel:
-            self._provider.cancel_response()
-        if heard is not None and caps.truncate:
+        self._replies.abandon()
+        if heard is not None and self._provider.capabilities.truncate:
             self._provider.truncate(heard.item_id, heard.audio_end_ms)
         if heard is not None and self.turn is not None:
             log.info(
@@ -570,7 +522,7 @@ class Coordinator:
         self.turn = TurnRecord(source=source)
 
     def _busy(self) -> bool:
-        return self.state.replying or self._speech.pending or self._response_id is not None
+        return self.state.replying or self._speech.pending or self._replies.running
 
     # ------------------------------------------------------------ the microphone
 
@@ -626,7 +578,7 @@ class Coordinator:
         if stream.on_complete_prompt:
             self._begin_turn("media")
             instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
-            self._request_response(instructions=instructions)
+            self._replies.request(instructions=instructions)
             if self.turn is not None:
                 self.turn.committed_at = self._clock.monotonic()
             self._set_state(TurnState.COMMITTING)
