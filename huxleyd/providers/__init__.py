@@ -43,7 +43,10 @@ fourth failed try in a row: play the earcon), FAILED (fatal, e.g. a rejected
 key: ``run()`` raises) and CLOSED. The state values are plain strings.
 
 Modules: :mod:`.base` (capabilities, the protocol shape), :mod:`.events`,
-:mod:`.openai_protocol` + :mod:`.openai_wire` (OpenAI GA), :mod:`.retry`
-(classifier, backoff), :mod:`.transport` (websockets glue, key file),
-:mod:`.factory` (settings → connection), :mod:`.settings`.
+:mod:`.core` (the sans-I/O plumbing every core shares), :mod:`.openai_dialect`
+(what OpenAI and xAI share), :mod:`.openai_protocol` + :mod:`.openai_wire`
+(OpenAI GA), :mod:`.xai_protocol` + :mod:`.xai_wire`, :mod:`.gemini_protocol`
++ :mod:`.gemini_wire` (Gemini Live), :mod:`.cascade` (ASR → chat model → TTS),
+:mod:`.retry` (classifier, backoff), :mod:`.transport` (websockets glue, key
+file), :mod:`.factory` (settings → connection), :mod:`.settings`.
 """
