@@ -40,6 +40,7 @@ from huxleyd.providers.events import (
 from huxleyd.skillhost import SkillHost, ToolOutcome
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import READ_VERBATIM, ReplyTracker
@@ -60,18 +61,6 @@ class TurnSettings:
     silent_response_timeout_s: float = 6.0
     """After asking for a reply: no audio and no tool call within this → retry."""
     max_silent_retries: int = 2
-
-
-class Activity:
-    """What the device is doing, for the LEDs (a coarser view than TurnState)."""
-
-    IDLE = "idle"
-    LISTENING = "listening"
-    THINKING = "thinking"
-    SPEAKING = "speaking"
-    MEDIA = "media"
-    CALL = "call"
-    """A skill holds the microphone (InputClaim)."""
 
 
 class Coordinator:
@@ -97,22 +86,22 @@ class Coordinator:
         self._audio = audio
         self._volume = volume
         self._host = host
-        self._earcons = dict(earcons or {})
+        self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._settings = settings or TurnSettings()
         self._clock = clock or MonotonicClock()
-        self._on_activity = on_activity
-        self._on_turn_done = on_turn_done
         self._renew_session_if_due = renew_session_if_due
         self._sleep = sleep
 
         self.state = TurnState.IDLE
         self.turn: TurnRecord | None = None
         self.last_turn: TurnRecord | None = None
-        self.activity = Activity.IDLE
         self.dropped_late_chunks = 0
         """Audio chunks of cancelled responses that arrived after the cut (never played)."""
 
+        self._outputs = TurnOutputs(
+            audio, self._earcons, on_activity=on_activity, on_turn_done=on_turn_done
+        )
         self._speech = SpeechOutput(audio)
         self.media = MediaRunner(audio, on_natural_end=self._on_media_end, sleep=sleep)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -198,7 +187,7 @@ class Coordinator:
         self._provider.start_turn()
         self._audio.drain_mic()
         self._audio.set_capture_active(True)
-        self._earcon("listen_start", before_speech=False)
+        self._outputs.earcon("listen_start", before_speech=False)
         self._set_state(TurnState.LISTENING)
 
     def release(self) -> None:
@@ -209,7 +198,7 @@ class Coordinator:
         turn.released_at = self._clock.monotonic()
         if turn.audio_sent_ms < self._settings.min_turn_ms:
             self._provider.start_turn()  # clear what was sent; nothing is committed
-            self._earcon("too_short", before_speech=False)
+            self._outputs.earcon("too_short", before_speech=False)
             self._finish_turn(TurnOutcome.TOO_SHORT)
             return
         self._provider.end_turn()
@@ -250,7 +239,7 @@ class Coordinator:
         assert self.turn is not None
         self.turn.inject_id = inject_id
         self.media.dialog_started()
-        self._earcon("timer", before_speech=True)
+        self._outputs.earcon("timer", before_speech=True)
         self._replies.request(instructions=f"{self._instructions}\n\n{prompt}".strip())
         self.turn.committed_at = self._clock.monotonic()
         self._set_state(TurnState.COMMITTING)
@@ -265,12 +254,12 @@ class Coordinator:
         self._audio.drain_mic()
         self._audio.set_capture_active(True)  # the skill hears the mic now
         self.media.claim_started()
-        self._set_activity(Activity.CALL)
+        self._outputs.show(Activity.CALL)
 
     def resume_after_claim(self) -> None:
         self._audio.set_capture_active(self.state is TurnState.LISTENING)
         self.media.claim_ended()
-        self._set_activity(Activity.MEDIA if self.media.playing else Activity.IDLE)
+        self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
 
     async def comms_write(self, pcm: bytes) -> None:
         await self._audio.source("comms").write(pcm)
@@ -309,7 +298,7 @@ class Coordinator:
             turn.first_audio_at = self._clock.monotonic()
             self._speech.arm_first_write(self._first_audio_played)
         self._speech.enqueue(chunk.item_id, chunk.pcm)
-        self._set_activity(Activity.SPEAKING)
+        self._outputs.show(Activity.SPEAKING)
 
     def _on_stale_response(self) -> None:
         """Audio stopped mid-response and the response never ended: give it up."""
@@ -321,7 +310,7 @@ class Coordinator:
         )
         self._replies.abandon()
         self._effects.answer_all()
-        self._earcon("error", before_speech=True)  # after what was already said
+        self._outputs.earcon("error", before_speech=True)  # after what was already said
         self._after_speech(TurnOutcome.FAILED)
 
     def _first_audio_played(self) -> None:
@@ -344,7 +333,7 @@ class Coordinator:
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
             self._effects.answer_all()
-            self._earcon("error", before_speech=False)
+            self._outputs.earcon("error", before_speech=False)
             self._after_speech(TurnOutcome.FAILED)
             return
         if done.tool_calls:
@@ -365,11 +354,11 @@ class Coordinator:
         )
         if error.code == "input_audio_buffer_commit_empty" and self.state is TurnState.COMMITTING:
             self._replies.stop_timer()
-            self._earcon("too_short", before_speech=False)
+            self._outputs.earcon("too_short", before_speech=False)
             self._finish_turn(TurnOutcome.TOO_SHORT)
         elif not error.recoverable and self.state.replying:
             self._effects.answer_all()
-            self._earcon("error", before_speech=False)
+            self._outputs.earcon("error", before_speech=False)
             self._after_speech(TurnOutcome.FAILED)
 
     def on_connection(self, state: str, attempt: int = 0) -> None:
@@ -387,7 +376,7 @@ class Coordinator:
             self._finish_turn(TurnOutcome.FAILED)
         if state == "offline" and not self._offline:
             self._offline = True
-            self._earcon("offline", before_speech=False)
+            self._outputs.earcon("offline", before_speech=False)
             log.warning("provider_offline", attempt=attempt)
         elif state == "connected" and self._offline:
             self._offline = False
@@ -398,6 +387,11 @@ class Coordinator:
     @property
     def offline(self) -> bool:
         return self._offline
+
+    @property
+    def activity(self) -> str:
+        """What the device is doing (an :class:`Activity`), for the LEDs and ``status``."""
+        return self._outputs.activity
 
     @property
     def provider_connected(self) -> bool:
@@ -434,7 +428,7 @@ class Coordinator:
             return
         if turn.retries >= self._settings.max_silent_retries:
             log.error("response_silent", turn=turn.turn_id, why=why, retries=turn.retries)
-            self._earcon("error", before_speech=False)
+            self._outputs.earcon("error", before_speech=False)
             self._finish_turn(TurnOutcome.SILENT)
             return
         turn.retries += 1
@@ -483,7 +477,7 @@ class Coordinator:
         self._effects.forget()
         if turn is not None:
             turn.outcome = outcome
-            self._log_turn(turn)
+            self._outputs.journal(turn)
             self.last_turn = turn
             self.turn = None
             self.proactive.turn_finished(turn)
@@ -544,11 +538,6 @@ class Coordinator:
 
     # ------------------------------------------------------------ outputs
 
-    def _earcon(self, name: str, *, before_speech: bool) -> None:
-        pcm = self._earcons.get(name)
-        if pcm:
-            self._audio.play_earcon(pcm, before_speech=before_speech)
-
     def _set_state(self, state: TurnState) -> None:
         if state is self.state:
             return
@@ -557,21 +546,15 @@ class Coordinator:
             state is TurnState.LISTENING or self.proactive.claims.active is not None
         )
         if state is TurnState.LISTENING:
-            self._set_activity(Activity.LISTENING)
+            self._outputs.show(Activity.LISTENING)
         elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
-            self._set_activity(Activity.THINKING)
+            self._outputs.show(Activity.THINKING)
         elif state is TurnState.IDLE:
-            self._set_activity(Activity.MEDIA if self.media.playing else Activity.IDLE)
-
-    def _set_activity(self, activity: str) -> None:
-        if activity != self.activity:
-            self.activity = activity
-            if self._on_activity is not None:
-                self._on_activity(activity)
+            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
 
     def _on_media_end(self, stream: AudioStream) -> None:
         if self.state is TurnState.IDLE:
-            self._set_activity(Activity.IDLE)
+            self._outputs.show(Activity.IDLE)
         if not (stream.on_complete_prompt and self.state is TurnState.IDLE):
             self.proactive.consider()
             return
@@ -585,17 +568,3 @@ class Coordinator:
             if stream.completion_silence_ms > 0:
                 silence = bytes(48 * stream.completion_silence_ms)
                 self._spawn(self._audio.source("content").write(silence), "completion-silence")
-
-    def _log_turn(self, turn: TurnRecord) -> None:
-        log.info(
-            "turn_done",
-            turn=turn.turn_id,
-            source=turn.source,
-            outcome=turn.outcome.value if turn.outcome else None,
-            tools=",".join(turn.tools) or None,
-            retries=turn.retries,
-            audio_sent_ms=round(turn.audio_sent_ms),
-            **turn.timings_ms(),
-        )
-        if self._on_turn_done is not None:
-            self._on_turn_done(turn)
