@@ -8,12 +8,28 @@ interleave and state changes never race. Slow work (tools, media, volume,
 waiting for speech to play out) runs in tasks whose completion calls back
 into a method.
 
-It branches on the provider's :class:`~huxleyd.providers.base.Capabilities`,
-never on a provider's name. Side effects follow the Huxley documentation:
-PlaySound plays right after the follow-up request, before the model's audio;
-CancelMedia and SetVolume act when the tool returns; AudioStream (the last
-one of a turn) starts at the terminal barrier, once the model's speech has
-played out. Every tool call gets an output, including interrupted ones.
+The coordinator owns the turn: its :class:`~huxleyd.turns.state.TurnState`,
+its :class:`~huxleyd.turns.state.TurnRecord`, how it begins and how it ends
+(barge-in, the terminal barrier). It handles the user's side itself: the
+button, text turns, the microphone, the connection, a stream's natural end,
+and (through :class:`~huxleyd.turns.proactive.Proactive`) injects and claims.
+The rest goes to parts it owns, each with a narrow edge back:
+
+- :class:`~huxleyd.turns.replies.Replies`, the model's side: provider events,
+  speech, tool calls and their side effects, follow-ups, silent retries and
+  stale replies. It moves the turn only through :meth:`Coordinator.set_state`,
+  :meth:`Coordinator.after_speech` and :meth:`Coordinator.finish_turn`.
+- :class:`~huxleyd.turns.outputs.TurnOutputs`: LED activity, earcons, the
+  turn journal.
+- :class:`~huxleyd.turns.media.MediaRunner`: long-form audio under focus.
+
+Everything branches on the provider's
+:class:`~huxleyd.providers.base.Capabilities`, never on a provider's name.
+Side effects follow the Huxley documentation: PlaySound plays right after
+the follow-up request, before the model's audio; CancelMedia and SetVolume
+act when the tool returns; AudioStream (the last one of a turn) starts at
+the terminal barrier, once the model's speech has played out. Every tool
+call gets an output, including interrupted ones.
 """
 
 from __future__ import annotations
@@ -28,23 +44,14 @@ from huxley_sdk import AudioStream
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderSession
-from huxleyd.providers.events import (
-    AudioChunk,
-    Event,
-    ProviderErrorEvent,
-    ResponseDone,
-    ResponseStarted,
-    ResponseStatus,
-    ToolCall,
-)
-from huxleyd.skillhost import SkillHost, ToolOutcome
-from huxleyd.turns.effects import TurnEffects
+from huxleyd.providers.events import Event
+from huxleyd.skillhost import SkillHost
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
-from huxleyd.turns.replies import READ_VERBATIM, ReplyTracker
-from huxleyd.turns.speech import SpeechOutput
+from huxleyd.turns.replies import Replies
+from huxleyd.turns.reply_tracker import READ_VERBATIM
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 
 log = get_logger("huxleyd.turns")
@@ -84,42 +91,34 @@ class Coordinator:
     ) -> None:
         self._provider = provider
         self._audio = audio
-        self._volume = volume
-        self._host = host
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._settings = settings or TurnSettings()
         self._clock = clock or MonotonicClock()
         self._renew_session_if_due = renew_session_if_due
-        self._sleep = sleep
 
         self.state = TurnState.IDLE
         self.turn: TurnRecord | None = None
         self.last_turn: TurnRecord | None = None
-        self.dropped_late_chunks = 0
-        """Audio chunks of cancelled responses that arrived after the cut (never played)."""
 
         self._outputs = TurnOutputs(
             audio, self._earcons, on_activity=on_activity, on_turn_done=on_turn_done
         )
-        self._speech = SpeechOutput(audio)
         self.media = MediaRunner(audio, on_natural_end=self._on_media_end, sleep=sleep)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._effects = TurnEffects(
-            host=host,
+        self._replies = Replies(
+            turn=self,
             provider=provider,
             audio=audio,
             volume=volume,
+            host=host,
             media=self.media,
+            outputs=self._outputs,
             spawn=self._spawn,
-            on_tool_done=self._on_tool_done,
-        )
-        self._replies = ReplyTracker(
-            provider,
             instructions=instructions,
-            timeout_s=self._settings.silent_response_timeout_s,
-            on_silent=self._retry_silent,
-            on_stale=self._on_stale_response,
+            silent_timeout_s=self._settings.silent_response_timeout_s,
+            max_silent_retries=self._settings.max_silent_retries,
+            clock=self._clock,
             sleep=sleep,
         )
         self._barrier: asyncio.Task[None] | None = None
@@ -134,7 +133,7 @@ class Coordinator:
         self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
         self._audio.set_capture_active(False)  # until someone listens
-        self._speech.start()
+        self._replies.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
     async def close(self) -> None:
@@ -145,14 +144,13 @@ class Coordinator:
         self._closed = True
         await self.media.close()
         await self.proactive.close()
-        self._effects.cancel_running()
-        self._replies.stop_timer()
+        self._replies.cancel()
         for task in [self._mic_pump, self._barrier, *self._tasks]:
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        await self._speech.close()
+        await self._replies.close()
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the coordinator cancels at close."""
@@ -188,7 +186,7 @@ class Coordinator:
         self._audio.drain_mic()
         self._audio.set_capture_active(True)
         self._outputs.earcon("listen_start", before_speech=False)
-        self._set_state(TurnState.LISTENING)
+        self.set_state(TurnState.LISTENING)
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
@@ -199,12 +197,12 @@ class Coordinator:
         if turn.audio_sent_ms < self._settings.min_turn_ms:
             self._provider.start_turn()  # clear what was sent; nothing is committed
             self._outputs.earcon("too_short", before_speech=False)
-            self._finish_turn(TurnOutcome.TOO_SHORT)
+            self.finish_turn(TurnOutcome.TOO_SHORT)
             return
         self._provider.end_turn()
         self._replies.request()
         turn.committed_at = self._clock.monotonic()
-        self._set_state(TurnState.COMMITTING)
+        self.set_state(TurnState.COMMITTING)
 
     # ------------------------------------------------------------ inputs: text, media
 
@@ -220,7 +218,7 @@ class Coordinator:
         self._provider.send_user_text(text)
         self._replies.request()
         self.turn.committed_at = self._clock.monotonic()
-        self._set_state(TurnState.COMMITTING)
+        self.set_state(TurnState.COMMITTING)
         return self.turn.turn_id
 
     async def stop_media(self) -> bool:
@@ -229,6 +227,23 @@ class Coordinator:
     @property
     def listening(self) -> bool:
         return self.state is TurnState.LISTENING
+
+    def _on_media_end(self, stream: AudioStream) -> None:
+        if self.state is TurnState.IDLE:
+            self._outputs.show(Activity.IDLE)
+        if not (stream.on_complete_prompt and self.state is TurnState.IDLE):
+            self.proactive.consider()
+            return
+        if stream.on_complete_prompt:
+            self._begin_turn("media")
+            instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
+            self._replies.request(instructions=instructions)
+            if self.turn is not None:
+                self.turn.committed_at = self._clock.monotonic()
+            self.set_state(TurnState.COMMITTING)
+            if stream.completion_silence_ms > 0:
+                silence = bytes(48 * stream.completion_silence_ms)
+                self._spawn(self._audio.source("content").write(silence), "completion-silence")
 
     # ------------------------------------------------------------ proactive turns and claims
     # ctx.inject_turn / start_input_claim go to self.proactive; it calls these.
@@ -242,14 +257,14 @@ class Coordinator:
         self._outputs.earcon("timer", before_speech=True)
         self._replies.request(instructions=f"{self._instructions}\n\n{prompt}".strip())
         self.turn.committed_at = self._clock.monotonic()
-        self._set_state(TurnState.COMMITTING)
+        self.set_state(TurnState.COMMITTING)
 
     def suspend_for_claim(self) -> None:
         """A claim takes the mic: stop any reply, clear the input, background the media."""
         if self._busy() or self.state is TurnState.LISTENING:
             self._interrupt()
             self.media.dialog_ended()
-            self._set_state(TurnState.IDLE)
+            self.set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed
         self._audio.drain_mic()
         self._audio.set_capture_active(True)  # the skill hears the mic now
@@ -270,96 +285,7 @@ class Coordinator:
         """The transport's ``on_event`` callback."""
         if self._closed:
             return
-        if isinstance(event, AudioChunk):
-            self._on_audio(event)
-        elif isinstance(event, ToolCall):
-            self._on_tool_call(event)
-        elif isinstance(event, ResponseStarted):
-            self._on_response_started(event)
-        elif isinstance(event, ResponseDone):
-            self._on_response_done(event)
-        elif isinstance(event, ProviderErrorEvent):
-            self._on_error(event)
-
-    def _on_response_started(self, event: ResponseStarted) -> None:
-        wanted = self.state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE)
-        if self._replies.started(event, wanted=wanted):
-            self._set_state(TurnState.IN_RESPONSE)
-
-    def _on_audio(self, chunk: AudioChunk) -> None:
-        if not self._replies.owns(chunk.response_id):
-            self.dropped_late_chunks += 1
-            return
-        # A response that started and then goes quiet without response.done
-        # is stale: the same timer, re-armed by every chunk, ends it.
-        self._replies.expect_more()
-        turn = self.turn
-        if turn is not None and turn.first_audio_at is None:
-            turn.first_audio_at = self._clock.monotonic()
-            self._speech.arm_first_write(self._first_audio_played)
-        self._speech.enqueue(chunk.item_id, chunk.pcm)
-        self._outputs.show(Activity.SPEAKING)
-
-    def _on_stale_response(self) -> None:
-        """Audio stopped mid-response and the response never ended: give it up."""
-        turn = self.turn
-        log.error(
-            "response_stale",
-            turn=turn.turn_id if turn else None,
-            response=self._replies.response_id,
-        )
-        self._replies.abandon()
-        self._effects.answer_all()
-        self._outputs.earcon("error", before_speech=True)  # after what was already said
-        self._after_speech(TurnOutcome.FAILED)
-
-    def _first_audio_played(self) -> None:
-        if self.turn is not None and self.turn.first_played_at is None:
-            self.turn.first_played_at = self._clock.monotonic()
-
-    def _on_tool_call(self, call: ToolCall) -> None:
-        if self._replies.gave_up(call.response_id):
-            # The reply was cut; the call still needs an output.
-            self._effects.decline(call.call_id)
-            return
-        self._replies.expect_more()  # response.done must follow
-        if self.turn is not None:
-            self.turn.tools.append(call.name)
-        self._effects.start(call)
-
-    def _on_response_done(self, done: ResponseDone) -> None:
-        if not self._replies.finished(done):
-            return
-        if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
-            log.warning("response_failed", status=done.status.value, reason=done.reason)
-            self._effects.answer_all()
-            self._outputs.earcon("error", before_speech=False)
-            self._after_speech(TurnOutcome.FAILED)
-            return
-        if done.tool_calls:
-            for call in done.tool_calls:
-                if not self._effects.known(call.call_id):
-                    self._on_tool_call(call)  # reported only in response.done
-            self._effects.expect_outputs(tuple(c.call_id for c in done.tool_calls))
-            self._maybe_follow_up()
-            return
-        if not done.had_audio:
-            self._retry_silent("empty_response")
-            return
-        self._after_speech(TurnOutcome.ANSWERED, terminal=True)
-
-    def _on_error(self, error: ProviderErrorEvent) -> None:
-        log.warning(
-            "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
-        )
-        if error.code == "input_audio_buffer_commit_empty" and self.state is TurnState.COMMITTING:
-            self._replies.stop_timer()
-            self._outputs.earcon("too_short", before_speech=False)
-            self._finish_turn(TurnOutcome.TOO_SHORT)
-        elif not error.recoverable and self.state.replying:
-            self._effects.answer_all()
-            self._outputs.earcon("error", before_speech=False)
-            self._after_speech(TurnOutcome.FAILED)
+        self._replies.on_event(event)
 
     def on_connection(self, state: str, attempt: int = 0) -> None:
         """The transport's connection state (``connected``, ``offline``…).
@@ -371,9 +297,8 @@ class Coordinator:
             return
         if state != "connected" and self.state.replying:
             log.warning("turn_lost_with_connection", state=state)
-            self._effects.answer_all()
-            self._speech.cut()
-            self._finish_turn(TurnOutcome.FAILED)
+            self._replies.lose()
+            self.finish_turn(TurnOutcome.FAILED)
         if state == "offline" and not self._offline:
             self._offline = True
             self._outputs.earcon("offline", before_speech=False)
@@ -389,6 +314,11 @@ class Coordinator:
         return self._offline
 
     @property
+    def dropped_late_chunks(self) -> int:
+        """Audio chunks of cancelled responses that arrived after the cut (never played)."""
+        return self._replies.dropped_late_chunks
+
+    @property
     def activity(self) -> str:
         """What the device is doing (an :class:`Activity`), for the LEDs and ``status``."""
         return self._outputs.activity
@@ -399,47 +329,27 @@ class Coordinator:
         disconnected are dropped). Providers without the notion count as connected."""
         return self._provider.connected
 
-    # ------------------------------------------------------------ tools and side effects
+    # ------------------------------------------------------------ the turn: state and endings
+    # set_state, after_speech and finish_turn are also the TurnControl Replies moves the turn by.
 
-    def _on_tool_done(self, outcome: ToolOutcome) -> None:
-        self._effects.apply(outcome, turn_id=self.turn.turn_id if self.turn else None)
-        self._maybe_follow_up()
-
-    def _maybe_follow_up(self) -> None:
-        """Once the response is over and all its tools answered: outputs, then a follow-up."""
-        if not self._effects.outputs_ready:
+    def set_state(self, state: TurnState) -> None:
+        """Move the turn to ``state``; mic capture and the LED activity follow."""
+        if state is self.state:
             return
-        if self._replies.running:
-            return  # the response that called them is still running
-        verbatim = self._effects.send_outputs()
-        if verbatim is not None:
-            self._speech.cut()  # speech still queued is stale
-            self._replies.read_aloud(verbatim)  # instead of a narration: the model stays quiet
-        else:
-            self._replies.request()
-        self._effects.play_sounds()  # after the request, before the model's first audio
-        self._set_state(TurnState.AWAITING_NEXT_RESPONSE)
+        self.state = state
+        self._audio.set_capture_active(
+            state is TurnState.LISTENING or self.proactive.claims.active is not None
+        )
+        if state is TurnState.LISTENING:
+            self._outputs.show(Activity.LISTENING)
+        elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
+            self._outputs.show(Activity.THINKING)
+        elif state is TurnState.IDLE:
+            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
 
-    # ------------------------------------------------------------ endings
-
-    def _retry_silent(self, why: str) -> None:
-        turn = self.turn
-        if turn is None:
-            return
-        if turn.retries >= self._settings.max_silent_retries:
-            log.error("response_silent", turn=turn.turn_id, why=why, retries=turn.retries)
-            self._outputs.earcon("error", before_speech=False)
-            self._finish_turn(TurnOutcome.SILENT)
-            return
-        turn.retries += 1
-        log.warning("response_retry", turn=turn.turn_id, why=why, attempt=turn.retries)
-        self._replies.abandon()
-        self._set_state(TurnState.COMMITTING)
-        self._replies.retry()
-
-    def _after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
+    def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
         """The terminal barrier: let the speech play out, then start latched media."""
-        self._set_state(TurnState.APPLYING_SIDE_EFFECTS)
+        self.set_state(TurnState.APPLYING_SIDE_EFFECTS)
         turn = self.turn
         self._barrier = asyncio.get_running_loop().create_task(
             self._barrier_then(turn, outcome, terminal), name="terminal-barrier"
@@ -448,19 +358,19 @@ class Coordinator:
     async def _barrier_then(
         self, turn: TurnRecord | None, outcome: TurnOutcome, terminal: bool
     ) -> None:
-        await self._speech.played_out()
+        await self._replies.played_out()
         if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
             return  # interrupted while the speech played out
         self._barrier = None
-        stream, claim = self._effects.take_latched()
-        self._finish_turn(outcome, then_play=stream if terminal else None)
+        stream, claim = self._replies.take_latched()
+        self.finish_turn(outcome, then_play=stream if terminal else None)
         if terminal and claim is not None:
             try:
                 self.proactive.start_claim(claim)
             except Exception as exc:  # ClaimBusyError, or a malformed claim
                 log.error("claim_refused", error=str(exc))
 
-    def _finish_turn(
+    def finish_turn(
         self,
         outcome: TurnOutcome,
         *,
@@ -474,7 +384,6 @@ class Coordinator:
         """
         turn = self.turn
         self._replies.end_turn()
-        self._effects.forget()
         if turn is not None:
             turn.outcome = outcome
             self._outputs.journal(turn)
@@ -486,37 +395,29 @@ class Coordinator:
         self.media.dialog_ended()
         if then_play is not None:
             self.media.start(then_play)
-        self._set_state(TurnState.IDLE)
+        self.set_state(TurnState.IDLE)
         if self._renew_session_if_due is not None:
             self._renew_session_if_due()
         self.proactive.consider()
 
     def _interrupt(self) -> None:
         """Barge-in: silence now, cancel the reply, truncate to what was heard."""
-        self._set_state(TurnState.INTERRUPTED)
-        heard = self._speech.cut()
-        self._replies.abandon()
-        if heard is not None and self._provider.capabilities.truncate:
-            self._provider.truncate(heard.item_id, heard.audio_end_ms)
-        if heard is not None and self.turn is not None:
-            log.info(
-                "barge_in", turn=self.turn.turn_id, item=heard.item_id, heard_ms=heard.audio_end_ms
-            )
-        self._effects.answer_all()
+        self.set_state(TurnState.INTERRUPTED)
+        self._replies.interrupt()
         if self._barrier is not None:
             self._barrier.cancel()
             self._barrier = None
         if self.turn is not None:
-            self._finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+            self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
 
     def _begin_turn(self, source: str) -> None:
         if self.turn is not None:
-            self._finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
-        self._effects.new_turn()
+            self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+        self._replies.new_turn()
         self.turn = TurnRecord(source=source)
 
     def _busy(self) -> bool:
-        return self.state.replying or self._speech.pending or self._replies.running
+        return self.state.replying or self._replies.busy
 
     # ------------------------------------------------------------ the microphone
 
@@ -535,36 +436,3 @@ class Coordinator:
             turn.audio_sent_ms += frame.duration_ms
             if turn.first_frame_sent_at is None:
                 turn.first_frame_sent_at = self._clock.monotonic()
-
-    # ------------------------------------------------------------ outputs
-
-    def _set_state(self, state: TurnState) -> None:
-        if state is self.state:
-            return
-        self.state = state
-        self._audio.set_capture_active(
-            state is TurnState.LISTENING or self.proactive.claims.active is not None
-        )
-        if state is TurnState.LISTENING:
-            self._outputs.show(Activity.LISTENING)
-        elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
-            self._outputs.show(Activity.THINKING)
-        elif state is TurnState.IDLE:
-            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
-
-    def _on_media_end(self, stream: AudioStream) -> None:
-        if self.state is TurnState.IDLE:
-            self._outputs.show(Activity.IDLE)
-        if not (stream.on_complete_prompt and self.state is TurnState.IDLE):
-            self.proactive.consider()
-            return
-        if stream.on_complete_prompt:
-            self._begin_turn("media")
-            instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
-            self._replies.request(instructions=instructions)
-            if self.turn is not None:
-                self.turn.committed_at = self._clock.monotonic()
-            self._set_state(TurnState.COMMITTING)
-            if stream.completion_silence_ms > 0:
-                silence = bytes(48 * stream.completion_silence_ms)
-                self._spawn(self._audio.source("content").write(silence), "completion-silence")

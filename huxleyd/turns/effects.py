@@ -15,8 +15,9 @@ documentation says:
 
 It may touch: the provider's ``send_tool_output``, the media runner's
 ``stop``, the volume control, the engine's earcon player, and tasks made
-through ``spawn``. It never changes the turn's state: the coordinator decides
-when outputs go out and what follows them. None of its methods await.
+through ``spawn``. It never changes the turn's state: its owner
+(:class:`~huxleyd.turns.replies.Replies`, and the coordinator at the turn's
+ends) decides when outputs go out and what follows them. None of its methods await.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ Spawn = Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]]
 class TurnEffects:
     """The tool calls of the current turn, their outputs and their latched effects.
 
-    The coordinator calls :meth:`new_turn` when a turn begins, :meth:`start`
+    The owner calls :meth:`new_turn` when a turn begins, :meth:`start`
     for each reported call, :meth:`apply` from its ``on_tool_done`` callback,
     :meth:`expect_outputs` when the response that called them ends, then
     :meth:`send_outputs` once :attr:`outputs_ready`; :meth:`answer_all` when a

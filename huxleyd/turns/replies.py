@@ -1,160 +1,321 @@
-"""Which provider response is the turn's reply, and how to ask for one.
+"""The model's side of a turn: from asking for a reply to its last word.
 
-The provider answers with responses that start, stream audio and tool calls,
-and end. :class:`ReplyTracker` keeps the bookkeeping the coordinator needs
-to tell its reply from everything else: the id of the response it adopted,
-the ids it gave up (whose late audio and tool calls must not act), and the
-out-of-band reader it asked for (SpeakVerbatim). It also asks for responses
-(a normal one, one with instructions, or the verbatim reader) and remembers
-the last request, so a reply that stays silent can be asked for again.
+The coordinator owns the turn (its state, its record, how it begins and
+ends) and the user's side of it. Everything the provider says back goes to
+:class:`Replies`: it plays the reply's audio (through
+:class:`~huxleyd.turns.speech.SpeechOutput`), runs its tool calls and their
+side effects (:class:`~huxleyd.turns.effects.TurnEffects`), asks for the
+follow-up once every call has an output (or for the verbatim reader, for
+SpeakVerbatim), retries a reply that stays silent, and gives up one that
+fails or goes stale. Which provider response is the reply, and the timer
+behind "silent" and "stale", are the bookkeeping of its
+:class:`~huxleyd.turns.reply_tracker.ReplyTracker`.
 
-One :class:`~huxleyd.turns.watchdog.SilenceWatchdog` guards both ends:
-armed by a request it reports *silent* (nothing came: retry); re-armed by
-each chunk or tool call it reports *stale* (the reply stopped mid-way and
-never ended). What to do then is the coordinator's decision, through the
-``on_silent`` and ``on_stale`` callbacks.
+It may touch: the provider's ``truncate`` (the rest of what it sends goes
+through the tracker and the effects), the speech output, the outputs
+(earcons, SPEAKING), and the current :class:`~huxleyd.turns.state.TurnRecord`'s
+timings, tools and retries. It moves the turn only through the narrow
+:class:`TurnControl` the coordinator implements.
 
-It may touch: the provider's ``request_response``, ``read_aloud`` (when
-``capabilities.verbatim_reader``) and ``cancel_response``, and its own
-timer. It never changes the turn's state, and none of its methods await.
+Like the coordinator, nothing here awaits on an input path: events are
+handled in plain methods, slow work runs in the tasks of the speech writer,
+the tool runner and ``spawn``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
+from huxley_sdk import AudioStream, InputClaim
+from huxleyd.clock import Clock
+from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderCommands
-from huxleyd.providers.events import ResponseDone, ResponseStarted
-from huxleyd.turns.watchdog import SilenceWatchdog
-
-READ_VERBATIM = (
-    "Read the following text aloud exactly as written, word for word, in your "
-    "usual voice. Do not add, drop, explain or comment on anything."
+from huxleyd.providers.events import (
+    AudioChunk,
+    Event,
+    ProviderErrorEvent,
+    ResponseDone,
+    ResponseStarted,
+    ResponseStatus,
+    ToolCall,
 )
-"""The in-band instruction used for SpeakVerbatim when the provider has no reader."""
+from huxleyd.skillhost import SkillHost, ToolOutcome
+from huxleyd.turns.effects import Spawn, TurnEffects
+from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.outputs import Activity, TurnOutputs
+from huxleyd.turns.ports import AudioPort, VolumePort
+from huxleyd.turns.reply_tracker import ReplyTracker
+from huxleyd.turns.speech import SpeechOutput
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
+
+log = get_logger("huxleyd.turns")
 
 
-class ReplyTracker:
-    """The reply of the current turn, from request to ``response.done``.
+class TurnControl(Protocol):
+    """The coordinator, as the reply sees it: the turn, its state, how it ends."""
 
-    The coordinator asks with :meth:`request` or :meth:`read_aloud` (and
-    :meth:`retry`), reports :meth:`started` / :meth:`finished` for each
-    response, checks :meth:`owns` / :meth:`gave_up` for audio and tool calls
-    (calling :meth:`expect_more` after each of its own), and calls
-    :meth:`abandon` to drop the reply and :meth:`end_turn` when the turn ends.
+    @property
+    def state(self) -> TurnState: ...
+
+    @property
+    def turn(self) -> TurnRecord | None: ...
+
+    def set_state(self, state: TurnState) -> None:
+        """Move the turn to ``state`` (the LEDs and the mic capture follow)."""
+
+    def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
+        """End the turn with ``outcome`` once its speech has played out;
+        ``terminal``: then start what its tools latched (a stream, a claim)."""
+
+    def finish_turn(self, outcome: TurnOutcome) -> None:
+        """End the turn with ``outcome`` now."""
+
+
+class Replies:
+    """The model's side of the current turn: its reply, the reply's tool calls, its speech.
+
+    The coordinator calls :meth:`request` to ask, :meth:`on_event` with every
+    provider event, :meth:`interrupt` on barge-in, :meth:`lose` when the
+    connection drops mid-reply, :meth:`new_turn` / :meth:`end_turn` around
+    each turn, :meth:`played_out` and :meth:`take_latched` at the terminal
+    barrier; :meth:`start`, then :meth:`cancel` and :meth:`close` at shutdown.
     """
 
     def __init__(
         self,
-        provider: ProviderCommands,
         *,
+        turn: TurnControl,
+        provider: ProviderCommands,
+        audio: AudioPort,
+        volume: VolumePort,
+        host: SkillHost,
+        media: MediaRunner,
+        outputs: TurnOutputs,
+        spawn: Spawn,
         instructions: str,
-        timeout_s: float,
-        on_silent: Callable[[str], None],
-        on_stale: Callable[[], None],
+        silent_timeout_s: float,
+        max_silent_retries: int,
+        clock: Clock,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self._turn = turn
         self._provider = provider
-        self._instructions = instructions
-        self._on_silent = on_silent
-        self._on_stale = on_stale
-        self._watchdog = SilenceWatchdog(timeout_s, sleep=sleep)
-        self.response_id: str | None = None
-        """The response adopted as the reply, until it ends or is abandoned."""
-        self._gave_up: set[str] = set()
-        self._retry_request: Callable[[], None] = provider.request_response
-        """How to ask again when a reply stays silent (a normal reply, or the reader)."""
-        self._reader_pending = False
+        self._outputs = outputs
+        self._clock = clock
+        self._max_silent_retries = max_silent_retries
+        self._speech = SpeechOutput(audio)
+        self._effects = TurnEffects(
+            host=host,
+            provider=provider,
+            audio=audio,
+            volume=volume,
+            media=media,
+            spawn=spawn,
+            on_tool_done=self._on_tool_done,
+        )
+        self._tracker = ReplyTracker(
+            provider,
+            instructions=instructions,
+            timeout_s=silent_timeout_s,
+            on_silent=self._retry_silent,
+            on_stale=self._on_stale_response,
+            sleep=sleep,
+        )
+        self.dropped_late_chunks = 0
+        """Audio chunks of cancelled responses that arrived after the cut (never played)."""
 
-    @property
-    def running(self) -> bool:
-        """A response was adopted and has not ended."""
-        return self.response_id is not None
+    # ------------------------------------------------------------ for the coordinator
 
-    # ------------------------------------------------------------ asking
+    def start(self) -> None:
+        """Start the speech writer (on the running loop)."""
+        self._speech.start()
+
+    def cancel(self) -> None:
+        """Shutdown, first step: running calls get their cancelled outputs; no timer."""
+        self._effects.cancel_running()
+        self._tracker.stop_timer()
+
+    async def close(self) -> None:
+        """Shutdown, last step: stop the speech writer."""
+        await self._speech.close()
 
     def request(self, *, instructions: str | None = None) -> None:
         """Ask for a reply (``instructions`` override the session's for it only)."""
+        self._tracker.request(instructions=instructions)
 
-        def request() -> None:
-            self._provider.request_response(instructions=instructions)
+    @property
+    def busy(self) -> bool:
+        """A reply is running, or its speech is still on its way to the speaker."""
+        return self._speech.pending or self._tracker.running
 
-        self._send(request)
-
-    def read_aloud(self, text: str) -> None:
-        """Ask for ``text`` read verbatim in the assistant's voice (SpeakVerbatim).
-
-        Outside the conversation with tools off when the provider can
-        (``verbatim_reader``); else an in-band response told to read it.
-        The caller cuts speech still queued first: it is stale.
-        """
-        self._reader_pending = True
-        if self._provider.capabilities.verbatim_reader:
-            read_aloud = getattr(self._provider, "read_aloud")  # noqa: B009 - capability-gated
-            self._send(lambda: read_aloud(text, instructions=self._instructions))
-        else:
-            self.request(instructions=f"{READ_VERBATIM}\n\n{text}")
-
-    def retry(self) -> None:
-        """Send the last request again (after :meth:`abandon`)."""
-        self._send(self._retry_request)
-
-    def _send(self, request: Callable[[], None]) -> None:
-        self._retry_request = request
-        request()
-        self._watchdog.arm(lambda: self._on_silent("timeout"))
-
-    # ------------------------------------------------------------ responses
-
-    def started(self, event: ResponseStarted, *, wanted: bool) -> bool:
-        """A response started. True: it is adopted as the reply (``wanted`` says
-        the turn waits for one). An unwanted one is given up; someone else's
-        out-of-band response is left alone."""
-        if event.out_of_band and not self._reader_pending:
-            return False  # someone else's side conversation
-        self._reader_pending = False
-        if wanted:
-            self.response_id = event.response_id
-            return True
-        self._gave_up.add(event.response_id)  # we cancelled it, or it is stale
-        return False
-
-    def owns(self, response_id: str) -> bool:
-        """Audio of ``response_id`` belongs to the reply (else it is dropped)."""
-        return response_id not in self._gave_up and response_id == self.response_id
-
-    def gave_up(self, response_id: str) -> bool:
-        """``response_id`` was cut or unwanted: its tool calls are declined."""
-        return response_id in self._gave_up
-
-    def expect_more(self) -> None:
-        """A chunk or call of the reply arrived: it must go on, or end, within the timeout."""
-        self._watchdog.arm(self._on_stale)
-
-    def finished(self, done: ResponseDone) -> bool:
-        """A response ended. True: it was the reply (now over, the timer stopped)."""
-        if done.out_of_band and done.response_id != self.response_id:
-            return False
-        if done.response_id in self._gave_up or done.response_id != self.response_id:
-            self._gave_up.discard(done.response_id)
-            return False
-        self.response_id = None
-        self._watchdog.disarm()
-        return True
-
-    def abandon(self) -> None:
-        """Drop the reply: its later events are ignored; the provider is told to stop."""
-        if self.response_id is not None:
-            self._gave_up.add(self.response_id)
-            self.response_id = None
-        if self._provider.capabilities.response_cancel:
-            self._provider.cancel_response()
-
-    def stop_timer(self) -> None:
-        self._watchdog.disarm()
+    def new_turn(self) -> None:
+        """A turn begins: the previous turn's calls are forgotten."""
+        self._effects.new_turn()
 
     def end_turn(self) -> None:
-        """The turn ended: no timer, no reader awaited."""
-        self._watchdog.disarm()
-        self._reader_pending = False
+        """The turn ended: no timer, no reader awaited, nothing latched acts."""
+        self._tracker.end_turn()
+        self._effects.forget()
+
+    def interrupt(self) -> None:
+        """Barge-in: silence now, drop the reply, truncate to what was heard, answer every call."""
+        heard = self._speech.cut()
+        self._tracker.abandon()
+        if heard is not None and self._provider.capabilities.truncate:
+            self._provider.truncate(heard.item_id, heard.audio_end_ms)
+        turn = self._turn.turn
+        if heard is not None and turn is not None:
+            log.info("barge_in", turn=turn.turn_id, item=heard.item_id, heard_ms=heard.audio_end_ms)
+        self._effects.answer_all()
+
+    def lose(self) -> None:
+        """The connection dropped mid-reply: answer every call, silence the speaker."""
+        self._effects.answer_all()
+        self._speech.cut()
+
+    async def played_out(self) -> None:
+        """Return once the reply's speech has reached the speaker."""
+        await self._speech.played_out()
+
+    def take_latched(self) -> tuple[AudioStream | None, InputClaim | None]:
+        """The stream and claim the tools latched, handed over once (terminal barrier)."""
+        return self._effects.take_latched()
+
+    # ------------------------------------------------------------ provider events
+
+    def on_event(self, event: Event) -> None:
+        """One provider event (events of no concern to the reply are ignored)."""
+        if isinstance(event, AudioChunk):
+            self._on_audio(event)
+        elif isinstance(event, ToolCall):
+            self._on_tool_call(event)
+        elif isinstance(event, ResponseStarted):
+            self._on_response_started(event)
+        elif isinstance(event, ResponseDone):
+            self._on_response_done(event)
+        elif isinstance(event, ProviderErrorEvent):
+            self._on_error(event)
+
+    def _on_response_started(self, event: ResponseStarted) -> None:
+        state = self._turn.state
+        wanted = state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE)
+        if self._tracker.started(event, wanted=wanted):
+            self._turn.set_state(TurnState.IN_RESPONSE)
+
+    def _on_audio(self, chunk: AudioChunk) -> None:
+        if not self._tracker.owns(chunk.response_id):
+            self.dropped_late_chunks += 1
+            return
+        # A response that started and then goes quiet without response.done
+        # is stale: the same timer, re-armed by every chunk, ends it.
+        self._tracker.expect_more()
+        turn = self._turn.turn
+        if turn is not None and turn.first_audio_at is None:
+            turn.first_audio_at = self._clock.monotonic()
+            self._speech.arm_first_write(self._first_audio_played)
+        self._speech.enqueue(chunk.item_id, chunk.pcm)
+        self._outputs.show(Activity.SPEAKING)
+
+    def _first_audio_played(self) -> None:
+        turn = self._turn.turn
+        if turn is not None and turn.first_played_at is None:
+            turn.first_played_at = self._clock.monotonic()
+
+    def _on_stale_response(self) -> None:
+        """Audio stopped mid-response and the response never ended: give it up."""
+        turn = self._turn.turn
+        log.error(
+            "response_stale",
+            turn=turn.turn_id if turn else None,
+            response=self._tracker.response_id,
+        )
+        self._tracker.abandon()
+        self._effects.answer_all()
+        self._outputs.earcon("error", before_speech=True)  # after what was already said
+        self._turn.after_speech(TurnOutcome.FAILED)
+
+    def _on_tool_call(self, call: ToolCall) -> None:
+        if self._tracker.gave_up(call.response_id):
+            # The reply was cut; the call still needs an output.
+            self._effects.decline(call.call_id)
+            return
+        self._tracker.expect_more()  # response.done must follow
+        turn = self._turn.turn
+        if turn is not None:
+            turn.tools.append(call.name)
+        self._effects.start(call)
+
+    def _on_response_done(self, done: ResponseDone) -> None:
+        if not self._tracker.finished(done):
+            return
+        if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
+            log.warning("response_failed", status=done.status.value, reason=done.reason)
+            self._effects.answer_all()
+            self._outputs.earcon("error", before_speech=False)
+            self._turn.after_speech(TurnOutcome.FAILED)
+            return
+        if done.tool_calls:
+            for call in done.tool_calls:
+                if not self._effects.known(call.call_id):
+                    self._on_tool_call(call)  # reported only in response.done
+            self._effects.expect_outputs(tuple(c.call_id for c in done.tool_calls))
+            self._maybe_follow_up()
+            return
+        if not done.had_audio:
+            self._retry_silent("empty_response")
+            return
+        self._turn.after_speech(TurnOutcome.ANSWERED, terminal=True)
+
+    def _on_error(self, error: ProviderErrorEvent) -> None:
+        log.warning(
+            "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
+        )
+        state = self._turn.state
+        if error.code == "input_audio_buffer_commit_empty" and state is TurnState.COMMITTING:
+            self._tracker.stop_timer()
+            self._outputs.earcon("too_short", before_speech=False)
+            self._turn.finish_turn(TurnOutcome.TOO_SHORT)
+        elif not error.recoverable and state.replying:
+            self._effects.answer_all()
+            self._outputs.earcon("error", before_speech=False)
+            self._turn.after_speech(TurnOutcome.FAILED)
+
+    # ------------------------------------------------------------ follow-ups and retries
+
+    def _on_tool_done(self, outcome: ToolOutcome) -> None:
+        turn = self._turn.turn
+        self._effects.apply(outcome, turn_id=turn.turn_id if turn else None)
+        self._maybe_follow_up()
+
+    def _maybe_follow_up(self) -> None:
+        """Once the response is over and all its tools answered: outputs, then a follow-up."""
+        if not self._effects.outputs_ready:
+            return
+        if self._tracker.running:
+            return  # the response that called them is still running
+        verbatim = self._effects.send_outputs()
+        if verbatim is not None:
+            self._speech.cut()  # speech still queued is stale
+            self._tracker.read_aloud(verbatim)  # instead of a narration: the model stays quiet
+        else:
+            self._tracker.request()
+        self._effects.play_sounds()  # after the request, before the model's first audio
+        self._turn.set_state(TurnState.AWAITING_NEXT_RESPONSE)
+
+    def _retry_silent(self, why: str) -> None:
+        """Nothing came (``timeout``) or the reply was empty: ask again, or give up."""
+        turn = self._turn.turn
+        if turn is None:
+            return
+        if turn.retries >= self._max_silent_retries:
+            log.error("response_silent", turn=turn.turn_id, why=why, retries=turn.retries)
+            self._outputs.earcon("error", before_speech=False)
+            self._turn.finish_turn(TurnOutcome.SILENT)
+            return
+        turn.retries += 1
+        log.warning("response_retry", turn=turn.turn_id, why=why, attempt=turn.retries)
+        self._tracker.abandon()
+        self._turn.set_state(TurnState.COMMITTING)
+        self._tracker.retry()

@@ -1,0 +1,161 @@
+"""Which provider response is the turn's reply, and how to ask for one.
+
+The provider answers with responses that start, stream audio and tool calls,
+and end. :class:`ReplyTracker` keeps the bookkeeping its owner
+(:class:`~huxleyd.turns.replies.Replies`) needs to tell the reply from
+everything else: the id of the response it adopted, the ids it gave up
+(whose late audio and tool calls must not act), and the out-of-band reader
+it asked for (SpeakVerbatim). It also asks for responses
+(a normal one, one with instructions, or the verbatim reader) and remembers
+the last request, so a reply that stays silent can be asked for again.
+
+One :class:`~huxleyd.turns.watchdog.SilenceWatchdog` guards both ends:
+armed by a request it reports *silent* (nothing came: retry); re-armed by
+each chunk or tool call it reports *stale* (the reply stopped mid-way and
+never ended). What to do then is the owner's decision, through the
+``on_silent`` and ``on_stale`` callbacks.
+
+It may touch: the provider's ``request_response``, ``read_aloud`` (when
+``capabilities.verbatim_reader``) and ``cancel_response``, and its own
+timer. It never changes the turn's state, and none of its methods await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from huxleyd.providers.base import ProviderCommands
+from huxleyd.providers.events import ResponseDone, ResponseStarted
+from huxleyd.turns.watchdog import SilenceWatchdog
+
+READ_VERBATIM = (
+    "Read the following text aloud exactly as written, word for word, in your "
+    "usual voice. Do not add, drop, explain or comment on anything."
+)
+"""The in-band instruction used for SpeakVerbatim when the provider has no reader."""
+
+
+class ReplyTracker:
+    """The reply of the current turn, from request to ``response.done``.
+
+    The owner asks with :meth:`request` or :meth:`read_aloud` (and
+    :meth:`retry`), reports :meth:`started` / :meth:`finished` for each
+    response, checks :meth:`owns` / :meth:`gave_up` for audio and tool calls
+    (calling :meth:`expect_more` after each of its own), and calls
+    :meth:`abandon` to drop the reply and :meth:`end_turn` when the turn ends.
+    """
+
+    def __init__(
+        self,
+        provider: ProviderCommands,
+        *,
+        instructions: str,
+        timeout_s: float,
+        on_silent: Callable[[str], None],
+        on_stale: Callable[[], None],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._provider = provider
+        self._instructions = instructions
+        self._on_silent = on_silent
+        self._on_stale = on_stale
+        self._watchdog = SilenceWatchdog(timeout_s, sleep=sleep)
+        self.response_id: str | None = None
+        """The response adopted as the reply, until it ends or is abandoned."""
+        self._gave_up: set[str] = set()
+        self._retry_request: Callable[[], None] = provider.request_response
+        """How to ask again when a reply stays silent (a normal reply, or the reader)."""
+        self._reader_pending = False
+
+    @property
+    def running(self) -> bool:
+        """A response was adopted and has not ended."""
+        return self.response_id is not None
+
+    # ------------------------------------------------------------ asking
+
+    def request(self, *, instructions: str | None = None) -> None:
+        """Ask for a reply (``instructions`` override the session's for it only)."""
+
+        def request() -> None:
+            self._provider.request_response(instructions=instructions)
+
+        self._send(request)
+
+    def read_aloud(self, text: str) -> None:
+        """Ask for ``text`` read verbatim in the assistant's voice (SpeakVerbatim).
+
+        Outside the conversation with tools off when the provider can
+        (``verbatim_reader``); else an in-band response told to read it.
+        The caller cuts speech still queued first: it is stale.
+        """
+        self._reader_pending = True
+        if self._provider.capabilities.verbatim_reader:
+            read_aloud = getattr(self._provider, "read_aloud")  # noqa: B009 - capability-gated
+            self._send(lambda: read_aloud(text, instructions=self._instructions))
+        else:
+            self.request(instructions=f"{READ_VERBATIM}\n\n{text}")
+
+    def retry(self) -> None:
+        """Send the last request again (after :meth:`abandon`)."""
+        self._send(self._retry_request)
+
+    def _send(self, request: Callable[[], None]) -> None:
+        self._retry_request = request
+        request()
+        self._watchdog.arm(lambda: self._on_silent("timeout"))
+
+    # ------------------------------------------------------------ responses
+
+    def started(self, event: ResponseStarted, *, wanted: bool) -> bool:
+        """A response started. True: it is adopted as the reply (``wanted`` says
+        the turn waits for one). An unwanted one is given up; someone else's
+        out-of-band response is left alone."""
+        if event.out_of_band and not self._reader_pending:
+            return False  # someone else's side conversation
+        self._reader_pending = False
+        if wanted:
+            self.response_id = event.response_id
+            return True
+        self._gave_up.add(event.response_id)  # we cancelled it, or it is stale
+        return False
+
+    def owns(self, response_id: str) -> bool:
+        """Audio of ``response_id`` belongs to the reply (else it is dropped)."""
+        return response_id not in self._gave_up and response_id == self.response_id
+
+    def gave_up(self, response_id: str) -> bool:
+        """``response_id`` was cut or unwanted: its tool calls are declined."""
+        return response_id in self._gave_up
+
+    def expect_more(self) -> None:
+        """A chunk or call of the reply arrived: it must go on, or end, within the timeout."""
+        self._watchdog.arm(self._on_stale)
+
+    def finished(self, done: ResponseDone) -> bool:
+        """A response ended. True: it was the reply (now over, the timer stopped)."""
+        if done.out_of_band and done.response_id != self.response_id:
+            return False
+        if done.response_id in self._gave_up or done.response_id != self.response_id:
+            self._gave_up.discard(done.response_id)
+            return False
+        self.response_id = None
+        self._watchdog.disarm()
+        return True
+
+    def abandon(self) -> None:
+        """Drop the reply: its later events are ignored; the provider is told to stop."""
+        if self.response_id is not None:
+            self._gave_up.add(self.response_id)
+            self.response_id = None
+        if self._provider.capabilities.response_cancel:
+            self._provider.cancel_response()
+
+    def stop_timer(self) -> None:
+        self._watchdog.disarm()
+
+    def end_turn(self) -> None:
+        """The turn ended: no timer, no reader awaited."""
+        self._watchdog.disarm()
+        self._reader_pending = False
