@@ -1,3 +1,16 @@
-"""Turns: the coordinator state machine, focus, media, claims and injects.
-Pure logic: it talks to the provider, the mixer and the skills through
-small interfaces, never to sockets or devices directly."""
+"""Turns: pure logic between the button, the provider, the skills and the mixer.
+
+It talks to them through small interfaces (``ports.py``), never to sockets
+or devices directly.
+
+- ``coordinator``   the turn state machine: inputs, barge-in, the terminal barrier
+- ``replies``       what the provider sends back: speech, tool calls, follow-ups
+- ``reply_tracker`` which response is the reply; retries, stale replies, the reader
+- ``effects``       tool calls and side effects, each applied at its moment
+- ``outputs``       LED activity, earcons, the per-turn journal line
+- ``speech``        model audio to the speaker, and what of it was heard
+- ``media``         AudioStream playback under ``focus`` (DIALOG/COMMS/ALERT/CONTENT)
+- ``proactive``     ``inject_turn`` (``injects``) and input claims (``claims``)
+- ``supervisor``    skills' background tasks, restarted within a budget
+- ``watchdog``      the silent-response timer
+"""
