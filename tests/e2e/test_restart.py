@@ -331,7 +331,10 @@ async def test_sigterm_during_a_book_keeps_its_place_and_the_next_start_resumes_
     await asyncio.to_thread(tone_book, library, 8.0)
     saved, heard = await asyncio.to_thread(first_run_until_sigterm, tmp_path, library)
     assert saved["finished"] is False
-    assert heard >= int(1.4 * RATE)
+    # 1.5 s of speaker output passed after the book was reported playing; on
+    # a loaded machine ffmpeg's start eats into that, so only ask for a real
+    # stretch of the book: the point is the bookmark against what was heard.
+    assert heard >= int(0.5 * RATE)
     marked = round(saved["position_s"] * RATE)
     # Within a chunk plus the runtime's read-ahead of what was heard.
     assert -RAMP <= marked - heard <= CHUNK + LOOKAHEAD, (marked, heard)
