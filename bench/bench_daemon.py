@@ -27,7 +27,7 @@ from tests.audio.test_engine_thread import stall_scenario
 from tests.e2e.process import DaemonProcess, write_daemon_config
 
 AREA = "daemon"
-IDLE_WINDOW_S = 5.0
+IDLE_WINDOW_S = 10.0
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
