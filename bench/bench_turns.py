@@ -5,8 +5,9 @@ clock, mock pins and the simulator on loopback (speed 1.0), exactly as the
 end-to-end tests build it. Each row is a measurement beside its budget:
 
 - press → first mic frame sent: for every frame after the press, the time
-  from the frame entering the capture ring to ``input_audio_buffer.append``
-  leaving the coordinator (budget: one frame, 20 ms);
+  from the frame being complete at the device (its capture time plus its
+  length plus the input latency PortAudio reports) to
+  ``input_audio_buffer.append`` leaving the coordinator (budget: one frame);
 - release → commit + response.create sent (budget 5 ms);
 - audio delta received → its first sample at the device (the playout clock
   says it was heard; budget 60 ms);
@@ -15,14 +16,21 @@ end-to-end tests build it. Each row is a measurement beside its budget:
 - truncate accuracy: ``audio_end_ms`` sent against the samples of the item
   really written (budget ±1 frame).
 
-The PyAudio-through-ALSA column of "queued → at the device" is in the audio
-rows (``bench_audio``), measured with the same engine.
+Measured twice: on the WAV sound card, and on real PortAudio → ALSA through
+the ``file`` plugin (a child process whose ``.asoundrc`` maps the default
+devices to raw files on ALSA's clockless ``null`` PCM, so the engine clock
+paces it, at 48 kHz; the speaker file is read back and analysed at 24 kHz).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,6 +49,7 @@ from tests.e2e.harness import (
     silent_run_samples,
     until,
 )
+from tests.fakes.audio_alsa import write_asoundrc
 
 AREA = "turns (wav, real time)"
 PERIOD = RATE // 50
@@ -64,7 +73,8 @@ class Probes:
     def __init__(self, rig: Rig) -> None:
         rt = rig.rt
         assert rt.engine is not None and rt.connection is not None and rt.coordinator is not None
-        self.frame_ready: list[float] = []
+        self.frame_latency_ms: list[float] = []
+        self._ready: float | None = None
         self.appends: list[float] = []
         self.first_chunk_at: dict[str, float] = {}
         engine, connection, coordinator = rt.engine, rt.connection, rt.coordinator
@@ -77,13 +87,20 @@ class Probes:
 
         async def timed_read() -> MicFrame:
             frame = await read_mic()
-            # The WAV card has no input latency and the engine captures a
-            # period at its start: the frame is in the ring at captured_at.
-            self.frame_ready.append(frame.captured_at)
+            # captured_at is the frame's first sample at the microphone: the
+            # whole frame exists a frame later, plus the device's input latency.
+            fmt = engine.device_format
+            latency = fmt.input_latency_s if fmt is not None else 0.0
+            self._ready = frame.captured_at + frame.duration_ms / 1000 + latency
             return frame
 
         def timed_append(pcm: bytes) -> None:
-            self.appends.append(clock.monotonic())
+            # The pump appends the frame it has just read: exact pairing.
+            now = clock.monotonic()
+            self.appends.append(now)
+            if self._ready is not None:  # the pump's first read began before the probe
+                self.frame_latency_ms.append((now - self._ready) * 1000)
+                self._ready = None
             append(pcm)
 
         def timed_event(event: Any) -> None:
@@ -96,20 +113,40 @@ class Probes:
         coordinator.on_provider_event = timed_event  # type: ignore[method-assign]
 
 
-async def _measure(tmp: Path) -> list[Row]:
+class AlsaRig(Rig):
+    """The rig on PyAudio through ALSA's file plugin (run inside :func:`_alsa_child`)."""
+
+    def __init__(self, tmp: Path, scenario: Scenario, outfile: Path) -> None:
+        super().__init__(tmp, scenario, earcons=False, speed=1.0)
+        from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
+
+        self.outfile = outfile
+        self.backend = PyAudioBackend(  # type: ignore[assignment]
+            capture_device="default", playback_device="default", rate_hz=48_000, paced=False
+        )
+
+    def speaker(self) -> np.ndarray:
+        raw = np.frombuffer(self.outfile.read_bytes(), dtype="<i2")
+        return raw[::2].astype(np.float64)  # 48 → 24 kHz: the engine's 24 kHz mix, upsampled
+
+    async def say_into_mic(self, seconds: float = 0.6, freq: float = 300.0) -> None:
+        button = self.rt.button
+        assert button is not None
+        button.press()  # the mic is the file plugin's infile: a tone, always
+        await asyncio.sleep(seconds)
+        button.release()
+
+
+async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
     with scenario_skill_installed(tmp):
-        async with Rig(tmp, _scenario(), earcons=False, speed=1.0) as rig:
+        async with rig or Rig(tmp, _scenario(), earcons=False, speed=1.0) as rig:
             probes = Probes(rig)
             coordinator = rig.rt.coordinator
             engine = rig.rt.engine
             assert coordinator is not None and engine is not None
             # Turn 1: frame latency, release → commit, delta → device.
             await rig.say_into_mic(seconds=0.6)
-            sent = len(probes.appends)
-            frame_ms = [
-                (sent_at - ready) * 1000
-                for sent_at, ready in zip(probes.appends, probes.frame_ready[-sent:], strict=False)
-            ]
+            frame_ms = list(probes.frame_latency_ms)
             await until(lambda: len(probes.first_chunk_at) == 1, "the reply's first delta")
             item, received_at = next(iter(probes.first_chunk_at.items()))
             # Poll the playout clock at 0.5 ms: the polling is the measurement.
@@ -138,6 +175,18 @@ async def _measure(tmp: Path) -> list[Row]:
             heard_ms = (len(span) - silent_run_samples(span)) * 1000 / RATE
             truncate_err_ms = abs(rig.sim.truncations[0].audio_end_ms - heard_ms)
             button.release()
+    return _rows(AREA, frame_ms, release_ms, delta_to_device_ms, silent_ms, truncate_err_ms)
+
+
+def _rows(
+    area: str,
+    frame_ms: list[float],
+    release_ms: float,
+    delta_to_device_ms: float,
+    silent_ms: float,
+    truncate_err_ms: float,
+) -> list[Row]:
+    AREA = area
     return [
         Row(AREA, "press → first frame sent (max)", max(frame_ms), "ms", 20, "budget", "≤ 1 frame"),
         Row(
@@ -163,6 +212,42 @@ async def _measure(tmp: Path) -> list[Row]:
     ]
 
 
+def _alsa_child(directory: Path) -> None:
+    """In a child whose HOME holds the .asoundrc: measure, print the rows as JSON."""
+    outfile = directory / "out.raw"
+    rig = AlsaRig(directory / "rig", _scenario(), outfile)
+    (directory / "rig").mkdir()
+    rows = asyncio.run(_measure(directory / "rig", rig))
+    print(json.dumps([dataclasses.asdict(r) for r in rows]))
+
+
+def _alsa_rows() -> list[Row]:
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        mic = (np.sin(np.arange(48_000 * 60) * 2 * np.pi * 300 / 48_000) * 6000).astype("<i2")
+        (directory / "in.raw").write_bytes(mic.tobytes())
+        write_asoundrc(directory, infile=directory / "in.raw", outfile=directory / "out.raw")
+        env = dict(os.environ, HOME=str(directory))
+        env.pop("ALSA_CONFIG_PATH", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.bench_turns", "alsa-child", str(directory)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"the ALSA bench child failed:\n{done.stderr[-3000:]}")
+        rows = [Row(**r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+        return [dataclasses.replace(r, area="turns (pyaudio/alsa file, real time)") for r in rows]
+
+
 def run() -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp:
-        return asyncio.run(_measure(Path(tmp)))
+        wav = asyncio.run(_measure(Path(tmp)))
+    return [*wav, *_alsa_rows()]
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["alsa-child"]:
+    _alsa_child(Path(sys.argv[2]))
