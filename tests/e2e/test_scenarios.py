@@ -14,15 +14,8 @@ from typing import Any
 
 import pytest
 
-from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
-from tests.e2e.harness import (
-    RATE,
-    Rig,
-    scenario_skill_installed,
-    until,
-)
-
-PERIOD = RATE // 50  # 20 ms
+from huxleyd.sim.scenario import ResponseSpec, Scenario, TurnSpec
+from tests.e2e.harness import Rig, scenario_skill_installed, until
 
 
 @pytest.fixture(autouse=True)
@@ -33,10 +26,6 @@ def scenario_skill(tmp_path: Path) -> Iterator[None]:
 
 def turn(*responses: ResponseSpec, hear: str = "") -> TurnSpec:
     return TurnSpec(hear=hear, responses=responses)
-
-
-def call(name: str, **arguments: object) -> ToolCallSpec:
-    return ToolCallSpec(name=name, arguments=dict(arguments))
 
 
 def speech(ms: int = 800, hz: float = 440.0) -> ResponseSpec:
