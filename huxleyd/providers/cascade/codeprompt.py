@@ -209,15 +209,20 @@ class CodeReply:
 
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*")
+_OPENING_FENCE = re.compile(r"^```[A-Za-z0-9_+-]*")
+_CLOSING_FENCE = re.compile(r"```$")
 
 
 def _strip_fences(text: str) -> str:
-    """Markdown fences and inline backticks models put around or inside blocks."""
-    return _FENCE.sub("", text).strip().strip("`").strip()
+    """Markdown fences and backticks a model puts around a call, at its edges only:
+    inside, they may be part of a string argument (``note='```'``)."""
+    text = _CLOSING_FENCE.sub("", _OPENING_FENCE.sub("", text.strip()).strip())
+    return text.strip().strip("`").strip()
 
 
 def _speech(parts: list[str]) -> str:
-    text = " ".join(_strip_fences(p) for p in parts)
+    """The text around the blocks: fences anywhere in it are markup, never words."""
+    text = " ".join(_FENCE.sub("", p).strip().strip("`") for p in parts)
     return " ".join(text.split())
 
 

@@ -193,6 +193,12 @@ GOOD: list[tuple[str, str, str, dict[str, Any]]] = [
         {"city": "a</code>b"},
     ),
     (
+        "a string argument holding a markdown fence",
+        "<code>get_weather(city='```python x')</code>",
+        "",
+        {"city": "```python x"},
+    ),
+    (
         "unicode",
         "<code>get_weather(city='Zürich — 東京')</code>",
         "",
