@@ -52,6 +52,7 @@ from huxleyd.settings_schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
 from huxleyd.sim.responses_api import BrainReply, ResponsesEndpoint
+from huxleyd.sim.scenario import ToolCallSpec
 from huxleyd.sim.speech import SynthMode
 
 DEFAULT_REPLY = (
@@ -63,26 +64,12 @@ _ids = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NativeToolCall:
-    """A native function call streamed as ``tool_calls`` deltas."""
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    arguments_json: str | None = None
-    """Raw argument text instead of ``arguments`` (to send invalid JSON on purpose)."""
-
-    def arguments_text(self) -> str:
-        if self.arguments_json is not None:
-            return self.arguments_json
-        return json.dumps(self.arguments, separators=(",", ":"))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ChatReply:
     """One scripted chat completion."""
 
     text: str = ""
-    tool_calls: tuple[NativeToolCall, ...] = ()
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    """Native function calls, streamed as ``tool_calls`` deltas."""
     delay_ms: int = field(default=0, metadata=bounds(0, 600_000))
     """Wait before the first chunk (time to first token)."""
     chunk_chars: int = field(default=8, metadata=bounds(1, 10_000))
