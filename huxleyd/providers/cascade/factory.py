@@ -39,6 +39,14 @@ def _key(path: Path | None, fallback: str | None, *, setting: str, url: str) -> 
     return key
 
 
+def _client(
+    settings: CascadeSettings, url: str, key_file: Path | None, setting: str, api_key: str | None
+) -> AsyncOpenAI:
+    """An OpenAI-compatible client for one stage (recogniser or chat model)."""
+    key = _key(key_file, api_key, setting=setting, url=url)
+    return AsyncOpenAI(api_key=key or NO_KEY, base_url=url, max_retries=settings.http_max_retries)
+
+
 def create_transcriber(settings: CascadeSettings, api_key: str | None) -> Transcriber:
     if settings.asr == "command":
         if not settings.asr_command:
@@ -50,12 +58,8 @@ def create_transcriber(settings: CascadeSettings, api_key: str | None) -> Transc
             rate_hz=settings.asr_command_rate_hz,
             timeout_s=settings.asr_timeout_s,
         )
-    key = _key(settings.asr_key_file, api_key, setting="asr_key_file", url=settings.asr_url)
-    client = AsyncOpenAI(
-        api_key=key or NO_KEY, base_url=settings.asr_url, max_retries=settings.http_max_retries
-    )
     return OpenAITranscriber(
-        client,
+        _client(settings, settings.asr_url, settings.asr_key_file, "asr_key_file", api_key),
         model=settings.asr_model,
         language=settings.asr_language,
         timeout_s=settings.asr_timeout_s,
@@ -63,12 +67,8 @@ def create_transcriber(settings: CascadeSettings, api_key: str | None) -> Transc
 
 
 def create_chat_model(settings: CascadeSettings, api_key: str | None) -> ChatModel:
-    key = _key(settings.llm_key_file, api_key, setting="llm_key_file", url=settings.llm_url)
-    client = AsyncOpenAI(
-        api_key=key or NO_KEY, base_url=settings.llm_url, max_retries=settings.http_max_retries
-    )
     return ChatModel(
-        client,
+        _client(settings, settings.llm_url, settings.llm_key_file, "llm_key_file", api_key),
         model=settings.llm_model,
         max_output_tokens=settings.max_output_tokens,
         temperature=settings.temperature,
