@@ -25,6 +25,7 @@ from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
+from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config
 from huxleyd.hardware.boards import BoardProfile, load_board
@@ -177,7 +178,7 @@ class Runtime:
         self.button: PushToTalkButton | None = None
         self.leds: LedController | None = None
         self.sim: SimServer | None = None
-        self.volume: Any = None
+        self.volume: PersistentVolume | None = None
         self.board: BoardProfile | None = None
         self.audio_settings: AudioSettings = config.audio
         self.supervisor = Supervisor(clock=self.clock)
@@ -195,7 +196,7 @@ class Runtime:
         earcons = self._load_earcons()
         await self._start_audio()
         assert self.engine is not None
-        self.volume = await make_volume(self.audio_settings, self.engine, self.db)
+        self.volume = volume = await make_volume(self.audio_settings, self.engine, self.db)
         provider = config.provider
         if provider.kind == "cascade":
             provider, url, api_key = await self._cascade_target()
@@ -213,7 +214,7 @@ class Runtime:
         self.coordinator = Coordinator(
             provider=connection,
             audio=self.engine,
-            volume=self.volume,
+            volume=volume,
             host=self.host,
             earcons=earcons,
             instructions=config.persona.effective_instructions,

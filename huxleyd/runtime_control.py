@@ -70,14 +70,12 @@ class RuntimeControl:
     async def get_volume(self) -> int:
         if self._rt.volume is None:
             raise CommandFailedError("the volume control is not ready yet")
-        level: int = await self._rt.volume.get_level()
-        return level
+        return await self._rt.volume.get_level()
 
     async def set_volume(self, level: int) -> int:
         if self._rt.volume is None:
             raise CommandFailedError("the volume control is not ready yet")
-        really: int = await self._rt.volume.set_level(level)
-        return really
+        return await self._rt.volume.set_level(level)
 
     async def say(self, text: str) -> str:
         coordinator = self._rt.coordinator

@@ -279,6 +279,7 @@ class Rig:
         )
         await self.runtime.start()
         # Full volume: 0 dB software gain, so output samples equal what was queued.
+        assert self.runtime.volume is not None
         await self.runtime.volume.set_level(100)
         await until(lambda: self.rt.connection_state == "connected", "provider connected")
         return self

@@ -125,6 +125,7 @@ async def test_set_volume_reaches_the_control_and_persists(
     async with Rig(tmp_path, scenario, kind=kind) as rig:
         await rig.say_into_mic()
         await until(lambda: rig.sim.record.responses_done >= 2, "narration")
+        assert rig.rt.volume is not None
         assert await rig.rt.volume.get_level() == 30
         db = rig.rt.db
         assert db is not None
