@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -21,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import ConfigError
+from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.settings import HardwareSettings
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.settings_schema import build
@@ -38,6 +40,10 @@ class DaemonSettings:
     personas_dir: Path = Path("personas")
     sounds_dir: Path = Path("/opt/huxleyd/share/sounds")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    service_user: str = "huxley"
+    """The user the systemd unit runs the daemon as (``User=`` in huxleyd.service).
+    ``--check-config`` and ``huxleyctl doctor`` run as root check that this user
+    can read every file the daemon will read."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,17 +107,32 @@ class Persona:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
-    """The whole configuration, parsed and checked."""
+    """The whole configuration, parsed and checked, with the board profile merged."""
 
     path: Path
     daemon: DaemonSettings
     audio: AudioSettings
+    """``[audio]`` with the board profile's values for the keys the file does not set."""
     provider: ProviderSettings
     hardware: HardwareSettings
     storage: StorageSettings
     control: ControlSettings
     persona: Persona
     persona_path: Path
+    board: BoardProfile
+    """The profile ``[hardware] board`` names, loaded from ``boards_dir``."""
+
+
+BOARD_AUDIO_KEYS = (
+    "capture_device",
+    "playback_device",
+    "mixer_card",
+    "mixer_control",
+    "input_channels",
+    "mic_channel",
+    "device_rate_hz",
+)
+"""The ``[audio]`` keys a board profile supplies when the admin does not set them."""
 
 
 _SECTIONS: dict[str, type[Any]] = {
@@ -172,8 +193,36 @@ def load_persona(path: Path) -> Persona:
     return resolve_paths(persona, path.parent)
 
 
+def merge_board_audio(
+    audio: AudioSettings, board: BoardProfile, *, set_keys: Collection[str], file: str = ""
+) -> AudioSettings:
+    """``audio`` with the board's value for each board key absent from ``set_keys``.
+
+    ``set_keys`` are the keys the file's ``[audio]`` table spells out: a value
+    the admin wrote stays, even when it equals the default (``"default"`` is
+    a real ALSA device, not "unset").
+    """
+    changes: dict[str, Any] = {
+        name: getattr(board.audio, name) for name in BOARD_AUDIO_KEYS if name not in set_keys
+    }
+    merged = dataclasses.replace(audio, **changes)
+    if merged.mic_channel >= merged.input_channels:
+        source = "[audio]" if "input_channels" in set_keys else f"board {board.name!r}"
+        raise ConfigError(
+            file,
+            "audio.mic_channel",
+            f"expected a channel below input_channels = {merged.input_channels} "
+            f"(from {source}; channels count from 0), got {merged.mic_channel}",
+        )
+    return merged
+
+
 def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
-    """Parse ``path`` and the persona it names. Raises :class:`ConfigError`."""
+    """Parse ``path``, the persona and the board profile it names; merge the board.
+
+    Raises :class:`ConfigError`. Files the daemon reads later (keys, sounds)
+    are checked by :func:`huxleyd.preflight.preflight`.
+    """
     table = read_toml(path)
     file = str(path)
     for key in table:
@@ -197,6 +246,16 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
             f"persona {daemon.persona!r} not found in {daemon.personas_dir} "
             f"(available: {', '.join(available) or 'none'})",
         )
+    hardware: HardwareSettings = sections["hardware"]
+    board = load_board(hardware.board, hardware.boards_dir, config_file=file)
+    raw_audio = table.get("audio", {})
+    sections["audio"] = merge_board_audio(
+        sections["audio"], board, set_keys=raw_audio.keys(), file=file
+    )
     return Config(
-        path=path, persona=load_persona(persona_path), persona_path=persona_path, **sections
+        path=path,
+        persona=load_persona(persona_path),
+        persona_path=persona_path,
+        board=board,
+        **sections,
     )

@@ -28,7 +28,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config
-from huxleyd.hardware.boards import BoardProfile, load_board
+from huxleyd.hardware.boards import BoardProfile
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
 from huxleyd.hardware.pins import choose_pin_factory
@@ -76,24 +76,6 @@ class RuntimeParts:
     notifier: Notifier | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     led_spi: Any = None
-
-
-def merge_board_audio(audio: AudioSettings, board: BoardProfile) -> AudioSettings:
-    """Fill the ``[audio]`` keys the admin left at their defaults from the board profile."""
-    defaults = AudioSettings()
-    changes: dict[str, Any] = {}
-    for name in (
-        "capture_device",
-        "playback_device",
-        "mixer_card",
-        "mixer_control",
-        "input_channels",
-        "mic_channel",
-        "device_rate_hz",
-    ):
-        if getattr(audio, name) == getattr(defaults, name):
-            changes[name] = getattr(board.audio, name)
-    return dataclasses.replace(audio, **changes)
 
 
 @contextlib.contextmanager
@@ -179,8 +161,9 @@ class Runtime:
         self.leds: LedController | None = None
         self.sim: SimServer | None = None
         self.volume: PersistentVolume | None = None
-        self.board: BoardProfile | None = None
+        self.board: BoardProfile = config.board
         self.audio_settings: AudioSettings = config.audio
+        """``[audio]`` with the board merged (at load: :func:`~huxleyd.config.load_config`)."""
         self.supervisor = Supervisor(clock=self.clock)
         self.watchdog: Watchdog | None = None
         self.connection_state = "connecting"
@@ -191,8 +174,6 @@ class Runtime:
         config = self.config
         self.notifier.status("starting")
         self.db = await Database.open(config.storage.database_path(config.daemon.persona))
-        self.board = load_board(config.hardware.board, config.hardware.boards_dir)
-        self.audio_settings = merge_board_audio(config.audio, self.board)
         earcons = self._load_earcons()
         await self._start_audio()
         assert self.engine is not None
@@ -335,7 +316,7 @@ class Runtime:
 
     async def _start_hardware(self) -> None:
         config, board = self.config, self.board
-        assert board is not None and self.coordinator is not None
+        assert self.coordinator is not None
         if self.parts.pin_factory is not None:
             factory, self.pins_description = self.parts.pin_factory, "injected"
         else:

@@ -192,20 +192,27 @@ def available_boards(boards_dir: Path) -> list[str]:
     return sorted(p.stem for p in boards_dir.glob("*.toml"))
 
 
-def load_board(name: str, boards_dir: Path) -> BoardProfile:
+def load_board(name: str, boards_dir: Path, *, config_file: str | None = None) -> BoardProfile:
     """Load ``<boards_dir>/<name>.toml``.
 
     Raises :class:`ConfigError` when the board is unknown (listing the ones
-    that exist), the TOML is malformed, or a key is wrong. The error's file
-    is the profile's path, so the admin knows which file to open.
+    that exist), the TOML is malformed, or a key is wrong. An unknown board
+    names ``config_file`` (where ``hardware.board`` is set; ``boards_dir``
+    when not given); a mistake inside a profile names the profile's path, so
+    the admin knows which file to open.
     """
+    where = config_file or str(boards_dir)
     if not name or "/" in name or name.startswith("."):
-        raise ConfigError(str(boards_dir), "hardware.board", f"not a board name: {name!r}")
+        raise ConfigError(
+            where, "hardware.board", f"expected a board name from {boards_dir}, got {name!r}"
+        )
     path = boards_dir / f"{name}.toml"
     if not path.is_file():
         known = ", ".join(available_boards(boards_dir)) or f"none: {boards_dir} has no *.toml"
         raise ConfigError(
-            str(boards_dir), "hardware.board", f"unknown board {name!r} (available: {known})"
+            where,
+            "hardware.board",
+            f"unknown board {name!r} (expected one of {boards_dir}: {known})",
         )
     try:
         with path.open("rb") as handle:

@@ -24,7 +24,10 @@ instructions = "Be brief."
 
 
 def write_config(tmp_path: Path, body: str, persona: str = PERSONA) -> Path:
+    """``huxleyd.toml`` with ``body``; the shipped board profiles are at ``./hw``."""
     (tmp_path / "personas").mkdir(exist_ok=True)
+    if not (tmp_path / "hw").exists():
+        (tmp_path / "hw").symlink_to(ROOT / "hw")
     (tmp_path / "personas" / "default.toml").write_text(persona)
     path = tmp_path / "huxleyd.toml"
     path.write_text(body)
@@ -37,10 +40,16 @@ def error_for(tmp_path: Path, body: str, persona: str = PERSONA) -> ConfigError:
     return info.value
 
 
-def test_the_shipped_configs_are_valid() -> None:
-    for name in ("huxleyd.toml", "dev.toml"):
-        config = load_config(ROOT / "config" / name)
-        assert config.persona.skills, name
+def test_the_shipped_configs_are_valid(tmp_path: Path) -> None:
+    # The installed config names the installed board profiles: point it at the repo's.
+    shipped = (ROOT / "config" / "huxleyd.toml").read_text()
+    assert 'boards_dir = "/opt/huxleyd/share/hw"' in shipped
+    installed = tmp_path / "huxleyd.toml"
+    installed.write_text(shipped.replace("/opt/huxleyd/share/hw", str(ROOT / "hw")))
+    (tmp_path / "personas").symlink_to(ROOT / "config" / "personas")
+    for path in (installed, ROOT / "config" / "dev.toml"):
+        config = load_config(path)
+        assert config.persona.skills, path
 
 
 def test_defaults_and_relative_paths(tmp_path: Path) -> None:
@@ -156,3 +165,36 @@ def test_check_config_reports_a_missing_skill(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "skill 'weather' is not installed" in result.stderr
     assert "system" in result.stderr  # lists what is installed
+
+
+BOARD_ONLY = '[hardware]\nboard = "respeaker-2mic"\n'
+
+
+def test_board_profile_is_merged_at_load(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, BOARD_ONLY))
+    assert config.board.name == "respeaker-2mic"
+    assert config.audio.capture_device == "huxley_capture"
+    assert config.audio.mixer_control == "Playback"
+    assert (config.audio.input_channels, config.audio.device_rate_hz) == (2, 48000)
+
+
+def test_a_key_the_admin_set_wins_over_the_board_even_when_it_is_the_default(
+    tmp_path: Path,
+) -> None:
+    # "default" is a real ALSA device, not "unset": the admin chose it.
+    body = BOARD_ONLY + '[audio]\ncapture_device = "default"\ninput_channels = 1\n'
+    config = load_config(write_config(tmp_path, body))
+    assert config.audio.capture_device == "default"
+    assert config.audio.input_channels == 1
+    assert config.audio.playback_device == "huxley_playback"  # not set: the board's
+
+
+def test_unknown_board_fails_at_load_naming_the_config_file(tmp_path: Path) -> None:
+    err = error_for(tmp_path, '[hardware]\nboard = "respeaker-4mic"\n')
+    assert err.file.endswith("huxleyd.toml") and err.key == "hardware.board"
+    assert "respeaker-2mic" in str(err)
+
+
+def test_mic_channel_beyond_the_boards_channels(tmp_path: Path) -> None:
+    err = error_for(tmp_path, "[audio]\nmic_channel = 1\n")  # gpio-basic: one channel
+    assert err.key == "audio.mic_channel" and "input_channels = 1" in str(err)

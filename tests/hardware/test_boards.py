@@ -62,7 +62,7 @@ def test_unknown_board_lists_the_available_ones() -> None:
 
 
 def test_board_name_cannot_escape_the_folder() -> None:
-    with pytest.raises(ConfigError, match="not a board name"):
+    with pytest.raises(ConfigError, match="expected a board name"):
         load_board("../etc/passwd", HW)
 
 
