@@ -6,9 +6,13 @@ of them), ``properties``, ``required``, ``additionalProperties`` (false),
 ``enum``, ``const``, ``minimum``/``maximum``, ``exclusiveMinimum``/
 ``exclusiveMaximum``, ``minLength``/``maxLength``, ``items``,
 ``minItems``/``maxItems``. Unknown keywords are ignored, as the standard says.
+``additionalProperties`` may also be a schema, which every property not in
+``properties`` must match (a skill's table of radio stations).
 
 :func:`check_arguments` returns a list of problems, each naming the
 argument path; empty means valid. The model gets them back as an error.
+:func:`check_value` does the same for any value under a given path (a
+skill's configuration table, ``skills.memos``).
 """
 
 from __future__ import annotations
@@ -87,11 +91,14 @@ def _check_object(
     for name in schema.get("required", []):
         if name not in value:
             problems.append(f"{path}.{name}: required argument missing")
+    extra = schema.get("additionalProperties")
     for name, item in value.items():
         if name in properties:
             _check(item, properties[name], f"{path}.{name}", problems)
-        elif schema.get("additionalProperties") is False:
+        elif extra is False:
             problems.append(f"{path}.{name}: unknown argument")
+        elif isinstance(extra, dict):
+            _check(item, extra, f"{path}.{name}", problems)
 
 
 def check_arguments(args: Any, schema: dict[str, Any]) -> list[str]:
@@ -100,4 +107,11 @@ def check_arguments(args: Any, schema: dict[str, Any]) -> list[str]:
     if not isinstance(args, dict):
         return [f"arguments: expected a JSON object, got {args!r}"]
     _check(args, {"type": "object", **schema}, "arguments", problems)
+    return problems
+
+
+def check_value(value: Any, schema: dict[str, Any], path: str) -> list[str]:
+    """Problems with ``value`` against ``schema``, each ``"<path>.<key>: what"``; [] if valid."""
+    problems: list[str] = []
+    _check(value, schema, path, problems)
     return problems

@@ -163,9 +163,9 @@ class SkillHost:
             try:
                 await skill.setup(make_context(skill.name, dict(configs.get(skill.name, {}))))
             except Exception as exc:
-                raise SkillSetupError(
-                    f"skill {skill.name!r}: setup failed: {type(exc).__name__}: {exc}"
-                ) from exc
+                # The skill's own message is for the admin; its class name is not.
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                raise SkillSetupError(f"skills.{skill.name}: setup failed: {reason}") from exc
             log.info("skill_ready", skill=skill.name, tools=",".join(t.name for t in skill.tools))
 
     async def teardown_all(self) -> None:

@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from huxley_sdk import (
     BYTES_PER_SECOND,
@@ -211,6 +211,18 @@ class AudiobooksSkill:
     """Lists, searches and plays audiobooks; keeps a bookmark per book."""
 
     name = "audiobooks"
+
+    config_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "library": {"type": "string", "minLength": 1},
+            "ffmpeg": {"type": "string", "minLength": 1},
+            "ffprobe": {"type": "string", "minLength": 1},
+            "timezone": {"type": "string"},
+        },
+        "additionalProperties": False,
+    }
+    """``[skills.audiobooks]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
     def __init__(self, *, save_every_s: float = 5.0) -> None:
         self._save_every_s = save_every_s

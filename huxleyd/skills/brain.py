@@ -22,7 +22,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from openai import AsyncOpenAI, OpenAIError
 
@@ -43,6 +43,20 @@ class BrainSkill:
     """``ask_brain``: a stronger model's answer, read out verbatim."""
 
     name = "brain"
+
+    config_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "model": {"type": "string", "minLength": 1},
+            "base_url": {"type": "string", "minLength": 1},
+            "key_file": {"type": "string", "minLength": 1},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+            "max_words": {"type": "number", "exclusiveMinimum": 0},
+            "timezone": {"type": "string"},
+        },
+        "additionalProperties": False,
+    }
+    """``[skills.brain]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
     def __init__(self) -> None:
         self._ctx: SkillContext | None = None

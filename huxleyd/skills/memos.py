@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from huxley_sdk import (
@@ -142,6 +142,17 @@ class MemosSkill:
     """Records voice notes through an input claim; lists, plays and deletes them."""
 
     name = "memos"
+
+    config_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "directory": {"type": "string", "minLength": 1},
+            "max_seconds": {"type": "number", "exclusiveMinimum": 0},
+            "timezone": {"type": "string", "minLength": 1},
+        },
+        "additionalProperties": False,
+    }
+    """``[skills.memos]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from huxley_sdk import (
     BYTES_PER_SECOND,
@@ -90,6 +90,23 @@ class RadioSkill:
     """Plays configured stations as ducking background audio; reconnects drops."""
 
     name = "radio"
+
+    config_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "stations": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "minLength": 1},
+            },
+            "ffmpeg": {"type": "string", "minLength": 1},
+            "reconnect_attempts": {"type": "integer", "minimum": 0},
+            "reconnect_delay_s": {"type": "number", "minimum": 0},
+            "healthy_after_s": {"type": "number", "minimum": 0},
+            "timezone": {"type": "string"},
+        },
+        "additionalProperties": False,
+    }
+    """``[skills.radio]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
     def __init__(self) -> None:
         self._ctx: SkillContext | None = None

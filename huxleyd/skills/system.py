@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from huxley_sdk import SetVolume, SkillContext, ToolDefinition, ToolResult
@@ -24,6 +24,13 @@ class SystemSkill:
     """Tells the time in the persona's time zone; sets and reports the volume."""
 
     name = "system"
+
+    config_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"timezone": {"type": "string", "minLength": 1}},
+        "additionalProperties": False,
+    }
+    """``[skills.system]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
     def __init__(self) -> None:
         self._ctx: SkillContext | None = None

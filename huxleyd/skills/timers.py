@@ -25,7 +25,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from huxley_sdk import (
@@ -156,6 +156,13 @@ class TimersSkill:
     """Timers (a duration) and reminders (a local time), persisted and re-armed on start."""
 
     name = "timers"
+
+    config_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"timezone": {"type": "string", "minLength": 1}},
+        "additionalProperties": False,
+    }
+    """``[skills.timers]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
     def __init__(self, *, now: Callable[[], datetime] = _utc_now, poll_s: float = 1.0) -> None:
         """``now`` returns an aware datetime; ``poll_s`` bounds how stale the clock may get."""

@@ -111,7 +111,12 @@ def test_the_daemon_finds_an_external_skill(external_distribution: Path, tmp_pat
     (tmp_path / "personas" / "default.toml").write_text(
         'name = "t"\n[skills.system]\n[skills.weather]\n'
     )
-    (tmp_path / "huxleyd.toml").write_text("")
+    root = Path(__file__).resolve().parents[2]
+    # --check-config checks what the start would open: the sounds, the boards, the socket's folder.
+    (tmp_path / "huxleyd.toml").write_text(
+        f'[daemon]\nsounds_dir = "{root / "sounds"}"\n[hardware]\nboards_dir = "{root / "hw"}"\n'
+        '[control]\nsocket_path = "control.sock"\n'
+    )
     env = {**os.environ, "PYTHONPATH": str(external_distribution)}
     result = subprocess.run(
         [
@@ -238,7 +243,7 @@ async def test_setup_that_raises_names_the_skill() -> None:
     host = SkillHost.load(["failing"], installed={"failing": ep("failing", f"{HERE}:Failing")})
     with pytest.raises(SkillSetupError) as info:
         await host.setup_all(lambda name, cfg: make_test_context(name=name), {})
-    assert str(info.value) == "skill 'failing': setup failed: RuntimeError: no network"
+    assert str(info.value) == "skills.failing: setup failed: no network"  # no class name
 
 
 def test_persona_language_sets_tool_descriptions() -> None:
