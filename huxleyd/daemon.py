@@ -1,8 +1,11 @@
 """The daemon: parse the configuration, wire the layers, run until SIGTERM.
 
 This module only wires; behaviour lives in the layers it connects.
-``huxleyd --check-config`` validates the configuration and the persona's
-skills, then exits 0 (valid) or 1 (the problem, one line).
+``huxleyd --check-config`` does everything the start does short of opening
+devices and the network (:func:`huxleyd.preflight.preflight`), then exits 0
+(valid, with what it found) or 1 (the problem, one line naming the file,
+the key and what was expected). Run as root, it checks that the service user
+can read every file.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from huxleyd import __version__
 from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.control.server import ControlServer
 from huxleyd.errors import HuxleydError
+from huxleyd.files import Reader
 from huxleyd.logs import get_logger, setup
-from huxleyd.runtime import Runtime, RuntimeParts, skill_host_for
+from huxleyd.preflight import preflight
+from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.runtime_control import RuntimeControl
 
 log = get_logger("huxleyd.daemon")
@@ -68,14 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config)
         setup(config.daemon.log_level)
         if args.check_config:
-            skill_host_for(config)
-            print(
-                f"{args.config}: ok (persona {config.persona.name!r}, skills: {', '.join(config.persona.skills)})"
-            )
+            reader = Reader.for_service(config.daemon.service_user)
+            checked = preflight(config, key_file=args.key_file, reader=reader)
+            print(f"{args.config}: ok ({checked.summary(config)})")
             return 0
         return asyncio.run(run(config, RuntimeParts(key_file=args.key_file)))
     except HuxleydError as exc:
-        print(f"huxleyd: {exc}", file=sys.stderr)
+        print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
 
 

@@ -28,11 +28,13 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config
+from huxleyd.errors import SkillSetupError
 from huxleyd.hardware.boards import BoardProfile
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
+from huxleyd.preflight import KeySource, Preflight, preflight
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
@@ -49,9 +51,6 @@ if TYPE_CHECKING:  # the simulators and the cascade load the openai package: on 
     from huxleyd.sim.server import SimServer
 
 log = get_logger("huxleyd.daemon")
-
-CREDENTIAL_NAME = "openai-key"
-"""The systemd credential (``LoadCredential=openai-key:…``) holding the API key."""
 
 ACTIVITY_LEDS = {
     Activity.IDLE: LedState.IDLE,
@@ -110,31 +109,11 @@ def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
     return backend, f"pyaudio ({audio.capture_device} → {audio.playback_device})"
 
 
-def resolve_api_key(config: Config, parts: RuntimeParts) -> str | None:
-    """The key from ``--key-file``, the systemd credential, or ``provider.key_file``.
-
-    An empty credential file (the installer creates one) means "no key yet".
-    A configured key file that is missing fails the start (ConfigError).
-    """
-    if parts.key_file is not None:
-        return read_api_key(parts.key_file, key="--key-file")
-    cred_dir = parts.env.get("CREDENTIALS_DIRECTORY")
-    if cred_dir:
-        cred = Path(cred_dir) / CREDENTIAL_NAME
-        if cred.is_file() and cred.read_text(encoding="utf-8").strip():
-            return read_api_key(cred, key=f"credential {CREDENTIAL_NAME}")
-    if config.provider.key_file is not None:
-        return read_api_key(config.provider.key_file)
-    return None
-
-
-def skill_host_for(config: Config) -> SkillHost:
-    """Resolve and check the persona's skills (no setup yet); SkillError if wrong."""
-    return SkillHost.load(
-        config.persona.skills,
-        descriptions=config.persona.overrides.tools,
-        tool_timeout_s=config.provider.tool_timeout_s,
-    )
+def read_key(source: KeySource | None) -> str | None:
+    """The API key from the file :func:`~huxleyd.preflight.key_source` chose (None: no key)."""
+    if source is None:
+        return None
+    return read_api_key(source.path, key=source.key)
 
 
 class Runtime:
@@ -167,12 +146,22 @@ class Runtime:
         self.supervisor = Supervisor(clock=self.clock)
         self.watchdog: Watchdog | None = None
         self.connection_state = "connecting"
+        self.checked: Preflight | None = None
+        """What :func:`~huxleyd.preflight.preflight` found at start (the key file used…)."""
 
     # ------------------------------------------------------------ start
 
     async def start(self) -> None:
         config = self.config
         self.notifier.status("starting")
+        # Everything that can be wrong with the configuration fails here,
+        # before a device or the network is opened (huxleyd --check-config).
+        self.checked = checked = preflight(
+            config,
+            key_file=self.parts.key_file,
+            env=self.parts.env,
+            uses_simulator_url=self.parts.provider_url is not None,
+        )
         self.db = await Database.open(config.storage.database_path(config.daemon.persona))
         earcons = self._load_earcons()
         await self._start_audio()
@@ -183,7 +172,7 @@ class Runtime:
             provider, url, api_key = await self._cascade_target()
         else:
             url, api_key = await self._provider_target()
-        self.host = skill_host_for(config)
+        self.host = checked.host
         connection = create_connection(
             provider,
             api_key=api_key,
@@ -207,7 +196,10 @@ class Runtime:
             renew_session_if_due=self._renew_if_due,
         )
         self.notifier.status("setting up skills")
-        await self.host.setup_all(self._context_factory(), config.persona.skills)
+        try:
+            await self.host.setup_all(self._context_factory(), config.persona.skills)
+        except SkillSetupError as exc:
+            raise SkillSetupError(f"{config.persona_path}: {exc}") from exc
         await self.coordinator.start()
         connection.configure(
             instructions=config.persona.effective_instructions,
@@ -236,6 +228,10 @@ class Runtime:
         self.notifier.ready(
             "listening for the button" + (" (simulator)" if self.is_simulator else "")
         )
+
+    def _checked(self) -> Preflight:
+        assert self.checked is not None, "start() runs the preflight first"
+        return self.checked
 
     def _coordinator(self) -> Coordinator:
         assert self.coordinator is not None, "provider event before the coordinator exists"
@@ -269,7 +265,7 @@ class Runtime:
         if self.parts.provider_url is not None:
             self.is_simulator = True
             return self.parts.provider_url, None
-        api_key = None if config.provider.kind == "sim" else resolve_api_key(config, self.parts)
+        api_key = None if config.provider.kind == "sim" else read_key(self._checked().key)
         if api_key is not None:
             return None, api_key
         why = "provider.kind is sim" if config.provider.kind == "sim" else "no API key configured"
@@ -299,7 +295,7 @@ class Runtime:
         """
         provider = self.config.provider
         if provider.sim_scenario is None:
-            return provider, None, resolve_api_key(self.config, self.parts)
+            return provider, None, read_key(self._checked().key)
         from huxleyd.sim.chat import CascadeSim
 
         self.cascade_sim = CascadeSim(provider.sim_scenario, speed=provider.sim_speed)

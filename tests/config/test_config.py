@@ -150,8 +150,16 @@ def check_config(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+RUNNABLE = f"""
+[daemon]
+sounds_dir = "{ROOT / "sounds"}"
+[control]
+socket_path = "control.sock"
+"""
+
+
 def test_check_config_exit_codes(tmp_path: Path) -> None:
-    good = check_config(write_config(tmp_path, ""))
+    good = check_config(write_config(tmp_path, RUNNABLE))
     assert good.returncode == 0, good.stderr
     assert "ok" in good.stdout
     bad = check_config(write_config(tmp_path, "[audio]\nperiod_ms = 0\n"))
@@ -161,7 +169,7 @@ def test_check_config_exit_codes(tmp_path: Path) -> None:
 
 
 def test_check_config_reports_a_missing_skill(tmp_path: Path) -> None:
-    result = check_config(write_config(tmp_path, "", persona=PERSONA + "[skills.weather]\n"))
+    result = check_config(write_config(tmp_path, RUNNABLE, persona=PERSONA + "[skills.weather]\n"))
     assert result.returncode == 1
     assert "skill 'weather' is not installed" in result.stderr
     assert "system" in result.stderr  # lists what is installed

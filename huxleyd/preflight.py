@@ -1,0 +1,291 @@
+"""Everything ``start`` does short of opening devices and the network.
+
+:func:`preflight` takes a loaded :class:`~huxleyd.config.Config` (TOML
+parsed, persona read, board merged) and checks what the daemon will touch
+next: every file it will read (exists, is a file or directory as expected,
+readable by the service user, not empty), the socket's directory, each
+provider stage, each skill (installed, the right shape, its persona table
+against its ``config_schema``). ``huxleyd --check-config`` is exactly this
+call; :meth:`Runtime.start <huxleyd.runtime.Runtime.start>` makes it before
+opening anything; ``huxleyctl doctor`` without a daemon reports on it.
+
+The first problem raises :class:`~huxleyd.errors.ConfigError` (or a
+:class:`~huxleyd.errors.SkillError`): one line naming the file, the key and
+what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from huxley_sdk import Skill
+from huxleyd.argcheck import check_value
+from huxleyd.config import Config
+from huxleyd.errors import ConfigError, SkillError, SkillShapeError
+from huxleyd.files import Reader, check_directory, check_file
+from huxleyd.providers.cascade.settings import CascadeSettings
+from huxleyd.skillhost import SkillHost, installed_skills
+
+CREDENTIAL_NAME = "openai-key"
+"""The systemd credential (``LoadCredential=openai-key:…``) holding the API key."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeySource:
+    """Where the daemon reads the provider's API key from (never the key itself)."""
+
+    path: Path
+    key: str
+    """What named it: ``--key-file``, ``credential openai-key`` or ``provider.key_file``."""
+    file: str
+    """The file that set it (the config file, or ``command line``/``systemd``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """What the checks found, for the start and for ``--check-config``'s ok line."""
+
+    key: KeySource | None
+    """The provider's key file; None: no key (the simulator runs, unless cascade)."""
+    reader: Reader
+    """Whose access was checked."""
+    host: SkillHost
+    """The persona's skills, loaded and checked (not set up yet)."""
+
+    def summary(self, config: Config) -> str:
+        """``persona 'Huxley', skills: …, key: …`` — what ``--check-config`` prints."""
+        if config.provider.kind == "sim":
+            key = "none needed (provider.kind is sim)"
+        elif self.key is None:
+            key = "none (the built-in simulator will answer, not an AI)"
+        else:
+            key = f"{self.key.path} ({self.key.key})"
+        skills = ", ".join(s.name for s in self.host.skills) or "none"
+        return (
+            f"persona {config.persona.name!r}, board {config.board.name!r}, skills: {skills}; "
+            f"key: {key}; files checked as {self.reader.describe()}"
+        )
+
+
+def key_source(
+    config: Config, *, key_file: Path | None = None, env: Mapping[str, str] | None = None
+) -> KeySource | None:
+    """The key file the daemon uses: ``--key-file``, the systemd credential, ``provider.key_file``.
+
+    An empty credential file (the installer creates one) means "no key yet"
+    and falls through, as the daemon does.
+    """
+    environ = os.environ if env is None else env
+    if key_file is not None:
+        return KeySource(key_file, "--key-file", "command line")
+    cred_dir = environ.get("CREDENTIALS_DIRECTORY")
+    if cred_dir:
+        cred = Path(cred_dir) / CREDENTIAL_NAME
+        try:
+            if cred.is_file() and cred.stat().st_size and cred.read_bytes().strip():
+                return KeySource(cred, f"credential {CREDENTIAL_NAME}", "systemd")
+        except OSError:
+            pass
+    if config.provider.key_file is not None:
+        return KeySource(config.provider.key_file, "provider.key_file", str(config.path))
+    return None
+
+
+def preflight(
+    config: Config,
+    *,
+    key_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    reader: Reader | None = None,
+    uses_simulator_url: bool = False,
+) -> Preflight:
+    """Check ``config`` as the start will use it; raise on the first problem.
+
+    ``reader`` defaults to this process; ``--check-config`` and ``doctor``
+    pass :meth:`Reader.for_service`. ``uses_simulator_url``: the caller runs
+    the simulator itself (tests, ``RuntimeParts.provider_url``), so no key
+    is read.
+    """
+    who = reader or Reader.this_process()
+    file = str(config.path)
+    check_directory(
+        config.daemon.sounds_dir,
+        file=file,
+        key="daemon.sounds_dir",
+        reader=who,
+        what="the earcons (WAV files)",
+    )
+    _check_socket_directory(config)
+    _check_state_directory(config)
+    key: KeySource | None = None
+    if not uses_simulator_url and config.provider.kind != "sim":
+        key = key_source(config, key_file=key_file, env=env)
+        if key is not None:
+            check_file(key.path, file=key.file, key=key.key, reader=who, what="the API key")
+    _check_provider(config, key, who)
+    return Preflight(key=key, reader=who, host=check_skills(config))
+
+
+def _check_socket_directory(config: Config) -> None:
+    # The directory is the unit's RuntimeDirectory= (or ./var for make run):
+    # created with the right owner and mode by whoever owns it, never by us as root.
+    parent = config.control.socket_path.parent
+    if not parent.is_dir():
+        what = "does not exist" if not parent.exists() else "is not a directory"
+        raise ConfigError(
+            str(config.path),
+            "control.socket_path",
+            f"expected the socket in an existing directory: {parent} {what} "
+            "(under systemd, RuntimeDirectory=huxleyd creates /run/huxleyd)",
+        )
+
+
+def _check_state_directory(config: Config) -> None:
+    state = config.storage.state_dir
+    if state.exists() and not state.is_dir():
+        raise ConfigError(
+            str(config.path),
+            "storage.state_dir",
+            f"expected a directory for the database: {state} is not a directory",
+        )
+
+
+def _check_provider(config: Config, key: KeySource | None, who: Reader) -> None:
+    provider, file = config.provider, str(config.path)
+    if provider.kind == "cascade":
+        if provider.sim_scenario is None:
+            check_cascade(provider.cascade, file=file, reader=who, has_key=key is not None)
+            return
+        # The cascade simulator stands in for every stage (Runtime._cascade_target).
+        from huxleyd.sim.chat import load_cascade_script
+
+        load_cascade_script(provider.sim_scenario)
+        return
+    scheme = urlsplit(provider.url).scheme
+    if scheme not in ("ws", "wss"):
+        raise ConfigError(
+            file, "provider.url", f"expected a ws:// or wss:// URL, got {provider.url!r}"
+        )
+    if provider.sim_scenario is not None and (key is None or provider.kind == "sim"):
+        from huxleyd.sim.scenario import load_scenario
+
+        load_scenario(provider.sim_scenario)
+
+
+def _needs_key(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host.endswith(("openai.com", "elevenlabs.io"))
+
+
+def _check_command(argv: tuple[str, ...], *, file: str, key: str, stage: str) -> None:
+    if not argv:
+        raise ConfigError(
+            file, key, f"expected a command (a list: program and arguments) with {stage}, got []"
+        )
+    program = argv[0]
+    if shutil.which(program) is None:
+        raise ConfigError(
+            file, key, f"expected a program on PATH or an executable path, {program!r} is neither"
+        )
+
+
+def check_cascade(cascade: CascadeSettings, *, file: str, reader: Reader, has_key: bool) -> None:
+    """Each cascade stage has what it needs: a command that exists, or a URL and a key."""
+    prefix = "provider.cascade"
+    for setting, path in (
+        ("asr_key_file", cascade.asr_key_file),
+        ("llm_key_file", cascade.llm_key_file),
+        ("elevenlabs_key_file", cascade.elevenlabs_key_file),
+    ):
+        if path is not None:
+            check_file(path, file=file, key=f"{prefix}.{setting}", reader=reader, what="an API key")
+    if cascade.asr == "command":
+        _check_command(
+            cascade.asr_command, file=file, key=f"{prefix}.asr_command", stage='asr = "command"'
+        )
+    elif cascade.asr_key_file is None and not has_key and _needs_key(cascade.asr_url):
+        raise ConfigError(
+            file,
+            f"{prefix}.asr_key_file",
+            f"expected a key file: {cascade.asr_url} needs an API key "
+            "(set asr_key_file or provider.key_file)",
+        )
+    if cascade.llm_key_file is None and not has_key and _needs_key(cascade.llm_url):
+        raise ConfigError(
+            file,
+            f"{prefix}.llm_key_file",
+            f"expected a key file: {cascade.llm_url} needs an API key "
+            "(set llm_key_file or provider.key_file)",
+        )
+    if cascade.tts == "command":
+        _check_command(
+            cascade.tts_command, file=file, key=f"{prefix}.tts_command", stage='tts = "command"'
+        )
+    elif cascade.elevenlabs_key_file is None and _needs_key(cascade.elevenlabs_url):
+        raise ConfigError(
+            file,
+            f"{prefix}.elevenlabs_key_file",
+            'expected a key file for tts = "elevenlabs" (or tts = "command" for a local voice)',
+        )
+
+
+def check_skills(config: Config) -> SkillHost:
+    """Load the persona's skills and check each table against the skill's ``config_schema``.
+
+    Every error names the persona file and the skill's key (``skills.radio``).
+    ``config_schema`` (a JSON Schema of the skill's persona table) is a
+    huxleyd extension: a skill without one is loaded unchecked.
+    """
+    persona_file = str(config.persona_path)
+    available = installed_skills()
+    skills = []
+    for name in config.persona.skills:
+        try:
+            skill = SkillHost.load([name], installed=available).skills[0]
+        except SkillError as exc:
+            raise type(exc)(f"{persona_file}: skills.{name}: {exc}") from exc
+        _check_skill_table(skill, config.persona.skills[name], persona_file)
+        skills.append(skill)
+    try:
+        return SkillHost(
+            skills,
+            descriptions=config.persona.overrides.tools,
+            tool_timeout_s=config.provider.tool_timeout_s,
+        )
+    except SkillError as exc:
+        raise type(exc)(f"{persona_file}: skills: {exc}") from exc
+
+
+def _check_skill_table(skill: Skill, table: Mapping[str, object], persona_file: str) -> None:
+    schema = getattr(skill, "config_schema", None)
+    if schema is None:
+        return
+    if not isinstance(schema, dict):
+        raise SkillShapeError(
+            f"{persona_file}: skills.{skill.name}: the skill's config_schema must be a "
+            f"JSON Schema dict, got {type(schema).__name__}"
+        )
+    _check_unknown_keys(table, schema, persona_file, skill.name)
+    problems = check_value(dict(table), schema, f"skills.{skill.name}")
+    if problems:
+        where, _, problem = problems[0].partition(": ")
+        raise ConfigError(persona_file, where, problem)
+
+
+def _check_unknown_keys(
+    table: Mapping[str, object], schema: Mapping[str, object], file: str, skill: str
+) -> None:
+    properties = schema.get("properties")
+    if schema.get("additionalProperties") is not False or not isinstance(properties, dict):
+        return
+    for name in table:
+        if name not in properties:
+            known = ", ".join(sorted(properties)) or "no keys"
+            raise ConfigError(
+                file, f"skills.{skill}.{name}", f"unknown key (expected one of: {known})"
+            )
