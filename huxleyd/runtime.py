@@ -146,6 +146,8 @@ class Runtime:
         self.supervisor = Supervisor(clock=self.clock)
         self.watchdog: Watchdog | None = None
         self.connection_state = "connecting"
+        self.pin_factory: Any = None
+        """The gpiozero pin factory the button and LEDs use (``huxleyctl doctor`` reports it)."""
         self.checked: Preflight | None = None
         """What :func:`~huxleyd.preflight.preflight` found at start (the key file used…)."""
 
@@ -319,6 +321,7 @@ class Runtime:
             factory, self.pins_description = choose_pin_factory(
                 config.hardware, env=self.parts.env, config_file=str(config.path)
             )
+        self.pin_factory = factory
         self.button = PushToTalkButton.from_profile(
             board.button,
             pin_factory=factory,

@@ -11,16 +11,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from huxleyd.control.doctor import (
-    check_audio_device,
-    check_config,
-    check_disk_space,
-    check_gpio_pins,
-    check_key_file,
-    check_mixer_control,
-    check_provider_reachable,
-    run_checks,
-)
+from huxleyd.control.diagnose import Facts, doctor_checks
+from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError
 from huxleyd.control.handler import (
     DoctorCheck,
@@ -116,36 +108,43 @@ class RuntimeControl:
             await asyncio.sleep(0.1)
 
     async def doctor(self) -> list[DoctorCheck]:
+        """The doctor's checks against what this daemon really runs."""
         rt = self._rt
-        config = rt.config
-        engine, board = rt.engine, rt.board
+        return await run_checks(doctor_checks(rt.config.path, rt.config, daemon_facts(rt)))
 
-        def audio_probe() -> object:
-            # The engine holds the device: report on it instead of opening it twice.
-            if engine is None:
-                raise RuntimeError("the audio engine is not running")
-            stats = engine.stats()
-            if stats.device_state.value != "open":
-                raise RuntimeError(f"the device is {stats.device_state.value}")
-            return rt.audio_description
 
-        def mixer_probe() -> object:
-            return rt.volume
+def daemon_facts(rt: Runtime) -> Facts:
+    """What the running daemon really uses: the key file it read, its volume, its pins."""
+    from huxleyd.audio.volume import AlsaMixerVolume
+    from huxleyd.hardware.pins import is_mock
+    from huxleyd.runtime import read_key
 
-        def pin_probe(pin: int) -> None:
-            # The daemon holds the button and LED pins; held by us means healthy.
-            if rt.button is None:
-                raise RuntimeError("the button is not set up")
-
-        key = None if rt.is_simulator else config.provider.key_file
-        checks = [
-            lambda: check_config(config.path),
-            lambda: check_key_file(key),
-            lambda: check_audio_device("audio", audio_probe),
-            lambda: check_mixer_control(rt.audio_settings.mixer_control, mixer_probe),
-            lambda: check_gpio_pins(board.gpio_pins if board else {}, pin_probe),
-            lambda: check_disk_space(config.storage.state_dir),
-        ]
-        if not rt.is_simulator:
-            checks.append(lambda: check_provider_reachable(config.provider.url))
-        return await run_checks(checks)
+    checked = rt.checked
+    source = checked.key if checked is not None else None
+    if source is not None and not rt.is_simulator:
+        key = KeyFacts(source.path, source.key)
+    elif rt.config.provider.kind == "sim":
+        key = KeyFacts(None, "provider.kind is sim: no key needed")
+    elif rt.is_simulator:
+        why = "RuntimeParts.provider_url" if rt.parts.provider_url else "no key file"
+        key = KeyFacts(None, why, simulator=True)
+    else:
+        key = KeyFacts(None, "the cascade's stages use their own keys or none")
+    control = rt.volume.control if rt.volume is not None else None
+    if isinstance(control, AlsaMixerVolume):
+        volume = f"mixer {control.control_name!r} on card {control.card!r}"
+    else:
+        volume = "software gain" if control is not None else "nothing yet (starting)"
+    engine = rt.engine
+    in_use = {"button": rt.button.pin_name} if rt.button is not None else {}
+    return Facts(
+        key=key,
+        read_key=lambda: read_key(source),
+        simulator=rt.is_simulator,
+        audio_state=engine.stats().device_state.value if engine is not None else "closed",
+        audio_description=rt.audio_description,
+        volume=volume,
+        pin_factory=rt.pins_description,
+        pins_mock=rt.pin_factory is not None and is_mock(rt.pin_factory),
+        pins_in_use=in_use,
+    )

@@ -176,6 +176,11 @@ class AlsaMixerVolume:
         self._timeout_s = timeout_s
         self._checked = False
 
+    @property
+    def control_name(self) -> str | None:
+        """The control in use once :meth:`find_control` ran (None before a scan)."""
+        return self._control
+
     async def find_control(self) -> str:
         """The control to drive (checked or scanned once); AudioDeviceError if none."""
         if self._control is not None and self._checked:

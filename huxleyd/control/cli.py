@@ -145,8 +145,17 @@ def build_parser() -> argparse.ArgumentParser:
     command("levels", "live mic/output level meter").add_argument(
         "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
     )
-    command("doctor", "diagnose the device (exit 1 if a check fails)").add_argument(
-        "--json", action="store_true", help="print the raw result"
+    doctor = command(
+        "doctor",
+        "diagnose the device: asks the running daemon, else checks the config "
+        "(exit 1 if a check fails)",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the raw result")
+    doctor.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        help="without a daemon: the key file it would be started with (huxleyd --key-file)",
     )
     logs = command("logs", "follow the daemon's journal")
     logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
@@ -252,21 +261,6 @@ def cmd_ptt(client: ControlClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_doctor(client: ControlClient, args: argparse.Namespace) -> int:
-    if args.json:
-        result = client.call(Command.DOCTOR)
-        _print_json(result)
-        checks = result.get("checks", [])
-        return EXIT_OK if all(c.get("ok") for c in checks) else EXIT_FAILED
-    from huxleyd.control.render import doctor_line
-
-    console = _console()
-    checks = client.doctor()
-    for check in checks:
-        console.print(doctor_line(check), soft_wrap=True)
-    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
-
-
 def cmd_levels(client: ControlClient, args: argparse.Namespace) -> int:
     from rich.live import Live
 
@@ -314,7 +308,6 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
     "skills": cmd_skills,
     "ptt": cmd_ptt,
     "levels": cmd_levels,
-    "doctor": cmd_doctor,
 }
 
 
@@ -330,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(args.say_text) > MAX_SAY_CHARS:
             parser.error(f"say: TEXT is longer than {MAX_SAY_CHARS} characters")
     control = resolve_socket(args.socket, args.config)
+    if args.command == "doctor":  # runs without a daemon too
+        from huxleyd.control.doctor_cli import run_doctor
+
+        return run_doctor(args, control)
     try:
         with ControlClient(
             control.socket_path, timeout_s=args.timeout, group=control.socket_group

@@ -1,25 +1,20 @@
-"""The checks behind ``huxleyctl doctor``, as reusable functions.
+"""The checks behind ``huxleyctl doctor``: one small function per thing looked at.
 
-The daemon's :meth:`ControlHandler.doctor` calls them with its own
-configuration and probes, usually through :func:`run_checks` (each check in
-a worker thread, all at once, a crashing check reported rather than
-raised)::
+Each check takes the facts it needs (a path, a card name, what the daemon
+reports it really uses) and returns a :class:`DoctorCheck`: ``ok`` only
+after looking, ``warn`` for what works but should be fixed, ``fail`` with a
+``fix`` for 2 a.m., or ``skipped`` with the reason. Two callers assemble
+them:
 
-    checks = await run_checks([
-        partial(check_config, config.path),
-        partial(check_key_file, config.provider.key_file),
-        partial(check_audio_device, "audio output", engine.describe_output),
-        partial(check_mixer_control, board.mixer_control, volume.probe),
-        partial(check_gpio_pins, {"button": board.button_pin}, pins.probe),
-        partial(check_provider_reachable, config.provider.url),
-        partial(check_disk_space, config.storage.state_dir),
-    ])
+- the daemon (:meth:`RuntimeControl.doctor <huxleyd.runtime_control.RuntimeControl.doctor>`),
+  with what it really runs: the key file it read, its volume backend, its pin
+  factory, its open audio device;
+- ``huxleyctl`` when no daemon answers (:mod:`huxleyd.control.doctor_local`),
+  from the configuration, resolved exactly as the daemon resolves it.
 
-Every check returns a :class:`DoctorCheck` whose ``detail`` says what was
-found and whose ``fix`` says what to do at 2 a.m. They block (file system,
-TCP connect, device open), so they belong in a thread, not on the loop.
-No check ever puts a secret in its detail. Probes are callables that raise
-on failure and may return a short description of what they found.
+Adding a check is adding a function here and one line in each caller. They
+block (files, subprocesses, HTTP), so :func:`run_checks` runs each in a
+worker thread. No check ever puts a secret in what it returns.
 """
 
 from __future__ import annotations
@@ -27,225 +22,435 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import stat
-from collections.abc import Callable, Iterable, Mapping
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
-from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.control.handler import DoctorCheck
-from huxleyd.errors import ConfigError
+from huxleyd.errors import HuxleydError
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
-"""Below this much free space in the state directory, doctor warns."""
+"""Below this much free space in the state directory, doctor fails."""
 
-_DEFAULT_PORTS = {"wss": 443, "https": 443, "ws": 80, "http": 80}
+PREFERRED_MIXER_CONTROLS = ("Master", "PCM", "Speaker", "Playback", "Headphone", "Digital")
+"""The scan order of the volume control (huxleyd.audio.volume.PREFERRED_CONTROLS)."""
 
-Probe = Callable[[], object]
-
-
-def _error_text(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+"""Runs a command and returns its output; tests pass a fake that records."""
 
 
-def _probe(name: str, probe: Probe, fix: str) -> DoctorCheck:
-    """Run ``probe``; its return value (if a string) is the detail, a raise is the failure."""
+def run_command(argv: Sequence[str], *, timeout_s: float = 5.0) -> subprocess.CompletedProcess[str]:
+    """The real :data:`Runner` (``LC_ALL=C``: the output is parsed)."""
+    env = dict(os.environ, LC_ALL="C")
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False
+    )
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+# ---------------------------------------------------------------- config
+
+
+def check_config(load: Callable[[], str], path: Path) -> DoctorCheck:
+    """``load()`` resolves the configuration as the daemon's start would, returning a summary."""
     try:
-        found = probe()
-    except Exception as exc:
-        return DoctorCheck(name, False, _error_text(exc), fix)
-    return DoctorCheck(name, True, found if isinstance(found, str) and found else "ok")
-
-
-def check_config(path: Path) -> DoctorCheck:
-    """The daemon configuration and its persona parse and validate."""
-    from huxleyd.config import load_config  # config imports every package's settings
-
-    fix = f"edit {path}, then run: huxleyd --check-config --config {path}"
-    try:
-        config = load_config(path)
-    except ConfigError as exc:
-        return DoctorCheck("config", False, str(exc), fix)
-    except OSError as exc:
-        return DoctorCheck("config", False, f"{path}: {exc.strerror or exc}", fix)
-    return DoctorCheck("config", True, f"{path} is valid (persona {config.persona.name!r})")
-
-
-def check_key_file(path: Path | None) -> DoctorCheck:
-    """The API key file is there, readable, non-empty and private.
-
-    ``None`` means no key: the daemon talks to the built-in simulator, which
-    is a protocol peer and not an AI; the check passes but says so.
-    """
-    name = "key file"
-    if path is None:
-        return DoctorCheck(
-            name,
-            True,
-            "no provider.key_file: running against the built-in simulator (not an AI)",
-            "to talk to OpenAI, set provider.key_file to a file holding the API key",
+        summary = load()
+    except HuxleydError as exc:
+        return DoctorCheck.failed(
+            "config", _one_line(exc), f"edit it, then run: huxleyd --check-config --config {path}"
         )
+    except OSError as exc:
+        return DoctorCheck.failed("config", f"{path}: {exc.strerror or exc}", f"check {path}")
+    return DoctorCheck.passed("config", f"{path}: {summary}")
+
+
+# ---------------------------------------------------------------- key file
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFacts:
+    """Which key file the daemon uses and why (``--key-file``, the credential, the config)."""
+
+    path: Path | None
+    origin: str
+    """``--key-file``, ``credential openai-key``, ``provider.key_file``, or why there is none."""
+    simulator: bool = False
+    """True when no key is used because the built-in simulator answers."""
+
+
+def check_key_file(facts: KeyFacts) -> DoctorCheck:
+    """The key file exists, is a non-empty regular file, and only its owner may read it."""
+    name = "key file"
+    if facts.path is None:
+        if facts.simulator:
+            return DoctorCheck.warning(
+                name,
+                f"none ({facts.origin}): the built-in simulator answers, not an AI",
+                "put the API key in a file (mode 0600) and set provider.key_file, "
+                "or pass --key-file",
+            )
+        return DoctorCheck.skipped(name, facts.origin)
+    path, where = facts.path, f"{facts.path} ({facts.origin})"
     try:
         st = os.stat(path)
-        with open(path, "rb") as fh:
-            # Read to prove readability; the bytes never leave this function.
-            empty = not fh.read(4096).strip()
     except FileNotFoundError:
-        return DoctorCheck(
-            name, False, f"{path} does not exist", f"put the API key in {path} (mode 0600)"
-        )
-    except PermissionError:
-        return DoctorCheck(
-            name,
-            False,
-            f"{path} is not readable by uid {os.geteuid()}",
-            f"chown the file to the service user (or use LoadCredential=) and chmod 600 {path}",
-        )
+        return DoctorCheck.failed(name, f"{where} does not exist", f"put the API key in {path}")
     except OSError as exc:
-        return DoctorCheck(name, False, f"{path}: {exc.strerror or exc}", f"check {path}")
+        return DoctorCheck.failed(name, f"{where}: {exc.strerror}", f"check {path}")
     if not stat.S_ISREG(st.st_mode):
-        return DoctorCheck(name, False, f"{path} is not a regular file", f"check {path}")
-    if empty:
-        return DoctorCheck(name, False, f"{path} is empty", f"put the API key in {path}")
+        return DoctorCheck.failed(name, f"{where} is not a regular file", f"check {path}")
+    if st.st_size == 0:
+        return DoctorCheck.failed(name, f"{where} is empty", f"put the API key in {path}")
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
-        return DoctorCheck(
+        return DoctorCheck.warning(
             name,
-            False,
-            f"{path} is readable by others (mode {mode:04o})",
+            f"{where} may be read by others (mode {mode:04o})",
             f"chmod 600 {path}",
         )
-    return DoctorCheck(name, True, f"{path} is readable and private (mode {mode:04o})")
+    return DoctorCheck.passed(name, f"{where}: mode {mode:04o}, {st.st_size} bytes")
 
 
-def check_audio_device(label: str, probe: Probe) -> DoctorCheck:
-    """An audio device opens. ``probe`` opens it (or, when the engine already
-    holds it, reports on the open stream) and raises if it cannot."""
-    return _probe(
-        label,
-        probe,
-        "check the board profile's ALSA device names against `aplay -L` / `arecord -L`, "
-        "and that the service user is in the audio group",
-    )
+# ---------------------------------------------------------------- audio
 
 
-def check_mixer_control(control: str | None, probe: Probe) -> DoctorCheck:
-    """The hardware volume control exists. ``None``: the card has none and the
-    daemon uses software gain, which is fine."""
-    if control is None:
-        return DoctorCheck("mixer", True, "no mixer control configured: software gain")
-    check = _probe(
-        "mixer",
-        probe,
-        f"`amixer scontrols` lists the card's controls; set the board profile's "
-        f"mixer control (now {control!r}) to one of them",
-    )
-    if check.ok and check.detail == "ok":
-        return DoctorCheck("mixer", True, f"mixer control {control!r} found")
-    return check
+def check_audio_device(label: str, state: str | None, description: str) -> DoctorCheck:
+    """What the daemon's engine reports about its device (``state`` None: no daemon)."""
+    if state is None:
+        return DoctorCheck.skipped(
+            label, "only the running daemon opens the sound card; start it and run doctor again"
+        )
+    if description.startswith("wav"):
+        return DoctorCheck.warning(
+            label,
+            f"no sound card: the daemon plays to files, {description}",
+            "check `aplay -l`, the board profile's device names, and that the service "
+            "user is in the audio group",
+        )
+    if state != "open":
+        return DoctorCheck.failed(
+            label,
+            f"the device is {state} ({description})",
+            "check the board profile's ALSA device names against `aplay -L` / `arecord -L`",
+        )
+    return DoctorCheck.passed(label, f"open: {description}")
 
 
-def check_gpio_pins(pins: Mapping[str, int], probe: Callable[[int], object]) -> DoctorCheck:
-    """Each named pin can be claimed. ``probe(pin)`` raises when the pin is busy."""
-    if not pins:
-        return DoctorCheck("gpio", True, "no GPIO pins configured")
+def mixer_controls(card: str, *, amixer: str = "amixer", run: Runner = run_command) -> list[str]:
+    """The simple controls of ``card`` with a playback volume, as ``amixer`` lists them."""
+    where = ["-D", card] if card == "default" else ["-c", card]
+    done = run([amixer, *where, "scontents"])
+    if done.returncode != 0:
+        # alsa-lib prints its whole evaluation chain; amixer's own verdict is the last line.
+        lines = done.stderr.strip().splitlines()
+        raise OSError(lines[-1].strip() if lines else f"amixer exited with {done.returncode}")
+    controls: list[str] = []
+    current: str | None = None
+    for line in done.stdout.splitlines():
+        if line.startswith("Simple mixer control '"):
+            current = line.split("'")[1]
+        elif current and "Capabilities:" in line and "pvolume" in line:
+            controls.append(current)
+    return controls
+
+
+def check_mixer(
+    *,
+    card: str,
+    control: str | None,
+    backend: str,
+    daemon_volume: str | None = None,
+    amixer: str = "amixer",
+    run: Runner = run_command,
+) -> DoctorCheck:
+    """The volume control exists on the card, and the daemon really uses it.
+
+    ``daemon_volume``: what the running daemon drives (``mixer 'PCM' on card
+    'default'`` or ``software gain``); None without a daemon.
+    """
+    name = "mixer"
+    if backend == "wav":
+        return DoctorCheck.skipped(name, "audio.backend is wav: the volume is a software gain")
+    fix = f"`amixer -c {card} scontrols` lists the controls; set audio.mixer_control to one"
+    try:
+        found = mixer_controls(card, amixer=amixer, run=run)
+    except (OSError, subprocess.SubprocessError) as exc:
+        if daemon_volume is not None:
+            return DoctorCheck.warning(
+                name,
+                f"cannot read card {card!r} ({_one_line(exc)}); the daemon uses {daemon_volume}",
+                "install alsa-utils and check audio.mixer_card",
+            )
+        if backend == "auto":
+            return DoctorCheck.warning(
+                name,
+                f"no mixer on card {card!r} ({_one_line(exc)}): with backend auto the daemon "
+                "falls back to WAV files and a software gain",
+                "check `aplay -l` and audio.mixer_card (the board profile sets it)",
+            )
+        return DoctorCheck.failed(name, f"card {card!r}: {_one_line(exc)}", fix)
+    if control is not None and control not in found:
+        listed = ", ".join(found) or "none with a playback volume"
+        return DoctorCheck.failed(
+            name, f"card {card!r} has no control {control!r} (it has: {listed})", fix
+        )
+    chosen = control or next((c for c in PREFERRED_MIXER_CONTROLS if c in found), None)
+    chosen = chosen or (found[0] if found else None)
+    if chosen is None:
+        detail = f"card {card!r} has no control with a playback volume: software gain"
+        return DoctorCheck.warning(name, detail, "fine for USB speakers without a mixer")
+    how = "audio.mixer_control" if control else "found by the scan"
+    if daemon_volume is not None and chosen not in daemon_volume:
+        return DoctorCheck.failed(
+            name,
+            f"card {card!r} has {chosen!r} ({how}) but the daemon uses {daemon_volume}",
+            "restart the daemon; its log line volume_software says why it fell back",
+        )
+    uses = f"; the daemon uses {daemon_volume}" if daemon_volume else ""
+    return DoctorCheck.passed(name, f"card {card!r} has {chosen!r} ({how}){uses}")
+
+
+# ---------------------------------------------------------------- GPIO
+
+
+def check_gpio(
+    *,
+    factory: str,
+    is_mock: bool,
+    board: str,
+    pins: Mapping[str, int],
+    in_use: Mapping[str, str] | None = None,
+    probe: Callable[[int], object] | None = None,
+) -> DoctorCheck:
+    """The pin factory is real and the pins are the board's.
+
+    ``in_use``: role → pin name the daemon's devices hold (``GPIO17``), to
+    compare with the board profile; ``probe(pin)`` (no daemon) claims a pin and
+    raises when something else holds it.
+    """
+    name = "gpio"
+    listed = ", ".join(f"GPIO{pin} ({role})" for role, pin in pins.items()) or "none"
+    if is_mock:
+        return DoctorCheck.warning(
+            name,
+            f"pin factory {factory}: mock pins, the button and LEDs do nothing "
+            f"(board {board!r}: {listed})",
+            "on a Pi: install lgpio (python3-lgpio) and add the service user to the gpio group",
+        )
+    wrong = [
+        f"{role} is {held}, the board says GPIO{pins[role]}"
+        for role, held in (in_use or {}).items()
+        if role in pins and held != f"GPIO{pins[role]}"
+    ]
+    if wrong:
+        return DoctorCheck.failed(
+            name, "; ".join(wrong), "restart the daemon after changing the board profile"
+        )
     busy: list[str] = []
     for role, pin in pins.items():
+        if probe is None:
+            break
         try:
             probe(pin)
         except Exception as exc:
-            busy.append(f"GPIO{pin} ({role}): {_error_text(exc)}")
-    listed = ", ".join(f"GPIO{pin} ({role})" for role, pin in pins.items())
+            busy.append(f"GPIO{pin} ({role}): {_one_line(exc)}")
     if busy:
-        return DoctorCheck(
-            "gpio",
-            False,
+        return DoctorCheck.failed(
+            name,
             "; ".join(busy),
-            "`gpioinfo` shows who holds a line; stop that process or fix the board "
-            "profile's pins, and check the service user is in the gpio group",
+            "`gpioinfo` shows who holds a line; stop it or fix the board profile's pins",
         )
-    return DoctorCheck("gpio", True, f"free: {listed}")
+    held = "held by the daemon" if in_use else "free"
+    return DoctorCheck.passed(name, f"pin factory {factory}, board {board!r}: {listed} {held}")
 
 
-def check_provider_reachable(
-    url: str, *, timeout_s: float = 3.0, clock: Clock | None = None
-) -> DoctorCheck:
-    """A TCP connection to the provider URL's host and port succeeds within ``timeout_s``."""
-    name = "provider"
+# ---------------------------------------------------------------- provider
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEndpoint:
+    """One authenticated GET that proves the host answers, the key works and the model exists."""
+
+    url: str
+    headers: Mapping[str, str]
+    model: str
+
+
+def model_endpoint(kind: str, url: str, model: str, key: str) -> ModelEndpoint:
+    """``GET /v1/models/{model}`` on the provider's HTTPS API (the realtime URL's host)."""
     parts = urlsplit(url)
+    scheme = "https" if parts.scheme in ("wss", "https") else "http"
+    host = parts.netloc
+    if kind == "gemini":
+        base = f"{scheme}://{host}/v1beta"
+        return ModelEndpoint(f"{base}/models/{quote(model)}", {"x-goog-api-key": key}, model)
+    if kind == "cascade":  # url is the chat model's OpenAI-compatible base URL
+        base = url.rstrip("/")
+        return ModelEndpoint(
+            f"{base}/models/{quote(model)}", {"Authorization": f"Bearer {key}"}, model
+        )
+    base = f"{scheme}://{host}/v1"
+    return ModelEndpoint(f"{base}/models/{quote(model)}", {"Authorization": f"Bearer {key}"}, model)
+
+
+def check_provider(
+    endpoint: ModelEndpoint | None, *, skipped_because: str = "", timeout_s: float = 10.0
+) -> DoctorCheck:
+    """One authenticated request: the host answers, the key is accepted, the model exists."""
+    name = "provider"
+    if endpoint is None:
+        return DoctorCheck.skipped(name, skipped_because)
+    where = urlsplit(endpoint.url).netloc
+    request = urllib.request.Request(endpoint.url, headers=dict(endpoint.headers), method="GET")
     try:
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
-    except ValueError:
-        port = None
-    host = parts.hostname
-    if not host or port is None:
-        return DoctorCheck(
+        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+            reply.read(65536)
+            status = reply.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return DoctorCheck.failed(
             name,
-            False,
-            f"provider.url {url!r} has no host or port",
-            "set provider.url to e.g. wss://api.openai.com/v1/realtime",
+            f"cannot reach {where}: {_one_line(reason)}",
+            "check the network, DNS (`resolvectl status`) and provider.url",
         )
-    where = f"{host}:{port}"
-    clock = clock or MonotonicClock()
-    started = clock.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            pass
-    except socket.gaierror as exc:
-        return DoctorCheck(
+    if status in (401, 403):
+        return DoctorCheck.failed(
             name,
-            False,
-            f"cannot resolve {host}: {exc.strerror}",
-            "check DNS (`resolvectl status`) and the network connection",
+            f"{where} refused the key (HTTP {status})",
+            "put a valid API key in the key file (the provider's dashboard issues them)",
         )
-    except TimeoutError:
-        return DoctorCheck(
+    if status == 404:
+        return DoctorCheck.failed(
             name,
-            False,
-            f"no answer from {where} within {timeout_s:g} s",
-            "check the network, a firewall or a captive portal",
+            f"{where} accepted the key but has no model {endpoint.model!r} (HTTP 404)",
+            "set provider.model to a model the provider offers (or remove it for the default)",
         )
-    except OSError as exc:
-        return DoctorCheck(
-            name,
-            False,
-            f"cannot connect to {where}: {exc.strerror or exc}",
-            "check the network and provider.url",
+    if status != 200:
+        return DoctorCheck.failed(
+            name, f"{where} answered HTTP {status}", "try again later; check the provider's status"
         )
-    elapsed_ms = (clock.monotonic() - started) * 1000.0
-    return DoctorCheck(name, True, f"{where} accepts connections ({elapsed_ms:.0f} ms)")
+    return DoctorCheck.passed(name, f"{where} accepted the key; model {endpoint.model!r} exists")
+
+
+def check_model_shutdown(
+    model: str,
+    *,
+    shutdowns: Mapping[str, date],
+    today: date,
+    warn_days: int = 90,
+) -> DoctorCheck:
+    """The model's announced shutdown date, if any, is not near.
+
+    ``shutdowns`` maps a model name to its announced shutdown date; the table
+    of defaults and their dates lives with the provider settings (issue 14
+    adds it). With no entry the check says so rather than passing.
+    """
+    name = "model"
+    when = shutdowns.get(model)
+    if when is None:
+        return DoctorCheck.skipped(name, f"no announced shutdown date known for {model!r}")
+    left = (when - today).days
+    fix = "set provider.model to its successor (docs/providers.md)"
+    if left < 0:
+        return DoctorCheck.failed(name, f"{model!r} was shut down on {when.isoformat()}", fix)
+    if left <= warn_days:
+        return DoctorCheck.warning(
+            name, f"{model!r} shuts down on {when.isoformat()}, in {left} days", fix
+        )
+    return DoctorCheck.passed(name, f"{model!r} shuts down on {when.isoformat()}")
+
+
+# ---------------------------------------------------------------- disk, systemd
 
 
 def check_disk_space(state_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -> DoctorCheck:
     """The state directory exists, is writable, and has at least ``min_free_bytes`` free."""
     name = "disk"
+    if state_dir.exists() and not state_dir.is_dir():
+        return DoctorCheck.failed(
+            name, f"state directory {state_dir} is not a directory", "fix storage.state_dir"
+        )
     if not state_dir.is_dir():
-        return DoctorCheck(
+        # The start creates it (the unit's StateDirectory=, or the database's mkdir).
+        parent = next((p for p in state_dir.parents if p.is_dir()), Path("/"))
+        free_mb = shutil.disk_usage(parent).free / 2**20
+        return DoctorCheck.warning(
             name,
-            False,
-            f"state directory {state_dir} does not exist",
-            "create it (the unit's StateDirectory= does) or fix storage.state_dir",
+            f"state directory {state_dir} does not exist yet; {free_mb:.0f} MB free in {parent}",
+            "it is created at start; if the daemon never started, start it",
         )
     if not os.access(state_dir, os.W_OK):
-        return DoctorCheck(
+        return DoctorCheck.failed(
             name,
-            False,
             f"{state_dir} is not writable by uid {os.geteuid()}",
             f"chown {state_dir} to the service user",
         )
     free = shutil.disk_usage(state_dir).free
-    free_mb = free / (1024 * 1024)
-    want_mb = min_free_bytes / (1024 * 1024)
+    free_mb, want_mb = free / 2**20, min_free_bytes / 2**20
     if free < min_free_bytes:
-        return DoctorCheck(
+        return DoctorCheck.failed(
             name,
-            False,
             f"only {free_mb:.0f} MB free for {state_dir} (want ≥ {want_mb:.0f} MB)",
-            "free space: `journalctl --vacuum-size=50M`, remove old files, or use a bigger card",
+            "free space: `journalctl --vacuum-size=50M`, remove old files, or a bigger card",
         )
-    return DoctorCheck(name, True, f"{free_mb:.0f} MB free for {state_dir}")
+    return DoctorCheck.passed(name, f"{free_mb:.0f} MB free for {state_dir}")
+
+
+SYSTEMD_BOOTED = Path("/run/systemd/system")
+"""Exists exactly when systemd is the init system (sd_booted(3))."""
+
+
+def check_systemd_unit(
+    unit: str = "huxleyd",
+    *,
+    booted: bool | None = None,
+    run: Runner = run_command,
+) -> DoctorCheck:
+    """The unit's state as systemd sees it (skipped without systemd)."""
+    name = "service"
+    if not (SYSTEMD_BOOTED.is_dir() if booted is None else booted):
+        return DoctorCheck.skipped(name, "systemd is not running on this machine")
+    props = "LoadState,ActiveState,SubState,Result,NRestarts,UnitFileState"
+    try:
+        done = run(["systemctl", "show", unit, f"--property={props}"])
+    except (OSError, subprocess.SubprocessError) as exc:
+        return DoctorCheck.skipped(name, f"systemctl did not answer: {_one_line(exc)}")
+    state = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    if state.get("LoadState") == "not-found":
+        return DoctorCheck.skipped(
+            name, f"{unit}.service is not installed here (a daemon started by hand?)"
+        )
+    if state.get("LoadState") != "loaded":
+        return DoctorCheck.failed(
+            name,
+            f"{unit}.service cannot be loaded ({state.get('LoadState', '?')})",
+            f"`systemctl status {unit}` says why; reinstall with `sudo make install`",
+        )
+    active, sub = state.get("ActiveState", "?"), state.get("SubState", "?")
+    restarts = state.get("NRestarts", "0")
+    detail = (
+        f"{unit}.service {active} ({sub}), {restarts} restart(s), {state.get('UnitFileState', '?')}"
+    )
+    if active == "active":
+        return DoctorCheck.passed(name, detail)
+    fix = f"`journalctl -u {unit} -n 50` says why; `sudo systemctl restart {unit}`"
+    if active == "activating" and sub == "auto-restart":
+        return DoctorCheck.failed(name, f"{detail}: it keeps failing and restarting", fix)
+    return DoctorCheck.failed(name, f"{detail}, result {state.get('Result', '?')}", fix)
+
+
+# ---------------------------------------------------------------- running them
 
 
 async def run_checks(checks: Iterable[Callable[[], DoctorCheck]]) -> list[DoctorCheck]:
@@ -262,10 +467,9 @@ async def run_checks(checks: Iterable[Callable[[], DoctorCheck]]) -> list[Doctor
         except Exception as exc:
             func = getattr(check, "func", check)  # functools.partial
             label = getattr(func, "__name__", "check").removeprefix("check_")
-            return DoctorCheck(
+            return DoctorCheck.failed(
                 label,
-                False,
-                f"the check itself failed: {_error_text(exc)}",
+                f"the check itself failed: {_one_line(exc) or type(exc).__name__}",
                 "this is a huxleyd bug; please report it with `huxleyctl logs`",
             )
 

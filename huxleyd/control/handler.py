@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from huxleyd.control.errors import ControlProtocolError
 from huxleyd.control.protocol import PttAction
@@ -198,28 +198,79 @@ def _clamp_dbfs(value: float) -> float:
     return min(float(value), 0.0)
 
 
+DoctorStatus = Literal["ok", "warn", "fail", "skipped"]
+"""``ok``: looked and found well; ``warn``: works, but should be fixed (a key
+file others can read, mock pins); ``fail``: broken; ``skipped``: not looked
+at, and ``detail`` says why (never shown as a pass)."""
+
+_STATUSES: tuple[DoctorStatus, ...] = ("ok", "warn", "fail", "skipped")
+
+
 @dataclass(frozen=True, slots=True)
 class DoctorCheck:
-    """One diagnosis: what was checked, whether it passed, and how to fix it."""
+    """One diagnosis: what was checked, what was found, and how to fix it.
+
+    ``ok`` is False only for ``fail`` (``huxleyctl doctor`` exits 1); it is
+    kept on the wire for older clients.
+    """
 
     name: str
     ok: bool
     detail: str
-    """What was found (never a secret)."""
+    """What was looked at and found (never a secret), or why it was skipped."""
     fix: str = ""
-    """What to do when ``ok`` is False (may also hint when ok, e.g. simulator mode)."""
+    """What to do when it is not ``ok``."""
+    status: DoctorStatus | None = None
+    """None: ``ok`` or ``fail`` from ``ok``."""
+
+    def __post_init__(self) -> None:
+        if self.status is None:
+            object.__setattr__(self, "status", "ok" if self.ok else "fail")
+        elif self.ok != (self.status != "fail"):
+            raise ValueError(f"doctor check {self.name!r}: ok={self.ok} but status={self.status}")
+
+    @classmethod
+    def passed(cls, name: str, detail: str) -> DoctorCheck:
+        return cls(name, True, detail, "", "ok")
+
+    @classmethod
+    def failed(cls, name: str, detail: str, fix: str) -> DoctorCheck:
+        return cls(name, False, detail, fix, "fail")
+
+    @classmethod
+    def warning(cls, name: str, detail: str, fix: str) -> DoctorCheck:
+        return cls(name, True, detail, fix, "warn")
+
+    @classmethod
+    def skipped(cls, name: str, why: str, fix: str = "") -> DoctorCheck:
+        return cls(name, True, f"skipped: {why}", fix, "skipped")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "status": self.status,
+            "detail": self.detail,
+            "fix": self.fix,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DoctorCheck:
         what = "doctor check"
+        ok = _get(d, "ok", bool, what)
+        status = d.get("status", "ok" if ok else "fail")
+        if status not in _STATUSES:
+            raise ControlProtocolError(
+                f"{what}: 'status' expected one of {_STATUSES}, got {status!r}"
+            )
+        if ok != (status != "fail"):
+            raise ControlProtocolError(f"{what}: 'ok' is {ok} but 'status' is {status!r}")
         return cls(
             _get(d, "name", str, what),
-            _get(d, "ok", bool, what),
+            ok,
             _get(d, "detail", str, what),
             _get(d, "fix", str, what),
+            status,
         )
 
 

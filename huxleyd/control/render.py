@@ -77,14 +77,24 @@ def skills_table(skills: Iterable[SkillInfo]) -> Table:
 
 
 def doctor_line(check: DoctorCheck) -> Text:
-    """One line per check: ``✓ name: detail`` or ``✗ name: detail → fix``."""
+    """One line per check: ``✓ name: detail``, ``! …`` (warn), ``– …`` (skipped), ``✗ … → fix``."""
+    mark, style = _DOCTOR_MARKS[check.status or ("ok" if check.ok else "fail")]
     line = Text()
-    line.append("✓ " if check.ok else "✗ ", style="green" if check.ok else "bold red")
+    line.append(f"{mark} ", style=style)
     line.append(f"{check.name}: ", style="bold")
     line.append(check.detail)
     if check.fix:
-        line.append(f"  → {check.fix}", style="dim" if check.ok else "yellow")
+        line.append(f"  → {check.fix}", style="dim" if check.status == "ok" else "yellow")
     return line
+
+
+_DOCTOR_MARKS = {
+    "ok": ("✓", "green"),
+    "warn": ("!", "bold yellow"),
+    "fail": ("✗", "bold red"),
+    "skipped": ("–", "dim"),
+}
+"""Only a check that looked and found well gets a tick."""
 
 
 def level_bar(dbfs: float, *, width: int = METER_WIDTH) -> Text:

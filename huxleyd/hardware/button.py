@@ -102,6 +102,11 @@ class PushToTalkButton:
         self._button.when_pressed = lambda: self._from_gpio(ButtonEventKind.PRESSED)
         self._button.when_released = lambda: self._from_gpio(ButtonEventKind.RELEASED)
 
+    @property
+    def pin_name(self) -> str:
+        """The pin gpiozero really holds (``GPIO17``), for ``huxleyctl doctor``."""
+        return str(self._button.pin)
+
     @classmethod
     def from_profile(
         cls,

@@ -151,12 +151,15 @@ def test_doctor_lines_and_exit_status(daemon: ControlServer, fake: FakeControlHa
     done = huxleyctl("doctor", socket_path=daemon.path)
     assert done.returncode == 1  # one check failed
     lines = done.stdout.splitlines()
-    assert lines == [
+    assert lines[0] == f"checked: the running daemon ({daemon.path})"
+    assert lines[1:3] == [
         "✓ config: /etc/huxleyd/huxleyd.toml is valid",
         "✗ provider: no answer from api.openai.com:443  → check the network",
     ]
+    assert lines[3].split()[1] == "service:"  # the unit's state, read by huxleyctl itself
     raw = json.loads(huxleyctl("doctor", "--json", socket_path=daemon.path).stdout)
-    assert [DoctorCheck.from_dict(c) for c in raw["checks"]] == fake.checks
+    assert [DoctorCheck.from_dict(c) for c in raw["checks"]][:-1] == fake.checks
+    assert raw["source"].startswith("the running daemon")
     fake.checks = [DoctorCheck("disk", True, "900 MB free")]
     assert huxleyctl("doctor", socket_path=daemon.path).returncode == 0
 

@@ -1,198 +1,365 @@
-"""Doctor checks against real files, directories and TCP ports."""
+"""Each doctor check looks at the real thing, and each has a case where it fails."""
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Iterator
-from functools import partial
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import date
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from gpiozero import InputDevice
+from gpiozero.pins.mock import MockFactory
 
-from huxleyd.clock import ManualClock
 from huxleyd.control.doctor import (
+    KeyFacts,
+    ModelEndpoint,
     check_audio_device,
     check_config,
     check_disk_space,
-    check_gpio_pins,
+    check_gpio,
     check_key_file,
-    check_mixer_control,
-    check_provider_reachable,
+    check_mixer,
+    check_model_shutdown,
+    check_provider,
+    check_systemd_unit,
+    model_endpoint,
     run_checks,
 )
 from huxleyd.control.handler import DoctorCheck
+from huxleyd.errors import ConfigError
+from huxleyd.hardware.pins import pin_probe
+from tests.fakes.audio_amixer import FakeControl, install_fake_amixer
 
-PERSONA = 'name = "Test"\ntimezone = "Europe/Madrid"\n[skills.system]\n'
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def write_config(tmp_path: Path, body: str) -> Path:
-    (tmp_path / "personas").mkdir(exist_ok=True)
-    (tmp_path / "personas" / "default.toml").write_text(PERSONA)
-    path = tmp_path / "huxleyd.toml"
-    path.write_text(body)
-    return path
+# ---------------------------------------------------------------- config
 
 
-def test_config_valid(tmp_path: Path) -> None:
-    path = write_config(tmp_path, "[audio]\nperiod_ms = 20\n")
-    check = check_config(path)
-    assert check.ok and check.name == "config"
-    assert str(path) in check.detail and "'Test'" in check.detail
+def test_config_reports_the_resolution_or_its_one_line(tmp_path: Path) -> None:
+    good = check_config(lambda: "persona 'Test', board 'gpio-basic'", tmp_path / "h.toml")
+    assert good.status == "ok" and "board 'gpio-basic'" in good.detail
+
+    def broken() -> str:
+        raise ConfigError("h.toml", "hardware.board", "unknown board 'x'")
+
+    bad = check_config(broken, tmp_path / "h.toml")
+    assert bad.status == "fail" and bad.detail == "h.toml: hardware.board: unknown board 'x'"
+    assert "--check-config" in bad.fix
 
 
-def test_config_invalid_names_the_key_and_the_fix(tmp_path: Path) -> None:
-    path = write_config(tmp_path, "[audio]\nperiod_ms = 2000\n")
-    check = check_config(path)
-    assert not check.ok
-    assert "audio.period_ms" in check.detail and "between" in check.detail
-    assert f"huxleyd --check-config --config {path}" in check.fix
-
-
-def test_config_missing(tmp_path: Path) -> None:
-    check = check_config(tmp_path / "nope.toml")
-    assert not check.ok and "file not found" in check.detail
+# ---------------------------------------------------------------- key file
 
 
 @pytest.fixture
-def key_file(tmp_path: Path) -> Iterator[Path]:
+def key_file(tmp_path: Path) -> Path:
     path = tmp_path / "openai.key"
     path.write_text(SECRET + "\n")
     path.chmod(0o600)
-    yield path
+    return path
 
 
-def test_key_file_private_and_readable(key_file: Path) -> None:
-    check = check_key_file(key_file)
-    assert check == DoctorCheck("key file", True, f"{key_file} is readable and private (mode 0600)")
-
-
-def test_key_file_readable_by_others(key_file: Path) -> None:
-    key_file.chmod(0o644)
-    check = check_key_file(key_file)
-    assert not check.ok and "mode 0644" in check.detail
-    assert check.fix == f"chmod 600 {key_file}"
+def test_key_file_private_and_non_empty(key_file: Path) -> None:
+    check = check_key_file(KeyFacts(key_file, "--key-file"))
+    assert check.status == "ok" and "(--key-file)" in check.detail and "0600" in check.detail
     assert SECRET not in check.detail + check.fix
 
 
-def test_key_file_missing_empty_or_a_directory(tmp_path: Path) -> None:
-    missing = check_key_file(tmp_path / "none.key")
-    assert not missing.ok and "does not exist" in missing.detail
-    empty = tmp_path / "empty.key"
-    empty.write_text("  \n")
-    empty.chmod(0o600)
-    assert "is empty" in check_key_file(empty).detail
-    assert not check_key_file(tmp_path).ok
+def test_key_file_readable_by_others_is_a_warning(key_file: Path) -> None:
+    key_file.chmod(0o644)
+    check = check_key_file(KeyFacts(key_file, "provider.key_file"))
+    assert check.status == "warn" and "0644" in check.detail and check.fix.startswith("chmod 600")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_key_file_unreadable(key_file: Path) -> None:
-    key_file.chmod(0o000)
-    check = check_key_file(key_file)
-    assert not check.ok and "not readable" in check.detail
+@pytest.mark.parametrize("case", ["missing", "empty", "directory"])
+def test_key_file_missing_empty_or_a_directory(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "k"
+    if case == "empty":
+        path.write_text("")
+    elif case == "directory":
+        path.mkdir()
+    check = check_key_file(KeyFacts(path, "provider.key_file"))
+    assert check.status == "fail"
+    assert {"missing": "does not exist", "empty": "is empty", "directory": "not a regular"}[
+        case
+    ] in check.detail
 
 
-def test_no_key_file_means_the_simulator() -> None:
-    check = check_key_file(None)
-    assert check.ok and "simulator (not an AI)" in check.detail
-    assert "provider.key_file" in check.fix
+def test_no_key_is_a_warning_when_the_simulator_answers_and_skipped_otherwise() -> None:
+    sim = check_key_file(KeyFacts(None, "no key file", simulator=True))
+    assert sim.status == "warn" and "not an AI" in sim.detail
+    kind_sim = check_key_file(KeyFacts(None, "provider.kind is sim: no key needed"))
+    assert kind_sim.status == "skipped" and kind_sim.detail.startswith("skipped: ")
 
 
-def test_audio_device_probe() -> None:
-    assert check_audio_device("audio output", lambda: "hw:1,0 at 48000 Hz") == DoctorCheck(
-        "audio output", True, "hw:1,0 at 48000 Hz"
+# ---------------------------------------------------------------- audio
+
+
+def test_audio_device_is_what_the_daemon_reports() -> None:
+    assert check_audio_device("audio", None, "").status == "skipped"
+    assert check_audio_device("audio", "open", "pyaudio (a → b)").status == "ok"
+    assert check_audio_device("audio", "open", "wav (mic silence, speaker x)").status == "warn"
+    lost = check_audio_device("audio", "reopening", "pyaudio (a → b)")
+    assert lost.status == "fail" and "reopening" in lost.detail
+
+
+# ---------------------------------------------------------------- mixer (a real amixer process)
+
+
+@pytest.fixture
+def amixer(tmp_path: Path) -> str:
+    install_fake_amixer(
+        tmp_path / "bin", {"PCM": FakeControl(), "Mic": FakeControl(playback=False)}
+    )
+    return str(tmp_path / "bin" / "amixer")
+
+
+def test_mixer_control_exists_on_the_card(amixer: str) -> None:
+    check = check_mixer(card="default", control="PCM", backend="auto", amixer=amixer)
+    assert check.status == "ok" and "'PCM'" in check.detail
+
+
+def test_mixer_control_missing_on_the_card(amixer: str) -> None:
+    check = check_mixer(card="default", control="Speaker", backend="auto", amixer=amixer)
+    assert check.status == "fail" and "no control 'Speaker'" in check.detail
+    assert "PCM" in check.detail and "Mic" not in check.detail  # capture-only is no volume
+
+
+def test_mixer_scan_finds_what_the_daemon_would(amixer: str) -> None:
+    check = check_mixer(card="default", control=None, backend="auto", amixer=amixer)
+    assert check.status == "ok" and "'PCM' (found by the scan)" in check.detail
+
+
+def test_mixer_fails_when_the_daemon_fell_back_to_software_gain(amixer: str) -> None:
+    check = check_mixer(
+        card="default", control="PCM", backend="auto", daemon_volume="software gain", amixer=amixer
+    )
+    assert check.status == "fail" and "the daemon uses software gain" in check.detail
+    ok = check_mixer(
+        card="default",
+        control="PCM",
+        backend="auto",
+        daemon_volume="mixer 'PCM' on card 'default'",
+        amixer=amixer,
+    )
+    assert ok.status == "ok"
+
+
+def test_mixer_unknown_card(amixer: str) -> None:
+    check = check_mixer(
+        card="seeed2micvoicec", control="Playback", backend="pyaudio", amixer=amixer
+    )
+    assert check.status == "fail" and "Mixer attach" in check.detail
+
+
+def test_mixer_skipped_for_the_wav_backend(amixer: str) -> None:
+    assert check_mixer(card="default", control=None, backend="wav", amixer=amixer).status == (
+        "skipped"
     )
 
-    def busy() -> None:
-        raise OSError("[Errno -9985] Device unavailable:\n  hw:1,0")
 
-    check = check_audio_device("audio input", busy)
-    assert not check.ok and check.detail == "[Errno -9985] Device unavailable: hw:1,0"
-    assert "arecord -L" in check.fix
+# ---------------------------------------------------------------- GPIO
 
 
-def test_mixer_control() -> None:
-    assert check_mixer_control("Speaker", lambda: None).detail == "mixer control 'Speaker' found"
-
-    def missing() -> None:
-        raise LookupError("no simple control 'Speaker' on card 1 (have: PCM, Mic)")
-
-    check = check_mixer_control("Speaker", missing)
-    assert not check.ok and "have: PCM, Mic" in check.detail and "'Speaker'" in check.fix
-    assert check_mixer_control(None, missing).ok  # software gain: nothing to probe
+def test_gpio_mock_pins_are_a_warning() -> None:
+    check = check_gpio(factory="mock (fallback)", is_mock=True, board="b", pins={"button": 17})
+    assert check.status == "warn" and "mock pins" in check.detail and "GPIO17" in check.detail
 
 
-def test_gpio_pins() -> None:
-    held = {17}
+def test_gpio_pins_the_daemon_holds_must_be_the_boards() -> None:
+    check = check_gpio(
+        factory="lgpio (auto)",
+        is_mock=False,
+        board="respeaker-2mic",
+        pins={"button": 17},
+        in_use={"button": "GPIO4"},
+    )
+    assert check.status == "fail" and "button is GPIO4, the board says GPIO17" in check.detail
+    same = check_gpio(
+        factory="lgpio (auto)",
+        is_mock=False,
+        board="b",
+        pins={"button": 17},
+        in_use={"button": "GPIO17"},
+    )
+    assert same.status == "ok" and "held by the daemon" in same.detail
 
-    def claim(pin: int) -> None:
-        if pin in held:
-            raise RuntimeError("GPIO busy")
 
-    ok = check_gpio_pins({"led": 12}, claim)
-    assert ok == DoctorCheck("gpio", True, "free: GPIO12 (led)")
-    bad = check_gpio_pins({"button": 17, "led": 12}, claim)
-    assert not bad.ok and bad.detail == "GPIO17 (button): GPIO busy"
-    assert "gpioinfo" in bad.fix
-
-
-def test_provider_reachable_on_a_listening_port() -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        check = check_provider_reachable(
-            f"ws://127.0.0.1:{port}/v1/realtime", timeout_s=2.0, clock=ManualClock()
+def test_gpio_busy_pin_without_a_daemon() -> None:
+    factory = MockFactory()
+    held = InputDevice(17, pin_factory=factory)  # someone else holds the button's line
+    try:
+        check = check_gpio(
+            factory="mock-as-real",
+            is_mock=False,
+            board="b",
+            pins={"button": 17, "led": 27},
+            probe=pin_probe(factory),
         )
-    assert check == DoctorCheck("provider", True, f"127.0.0.1:{port} accepts connections (0 ms)")
+    finally:
+        held.close()
+        factory.close()
+    assert check.status == "fail" and "GPIO17 (button)" in check.detail
+    assert "GPIO27" not in check.detail
 
 
-def test_provider_unreachable_on_a_closed_port() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # bound, never listening: connect is refused
-        check = check_provider_reachable(f"ws://127.0.0.1:{port}", timeout_s=2.0)
-    assert not check.ok
-    assert check.detail == f"cannot connect to 127.0.0.1:{port}: Connection refused"
-    assert "network" in check.fix
+# ---------------------------------------------------------------- provider (a loopback HTTP peer)
 
 
-@pytest.mark.parametrize("url", ["not a url", "wss:///v1/realtime", "ftp://host/x", "ws://h:99999"])
-def test_provider_url_without_host_or_port(url: str) -> None:
-    check = check_provider_reachable(url)
-    assert not check.ok and "has no host or port" in check.detail
+class _Models(BaseHTTPRequestHandler):
+    """``GET /v1/models/{id}``: 401 without the right key, 404 for unknown models."""
+
+    known: ClassVar[frozenset[str]] = frozenset({"gpt-realtime"})
+
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != f"Bearer {SECRET}":
+            self.send_response(401)
+        elif self.path.removeprefix("/v1/models/") in self.known:
+            self.send_response(200)
+        else:
+            self.send_response(404)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def models_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Models)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"ws://127.0.0.1:{server.server_address[1]}/v1/realtime"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_provider_accepts_the_key_and_has_the_model(models_api: str) -> None:
+    check = check_provider(model_endpoint("openai", models_api, "gpt-realtime", SECRET))
+    assert check.status == "ok" and "accepted the key" in check.detail
+    assert SECRET not in check.detail + check.fix
+
+
+def test_provider_refuses_the_key(models_api: str) -> None:
+    check = check_provider(model_endpoint("openai", models_api, "gpt-realtime", "sk-wrong"))
+    assert check.status == "fail" and "refused the key (HTTP 401)" in check.detail
+
+
+def test_provider_has_no_such_model(models_api: str) -> None:
+    check = check_provider(model_endpoint("openai", models_api, "gpt-4o-realtime-preview", SECRET))
+    assert check.status == "fail" and "no model 'gpt-4o-realtime-preview'" in check.detail
+
+
+def test_provider_unreachable() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: refused
+        check = check_provider(
+            ModelEndpoint(f"http://127.0.0.1:{port}/v1/models/m", {}, "m"), timeout_s=5.0
+        )
+    assert check.status == "fail" and "cannot reach 127.0.0.1" in check.detail
+
+
+def test_provider_skipped_says_why() -> None:
+    check = check_provider(None, skipped_because="the built-in simulator answers")
+    assert check.status == "skipped" and "simulator" in check.detail
+
+
+def test_model_endpoints_per_provider() -> None:
+    openai = model_endpoint("openai", "wss://api.openai.com/v1/realtime", "gpt-realtime", "k")
+    assert openai.url == "https://api.openai.com/v1/models/gpt-realtime"
+    assert openai.headers == {"Authorization": "Bearer k"}
+    gemini = model_endpoint(
+        "gemini", "wss://generativelanguage.googleapis.com/ws/x.BidiGenerateContent", "g-1", "k"
+    )
+    assert gemini.url == "https://generativelanguage.googleapis.com/v1beta/models/g-1"
+    assert gemini.headers == {"x-goog-api-key": "k"}
+    cascade = model_endpoint("cascade", "http://127.0.0.1:8080/v1/", "qwen", "k")
+    assert cascade.url == "http://127.0.0.1:8080/v1/models/qwen"
+
+
+def test_model_shutdown_dates() -> None:
+    table = {"old": date(2026, 1, 1), "soon": date(2026, 12, 1), "later": date(2028, 1, 1)}
+    today = date(2026, 11, 24)
+    assert check_model_shutdown("old", shutdowns=table, today=today).status == "fail"
+    assert check_model_shutdown("soon", shutdowns=table, today=today).status == "warn"
+    assert check_model_shutdown("later", shutdowns=table, today=today).status == "ok"
+    assert check_model_shutdown("new", shutdowns=table, today=today).status == "skipped"
+
+
+# ---------------------------------------------------------------- disk, systemd
 
 
 def test_disk_space(tmp_path: Path) -> None:
-    assert check_disk_space(tmp_path, min_free_bytes=1).ok
-    low = check_disk_space(tmp_path, min_free_bytes=1 << 62)
-    assert not low.ok and "MB free" in low.detail and "want ≥" in low.detail
-    gone = check_disk_space(tmp_path / "missing")
-    assert not gone.ok and "does not exist" in gone.detail and "StateDirectory=" in gone.fix
+    assert check_disk_space(tmp_path, min_free_bytes=1).status == "ok"
+    full = check_disk_space(tmp_path, min_free_bytes=1 << 62)
+    assert full.status == "fail" and "MB free" in full.detail
+    (tmp_path / "file").write_text("x")
+    assert check_disk_space(tmp_path / "file").status == "fail"
+    assert check_disk_space(tmp_path / "not-yet").status == "warn"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
-def test_disk_not_writable(tmp_path: Path) -> None:
-    tmp_path.chmod(0o500)
-    try:
-        check = check_disk_space(tmp_path, min_free_bytes=1)
-    finally:
-        tmp_path.chmod(0o700)
-    assert not check.ok and "not writable" in check.detail
+class FakeSystemctl:
+    """A :data:`Runner` answering ``systemctl show`` with fixed properties; records argv."""
+
+    def __init__(self, **props: str) -> None:
+        self.props = props
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        out = "".join(f"{k}={v}\n" for k, v in self.props.items())
+        return subprocess.CompletedProcess(list(argv), 0, out, "")
 
 
-async def test_run_checks_keeps_order_and_reports_a_crashing_check(tmp_path: Path) -> None:
-    def check_broken() -> DoctorCheck:
-        raise ZeroDivisionError("division by zero")
-
-    results = await run_checks(
-        [
-            partial(check_key_file, None),
-            check_broken,
-            partial(check_disk_space, tmp_path, min_free_bytes=1),
-        ]
+def test_systemd_unit_states() -> None:
+    running = FakeSystemctl(LoadState="loaded", ActiveState="active", SubState="running")
+    check = check_systemd_unit(booted=True, run=running)
+    assert check.status == "ok" and "active (running)" in check.detail
+    assert running.calls[0][:3] == ["systemctl", "show", "huxleyd"]
+    looping = FakeSystemctl(
+        LoadState="loaded", ActiveState="activating", SubState="auto-restart", NRestarts="41"
     )
-    assert [c.name for c in results] == ["key file", "broken", "disk"]
-    assert [c.ok for c in results] == [True, False, True]
-    assert results[1].detail == "the check itself failed: division by zero"
+    bad = check_systemd_unit(booted=True, run=looping)
+    assert bad.status == "fail" and "41 restart(s)" in bad.detail and "restarting" in bad.detail
+    missing = check_systemd_unit(booted=True, run=FakeSystemctl(LoadState="not-found"))
+    assert missing.status == "skipped" and "not installed" in missing.detail
+    broken = check_systemd_unit(booted=True, run=FakeSystemctl(LoadState="bad-setting"))
+    assert broken.status == "fail" and "bad-setting" in broken.detail
+    assert check_systemd_unit(booted=False, run=running).status == "skipped"
+
+
+# ---------------------------------------------------------------- running them
+
+
+async def test_run_checks_keeps_order_and_reports_a_crashing_check() -> None:
+    def crashing() -> DoctorCheck:
+        raise RuntimeError("probe exploded")
+
+    checks = await run_checks(
+        [lambda: DoctorCheck.passed("first", "ok"), crashing, lambda: DoctorCheck.passed("l", "")]
+    )
+    assert [c.name for c in checks][0::2] == ["first", "l"]
+    assert checks[1].status == "fail" and "probe exploded" in checks[1].detail
+
+
+def test_statuses_travel_on_the_wire() -> None:
+    for check in (
+        DoctorCheck.passed("a", "x"),
+        DoctorCheck.warning("b", "y", "z"),
+        DoctorCheck.skipped("c", "why"),
+        DoctorCheck.failed("d", "w", "f"),
+    ):
+        assert DoctorCheck.from_dict(check.to_dict()) == check
+    assert DoctorCheck.from_dict({"name": "old", "ok": False, "detail": "", "fix": ""}).status == (
+        "fail"
+    )
