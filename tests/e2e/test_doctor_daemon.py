@@ -1,0 +1,66 @@
+"""``huxleyctl doctor`` against a running daemon reports what the daemon really uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.pacing import ScaledClock
+from huxleyd.config import load_config
+from huxleyd.runtime import Runtime, RuntimeParts
+from huxleyd.runtime_control import RuntimeControl, daemon_facts
+from huxleyd.sim.scenario import Scenario
+from huxleyd.sim.server import SimServer
+from tests.e2e.harness import (
+    SPEED,
+    RecordingNotifier,
+    scenario_skill_installed,
+    until,
+    write_config,
+)
+
+
+async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: Path) -> None:
+    # The daemon talks to a "provider" (the simulator at provider.url) with a
+    # key from --key-file: doctor must report that file, not "no key: simulator".
+    key = tmp_path / "dev.key"
+    key.write_text("sk-test\n")
+    key.chmod(0o644)
+    pins = MockFactory(pin_class=MockPWMPin)
+    with scenario_skill_installed(tmp_path):
+        async with SimServer(Scenario(turns=()), speed=SPEED, synth="tone") as sim:
+            path = write_config(tmp_path)
+            path.write_text(
+                path.read_text().replace("[provider]\n", f'[provider]\nurl = "{sim.url}"\n')
+            )
+            runtime = Runtime(
+                load_config(path),
+                RuntimeParts(
+                    backend=WavBackend(),
+                    clock=ScaledClock(SPEED, start_s=1000.0),
+                    pin_factory=pins,
+                    key_file=key,
+                    notifier=RecordingNotifier(),  # type: ignore[arg-type]
+                    env={},
+                ),
+            )
+            await runtime.start()
+            try:
+                await until(lambda: runtime.connection_state == "connected", "connected")
+                facts = daemon_facts(runtime)
+                checks = {c.name: c for c in await RuntimeControl(runtime).doctor()}
+            finally:
+                await runtime.close()
+                pins.close()
+    assert not runtime.is_simulator
+    assert checks["key file"].status == "warn"
+    assert checks["key file"].detail.startswith(f"{key} (--key-file) may be read by others")
+    assert facts.volume == "software gain"  # the WAV backend has no mixer
+    assert checks["mixer"].status == "skipped"
+    assert checks["audio"].status == "ok" and "injected backend" in checks["audio"].detail
+    assert checks["gpio"].status == "warn" and "mock pins" in checks["gpio"].detail
+    assert facts.pins_in_use == {"button": "GPIO17"}  # gpio-basic's button, as gpiozero holds it
+    # One authenticated GET of the model: the simulator is no models API, and doctor says so.
+    assert checks["provider"].status == "fail" and "127.0.0.1" in checks["provider"].detail
