@@ -68,9 +68,9 @@ def _check_number(value: float, schema: dict[str, Any], path: str, problems: lis
     if "maximum" in schema and value > schema["maximum"]:
         problems.append(f"{path}: {value} is above the maximum {schema['maximum']}")
     if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-        problems.append(f"{path}: {value} must be above {schema['exclusiveMinimum']}")
+        problems.append(f"{path}: expected a value above {schema['exclusiveMinimum']}, got {value}")
     if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-        problems.append(f"{path}: {value} must be below {schema['exclusiveMaximum']}")
+        problems.append(f"{path}: expected a value below {schema['exclusiveMaximum']}, got {value}")
 
 
 def _check_array(value: list[Any], schema: dict[str, Any], path: str, problems: list[str]) -> None:

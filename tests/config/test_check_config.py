@@ -172,7 +172,11 @@ def test_memos_max_seconds_negative(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = write(tmp_path, persona=PERSONA.replace("max_seconds = 60", "max_seconds = -5"))
     rc, line = check(path, capsys)
     persona = tmp_path / "personas" / "default.toml"
-    assert rc == 1 and line == f"huxleyd: {persona}: skills.memos.max_seconds: -5 must be above 0"
+    assert (
+        rc == 1
+        and line
+        == f"huxleyd: {persona}: skills.memos.max_seconds: expected a value above 0, got -5"
+    )
 
 
 def test_radio_station_that_is_a_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
