@@ -51,6 +51,8 @@ class Facts:
     """What the checks look at beyond the configuration file."""
 
     key: KeyFacts
+    reader: Reader | None = None
+    """Who must be able to read the key (the service user, when doctor runs as root)."""
     read_key: Callable[[], str | None]
     """The key's text for the provider request (raises OSError/HuxleydError if unreadable)."""
     simulator: bool
@@ -104,6 +106,7 @@ def offline_facts(
     mock = is_mock(factory)
     return Facts(
         key=key,
+        reader=Reader.for_service(config.daemon.service_user),
         read_key=read,
         simulator=key.simulator,
         pin_factory=description,
@@ -153,7 +156,7 @@ def doctor_checks(
     )
     return [
         partial(check_config, partial(_summary, config_path, key_file, environ), config_path),
-        partial(check_key_file, facts.key),
+        partial(check_key_file, facts.key, reader=facts.reader),
         partial(check_audio_device, "audio", facts.audio_state, facts.audio_description),
         partial(
             check_mixer,

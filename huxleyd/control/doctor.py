@@ -34,6 +34,7 @@ from urllib.parse import quote, urlsplit
 
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import HuxleydError
+from huxleyd.files import Reader, owner_and_mode
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Below this much free space in the state directory, doctor fails."""
@@ -87,8 +88,9 @@ class KeyFacts:
     """True when no key is used because the built-in simulator answers."""
 
 
-def check_key_file(facts: KeyFacts) -> DoctorCheck:
-    """The key file exists, is a non-empty regular file, and only its owner may read it."""
+def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCheck:
+    """The key file exists, is a non-empty regular file ``reader`` (the service user
+    when doctor runs as root; default this process) can read, and only its owner may."""
     name = "key file"
     if facts.path is None:
         if facts.simulator:
@@ -110,6 +112,13 @@ def check_key_file(facts: KeyFacts) -> DoctorCheck:
         return DoctorCheck.failed(name, f"{where} is not a regular file", f"check {path}")
     if st.st_size == 0:
         return DoctorCheck.failed(name, f"{where} is empty", f"put the API key in {path}")
+    who = reader or Reader.this_process()
+    if not who.can_read(path):
+        return DoctorCheck.failed(
+            name,
+            f"{where} cannot be read by {who.describe()} ({owner_and_mode(path)})",
+            f"chown {who.name} {path} (mode 0600), or pass it as a systemd credential",
+        )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         return DoctorCheck.warning(

@@ -89,6 +89,28 @@ def test_key_file_missing_empty_or_a_directory(tmp_path: Path, case: str) -> Non
     ] in check.detail
 
 
+def test_key_file_the_service_user_cannot_read() -> None:
+    import shutil
+    import tempfile
+
+    from huxleyd.files import Reader
+
+    # As root, doctor asks for the unit's user; "nobody" cannot read a 0600 file of ours.
+    nobody = Reader("nobody", 65534, frozenset({65534}), is_self=False)
+    folder = Path(tempfile.mkdtemp(prefix="huxleyd-doctor-"))  # pytest's tmp is private
+    try:
+        folder.chmod(0o755)
+        key = folder / "openai.key"
+        key.write_text(SECRET)
+        key.chmod(0o600)
+        check = check_key_file(KeyFacts(key, "provider.key_file"), reader=nobody)
+        assert check.status == "fail" and "cannot be read by user 'nobody'" in check.detail
+        key.chmod(0o644)
+        assert check_key_file(KeyFacts(key, "k"), reader=nobody).status == "warn"
+    finally:
+        shutil.rmtree(folder)
+
+
 def test_no_key_is_a_warning_when_the_simulator_answers_and_skipped_otherwise() -> None:
     sim = check_key_file(KeyFacts(None, "no key file", simulator=True))
     assert sim.status == "warn" and "not an AI" in sim.detail
