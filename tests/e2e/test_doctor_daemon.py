@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
 from huxleyd.audio.backends.wav_backend import WavBackend
@@ -55,6 +56,7 @@ async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: P
                 await runtime.close()
                 pins.close()
     assert not runtime.is_simulator
+    assert f"key: {key} (--key-file)" in checks["config"].detail  # the same resolution
     assert checks["key file"].status == "warn"
     assert checks["key file"].detail.startswith(f"{key} (--key-file) may be read by others")
     assert facts.volume == "software gain"  # the WAV backend has no mixer
@@ -64,3 +66,26 @@ async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: P
     assert facts.pins_in_use == {"button": "GPIO17"}  # gpio-basic's button, as gpiozero holds it
     # One authenticated GET of the model: the simulator is no models API, and doctor says so.
     assert checks["provider"].status == "fail" and "127.0.0.1" in checks["provider"].detail
+
+
+async def test_a_failing_skill_setup_names_the_persona_file_and_key(tmp_path: Path) -> None:
+    from huxleyd.errors import SkillSetupError
+    from tests.e2e.harness import Rig
+
+    missing = tmp_path / "no-brain.key"
+    rig = Rig(
+        tmp_path,
+        Scenario(turns=()),
+        skills=("system", "brain"),
+        skill_config={"brain": f'key_file = "{missing}"'},
+    )
+    try:
+        with pytest.raises(SkillSetupError) as info:
+            await rig.__aenter__()
+    finally:
+        await rig.__aexit__(None, None, None)  # as the daemon closes after a failed start
+    persona = tmp_path / "personas" / "default.toml"
+    message = str(info.value)
+    assert message.startswith(f"{persona}: skills.brain: setup failed: "), message
+    assert "No such file" in message
+    assert "Error:" not in message  # no class names (ValueError: …)
