@@ -17,7 +17,8 @@ the OpenAI behaviour is the default and a subclass overrides a named hook:
 - ``_user_takes_floor(why)``: ``start_turn`` and ``send_user_text`` call it
   first (OpenAI: nothing; xAI supersedes the running reply);
 - ``_live(response_id)``: do its deltas still reach the coordinator;
-- ``_out_of_band(body)``: is a started response outside the conversation;
+- ``_request_tag(body)``: the tag of ours a started response carries (OpenAI
+  echoes the ``metadata`` of the ``response.create``; None where it does not);
 - ``_response_started(response)``: a reported ``response.created``;
 - ``_final_status(response, body)``: the status and reason of ``ResponseDone``;
 - ``_response_slot_freed()``: a response ended or a create was refused.
@@ -79,6 +80,11 @@ class PendingCreate:
     out_of_band: bool = False
     superseded: bool = False
     """The user took the floor before it started: its response is never reported."""
+    tag: str | None = None
+    """Our mark in the create's ``metadata`` (OpenAI), echoed by its response."""
+    cancelled: bool = False
+    """A ``response.cancel`` went out before it started: its response is cut at once.
+    The mark lives and dies with this create (a refused create takes it along)."""
 
 
 @dataclass(slots=True)
@@ -258,9 +264,11 @@ class OpenAIDialectCore(SansIOCore):
         self._out.append(dumps(event))
         return event_id
 
-    def _send_create(self, event: dict[str, Any], *, out_of_band: bool = False) -> None:
+    def _send_create(
+        self, event: dict[str, Any], *, out_of_band: bool = False, tag: str | None = None
+    ) -> None:
         """Send a ``response.create`` and wait for the ``response.created`` it causes."""
-        self._pending.append(PendingCreate(self._send(event), out_of_band))
+        self._pending.append(PendingCreate(self._send(event), out_of_band, tag=tag))
 
     def _send_session_update(self) -> None:
         """All of the configuration on a fresh connection, else only the parts that changed."""
@@ -327,27 +335,38 @@ class OpenAIDialectCore(SansIOCore):
         response = self._responses.get(response_id)
         return response is None or not response.superseded
 
-    def _out_of_band(self, body: dict[str, Any]) -> bool:
-        # GA: an out-of-band response (conversation "none") has no conversation_id.
-        return body.get("conversation_id") is None
+    def _request_tag(self, body: dict[str, Any]) -> str | None:
+        """Our tag echoed in a response body (hook; the dialect base has none)."""
+        return None
 
     def _track(self, response_id: str, body: dict[str, Any]) -> TrackedResponse:
-        """Start tracking a response, answering the oldest matching create."""
-        out_of_band = self._out_of_band(body)
-        create = self._claim_create(out_of_band)
+        """Start tracking a response, answering the create that caused it.
+
+        Which create: the one whose tag the response echoes, else the oldest
+        (the server starts responses in the order it read the creates). What
+        the response is — out of band or not, cut before it started — comes
+        from that create, i.e. from what *we* sent, never from an optional
+        field of the server's body. A response no create of ours explains
+        (server VAD) is an ordinary in-conversation one.
+        """
+        create = self._claim_create(self._request_tag(body))
         superseded = create is not None and create.superseded
         response = TrackedResponse(
-            response_id, out_of_band, superseded=superseded, reported=not superseded
+            response_id,
+            out_of_band=create is not None and create.out_of_band,
+            superseded=superseded or (create is not None and create.cancelled),
+            reported=not superseded,
         )
         self._responses[response_id] = response
         return response
 
-    def _claim_create(self, out_of_band: bool) -> PendingCreate | None:
-        for index, create in enumerate(self._pending):
-            if create.out_of_band == out_of_band:
-                del self._pending[index]
-                return create
-        return None
+    def _claim_create(self, tag: str | None) -> PendingCreate | None:
+        if tag is not None:
+            for index, create in enumerate(self._pending):
+                if create.tag == tag:
+                    del self._pending[index]
+                    return create
+        return self._pending.popleft() if self._pending else None
 
     def _on_response_created(self, event: dict[str, Any]) -> None:
         body = wire.require_dict(event, "response")

@@ -30,7 +30,7 @@ from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.events import ItemTruncated, Role, TranscriptDelta
-from huxleyd.providers.openai_dialect import OpenAIDialectCore, TrackedResponse
+from huxleyd.providers.openai_dialect import OpenAIDialectCore
 
 OPENAI_CAPABILITIES = Capabilities(
     text_input=True,
@@ -43,6 +43,11 @@ OPENAI_CAPABILITIES = Capabilities(
     output_rate_hz=wire.RATE_HZ,
     verbatim_reader=True,
 )
+
+REQUEST_TAG_KEY = "huxleyd_request"
+"""The ``metadata`` key that marks each of our ``response.create`` (echoed in the
+response body): it says which request a response answers, so whether it is out
+of band is known from what we sent, not from an optional field of the reply."""
 
 READER_INSTRUCTIONS = (
     "Read the user's text aloud exactly as written, word for word. Do not add, "
@@ -75,12 +80,7 @@ class OpenAIRealtimeProtocol(OpenAIDialectCore):
                 "response.output_text.done": self._on_assistant_done,
             }
         )
-        self._cancel_next_created = False
-        """A response.cancel went out for a response requested but not yet started."""
-
-    def _reset_connection(self) -> None:
-        super()._reset_connection()
-        self._cancel_next_created = False
+        self._tags = 0
 
     # ------------------------------------------------------------ commands
 
@@ -130,11 +130,14 @@ class OpenAIRealtimeProtocol(OpenAIDialectCore):
                 response.superseded = True
                 self._send({"type": "response.cancel", "response_id": response.response_id})
                 sent = True
-        requested = any(not create.out_of_band for create in self._pending)
-        if not sent and requested and not self._cancel_next_created:
+        waiting = [c for c in self._pending if not c.out_of_band and not c.cancelled]
+        if not sent and waiting:
             # Requested but not started: the server handles our frames in order,
-            # so by the time it reads this cancel that response exists.
-            self._cancel_next_created = True
+            # so by the time it reads this cancel that response exists. The mark
+            # sits on those creates: if the server refuses one, the mark goes
+            # with it and cannot mute a later, wanted response.
+            for create in waiting:
+                create.cancelled = True
             self._send({"type": "response.cancel"})
             sent = True
         return sent
@@ -180,8 +183,16 @@ class OpenAIRealtimeProtocol(OpenAIDialectCore):
             problem=wire.optional_str(error, "message"),
         )
 
-    def _response_started(self, response: TrackedResponse) -> None:
-        if self._cancel_next_created and not response.out_of_band:
-            # The cancel we sent before it started was meant for this one.
-            self._cancel_next_created = False
-            response.superseded = True
+    def _send_create(
+        self, event: dict[str, Any], *, out_of_band: bool = False, tag: str | None = None
+    ) -> None:
+        """Every create carries our tag in ``metadata`` (merged with the caller's)."""
+        self._tags += 1
+        tag = tag or f"r{self._tags}"
+        params = event.setdefault("response", {})
+        params["metadata"] = {**params.get("metadata", {}), REQUEST_TAG_KEY: tag}
+        super()._send_create(event, out_of_band=out_of_band, tag=tag)
+
+    def _request_tag(self, body: dict[str, Any]) -> str | None:
+        metadata = body.get("metadata")
+        return wire.optional_str(metadata, REQUEST_TAG_KEY) if isinstance(metadata, dict) else None

@@ -146,9 +146,6 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
     def _on_conversation_created(self, event: dict[str, Any]) -> None:
         self._ready_as_created(wire.require_dict(event, "conversation"))
 
-    def _out_of_band(self, body: dict[str, Any]) -> bool:
-        return False  # xAI has none (and its response bodies need not name a conversation)
-
     def _live(self, response_id: str) -> bool:
         """Only a known response the user has not superseded is still wanted."""
         response = self._responses.get(response_id)

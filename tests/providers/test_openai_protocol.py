@@ -178,7 +178,8 @@ def test_turn_commands_produce_valid_ga_frames() -> None:
         "response.create",
     ]
     assert base64.b64decode(out[1]["audio"]) == pcm
-    assert "response" not in out[3]  # a plain response: the session's settings
+    # A plain response (the session's settings), marked as ours.
+    assert out[3]["response"] == {"metadata": {"huxleyd_request": "r1"}}
 
 
 def test_empty_audio_sends_nothing_and_odd_audio_is_refused() -> None:
@@ -208,7 +209,7 @@ def test_text_tool_output_and_out_of_band_requests() -> None:
     assert create["response"] == {
         "instructions": "Say hi.",
         "conversation": "none",
-        "metadata": {"kind": "inject"},
+        "metadata": {"kind": "inject", "huxleyd_request": "r1"},
     }
 
 
