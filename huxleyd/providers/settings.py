@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from huxleyd.providers.cascade.settings import CascadeSettings
+from huxleyd.providers.models import DEFAULT_MODELS
 from huxleyd.settings_schema import bounds
 
 ProviderKind = Literal["openai", "xai", "gemini", "sim", "cascade"]
@@ -33,20 +34,20 @@ class KindDefaults:
 KIND_DEFAULTS: dict[Dialect, KindDefaults] = {
     "openai": KindDefaults(
         url="wss://api.openai.com/v1/realtime",
-        model="gpt-realtime",
+        model=DEFAULT_MODELS["openai"],
         voice="marin",
         key_file="/etc/huxleyd/openai.key",
     ),
     "xai": KindDefaults(
         url="wss://api.x.ai/v1/realtime",
-        model="grok-voice-think-fast-1.0",
+        model=DEFAULT_MODELS["xai"],
         voice="eve",
         key_file="/etc/huxleyd/xai.key",
     ),
     "gemini": KindDefaults(
         url="wss://generativelanguage.googleapis.com/ws/"
         "google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent",
-        model="gemini-live-2.5-flash-preview",
+        model=DEFAULT_MODELS["gemini"],
         voice="Puck",
         key_file="/etc/huxleyd/gemini.key",
     ),

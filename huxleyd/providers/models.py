@@ -1,0 +1,134 @@
+"""Model lifecycle: the default models per provider and their announced shutdowns.
+
+Layer: pure data and pure functions (no clock: the caller passes today's
+date). ``doctor`` asks :func:`shutdown_warning` whether the configured model
+is within N days of its shutdown; the provider start names the replacement
+from :func:`replacement_for` when the server refuses a model.
+
+A date here is an *announced* shutdown date, copied from the provider's own
+publication (cited beside each entry). ``None`` means no date has been
+announced in those sources, not that the model lives forever: preview
+models in particular may be retired with short notice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # settings reads DEFAULT_MODELS from here
+    from huxleyd.providers.settings import Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLifecycle:
+    """One model: who serves it, when it shuts down (if announced), what replaces it."""
+
+    provider: str
+    """``openai``, ``xai``, ``gemini`` or ``cascade`` (the cascade's OpenAI stages)."""
+    model: str
+    shutdown: dt.date | None
+    """The announced shutdown date; None: none announced in the cited sources."""
+    replacement: str | None
+    """The provider's recommended replacement, where it names one."""
+    source: str
+    """Where the date comes from."""
+
+
+_OPENAI_SDK = "openai 3.54 package, types/realtime (model docstrings: 'Deprecated values')"
+_OPENAI_SDK_CHAT = "openai 3.54 package, types/shared/chat_model.py ('Deprecated values')"
+_OPENAI_SDK_ASR = "openai 3.54 package, types/realtime/audio_transcription.py"
+_GEMINI_DEPRECATIONS = "Gemini API deprecations page (ai.google.dev/gemini-api/docs/deprecations)"
+_GEMINI_CHANGELOG = "Gemini API changelog, 2025-12-12 (ai.google.dev/gemini-api/docs/changelog)"
+
+MODELS: tuple[ModelLifecycle, ...] = (
+    # OpenAI Realtime: the SDK's session model docstring lists these as deprecated.
+    ModelLifecycle("openai", "gpt-realtime", dt.date(2027, 1, 20), None, _OPENAI_SDK),
+    ModelLifecycle("openai", "gpt-realtime-2025-08-28", dt.date(2027, 1, 20), None, _OPENAI_SDK),
+    ModelLifecycle("openai", "gpt-realtime-mini", dt.date(2027, 1, 20), None, _OPENAI_SDK),
+    ModelLifecycle("openai", "gpt-realtime-2.1", None, None, _OPENAI_SDK),
+    # Input transcription (OpenAI realtime) and the cascade's recogniser.
+    ModelLifecycle("openai", "gpt-4o-mini-transcribe", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
+    ModelLifecycle("openai", "gpt-4o-transcribe", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
+    ModelLifecycle("openai", "whisper-1", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
+    # The cascade's chat model default.
+    ModelLifecycle("cascade", "gpt-4o-mini", dt.date(2027, 1, 14), None, _OPENAI_SDK_CHAT),
+    ModelLifecycle("cascade", "gpt-4o", dt.date(2027, 1, 14), None, _OPENAI_SDK_CHAT),
+    # Gemini Live: both older Live models were shut down on 2025-12-09.
+    ModelLifecycle(
+        "gemini",
+        "gemini-live-2.5-flash-preview",
+        dt.date(2025, 12, 9),
+        "gemini-2.5-flash-native-audio-preview-12-2025",
+        _GEMINI_DEPRECATIONS,
+    ),
+    ModelLifecycle(
+        "gemini",
+        "gemini-2.0-flash-live-001",
+        dt.date(2025, 12, 9),
+        "gemini-2.5-flash-native-audio-preview-12-2025",
+        _GEMINI_DEPRECATIONS,
+    ),
+    ModelLifecycle(
+        "gemini", "gemini-2.5-flash-native-audio-preview-12-2025", None, None, _GEMINI_CHANGELOG
+    ),
+    # xAI publishes no lifecycle dates for its voice models in the sources we have.
+    ModelLifecycle("xai", "grok-voice-think-fast-1.0", None, None, "docs.x.ai (no date published)"),
+)
+
+DEFAULT_MODELS: dict[Dialect, str] = {
+    "openai": "gpt-realtime-2.1",
+    "xai": "grok-voice-think-fast-1.0",
+    "gemini": "gemini-2.5-flash-native-audio-preview-12-2025",
+}
+"""What each realtime kind uses when ``provider.model`` is unset (settings read this)."""
+
+_BY_NAME = {entry.model: entry for entry in MODELS}
+
+
+def lifecycle(model: str) -> ModelLifecycle | None:
+    """The table's entry for ``model`` (a ``models/`` prefix is ignored); None if unknown."""
+    return _BY_NAME.get(model.removeprefix("models/"))
+
+
+def replacement_for(model: str) -> str | None:
+    """The recommended replacement for a model, where its provider names one."""
+    entry = lifecycle(model)
+    return entry.replacement if entry is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownWarning:
+    """A configured model whose announced shutdown is near or past."""
+
+    model: str
+    shutdown: dt.date
+    days_left: int
+    """Negative once the date has passed."""
+    replacement: str | None
+    source: str
+
+    def message(self) -> str:
+        """One line for doctor and the log."""
+        when = (
+            f"was shut down on {self.shutdown.isoformat()}"
+            if self.days_left < 0
+            else f"shuts down on {self.shutdown.isoformat()} ({self.days_left} days)"
+        )
+        instead = f"; use {self.replacement!r}" if self.replacement else ""
+        return f"model {self.model!r} {when}{instead} (source: {self.source})"
+
+
+def shutdown_warning(model: str, *, today: dt.date, within_days: int) -> ShutdownWarning | None:
+    """A warning when ``model``'s announced shutdown is within ``within_days`` of ``today``
+    (or already past); None when it is further away, unannounced or unknown."""
+    if within_days < 0:
+        raise ValueError(f"within_days must be >= 0, got {within_days}")
+    entry = lifecycle(model)
+    if entry is None or entry.shutdown is None:
+        return None
+    days_left = (entry.shutdown - today).days
+    if days_left > within_days:
+        return None
+    return ShutdownWarning(entry.model, entry.shutdown, days_left, entry.replacement, entry.source)
