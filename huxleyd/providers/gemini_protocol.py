@@ -46,6 +46,7 @@ from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
+from huxleyd.providers.closes import CloseVerdict, gemini_close
 from huxleyd.providers.core import (
     CANCELLED_OUTPUT,
     SansIOCore,
@@ -152,6 +153,10 @@ class GeminiLiveProtocol(SansIOCore):
         self._cancelled_calls: set[str] = set()
         self._close: tuple[int | None, str] | None = None
         self._user_item = 0
+        self._resuming = False
+        """This connection's setup carried a resumption handle."""
+        self._go_away = False
+        """The server sent ``goAway`` on this connection."""
 
     # ------------------------------------------------------------ connection
 
@@ -171,6 +176,7 @@ class GeminiLiveProtocol(SansIOCore):
         self._connected = True
         self._connections += 1
         self._reconnect_reason = None
+        self._resuming = self._go_away = False
         self._in_turn = in_turn  # the user is still holding the button: start again
         self._send_setup()
 
@@ -185,6 +191,11 @@ class GeminiLiveProtocol(SansIOCore):
         why = f"{wire.close_code_name(code)}: {reason}".strip(": ") if error else "connection_lost"
         if error:
             self._log.warning("provider_closed_with_error", code=code, problem=reason)
+        if error and self._resuming and not self._ready and self._handle is not None:
+            # The server refused the handle (expired, or from another model):
+            # the next setup starts a fresh session instead of failing forever.
+            self._log.warning("provider_resume_refused", code=code, problem=reason)
+            self._handle = None
         turn, self._turn = self._turn, None
         if turn is not None and turn.reported:
             self._end(turn, ResponseStatus.FAILED, why)
@@ -193,6 +204,17 @@ class GeminiLiveProtocol(SansIOCore):
                 ProviderErrorEvent(wire.close_code_name(code), reason, recoverable=False)
             )
         self._connected = False
+
+    def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict:
+        """What the end of this connection means (see :mod:`~huxleyd.providers.closes`)."""
+        return gemini_close(
+            code,
+            reason,
+            ready=ready,
+            resumed=self._resuming,
+            go_away=self._go_away,
+            model=self._model,
+        )
 
     def _reset_connection(self) -> None:
         self._out.clear()
@@ -390,6 +412,7 @@ class GeminiLiveProtocol(SansIOCore):
         self._setup_digest = config.digest()
         if self._handle is not None:
             self.resumed_connections += 1
+            self._resuming = True
         self._log.info("provider_setup", resumed=self._handle is not None, model=self._model)
         message = wire.setup_message(
             model=self._model,
@@ -527,6 +550,7 @@ class GeminiLiveProtocol(SansIOCore):
     def _on_go_away(self, body: dict[str, Any]) -> None:
         time_left_s = wire.parse_duration_s(wire.get(body, "timeLeft"))
         self._reconnect_reason = "go_away"
+        self._go_away = True
         self._log.info(
             "provider_go_away", time_left_s=time_left_s, resumable=self._handle is not None
         )

@@ -40,6 +40,7 @@ from urllib.parse import urlencode
 from huxley_sdk.logging import EventLogger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities
+from huxleyd.providers.closes import CloseVerdict, openai_close
 from huxleyd.providers.core import SansIOCore, check_audio_end_ms, check_pcm16, dumps
 from huxleyd.providers.events import (
     AudioChunk,
@@ -57,7 +58,9 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.openai_wire import SessionConfig
 
-SESSION_ENDING_CODES = frozenset({"session_expired", "invalid_api_key", "insufficient_quota"})
+SESSION_ENDING_CODES = frozenset(
+    {"session_expired", "invalid_api_key", "insufficient_quota", "model_not_found"}
+)
 """Error codes after which the session is useless. Every other error leaves the
 socket open and the session usable (reference §1.7), so it is recoverable —
 among them ``conversation_already_has_active_response``,
@@ -110,6 +113,7 @@ class OpenAIDialectCore(SansIOCore):
     def __init__(self, *, logger: EventLogger) -> None:
         super().__init__(logger=logger)
         self._config: SessionConfig | None = None
+        self._model = ""
         self._seq = 0
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "session.updated": self._on_session_updated,
@@ -137,11 +141,14 @@ class OpenAIDialectCore(SansIOCore):
         self._unanswered: dict[str, str] = {}
         self._cut_items: set[str] = set()
         """Items the user heard only part of: their later audio is dropped."""
+        self._ended_by: str | None = None
+        """The code of the session-ending ``error`` event on this connection."""
 
     # ------------------------------------------------------------ connection
 
     def connection_url(self, base_url: str, model: str) -> str:
         """``base_url?model=…`` (``wss://…/v1/realtime`` for OpenAI and xAI alike)."""
+        self._model = model
         separator = "&" if "?" in base_url else "?"
         return base_url + separator + urlencode({"model": model})
 
@@ -171,6 +178,11 @@ class OpenAIDialectCore(SansIOCore):
         self._reported_calls.clear()
         self._unanswered.clear()
         self._cut_items.clear()
+        self._ended_by = None
+
+    def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict:
+        """What the end of this connection means (see :mod:`~huxleyd.providers.closes`)."""
+        return openai_close(code, reason, ready=ready, ended_by=self._ended_by, model=self._model)
 
     # ------------------------------------------------------------ state
 
@@ -493,6 +505,8 @@ class OpenAIDialectCore(SansIOCore):
         client_event_id = wire.optional_str(error, "event_id")
         self._forget_rejected_create(code, client_event_id)
         recoverable = code not in SESSION_ENDING_CODES
+        if not recoverable:
+            self._ended_by = code
         self._log.log(
             logging.INFO if recoverable else logging.ERROR,
             "provider_error",

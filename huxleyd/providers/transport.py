@@ -26,6 +26,7 @@ from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.providers.base import Capabilities, RealtimeProtocol
+from huxleyd.providers.closes import ClassifiesClose, CloseAction, CloseVerdict
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
 from huxleyd.providers.retry import FATAL, backoff_delays, classify
 
@@ -193,6 +194,8 @@ class ProviderConnection:
         self._log = logger or get_logger("huxleyd.providers")
         self._close_observer = protocol if isinstance(protocol, ObservesClose) else None
         self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
+        self._close_judge = protocol if isinstance(protocol, ClassifiesClose) else None
+        self._last_close: tuple[int | None, str] = (None, "")
         self._status = ConnectionStatus(ConnectionState.CONNECTING)
         self._ws: ClientConnection | None = None
         self._outbox: asyncio.Queue[str | bytes] | None = None
@@ -262,6 +265,20 @@ class ProviderConnection:
                     self._renewing = False
                     self._report(ConnectionStatus(ConnectionState.CONNECTING, detail="renew"))
                     continue
+                verdict = self._judge_close(healthy)
+                if verdict is not None and verdict.action is CloseAction.FATAL:
+                    self._fail_verdict(verdict)
+                if verdict is not None and verdict.action is CloseAction.RENEW:
+                    # The provider ended the session on purpose: a fresh one now,
+                    # and it counts as no failure.
+                    self._log.info(
+                        "provider_session_renew", why=verdict.reason, problem=verdict.detail
+                    )
+                    self._report(
+                        ConnectionStatus(ConnectionState.CONNECTING, detail=verdict.reason)
+                    )
+                    failures, delays = 0, self._backoff()
+                    continue
                 if healthy:
                     failures, delays = 0, self._backoff()
                 else:
@@ -296,6 +313,32 @@ class ProviderConnection:
         ws = self._ws
         if ws is not None:
             await ws.close(1000, "closing")
+
+    def _judge_close(self, healthy: bool) -> CloseVerdict | None:
+        """The core's reading of how the last connection ended (None: no opinion)."""
+        if self._close_judge is None:
+            return None
+        code, reason = self._last_close
+        verdict = self._close_judge.close_verdict(code, reason, ready=healthy)
+        self._log.info(
+            "provider_close_classified",
+            code=code,
+            action=verdict.action.value,
+            why=verdict.reason,
+        )
+        return verdict
+
+    def _fail_verdict(self, verdict: CloseVerdict) -> NoReturn:
+        detail = f"{verdict.reason}: {verdict.detail}"
+        self._report(ConnectionStatus(ConnectionState.FAILED, detail=detail))
+        self._log.error(
+            "provider_session_refused",
+            url=self._url,
+            why=verdict.reason,
+            problem=verdict.detail,
+            cue=verdict.cue,
+        )
+        raise ProviderConnectionError(f"cannot use provider at {self._url}: {detail}")
 
     def _fail(self, exc: Exception) -> NoReturn:
         detail = _describe(exc)
@@ -371,6 +414,7 @@ class ProviderConnection:
             await asyncio.gather(writer, return_exceptions=True)
             self.dropped_messages += self._outbox.qsize()
             self._ws, self._outbox, self._connected_at = None, None, None
+            self._last_close = (ws.close_code, ws.close_reason or "")
             if self._close_observer is not None:
                 self._close_observer.connection_closed(ws.close_code, ws.close_reason or "")
             self._protocol.connection_lost()

@@ -299,6 +299,11 @@ class Coordinator:
             log.warning("turn_lost_with_connection", state=state)
             self._replies.lose()
             self.finish_turn(TurnOutcome.FAILED)
+        if state == "failed":
+            # The provider refused us for good (key, model, setup): say so once,
+            # the log line names what to change.
+            self._outputs.earcon("error", before_speech=False)
+            log.error("provider_failed")
         if state == "offline" and not self._offline:
             self._offline = True
             self._outputs.earcon("offline", before_speech=False)

@@ -1,0 +1,161 @@
+"""What a session's end means, per provider: retry, renew, or give up (and why).
+
+Layer: pure functions, no I/O. The transport asks the core for a
+:class:`CloseVerdict` after every connection that ended without us closing
+it (:class:`ClassifiesClose`); each core answers with the function of its
+provider below, from the close code and reason the server sent, whether the
+session had become ready, and what the core saw before the close (an error
+event, a ``goAway``, a refused resumption handle).
+
+- RETRY: transient; the transport waits its backoff and tries again.
+- RENEW: the provider ended the session on purpose (a session cap, a
+  ``goAway``, a refused handle): reconnect now, without counting a failure.
+- FATAL: the same settings will fail the same way (key, model, setup
+  refused): the transport stops with ``reason``, the device plays the
+  ``cue`` earcon and the log says what to change.
+
+docs/providers.md has the same table in words, per provider.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from huxleyd.providers.models import replacement_for
+
+
+class CloseAction(enum.StrEnum):
+    RETRY = "retry"
+    RENEW = "renew"
+    FATAL = "fatal"
+
+
+@dataclass(frozen=True, slots=True)
+class CloseVerdict:
+    """What to do after a session ended, and the words for the log."""
+
+    action: CloseAction
+    reason: str
+    """Machine-readable why (``model_refused``, ``session_cap``…)."""
+    detail: str = ""
+    """What the server said, and for FATAL what to change."""
+    cue: str | None = None
+    """The earcon the device plays (FATAL only)."""
+
+
+FATAL_CUE = "error"
+"""The earcon a FATAL verdict plays (a sound in ``sounds/``)."""
+
+GOING_AWAY = 1001
+NO_CLOSE_FRAME = 1006
+
+
+@runtime_checkable
+class ClassifiesClose(Protocol):
+    """A core that says what its provider meant by ending a session."""
+
+    def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict:
+        """``code``/``reason`` of the close frame (None: none came); ``ready``: the
+        session had become ready on this connection."""
+        ...
+
+
+def retry(reason: str, detail: str = "") -> CloseVerdict:
+    return CloseVerdict(CloseAction.RETRY, reason, detail)
+
+
+def renew(reason: str, detail: str = "") -> CloseVerdict:
+    return CloseVerdict(CloseAction.RENEW, reason, detail)
+
+
+def fatal(reason: str, detail: str) -> CloseVerdict:
+    return CloseVerdict(CloseAction.FATAL, reason, detail, FATAL_CUE)
+
+
+def _model_hint(model: str) -> str:
+    instead = replacement_for(model)
+    if instead:
+        return f"set provider.model = {instead!r} (or remove it to use the default)"
+    return "set provider.model to a model the provider serves (or remove it)"
+
+
+# ---------------------------------------------------------------- OpenAI and xAI
+
+OPENAI_SESSION_CAP_S = 60 * 60
+"""OpenAI Realtime sessions last at most 60 minutes (``session_expired``, then close)."""
+
+_KEY_CODES = frozenset({"invalid_api_key", "unauthorized", "authentication_error"})
+_MODEL_CODES = frozenset({"model_not_found", "invalid_model"})
+
+
+def openai_close(
+    code: int | None, reason: str, *, ready: bool, ended_by: str | None, model: str
+) -> CloseVerdict:
+    """OpenAI Realtime (and xAI's dialect of it). ``ended_by``: the code of the
+    session-ending ``error`` event received before the close, if any."""
+    said = f"close {code}: {reason}".strip(": ") if code is not None else "no close frame"
+    if ended_by == "session_expired":
+        return renew("session_cap", said)
+    if ended_by in _KEY_CODES:
+        return fatal("key_refused", f"{ended_by}: check provider.key_file")
+    if ended_by in _MODEL_CODES:
+        return fatal("model_refused", f"{ended_by} ({model!r}): {_model_hint(model)}")
+    if ended_by == "insufficient_quota":
+        return fatal("quota_exhausted", "insufficient_quota: the account has no credit left")
+    if code == GOING_AWAY:
+        # The server ends a session at its cap (or restarts): a fresh one now.
+        return renew("server_going_away", said)
+    return retry("connection_lost", said)
+
+
+# ---------------------------------------------------------------- Gemini
+
+GEMINI_AUDIO_SESSION_CAP_S = 15 * 60
+"""Gemini Live audio sessions without context window compression end at 15 minutes."""
+GEMINI_CONNECTION_CAP_S = 10 * 60
+"""A Gemini Live connection lasts about 10 minutes (``goAway`` first); resume to go on."""
+
+_MODEL_REFUSALS = (
+    "is not found",
+    "not supported for bidigeneratecontent",
+    "requested entity was not found",
+)
+_KEY_REFUSALS = ("api key", "api_key", "permission denied", "unauthenticated")
+_TRANSIENT_1008 = ("not implemented, or supported, or enabled",)
+
+
+def gemini_close(
+    code: int | None,
+    reason: str,
+    *,
+    ready: bool,
+    resumed: bool,
+    go_away: bool,
+    model: str,
+) -> CloseVerdict:
+    """Gemini Live reports errors only as close codes (1007, 1008, 1011…).
+
+    ``resumed``: this connection's setup carried a resumption handle;
+    ``go_away``: the server sent ``goAway`` before closing.
+    """
+    said = f"close {code}: {reason}".strip(": ") if code is not None else "no close frame"
+    text = reason.lower()
+    if go_away or code == GOING_AWAY:
+        return renew("go_away", said)
+    if code in (1007, 1008) and any(k in text for k in _KEY_REFUSALS):
+        return fatal("key_refused", f"{said}: check provider.key_file")
+    if not ready and code in (1007, 1008):
+        if resumed:
+            # The handle may have expired (they live about two hours): start fresh.
+            return renew("resumption_refused", said)
+        if code == 1008 and any(k in text for k in _TRANSIENT_1008):
+            return retry("server_refused_for_now", said)
+        if code == 1008 and any(k in text for k in _MODEL_REFUSALS):
+            return fatal("model_refused", f"{said}: {_model_hint(model)}")
+        # The setup itself was refused: it will be refused again.
+        return fatal("setup_refused", f"{said}: the setup for {model!r} was refused")
+    if code == 1011 or code == 1013:
+        return retry("server_error", said)
+    return retry("connection_lost", said)

@@ -1,0 +1,229 @@
+"""Each provider's session ends classified: retry, renew, or fatal with a reason.
+
+Issue 14 items 1 and 5 (and 6's handle fallback): a bare websockets peer on
+loopback plays the real services' endings — Gemini refusing a shut-down
+model with close 1008 right after the handshake, OpenAI's 60-minute cap
+(``session_expired``, then close) — and the real transport and cores say
+what they mean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from huxleyd.errors import ProviderConnectionError
+from huxleyd.providers import closes
+from huxleyd.providers.base import RealtimeProtocol
+from huxleyd.providers.closes import CloseAction
+from huxleyd.providers.events import SessionReady
+from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.transport import ConnectionState, ProviderConnection
+from tests.providers import frames
+from tests.providers.recording import InstantSleep, Recorder
+
+GONE_MODEL = "gemini-live-2.5-flash-preview"
+NOT_FOUND = (  # a close reason holds at most 123 bytes
+    f"models/{GONE_MODEL} is not found for API version v1beta, or is not supported "
+    "for bidiGenerateContent."
+)
+
+Handler = Callable[[ServerConnection, int], Awaitable[None]]
+
+
+@asynccontextmanager
+async def peer(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+    """A loopback websocket peer; ``handler(ws, n)`` plays connection number ``n``."""
+    connections: list[int] = []
+
+    async def serve_one(ws: ServerConnection) -> None:
+        connections.append(len(connections) + 1)
+        await handler(ws, len(connections))
+
+    async with serve(serve_one, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/ws", connections
+
+
+def connect(
+    core: RealtimeProtocol, url: str, rec: Recorder, sleep: InstantSleep, model: str
+) -> ProviderConnection:
+    conn = ProviderConnection(
+        core,
+        url=url,
+        model=model,
+        api_key="k",
+        on_event=rec.on_event,
+        on_state=rec.on_state,
+        sleep=sleep,
+    )
+    conn.configure(instructions="Be brief.", tools=[], voice="Puck")
+    return conn
+
+
+async def test_gemini_refusing_a_shut_down_model_is_fatal_and_names_the_replacement() -> None:
+    async def refuse(ws: ServerConnection, n: int) -> None:
+        await ws.recv()  # the setup
+        await ws.close(1008, NOT_FOUND)
+
+    rec, sleep = Recorder(), InstantSleep()
+    async with peer(refuse) as (url, connections):
+        conn = connect(GeminiLiveProtocol(), url, rec, sleep, GONE_MODEL)
+        with pytest.raises(ProviderConnectionError, match="model_refused") as caught:
+            await asyncio.wait_for(conn.run(), 20)  # safety net: the old code retried forever
+    assert "gemini-2.5-flash-native-audio-preview-12-2025" in str(caught.value)
+    assert connections == [1]
+    assert rec.states[-1].state is ConnectionState.FAILED
+    assert sleep.delays == []
+
+
+async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> None:
+    setups: list[dict[str, Any]] = []
+
+    async def play(ws: ServerConnection, n: int) -> None:
+        setups.append(json.loads(await ws.recv())["setup"])
+        if n == 1:
+            await ws.send(json.dumps({"setupComplete": {}}))
+            update = {"newHandle": "h-old", "resumable": True}
+            await ws.send(json.dumps({"sessionResumptionUpdate": update}))
+            await ws.send(json.dumps({"goAway": {"timeLeft": "1s"}}))
+            await ws.close(1000, "")
+        elif n == 2:
+            await ws.close(1008, "Session not found or expired.")
+        else:
+            await ws.send(json.dumps({"setupComplete": {}}))
+            await ws.wait_closed()
+
+    rec, sleep = Recorder(), InstantSleep()
+    async with peer(play) as (url, _):
+        conn = connect(GeminiLiveProtocol(), url, rec, sleep, "m")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady, 2)
+        await conn.close()
+        await asyncio.wait_for(task, 20)
+    assert [s["sessionResumption"] for s in setups] == [{}, {"handle": "h-old"}, {}]
+    assert sleep.delays == []  # goAway and a refused handle both renew without backoff
+
+
+async def test_openai_session_cap_renews_at_once_without_a_failure() -> None:
+    async def play(ws: ServerConnection, n: int) -> None:
+        await ws.send(frames.session_created())
+        await ws.recv()  # session.update
+        await ws.send(frames.session_updated())
+        if n == 1:
+            await ws.send(
+                frames.error(
+                    "session_expired", "Your session hit the maximum duration of 60 minutes."
+                )
+            )
+            await ws.close(1001, "")
+        else:
+            await ws.wait_closed()
+
+    rec, sleep = Recorder(), InstantSleep()
+    async with peer(play) as (url, connections):
+        conn = connect(OpenAIRealtimeProtocol(), url, rec, sleep, "gpt-realtime-2.1")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady, 2)
+        await conn.close()
+        await asyncio.wait_for(task, 20)
+    assert connections == [1, 2]
+    assert sleep.delays == []
+    assert ConnectionState.RECONNECTING not in rec.state_names()
+
+
+async def test_a_gemini_internal_error_close_is_retried_with_backoff() -> None:
+    async def play(ws: ServerConnection, n: int) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({"setupComplete": {}}))
+        if n == 1:
+            await ws.close(1011, "Internal error occurred.")
+        else:
+            await ws.wait_closed()
+
+    rec, sleep = Recorder(), InstantSleep()
+    async with peer(play) as (url, connections):
+        conn = connect(GeminiLiveProtocol(), url, rec, sleep, "m")
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady, 2)
+        await conn.close()
+        await asyncio.wait_for(task, 20)
+    assert connections == [1, 2]
+    assert len(sleep.delays) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "ready", "resumed", "action", "why"),
+    [
+        (1008, NOT_FOUND, False, False, CloseAction.FATAL, "model_refused"),
+        (
+            1007,
+            "API key expired. Please renew the API key.",
+            False,
+            False,
+            CloseAction.FATAL,
+            "key_refused",
+        ),
+        (
+            1007,
+            "Request contains an invalid argument.",
+            False,
+            False,
+            CloseAction.FATAL,
+            "setup_refused",
+        ),
+        (
+            1007,
+            "Request contains an invalid argument.",
+            True,
+            False,
+            CloseAction.RETRY,
+            "connection_lost",
+        ),
+        (
+            1008,
+            "Operation is not implemented, or supported, or enabled.",
+            False,
+            False,
+            CloseAction.RETRY,
+            "server_refused_for_now",
+        ),
+        (1008, "Session not found.", False, True, CloseAction.RENEW, "resumption_refused"),
+        (1011, "Internal error occurred.", True, False, CloseAction.RETRY, "server_error"),
+        (1001, "", True, False, CloseAction.RENEW, "go_away"),
+        (1006, "", True, False, CloseAction.RETRY, "connection_lost"),
+        (None, "", False, False, CloseAction.RETRY, "connection_lost"),
+    ],
+)
+def test_gemini_close_table(
+    code: int | None, reason: str, ready: bool, resumed: bool, action: CloseAction, why: str
+) -> None:
+    verdict = closes.gemini_close(
+        code, reason, ready=ready, resumed=resumed, go_away=False, model=GONE_MODEL
+    )
+    assert (verdict.action, verdict.reason) == (action, why)
+    assert (verdict.cue is not None) == (action is CloseAction.FATAL)
+
+
+@pytest.mark.parametrize(
+    ("code", "ended_by", "action", "why"),
+    [
+        (1001, "session_expired", CloseAction.RENEW, "session_cap"),
+        (1000, "invalid_api_key", CloseAction.FATAL, "key_refused"),
+        (1000, "model_not_found", CloseAction.FATAL, "model_refused"),
+        (1000, "insufficient_quota", CloseAction.FATAL, "quota_exhausted"),
+        (1001, None, CloseAction.RENEW, "server_going_away"),
+        (1011, None, CloseAction.RETRY, "connection_lost"),
+        (1006, None, CloseAction.RETRY, "connection_lost"),
+    ],
+)
+def test_openai_close_table(code: int, ended_by: str | None, action: CloseAction, why: str) -> None:
+    verdict = closes.openai_close(code, "", ready=True, ended_by=ended_by, model="gpt-realtime")
+    assert (verdict.action, verdict.reason) == (action, why)
