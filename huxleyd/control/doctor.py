@@ -483,3 +483,27 @@ async def run_checks(checks: Iterable[Callable[[], DoctorCheck]]) -> list[Doctor
             )
 
     return list(await asyncio.gather(*(one(c) for c in checks)))
+
+
+MODEL_SHUTDOWN_WARN_DAYS = 90
+"""Doctor warns this many days ahead of a model's announced shutdown."""
+
+
+def check_model_lifecycle(
+    models: Iterable[str], *, today: date, within_days: int = MODEL_SHUTDOWN_WARN_DAYS
+) -> DoctorCheck:
+    """The configured models (realtime, transcription, cascade) against the
+    announced shutdowns in :mod:`huxleyd.providers.models`."""
+    from huxleyd.providers.models import shutdown_warning
+
+    found = (shutdown_warning(m, today=today, within_days=within_days) for m in models if m)
+    warnings = [w for w in found if w is not None]
+    if not warnings:
+        return DoctorCheck("models", True, f"no announced shutdown within {within_days} days")
+    first = warnings[0]
+    fix = (
+        f"set the model to {first.replacement!r}"
+        if first.replacement
+        else "pick a current model (see docs/providers.md)"
+    )
+    return DoctorCheck("models", False, "; ".join(w.message() for w in warnings), fix)
