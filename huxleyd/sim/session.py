@@ -421,7 +421,11 @@ class SimSession:
             for word in words_for_chunk(words, index, len(chunks)):
                 await self.emit(
                     wire.content_event(
-                        "response.output_audio_transcript.delta", rid, item_id, delta=word
+                        "response.output_audio_transcript.delta",
+                        rid,
+                        item_id,
+                        delta=word,
+                        obfuscation=wire.obfuscation(word),
                     )
                 )
             if spec.drop_after_deltas is not None and index + 1 >= spec.drop_after_deltas:
@@ -442,7 +446,12 @@ class SimSession:
         await self.emit(wire.conversation_item_event("added", started, previous))
         common = {"response_id": rid, "item_id": item_id, "output_index": index, "call_id": call_id}
         await self.emit(
-            {"type": "response.function_call_arguments.delta", **common, "delta": arguments}
+            {
+                "type": "response.function_call_arguments.delta",
+                **common,
+                "delta": arguments,
+                "obfuscation": wire.obfuscation(arguments),
+            }
         )
         await self.emit(
             {

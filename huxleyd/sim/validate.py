@@ -48,7 +48,13 @@ def unknown_fields(value: object, path: str = "$") -> list[str]:
     return []
 
 
-def _validate(adapter: TypeAdapter[Any], raw: str | bytes | dict[str, Any], side: str) -> Any:
+def _validate(
+    adapter: TypeAdapter[Any],
+    raw: str | bytes | dict[str, Any],
+    side: str,
+    *,
+    allowed: frozenset[str] = frozenset(),
+) -> Any:
     try:
         if isinstance(raw, str | bytes):
             event = adapter.validate_json(raw)
@@ -58,7 +64,7 @@ def _validate(adapter: TypeAdapter[Any], raw: str | bytes | dict[str, Any], side
         raise ProviderProtocolError(
             f"invalid {side} event {_type_of(raw)}: {_summarise(exc)}"
         ) from exc
-    extras = unknown_fields(event)
+    extras = [f for f in unknown_fields(event) if f not in allowed]
     if extras:
         raise ProviderProtocolError(
             f"invalid {side} event {_type_of(raw)}: unknown fields {', '.join(extras)}"
@@ -74,9 +80,27 @@ def validate_client_event(raw: str | bytes | dict[str, Any]) -> Any:
     return _validate(CLIENT_EVENTS, raw, "client")
 
 
+REAL_SERVER_EXTRAS = frozenset(
+    {
+        "$.session.object",
+        "$.session.id",
+        "$.session.expires_at",
+        "$.obfuscation",
+    }
+)
+"""Keys the real GA server sends that the ``openai`` package's models do not
+declare (``session.object`` / ``id`` / ``expires_at`` on session events,
+``obfuscation`` on streamed deltas; see tests/providers/corpus/README.md).
+A server event may carry them; any other undeclared key is still refused."""
+
+
 def validate_server_event(raw: str | bytes | dict[str, Any]) -> Any:
-    """The typed server event, or :class:`ProviderProtocolError` saying what is wrong."""
-    return _validate(SERVER_EVENTS, raw, "server")
+    """The typed server event, or :class:`ProviderProtocolError` saying what is wrong.
+
+    Strict like the client side, except for :data:`REAL_SERVER_EXTRAS`: what
+    the real service sends must pass, so the simulator can send it too.
+    """
+    return _validate(SERVER_EVENTS, raw, "server", allowed=REAL_SERVER_EXTRAS)
 
 
 def _type_of(raw: str | bytes | dict[str, Any]) -> str:

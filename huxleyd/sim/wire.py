@@ -16,11 +16,28 @@ from huxleyd.sim.validate import validate_server_event
 
 PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": 24_000}
 
+_session_ids = itertools.count(1)
 
-def default_session(model: str) -> dict[str, Any]:
-    """The session a fresh connection starts with (server VAD on, like the real one)."""
+
+def obfuscation(delta: str) -> str:
+    """Padding the real server adds to streamed text deltas (a random string whose
+    length hides the delta's); ours is fixed, since only its presence matters."""
+    return "x" * (16 - len(delta) % 16)
+
+
+SESSION_LIFETIME_S = 60 * 60
+"""The real service's session cap, which its ``expires_at`` announces."""
+
+
+def default_session(model: str, *, now_s: int = 1_761_230_000) -> dict[str, Any]:
+    """The session a fresh connection starts with (server VAD on, like the real one),
+    with the keys the real one carries beyond the SDK's model (``object``, ``id``,
+    ``expires_at``)."""
     return {
         "type": "realtime",
+        "object": "realtime.session",
+        "id": f"sess_sim_{next(_session_ids)}",
+        "expires_at": now_s + SESSION_LIFETIME_S,
         "model": model,
         "output_modalities": ["audio"],
         "instructions": "",
