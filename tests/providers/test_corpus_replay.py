@@ -81,7 +81,11 @@ def test_openai_corpus_events_in_detail() -> None:
     assert TranscriptDone(Role.ASSISTANT, "item_a1", "It is ten past three.") in events
     assert ItemTruncated("item_a3", 640) in events
     [call] = [e for e in events if isinstance(e, ToolCall)]
-    assert (call.call_id, call.name, call.arguments_json) == ("call_Xk2v9", "get_current_time", "{}")
+    assert (call.call_id, call.name, call.arguments_json) == (
+        "call_Xk2v9",
+        "get_current_time",
+        "{}",
+    )
     errors = [e for e in events if isinstance(e, ProviderErrorEvent)]
     assert [(e.code, e.recoverable) for e in errors] == [
         ("response_cancel_not_active", True),
