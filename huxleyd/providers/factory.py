@@ -30,6 +30,16 @@ def _cascade_capabilities() -> Capabilities:
     return CAPABILITIES
 
 
+MIN_PONG_WAIT_S: dict[str, float] = {"gemini": 60.0}
+"""The least keepalive timeout per dialect: Gemini's pongs were measured at 8-30 s
+in the field, so a 30 s timeout would close healthy sessions."""
+
+
+def pong_wait_s(settings: ProviderSettings) -> float:
+    """``ping_timeout_s``, raised to the dialect's floor (:data:`MIN_PONG_WAIT_S`)."""
+    return max(settings.ping_timeout_s, MIN_PONG_WAIT_S.get(settings.dialect, 0.0))
+
+
 VALID_KINDS = ("openai", "xai", "gemini", "sim", "cascade")
 """Every ``provider.kind``; ``sim`` runs the simulator in ``sim_dialect``."""
 
@@ -49,7 +59,10 @@ def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> 
     if dialect == "xai":
         return XaiRealtimeProtocol()
     if dialect == "gemini":
-        return GeminiLiveProtocol(model=settings.model)
+        return GeminiLiveProtocol(
+            model=settings.model,
+            compression_trigger_tokens=settings.context_compression_trigger_tokens,
+        )
     raise AssertionError(dialect)  # pragma: no cover - DIALECTS is checked above
 
 
@@ -94,7 +107,7 @@ def create_connection(
         on_state=on_state,
         open_timeout_s=settings.connect_timeout_s,
         ping_interval_s=settings.ping_interval_s,
-        ping_timeout_s=settings.ping_timeout_s,
+        ping_timeout_s=pong_wait_s(settings),
     )
 
 

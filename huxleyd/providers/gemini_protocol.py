@@ -112,10 +112,16 @@ class GeminiLiveProtocol(SansIOCore):
     capabilities = GEMINI_CAPABILITIES
 
     def __init__(
-        self, *, model: str = "", hold_ms: int = HOLD_MS, logger: EventLogger | None = None
+        self,
+        *,
+        model: str = "",
+        hold_ms: int = HOLD_MS,
+        compression_trigger_tokens: int = 0,
+        logger: EventLogger | None = None,
     ) -> None:
         super().__init__(logger=logger or get_logger("huxleyd.providers.gemini"))
         self._model = model
+        self._compression_trigger_tokens = compression_trigger_tokens
         self._hold_bytes = hold_ms * wire.INPUT_RATE_HZ * 2 // 1000
         self._config: _Config | None = None
         self._handle: str | None = None
@@ -420,6 +426,7 @@ class GeminiLiveProtocol(SansIOCore):
             declarations=config.declarations,
             voice=config.voice,
             handle=self._handle,
+            compression_trigger_tokens=self._compression_trigger_tokens,
         )
         self._out.append(dumps(message))
 

@@ -74,13 +74,22 @@ def setup_message(
     declarations: list[dict[str, Any]],
     voice: str,
     handle: str | None,
+    compression_trigger_tokens: int = 0,
 ) -> dict[str, Any]:
     """The ``setup`` for push-to-talk: audio out, our voice, VAD off, transcripts on.
 
     ``handle`` resumes an earlier session (its conversation goes on); None
     starts a new one. Either way session resumption is on, so the server
     sends handles to resume with next time.
+
+    Context window compression (a sliding window) is always on: without it
+    the Live API ends an audio session at 15 minutes, and resuming does not
+    reset that limit. ``compression_trigger_tokens`` is the context size
+    that starts a compression (0: the server's default).
     """
+    compression: dict[str, Any] = {"slidingWindow": {}}
+    if compression_trigger_tokens > 0:
+        compression["triggerTokens"] = compression_trigger_tokens
     setup: dict[str, Any] = {
         "model": model if model.startswith("models/") else f"models/{model}",
         "generationConfig": {
@@ -91,6 +100,7 @@ def setup_message(
         "inputAudioTranscription": {},
         "outputAudioTranscription": {},
         "sessionResumption": {"handle": handle} if handle else {},
+        "contextWindowCompression": compression,
     }
     if instructions:
         setup["systemInstruction"] = {"parts": [{"text": instructions}]}

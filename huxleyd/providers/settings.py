@@ -86,6 +86,11 @@ class ProviderSettings:
     """Transcribe the user's speech (e.g. "gpt-4o-mini-transcribe") for the
     journal; None leaves input transcription off. OpenAI only: Gemini always
     transcribes, xAI has no such setting."""
+    context_compression_trigger_tokens: int = field(default=0, metadata=bounds(0, 1_000_000))
+    """Gemini: the context size (tokens) at which the server compresses the
+    conversation with a sliding window; 0 leaves the server's default. The
+    sliding window is always on, since without it audio sessions end at 15
+    minutes."""
     session_renew_s: float = field(default=25 * 60.0, metadata=bounds(60.0, 4 * 3600.0))
     """Renew the session (between turns) before the provider's session cap."""
     tool_timeout_s: float = field(default=8.0, metadata=bounds(0.5, 120.0))

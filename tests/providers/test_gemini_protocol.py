@@ -370,3 +370,35 @@ def test_the_key_goes_in_a_header_and_the_url_is_kept() -> None:
     core = GeminiLiveProtocol()
     assert core.connection_headers("k") == {"x-goog-api-key": "k"}
     assert core.connection_url("wss://example/ws", "m") == "wss://example/ws"
+
+
+def test_setup_turns_on_the_sliding_window_with_the_configured_trigger() -> None:
+    # Issue 14 item 2: without contextWindowCompression an audio session ends at 15 min.
+    from huxleyd.providers.factory import create_protocol
+    from huxleyd.providers.settings import ProviderSettings
+    from huxleyd.sim.gemini_validate import validate_gemini_client_message
+
+    for trigger, expected in (
+        (0, {"slidingWindow": {}}),
+        (25_600, {"slidingWindow": {}, "triggerTokens": 25_600}),
+    ):
+        settings = ProviderSettings(kind="gemini", context_compression_trigger_tokens=trigger)
+        core = create_protocol(settings)
+        core.configure(instructions="x", tools=[], voice="Puck")
+        core.connection_opened()
+        [setup] = core.messages_to_send()
+        validate_gemini_client_message(setup)
+        assert json.loads(setup)["setup"]["contextWindowCompression"] == expected
+
+
+def test_gemini_keepalive_tolerates_pongs_of_up_to_30_s() -> None:
+    # Issue 14 item 6: pongs measured at 8-30 s; the connection must wait longer.
+    from huxleyd.providers.factory import create_connection
+    from huxleyd.providers.settings import ProviderSettings
+
+    conn = create_connection(ProviderSettings(kind="gemini"), api_key=None, on_event=lambda e: None)
+    assert conn._ping_timeout_s > 30.0  # type: ignore[union-attr]
+    openai = create_connection(
+        ProviderSettings(kind="openai"), api_key=None, on_event=lambda e: None
+    )
+    assert openai._ping_timeout_s == 30.0  # type: ignore[union-attr]
