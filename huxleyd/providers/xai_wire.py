@@ -50,7 +50,8 @@ def full_session(config: SessionConfig) -> dict[str, Any]:
     return {
         "instructions": config.instructions,
         "voice": config.voice,
-        "turn_detection": None,
+        # The documented push-to-talk form (docs.x.ai): a type of null, not a null object.
+        "turn_detection": {"type": None},
         "audio": {
             "input": {"format": dict(PCM_FORMAT)},
             "output": {"format": dict(PCM_FORMAT)},

@@ -86,13 +86,17 @@ class XaiSimSession(SimSession):
 
     async def _on_session_update(self, raw: dict[str, Any]) -> None:
         self._session = wire.merge(self._session, raw["session"])
+        if "turn_detection" in raw["session"]:
+            # Replaced, not merged: {"type": null} turns server VAD off entirely.
+            self._session["turn_detection"] = raw["session"]["turn_detection"]
         await self.emit({"type": "session.updated", "session": self._session})
 
     async def _on_input_audio_buffer_commit(self, raw: dict[str, Any]) -> None:
-        if self._session.get("turn_detection") is not None:
+        detection = self._session.get("turn_detection")
+        if isinstance(detection, dict) and detection.get("type") is not None:
             self._record.violation(
                 "input_audio_buffer.commit",
-                "server VAD is on (session.turn_detection): push-to-talk must set it to null",
+                "server VAD is on (session.turn_detection): push-to-talk sets its type to null",
             )
         await super()._on_input_audio_buffer_commit(raw)
 

@@ -101,8 +101,10 @@ def _session(event: dict[str, Any]) -> None:
     if turn_detection is not None:
         td = _dict("session.turn_detection", turn_detection)
         _keys("session.turn_detection", td, frozenset({"type"}), _TURN_DETECTION)
-        if td["type"] != "server_vad":
-            raise ProviderProtocolError("session.turn_detection.type must be 'server_vad' or null")
+        if td["type"] not in ("server_vad", None):
+            raise ProviderProtocolError(
+                "session.turn_detection.type must be 'server_vad' or null (push-to-talk)"
+            )
     if "audio" in session:
         _audio(_dict("session.audio", session["audio"]))
     for index, tool in enumerate(session.get("tools") or []):

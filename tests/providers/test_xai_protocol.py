@@ -86,7 +86,8 @@ def test_the_session_is_flat_and_ready_after_session_updated() -> None:
     [update] = sent(core)
     session = update["session"]
     assert "type" not in session
-    assert session["voice"] == "eve" and session["turn_detection"] is None
+    # The documented push-to-talk form (issue 14 item 7), not a null object.
+    assert session["voice"] == "eve" and session["turn_detection"] == {"type": None}
     assert session["instructions"] == "Be brief."
     assert session["audio"]["output"] == {"format": {"type": "audio/pcm", "rate": 24000}}
     assert session["tools"][0]["name"] == "get_current_time"

@@ -20,7 +20,7 @@ FLAT_PTT = {
     "type": "session.update",
     "session": {
         "voice": "eve",
-        "turn_detection": None,
+        "turn_detection": {"type": None},
         "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}},
     },
 }
@@ -68,7 +68,7 @@ async def test_conversation_created_first_then_the_flat_session_applies() -> Non
         updated = await client.recv()
         assert updated["type"] == "session.updated"
         assert updated["session"]["voice"] == "eve"
-        assert updated["session"]["turn_detection"] is None
+        assert updated["session"]["turn_detection"] == {"type": None}
         assert "type" not in updated["session"]
         assert server.violations == []
 
