@@ -119,3 +119,21 @@ class SansIOCore(ABC):
         where = {"type": self._frame_type} if self._frame_type is not None else {}
         self._log.warning("provider_protocol_error", **where, problem=message)
         self._events.append(ProviderErrorEvent("protocol_error", message, recoverable=True))
+
+
+def heard_note(heard_ms: int, transcript: str, received_ms: float) -> str:
+    """What the user heard of a reply they cut off, as a context note for the model.
+
+    For providers without truncate (xAI, Gemini) the conversation keeps the
+    whole reply; this note, added before the user's next turn, says how much
+    of it was heard. The heard words are estimated from the share of the
+    reply's audio that played (``heard_ms`` of ``received_ms``).
+    """
+    words = transcript.split()
+    share = min(1.0, heard_ms / received_ms) if received_ms > 0 else 0.0
+    heard = " ".join(words[: round(len(words) * share)])
+    said = f' They heard only: "{heard}…".' if heard else ""
+    return (
+        f"(Context, not a request: the user interrupted your last reply after "
+        f"{heard_ms / 1000:.1f} s.{said} They did not hear the rest of it.)"
+    )

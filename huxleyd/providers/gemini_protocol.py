@@ -53,6 +53,7 @@ from huxleyd.providers.core import (
     check_audio_end_ms,
     check_pcm16,
     dumps,
+    heard_note,
     parse_json_object,
 )
 from huxleyd.providers.events import (
@@ -159,6 +160,10 @@ class GeminiLiveProtocol(SansIOCore):
         self._cancelled_calls: set[str] = set()
         self._close: tuple[int | None, str] | None = None
         self._user_item = 0
+        self._spoken: dict[str, tuple[list[str], int]] = {}
+        """The open model turn's transcript pieces and PCM bytes received."""
+        self._note: str | None = None
+        """What the user heard of a cut reply, told to the model before the next turn."""
         self._resuming = False
         """This connection's setup carried a resumption handle."""
         self._go_away = False
@@ -309,6 +314,10 @@ class GeminiLiveProtocol(SansIOCore):
 
     def start_turn(self) -> None:
         self._supersede("start_turn")
+        note, self._note = self._note, None
+        if note is not None:
+            # Context only (turnComplete false): the model does not answer it.
+            self._out.append(wire.client_content([note], turn_complete=False))
         if self._activity_open:
             # The provider heard part of a turn we cannot take back: end it and
             # swallow the answer.
@@ -356,6 +365,9 @@ class GeminiLiveProtocol(SansIOCore):
 
     def send_user_text(self, text: str) -> None:
         self._supersede("text_turn")
+        note, self._note = self._note, None
+        if note is not None:
+            self._texts.append(note)
         self._texts.append(text)
 
     def send_tool_output(self, call_id: str, output: str) -> None:
@@ -400,9 +412,14 @@ class GeminiLiveProtocol(SansIOCore):
         return False
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
-        """No truncate in Gemini: the cut is local (``cancel_response`` already dropped the rest)."""
+        """No truncate in Gemini: the cut is local (``cancel_response`` already dropped
+        the rest), and the history keeps the whole reply, so a context note before
+        the user's next turn says what was really heard."""
         check_audio_end_ms(audio_end_ms)
-        self._log.debug("provider_truncate_local", item=item_id, heard_ms=audio_end_ms)
+        pieces, received = self._spoken.get(item_id, ([], 0))
+        received_ms = received / (wire.OUTPUT_RATE_HZ * 2) * 1000
+        self._note = heard_note(audio_end_ms, "".join(pieces), received_ms)
+        self._log.info("provider_heard_note_queued", item=item_id, heard_ms=audio_end_ms)
 
     def _supersede(self, why: str) -> None:
         turn = self._turn
@@ -446,6 +463,7 @@ class GeminiLiveProtocol(SansIOCore):
             swallow = self._discard > 0
             self._discard -= 1 if swallow else 0
             self._turn = _Turn(response_id, reported=not swallow, superseded=swallow)
+            self._spoken = {response_id: ([], 0)}
             self._requested = False
             self._after_tool_call = False
             if not swallow:
@@ -464,6 +482,8 @@ class GeminiLiveProtocol(SansIOCore):
             turn = self._open_turn()
             if not turn.superseded:
                 self._events.append(TranscriptDelta(Role.ASSISTANT, turn.response_id, text))
+                pieces, received = self._spoken.get(turn.response_id, ([], 0))
+                self._spoken[turn.response_id] = ([*pieces, text], received)
         if wire.get(content, "interrupted"):
             self._on_interrupted()
         if wire.get(content, "turnComplete"):
@@ -487,6 +507,8 @@ class GeminiLiveProtocol(SansIOCore):
                 return
             pcm = wire.decode_b64(wire.get(blob, "data"), "serverContent.modelTurn inlineData")
             turn.had_audio = True
+            pieces, received = self._spoken.get(turn.response_id, ([], 0))
+            self._spoken[turn.response_id] = (pieces, received + len(pcm))
             self._events.append(AudioChunk(turn.response_id, turn.response_id, pcm))
 
     def _on_input_transcription(self, transcription: dict[str, Any] | None) -> None:

@@ -119,9 +119,10 @@ def activity_message(which: str) -> str:
     return dumps({"realtimeInput": {which: {}}})
 
 
-def client_content(texts: Sequence[str]) -> str:
-    """A user turn of text (possibly none), complete: the model answers it."""
-    content: dict[str, Any] = {"turnComplete": True}
+def client_content(texts: Sequence[str], *, turn_complete: bool = True) -> str:
+    """A user turn of text (possibly none). Complete: the model answers it; not
+    complete: it only joins the context."""
+    content: dict[str, Any] = {"turnComplete": turn_complete}
     if texts:
         content["turns"] = [{"role": "user", "parts": [{"text": t} for t in texts]}]
     return dumps({"clientContent": content})

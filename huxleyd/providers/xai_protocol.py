@@ -40,6 +40,7 @@ from huxleyd.providers.base import Capabilities, InterruptAcceptance
 
 # CANCELLED_OUTPUT is re-exported: callers have always found it here.
 from huxleyd.providers.core import CANCELLED_OUTPUT as CANCELLED_OUTPUT
+from huxleyd.providers.core import check_audio_end_ms, heard_note
 from huxleyd.providers.events import ResponseStatus
 from huxleyd.providers.openai_dialect import OpenAIDialectCore, TrackedResponse
 
@@ -72,6 +73,10 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         )
         self._deferred: dict[str, Any] | None = None
         """A response.create held back until the running response ends."""
+        self._spoken: dict[str, tuple[list[str], int]] = {}
+        """Per assistant item of the running reply: transcript pieces and PCM bytes received."""
+        self._note: str | None = None
+        """What the user heard of a cut reply, told to the model before the next turn."""
 
     def connection_lost(self) -> None:
         """Every reported response ends FAILED (``connection_lost``); a held create is dropped."""
@@ -81,6 +86,8 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
     def _reset_connection(self) -> None:
         super()._reset_connection()
         self._deferred = None
+        self._spoken.clear()
+        self._note = None
 
     @property
     def response_active(self) -> bool:
@@ -119,8 +126,27 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         self._deferred = None
         return False
 
+    def truncate(self, item_id: str, audio_end_ms: int) -> None:
+        """No truncate in xAI: the reply stays whole in its history, so a short
+        context note before the user's next turn says what was really heard."""
+        check_audio_end_ms(audio_end_ms)
+        super().truncate(item_id, audio_end_ms)
+        pieces, received = self._spoken.get(item_id, ([], 0))
+        self._note = heard_note(
+            audio_end_ms, "".join(pieces), received / (xai_wire.RATE_HZ * 2) * 1000
+        )
+        self._log.info("provider_heard_note_queued", item=item_id, heard_ms=audio_end_ms)
+
     def _user_takes_floor(self, why: str) -> None:
         self._supersede_running(why)
+        note, self._note = self._note, None
+        if note is not None:
+            item = {
+                "type": "message",
+                "role": "system",
+                "content": [{"type": "input_text", "text": note}],
+            }
+            self._send({"type": "conversation.item.create", "item": item})
 
     def _supersede_running(self, why: str) -> None:
         for create in self._pending:
@@ -150,6 +176,25 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         """Only a known response the user has not superseded is still wanted."""
         response = self._responses.get(response_id)
         return response is not None and not response.superseded
+
+    def _on_audio_delta(self, event: dict[str, Any]) -> None:
+        response_id, item_id = event.get("response_id"), event.get("item_id")
+        delta = event.get("delta")
+        if isinstance(item_id, str) and isinstance(delta, str) and self._live(str(response_id)):
+            pieces, received = self._spoken.get(item_id, ([], 0))
+            self._spoken[item_id] = (pieces, received + len(delta) * 3 // 4)
+        super()._on_audio_delta(event)
+
+    def _on_assistant_delta(self, event: dict[str, Any]) -> None:
+        response_id, item_id = event.get("response_id"), event.get("item_id")
+        delta = event.get("delta")
+        if isinstance(item_id, str) and isinstance(delta, str) and self._live(str(response_id)):
+            pieces, received = self._spoken.get(item_id, ([], 0))
+            self._spoken[item_id] = ([*pieces, delta], received)
+        super()._on_assistant_delta(event)
+
+    def _response_started(self, response: TrackedResponse) -> None:
+        self._spoken.clear()  # only the running reply can be cut
 
     def _on_assistant_done(self, event: dict[str, Any]) -> None:
         if self._live(wire.require_str(event, "response_id")):

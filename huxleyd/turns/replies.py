@@ -163,7 +163,9 @@ class Replies:
         """Barge-in: silence now, drop the reply, truncate to what was heard, answer every call."""
         heard = self._speech.cut()
         self._tracker.abandon()
-        if heard is not None and self._provider.capabilities.truncate:
+        if heard is not None:
+            # With truncate the provider cuts its history; without, the core keeps
+            # the record and tells the model what was heard its own way.
             self._provider.truncate(heard.item_id, heard.audio_end_ms)
         turn = self._turn.turn
         if heard is not None and turn is not None:

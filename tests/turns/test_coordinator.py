@@ -21,6 +21,7 @@ from huxley_sdk import (
 )
 from huxleyd.audio.types import MicFrame
 from huxleyd.clock import ManualClock
+from huxleyd.providers.base import InterruptAcceptance
 from huxleyd.providers.events import (
     AudioChunk,
     ProviderErrorEvent,
@@ -102,9 +103,15 @@ class Toolbox:
 
 
 class Rig:
-    def __init__(self, *, timeout_s: float = 30.0, tool_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 30.0,
+        tool_timeout_s: float = 5.0,
+        provider: RecordingProvider | None = None,
+    ) -> None:
         self.clock = ManualClock(100.0)
-        self.provider = RecordingProvider()
+        self.provider = provider or RecordingProvider()
         self.audio = RecordingAudio()
         self.volume = RecordingVolume()
         self.skill = Toolbox()
@@ -288,6 +295,24 @@ async def test_barge_in_cuts_cancels_truncates_and_drops_late_audio() -> None:
         assert len(rig.audio.sources["speech"].writes) == writes  # late deltas never play
         assert rig.coordinator.dropped_late_chunks == 1
         assert state_of(rig) is TurnState.LISTENING
+
+
+async def test_a_local_cut_provider_gets_the_heard_length_too() -> None:
+    # Issue 14 item 7: without truncate (xAI, Gemini) the core still needs what was
+    # heard, to tell the model before the next turn.
+    local_cut = dataclasses.replace(
+        OPENAI_LIKE,
+        response_cancel=False,
+        truncate=False,
+        interrupt_acceptance=InterruptAcceptance.LOCAL_CUT_ASYNC_CONFIRMATION,
+    )
+    async with Rig(provider=RecordingProvider(local_cut)) as rig:
+        await rig.turn()
+        rig.send(*reply("r1", "i1", chunks=5))
+        await settle()
+        rig.audio.played["i1"] = 700
+        rig.coordinator.press()
+        assert ("truncate", ("i1", 700)) in rig.provider.commands
 
 
 async def test_failing_and_hanging_tools_answer_and_the_session_goes_on() -> None:
