@@ -30,6 +30,9 @@ from huxleyd.argcheck import check_arguments
 
 OPEN_TAG = "<code>"
 CLOSE_TAG = "</code>"
+_OPEN = re.compile(re.escape(OPEN_TAG), re.IGNORECASE)
+_CLOSE = re.compile(re.escape(CLOSE_TAG), re.IGNORECASE)
+"""Models write the tags in any case (``<CODE>``); both are markup, never words."""
 MAX_CALL_CHARS = 4000
 """A longer block is refused before parsing (a runaway generation, not a call)."""
 
@@ -240,11 +243,16 @@ def _block_end(text: str, start: int) -> int:
     Normally the first ``</code>``; when the text up to it does not parse but
     up to a later one does, that one (a string argument containing the tag).
     """
-    first = text.find(CLOSE_TAG, start)
+    first = _find(_CLOSE, text, start)
     end = first
     while end >= 0 and not _parses(text[start:end]):
-        end = text.find(CLOSE_TAG, end + len(CLOSE_TAG))
+        end = _find(_CLOSE, text, end + len(CLOSE_TAG))
     return end if end >= 0 else first
+
+
+def _find(tag: re.Pattern[str], text: str, start: int) -> int:
+    found = tag.search(text, start)
+    return found.start() if found else -1
 
 
 def split_blocks(text: str) -> tuple[list[str], list[str], bool]:
@@ -254,7 +262,7 @@ def split_blocks(text: str) -> tuple[list[str], list[str], bool]:
     outside: list[str] = []
     blocks: list[str] = []
     pos = 0
-    while (start := text.find(OPEN_TAG, pos)) >= 0:
+    while (start := _find(_OPEN, text, pos)) >= 0:
         outside.append(text[pos:start])
         inner = start + len(OPEN_TAG)
         end = _block_end(text, inner)

@@ -17,8 +17,10 @@ sounding chopped:
   break (``,;:—``) or space within ``max_chars``: the only case where a
   chunk is not a whole sentence, so a listener is not left in silence;
 - :meth:`~SentenceSplitter.flush` hands out the tail at the end;
-- ``<code>…</code>`` blocks (tool calls) and markdown fences are never
-  spoken; an unclosed block is dropped at the end.
+- ``<code>…</code>`` blocks (tool calls, tags in any case) and markdown
+  fences are never spoken; a ``</code>`` inside a string argument does not
+  end the block (as :func:`~huxleyd.providers.cascade.codeprompt.parse_reply`
+  reads it); an unclosed block is dropped at the end.
 
 The chunks do not depend on how the text was cut into deltas: a boundary is
 decided only once the whitespace after it has arrived.
@@ -30,6 +32,32 @@ import re
 
 OPEN_TAG = "<code>"
 CLOSE_TAG = "</code>"
+_OPEN = re.compile(re.escape(OPEN_TAG), re.IGNORECASE)
+_CLOSE = re.compile(re.escape(CLOSE_TAG), re.IGNORECASE)
+
+
+def open_quote(code: str) -> str | None:
+    """The string quote still open at the end of Python source ``code`` (``'``,
+    ``"``, or a triple quote), or None: a ``</code>`` met there is part of a
+    string argument, not the end of the block."""
+    quote: str | None = None
+    i = 0
+    while i < len(code):
+        if quote is not None:
+            if code[i] == "\\":
+                i += 2
+                continue
+            if code.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+        elif code[i] in "'\"":
+            triple = code[i : i + 3]
+            quote = triple if triple in ("'''", '"""') else code[i]
+            i += len(quote)
+            continue
+        i += 1
+    return quote
 
 
 def _words(text: str) -> frozenset[str]:
@@ -109,6 +137,8 @@ class SentenceSplitter:
         self._raw = ""
         """Text that may still hold a partial tag."""
         self._in_code = False
+        self._code = ""
+        """The open block's text so far (to tell a closing tag from one in a string)."""
         self._text = ""
         """Speakable text whose sentence boundaries are not decided yet."""
         self._held = ""
@@ -140,18 +170,21 @@ class SentenceSplitter:
     def _strip_code(self) -> None:
         while True:
             if self._in_code:
-                end = self._raw.find(CLOSE_TAG)
+                end = self._close_at()
                 if end < 0:
                     keep = _partial_suffix(self._raw, CLOSE_TAG)
                     self.dropped_code += len(self._raw) - keep
+                    self._code += self._raw[: len(self._raw) - keep]
                     self._raw = self._raw[len(self._raw) - keep :]
                     return
                 self.dropped_code += end + len(CLOSE_TAG)
                 self._raw = self._raw[end + len(CLOSE_TAG) :]
                 self._in_code = False
+                self._code = ""
                 self._text += " "  # the block separated words
                 continue
-            start = self._raw.find(OPEN_TAG)
+            found = _OPEN.search(self._raw)
+            start = found.start() if found else -1
             if start < 0:
                 keep = _partial_suffix(self._raw, OPEN_TAG)
                 self._text += self._raw[: len(self._raw) - keep]
@@ -161,6 +194,16 @@ class SentenceSplitter:
             self.dropped_code += len(OPEN_TAG)
             self._raw = self._raw[start + len(OPEN_TAG) :]
             self._in_code = True
+
+    def _close_at(self) -> int:
+        """Where in ``_raw`` the open block ends (its ``</code>``, not one inside a
+        string argument); -1 while it has not ended yet."""
+        pos = 0
+        while (found := _CLOSE.search(self._raw, pos)) is not None:
+            if open_quote(self._code + self._raw[: found.start()]) is None:
+                return found.start()
+            pos = found.end()
+        return -1
 
     def _next_boundary(self) -> int | None:
         """End offset of the first sentence in ``_text``, or of a forced split."""
@@ -205,6 +248,6 @@ class SentenceSplitter:
 def _partial_suffix(text: str, tag: str) -> int:
     """Length of the longest suffix of ``text`` that is a proper prefix of ``tag``."""
     for size in range(min(len(tag) - 1, len(text)), 0, -1):
-        if tag.startswith(text[-size:]):
+        if tag.startswith(text[-size:].lower()):
             return size
     return 0
