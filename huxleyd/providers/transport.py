@@ -230,7 +230,9 @@ class ProviderConnection:
 
     @property
     def connected(self) -> bool:
-        return self._outbox is not None
+        """A command given now reaches the current session (not while a renewal
+        is closing it: what is sent then would be lost with it)."""
+        return self._outbox is not None and not self._renewing
 
     def session_age_s(self) -> float | None:
         """Seconds since the current socket opened; None while disconnected."""
