@@ -159,3 +159,22 @@ def gemini_close(
     if code == 1011 or code == 1013:
         return retry("server_error", said)
     return retry("connection_lost", said)
+
+
+# ---------------------------------------------------------------- the handshake
+
+
+def handshake_verdict(status: int) -> CloseVerdict:
+    """An HTTP status refusing the websocket handshake (every provider alike:
+    OpenAI, xAI and Gemini all answer a bad key, URL or request before the
+    upgrade). Matches :func:`huxleyd.providers.retry.classify`'s split."""
+    said = f"HTTP {status} at the handshake"
+    if status in (401, 403):
+        return fatal("key_refused", f"{said}: check provider.key_file (the key was refused)")
+    if status == 404:
+        return fatal("not_found", f"{said}: check provider.url and provider.model")
+    if status == 429:
+        return retry("rate_limited", said)
+    if status in (408, 425) or status >= 500:
+        return retry("server_error", said)
+    return fatal("request_refused", f"{said}: check the [provider] settings")

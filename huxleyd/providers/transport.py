@@ -20,13 +20,18 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.providers.base import Capabilities, RealtimeProtocol
-from huxleyd.providers.closes import ClassifiesClose, CloseAction, CloseVerdict
+from huxleyd.providers.closes import (
+    ClassifiesClose,
+    CloseAction,
+    CloseVerdict,
+    handshake_verdict,
+)
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
 from huxleyd.providers.retry import FATAL, backoff_delays, classify
 
@@ -545,5 +550,8 @@ class ProviderConnection:
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, InvalidStatus):
+        verdict = handshake_verdict(exc.response.status_code)
+        return f"{verdict.reason}: {verdict.detail}"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if str(exc) else text

@@ -322,7 +322,14 @@ class GeminiSimSession:
             self._record.responses_done += 1
             return  # the model waits for the toolResponse
         await self.emit({"serverContent": {"generationComplete": True}})
-        await self.emit({"serverContent": {"turnComplete": True}})
+        # As the real server ends a turn: the interaction status beside
+        # turnComplete, and the usage in the same message.
+        await self.emit(
+            {
+                "serverContent": {"turnComplete": True, "interactionStatus": "IDLE"},
+                "usageMetadata": {"promptTokenCount": 0, "totalTokenCount": 0},
+            }
+        )
         self._record.responses_done += 1
         await self._after_turn(spec)
 

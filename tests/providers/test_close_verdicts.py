@@ -227,3 +227,35 @@ def test_gemini_close_table(
 def test_openai_close_table(code: int, ended_by: str | None, action: CloseAction, why: str) -> None:
     verdict = closes.openai_close(code, "", ready=True, ended_by=ended_by, model="gpt-realtime")
     assert (verdict.action, verdict.reason) == (action, why)
+
+
+@pytest.mark.parametrize(
+    ("status", "action", "why"),
+    [
+        (401, CloseAction.FATAL, "key_refused"),
+        (403, CloseAction.FATAL, "key_refused"),
+        (404, CloseAction.FATAL, "not_found"),
+        (400, CloseAction.FATAL, "request_refused"),
+        (429, CloseAction.RETRY, "rate_limited"),
+        (503, CloseAction.RETRY, "server_error"),
+    ],
+)
+def test_handshake_statuses_have_a_stated_reason(
+    status: int, action: CloseAction, why: str
+) -> None:
+    verdict = closes.handshake_verdict(status)
+    assert (verdict.action, verdict.reason) == (action, why)
+    assert f"HTTP {status}" in verdict.detail
+
+
+async def test_a_refused_key_at_the_handshake_says_what_to_check() -> None:
+    async def refuse(connection: Any, request: Any) -> Any:
+        return connection.respond(401, "Unauthorized\n")
+
+    rec, sleep = Recorder(), InstantSleep()
+    async with serve(lambda ws: ws.wait_closed(), "127.0.0.1", 0, process_request=refuse) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        conn = connect(GeminiLiveProtocol(), f"ws://127.0.0.1:{port}/ws", rec, sleep, "m")
+        with pytest.raises(ProviderConnectionError, match=r"key_refused.*provider\.key_file"):
+            await asyncio.wait_for(conn.run(), 20)
+    assert rec.states[-1].state is ConnectionState.FAILED
