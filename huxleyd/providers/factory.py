@@ -141,7 +141,8 @@ _FALLBACKS: dict[str, str] = {
     "response_cancel": "local cut: the speaker goes silent at once, the rest of the reply "
     "is dropped unheard, its tool calls get a cancelled output",
     "truncate": "the coordinator logs what was heard (`barge_in … heard_ms=`); "
-    "the provider keeps the whole reply in its history",
+    "the provider's history keeps the whole reply, so the core adds a short context "
+    "note before the user's next turn saying how much of it was heard",
     "input_rate_hz": "the audio engine resamples the mic to the provider's rate",
     "verbatim_reader": "an in-conversation response told to read the text",
 }
