@@ -52,8 +52,11 @@ MODELS: tuple[ModelLifecycle, ...] = (
     ModelLifecycle("openai", "gpt-4o-mini-transcribe", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
     ModelLifecycle("openai", "gpt-4o-transcribe", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
     ModelLifecycle("openai", "whisper-1", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
-    # The cascade's chat model default.
+    ModelLifecycle("openai", "gpt-transcribe", None, None, _OPENAI_SDK_ASR),
+    ModelLifecycle("openai", "gpt-live-transcribe", None, None, _OPENAI_SDK_ASR),
+    # The cascade's chat model: the old default, and today's.
     ModelLifecycle("cascade", "gpt-4o-mini", dt.date(2027, 1, 14), None, _OPENAI_SDK_CHAT),
+    ModelLifecycle("cascade", "gpt-5.4-mini", None, None, _OPENAI_SDK_CHAT),
     ModelLifecycle("cascade", "gpt-4o", dt.date(2027, 1, 14), None, _OPENAI_SDK_CHAT),
     # Gemini Live: both older Live models were shut down on 2025-12-09.
     ModelLifecycle(

@@ -58,7 +58,9 @@ from huxleyd.sim.speech import SynthMode
 DEFAULT_REPLY = (
     "This is the huxleyd simulator, not an AI. My script has nothing more for this turn."
 )
-TRANSCRIBE_MODELS = frozenset({"whisper-1", "gpt-4o-mini-transcribe", "gpt-4o-transcribe"})
+TRANSCRIBE_MODELS = frozenset(
+    {"whisper-1", "gpt-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe"}
+)
 
 _ids = itertools.count(1)
 

@@ -53,12 +53,19 @@ def test_a_warning_only_within_the_window() -> None:
         shutdown_warning("gpt-realtime", today=TODAY, within_days=-1)
 
 
-def test_doctor_warns_ahead_of_the_cascade_defaults_shutdown() -> None:
+def test_no_default_model_of_the_cascade_is_due_within_a_year() -> None:
     cascade = CascadeSettings()
-    check = check_model_lifecycle(
+    for model in (cascade.llm_model, cascade.asr_model):
+        assert lifecycle(model) is not None, model
+        assert shutdown_warning(model, today=TODAY, within_days=365) is None, model
+
+
+def test_doctor_warns_ahead_of_an_announced_shutdown() -> None:
+    cascade = CascadeSettings()
+    fine = check_model_lifecycle(
         [ProviderSettings().model, cascade.llm_model, cascade.asr_model], today=TODAY
     )
+    assert fine.ok, fine.detail
+    check = check_model_lifecycle(["gpt-realtime-2.1", "gpt-4o-mini"], today=TODAY)
     assert not check.ok
     assert "gpt-4o-mini" in check.detail and "2027-01-14" in check.detail
-    fine = check_model_lifecycle([ProviderSettings().model], today=TODAY)
-    assert fine.ok

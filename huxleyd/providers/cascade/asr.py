@@ -34,7 +34,7 @@ class Transcriber(Protocol):
 class OpenAITranscriber:
     """``client.audio.transcriptions.create`` with the utterance as a WAV file.
 
-    ``model`` is ``gpt-4o-mini-transcribe``, ``gpt-4o-transcribe`` or
+    ``model`` is ``gpt-transcribe``, ``gpt-4o-mini-transcribe``, ``gpt-4o-transcribe`` or
     ``whisper-1``; ``language`` an optional ISO-639-1 hint.
     """
 
@@ -42,7 +42,7 @@ class OpenAITranscriber:
         self,
         client: AsyncOpenAI,
         *,
-        model: str = "gpt-4o-mini-transcribe",
+        model: str = "gpt-transcribe",
         language: str | None = None,
         timeout_s: float = 15.0,
     ) -> None:

@@ -2,7 +2,7 @@
 
 Three stages, each a remote service or a local program:
 
-- ASR: OpenAI transcription at ``asr_url`` (``gpt-4o-mini-transcribe`` or
+- ASR: OpenAI transcription at ``asr_url`` (``gpt-transcribe`` or
   ``whisper-1``), or ``asr_command`` (e.g. whisper.cpp) reading a WAV file;
 - LLM: any OpenAI-compatible chat endpoint at ``llm_url`` (OpenAI, a
   llama.cpp server, Ollama's ``/v1``), with native tool calls when
@@ -44,8 +44,10 @@ class CascadeSettings:
     # -------------------------------------------------------------- ASR
     asr: Literal["openai", "command"] = "openai"
     asr_url: str = "https://api.openai.com/v1"
-    asr_model: str = "gpt-4o-mini-transcribe"
-    """``gpt-4o-mini-transcribe``, ``gpt-4o-transcribe`` or ``whisper-1``."""
+    asr_model: str = "gpt-transcribe"
+    """``gpt-transcribe`` (no announced shutdown), or ``gpt-4o-mini-transcribe``,
+    ``gpt-4o-transcribe``, ``whisper-1`` (all shut down on 2027-02-26; see
+    :mod:`huxleyd.providers.models`)."""
     asr_language: str | None = None
     """ISO-639-1 hint ("en", "de"); None lets the recogniser detect it."""
     asr_key_file: Path | None = None
@@ -59,7 +61,7 @@ class CascadeSettings:
 
     # -------------------------------------------------------------- LLM
     llm_url: str = "https://api.openai.com/v1"
-    llm_model: str = "gpt-4o-mini"
+    llm_model: str = "gpt-5.4-mini"
     llm_key_file: Path | None = None
     """None: the provider's key; with neither, a placeholder key is sent (local servers)."""
     native_tools: bool = True
