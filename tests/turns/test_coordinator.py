@@ -415,6 +415,13 @@ async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> Non
         assert rig.audio.log.count(("earcon", 26)) == 2  # offline again: cue again
 
 
+async def test_a_provider_that_refuses_us_for_good_is_heard() -> None:
+    # Issue 14 items 1 and 5: a refused model or key must not leave the device mute.
+    async with Rig() as rig:
+        rig.coordinator.on_connection("failed")
+        assert rig.audio.log.count(("earcon", 24)) == 1  # the "error" earcon (12 samples)
+
+
 async def test_speak_verbatim_reads_out_of_band_and_asks_for_no_narration() -> None:
     async with Rig() as rig:
         await rig.turn()
