@@ -6,7 +6,6 @@ import datetime as dt
 
 import pytest
 
-from huxleyd.control.doctor import check_model_lifecycle
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.models import MODELS, lifecycle, replacement_for, shutdown_warning
 from huxleyd.providers.settings import DIALECTS, ProviderSettings
@@ -61,6 +60,8 @@ def test_no_default_model_of_the_cascade_is_due_within_a_year() -> None:
 
 
 def test_doctor_warns_ahead_of_an_announced_shutdown() -> None:
+    from huxleyd.control.doctor import check_model_lifecycle
+
     cascade = CascadeSettings()
     fine = check_model_lifecycle(
         [ProviderSettings().model, cascade.llm_model, cascade.asr_model], today=TODAY
