@@ -104,8 +104,10 @@ def openai_close(
         return fatal("model_refused", f"{ended_by} ({model!r}): {_model_hint(model)}")
     if ended_by == "insufficient_quota":
         return fatal("quota_exhausted", "insufficient_quota: the account has no credit left")
-    if code == GOING_AWAY:
-        # The server ends a session at its cap (or restarts): a fresh one now.
+    if code == GOING_AWAY and ready:
+        # The server ended a working session (its cap, a restart): a fresh one
+        # now. Before the session was ready it is a failed try, with backoff,
+        # so a server that keeps going away is not hammered.
         return renew("server_going_away", said)
     return retry("connection_lost", said)
 
@@ -142,7 +144,7 @@ def gemini_close(
     """
     said = f"close {code}: {reason}".strip(": ") if code is not None else "no close frame"
     text = reason.lower()
-    if go_away or code == GOING_AWAY:
+    if go_away or (code == GOING_AWAY and ready):
         return renew("go_away", said)
     if code in (1007, 1008) and any(k in text for k in _KEY_REFUSALS):
         return fatal("key_refused", f"{said}: check provider.key_file")

@@ -198,6 +198,7 @@ async def test_a_gemini_internal_error_close_is_retried_with_backoff() -> None:
         (1008, "Session not found.", False, True, CloseAction.RENEW, "resumption_refused"),
         (1011, "Internal error occurred.", True, False, CloseAction.RETRY, "server_error"),
         (1001, "", True, False, CloseAction.RENEW, "go_away"),
+        (1001, "", False, False, CloseAction.RETRY, "connection_lost"),
         (1006, "", True, False, CloseAction.RETRY, "connection_lost"),
         (None, "", False, False, CloseAction.RETRY, "connection_lost"),
     ],
@@ -227,6 +228,12 @@ def test_gemini_close_table(
 def test_openai_close_table(code: int, ended_by: str | None, action: CloseAction, why: str) -> None:
     verdict = closes.openai_close(code, "", ready=True, ended_by=ended_by, model="gpt-realtime")
     assert (verdict.action, verdict.reason) == (action, why)
+
+
+def test_going_away_before_the_session_was_ready_is_a_failed_try() -> None:
+    # Renewing at once would hammer a server that keeps going away.
+    verdict = closes.openai_close(1001, "", ready=False, ended_by=None, model="m")
+    assert verdict.action is CloseAction.RETRY
 
 
 @pytest.mark.parametrize(
