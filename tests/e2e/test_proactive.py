@@ -486,3 +486,32 @@ async def test_an_announcement_cut_by_a_lost_connection_is_spoken_again_after_it
         assert last is not None and last.source == "inject" and last.outcome is not None
         assert last.outcome.value == "answered"
         assert rig.sim.violations == []
+
+
+async def test_an_inject_during_a_session_renewal_is_spoken_on_the_fresh_session(
+    tmp_path: Path,
+) -> None:
+    # Issue 14, long sessions: a renewal between turns loses no queued inject.
+    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
+        await until(lambda: rig.rt.connection_state == "connected", "connected")
+        await until(rig.idle, "idle")
+        connection = rig.rt.connection
+        assert connection is not None
+        connection.renew("session renewal")  # as the daemon does between turns
+        await rig.skill("scenario").ctx.inject_turn(PROMPT)  # a timer comes due just then
+        await until(lambda: rig.sim.connection_count >= 2, "renewed", timeout_s=20)
+        await until(lambda: heard(rig), "the announcement is heard")
+        await until(rig.idle, "idle")
+        assert rig.announced(PROMPT) == 1
+        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        assert last is not None and last.source == "inject" and last.retries == 0
+        types = rig.sim.record.types_received()
+        second_session = [i for i, t in enumerate(types) if t == "session.update"][1]
+        asked = [
+            i
+            for i, e in enumerate(rig.sim.received)
+            if e.type == "response.create"
+            and e.response is not None
+            and (e.response.instructions or "").endswith(PROMPT)
+        ]
+        assert len(asked) == 1 and asked[0] > second_session, "asked on the fresh session"
