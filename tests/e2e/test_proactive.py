@@ -497,7 +497,7 @@ async def test_an_inject_during_a_session_renewal_is_spoken_on_the_fresh_session
         await until(rig.idle, "idle")
         connection = rig.rt.connection
         assert connection is not None
-        connection.renew("session renewal")  # as the daemon does between turns
+        connection.renew()  # as the daemon does between turns
         await rig.skill("scenario").ctx.inject_turn(PROMPT)  # a timer comes due just then
         await until(lambda: rig.sim.connection_count >= 2, "renewed", timeout_s=20)
         await until(lambda: heard(rig), "the announcement is heard")
