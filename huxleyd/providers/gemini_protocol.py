@@ -488,8 +488,7 @@ class GeminiLiveProtocol(SansIOCore):
             self._on_interrupted()
         if wire.get(content, "turnComplete"):
             if str(wire.get(content, "interactionStatus") or "").upper() == "IN_PROGRESS":
-                # "More model output may follow": the answer is not over yet, so
-                # neither the response nor the wait for one ends here.
+                # "More model output may follow": neither the answer nor the wait ends.
                 self._log.debug("provider_turn_continues", status="IN_PROGRESS")
                 if self._turn is None and not self._after_tool_call:
                     self._requested = True
