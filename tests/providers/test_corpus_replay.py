@@ -133,6 +133,15 @@ def test_the_simulators_openai_validator_still_refuses_unknown_keys() -> None:
         validate_server_event(frame)
 
 
+def test_the_simulators_xai_check_accepts_every_real_frame() -> None:
+    from huxleyd.sim.xai_session import check_server_event
+
+    for frame in frames("xai"):
+        event = json.loads(frame)
+        if event["type"] != "session.updated":  # the flat session: checked on the client side
+            check_server_event(event)
+
+
 @pytest.mark.skipif(not HAVE_GENAI, reason="google-genai is not installed")
 def test_every_gemini_frame_validates_as_a_live_server_message() -> None:
     for frame in frames("gemini"):
