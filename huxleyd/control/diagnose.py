@@ -28,7 +28,7 @@ from huxleyd.control.doctor import (
     check_gpio,
     check_key_file,
     check_mixer,
-    check_model_shutdown,
+    check_models,
     check_provider,
     model_endpoint,
     run_command,
@@ -39,11 +39,6 @@ from huxleyd.files import Reader
 from huxleyd.preflight import key_source, preflight
 
 Check = Callable[[], DoctorCheck]
-
-MODEL_SHUTDOWNS: Mapping[str, date] = {}
-"""Model → announced shutdown date. Issue 14 (the provider model table) fills
-this from the providers' deprecation pages; until then the "model" check
-says it has no date rather than passing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,11 +144,7 @@ def doctor_checks(
     environ = dict(os.environ if env is None else env)
     audio = config.audio
     endpoint, why = provider_target(config, facts)
-    model = (
-        config.provider.cascade.llm_model
-        if config.provider.kind == "cascade"
-        else (config.provider.model)
-    )
+    models = configured_models(config)
     return [
         partial(check_config, partial(_summary, config_path, key_file, environ), config_path),
         partial(check_key_file, facts.key, reader=facts.reader),
@@ -177,11 +168,17 @@ def doctor_checks(
             probe=facts.pin_probe,
         ),
         partial(check_provider, endpoint, skipped_because=why),
-        partial(
-            check_model_shutdown,
-            model,
-            shutdowns=MODEL_SHUTDOWNS,
-            today=today or datetime.now(UTC).date(),
-        ),
+        partial(check_models, models, today=today or datetime.now(UTC).date()),
         partial(check_disk_space, config.storage.state_dir),
     ]
+
+
+def configured_models(config: Config) -> list[str]:
+    """Every model name the configuration sends to a provider."""
+    provider = config.provider
+    if provider.kind == "cascade":
+        cascade = provider.cascade
+        return [cascade.llm_model] + ([cascade.asr_model] if cascade.asr == "openai" else [])
+    if provider.kind == "sim":
+        return []
+    return [provider.model, provider.transcription_model or ""]

@@ -352,32 +352,43 @@ def check_provider(
     return DoctorCheck.passed(name, f"{where} accepted the key; model {endpoint.model!r} exists")
 
 
-def check_model_shutdown(
-    model: str,
-    *,
-    shutdowns: Mapping[str, date],
-    today: date,
-    warn_days: int = 90,
-) -> DoctorCheck:
-    """The model's announced shutdown date, if any, is not near.
+def check_models(models: Iterable[str], *, today: date, warn_days: int = 90) -> DoctorCheck:
+    """The configured models (realtime, transcription, cascade stages) against
+    the announced shutdowns in :mod:`huxleyd.providers.models`.
 
-    ``shutdowns`` maps a model name to its announced shutdown date; the table
-    of defaults and their dates lives with the provider settings (issue 14
-    adds it). With no entry the check says so rather than passing.
+    A model the table does not know is reported as such, never passed: the
+    table is the only thing looked at.
     """
+    from huxleyd.providers.models import lifecycle, shutdown_warning
+
     name = "model"
-    when = shutdowns.get(model)
-    if when is None:
-        return DoctorCheck.skipped(name, f"no announced shutdown date known for {model!r}")
-    left = (when - today).days
-    fix = "set provider.model to its successor (docs/providers.md)"
-    if left < 0:
-        return DoctorCheck.failed(name, f"{model!r} was shut down on {when.isoformat()}", fix)
-    if left <= warn_days:
-        return DoctorCheck.warning(
-            name, f"{model!r} shuts down on {when.isoformat()}, in {left} days", fix
+    names = [m for m in dict.fromkeys(models) if m]
+    known = [m for m in names if lifecycle(m) is not None]
+    unknown = [m for m in names if m not in known]
+    if not names:
+        return DoctorCheck.skipped(name, "no model is configured (the built-in simulator answers)")
+    if not known:
+        listed = ", ".join(repr(m) for m in names) or "no model"
+        return DoctorCheck.skipped(
+            name, f"no lifecycle known for {listed} (huxleyd.providers.models)"
         )
-    return DoctorCheck.passed(name, f"{model!r} shuts down on {when.isoformat()}")
+    found = (shutdown_warning(m, today=today, within_days=warn_days) for m in known)
+    warnings = [w for w in found if w is not None]
+    also = f"; not in the table: {', '.join(unknown)}" if unknown else ""
+    if not warnings:
+        return DoctorCheck.passed(
+            name, f"no announced shutdown within {warn_days} days for {', '.join(known)}{also}"
+        )
+    first = warnings[0]
+    fix = (
+        f"set the model to {first.replacement!r}"
+        if first.replacement
+        else "pick a current model (docs/providers.md, model lifecycle)"
+    )
+    detail = "; ".join(w.message() for w in warnings) + also
+    if any(w.days_left < 0 for w in warnings):
+        return DoctorCheck.failed(name, detail, fix)
+    return DoctorCheck.warning(name, detail, fix)
 
 
 # ---------------------------------------------------------------- disk, systemd
@@ -483,27 +494,3 @@ async def run_checks(checks: Iterable[Callable[[], DoctorCheck]]) -> list[Doctor
             )
 
     return list(await asyncio.gather(*(one(c) for c in checks)))
-
-
-MODEL_SHUTDOWN_WARN_DAYS = 90
-"""Doctor warns this many days ahead of a model's announced shutdown."""
-
-
-def check_model_lifecycle(
-    models: Iterable[str], *, today: date, within_days: int = MODEL_SHUTDOWN_WARN_DAYS
-) -> DoctorCheck:
-    """The configured models (realtime, transcription, cascade) against the
-    announced shutdowns in :mod:`huxleyd.providers.models`."""
-    from huxleyd.providers.models import shutdown_warning
-
-    found = (shutdown_warning(m, today=today, within_days=within_days) for m in models if m)
-    warnings = [w for w in found if w is not None]
-    if not warnings:
-        return DoctorCheck("models", True, f"no announced shutdown within {within_days} days")
-    first = warnings[0]
-    fix = (
-        f"set the model to {first.replacement!r}"
-        if first.replacement
-        else "pick a current model (see docs/providers.md)"
-    )
-    return DoctorCheck("models", False, "; ".join(w.message() for w in warnings), fix)

@@ -23,7 +23,7 @@ from huxleyd.control.doctor import (
     check_gpio,
     check_key_file,
     check_mixer,
-    check_model_shutdown,
+    check_models,
     check_provider,
     check_systemd_unit,
     model_endpoint,
@@ -309,13 +309,17 @@ def test_model_endpoints_per_provider() -> None:
     assert cascade.url == "http://127.0.0.1:8080/v1/models/qwen"
 
 
-def test_model_shutdown_dates() -> None:
-    table = {"old": date(2026, 1, 1), "soon": date(2026, 12, 1), "later": date(2028, 1, 1)}
+def test_model_shutdown_dates_come_from_the_provider_table() -> None:
     today = date(2026, 11, 24)
-    assert check_model_shutdown("old", shutdowns=table, today=today).status == "fail"
-    assert check_model_shutdown("soon", shutdowns=table, today=today).status == "warn"
-    assert check_model_shutdown("later", shutdowns=table, today=today).status == "ok"
-    assert check_model_shutdown("new", shutdowns=table, today=today).status == "skipped"
+    shut_down = check_models(["gemini-live-2.5-flash-preview"], today=today)
+    assert shut_down.status == "fail" and "2025-12-09" in shut_down.detail
+    assert "gemini-2.5-flash-native-audio-preview-12-2025" in shut_down.fix
+    soon = check_models(["gpt-realtime-2.1", "gpt-4o-mini"], today=today)
+    assert soon.status == "warn" and "gpt-4o-mini" in soon.detail and "2027-01-14" in soon.detail
+    fine = check_models(["gpt-realtime-2.1", "my-own-model"], today=today)
+    assert fine.status == "ok" and "not in the table: my-own-model" in fine.detail
+    assert check_models(["my-own-model"], today=today).status == "skipped"
+    assert check_models([], today=today).status == "skipped"
 
 
 # ---------------------------------------------------------------- disk, systemd
