@@ -16,10 +16,12 @@ setup: $(VENV)/.installed
 
 # Re-run when the dependency list changes; system packages first, because
 # PyAudio compiles against PortAudio and systemd-python against libsystemd.
-$(VENV)/.installed: pyproject.toml scripts/ensure-system-deps.sh
+# The SDK (sdk/, its own distribution) goes in first: huxleyd requires it.
+$(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps.sh
 	@scripts/ensure-system-deps.sh
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "pip install -e sdk"; $(PY) -m pip install --quiet -e sdk
 	@extras=dev; if pkg-config --exists libsystemd 2>/dev/null; then extras=dev,journal; fi; \
 	  echo "pip install -e .[$$extras]"; $(PY) -m pip install --quiet -e ".[$$extras]"
 	@touch $@
@@ -57,4 +59,4 @@ uninstall:
 	scripts/uninstall.sh "$(DESTDIR)" "$(PREFIX)"
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info sdk/build sdk/src/*.egg-info

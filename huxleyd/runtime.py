@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from huxley_sdk import SkillContext, load_pcm_palette
-from huxley_sdk.audio import PaletteError
+from huxley_sdk import BackgroundTaskHandle, SkillContext
+from huxley_sdk.audio import PaletteError, read_palette
 from huxleyd import __version__
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
@@ -245,7 +245,7 @@ class Runtime:
 
     def _load_earcons(self) -> dict[str, bytes]:
         try:
-            return load_pcm_palette(self.config.daemon.sounds_dir)
+            return read_palette(self.config.daemon.sounds_dir)
         except PaletteError as exc:
             log.warning("earcons_missing", error=str(exc), effect="no earcons will play")
             return {}
@@ -353,18 +353,20 @@ class Runtime:
         data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
         data_dir.mkdir(parents=True, exist_ok=True)
 
-        def make(name: str, skill_config: dict[str, Any]) -> SkillContext:
+        def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:
             skill_config.setdefault("timezone", persona.timezone)
 
-            def background_task(task_name: str, coro_factory: Any, **kwargs: Any) -> Any:
+            def background_task(
+                name: str, coro_factory: Any, **kwargs: Any
+            ) -> BackgroundTaskHandle:
                 return self.supervisor.background_task(
-                    f"{name}:{task_name}", coro_factory, owner=name, **kwargs
-                )
+                    f"{skill}:{name}", coro_factory, owner=skill, **kwargs
+                ).handle
 
             return SkillContext(
-                logger=get_logger(f"huxley.skill.{name}", skill=name),
-                storage=db.skill_storage(name),
-                secrets=FileSecrets(config.storage.secrets_dir, name),
+                logger=get_logger(f"huxley.skill.{skill}", skill=skill),
+                storage=db.skill_storage(skill),
+                secrets=FileSecrets(config.storage.secrets_dir, skill),
                 persona_data_dir=data_dir,
                 config=skill_config,
                 language=persona.language,

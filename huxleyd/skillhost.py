@@ -43,12 +43,13 @@ def installed_skills(group: str = ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=group)}
 
 
-def _check_shape(name: str, obj: object, where: str) -> Skill:
+def _check_shape(name: str, found: object, where: str) -> Skill:
     problems: list[str] = []
-    if not isinstance(obj, Skill):
-        missing = [
-            m for m in ("name", "tools", "handle", "setup", "teardown") if not hasattr(obj, m)
-        ]
+    obj: Any = found
+    # Not isinstance(obj, Skill): a runtime_checkable protocol checks every
+    # member, Huxley's optional ones (prompt_context, config_schema…) included.
+    missing = [m for m in ("name", "tools", "handle", "setup", "teardown") if not hasattr(obj, m)]
+    if missing:
         problems.append(f"missing {', '.join(missing)}")
     else:
         for method in ("handle", "setup", "teardown"):
@@ -63,7 +64,7 @@ def _check_shape(name: str, obj: object, where: str) -> Skill:
             problems.append("tools must be a list of huxley_sdk.ToolDefinition")
     if problems:
         raise SkillShapeError(f"skill {name!r} ({where}) is not a Skill: {'; '.join(problems)}")
-    return obj  # type: ignore[return-value]
+    return obj  # type: ignore[no-any-return]
 
 
 def instantiate(name: str, ep: EntryPoint) -> Skill:

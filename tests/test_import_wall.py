@@ -35,7 +35,7 @@ def test_first_party_skills_import_only_the_sdk() -> None:
 
 
 def test_sdk_imports_nothing_of_the_runtime() -> None:
-    sdk = sorted((ROOT / "huxley_sdk").rglob("*.py"))
+    sdk = sorted((ROOT / "sdk" / "src" / "huxley_sdk").rglob("*.py"))
     assert sdk
     assert wall_violations(sdk) == []
 

@@ -39,9 +39,8 @@ from huxley_sdk import (
     SkillContext,
     ToolDefinition,
     ToolResult,
-    load_pcm_palette,
 )
-from huxley_sdk.audio import PaletteError
+from huxley_sdk.audio import PaletteError, read_palette
 
 from .media import AUDIO_EXTENSIONS, MediaError, ProbeInfo, best_match, decode_pcm, probe, rank
 
@@ -316,7 +315,7 @@ class AudiobooksSkill:
         if not present:
             return {}
         try:
-            return load_pcm_palette(folder, roles=present)
+            return read_palette(folder, roles=present)
         except PaletteError as exc:
             self._require_ctx().logger.warning("earcons_unreadable", error=str(exc))
             return {}

@@ -35,7 +35,7 @@ import inspect
 import itertools
 from collections.abc import Awaitable, Callable
 
-from huxley_sdk.types import ClaimBusyError, ClaimEndReason, InputClaim
+from huxley_sdk.types import ClaimBusyError, ClaimEndReason, ClaimHandle, InputClaim
 from huxleyd.logs import get_logger
 
 log = get_logger("huxleyd.turns")
@@ -49,7 +49,7 @@ OnEnd = Callable[["ActiveClaim", ClaimEndReason], Awaitable[None] | None]
 
 
 class ActiveClaim:
-    """One claim's lifetime; the :class:`~huxley_sdk.context.ClaimHandle` a skill gets."""
+    """One claim's lifetime; a skill gets its :attr:`handle`."""
 
     def __init__(
         self,
@@ -85,6 +85,11 @@ class ActiveClaim:
         return self.claim.title or "claim"
 
     # -- the skill's side (ClaimHandle) -------------------------------------
+
+    @property
+    def handle(self) -> ClaimHandle:
+        """The SDK's handle on this claim, what ``ctx.start_input_claim`` returns."""
+        return ClaimHandle(_cancel=self.cancel, _wait_end=self.wait_end)
 
     def cancel(self) -> None:
         """End with NATURAL. Idempotent; the callbacks run in a task of their own."""

@@ -128,8 +128,10 @@ class TurnEffects:
         elif isinstance(effect, SpeakVerbatim):
             self._verbatim = effect.text
 
-    async def _set_volume(self, level: int) -> None:
-        really = await self._volume.set_level(level)
+    async def _set_volume(self, level: float) -> None:
+        # SetVolume carries what the skill gave (Huxley validates nothing):
+        # a model's 42.5 is rounded, 140 or -5 clamped, here.
+        really = await self._volume.set_level(max(0, min(100, round(level))))
         log.info("volume_set", requested=level, level=really)
 
     def play_sounds(self) -> None:

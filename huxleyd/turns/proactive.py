@@ -140,10 +140,11 @@ class Proactive:
 
     async def start_input_claim(self, claim: InputClaim) -> ClaimHandle:
         """``ctx.start_input_claim``: take the mic now (ClaimBusyError if taken)."""
-        return self.start_claim(claim)
+        return self.start_claim(claim).handle
 
-    async def cancel_active_claim(self, *, reason: ClaimEndReason = ClaimEndReason.NATURAL) -> None:
-        await self.claims.end(reason)
+    async def cancel_active_claim(self, *, reason: ClaimEndReason = ClaimEndReason.NATURAL) -> bool:
+        """``ctx.cancel_active_claim``: True if a live claim is now ending."""
+        return await self.claims.end(reason)
 
     def start_claim(self, claim: InputClaim) -> ActiveClaim:
         handle = self.claims.start(claim, now=self._clock.monotonic())

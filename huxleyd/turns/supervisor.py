@@ -9,10 +9,11 @@ fails:
   ``restart_on_crash``, started again from ``coro_factory()`` after a short
   backoff (1, 2, 4 … s, at most :data:`MAX_BACKOFF_S`), as long as fewer
   than ``max_restarts_per_hour`` restarts happened in the last hour;
-- :class:`~huxley_sdk.types.PermanentFailure` (the skill says "don't
+- :class:`~huxley_sdk.types.StopRetrying` (the skill says "don't
   bother"), a crash with ``restart_on_crash=False``, or a crash once the
   hour's budget is spent: the task stays down and ``on_permanent_failure``
-  (sync or async, given the exception) is called once.
+  (sync or async) is called once with a
+  :class:`~huxley_sdk.types.PermanentFailure` record, as in Huxley.
 
 How the daemon uses it: one :class:`Supervisor` per daemon; the skill host
 binds ``ctx.background_task`` to :meth:`Supervisor.background_task` (with
@@ -30,14 +31,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from huxley_sdk.context import CoroFactory
-from huxley_sdk.types import PermanentFailure
+from huxley_sdk.types import BackgroundTaskHandle, PermanentFailure, StopRetrying
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
 
 log = get_logger("huxleyd.turns")
 
 Sleep = Callable[[float], Awaitable[None]]
-OnPermanentFailure = Callable[[BaseException], Awaitable[None] | None]
+OnPermanentFailure = Callable[[PermanentFailure], Awaitable[None] | None]
 
 WINDOW_S = 3600.0
 """The restart budget counts restarts in this sliding window (one hour)."""
@@ -52,12 +53,12 @@ class TaskState(enum.Enum):
     DONE = "done"
     """Returned normally."""
     FAILED = "failed"
-    """Down for good: PermanentFailure, no restarts allowed, or budget spent."""
+    """Down for good: StopRetrying, no restarts allowed, or budget spent."""
     CANCELLED = "cancelled"
 
 
 class SupervisedTask:
-    """A :class:`~huxley_sdk.context.BackgroundTaskHandle` with status for ``huxleyctl``."""
+    """One supervised task with its status for ``huxleyctl``; skills get :attr:`handle`."""
 
     def __init__(
         self,
@@ -98,6 +99,11 @@ class SupervisedTask:
     def done(self) -> bool:
         return self._task.done()
 
+    @property
+    def handle(self) -> BackgroundTaskHandle:
+        """The SDK's handle on this task, what ``ctx.background_task`` returns."""
+        return BackgroundTaskHandle(name=self._name, _cancel=self.cancel, _done=self.done)
+
     async def wait(self) -> None:
         """Return once the task is finished for good (done, failed or cancelled)."""
         await asyncio.wait({self._task})
@@ -109,7 +115,7 @@ class SupervisedTask:
                 self.state = TaskState.RUNNING
                 try:
                     await self._factory()
-                except PermanentFailure as exc:
+                except StopRetrying as exc:
                     self._log.warning("background_task_permanent_failure", error=repr(exc))
                     await self._give_up(exc)
                     return
@@ -164,8 +170,16 @@ class SupervisedTask:
         )
         if self._on_permanent_failure is None:
             return
+        now = self._clock.monotonic()
+        record = PermanentFailure(
+            name=self._name,
+            last_exception_class=type(exc).__name__,
+            last_exception_message=str(exc),
+            restart_count=self.restarts,
+            elapsed_in_window_s=now - self._restart_times[0] if self._restart_times else 0.0,
+        )
         try:
-            result = self._on_permanent_failure(exc)
+            result = self._on_permanent_failure(record)
             if inspect.isawaitable(result):
                 await result
         except Exception:

@@ -6,11 +6,11 @@ import asyncio
 import json
 from typing import Any
 
-from huxley_sdk import SkillContext, ToolDefinition, ToolResult
+from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.skillhost import SkillHost
 
 
-class Moody:
+class Moody(Skill):
     """A skill whose tools misbehave on purpose."""
 
     name = "moody"

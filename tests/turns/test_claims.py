@@ -69,7 +69,7 @@ async def test_mic_frames_reach_the_skill_and_cancel_ends_natural() -> None:
     skill, rec = Skill(), Recorder()
     claims = ClaimRegistry(on_end=rec.on_end)
     handle = claims.start(skill.claim(), now=10.0)
-    assert isinstance(handle, ClaimHandle) and claims.active is handle
+    assert isinstance(handle.handle, ClaimHandle) and claims.active is handle
     for _ in range(3):
         assert await claims.deliver_mic_frame(FRAME) is True
     assert skill.frames == [FRAME] * 3

@@ -14,6 +14,7 @@ from huxley_sdk import (
     ContentType,
     PlaySound,
     SetVolume,
+    Skill,
     SkillContext,
     SpeakVerbatim,
     ToolDefinition,
@@ -38,7 +39,7 @@ from tests.fakes.turn_ports import OPENAI_LIKE, RecordingAudio, RecordingProvide
 FRAME = bytes(960)  # 20 ms at 24 kHz
 
 
-class Toolbox:
+class Toolbox(Skill):
     """A skill with one tool per behaviour under test."""
 
     name = "toolbox"
@@ -60,7 +61,8 @@ class Toolbox:
         if tool_name == "chime":
             return ToolResult("{}", PlaySound(b"\1\0" * 100))
         if tool_name == "louder":
-            return ToolResult("{}", SetVolume(70))
+            # As given by the model: Huxley's SetVolume carries it unchecked.
+            return ToolResult("{}", SetVolume(args.get("level", 70)))
         if tool_name == "stop":
             return ToolResult("{}", CancelMedia())
         if tool_name in ("book", "song"):
@@ -253,6 +255,16 @@ async def test_set_volume_acts_when_the_tool_returns() -> None:
         rig.send(ResponseStarted("r1"), call)
         await settle()
         assert rig.volume.sets == [70]  # before response.done, before the follow-up
+
+
+async def test_set_volume_rounds_and_clamps_what_the_skill_gave() -> None:
+    async with Rig() as rig:
+        await rig.turn()
+        levels = ['{"level": 42.6}', '{"level": 140}', '{"level": -5}']
+        calls = [ToolCall("r1", f"c{i}", "louder", args) for i, args in enumerate(levels)]
+        rig.send(ResponseStarted("r1"), *calls)
+        await settle()
+        assert sorted(rig.volume.sets) == [0, 43, 100]
 
 
 async def test_audio_stream_starts_after_speech_and_prompts_after_natural_end() -> None:

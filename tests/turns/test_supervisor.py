@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from huxley_sdk.context import BackgroundTaskHandle
-from huxley_sdk.types import PermanentFailure
+from huxley_sdk.types import PermanentFailure, StopRetrying
 from huxleyd.turns.supervisor import Supervisor, TaskState
 from tests.turns import FakeSleeper, settle
 
@@ -33,14 +33,14 @@ class Flaky:
 
 class Failures:
     def __init__(self) -> None:
-        self.seen: list[BaseException] = []
+        self.seen: list[PermanentFailure] = []
 
-    async def async_cb(self, exc: BaseException) -> None:
+    async def async_cb(self, failure: PermanentFailure) -> None:
         await asyncio.sleep(0)
-        self.seen.append(exc)
+        self.seen.append(failure)
 
-    def sync_cb(self, exc: BaseException) -> None:
-        self.seen.append(exc)
+    def sync_cb(self, failure: PermanentFailure) -> None:
+        self.seen.append(failure)
 
 
 async def test_crash_is_logged_and_restarted_after_a_backoff(
@@ -77,7 +77,7 @@ async def test_budget_spent_calls_on_permanent_failure_once_and_stays_down() -> 
     await sleeper.advance(600.0)
     assert body.runs == 4  # the first run + 3 restarts
     assert handle.state is TaskState.FAILED and handle.done()
-    assert len(failures.seen) == 1 and "boom on run 4" in str(failures.seen[0])
+    assert len(failures.seen) == 1 and "boom on run 4" in failures.seen[0].last_exception_message
     await sleeper.advance(7200.0)
     assert body.runs == 4 and len(failures.seen) == 1
     assert sup.tasks() == ()
@@ -118,12 +118,14 @@ async def test_permanent_failure_stops_without_restart() -> None:
     async def give_up() -> None:
         nonlocal runs
         runs += 1
-        raise PermanentFailure("account closed")
+        raise StopRetrying("account closed")
 
     handle = sup.background_task("x", give_up, on_permanent_failure=failures.sync_cb)
     await sleeper.advance(3600.0)
     assert runs == 1 and handle.state is TaskState.FAILED
-    assert [str(e) for e in failures.seen] == ["account closed"]
+    assert [(f.name, f.last_exception_class, f.last_exception_message) for f in failures.seen] == [
+        ("x", "StopRetrying", "account closed")
+    ]
     assert sleeper.requested_s == []
 
 
@@ -143,7 +145,7 @@ async def test_a_raising_failure_callback_is_contained() -> None:
     sleeper = FakeSleeper()
     sup = Supervisor(clock=sleeper.clock, sleep=sleeper.sleep)
 
-    def bad_callback(exc: BaseException) -> None:
+    def bad_callback(failure: PermanentFailure) -> None:
         raise ValueError("callback bug")
 
     handle = sup.background_task(
@@ -169,7 +171,7 @@ async def test_cancel_is_idempotent_and_stops_restarts() -> None:
     sleeper = FakeSleeper()
     sup = Supervisor(clock=sleeper.clock, sleep=sleeper.sleep)
     body = Flaky(crash_on={1})
-    handle: BackgroundTaskHandle = sup.background_task("x", body)
+    handle: BackgroundTaskHandle = sup.background_task("x", body).handle
     assert isinstance(handle, BackgroundTaskHandle) and handle.name == "x"
     await settle()  # crashed, backing off
     handle.cancel()

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from huxley_sdk import SkillContext, ToolDefinition, ToolResult
+from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.audio.types import MicFrame
 from huxleyd.clock import ManualClock
 from huxleyd.providers.cascade.provider import CascadeConnection
@@ -28,7 +28,7 @@ from tests.providers.cascade.test_provider import FIRST, STORY, TIME_TURN
 FRAME = bytes(960)  # 20 ms at 24 kHz
 
 
-class Clock:
+class Clock(Skill):
     """The skill the model calls."""
 
     name = "clock"

@@ -1,8 +1,9 @@
-"""The Huxley skill contract: tools, results, side effects, enums.
+"""The Huxley skill contract: tools, results, side effects, enums, errors.
 
-Names and semantics follow the Huxley documentation, so a skill written for
-Huxley runs on huxleyd unchanged. This module imports nothing from
-``huxleyd`` (the wall; tests/test_import_wall.py).
+Names, defaults and semantics follow huxley-sdk 0.1.1, so a skill written
+for Huxley runs on huxleyd unchanged; everything here is re-exported from
+``huxley_sdk.types`` (Huxley's home for these names) and ``huxley_sdk``.
+Nothing here imports ``huxleyd`` (the wall; tests/test_import_wall.py).
 
 A skill returns a :class:`ToolResult`: ``output`` is text (conventionally
 JSON) the model narrates; ``side_effect`` is at most one of
@@ -133,12 +134,9 @@ class SetVolume(SideEffect):
 
     kind: ClassVar[str] = "set_volume"
     level: int
-
-    def __post_init__(self) -> None:
-        if isinstance(self.level, bool) or not isinstance(self.level, int):
-            raise TypeError(f"SetVolume.level must be an int, got {self.level!r}")
-        if not 0 <= self.level <= 100:
-            raise ValueError(f"SetVolume.level must be 0..100, got {self.level}")
+    """Carried as given, like Huxley (whose skills clamp before building it):
+    the runtime rounds and clamps to 0..100 when it applies the level, so a
+    model's ``42.5`` or ``140`` never fails the tool call."""
 
 
 @dataclass(frozen=True)
@@ -192,5 +190,30 @@ class ClaimBusyError(RuntimeError):
     """Another input claim is active; only one at a time."""
 
 
-class PermanentFailure(Exception):
-    """Raise from a background task to stop it without restarts."""
+class InvalidTransitionError(Exception):
+    """A state machine was asked for a transition it does not allow."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermanentFailure:
+    """What ``on_permanent_failure`` receives when a background task is down for good.
+
+    The exception is carried as strings (class name and message) so the
+    record stays hashable and loggable. ``elapsed_in_window_s`` counts from
+    the start of the current restart-budget window, not from the first crash.
+    """
+
+    name: str
+    last_exception_class: str
+    last_exception_message: str
+    restart_count: int
+    elapsed_in_window_s: float
+
+
+class StopRetrying(Exception):
+    """Raise from a background task to stop it now, without restarts.
+
+    A huxleyd extension: Huxley has no way for a task to say "do not
+    restart me". ``on_permanent_failure`` still runs, with this exception
+    in its :class:`PermanentFailure` record.
+    """

@@ -1,6 +1,9 @@
-"""PCM constants and the earcon palette loader.
+"""The earcon palette loader (Huxley's), plus huxleyd's PCM constants and converter.
 
 Audio between skills and the runtime is PCM16 little-endian, mono, 24 kHz.
+Huxley's SDK has only :func:`load_pcm_palette`; the constants,
+:func:`read_palette`, :func:`read_wav_pcm16_24k_mono` and :func:`silence`
+are huxleyd extensions.
 """
 
 from __future__ import annotations
@@ -73,11 +76,41 @@ def read_wav_pcm16_24k_mono(path: Path) -> bytes:
 
 
 def load_pcm_palette(directory: Path | str, roles: Iterable[str] | None = None) -> dict[str, bytes]:
-    """Load ``*.wav`` files of ``directory`` into ``{stem: pcm16_24k_mono_bytes}``.
+    """``{role: pcm}`` from ``<directory>/<role>.wav``, Huxley's way: lenient.
 
-    With ``roles``, only those stems are loaded, and a missing one raises
-    :class:`PaletteError` naming the directory and the role. Files in other
-    PCM formats are converted; non-PCM files are rejected.
+    Only files already in PCM16 24 kHz mono are loaded (the header is
+    parsed, so LIST chunks are fine). A missing directory, a missing file,
+    an unreadable file or one in another format is skipped without a
+    word: the skill decides what a partial palette means. ``roles=None``
+    (a huxleyd extension) takes every ``*.wav`` of the directory.
+
+    To convert other formats, or fail naming the bad file, use
+    :func:`read_palette`.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        return {}
+    wanted = list(roles) if roles is not None else [p.stem for p in sorted(folder.glob("*.wav"))]
+    palette: dict[str, bytes] = {}
+    for role in wanted:
+        try:
+            with wave.open(str(folder / f"{role}.wav"), "rb") as wav:
+                shape = (wav.getnchannels(), wav.getsampwidth(), wav.getframerate())
+                if shape != (CHANNELS, SAMPLE_WIDTH, SAMPLE_RATE):
+                    continue
+                palette[role] = wav.readframes(wav.getnframes())
+        except (wave.Error, EOFError, OSError):
+            continue
+    return palette
+
+
+def read_palette(directory: Path | str, roles: Iterable[str] | None = None) -> dict[str, bytes]:
+    """Like :func:`load_pcm_palette` but strict and converting (a huxleyd extension).
+
+    Every ``*.wav`` of ``directory`` (or only ``roles``) becomes PCM16
+    24 kHz mono, whatever its integer format, rate or channel count. A
+    missing directory or role, or a file that is not a PCM WAV, raises
+    :class:`PaletteError` naming it.
     """
     folder = Path(directory)
     if not folder.is_dir():

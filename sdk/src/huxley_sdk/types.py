@@ -1,0 +1,116 @@
+"""Every type of the skill contract, where Huxley's SDK keeps them.
+
+``from huxley_sdk.types import X`` works for every name huxley-sdk 0.1.1
+defines in its ``types`` module. The definitions live in
+:mod:`huxley_sdk.contract` (tools, results, side effects, enums, errors)
+and :mod:`huxley_sdk.context` (context, handles, callables, the Skill
+protocol); this module adds the two framework-side types Huxley keeps here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from typing import Protocol, runtime_checkable
+
+from huxley_sdk.catalog import Catalog
+from huxley_sdk.context import (
+    BackgroundTask,
+    BackgroundTaskHandle,
+    CancelActiveClaim,
+    ClaimHandle,
+    ClientEventHandler,
+    CoroFactory,
+    EmitServerEvent,
+    InjectTurn,
+    InjectTurnAndWait,
+    Skill,
+    SkillContext,
+    SkillLogger,
+    SkillSecrets,
+    SkillStorage,
+    StartInputClaim,
+    SubscribeClientEvent,
+)
+from huxley_sdk.contract import (
+    AudioStream,
+    CancelMedia,
+    ClaimBusyError,
+    ClaimEndReason,
+    ContentType,
+    InjectPriority,
+    InputClaim,
+    InvalidTransitionError,
+    PermanentFailure,
+    PlaySound,
+    SetVolume,
+    SideEffect,
+    SpeakVerbatim,
+    StopRetrying,
+    ToolDefinition,
+    ToolResult,
+)
+
+
+class AppState(enum.Enum):
+    """The session states of Huxley's runtime (skills do not use it)."""
+
+    IDLE = enum.auto()
+    CONNECTING = enum.auto()
+    CONVERSING = enum.auto()
+
+
+@runtime_checkable
+class WakeWordDetectorProtocol(Protocol):
+    """The shape of a wake-word detector in Huxley's runtime (huxleyd uses a button)."""
+
+    on_detected: Callable[[], Awaitable[None]] | None
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None: ...
+
+    async def setup(self) -> None: ...
+
+    async def process_frame(self, pcm_16k: bytes) -> None: ...
+
+
+__all__ = [
+    "AppState",
+    "AudioStream",
+    "BackgroundTask",
+    "BackgroundTaskHandle",
+    "CancelActiveClaim",
+    "CancelMedia",
+    "Catalog",
+    "ClaimBusyError",
+    "ClaimEndReason",
+    "ClaimHandle",
+    "ClientEventHandler",
+    "ContentType",
+    "CoroFactory",
+    "EmitServerEvent",
+    "InjectPriority",
+    "InjectTurn",
+    "InjectTurnAndWait",
+    "InputClaim",
+    "InvalidTransitionError",
+    "PermanentFailure",
+    "PlaySound",
+    "SetVolume",
+    "SideEffect",
+    "Skill",
+    "SkillContext",
+    "SkillLogger",
+    "SkillSecrets",
+    "SkillStorage",
+    "SpeakVerbatim",
+    "StartInputClaim",
+    "StopRetrying",
+    "SubscribeClientEvent",
+    "ToolDefinition",
+    "ToolResult",
+    "WakeWordDetectorProtocol",
+]
