@@ -46,14 +46,21 @@ install_package() {
     # two installs never share a build directory.
     stage=$(mktemp -d)
     trap 'rm -rf "$stage"' EXIT
-    for item in pyproject.toml README.md LICENSE huxleyd huxley_sdk; do
+    for item in pyproject.toml README.md LICENSE huxleyd sdk; do
         if [ -e "$SRC/$item" ]; then cp -R "$SRC/$item" "$stage/"; fi
     done
-    find "$stage" -name __pycache__ -type d -prune -exec rm -rf {} +
+    find "$stage" \( -name __pycache__ -o -name '*.egg-info' -o -name build \) -type d \
+        -prune -exec rm -rf {} +
+    # The SDK first (its own distribution, huxley-sdk): huxleyd pins it, and
+    # a Huxley skill installed later finds its huxley-sdk requirement met.
+    say "pip install huxley-sdk (sdk/) into $VENV"
+    # shellcheck disable=SC2086  # PIP_ARGS is a word list on purpose
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --upgrade $PIP_ARGS "$stage/sdk"
     extras=""
     if pkg-config --exists libsystemd 2>/dev/null; then extras="[journal]"; fi
     say "pip install huxleyd$extras into $VENV"
-    # shellcheck disable=SC2086  # PIP_ARGS is a word list on purpose
+    # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
         --upgrade $PIP_ARGS "$stage$extras"
     if [ -n "$DESTDIR" ]; then
