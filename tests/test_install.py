@@ -97,6 +97,29 @@ def test_venv_points_at_the_final_prefix(installed: tuple[Path, str]) -> None:
     assert out.startswith(str(venv)), out
 
 
+def test_the_sdk_is_its_own_distribution_in_the_venv(installed: tuple[Path, str]) -> None:
+    # huxley-sdk (sdk/) is installed beside huxleyd, so a Huxley skill's
+    # "huxley-sdk>=0.1.1,<0.2" finds it; huxleyd's wheel does not carry it.
+    destdir, _ = installed
+    venv = destdir / PREFIX.lstrip("/") / "venv"
+    probe = (
+        "import importlib.metadata as m, huxley_sdk; "
+        "print(m.version('huxley-sdk'), huxley_sdk.__file__); "
+        "print(sorted({f.parts[0] for f in m.files('huxleyd') or []}))"
+    )
+    version_line, huxleyd_parts = subprocess.run(
+        [str(venv / "bin/python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=destdir,
+        check=True,
+    ).stdout.splitlines()
+    version, location = version_line.split()
+    assert version == "0.1.2+huxleyd" and location.startswith(str(venv))
+    assert "huxley_sdk" not in huxleyd_parts
+
+
 def test_nothing_enabled_when_staging(installed: tuple[Path, str]) -> None:
     _, output = installed
     assert "not enabling anything" in output

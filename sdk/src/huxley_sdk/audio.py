@@ -11,8 +11,10 @@ from __future__ import annotations
 import wave
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 SAMPLE_RATE = 24_000
 """Samples per second of all PCM a skill yields or receives."""
@@ -28,6 +30,8 @@ class PaletteError(ValueError):
 
 
 def _to_int16(raw: bytes, width: int) -> np.ndarray:
+    import numpy as np
+
     if width == 2:
         return np.frombuffer(raw, dtype="<i2")
     if width == 1:  # unsigned 8-bit
@@ -58,6 +62,10 @@ def read_wav_pcm16_24k_mono(path: Path) -> bytes:
             f"{path}: not a PCM WAV file ({exc}); expected PCM16 24 kHz mono "
             "(convert with: ffmpeg -i IN -ac 1 -ar 24000 -c:a pcm_s16le OUT.wav)"
         ) from exc
+    # numpy (and scipy below) only here: importing huxley_sdk stays as light
+    # as Huxley's, and only the converter needs them.
+    import numpy as np
+
     try:
         samples = _to_int16(raw, width)
     except PaletteError as exc:
