@@ -212,6 +212,12 @@ def _run(cmd: list[str], *, cwd: Path | None = None, timeout: float = PIP_TIMEOU
     return done.stdout
 
 
+def explain(exc: subprocess.CalledProcessError) -> str:
+    """``command`` and the last lines it printed, for an assertion message."""
+    tail = "\n".join(((exc.stdout or "") + (exc.stderr or "")).strip().splitlines()[-12:])
+    return f"{' '.join(map(str, exc.cmd))} exited {exc.returncode}:\n{tail}"
+
+
 def sdk_fingerprint() -> str:
     """A hash of our SDK's sources and metadata: when it changes, ours is reinstalled."""
     digest = hashlib.sha256()

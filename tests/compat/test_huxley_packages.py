@@ -17,6 +17,7 @@ the index is unreachable and the cache is cold this fails, loudly;
 from __future__ import annotations
 
 import os
+import subprocess
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,9 +63,12 @@ def compat() -> Compat:
             pytrace=False,
         )
     trees = {pin: huxley.unpack(path, cache) for pin, path in sdists.items()}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        built = {f: pool.submit(huxley.build_venv, f, sdists, cache) for f in FLAVOURS}
-        venvs = {flavour: future.result() for flavour, future in built.items()}
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            built = {f: pool.submit(huxley.build_venv, f, sdists, cache) for f in FLAVOURS}
+            venvs = {flavour: future.result() for flavour, future in built.items()}
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"building the venvs failed: {huxley.explain(exc)}", pytrace=False)
     jobs = [
         (pin, flavour)
         for pin in PACKAGES
