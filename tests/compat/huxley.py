@@ -111,6 +111,8 @@ pip's reason) where their wheels do not install."""
 
 TEST_TOOLS = ("pytest>=8,<10", "pytest-asyncio>=0.24,<2", "pytest-httpx>=0.30,<1")
 """What the packages' test suites need (their dev dependency groups)."""
+BUILD_BACKEND = "hatchling>=1.24"
+"""What Huxley's sdists build with (their [build-system])."""
 
 INDEX = os.environ.get("HUXLEY_COMPAT_INDEX", "https://pypi.org/simple")
 PIP_TIMEOUT_S = 900
@@ -257,7 +259,7 @@ class Venv:
 
 def _venv_key(flavour: str, sdists: dict[Pin, Path]) -> str:
     digest = hashlib.sha256()
-    parts = [flavour, sys.version, INDEX, *TEST_TOOLS, *(p.sha256 for p in sdists)]
+    parts = [flavour, sys.version, INDEX, *TEST_TOOLS, BUILD_BACKEND, *(p.sha256 for p in sdists)]
     if flavour == "ours":
         parts.extend(_sdk_dependencies())
     digest.update("\n".join(parts).encode())
@@ -277,9 +279,12 @@ def build_venv(flavour: str, sdists: dict[Pin, Path], cache: Path) -> Venv:
         if not state.exists():
             shutil.rmtree(venv.path, ignore_errors=True)
             _run([sys.executable, "-m", "venv", str(venv.path)])
-            venv.pip("install", "--quiet", "--upgrade", "pip", *TEST_TOOLS)
+            # Huxley's sdists build with hatchling: installed once here and
+            # used without build isolation, instead of one build env per sdist.
+            venv.pip("install", "--quiet", *TEST_TOOLS, BUILD_BACKEND)
+            sdist = ("install", "--quiet", "--ignore-requires-python", "--no-build-isolation")
             if flavour == "baseline":
-                venv.pip("install", "--quiet", "--ignore-requires-python", str(sdists[HUXLEY_SDK]))
+                venv.pip(*sdist, str(sdists[HUXLEY_SDK]))
             else:
                 _install_our_sdk(venv)
             plain = [
@@ -287,12 +292,12 @@ def build_venv(flavour: str, sdists: dict[Pin, Path], cache: Path) -> Venv:
                 for pin, path in sdists.items()
                 if pin in SKILLS and pin.name not in NATIVE
             ]
-            venv.pip("install", "--quiet", "--ignore-requires-python", *plain)
+            venv.pip(*sdist, *plain)
             not_installed: dict[str, str] = {}
             for pin, path in sdists.items():
                 if pin.name in NATIVE:
                     try:
-                        venv.pip("install", "--quiet", "--ignore-requires-python", str(path))
+                        venv.pip(*sdist, str(path))
                     except subprocess.CalledProcessError as exc:
                         tail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
                         not_installed[pin.name] = " / ".join(tail) or f"pip exit {exc.returncode}"
