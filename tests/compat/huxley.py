@@ -325,10 +325,16 @@ def _refresh_our_sdk(venv: Venv) -> None:
         _install_our_sdk(venv, "--no-deps", "--force-reinstall")
 
 
+def run_python(venv: Venv, script: str) -> str:
+    """Run ``script`` with the venv's python from a neutral directory (not the repo)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return _run([venv.python, script], cwd=Path(scratch))
+
+
 def installed_version(venv: Venv, distribution: str) -> str:
-    return _run(
-        [venv.python, "-c", f"import importlib.metadata as m; print(m.version({distribution!r}))"]
-    ).strip()
+    with tempfile.TemporaryDirectory() as scratch:
+        probe = f"import importlib.metadata as m; print(m.version({distribution!r}))"
+        return _run([venv.python, "-c", probe], cwd=Path(scratch)).strip()
 
 
 # ---------------------------------------------------------------- test runs

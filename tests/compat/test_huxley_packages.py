@@ -16,15 +16,17 @@ the index is unreachable and the cache is cold this fails, loudly;
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from tests.compat import huxley
+from tests.compat import huxley, surface
 from tests.compat.huxley import HUXLEY_SDK, SKILLS, Outcomes, Pin, Venv
 
 PACKAGES = (HUXLEY_SDK, *SKILLS)
@@ -97,6 +99,17 @@ def test_installing_huxley_skills_leaves_our_sdk_in_place(compat: Compat) -> Non
     venv = compat.venvs["ours"]
     assert huxley.installed_version(venv, "huxley-sdk") == ours
     assert huxley.installed_version(compat.venvs["baseline"], "huxley-sdk") == HUXLEY_SDK.version
+
+
+def test_our_sdk_has_huxleys_names_signatures_and_defaults(compat: Compat) -> None:
+    script = str(Path(surface.__file__))
+    found = {
+        flavour: json.loads(huxley.run_python(compat.venvs[flavour], script))
+        for flavour in FLAVOURS
+    }
+    assert found["baseline"]["huxley_sdk.types"], "nothing read from Huxley's SDK"
+    problems = surface.differences(found["baseline"], found["ours"])
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("pin", PACKAGES, ids=[pin.short for pin in PACKAGES])

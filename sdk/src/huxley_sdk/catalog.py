@@ -26,7 +26,7 @@ def _fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _similarity(folded_query: str, folded_text: str) -> float:
+def _score(folded_query: str, folded_text: str) -> float:
     if not folded_query or not folded_text:
         return 0.0
     return SequenceMatcher(None, folded_query, folded_text).ratio()
@@ -93,7 +93,7 @@ class Catalog:
         folded_query = _fold(query)
         scored: list[tuple[float, int, _Entry]] = []
         for entry in self._entries.values():
-            best = max((_similarity(folded_query, text) for text in entry.folded), default=0.0)
+            best = max((_score(folded_query, text) for text in entry.folded), default=0.0)
             if best > 0:
                 scored.append((best, entry.order, entry))
         scored.sort(key=lambda row: (-row[0], row[1]))

@@ -116,19 +116,20 @@ class EventLogger:
         """Log at ERROR with the current exception's traceback."""
         self._emit(logging.ERROR, event, fields, True)
 
-    async def adebug(self, event: str, /, **fields: Any) -> None:
+    # The async forms take ``event`` by keyword too, like Huxley's SkillLogger.
+    async def adebug(self, event: str, **fields: Any) -> None:
         self._emit(logging.DEBUG, event, fields, False)
 
-    async def ainfo(self, event: str, /, **fields: Any) -> None:
+    async def ainfo(self, event: str, **fields: Any) -> None:
         self._emit(logging.INFO, event, fields, False)
 
-    async def awarning(self, event: str, /, **fields: Any) -> None:
+    async def awarning(self, event: str, **fields: Any) -> None:
         self._emit(logging.WARNING, event, fields, False)
 
-    async def aerror(self, event: str, /, **fields: Any) -> None:
+    async def aerror(self, event: str, **fields: Any) -> None:
         self._emit(logging.ERROR, event, fields, False)
 
-    async def aexception(self, event: str, /, **fields: Any) -> None:
+    async def aexception(self, event: str, **fields: Any) -> None:
         self._emit(logging.ERROR, event, fields, True)
 
 

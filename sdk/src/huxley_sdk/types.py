@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 from huxley_sdk.catalog import Catalog
-from huxley_sdk.context import (
+from huxley_sdk.context import (  # the no-op defaults too, where Huxley keeps them
     BackgroundTask,
     BackgroundTaskHandle,
     CancelActiveClaim,
@@ -31,6 +31,13 @@ from huxley_sdk.context import (
     SkillStorage,
     StartInputClaim,
     SubscribeClientEvent,
+    _default_background_task,
+    _default_cancel_active_claim,
+    _default_emit_server_event,
+    _default_start_input_claim,
+    _default_subscribe_client_event,
+    _noop_inject_turn,
+    _noop_inject_turn_and_wait,
 )
 from huxley_sdk.contract import (
     AudioStream,
@@ -113,4 +120,11 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "WakeWordDetectorProtocol",
+    "_default_background_task",
+    "_default_cancel_active_claim",
+    "_default_emit_server_event",
+    "_default_start_input_claim",
+    "_default_subscribe_client_event",
+    "_noop_inject_turn",
+    "_noop_inject_turn_and_wait",
 ]
