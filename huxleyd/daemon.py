@@ -1,5 +1,8 @@
 """The daemon: parse the configuration, wire the layers, run until SIGTERM.
 
+SIGHUP re-reads the persona file and hands changed skill config to the
+skills (``reconfigure``); see :meth:`~huxleyd.runtime.Runtime.reload`.
+
 This module only wires; behaviour lives in the layers it connects.
 ``huxleyd --check-config`` does everything the start does short of opening
 devices and the network (:func:`huxleyd.preflight.preflight`), then exits 0
@@ -37,6 +40,14 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(config, parts)
+    reloads: set[asyncio.Task[list[str]]] = set()
+
+    def reload() -> None:  # SIGHUP, `systemctl reload huxleyd`: re-read the persona
+        task = loop.create_task(runtime.reload(), name="reload")
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, reload)
     try:
         await runtime.start()
         async with ControlServer(RuntimeControl(runtime), config.control):

@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from huxley_sdk import Skill
-from huxleyd.argcheck import check_value
 from huxleyd.config import Config
-from huxleyd.errors import ConfigError, SkillError, SkillShapeError
+from huxleyd.errors import ConfigError, SkillCollisionError, SkillError
 from huxleyd.files import Reader, check_directory, check_file
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.skillhost import SkillHost, installed_skills
@@ -238,54 +236,42 @@ def check_skills(config: Config) -> SkillHost:
     """Load the persona's skills and check each table against the skill's ``config_schema``.
 
     Every error names the persona file and the skill's key (``skills.radio``).
-    ``config_schema`` (a JSON Schema of the skill's persona table) is a
-    huxleyd extension: a skill without one is loaded unchecked.
+    Which distribution provides a name two register is the persona's choice
+    (``from``, :mod:`huxleyd.skillsources`); a table is checked as the skill
+    will see it (without ``from``, its ``i18n`` merged), see
+    :func:`huxleyd.skillhost.check_config`.
     """
     persona_file = str(config.persona_path)
+    persona = config.persona
     available = installed_skills()
     skills = []
-    for name in config.persona.skills:
+    sources: dict[str, str] = {}
+    namespaces: dict[str, str] = {}
+    for name in persona.skills:
         try:
-            skill = SkillHost.load([name], installed=available).skills[0]
+            one = SkillHost.load(
+                [name],
+                installed=available,
+                configs=persona.skills,
+                persona_file=persona_file,
+                language=persona.language,
+            )
+        except (ConfigError, SkillCollisionError):
+            raise  # these name the persona file and the key already
         except SkillError as exc:
             raise type(exc)(f"{persona_file}: skills.{name}: {exc}") from exc
-        _check_skill_table(skill, config.persona.skills[name], persona_file)
-        skills.append(skill)
+        skills.extend(one.skills)
+        sources.update(one.sources)
+        namespaces.update(one.namespaces)
     try:
-        return SkillHost(
+        host = SkillHost(
             skills,
-            descriptions=config.persona.overrides.tools,
+            descriptions=persona.overrides.tools,
             tool_timeout_s=config.provider.tool_timeout_s,
+            sources=sources,
+            language=persona.language,
         )
     except SkillError as exc:
         raise type(exc)(f"{persona_file}: skills: {exc}") from exc
-
-
-def _check_skill_table(skill: Skill, table: Mapping[str, object], persona_file: str) -> None:
-    schema = getattr(skill, "config_schema", None)
-    if schema is None:
-        return
-    if not isinstance(schema, dict):
-        raise SkillShapeError(
-            f"{persona_file}: skills.{skill.name}: the skill's config_schema must be a "
-            f"JSON Schema dict, got {type(schema).__name__}"
-        )
-    _check_unknown_keys(table, schema, persona_file, skill.name)
-    problems = check_value(dict(table), schema, f"skills.{skill.name}")
-    if problems:
-        where, _, problem = problems[0].partition(": ")
-        raise ConfigError(persona_file, where, problem)
-
-
-def _check_unknown_keys(
-    table: Mapping[str, object], schema: Mapping[str, object], file: str, skill: str
-) -> None:
-    properties = schema.get("properties")
-    if schema.get("additionalProperties") is not False or not isinstance(properties, dict):
-        return
-    for name in table:
-        if name not in properties:
-            known = ", ".join(sorted(properties)) or "no keys"
-            raise ConfigError(
-                file, f"skills.{skill}.{name}", f"unknown key (expected one of: {known})"
-            )
+    host.namespaces = namespaces
+    return host

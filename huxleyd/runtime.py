@@ -27,8 +27,8 @@ from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.config import Config
-from huxleyd.errors import SkillSetupError
+from huxleyd.config import Config, load_persona
+from huxleyd.errors import ConfigError, SkillSetupError
 from huxleyd.hardware.boards import BoardProfile
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
@@ -39,9 +39,12 @@ from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
 from huxleyd.service import Notifier, Watchdog
+from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import SkillHost
+from huxleyd.skillsources import SOURCE_KEY
 from huxleyd.storage import Database, FileSecrets
 from huxleyd.turns.coordinator import Activity, Coordinator, TurnSettings
+from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.supervisor import Supervisor
 from huxleyd.volume_wiring import make_volume
 
@@ -144,12 +147,15 @@ class Runtime:
         self.audio_settings: AudioSettings = config.audio
         """``[audio]`` with the board merged (at load: :func:`~huxleyd.config.load_config`)."""
         self.supervisor = Supervisor(clock=self.clock)
+        self.client_events = ClientEvents()
         self.watchdog: Watchdog | None = None
         self.connection_state = "connecting"
         self.pin_factory: Any = None
         """The gpiozero pin factory the button and LEDs use (``huxleyctl doctor`` reports it)."""
         self.checked: Preflight | None = None
         """What :func:`~huxleyd.preflight.preflight` found at start (the key file used…)."""
+        self.instructions = SessionInstructions("", context=str, apply=lambda _text: None)
+        """Replaced at start; refreshed by the coordinator before each turn."""
 
     # ------------------------------------------------------------ start
 
@@ -183,8 +189,15 @@ class Runtime:
             url=url,
         )
         self.connection = connection
+        host = self.host
+        self.instructions = SessionInstructions(
+            config.persona.effective_instructions,
+            context=host.prompt_context,
+            apply=self._configure_session,
+        )
         self.coordinator = Coordinator(
             provider=connection,
+            session_instructions=self.instructions,
             audio=self.engine,
             volume=volume,
             host=self.host,
@@ -203,11 +216,7 @@ class Runtime:
         except SkillSetupError as exc:
             raise SkillSetupError(f"{config.persona_path}: {exc}") from exc
         await self.coordinator.start()
-        connection.configure(
-            instructions=config.persona.effective_instructions,
-            tools=[tool.to_api_format() for tool in self.host.tools],
-            voice=config.persona.voice or config.provider.voice,
-        )
+        self.instructions.refresh()  # the first configure: persona + skills' context
         self._spawn(connection.run(), "provider")
         await self._start_hardware()
         self.watchdog = Watchdog.from_environment(
@@ -234,6 +243,20 @@ class Runtime:
     def _checked(self) -> Preflight:
         assert self.checked is not None, "start() runs the preflight first"
         return self.checked
+
+    def _configure_session(self, instructions: str) -> None:
+        """Send instructions, tools and voice to the provider (it re-sends only changes)."""
+        assert self.connection is not None and self.host is not None
+        persona = self.config.persona
+        self.connection.configure(
+            instructions=instructions,
+            tools=[tool.to_api_format() for tool in self.host.tools],
+            voice=persona.voice or self.config.provider.voice,
+        )
+
+    def _host(self) -> SkillHost:
+        assert self.host is not None
+        return self.host
 
     def _coordinator(self) -> Coordinator:
         assert self.coordinator is not None, "provider event before the coordinator exists"
@@ -355,6 +378,7 @@ class Runtime:
 
         def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:
             skill_config.setdefault("timezone", persona.timezone)
+            skill_config.setdefault("_language", persona.language)  # as Huxley's persona sets it
 
             def background_task(
                 name: str, coro_factory: Any, **kwargs: Any
@@ -364,8 +388,10 @@ class Runtime:
                 ).handle
 
             return SkillContext(
+                subscribe_client_event=self.client_events.subscriber(skill),
+                emit_server_event=self.client_events.emitter(skill),
                 logger=get_logger(f"huxley.skill.{skill}", skill=skill),
-                storage=db.skill_storage(skill),
+                storage=db.skill_storage(self._host().storage_namespace(skill)),
                 secrets=FileSecrets(config.storage.secrets_dir, skill),
                 persona_data_dir=data_dir,
                 config=skill_config,
@@ -379,6 +405,67 @@ class Runtime:
             )
 
         return make
+
+    # ------------------------------------------------------------ reload
+
+    async def reload(self) -> list[str]:
+        """Re-read the persona file (SIGHUP, ``systemctl reload huxleyd``).
+
+        Skills whose ``[skills.NAME]`` table changed get ``reconfigure(ctx)``
+        with the new config (all of them when the language or time zone
+        changed); the persona's instructions and the skills' context are
+        re-sent if they changed. Adding or removing a skill, or changing its
+        ``from``, needs a restart (one warning says so). A persona file that
+        does not parse is refused with one line; the running one stays.
+        Returns the skills reconfigured.
+        """
+        host = self.host
+        if host is None:
+            return []
+        old = self.config.persona
+        try:
+            persona = load_persona(self.config.persona_path)
+        except ConfigError as exc:
+            log.error("reload_refused", error=str(exc), effect="the running persona stays")
+            return []
+        loaded = [s.name for s in host.skills]
+        moved = [
+            n
+            for n in loaded
+            if n in persona.skills
+            and persona.skills[n].get(SOURCE_KEY) != old.skills.get(n, {}).get(SOURCE_KEY)
+        ]
+        if list(persona.skills) != loaded or moved:
+            log.warning(
+                "reload_needs_restart",
+                added=",".join(n for n in persona.skills if n not in loaded),
+                removed=",".join(n for n in loaded if n not in persona.skills),
+                source_changed=",".join(moved),
+                effect="only the config of loaded skills is applied; restart to load others",
+            )
+        configs = {n: persona.skills.get(n, old.skills.get(n, {})) for n in loaded}
+        everyone = (persona.language, persona.timezone) != (old.language, old.timezone)
+        host.language = persona.language
+        changed = host.changed_configs(configs, force=everyone)
+        self.config = dataclasses.replace(
+            self.config, persona=dataclasses.replace(persona, skills=configs)
+        )
+        try:
+            done = await host.reconfigure(
+                self._context_factory(),
+                configs,
+                changed,
+                persona_file=str(self.config.persona_path),
+            )
+        except ConfigError as exc:
+            log.error("reload_config_rejected", error=str(exc))
+            done = []
+        self.instructions.set_base(persona.effective_instructions)
+        if self.connection is not None:
+            # tools may have changed too (a skill's descriptions follow its language)
+            self._configure_session(self.instructions.refresh())
+        log.info("persona_reloaded", reconfigured=",".join(done) or "none")
+        return done
 
     # ------------------------------------------------------------ events
 
@@ -431,6 +518,8 @@ class Runtime:
                 await task
         await self.supervisor.close()
         if self.host is not None:
+            for skill in self.host.skills:
+                self.client_events.drop(skill.name)
             await self.host.teardown_all()
         if self.sim is not None:
             await self.sim.__aexit__(None, None, None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
@@ -80,6 +81,9 @@ class RuntimeControl:
     async def stop(self) -> bool:
         coordinator = self._rt.coordinator
         return await coordinator.stop_media() if coordinator is not None else False
+
+    async def client_event(self, key: str, data: dict[str, Any]) -> list[str]:
+        return await self._rt.client_events.deliver(key, data)
 
     async def skills(self) -> list[SkillInfo]:
         host = self._rt.host

@@ -1,9 +1,17 @@
-"""Loading skills through entry points, and calling their tools safely.
+"""Loading skills through entry points, their lifecycle, and calling their tools safely.
 
 The persona names skills; each is resolved in the ``huxley.skills``
-entry-point group, instantiated, checked against the Skill protocol, and
-set up with its own :class:`~huxley_sdk.SkillContext`. Everything that can be
-wrong fails at start, one line each (STYLE.md rule 11).
+entry-point group (:mod:`huxleyd.skillsources` picks the distribution when
+two provide one name), instantiated, checked against the Skill protocol,
+its config checked against its ``config_schema``, and set up with its own
+:class:`~huxley_sdk.SkillContext`. Everything that can be wrong fails at
+start, one line each (STYLE.md rule 11).
+
+Lifecycle, as Huxley's SDK documents it: ``name``, ``tools`` and ``handle``
+are required; ``setup``, ``reconfigure``, ``teardown`` and
+``prompt_context`` are optional. :meth:`SkillHost.prompt_context` joins
+every skill's contribution for the session instructions;
+:meth:`SkillHost.reconfigure` hands changed persona config to the skills.
 
 :meth:`SkillHost.call` is the only way tools run: it parses and checks the
 arguments against the tool's schema, runs ``handle`` with a timeout, and
@@ -18,19 +26,27 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from importlib.metadata import EntryPoint
+from typing import Any, cast
 
 from huxley_sdk import ENTRY_POINT_GROUP, Skill, SkillContext, ToolDefinition, ToolResult
 from huxley_sdk.types import SideEffect
-from huxleyd.argcheck import check_arguments
+from huxleyd.argcheck import check_arguments, check_value
 from huxleyd.errors import (
+    ConfigError,
     SkillCollisionError,
-    SkillNotInstalledError,
     SkillSetupError,
     SkillShapeError,
 )
 from huxleyd.logs import get_logger
+from huxleyd.skillsources import (
+    Installed,
+    SkillSource,
+    pick_source,
+    skill_config,
+    skill_sources,
+    storage_namespace,
+)
 
 log = get_logger("huxleyd.skills")
 
@@ -38,9 +54,14 @@ ContextFactory = Callable[[str, dict[str, Any]], SkillContext]
 """``(skill_name, skill_config) -> SkillContext``, supplied by the daemon."""
 
 
-def installed_skills(group: str = ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
-    """Entry points of ``group`` by name."""
-    return {ep.name: ep for ep in entry_points(group=group)}
+def installed_skills(group: str = ENTRY_POINT_GROUP) -> dict[str, list[SkillSource]]:
+    """Every registration of ``group`` by skill name (more than one = a collision)."""
+    return skill_sources(group)
+
+
+REQUIRED = ("name", "tools", "handle")
+OPTIONAL_ASYNC = ("setup", "reconfigure", "teardown")
+"""Huxley documents these as optional with no-op defaults."""
 
 
 def _check_shape(name: str, found: object, where: str) -> Skill:
@@ -48,13 +69,18 @@ def _check_shape(name: str, found: object, where: str) -> Skill:
     obj: Any = found
     # Not isinstance(obj, Skill): a runtime_checkable protocol checks every
     # member, Huxley's optional ones (prompt_context, config_schema…) included.
-    missing = [m for m in ("name", "tools", "handle", "setup", "teardown") if not hasattr(obj, m)]
+    missing = [m for m in REQUIRED if not hasattr(obj, m)]
     if missing:
         problems.append(f"missing {', '.join(missing)}")
     else:
-        for method in ("handle", "setup", "teardown"):
-            if not inspect.iscoroutinefunction(getattr(obj, method)):
+        for method in ("handle", *OPTIONAL_ASYNC):
+            fn = getattr(obj, method, None)
+            if fn is not None and not inspect.iscoroutinefunction(fn):
                 problems.append(f"{method} must be 'async def'")
+        context = getattr(obj, "prompt_context", None)
+        if context is not None and not callable(context):
+            problems.append("prompt_context must be a method returning a string")
+        obj = cast(Skill, obj)
         if not isinstance(obj.name, str) or not obj.name:
             problems.append(f"name must be a non-empty string, got {obj.name!r}")
         elif obj.name != name:
@@ -75,8 +101,45 @@ def instantiate(name: str, ep: EntryPoint) -> Skill:
         raise SkillShapeError(
             f"skill {name!r}: cannot import {ep.value}: {type(exc).__name__}: {exc}"
         ) from exc
-    obj = target() if isinstance(target, type) else target
+    try:
+        obj = target() if isinstance(target, type) else target
+    except Exception as exc:
+        raise SkillShapeError(
+            f"skill {name!r}: {ep.value}() failed: {type(exc).__name__}: {exc}"
+        ) from exc
     return _check_shape(name, obj, ep.value)
+
+
+def check_config(skill: Skill, config: Mapping[str, Any], *, persona_file: str) -> None:
+    """Check a skill's persona table against its ``config_schema`` (when it has one).
+
+    Huxley's schemas are JSON Schema describing ``ctx.config``; the subset
+    :mod:`huxleyd.argcheck` knows is what such tables use. An unknown key is
+    named first with the keys the skill knows. Raises ConfigError naming the
+    persona file and the key (``skills.memos.max_seconds``).
+    """
+    schema = getattr(skill, "config_schema", None)
+    if schema is None:
+        return
+    if not isinstance(schema, dict):
+        raise SkillShapeError(
+            f"{persona_file}: skills.{skill.name}: the skill's config_schema must be a "
+            f"JSON Schema dict, got {type(schema).__name__}"
+        )
+    properties = schema.get("properties")
+    if schema.get("additionalProperties") is False and isinstance(properties, dict):
+        for key in config:
+            if key not in properties:
+                known = ", ".join(sorted(properties)) or "no keys"
+                raise ConfigError(
+                    persona_file,
+                    f"skills.{skill.name}.{key}",
+                    f"unknown key (expected one of: {known})",
+                )
+    problems = check_value(dict(config), schema, f"skills.{skill.name}")
+    if problems:
+        where, _, problem = problems[0].partition(": ")
+        raise ConfigError(persona_file, where, problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +166,7 @@ CANCELLED_OUTPUT = json.dumps({"cancelled": True})
 
 
 class SkillHost:
-    """The loaded skills of a persona, and the tool dispatcher."""
+    """The loaded skills of a persona, their lifecycle, and the tool dispatcher."""
 
     def __init__(
         self,
@@ -111,19 +174,22 @@ class SkillHost:
         *,
         descriptions: Mapping[str, str] | None = None,
         tool_timeout_s: float = 8.0,
+        sources: Mapping[str, str] | None = None,
+        language: str | None = None,
     ) -> None:
         self.skills: list[Skill] = list(skills)
+        self.language = language
+        """Selects each skill table's ``i18n.<language>`` overrides."""
         self._by_tool: dict[str, tuple[Skill, ToolDefinition]] = {}
         self._descriptions = dict(descriptions or {})
         self.tool_timeout_s = tool_timeout_s
-        for skill in self.skills:
-            for tool in skill.tools:
-                if tool.name in self._by_tool:
-                    other = self._by_tool[tool.name][0].name
-                    raise SkillCollisionError(
-                        f"tool {tool.name!r} is defined by both skill {other!r} and {skill.name!r}"
-                    )
-                self._by_tool[tool.name] = (skill, tool)
+        self.sources: dict[str, str] = dict(sources or {})
+        """Skill name → the distribution it was loaded from."""
+        self.namespaces: dict[str, str] = {}
+        """Skill name → its storage namespace, when not its name (see storage_namespace)."""
+        self._configs: dict[str, dict[str, Any]] = {}
+        self._context_failed: set[str] = set()
+        self._index_tools()
         unknown = sorted(set(self._descriptions) - set(self._by_tool))
         if unknown:
             raise SkillCollisionError(
@@ -131,49 +197,180 @@ class SkillHost:
                 f"(loaded tools: {', '.join(sorted(self._by_tool))})"
             )
 
+    def _index_tools(self) -> None:
+        by_tool: dict[str, tuple[Skill, ToolDefinition]] = {}
+        for skill in self.skills:
+            for tool in skill.tools:
+                if tool.name in by_tool:
+                    other = by_tool[tool.name][0].name
+                    raise SkillCollisionError(
+                        f"tool {tool.name!r} is defined by both skill {other!r} and {skill.name!r}"
+                    )
+                by_tool[tool.name] = (skill, tool)
+        self._by_tool = by_tool
+
     @classmethod
     def load(
         cls,
         names: Iterable[str],
         *,
-        installed: Mapping[str, EntryPoint] | None = None,
+        installed: Installed | None = None,
+        configs: Mapping[str, Mapping[str, Any]] | None = None,
+        persona_file: str = "persona",
         descriptions: Mapping[str, str] | None = None,
         tool_timeout_s: float = 8.0,
+        language: str | None = None,
     ) -> SkillHost:
-        """Resolve and instantiate the named skills. Raises a SkillError, one line."""
-        available = installed_skills() if installed is None else installed
+        """Resolve, instantiate and check the named skills. Raises a one-line error.
+
+        ``configs`` are the persona's ``[skills.NAME]`` tables: their
+        ``from`` picks a distribution, the rest is checked against the
+        skill's ``config_schema``.
+        """
+        available: Installed = skill_sources() if installed is None else installed
+        configs = configs or {}
         skills: list[Skill] = []
+        sources: dict[str, str] = {}
+        namespaces: dict[str, str] = {}
         seen: set[str] = set()
         for name in names:
             if name in seen:
                 raise SkillCollisionError(f"skill {name!r} is listed twice")
             seen.add(name)
-            ep = available.get(name)
-            if ep is None:
-                raise SkillNotInstalledError(
-                    f"skill {name!r} is not installed (installed: {', '.join(sorted(available)) or 'none'})"
-                )
-            skills.append(instantiate(name, ep))
-        return cls(skills, descriptions=descriptions, tool_timeout_s=tool_timeout_s)
+            raw = configs.get(name, {})
+            source = pick_source(name, available, raw, persona_file=persona_file)
+            skill = instantiate(name, source.entry_point)
+            check_config(skill, skill_config(raw, language), persona_file=persona_file)
+            skills.append(skill)
+            sources[name] = source.distribution
+            namespaces[name] = storage_namespace(source, available)
+        host = cls(
+            skills,
+            descriptions=descriptions,
+            tool_timeout_s=tool_timeout_s,
+            sources=sources,
+            language=language,
+        )
+        host.namespaces = {n: ns for n, ns in namespaces.items() if ns != n}
+        return host
+
+    def storage_namespace(self, name: str) -> str:
+        """The namespace of skill ``name``'s ``ctx.storage``."""
+        return self.namespaces.get(name, name)
 
     async def setup_all(
-        self, make_context: ContextFactory, configs: Mapping[str, dict[str, Any]]
+        self, make_context: ContextFactory, configs: Mapping[str, Mapping[str, Any]]
     ) -> None:
-        """Run every skill's ``setup``; the first that raises stops the start."""
+        """Run every skill's ``setup`` (when it has one); the first that raises stops the start."""
         for skill in self.skills:
+            config = skill_config(configs.get(skill.name, {}), self.language)
+            self._configs[skill.name] = dict(config)
+            setup = getattr(skill, "setup", None)
             try:
-                await skill.setup(make_context(skill.name, dict(configs.get(skill.name, {}))))
+                if setup is not None:
+                    await setup(make_context(skill.name, dict(config)))
             except Exception as exc:
                 # The skill's own message is for the admin; its class name is not.
                 reason = " ".join(str(exc).split()) or type(exc).__name__
                 raise SkillSetupError(f"skills.{skill.name}: setup failed: {reason}") from exc
-            log.info("skill_ready", skill=skill.name, tools=",".join(t.name for t in skill.tools))
+            log.info(
+                "skill_ready",
+                skill=skill.name,
+                distribution=self.sources.get(skill.name, "?"),
+                tools=",".join(t.name for t in skill.tools),
+            )
+        self._index_tools()
+
+    def changed_configs(
+        self, configs: Mapping[str, Mapping[str, Any]], *, force: bool = False
+    ) -> list[str]:
+        """Loaded skills whose persona config differs from what they last got."""
+        return [
+            s.name
+            for s in self.skills
+            if force
+            or skill_config(configs.get(s.name, {}), self.language) != self._configs.get(s.name, {})
+        ]
+
+    async def reconfigure(
+        self,
+        make_context: ContextFactory,
+        configs: Mapping[str, Mapping[str, Any]],
+        names: Iterable[str],
+        *,
+        persona_file: str = "persona",
+    ) -> list[str]:
+        """Call ``reconfigure(ctx)`` on the named skills with their new config.
+
+        A config its schema rejects is not handed over (the skill keeps the
+        old one; ConfigError is raised after the others ran). A skill whose
+        ``reconfigure`` raises is logged and keeps running. Returns the names
+        of the skills that were reconfigured.
+        """
+        wanted = set(names)
+        done: list[str] = []
+        rejected: ConfigError | None = None
+        for skill in self.skills:
+            if skill.name not in wanted:
+                continue
+            config = skill_config(configs.get(skill.name, {}), self.language)
+            try:
+                check_config(skill, config, persona_file=persona_file)
+            except ConfigError as exc:
+                log.error("skill_config_rejected", skill=skill.name, error=str(exc))
+                rejected = rejected or exc
+                continue
+            self._configs[skill.name] = dict(config)
+            hook = getattr(skill, "reconfigure", None)
+            if hook is not None:
+                try:
+                    await hook(make_context(skill.name, dict(config)))
+                except Exception:
+                    log.exception("skill_reconfigure_failed", skill=skill.name)
+                    continue
+            done.append(skill.name)
+            log.info("skill_reconfigured", skill=skill.name)
+        self._index_tools()
+        if rejected is not None:
+            raise rejected
+        return done
+
+    def prompt_context(self) -> str:
+        """Every skill's ``prompt_context()`` that is not empty, in persona order.
+
+        A skill whose ``prompt_context`` raises or returns a non-string is
+        skipped with one log line (per skill, not per call: this runs before
+        every turn).
+        """
+        parts: list[str] = []
+        for skill in self.skills:
+            getter = getattr(skill, "prompt_context", None)
+            if getter is None:
+                continue
+            try:
+                text: object = getter()
+            except Exception:
+                if skill.name not in self._context_failed:
+                    self._context_failed.add(skill.name)
+                    log.exception("skill_prompt_context_failed", skill=skill.name)
+                continue
+            if not isinstance(text, str):
+                if skill.name not in self._context_failed:
+                    self._context_failed.add(skill.name)
+                    log.error("skill_prompt_context_not_text", skill=skill.name)
+                continue
+            if text.strip():
+                parts.append(text.strip())
+        return "\n\n".join(parts)
 
     async def teardown_all(self) -> None:
         """Tear down in reverse order; a failing teardown is logged, not raised."""
         for skill in reversed(self.skills):
+            teardown = getattr(skill, "teardown", None)
+            if teardown is None:
+                continue
             try:
-                await asyncio.wait_for(skill.teardown(), timeout=5.0)
+                await asyncio.wait_for(teardown(), timeout=5.0)
             except Exception:
                 log.exception("skill_teardown_failed", skill=skill.name)
 

@@ -7,9 +7,12 @@
     huxleyctl say TEXT...             start a text turn, as if spoken
     huxleyctl stop                    stop the media that is playing
     huxleyctl skills [--json]         loaded skills and their tools
+    huxleyctl skills install PACKAGE  add a Huxley skill package to the daemon's venv
+    huxleyctl skills remove PACKAGE   remove it (see huxleyd.control.skillpkgs)
     huxleyctl ptt press|release|tap   drive the push-to-talk button
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
     huxleyctl doctor [--json]         diagnose config, key, audio, GPIO, network, disk
+    huxleyctl event KEY [JSON]        a Huxley client event for the skills (docs/skills.md)
     huxleyctl logs [MATCH...]         follow the daemon's journal
 
 The socket is ``--socket PATH``, else ``[control] socket_path`` of
@@ -67,6 +70,16 @@ def _volume_level(text: str) -> int:
     if not 0 <= level <= 100:
         raise argparse.ArgumentTypeError(f"expected an integer 0-100, got {text!r}")
     return level
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
 
 
 def _positive_seconds(text: str) -> float:
@@ -136,9 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
         "text", nargs="+", metavar="TEXT"
     )
     command("stop", "stop the media that is playing")
-    command("skills", "list loaded skills and their tools").add_argument(
-        "--json", action="store_true", help="print the raw result"
+    skills = command("skills", "list loaded skills; install or remove a skill package")
+    skills.add_argument("--json", action="store_true", help="print the raw result")
+    skills.add_argument(
+        "action", nargs="?", choices=["install", "remove"], help="change this environment"
     )
+    skills.add_argument("package", nargs="?", metavar="PACKAGE", help="e.g. huxley-skill-reminders")
+    skills.add_argument("--index-url", help="pip index (default: pip's configuration)")
+    skills.add_argument(
+        "--find-links", action="append", default=[], metavar="DIR", help="also look here (pip)"
+    )
+    skills.add_argument("--no-index", action="store_true", help="only --find-links (pip)")
     command("ptt", "drive the push-to-talk button").add_argument(
         "action", choices=[a.value for a in PttAction]
     )
@@ -157,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="without a daemon: the key file it would be started with (huxleyd --key-file)",
     )
+    event = command("event", "send a Huxley client event to the skills subscribed to KEY")
+    event.add_argument("key", metavar="KEY")
+    event.add_argument("data", nargs="?", type=_json_object, metavar="JSON", help="its data")
     logs = command("logs", "follow the daemon's journal")
     logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
     logs.add_argument("--no-follow", action="store_true", help="print and exit")
@@ -300,7 +324,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
     os.execv(journalctl, argv)
 
 
+def cmd_event(client: ControlClient, args: argparse.Namespace) -> int:
+    delivered = client.client_event(args.key, args.data)
+    print(f"delivered to {', '.join(delivered)}" if delivered else f"no skill handled {args.key!r}")
+    return EXIT_OK if delivered else EXIT_FAILED
+
+
 _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
+    "event": cmd_event,
     "status": cmd_status,
     "volume": cmd_volume,
     "say": cmd_say,
@@ -311,11 +342,33 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
 }
 
 
+def cmd_skill_package(args: argparse.Namespace) -> int:
+    """``skills install|remove``: works on this environment, no daemon needed."""
+    from huxleyd.control.skillpkgs import IndexOptions, SkillPackageError, install, remove
+
+    try:
+        if args.action == "install":
+            index = IndexOptions(args.index_url, tuple(args.find_links), args.no_index)
+            outcome = install(args.package, index)
+        else:
+            outcome = remove(args.package)
+    except SkillPackageError as exc:
+        print(f"huxleyctl: skills {args.action}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    for line in outcome.lines:
+        print(line)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "logs":
         return cmd_logs(args)
+    if args.command == "skills" and args.action is not None:
+        if not args.package:
+            parser.error(f"skills {args.action}: PACKAGE is missing")
+        return cmd_skill_package(args)
     if args.command == "say":
         args.say_text = " ".join(args.text).strip()
         if not args.say_text:

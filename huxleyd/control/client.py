@@ -34,6 +34,7 @@ from huxleyd.control.protocol import (
     Command,
     DoneReply,
     ErrorReply,
+    EventArgs,
     LevelsArgs,
     NoArgs,
     PttAction,
@@ -231,6 +232,15 @@ class ControlClient:
 
     def doctor(self) -> list[DoctorCheck]:
         return [DoctorCheck.from_dict(c) for c in _list(self.call(Command.DOCTOR), "checks")]
+
+    def client_event(self, key: str, data: dict[str, Any] | None = None) -> list[str]:
+        """Send a client event; the skills that handled it."""
+        delivered = self.call(Command.EVENT, EventArgs(key, dict(data or {}))).get("delivered")
+        if not isinstance(delivered, list) or not all(isinstance(s, str) for s in delivered):
+            raise ControlProtocolError(
+                f"event: 'delivered' expected a list of names, got {delivered!r}"
+            )
+        return delivered
 
 
 def _int(result: Mapping[str, Any], key: str) -> int:

@@ -320,3 +320,8 @@ class ControlHandler(Protocol):
     async def doctor(self) -> list[DoctorCheck]:
         """Run the checks of :mod:`huxleyd.control.doctor` for this configuration."""
         ...
+
+    async def client_event(self, key: str, data: dict[str, Any]) -> list[str]:
+        """Deliver a Huxley client event to the skills subscribed to ``key``;
+        returns the skills whose handler ran without raising."""
+        ...

@@ -23,6 +23,7 @@ skills      none
 ptt         ``action`` (required): "press", "release" or "tap"
 levels      ``count``: integer ≥ 1, stop after that many samples
 doctor      none
+event       ``key`` (required): a client event name; ``data``: an object
 ==========  =====================================================
 
 :func:`parse_request` (server side) and :func:`parse_reply` (client side)
@@ -63,6 +64,8 @@ class Command(StrEnum):
     PTT = "ptt"
     LEVELS = "levels"
     DOCTOR = "doctor"
+    EVENT = "event"
+    """A Huxley ``client_event`` for the skills subscribed to its key (docs/skills.md)."""
 
 
 STREAMING_COMMANDS = frozenset({Command.LEVELS})
@@ -105,7 +108,15 @@ class LevelsArgs:
     """Stop after this many samples; None streams until the client hangs up."""
 
 
-Args: TypeAlias = NoArgs | VolumeArgs | SayArgs | PttArgs | LevelsArgs
+@dataclass(frozen=True, slots=True)
+class EventArgs:
+    key: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+MAX_EVENT_KEY_CHARS = 100
+
+Args: TypeAlias = NoArgs | VolumeArgs | SayArgs | PttArgs | LevelsArgs | EventArgs
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +324,18 @@ def _parse_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
             got = "nothing" if "action" not in raw else _show(raw.get("action"))
             expected = ", ".join(repr(a.value) for a in PttAction)
             raise _bad(cmd, f"'action' expected one of {expected}, got {got}") from None
+    if cmd is Command.EVENT:
+        _only(cmd, raw, ("key", "data"))
+        key = raw.get("key")
+        if not isinstance(key, str) or not key.strip() or len(key) > MAX_EVENT_KEY_CHARS:
+            got = "nothing" if "key" not in raw else _show(key)
+            raise _bad(
+                cmd, f"'key' expected an event name (1-{MAX_EVENT_KEY_CHARS} characters), got {got}"
+            )
+        data = raw.get("data", {})
+        if not isinstance(data, dict):
+            raise _bad(cmd, f"'data' expected an object, got {_json_type(data)}")
+        return EventArgs(key.strip(), dict(data))
     if cmd is Command.LEVELS:
         _only(cmd, raw, ("count",))
         if raw.get("count") is None:

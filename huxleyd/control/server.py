@@ -42,6 +42,7 @@ from huxleyd.control.protocol import (
     Command,
     DoneReply,
     ErrorReply,
+    EventArgs,
     LevelsArgs,
     PttArgs,
     Reply,
@@ -356,6 +357,9 @@ class ControlServer:
                 return {"action": args.action.value}
             case Command.DOCTOR:
                 return {"checks": [c.to_dict() for c in await handler.doctor()]}
+            case Command.EVENT:
+                assert isinstance(args, EventArgs)
+                return {"delivered": await handler.client_event(args.key, args.data)}
         raise ControlError(f"no dispatch for {request.cmd}")  # pragma: no cover
 
     async def _stream_levels(self, request: Request, writer: asyncio.StreamWriter) -> None:

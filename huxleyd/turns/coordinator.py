@@ -46,6 +46,7 @@ from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderSession
 from huxleyd.providers.events import Event
 from huxleyd.skillhost import SkillHost
+from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
@@ -88,11 +89,14 @@ class Coordinator:
         on_turn_done: Callable[[TurnRecord], None] | None = None,
         renew_session_if_due: Callable[[], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        session_instructions: SessionInstructions | None = None,
     ) -> None:
         self._provider = provider
         self._audio = audio
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
+        self._session_instructions = session_instructions
+        """Refreshed (skills' prompt_context) before each turn and each follow-up."""
         self._settings = settings or TurnSettings()
         self._clock = clock or MonotonicClock()
         self._renew_session_if_due = renew_session_if_due
@@ -120,6 +124,7 @@ class Coordinator:
             max_silent_retries=self._settings.max_silent_retries,
             clock=self._clock,
             sleep=sleep,
+            before_follow_up=self.refresh_instructions,
         )
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
@@ -418,8 +423,14 @@ class Coordinator:
     def _begin_turn(self, source: str) -> None:
         if self.turn is not None:
             self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+        self.refresh_instructions()
         self._replies.new_turn()
         self.turn = TurnRecord(source=source)
+
+    def refresh_instructions(self) -> None:
+        """Collect the skills' context now; the provider hears of it only if it changed."""
+        if self._session_instructions is not None:
+            self._instructions = self._session_instructions.refresh()
 
     def _busy(self) -> bool:
         return self.state.replying or self._replies.busy

@@ -99,8 +99,11 @@ class Replies:
         max_silent_retries: int,
         clock: Clock,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        before_follow_up: Callable[[], None] | None = None,
     ) -> None:
         self._turn = turn
+        self._before_follow_up = before_follow_up
+        """Runs before a follow-up is requested: tools may have changed the skills' context."""
         self._provider = provider
         self._outputs = outputs
         self._clock = clock
@@ -302,6 +305,8 @@ class Replies:
             self._speech.cut()  # speech still queued is stale
             self._tracker.read_aloud(verbatim)  # instead of a narration: the model stays quiet
         else:
+            if self._before_follow_up is not None:
+                self._before_follow_up()
             self._tracker.request()
         self._effects.play_sounds()  # after the request, before the model's first audio
         self._turn.set_state(TurnState.AWAITING_NEXT_RESPONSE)

@@ -112,6 +112,10 @@ class FakeControlHandler:
         self.playing = None
         return was_playing
 
+    async def client_event(self, key: str, data: dict[str, Any]) -> list[str]:
+        await self._enter("client_event", key)
+        return ["radio"] if key == "station" else []
+
     async def skills(self) -> list[SkillInfo]:
         await self._enter("skills")
         return list(self.skill_list)

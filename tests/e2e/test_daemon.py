@@ -135,3 +135,15 @@ def test_sigterm_stops_cleanly(daemon: Daemon) -> None:
     assert "daemon_stopped" in daemon.output()
     assert not daemon.socket.exists(), "the control socket is removed"
     assert daemon.ctl("status").returncode == 3  # not running
+
+
+def test_sighup_reloads_the_persona(daemon: Daemon) -> None:
+    persona = daemon.tmp / "personas" / "default.toml"
+    persona.write_text(persona.read_text().replace("Be brief.", "Be kind."))
+    daemon.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 20
+    while "persona_reloaded" not in daemon.output():
+        assert time.monotonic() < deadline, daemon.output()
+        assert daemon.proc.poll() is None, daemon.output()
+        time.sleep(0.05)
+    assert daemon.proc.poll() is None  # SIGHUP's default would have killed it

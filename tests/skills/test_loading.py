@@ -193,13 +193,46 @@ def test_missing_skill_lists_what_is_installed() -> None:
         SkillHost.load(
             ["radio"], installed={"system": ep("system", "huxleyd.skills.system:SystemSkill")}
         )
-    assert str(info.value) == "skill 'radio' is not installed (installed: system)"
+    assert str(info.value) == (
+        "skill 'radio' is not installed (installed: system; "
+        "a published skill is added with: huxleyctl skills install PACKAGE)"
+    )
+
+
+class NoHandle:
+    name = "broken"
+    tools: ClassVar[list[ToolDefinition]] = []
 
 
 def test_wrong_shape_names_the_skill_and_what_is_missing() -> None:
     with pytest.raises(SkillShapeError) as info:
-        SkillHost.load(["broken"], installed={"broken": ep("broken", f"{HERE}:NoTeardown")})
-    assert "skill 'broken'" in str(info.value) and "missing teardown" in str(info.value)
+        SkillHost.load(["broken"], installed={"broken": ep("broken", f"{HERE}:NoHandle")})
+    assert "skill 'broken'" in str(info.value) and "missing handle" in str(info.value)
+
+
+class Minimal:
+    """Only what Huxley requires: name, tools, handle (setup and teardown are optional)."""
+
+    name = "minimal"
+    tools: ClassVar[list[ToolDefinition]] = [ToolDefinition("ping", "Ping.")]
+
+    async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
+        return ToolResult('{"pong": true}')
+
+
+async def test_a_skill_without_setup_and_teardown_loads_and_runs() -> None:
+    host = SkillHost.load(["minimal"], installed={"minimal": ep("minimal", f"{HERE}:Minimal")})
+    await host.setup_all(lambda name, cfg: make_test_context(name=name), {})
+    outcome = await host.call("c1", "ping", "{}")
+    assert outcome.ok and outcome.output == '{"pong": true}'
+    assert host.prompt_context() == ""
+    await host.teardown_all()
+
+
+async def test_a_skill_without_teardown_loads() -> None:
+    host = SkillHost.load(["broken"], installed={"broken": ep("broken", f"{HERE}:NoTeardown")})
+    await host.setup_all(lambda name, cfg: make_test_context(name=name), {})
+    await host.teardown_all()
 
 
 def test_sync_handle_is_a_wrong_shape() -> None:
