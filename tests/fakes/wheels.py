@@ -95,7 +95,15 @@ def daemon_venv(where: Path, *, with_sdk: bool = True) -> Path:
             check=True,
         ).stdout.strip()
     )
-    paths = [str(ROOT), *([str(ROOT / "sdk" / "src")] if (ROOT / "sdk" / "src").is_dir() else [])]
+    sdk_src = ROOT / "sdk" / "src"
+    if not with_sdk and sdk_src.is_dir():
+        # The package without the metadata an editable install leaves beside it
+        # (sdk/src/*.egg-info), so no huxley-sdk distribution is found.
+        bare = where / "sdk-package-only"
+        bare.mkdir()
+        (bare / "huxley_sdk").symlink_to(sdk_src / "huxley_sdk")
+        sdk_src = bare
+    paths = [str(ROOT), *([str(sdk_src)] if sdk_src.is_dir() else [])]
     if with_sdk:  # this interpreter's packages (pip, numpy, an installed huxley-sdk…)
         paths += [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
     (site / "zz_huxleyd_checkout.pth").write_text("\n".join(paths) + "\n")
