@@ -147,13 +147,22 @@ def daemon_facts(rt: Runtime) -> Facts:
     else:
         volume = "software gain" if control is not None else "nothing yet (starting)"
     engine = rt.engine
+    audio_state, audio_description = "closed", rt.audio_description
+    if engine is not None:
+        stats = engine.stats()
+        # a dead audio thread is not "open", whatever the device says
+        audio_state = stats.device_state.value if stats.running else "stopped (no audio thread)"
+        if stats.faults:  # recovered, but the user should know the speaker failed
+            audio_description += (
+                f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
+            )
     in_use = {"button": rt.button.pin_name} if rt.button is not None else {}
     return Facts(
         key=key,
         read_key=lambda: read_key(source),
         simulator=rt.is_simulator,
-        audio_state=engine.stats().device_state.value if engine is not None else "closed",
-        audio_description=rt.audio_description,
+        audio_state=audio_state,
+        audio_description=audio_description,
         volume=volume,
         pin_factory=rt.pins_description,
         pins_mock=rt.pin_factory is not None and is_mock(rt.pin_factory),

@@ -142,6 +142,8 @@ class AudioEngine:
         self._underruns = 0
         self._overruns = 0
         self._late = 0
+        self._faults = 0
+        self._last_fault: str | None = None
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -335,6 +337,8 @@ class AudioEngine:
             output_rms_dbfs=self._out_meter.rms_dbfs,
             output_latency_ms=self._playout.latency_samples * 1000.0 / RATE_HZ,
             running=thread is not None and thread.is_alive(),
+            faults=self._faults,
+            last_fault=self._last_fault,
         )
 
     @property
@@ -354,7 +358,10 @@ class AudioEngine:
         try:
             while not stopping.is_set():
                 started = clock.monotonic()
-                self._cycle()
+                try:
+                    self._cycle()
+                except Exception as exc:  # a device or backend fault: recover, never die
+                    self._fault(exc)
                 fmt = self._format
                 if self.device_state is DeviceState.OPEN and fmt is not None and fmt.paced:
                     if started - deadline > 1.5 * period_s:
@@ -456,6 +463,23 @@ class AudioEngine:
             self._set_state(DeviceState.LOST)
             self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
 
+    def _fault(self, exc: Exception) -> None:
+        """A period raised (a write error on the speaker, a backend bug): close the
+        device, report, and reopen it after ``reopen_interval_s`` like a lost one.
+
+        The thread itself stays alive, so turns never stick waiting on audio that
+        will not move; the fault is counted in :meth:`stats` for status and doctor.
+        """
+        self._faults += 1
+        self._last_fault = repr(exc)
+        self._hand_off(self._report_fault, exc)
+        try:
+            self._lose()
+        except Exception as close_exc:  # the device is already broken: only log it
+            self._hand_off(self._report_fault, close_exc)
+            self._set_state(DeviceState.LOST)
+            self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
+
     def _lose(self) -> None:
         self._backend.close()
         self._set_state(DeviceState.LOST)
@@ -495,6 +519,14 @@ class AudioEngine:
             )
         for listener in list(self._listeners):
             listener(state)
+
+    def _report_fault(self, exc: object) -> None:
+        log.error(
+            "audio_period_failed",
+            error=repr(exc),
+            faults=self._faults,
+            retry_s=self._settings.reopen_interval_s,
+        )
 
     def _report_crash(self, exc: object) -> None:
         log.error("audio_thread_crashed", error=repr(exc))

@@ -76,3 +76,8 @@ class EngineStats:
     """Device output latency plus resampler delay, as used by the playout clock."""
     running: bool
     """True while the audio thread is alive."""
+    faults: int = 0
+    """Periods that raised (e.g. a write error on the speaker); each closed the
+    device, which was then reopened like a lost one. The thread kept running."""
+    last_fault: str | None = None
+    """The last such error, for ``huxleyctl doctor``."""

@@ -23,6 +23,8 @@ class FlakyBackend(WavBackend):
     ``xrun_reads`` / ``xrun_writes`` — call numbers that report XRUN.
     ``slow_write_s`` — write call number → seconds to sleep (a stalled device).
     ``explode_at_read`` — a read call number that raises (a bug in a backend).
+    ``explode_at_write`` — a write call number that raises ``OSError`` (a write
+    error on the speaker that the backend did not turn into a status).
     """
 
     def __init__(
@@ -34,6 +36,7 @@ class FlakyBackend(WavBackend):
         xrun_writes: set[int] | None = None,
         slow_write_s: dict[int, float] | None = None,
         explode_at_read: int | None = None,
+        explode_at_write: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -43,6 +46,7 @@ class FlakyBackend(WavBackend):
         self.xrun_writes = xrun_writes or set()
         self.slow_write_s = slow_write_s or {}
         self.explode_at_read = explode_at_read
+        self.explode_at_write = explode_at_write
         self.reads = 0
         self.writes = 0
         self.closes = 0
@@ -70,6 +74,8 @@ class FlakyBackend(WavBackend):
     def write(self, data: Int16Array) -> IoStatus:
         index = self.writes
         self.writes += 1
+        if index == self.explode_at_write:
+            raise OSError(5, "fake device: Input/output error on write")
         if index in self.slow_write_s:
             time.sleep(self.slow_write_s[index])
         super().write(data)
