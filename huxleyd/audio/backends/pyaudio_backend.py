@@ -7,8 +7,12 @@ streams are opened at the device's native rate (or ``rate_hz``) and the engine
 resamples at its edges. A multi-mic HAT is opened with all its channels; the
 engine picks ``mic_channel``.
 
-Loss: any PortAudio error other than an overflow/underflow means the device
-is gone (USB unplugged, driver reset). ``read``/``write`` then report
+xruns: reads and writes never ask PyAudio to raise on an overflow or an
+underflow (on that path PyAudio gives the stream up, and one xrun became a
+3 s reopen); PortAudio recovers from them by itself. The callback backend
+(:mod:`.callback_backend`) counts them from the callback's status flags.
+
+Loss: any PortAudio error means the device is gone (USB unplugged, driver reset). ``read``/``write`` then report
 ``IoStatus.LOST``; the engine closes the backend and calls ``open`` again
 every ``reopen_interval_s``. Each ``open`` starts a fresh PortAudio session
 (``PyAudio()``), because PortAudio only rescans devices on initialisation —
@@ -37,9 +41,6 @@ from huxleyd.audio.backends.alsa_names import (
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.pcm import Int16Array, period_frames
 from huxleyd.errors import AudioDeviceError, AudioError
-
-PA_INPUT_OVERFLOWED = -9981
-PA_OUTPUT_UNDERFLOWED = -9980
 
 
 class PyAudioBackend:
@@ -114,27 +115,34 @@ class PyAudioBackend:
             input_device_index=capture.index,
             frames_per_buffer=self._frames_in,
         )
-        self._out = self._pa.open(
-            format=module.paInt16,
-            channels=self.output_channels,
-            rate=out_rate,
-            output=True,
-            output_device_index=playback.index,
-            frames_per_buffer=self._frames_out,
-        )
-        silence = bytes(2 * self._frames_out * self.output_channels)
-        for _ in range(self.prefill_periods):
-            self._out.write(silence, self._frames_out)
+        self._out = self._open_playback(module, playback.index, out_rate, period_ms)
         return DeviceFormat(
             input_rate_hz=in_rate,
             output_rate_hz=out_rate,
             input_channels=self.input_channels,
             output_channels=self.output_channels,
-            output_latency_s=float(self._out.get_output_latency()),
+            output_latency_s=self._output_latency(self._out),
             input_latency_s=float(self._in.get_input_latency()),
             paced=self.paced,
             description=f"pyaudio in={capture.name!r}[{capture.index}] out={playback.name!r}[{playback.index}]",
         )
+
+    def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+        stream = self._pa.open(
+            format=module.paInt16,
+            channels=self.output_channels,
+            rate=rate,
+            output=True,
+            output_device_index=index,
+            frames_per_buffer=self._frames_out,
+        )
+        silence = bytes(2 * self._frames_out * self.output_channels)
+        for _ in range(self.prefill_periods):
+            stream.write(silence, self._frames_out)
+        return stream
+
+    def _output_latency(self, stream: Any) -> float:
+        return float(stream.get_output_latency())
 
     def read(self, out: Int16Array) -> IoStatus:
         stream = self._in
@@ -146,11 +154,11 @@ class PyAudioBackend:
         flat = self._read_flat
         assert flat is not None
         try:
-            data = stream.read(self._frames_in, exception_on_overflow=True)
-        except OSError as exc:
-            if _pa_error(exc) == PA_INPUT_OVERFLOWED:
-                flat.fill(0)  # PyAudio drops the period it raised for
-                return IoStatus.XRUN
+            # Never exception_on_overflow=True: on that path PyAudio gives up the
+            # period and the stream, so one overrun became a 3 s reopen. PortAudio
+            # recovers from an overrun by itself; the data read is the next period.
+            data = stream.read(self._frames_in, exception_on_overflow=False)
+        except OSError:
             return IoStatus.LOST
         np.copyto(flat, np.frombuffer(data, dtype="<i2"))
         return IoStatus.OK
@@ -161,11 +169,10 @@ class PyAudioBackend:
             return IoStatus.LOST
         try:
             # PyAudio accepts only immutable bytes here (not a view of our buffer):
-            # one bytes object per period, freed as soon as the call returns
-            stream.write(data.tobytes(), self._frames_out, exception_on_underflow=True)
-        except OSError as exc:
-            if _pa_error(exc) == PA_OUTPUT_UNDERFLOWED:
-                return IoStatus.XRUN  # PortAudio wrote the data; it reports the earlier xrun
+            # one bytes object per period, freed as soon as the call returns.
+            # exception_on_underflow=False for the same reason as in read().
+            stream.write(data.tobytes(), self._frames_out, exception_on_underflow=False)
+        except OSError:
             return IoStatus.LOST
         return IoStatus.OK
 
@@ -222,10 +229,3 @@ class PyAudioBackend:
             except ImportError as exc:
                 raise AudioDeviceError(f"PyAudio is not installed: {exc}") from exc
         return self._module
-
-
-def _pa_error(exc: OSError) -> int | None:
-    """PyAudio raises ``IOError(code, text)``: the PortAudio error code, if any."""
-    if exc.args and isinstance(exc.args[0], int):
-        return exc.args[0]
-    return exc.errno
