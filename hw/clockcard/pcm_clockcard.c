@@ -1,0 +1,337 @@
+/* clockcard: a fake ALSA sound card with a real clock (an ioplug external PCM plugin).
+ *
+ * Why: ALSA's `file` plugin never waits and never xruns, so anything measured through
+ * it is counted in samples, not in time. This card behaves like a DMA card:
+ *
+ * - the hardware pointer moves with CLOCK_MONOTONIC, in whole periods, from start;
+ * - poll() wakes once per period (a timerfd, like a period interrupt);
+ * - playback: each frame is "heard" when the clock passes it and is then written
+ *   to `file` at sample index (t_heard - t_first_start) * rate, so a gap in time
+ *   (an xrun, a drop and restart) is a hole of zeros in the file: the file is a
+ *   time-stamped recording of the speaker;
+ * - an xrun is real: when the clock passes what the application wrote (playback) or
+ *   the application falls a whole buffer behind (capture) the pointer reports
+ *   -EPIPE, and the event is appended to `log`;
+ * - snd_pcm_drop() discards what was written and not yet heard;
+ * - capture delivers `infile` (raw S16, looped) or silence, paced by the clock.
+ *
+ * `log` lines: "<event> <monotonic ns>", events t0 (file index 0), start, stop, xrun.
+ *
+ *   pcm_type.clockcard { lib "/abs/path/libasound_module_pcm_clockcard.so" }
+ *   pcm.spk { type clockcard file "/abs/out.raw" log "/abs/out.log" }
+ *   pcm.mic { type clockcard infile "/abs/in.raw" log "/abs/in.log" }
+ */
+#define _GNU_SOURCE
+#include <alsa/asoundlib.h>
+#include <alsa/pcm_external.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct card {
+	snd_pcm_ioplug_t io;
+	int timer;            /* period "interrupt" */
+	int out_fd;           /* playback recording, or -1 */
+	int in_fd;            /* capture source, or -1 */
+	FILE *log;
+	int running;
+	int64_t first_ns;     /* when file index 0 was heard (first start), 0 = not yet */
+	int64_t start_ns;     /* this run's start */
+	int64_t run_base;     /* file index of this run's first frame */
+	uint64_t appl;        /* frames the application transferred since prepare */
+	uint64_t hw;          /* frames the card consumed / produced since prepare */
+	unsigned char *buf;   /* playback: buffer_size frames not yet heard */
+	size_t frame_bytes;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void note(struct card *c, const char *event, int64_t ns)
+{
+	if (!c->log)
+		return;
+	fprintf(c->log, "%s %lld\n", event, (long long)ns);
+	fflush(c->log);
+}
+
+/* Frames the clock has reached in this run, in whole periods (the DMA pointer). */
+static uint64_t clock_hw(struct card *c)
+{
+	int64_t frames = (mono_ns() - c->start_ns) * (int64_t)c->io.rate / 1000000000LL;
+	frames -= frames % (int64_t)c->io.period_size;
+	return frames < 0 ? 0 : (uint64_t)frames;
+}
+
+enum { TICK_OFF, TICK_PERIODS, TICK_NOW };
+
+/* The "interrupt": every period while running; TICK_NOW keeps poll() awake (like the
+ * kernel's POLLERR after an xrun, or room to write before start) until it is handled. */
+static void tick(struct card *c, int how)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (how == TICK_NOW) {
+		its.it_value.tv_nsec = 1;
+	} else if (how == TICK_PERIODS) {
+		int64_t ns = (int64_t)c->io.period_size * 1000000000LL / c->io.rate;
+		its.it_interval.tv_sec = ns / 1000000000LL;
+		its.it_interval.tv_nsec = ns % 1000000000LL;
+		its.it_value = its.it_interval;
+	}
+	timerfd_settime(c->timer, 0, &its, NULL);
+}
+
+/* Playback: the frames [hw, upto) leave the speaker, i.e. go to the recording. */
+static void hear(struct card *c, uint64_t upto)
+{
+	snd_pcm_uframes_t size = c->io.buffer_size;
+	while (c->hw < upto) {
+		uint64_t at = c->hw % size;
+		uint64_t n = upto - c->hw;
+		if (n > size - at)
+			n = size - at;
+		if (c->out_fd >= 0) {
+			off_t off = (off_t)(c->run_base + (int64_t)c->hw) * (off_t)c->frame_bytes;
+			ssize_t done = pwrite(c->out_fd, c->buf + at * c->frame_bytes, n * c->frame_bytes, off);
+			(void)done; /* a full disk only loses the recording */
+		}
+		c->hw += n;
+	}
+}
+
+/* Like a DMA card: the stream stops where it ran out, until the application prepares it. */
+static snd_pcm_sframes_t xrun(struct card *c)
+{
+	c->running = 0;
+	tick(c, TICK_NOW);
+	note(c, "xrun", mono_ns());
+	return -EPIPE;
+}
+
+static snd_pcm_sframes_t card_pointer(snd_pcm_ioplug_t *io)
+{
+	struct card *c = io->private_data;
+	if (!c->running)
+		return (snd_pcm_sframes_t)(c->hw % io->buffer_size);
+	uint64_t now = clock_hw(c);
+	if (io->stream == SND_PCM_STREAM_PLAYBACK) {
+		if (now > c->appl) { /* the clock passed what was written: underrun */
+			hear(c, c->appl);
+			return xrun(c);
+		}
+		hear(c, now);
+	} else {
+		if (now > c->appl + io->buffer_size) { /* nobody read a whole buffer: overrun */
+			return xrun(c);
+		}
+		c->hw = now;
+	}
+	return (snd_pcm_sframes_t)(c->hw % io->buffer_size);
+}
+
+static snd_pcm_sframes_t card_transfer(snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas,
+				       snd_pcm_uframes_t offset, snd_pcm_uframes_t size)
+{
+	struct card *c = io->private_data;
+	unsigned char *app = (unsigned char *)areas[0].addr + (areas[0].first + areas[0].step * offset) / 8;
+	size_t bytes = size * c->frame_bytes;
+	if (io->stream == SND_PCM_STREAM_PLAYBACK) {
+		uint64_t at = c->appl % io->buffer_size;
+		size_t first = (io->buffer_size - at) * c->frame_bytes;
+		if (first > bytes)
+			first = bytes;
+		memcpy(c->buf + at * c->frame_bytes, app, first);
+		memcpy(c->buf, app + first, bytes - first);
+	} else if (c->in_fd >= 0) {
+		size_t got = 0;
+		while (got < bytes) {
+			ssize_t n = read(c->in_fd, app + got, bytes - got);
+			if (n <= 0) { /* end of file: loop it; an empty file gives silence */
+				if (n == 0 && got == 0 && lseek(c->in_fd, 0, SEEK_CUR) == 0)
+					break;
+				lseek(c->in_fd, 0, SEEK_SET);
+				if (n < 0)
+					break;
+				continue;
+			}
+			got += (size_t)n;
+		}
+		memset(app + got, 0, bytes - got);
+	} else {
+		memset(app, 0, bytes);
+	}
+	c->appl += size;
+	return (snd_pcm_sframes_t)size;
+}
+
+static int card_start(snd_pcm_ioplug_t *io)
+{
+	struct card *c = io->private_data;
+	c->start_ns = mono_ns();
+	if (!c->first_ns) {
+		c->first_ns = c->start_ns;
+		note(c, "t0", c->first_ns);
+	}
+	c->run_base = (c->start_ns - c->first_ns) * (int64_t)io->rate / 1000000000LL;
+	c->running = 1;
+	note(c, "start", c->start_ns);
+	tick(c, TICK_PERIODS);
+	return 0;
+}
+
+static int card_stop(snd_pcm_ioplug_t *io)
+{
+	struct card *c = io->private_data;
+	if (c->running && io->stream == SND_PCM_STREAM_PLAYBACK) {
+		uint64_t now = clock_hw(c);
+		hear(c, now < c->appl ? now : c->appl); /* what is left is dropped */
+	}
+	c->running = 0;
+	tick(c, TICK_OFF);
+	note(c, "stop", mono_ns());
+	return 0;
+}
+
+static int card_prepare(snd_pcm_ioplug_t *io)
+{
+	struct card *c = io->private_data;
+	c->running = 0;
+	c->appl = c->hw = 0;
+	tick(c, TICK_NOW);
+	free(c->buf);
+	c->frame_bytes = (size_t)io->channels * 2;
+	c->buf = calloc(io->buffer_size, c->frame_bytes);
+	return c->buf ? 0 : -ENOMEM;
+}
+
+static int card_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int nfds,
+			     unsigned short *revents)
+{
+	struct card *c = io->private_data;
+	uint64_t ticks;
+	(void)nfds;
+	if (c->running && (pfd[0].revents & POLLIN)) {
+		ssize_t n = read(c->timer, &ticks, sizeof(ticks)); /* acknowledge the interrupt */
+		(void)n;
+	}
+	snd_pcm_sframes_t avail = snd_pcm_avail_update(io->pcm);
+	*revents = 0;
+	if (avail < 0 || (snd_pcm_uframes_t)avail >= io->period_size || !c->running)
+		*revents = io->stream == SND_PCM_STREAM_PLAYBACK ? POLLOUT : POLLIN;
+	if (avail < 0)
+		*revents |= POLLERR;
+	return 0;
+}
+
+static int card_close(snd_pcm_ioplug_t *io)
+{
+	struct card *c = io->private_data;
+	if (c->out_fd >= 0)
+		close(c->out_fd);
+	if (c->in_fd >= 0)
+		close(c->in_fd);
+	if (c->log)
+		fclose(c->log);
+	close(c->timer);
+	free(c->buf);
+	free(c);
+	return 0;
+}
+
+static const snd_pcm_ioplug_callback_t card_callbacks = {
+	.start = card_start,
+	.stop = card_stop,
+	.pointer = card_pointer,
+	.transfer = card_transfer,
+	.prepare = card_prepare,
+	.poll_revents = card_poll_revents,
+	.close = card_close,
+};
+
+static int constrain(snd_pcm_ioplug_t *io)
+{
+	static const unsigned int access[] = {SND_PCM_ACCESS_RW_INTERLEAVED, SND_PCM_ACCESS_MMAP_INTERLEAVED};
+	static const unsigned int formats[] = {SND_PCM_FORMAT_S16_LE};
+	int err;
+	if ((err = snd_pcm_ioplug_set_param_list(io, SND_PCM_IOPLUG_HW_ACCESS, 2, access)) < 0 ||
+	    (err = snd_pcm_ioplug_set_param_list(io, SND_PCM_IOPLUG_HW_FORMAT, 1, formats)) < 0 ||
+	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_CHANNELS, 1, 8)) < 0 ||
+	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_RATE, 8000, 192000)) < 0 ||
+	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 64, 1 << 20)) < 0 ||
+	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIODS, 2, 64)) < 0)
+		return err;
+	return 0;
+}
+
+SND_PCM_PLUGIN_DEFINE_FUNC(clockcard)
+{
+	snd_config_iterator_t i, next;
+	const char *file = NULL, *infile = NULL, *logfile = NULL;
+	struct card *c;
+	int err;
+	(void)root;
+
+	snd_config_for_each(i, next, conf) {
+		snd_config_t *n = snd_config_iterator_entry(i);
+		const char *id;
+		if (snd_config_get_id(n, &id) < 0)
+			continue;
+		if (!strcmp(id, "comment") || !strcmp(id, "type") || !strcmp(id, "hint"))
+			continue;
+		if (!strcmp(id, "file"))
+			snd_config_get_string(n, &file);
+		else if (!strcmp(id, "infile"))
+			snd_config_get_string(n, &infile);
+		else if (!strcmp(id, "log"))
+			snd_config_get_string(n, &logfile);
+		else {
+			SNDERR("clockcard: unknown field %s (expected file, infile, log)", id);
+			return -EINVAL;
+		}
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->out_fd = c->in_fd = -1;
+	c->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->timer < 0) {
+		free(c);
+		return -errno;
+	}
+	if (file && stream == SND_PCM_STREAM_PLAYBACK)
+		c->out_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (infile && stream == SND_PCM_STREAM_CAPTURE)
+		c->in_fd = open(infile, O_RDONLY | O_CLOEXEC);
+	if (logfile)
+		c->log = fopen(logfile, "a");
+	c->io.version = SND_PCM_IOPLUG_VERSION;
+	c->io.name = "huxleyd clockcard (a fake card with a real clock)";
+	c->io.callback = &card_callbacks;
+	c->io.private_data = c;
+	c->io.poll_fd = c->timer;
+	c->io.poll_events = POLLIN;
+	c->io.mmap_rw = 0;
+	if ((err = snd_pcm_ioplug_create(&c->io, name, stream, mode)) < 0) {
+		card_close(&c->io);
+		return err;
+	}
+	if ((err = constrain(&c->io)) < 0) {
+		snd_pcm_ioplug_delete(&c->io);
+		return err;
+	}
+	*pcmp = c->io.pcm;
+	return 0;
+}
+
+SND_PCM_PLUGIN_SYMBOL(clockcard);

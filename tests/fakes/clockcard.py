@@ -1,0 +1,157 @@
+"""A fake sound card with a real clock: the project's ALSA ioplug plugin, built on demand.
+
+ALSA's ``file`` plugin never waits and never xruns, so it can only count
+samples. ``hw/clockcard/pcm_clockcard.c`` behaves like a DMA card instead:
+its pointer moves with the monotonic clock in whole periods, it really
+underruns and overruns (logged with their time), ``snd_pcm_drop`` discards
+what was not heard, and the playback recording is time-stamped (sample ``i``
+was heard at ``t0 + i / rate``, ``t0`` from the log).
+
+:func:`build_plugin` compiles it with the system C compiler (needs
+``libasound2-dev``, which ``make setup`` installs) into ``build/clockcard``;
+:func:`write_asoundrc` writes an ``.asoundrc`` with ``hux_spk`` / ``hux_mic``
+on it as the ``default`` pair. PortAudio reads it through ``HOME``, so code
+that uses the card runs in a child process (see ``tests/fakes/clockcard_child.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "hw" / "clockcard" / "pcm_clockcard.c"
+BUILD_DIR = ROOT / "build" / "clockcard"
+PLUGIN_NAME = "libasound_module_pcm_clockcard.so"
+
+
+class ClockCardUnavailable(RuntimeError):
+    """No C compiler or no ALSA headers: the card cannot be built here."""
+
+
+def build_plugin(build_dir: Path = BUILD_DIR) -> Path:
+    """Compile the plugin unless an up-to-date build exists; return the ``.so`` path."""
+    target = build_dir / PLUGIN_NAME
+    if target.exists() and target.stat().st_mtime >= SOURCE.stat().st_mtime:
+        return target
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise ClockCardUnavailable("no C compiler (cc) to build the clocked fake card")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    # build beside the target and rename: two test processes may build at once
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=build_dir)
+    os.close(fd)
+    # PIC: alsa-lib's plugin symbol macros need it to export the versioned entry point
+    command = [cc, "-O2", "-Wall", "-DPIC", "-fPIC", "-shared", "-o", tmp, str(SOURCE), "-lasound"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        os.unlink(tmp)
+        raise ClockCardUnavailable(f"cannot build {SOURCE.name}: {done.stderr.strip()[-2000:]}")
+    os.replace(tmp, target)
+    return target
+
+
+@dataclass(frozen=True, slots=True)
+class ClockCard:
+    """One card's files in ``directory``."""
+
+    directory: Path
+
+    @property
+    def recording(self) -> Path:
+        return self.directory / "speaker.raw"
+
+    @property
+    def mic_file(self) -> Path:
+        return self.directory / "mic.raw"
+
+    @property
+    def speaker_log(self) -> Path:
+        return self.directory / "speaker.log"
+
+    @property
+    def mic_log(self) -> Path:
+        return self.directory / "mic.log"
+
+    def events(self, log: Path) -> list[tuple[str, int]]:
+        if not log.exists():
+            return []
+        return [(w[0], int(w[1])) for w in (line.split() for line in log.read_text().splitlines())]
+
+    def xruns(self) -> tuple[int, int]:
+        """(speaker underruns, mic overruns) the card saw."""
+        spk = sum(1 for event, _ in self.events(self.speaker_log) if event == "xrun")
+        mic = sum(1 for event, _ in self.events(self.mic_log) if event == "xrun")
+        return spk, mic
+
+    def speaker(self) -> tuple[np.ndarray, int]:
+        """The recording (int16, mono or interleaved) and ``t0``: when sample 0 was heard (ns)."""
+        t0 = next(ns for event, ns in self.events(self.speaker_log) if event == "t0")
+        return np.fromfile(self.recording, dtype="<i2"), t0
+
+
+def write_asoundrc(directory: Path, *, mic_pcm: bytes = b"") -> ClockCard:
+    """Write ``directory/.asoundrc``: ``hux_spk``/``hux_mic`` on the clocked card, as default."""
+    plugin = build_plugin()
+    card = ClockCard(directory)
+    card.mic_file.write_bytes(mic_pcm)
+    for log in (card.speaker_log, card.mic_log):
+        log.unlink(missing_ok=True)
+    (directory / ".asoundrc").write_text(
+        f"""
+pcm_type.clockcard {{
+    lib "{plugin}"
+}}
+pcm.hux_spk {{
+    type clockcard
+    file "{card.recording}"
+    log "{card.speaker_log}"
+}}
+pcm.hux_mic {{
+    type clockcard
+    infile "{card.mic_file}"
+    log "{card.mic_log}"
+}}
+pcm.!default {{
+    type asym
+    playback.pcm "hux_spk"
+    capture.pcm "hux_mic"
+}}
+"""
+    )
+    return card
+
+
+def child_env(directory: Path) -> dict[str, str]:
+    """The environment of a child that should see this card as its sound card."""
+    env = dict(os.environ, HOME=str(directory))
+    env.pop("ALSA_CONFIG_PATH", None)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def silent_from(samples: np.ndarray, start: int, *, rate_hz: int, threshold: int = 160) -> int:
+    """The first index at or after ``start`` from which the recording stays below
+    ``threshold`` (about -46 dBFS) for at least 10 ms; ``len(samples)`` if never."""
+    hold = rate_hz // 100
+    loud = np.flatnonzero(np.abs(samples[start:].astype(np.int32)) >= threshold)
+    if len(loud) == 0:
+        return start
+    gaps = np.diff(loud)
+    long_gap = np.flatnonzero(gaps > hold)
+    if len(long_gap) == 0:
+        last = int(loud[-1]) + start + 1
+        return last if len(samples) - last >= hold else len(samples)
+    return int(loud[long_gap[0]]) + start + 1
+
+
+def largest_step(samples: np.ndarray, start: int, end: int) -> int:
+    """The largest sample-to-sample jump in ``[start, end)``: a click is a big one."""
+    piece = samples[max(start, 0) : end].astype(np.int32)
+    return int(np.abs(np.diff(piece)).max()) if len(piece) > 1 else 0
