@@ -84,6 +84,8 @@ class PlaybackChain:
         self._mono: Int16Array = np.zeros(frames, dtype=np.int16)
         self.buffer: Int16Array = np.zeros((frames, fmt.output_channels), dtype=np.int16)
         """What the backend writes."""
+        self.silence: Int16Array = np.zeros_like(self.buffer)
+        """What the backend writes on the idle path."""
         self._mono_column = self._mono[:, None]
         self._channels = fmt.output_channels
         self._meter = meter

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from huxleyd.audio.backends.base import AudioBackend, DeviceFormat, IoStatus
+from huxleyd.audio.backends.base import AudioBackend, DeviceFormat, IoStatus, OutputClock
 from huxleyd.audio.chains import CAPTURE_RATES_HZ, CaptureChain, PlaybackChain
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
@@ -144,6 +144,15 @@ class AudioEngine:
         self._late = 0
         self._faults = 0
         self._last_fault: str | None = None
+        self._timed: OutputClock | None = backend if isinstance(backend, OutputClock) else None
+        """The backend's DAC clock and cut, when it has them (the C callback backend)."""
+        self._cut_seq = 0
+        """The newest cut asked of the timed output (set by asyncio, after the flush)."""
+        self._cut_acked = 0
+        self._cuts_done = 0
+        self._lead_frames = 0
+        self._idle_streak = 0
+        self._device_xruns_base = 0
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -252,8 +261,25 @@ class AudioEngine:
         self.source(name).resume()
 
     def flush(self, name: SourceName) -> None:
-        """Drop what is queued on ``name`` now, after a ≥ 5 ms fade (barge-in)."""
-        self.source(name).flush()
+        """Drop what is queued on ``name`` now, after a ≥ 5 ms fade (barge-in).
+
+        With a timed output (the C callback) the speaker itself fades out within
+        its next short period, and what ``name`` had mixed ahead counts as heard
+        up to the fade's end exactly (``audio_end_ms`` for the truncate).
+        """
+        source = self.source(name)
+        source.flush()
+        timed = self._timed
+        if timed is None or self.device_state is not DeviceState.OPEN:
+            return
+        cut = timed.cut()
+        if cut is None:
+            return
+        seq, fade_end = cut
+        self._cut_seq = seq  # after the flush request: the thread's next mix sees both
+        positions = self._playout.positions_at(fade_end)
+        if positions is not None:
+            source.heard_floor = positions[SOURCES.index(name)]
 
     def set_gain(self, name: SourceName, gain_db: float) -> None:
         """A per-source gain (ramped); unrelated to ducking and to the volume."""
@@ -397,17 +423,81 @@ class AudioEngine:
                 if status is IoStatus.XRUN:
                     self._overruns += 1
                 self._push_mic(capture)
-        mix = playback.mix if open_ and playback is not None else self._silent_mix
-        self._mixer.mix(mix)
-        if open_ and playback is not None:
-            status = self._backend.write(playback.process())
-            if status is IoStatus.XRUN:
-                self._underruns += 1
-            elif status is IoStatus.LOST:
-                self._lose()
-        self._playout.record_period()
+        if open_ and playback is not None and self._timed is not None:
+            self._play_timed(self._timed, playback)
+        else:
+            self._play(playback if open_ else None)
         self._periods += 1
         self._wake_waiters()
+
+    def _idle_period(self) -> bool:
+        """True when this period can take the idle path: the mixer is idle and was
+        already idle last period (so the output resampler's history is zeros too)."""
+        if not self._mixer.idle():
+            self._idle_streak = 0
+            return False
+        self._idle_streak += 1
+        return self._idle_streak > 1
+
+    def _play(self, playback: PlaybackChain | None) -> None:
+        """One period to a device paced by its blocking write (or to nowhere)."""
+        if playback is None:
+            self._mixer.mix(self._silent_mix)
+        elif self._idle_period():
+            self._mixer.skip_idle()
+            self._out_meter.update_silent()
+            self._write(playback.silence)
+        else:
+            self._mixer.mix(playback.mix)
+            self._write(playback.process())
+        self._playout.record_period()
+
+    def _write(self, data: np.ndarray[Any, Any]) -> None:
+        status = self._backend.write(data)
+        if status is IoStatus.XRUN:
+            self._underruns += 1
+        elif status is IoStatus.LOST:
+            self._lose()
+
+    def _play_timed(self, out: OutputClock, playback: PlaybackChain) -> None:
+        """Mix into the C callback's ring, ``lead`` ahead of the DAC; nothing when idle.
+
+        A cut asked since the last period is acknowledged after this period's
+        mix (which took in the flush): the callback plays again from there.
+        """
+        seq = self._cut_seq
+        for _ in range(4):  # this period, plus catching up to the lead after idle
+            if self._idle_period():
+                self._mixer.skip_idle()
+                self._out_meter.update_silent()
+                self._playout.record_period(-1)
+                idle = True
+            else:
+                self._mixer.mix(playback.mix)
+                # recorded before the write, so a flush from asyncio always finds
+                # the period whose frames its fade may end in
+                self._playout.record_period(out.written_frames())
+                self._write(playback.process())
+                idle = False
+            if seq != self._cut_acked:
+                out.resume(seq, out.written_frames())
+                self._cut_acked = seq
+            if idle or self.device_state is not DeviceState.OPEN:
+                break
+            if out.queued_frames() >= self._lead_frames:
+                break
+        done, dropped_from, dropped_to = out.drops()
+        if done != self._cuts_done:
+            self._cuts_done = done
+            # what the cut dropped had been mixed: those samples were never heard
+            for channel, (start, end) in zip(
+                self._mixer.channels.values(),
+                self._playout.dropped(dropped_from, dropped_to),
+                strict=False,
+            ):
+                if end > start:
+                    channel.skips.record(start, end)
+        self._playout.publish_device(out.heard_frame())
 
     def _push_mic(self, capture: CaptureChain) -> None:
         rate = self._req_capture_rate
@@ -452,6 +542,14 @@ class AudioEngine:
         self._playout.latency_samples = (
             round(fmt.output_latency_s * RATE_HZ) + playback.delay_samples
         )
+        if self._timed is not None:  # positions restart at 0 with each open
+            self._playout.start_device(
+                frames=playback.buffer.shape[0],
+                delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
+            )
+            self._lead_frames = round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000)
+            self._cut_acked = self._cut_seq = self._cuts_done = 0
+            self._idle_streak = 0
         self._set_state(DeviceState.OPEN)
 
     def _try_reopen(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from huxleyd.audio.backends.base import AudioBackend
+from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
@@ -36,6 +37,17 @@ def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> P
         output_channels=settings.output_channels,
         prefill_periods=settings.output_prefill_periods,
         pyaudio_module=pyaudio_module,
+    )
+
+
+def callback_backend(settings: AudioSettings) -> CallbackBackend:
+    return CallbackBackend(
+        capture_device=settings.capture_device,
+        playback_device=settings.playback_device,
+        rate_hz=settings.device_rate_hz,
+        input_channels=settings.input_channels,
+        output_channels=settings.output_channels,
+        fade_ms=settings.ramp_ms,
     )
 
 

@@ -31,6 +31,11 @@ class LevelMeter:
         self.peak = peak if peak > fallen else fallen
         self.power += self._alpha * (power - self.power)
 
+    def update_silent(self) -> None:
+        """:meth:`update` for a block of zeros, without looking at one (the idle path)."""
+        self.peak *= self._fall
+        self.power -= self._alpha * self.power
+
     @property
     def peak_dbfs(self) -> float:
         return amplitude_to_dbfs(self.peak)

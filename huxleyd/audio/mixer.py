@@ -119,6 +119,26 @@ class SourceChannel:
         """The duck gain now, in dB (0 when not ducked)."""
         return self._duck_db
 
+    def idle(self) -> bool:
+        """Nothing to play and nothing moving: rendering would add zeros and change nothing."""
+        if self.req_flush_seq != self._flush_seq or self.req_paused != self._paused:
+            return False
+        if self._gain != self.req_gain:
+            return False
+        if self._duck_db != (self._depth_db if self.req_ducked else 0.0):
+            return False
+        return self._paused or self.ring.available() == 0
+
+    def skip_idle(self) -> None:
+        """What :meth:`render` would have done in an idle period, minus the arithmetic."""
+        self.pull_start = self.ring.read_pos
+        self.pull_offset = 0
+        self.pull_count = 0
+        if not self._paused:
+            if self._flowing:  # ran dry after a full period: the same gap render counts
+                self.dry_count += 1
+            self._flowing = False
+
     def render(
         self,
         mix: Float32Array,
@@ -264,6 +284,20 @@ class Mixer:
         fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
         self._fades = (fade_out, fade_in, unit)
         self._unit = unit
+
+    def idle(self) -> bool:
+        """True when :meth:`mix` would produce a period of zeros and change no state
+        but the sources' pull bookkeeping: no source has audio, no ramp runs."""
+        if self._master_gain != self.req_master_gain or self.limiter.gain != 1.0:
+            return False
+        if self._gate_active or self.req_gate[0] != self._gate_seq:
+            return False
+        return all(channel.idle() for channel in self.channels.values())
+
+    def skip_idle(self) -> None:
+        """The idle path: :meth:`mix`'s bookkeeping for a silent period, no numpy."""
+        for channel in self.channels.values():
+            channel.skip_idle()
 
     def mix(self, out: Float32Array) -> None:
         """Fill ``out`` (one period) with the mixed, gained and limited sources."""

@@ -46,6 +46,11 @@ class PlayoutClock:
         self._starts = [[0] * history_periods for _ in self._channels]
         self._offsets = [[0] * history_periods for _ in self._channels]
         self._counts = [[0] * history_periods for _ in self._channels]
+        self._dev_starts = [-1] * history_periods
+        self.dev_frames = 0
+        """Device frames per period, for :meth:`publish_device` (0: not timed)."""
+        self.dev_delay_frames = 0
+        """The output resampler's delay, in device frames."""
         self.periods = 0
         """Periods recorded since the engine started."""
         self.latency_samples = 0
@@ -53,15 +58,75 @@ class PlayoutClock:
         self.device_pos = 0
         """Mixer samples that have reached the speaker."""
 
-    def record_period(self) -> None:
-        """Note what each source contributed to the period just mixed; publish."""
+    def record_period(self, dev_start: int | None = None) -> None:
+        """Note what each source contributed to the period just mixed; publish.
+
+        ``dev_start``: with a timed output (a device that says which frame is at
+        the DAC), the device position this period was written at, or -1 when it
+        was not written (idle); the caller then publishes with
+        :meth:`publish_device`. ``None``: publish from ``latency_samples``.
+        """
         slot = self.periods % self._h
         for i, channel in enumerate(self._channels):
             self._starts[i][slot] = channel.pull_start
             self._offsets[i][slot] = channel.pull_offset
             self._counts[i][slot] = channel.pull_count
-        self.periods += 1
-        self._publish()
+        self._dev_starts[slot] = -1 if dev_start is None else dev_start
+        self.periods += 1  # publish the slot (asyncio may read it) only once complete
+        if dev_start is None:
+            self._publish()
+
+    def start_device(self, *, frames: int, delay_frames: int) -> None:
+        """A timed output opened: its positions start again at 0."""
+        self.dev_frames = frames
+        self.dev_delay_frames = delay_frames
+        self._dev_starts = [-1] * self._h
+
+    def positions_at(self, dev_pos: int) -> list[int] | None:
+        """Each source's ring position once device frame ``dev_pos`` has been heard.
+
+        ``None`` when that frame is older than the history. Reads only slots the
+        audio thread finished, so asyncio may call it too.
+        """
+        found = self._find(dev_pos)
+        if found is None:
+            return None
+        slot, into = found
+        return [
+            self._starts[i][slot]
+            + min(max(into - self._offsets[i][slot], 0), self._counts[i][slot])
+            for i in range(len(self._channels))
+        ]
+
+    def _find(self, dev_pos: int) -> tuple[int, int] | None:
+        """(slot, mixer samples of it heard) for the newest written period at or before
+        ``dev_pos`` (its frames, shifted by the resampler's delay)."""
+        n, frames = self._n, self.dev_frames
+        pos = dev_pos - self.dev_delay_frames
+        for back in range(1, min(self.periods, self._h - 1) + 1):
+            slot = (self.periods - back) % self._h
+            start = self._dev_starts[slot]
+            if 0 <= start <= pos:
+                return slot, min(n, (pos - start) * n // frames)
+        return None
+
+    def publish_device(self, heard: int) -> None:
+        """Publish ``played_pos`` from the device frame now at the DAC (timed output)."""
+        positions = self.positions_at(heard)
+        if positions is None:
+            return
+        for channel, played in zip(self._channels, positions, strict=True):
+            if played > channel.played_pos:
+                channel.played_pos = played
+
+    def dropped(self, dev_from: int, dev_to: int) -> list[tuple[int, int]]:
+        """Per source, the ring span ``[from, to)`` that device frames ``[dev_from,
+        dev_to)`` carried: what a cut dropped after it was mixed."""
+        start = self.positions_at(dev_from)
+        end = self.positions_at(dev_to)
+        if start is None or end is None:
+            return []
+        return list(zip(start, end, strict=True))
 
     def _publish(self) -> None:
         n = self._n

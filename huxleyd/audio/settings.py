@@ -45,6 +45,11 @@ class AudioSettings:
     """Periods of silence queued on the playback device when it opens: the
     cushion that lets a blocking mic read pace the loop without the speaker
     running dry."""
+    output_lead_ms: int = field(default=30, metadata=bounds(5, 500))
+    """Callback backend: how far ahead of the DAC the engine keeps the C ring
+    while something plays. It absorbs a busy Python thread delaying the engine;
+    a cut does not wait for it (the callback drops it), nor does the first sample
+    after idle (the engine mixes that far ahead at once)."""
     ramp_ms: float = field(default=5.0, metadata=bounds(5.0, 100.0))
     """Fade length for pause, resume and flush (barge-in): short, but never a click."""
     limiter_threshold_dbfs: float = field(default=-1.0, metadata=bounds(-24.0, -0.1))

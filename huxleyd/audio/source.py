@@ -41,6 +41,9 @@ class PlaybackSource:
         self._targets: list[int] = []
         self.gaps = 0
         """Times this source ran dry inside an item that then continued (an audible gap)."""
+        self.heard_floor = 0
+        """A ring position known to be heard even before it reaches the DAC: where a
+        cut's fade ends (set by the engine on a timed output)."""
 
     # -- producing -----------------------------------------------------------
 
@@ -98,7 +101,8 @@ class PlaybackSource:
 
     def played_ms(self, item_id: str) -> int:
         """Milliseconds of ``item_id`` that have reached the speaker (0 if unknown)."""
-        return samples_to_ms(self._ledger.played_samples(item_id, self._channel.played_pos))
+        played = max(self._channel.played_pos, self.heard_floor)
+        return samples_to_ms(self._ledger.played_samples(item_id, played))
 
     def queued_ms(self) -> int:
         """Milliseconds written but not yet heard (in the ring or on the way to the speaker)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from huxleyd.audio.pcm import Int16Array
 
@@ -67,4 +67,43 @@ class AudioBackend(Protocol):
 
     def close(self) -> None:
         """Release the device. Idempotent; the backend may be opened again."""
+        ...
+
+
+@runtime_checkable
+class OutputClock(Protocol):
+    """A backend whose playback says which frame is at the DAC, and can cut.
+
+    Positions are device frames counted from the open: frame ``k`` is the
+    ``k``-th frame ever written. The engine uses it instead of a latency
+    guessed at open (see :class:`~huxleyd.audio.playout.PlayoutClock`).
+    """
+
+    def written_frames(self) -> int:
+        """Frames written since the open."""
+        ...
+
+    def queued_frames(self) -> int:
+        """Frames written and not yet handed to the device."""
+        ...
+
+    def heard_frame(self) -> int:
+        """The frame at the DAC now."""
+        ...
+
+    def cut(self) -> tuple[int, int] | None:
+        """Fade out from the device's next short period, then mute until :meth:`resume`.
+        Returns ``(seq, fade_end)``: the frame where the listener stops hearing."""
+        ...
+
+    def resume(self, seq: int, at: int) -> None:
+        """Frames from ``at`` on were mixed after cut ``seq``: play them."""
+        ...
+
+    def drops(self) -> tuple[int, int, int]:
+        """``(cuts completed, first dropped frame, first frame played after)``."""
+        ...
+
+    def device_xruns(self) -> int:
+        """Underflows the device reported (status flags), since the open."""
         ...

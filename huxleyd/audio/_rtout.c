@@ -1,0 +1,535 @@
+/* _rtout: the speaker's deadline, out of the GIL.
+ *
+ * A PortAudio *callback* playback stream over one single-producer/single-consumer
+ * ring of int16 frames at the device rate. Python (the audio thread) writes mixed
+ * periods into the ring tens of milliseconds ahead; PortAudio's callback thread
+ * copies them to the device. The callback never takes the GIL, never allocates,
+ * never blocks, so a busy Python thread cannot make the speaker miss its deadline.
+ *
+ * What the callback does each (short, e.g. 5 ms) period:
+ *
+ * - copy what is queued; silence for what is not (an empty ring costs one memset:
+ *   the idle path);
+ * - honour a cut (barge-in) requested since the last period: a linear fade over
+ *   `fade_frames` of what plays next, then everything queued after the fade is
+ *   dropped. Where the fade ended and which frames were dropped are published, so
+ *   the engine truncates the item exactly where the listener stopped hearing it;
+ * - count xruns from PortAudio's status flags (never by closing the stream);
+ * - stamp which ring position reaches the DAC when (outputBufferDacTime), so the
+ *   playout clock is the device's, not a latency guessed at open.
+ *
+ * Positions are 64-bit frame counts in "written" coordinates: frame k is the k-th
+ * frame Python ever wrote. The reader skips forward over dropped frames, so the
+ * read position stays in the same coordinates.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <portaudio.h>
+#include <pa_linux_alsa.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#define STAMPS 8
+enum { PLAYING, FADING, MUTED }; /* recent callbacks kept for "what is at the DAC now" */
+
+typedef struct {
+	uint64_t pos;    /* ring position of the first frame of that callback */
+	uint64_t frames; /* how many ring frames it played (after skips) */
+	double dac;      /* when its first frame reached the DAC (PortAudio time) */
+} stamp_t;
+
+typedef struct {
+	PyObject_HEAD
+	PaStream *stream;
+	int pa_ready;
+	int channels;
+	int rate;
+	int16_t *ring;
+	uint64_t mask; /* capacity - 1 (capacity a power of two, in frames) */
+	int fade_frames;
+	/* producer (Python) */
+	_Atomic uint64_t wpos;
+	_Atomic uint64_t cut_end_req;  /* where the requested fade should end (see cut()) */
+	_Atomic uint32_t cut_req;
+	_Atomic uint64_t resume_at;    /* post-cut audio starts here ... */
+	_Atomic uint32_t resume_seq;   /* ... for cuts up to this one */
+	/* consumer (callback) */
+	_Atomic uint64_t rpos;
+	_Atomic uint32_t cut_done;
+	uint32_t cut_started;
+	int phase;         /* PLAYING, FADING or MUTED (callback only) */
+	uint64_t fade_end; /* ring position where the fade ends (callback only) */
+	int fade_in;       /* frames of fade-in left after a cut (callback only) */
+	_Atomic uint64_t cut_end;      /* published: last cut's fade end */
+	_Atomic uint64_t drop_from;    /* published: last cut dropped [drop_from, drop_to) */
+	_Atomic uint64_t drop_to;
+	_Atomic uint64_t callbacks;
+	_Atomic uint64_t xruns;        /* status flags: output underflow/overflow */
+	_Atomic uint64_t starved;      /* callbacks that found part of a period queued */
+	_Atomic uint32_t stamp_seq;    /* seqlock over stamps */
+	stamp_t stamps[STAMPS];
+	_Atomic int aborted;
+} Output;
+
+static uint64_t avail_frames(Output *o)
+{
+	return atomic_load_explicit(&o->wpos, memory_order_acquire) -
+	       atomic_load_explicit(&o->rpos, memory_order_relaxed);
+}
+
+/* Copy `n` ring frames starting at `pos` into `out`. */
+static void copy_out(Output *o, int16_t *out, uint64_t pos, uint64_t n)
+{
+	uint64_t cap = o->mask + 1;
+	uint64_t at = pos & o->mask;
+	uint64_t first = n < cap - at ? n : cap - at;
+	size_t fb = (size_t)o->channels * sizeof(int16_t);
+	memcpy(out, o->ring + at * o->channels, first * fb);
+	if (n > first)
+		memcpy(out + first * o->channels, o->ring, (n - first) * fb);
+}
+
+/* Gain of the fade-out at ring position `pos` (1 → 0 over fade_frames, ending at fade_end). */
+static float fade_gain(Output *o, uint64_t pos)
+{
+	double g = (double)(o->fade_end - pos - 1) / (double)o->fade_frames;
+	return g < 0.0 ? 0.0f : g > 1.0 ? 1.0f : (float)g;
+}
+
+static void apply_gain_ramp(Output *o, int16_t *out, uint64_t n, uint64_t pos, int fade_out)
+{
+	int ch = o->channels;
+	for (uint64_t i = 0; i < n; i++) {
+		float g;
+		if (fade_out) {
+			g = fade_gain(o, pos + i);
+		} else {
+			int done = o->fade_frames - o->fade_in + (int)i + 1;
+			g = done >= o->fade_frames ? 1.0f : (float)done / (float)o->fade_frames;
+		}
+		for (int c = 0; c < ch; c++)
+			out[i * ch + c] = (int16_t)((float)out[i * ch + c] * g);
+	}
+	if (!fade_out)
+		o->fade_in = (uint64_t)o->fade_in > n ? o->fade_in - (int)n : 0;
+}
+
+/* A cut was requested: start its fade where Python predicted it (see cut()). */
+static void begin_cut(Output *o, uint32_t req, uint64_t rpos, uint64_t wpos)
+{
+	o->cut_started = req;
+	if (o->phase != PLAYING)
+		return; /* already fading or muted: the newer cut extends the mute */
+	uint64_t end = atomic_load_explicit(&o->cut_end_req, memory_order_acquire);
+	if (end < rpos || end - rpos > (uint64_t)o->fade_frames)
+		end = rpos + (uint64_t)o->fade_frames; /* raced with a callback: one period late */
+	if (end > wpos)
+		end = wpos;
+	o->fade_end = end;
+	o->fade_in = 0;
+	o->phase = end > rpos ? FADING : MUTED;
+	atomic_store_explicit(&o->cut_end, end, memory_order_relaxed);
+	if (o->phase == MUTED)
+		atomic_store_explicit(&o->drop_from, rpos, memory_order_relaxed);
+}
+
+static int on_device(const void *input, void *output, unsigned long frames,
+		     const PaStreamCallbackTimeInfo *time, PaStreamCallbackFlags flags, void *user)
+{
+	Output *o = user;
+	int16_t *out = output;
+	int ch = o->channels;
+	(void)input;
+	atomic_fetch_add_explicit(&o->callbacks, 1, memory_order_relaxed);
+	if (flags & (paOutputUnderflow | paOutputOverflow))
+		atomic_fetch_add_explicit(&o->xruns, 1, memory_order_relaxed);
+
+	uint64_t rpos = atomic_load_explicit(&o->rpos, memory_order_relaxed);
+	uint64_t wpos = atomic_load_explicit(&o->wpos, memory_order_acquire);
+	uint32_t req = atomic_load_explicit(&o->cut_req, memory_order_acquire);
+	if (req != o->cut_started)
+		begin_cut(o, req, rpos, wpos);
+
+	uint64_t first = rpos; /* the ring position of out[0], for the DAC stamp */
+	uint64_t played = 0;   /* ring frames that went out (not dropped) */
+	uint64_t done = 0;     /* output frames filled */
+	while (done < frames) {
+		uint64_t want = frames - done;
+		if (o->phase == MUTED) {
+			/* drop what the old mix queued, until Python says where new audio starts */
+			uint32_t ack = atomic_load_explicit(&o->resume_seq, memory_order_acquire);
+			uint64_t at = atomic_load_explicit(&o->resume_at, memory_order_acquire);
+			int acked = ack == o->cut_started;
+			uint64_t target = acked ? (at > rpos ? at : rpos) : wpos;
+			rpos = target < wpos ? target : wpos;
+			if (acked && rpos >= at) {
+				atomic_store_explicit(&o->drop_to, rpos, memory_order_relaxed);
+				o->phase = PLAYING;
+				o->fade_in = o->fade_frames;
+				atomic_store_explicit(&o->cut_done, o->cut_started, memory_order_release);
+				if (played == 0)
+					first = rpos;
+				continue;
+			}
+			memset(out + done * ch, 0, want * ch * sizeof(int16_t));
+			done = frames;
+			break;
+		}
+		uint64_t queued = wpos - rpos;
+		uint64_t take = queued < want ? queued : want;
+		if (o->phase == FADING && take > o->fade_end - rpos)
+			take = o->fade_end - rpos;
+		if (take == 0) {
+			if (o->phase == PLAYING && queued == 0 && played > 0)
+				atomic_fetch_add_explicit(&o->starved, 1, memory_order_relaxed);
+			memset(out + done * ch, 0, want * ch * sizeof(int16_t));
+			done = frames;
+			break;
+		}
+		copy_out(o, out + done * ch, rpos, take);
+		if (o->phase == FADING)
+			apply_gain_ramp(o, out + done * ch, take, rpos, 1);
+		else if (o->fade_in)
+			apply_gain_ramp(o, out + done * ch, take, rpos, 0);
+		rpos += take;
+		played += take;
+		done += take;
+		if (o->phase == FADING && rpos >= o->fade_end) {
+			o->phase = MUTED;
+			atomic_store_explicit(&o->drop_from, rpos, memory_order_relaxed);
+		}
+	}
+
+	/* stamp: ring frames [first, first + played) reach the DAC from outputBufferDacTime */
+	uint32_t seq = atomic_load_explicit(&o->stamp_seq, memory_order_relaxed);
+	atomic_store_explicit(&o->stamp_seq, seq + 1, memory_order_release);
+	atomic_thread_fence(memory_order_release);
+	stamp_t *s = &o->stamps[(seq / 2) % STAMPS];
+	s->pos = first;
+	s->frames = played;
+	s->dac = time->outputBufferDacTime;
+	atomic_store_explicit(&o->stamp_seq, seq + 2, memory_order_release);
+	atomic_store_explicit(&o->rpos, rpos, memory_order_release);
+	return paContinue;
+}
+
+static void stream_gone(void *user)
+{
+	Output *o = user;
+	atomic_store(&o->aborted, 1);
+}
+
+static void output_close_stream(Output *o)
+{
+	if (o->stream) {
+		PaStream *stream = o->stream;
+		o->stream = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		Pa_AbortStream(stream);
+		Pa_CloseStream(stream);
+		Py_END_ALLOW_THREADS
+	}
+	if (o->pa_ready) {
+		Pa_Terminate();
+		o->pa_ready = 0;
+	}
+}
+
+static void Output_dealloc(Output *o)
+{
+	output_close_stream(o);
+	PyMem_Free(o->ring);
+	Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyObject *pa_error(const char *what, PaError err)
+{
+	return PyErr_Format(PyExc_OSError, "%s: %s (PortAudio %d)", what, Pa_GetErrorText(err), err);
+}
+
+static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
+{
+	static char *kw[] = {"device", "rate_hz", "channels", "period_frames", "ring_frames",
+			     "fade_frames", "latency_s", "realtime", NULL};
+	int device, rate, channels, period, ring_frames, fade, realtime = 1;
+	double latency;
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiiiiid|p", kw, &device, &rate, &channels,
+					 &period, &ring_frames, &fade, &latency, &realtime))
+		return -1;
+	if (o->ring) {
+		PyErr_SetString(PyExc_RuntimeError, "Output is already open");
+		return -1;
+	}
+	if (channels < 1 || channels > 8 || rate < 8000 || period < 16 || fade < 1 ||
+	    ring_frames < 2 * period) {
+		PyErr_Format(PyExc_ValueError,
+			     "bad output format: channels=%d rate=%d period=%d ring=%d fade=%d", channels,
+			     rate, period, ring_frames, fade);
+		return -1;
+	}
+	uint64_t cap = 1;
+	while (cap < (uint64_t)ring_frames)
+		cap <<= 1;
+	o->ring = PyMem_Calloc(cap * channels, sizeof(int16_t));
+	if (!o->ring) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	o->mask = cap - 1;
+	o->channels = channels;
+	o->rate = rate;
+	o->fade_frames = fade;
+
+	PaError err = Pa_Initialize();
+	if (err != paNoError) {
+		pa_error("Pa_Initialize", err);
+		return -1;
+	}
+	o->pa_ready = 1;
+	if (device < 0 || device >= Pa_GetDeviceCount()) {
+		PyErr_Format(PyExc_OSError, "no PortAudio device %d", device);
+		return -1;
+	}
+	PaStreamParameters params;
+	memset(&params, 0, sizeof(params));
+	params.device = device;
+	params.channelCount = channels;
+	params.sampleFormat = paInt16;
+	params.suggestedLatency = latency;
+	PaStream *stream = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	err = Pa_OpenStream(&stream, NULL, &params, rate, (unsigned long)period, paClipOff | paDitherOff,
+			    on_device, o);
+	Py_END_ALLOW_THREADS
+	if (err != paNoError) {
+		pa_error("Pa_OpenStream (playback callback)", err);
+		return -1;
+	}
+	o->stream = stream;
+	Pa_SetStreamFinishedCallback(stream, stream_gone);
+	const PaDeviceInfo *info = Pa_GetDeviceInfo(device);
+	const PaHostApiInfo *host = info ? Pa_GetHostApiInfo(info->hostApi) : NULL;
+	if (realtime && host && host->type == paALSA) {
+		/* SCHED_FIFO for the callback thread where the system allows it (root,
+		 * CAP_SYS_NICE, an rtprio limit); PortAudio quietly stays normal otherwise */
+		PaAlsa_EnableRealtimeScheduling(stream, 1);
+	}
+	return 0;
+}
+
+static PyObject *Output_start(Output *o, PyObject *unused)
+{
+	(void)unused;
+	if (!o->stream)
+		return PyErr_Format(PyExc_OSError, "output stream is closed");
+	PaError err;
+	Py_BEGIN_ALLOW_THREADS
+	err = Pa_StartStream(o->stream);
+	Py_END_ALLOW_THREADS
+	if (err != paNoError)
+		return pa_error("Pa_StartStream", err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Output_close(Output *o, PyObject *unused)
+{
+	(void)unused;
+	output_close_stream(o);
+	Py_RETURN_NONE;
+}
+
+/* write(frames: int16 buffer, C-contiguous, whole frames) -> frames queued (never blocks) */
+static PyObject *Output_write(Output *o, PyObject *arg)
+{
+	Py_buffer view;
+	if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0)
+		return NULL;
+	size_t fb = (size_t)o->channels * sizeof(int16_t);
+	uint64_t n = (uint64_t)view.len / fb;
+	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_relaxed);
+	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
+	uint64_t room = (o->mask + 1) - (w - r);
+	if (n > room)
+		n = room;
+	uint64_t at = w & o->mask;
+	uint64_t first = n < (o->mask + 1) - at ? n : (o->mask + 1) - at;
+	const char *src = view.buf;
+	memcpy(o->ring + at * o->channels, src, first * fb);
+	if (n > first)
+		memcpy(o->ring, src + first * fb, (n - first) * fb);
+	atomic_store_explicit(&o->wpos, w + n, memory_order_release);
+	PyBuffer_Release(&view);
+	return PyLong_FromUnsignedLongLong(n);
+}
+
+/* cut() -> (seq, fade_end): fade out from the next frame the callback plays, then mute.
+ * fade_end is where the fade will end (ring position): what the listener will have heard. */
+static PyObject *Output_cut(Output *o, PyObject *unused)
+{
+	(void)unused;
+	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_acquire);
+	uint64_t end = r + ((uint64_t)o->fade_frames < w - r ? (uint64_t)o->fade_frames : w - r);
+	atomic_store_explicit(&o->cut_end_req, end, memory_order_release);
+	uint32_t seq = atomic_fetch_add_explicit(&o->cut_req, 1, memory_order_acq_rel) + 1;
+	return Py_BuildValue("(IK)", (unsigned)seq, (unsigned long long)end);
+}
+
+/* resume(seq, at): audio written from ring position `at` on is after cut `seq`: play it. */
+static PyObject *Output_resume(Output *o, PyObject *args)
+{
+	unsigned int seq;
+	unsigned long long at;
+	if (!PyArg_ParseTuple(args, "IK", &seq, &at))
+		return NULL;
+	atomic_store_explicit(&o->resume_at, (uint64_t)at, memory_order_release);
+	atomic_store_explicit(&o->resume_seq, (uint32_t)seq, memory_order_release);
+	Py_RETURN_NONE;
+}
+
+/* The ring position at the DAC now: the newest stamp whose first frame has been heard. */
+static uint64_t heard_now(Output *o, double now)
+{
+	stamp_t copy[STAMPS];
+	uint32_t before, after;
+	int tries = 0;
+	do {
+		before = atomic_load_explicit(&o->stamp_seq, memory_order_acquire);
+		memcpy(copy, o->stamps, sizeof(copy));
+		atomic_thread_fence(memory_order_acquire);
+		after = atomic_load_explicit(&o->stamp_seq, memory_order_acquire);
+	} while ((before != after || (before & 1)) && ++tries < 100);
+	uint64_t newest = before / 2; /* stamps written so far */
+	uint64_t count = newest < STAMPS ? newest : STAMPS;
+	for (uint64_t k = 0; k < count; k++) {
+		stamp_t *s = &copy[(newest - 1 - k) % STAMPS];
+		if (s->dac <= now) {
+			uint64_t into = (uint64_t)((now - s->dac) * o->rate);
+			return s->pos + (into < s->frames ? into : s->frames);
+		}
+	}
+	if (count)
+		return copy[(newest - count) % STAMPS].pos; /* nothing reached the DAC yet */
+	return 0;
+}
+
+static PyObject *Output_status(Output *o, PyObject *unused)
+{
+	(void)unused;
+	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
+	uint64_t heard = heard_now(o, now);
+	return Py_BuildValue(
+		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
+		(unsigned long long)atomic_load(&o->wpos), "read", (unsigned long long)atomic_load(&o->rpos),
+		"heard", (unsigned long long)heard, "callbacks",
+		(unsigned long long)atomic_load(&o->callbacks), "xruns",
+		(unsigned long long)atomic_load(&o->xruns), "starved",
+		(unsigned long long)atomic_load(&o->starved), "cut_end",
+		(unsigned long long)atomic_load(&o->cut_end), "drop_from",
+		(unsigned long long)atomic_load(&o->drop_from), "drop_to",
+		(unsigned long long)atomic_load(&o->drop_to), "cut_req", (unsigned)atomic_load(&o->cut_req),
+		"cut_done", (unsigned)atomic_load(&o->cut_done), "aborted", atomic_load(&o->aborted),
+		"now", now);
+}
+
+static PyObject *Output_written(Output *o, PyObject *unused)
+{
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(atomic_load_explicit(&o->wpos, memory_order_relaxed));
+}
+
+static PyObject *Output_heard(Output *o, PyObject *unused)
+{
+	(void)unused;
+	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
+	return PyLong_FromUnsignedLongLong(heard_now(o, now));
+}
+
+/* drops() -> (cuts completed, first dropped frame, first frame played after) of the last cut */
+static PyObject *Output_drops(Output *o, PyObject *unused)
+{
+	(void)unused;
+	uint32_t done = atomic_load_explicit(&o->cut_done, memory_order_acquire);
+	return Py_BuildValue("(IKK)", (unsigned)done,
+			     (unsigned long long)atomic_load_explicit(&o->drop_from, memory_order_relaxed),
+			     (unsigned long long)atomic_load_explicit(&o->drop_to, memory_order_relaxed));
+}
+
+static PyObject *Output_xruns(Output *o, PyObject *unused)
+{
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(atomic_load_explicit(&o->xruns, memory_order_relaxed));
+}
+
+static PyObject *Output_queued(Output *o, PyObject *unused)
+{
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(avail_frames(o));
+}
+
+static PyObject *Output_latency(Output *o, PyObject *unused)
+{
+	(void)unused;
+	const PaStreamInfo *info = o->stream ? Pa_GetStreamInfo(o->stream) : NULL;
+	return PyFloat_FromDouble(info ? info->outputLatency : 0.0);
+}
+
+static PyObject *Output_active(Output *o, PyObject *unused)
+{
+	(void)unused;
+	if (!o->stream || atomic_load(&o->aborted))
+		Py_RETURN_FALSE;
+	return PyBool_FromLong(Pa_IsStreamActive(o->stream) == 1);
+}
+
+static PyMethodDef Output_methods[] = {
+	{"start", (PyCFunction)Output_start, METH_NOARGS, "Start the callback."},
+	{"close", (PyCFunction)Output_close, METH_NOARGS, "Stop and close the stream (idempotent)."},
+	{"write", (PyCFunction)Output_write, METH_O, "Queue int16 frames; return how many fit."},
+	{"cut", (PyCFunction)Output_cut, METH_NOARGS, "Fade out what plays, then mute: (seq, fade_end)."},
+	{"resume", (PyCFunction)Output_resume, METH_VARARGS, "resume(seq, at): new audio starts at `at`."},
+	{"status", (PyCFunction)Output_status, METH_NOARGS, "Counters and positions (a dict)."},
+	{"written", (PyCFunction)Output_written, METH_NOARGS, "Frames ever written."},
+	{"heard", (PyCFunction)Output_heard, METH_NOARGS, "The ring position at the DAC now."},
+	{"drops", (PyCFunction)Output_drops, METH_NOARGS, "(cuts done, drop_from, drop_to)."},
+	{"xruns", (PyCFunction)Output_xruns, METH_NOARGS, "Underflows/overflows the callback saw."},
+	{"queued", (PyCFunction)Output_queued, METH_NOARGS, "Frames queued, not yet played."},
+	{"latency_s", (PyCFunction)Output_latency, METH_NOARGS, "PortAudio's output latency."},
+	{"active", (PyCFunction)Output_active, METH_NOARGS, "True while the callback runs."},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject OutputType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rtout.Output",
+	.tp_basicsize = sizeof(Output),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A PortAudio callback playback stream fed through a lock-free ring.",
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)Output_init,
+	.tp_dealloc = (destructor)Output_dealloc,
+	.tp_methods = Output_methods,
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "_rtout",
+	.m_doc = "The speaker's deadline in C (PortAudio callback).",
+	.m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__rtout(void)
+{
+	if (PyType_Ready(&OutputType) < 0)
+		return NULL;
+	PyObject *m = PyModule_Create(&module);
+	if (!m)
+		return NULL;
+	Py_INCREF(&OutputType);
+	if (PyModule_AddObject(m, "Output", (PyObject *)&OutputType) < 0) {
+		Py_DECREF(&OutputType);
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

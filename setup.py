@@ -1,0 +1,19 @@
+"""The one C extension: the speaker's deadline out of the GIL (see huxleyd/audio/_rtout.c).
+
+pyproject.toml holds the metadata; this file only declares the extension, built
+from source by ``pip install`` with the system compiler against PortAudio
+(``portaudio19-dev``, which the setup already installs for PyAudio).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "huxleyd.audio._rtout",
+            sources=["huxleyd/audio/_rtout.c"],
+            libraries=["portaudio"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall"],
+        )
+    ]
+)

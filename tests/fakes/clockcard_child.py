@@ -1,0 +1,188 @@
+"""The engine on the clocked fake card, in a child process (``python -m tests.fakes.clockcard_child``).
+
+The parent writes the card's ``.asoundrc`` (:func:`tests.fakes.clockcard.write_asoundrc`)
+and runs this module with ``HOME`` pointing at it; each mode prints one JSON
+object. Times are ``time.monotonic_ns()``, the card's clock, so the parent can
+place every event on the speaker recording.
+
+Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O — or ``callback`` —
+the C playback callback):
+
+- ``bargein <kind> <rate> <cuts>``: speech plays a tone; every ~0.4 s it is
+  cut (``flush``); reports press times and the ``audio_end_ms`` of each item.
+- ``load <kind> <rate> <seconds> <busy>``: speech and ducked content for
+  ``seconds``, with a busy Python thread when ``busy`` is 1; reports stats.
+- ``idle <kind> <rate> <seconds>``: nothing plays; reports CPU seconds used.
+- ``first <kind> <rate> <count>``: from idle, a delta arrives; reports when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+RATE_IN_HZ = 24_000
+
+
+def make_engine(kind: str, rate: int) -> Any:
+    from huxleyd.audio.engine import AudioEngine
+    from huxleyd.audio.settings import AudioSettings
+
+    settings = AudioSettings(
+        capture_device="hux_mic", playback_device="hux_spk", device_rate_hz=rate
+    )
+    if kind == "blocking":
+        from huxleyd.audio.factory import pyaudio_backend
+
+        return AudioEngine(pyaudio_backend(settings), settings=settings)
+    if kind == "callback":
+        from huxleyd.audio.factory import callback_backend
+
+        return AudioEngine(callback_backend(settings), settings=settings)
+    raise SystemExit(f"unknown backend kind {kind!r}")
+
+
+def tone(seconds: float, freq: float = 440.0, dbfs: float = -6.0) -> bytes:
+    t = np.arange(int(seconds * RATE_IN_HZ)) / RATE_IN_HZ
+    amp = 32767 * 10 ** (dbfs / 20)
+    return (amp * np.sin(2 * np.pi * freq * t)).astype("<i2").tobytes()
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def settle(engine: Any, periods: int) -> None:
+    for _ in range(periods):
+        await engine.read_mic()
+
+
+async def bargein(kind: str, rate: int, cuts: int) -> dict[str, Any]:
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(True)
+    await settle(engine, 25)
+    press: list[int] = []
+    ends: list[int] = []
+    starts: list[int] = []
+    for index in range(cuts):
+        item = f"cut{index}"
+        starts.append(time.monotonic_ns())
+        await engine.source("speech").write(tone(1.0), item_id=item)
+        await settle(engine, 15 + index % 5)  # press at varying phases of the period
+        await asyncio.sleep((index % 7) * 0.0029)
+        press.append(time.monotonic_ns())
+        engine.flush("speech")
+        ends.append(engine.played_ms(item))  # what the truncate sends, read at once
+        await settle(engine, 10)
+    stats = engine.stats()
+    engine.close()
+    return {"press_ns": press, "audio_end_ms": ends, "write_ns": starts, **describe(stats)}
+
+
+async def load(kind: str, rate: int, seconds: float, busy: bool) -> dict[str, Any]:
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(True)
+    stop = threading.Event()
+
+    def spin() -> None:  # a skill doing CPU work in pure Python: holds the GIL
+        while not stop.is_set():
+            sum(i * i for i in range(10_000))
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    if busy:
+        spinner.start()
+    content, speech = engine.source("content"), engine.source("speech")
+    engine.duck("content")
+    chunk_s = 0.2
+    sent = 0.0
+
+    async def feed(source: Any, freq: float) -> None:
+        nonlocal sent
+        pcm = tone(chunk_s, freq, -12)
+        while sent < seconds:
+            await source.write(pcm, item_id="x")
+            if freq == 440.0:
+                sent += chunk_s
+
+    async def mic() -> None:
+        while sent < seconds:
+            await engine.read_mic()
+
+    await asyncio.gather(feed(speech, 440.0), feed(content, 220.0), mic())
+    await engine.drained("speech")
+    stop.set()
+    stats = engine.stats()
+    engine.close()
+    return describe(stats)
+
+
+async def idle(kind: str, rate: int, seconds: float) -> dict[str, Any]:
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    await asyncio.sleep(1.0)  # opened and warm
+    before_cpu, before = cpu_s(), time.monotonic()
+    await asyncio.sleep(seconds)
+    used, wall = cpu_s() - before_cpu, time.monotonic() - before
+    stats = engine.stats()
+    engine.close()
+    return {"cpu_s": used, "wall_s": wall, **describe(stats)}
+
+
+async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    await asyncio.sleep(0.5)
+    sent: list[int] = []
+    for index in range(count):
+        await asyncio.sleep(0.3 + (index % 5) * 0.0037)  # idle, at varying phases
+        sent.append(time.monotonic_ns())
+        await engine.source("speech").write(tone(0.1), item_id=f"d{index}")
+        await engine.drained("speech")
+    stats = engine.stats()
+    engine.close()
+    return {"sent_ns": sent, **describe(stats)}
+
+
+def describe(stats: Any) -> dict[str, Any]:
+    return {
+        "periods": stats.periods,
+        "underruns": stats.underruns,
+        "overruns": stats.overruns,
+        "late_periods": stats.late_periods,
+        "source_gaps": stats.source_gaps,
+        "faults": stats.faults,
+        "device_state": stats.device_state.value,
+        "output_latency_ms": stats.output_latency_ms,
+    }
+
+
+def main(argv: list[str]) -> int:
+    mode, kind, rate = argv[0], argv[1], int(argv[2])
+    if mode == "bargein":
+        result = asyncio.run(bargein(kind, rate, int(argv[3])))
+    elif mode == "load":
+        result = asyncio.run(load(kind, rate, float(argv[3]), argv[4] == "1"))
+    elif mode == "idle":
+        result = asyncio.run(idle(kind, rate, float(argv[3])))
+    elif mode == "first":
+        result = asyncio.run(first(kind, rate, int(argv[3])))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
