@@ -152,7 +152,6 @@ class AudioEngine:
         self._cuts_done = 0
         self._lead_frames = 0
         self._idle_streak = 0
-        self._device_xruns_base = 0
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -349,10 +348,15 @@ class AudioEngine:
     def stats(self) -> EngineStats:
         gaps = sum(source.gaps for source in self._sources.values())
         thread = self._thread
+        underruns, overruns = self._underruns, self._overruns
+        if self._timed is not None and self.device_state is DeviceState.OPEN:
+            device_under, device_over = self._timed.xrun_counts()
+            underruns += device_under
+            overruns += device_over
         return EngineStats(
             periods=self._periods,
-            underruns=self._underruns + gaps,
-            overruns=self._overruns,
+            underruns=underruns + gaps,
+            overruns=overruns,
             late_periods=self._late,
             mic_frames_dropped=self._capture.dropped,
             source_gaps=gaps,
@@ -579,6 +583,10 @@ class AudioEngine:
             self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
 
     def _lose(self) -> None:
+        if self._timed is not None and self.device_state is DeviceState.OPEN:
+            device_under, device_over = self._timed.xrun_counts()  # kept past the close
+            self._underruns += device_under
+            self._overruns += device_over
         self._backend.close()
         self._set_state(DeviceState.LOST)
         self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s

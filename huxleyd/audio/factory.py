@@ -2,16 +2,20 @@
 
 ``audio.backend``:
 
-- ``"pyaudio"`` — the sound card through PortAudio/ALSA (the engine starts
-  even if it is missing, and keeps retrying).
+- ``"callback"`` — the sound card through PortAudio/ALSA, playback from the C
+  callback (:mod:`huxleyd.audio._rtout`, out of the GIL; capture is PyAudio).
+- ``"pyaudio"`` — the sound card through PyAudio's blocking reads and writes
+  (the engine starts even if the card is missing, and keeps retrying).
 - ``"wav"`` — files: ``mic_wav`` (or silence) in, ``speaker_wav`` out, at
   ``wav_speed`` times real time.
-- ``"auto"`` — PyAudio when PortAudio lists the configured devices, else the
-  WAV backend, and the log says which and why.
+- ``"auto"`` — the card when PortAudio lists the configured devices (through
+  the C callback when its extension is built, else PyAudio's blocking I/O),
+  else the WAV backend, and the log says which and why.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from huxleyd.audio.backends.base import AudioBackend
@@ -38,6 +42,15 @@ def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> P
         prefill_periods=settings.output_prefill_periods,
         pyaudio_module=pyaudio_module,
     )
+
+
+def callback_available() -> bool:
+    """True when the C playback extension was built (``pip install`` with a compiler)."""
+    try:
+        importlib.import_module("huxleyd.audio._rtout")
+    except ImportError:
+        return False
+    return True
 
 
 def callback_backend(settings: AudioSettings) -> CallbackBackend:
@@ -68,6 +81,8 @@ def choose_backend(
     """The backend for ``audio.backend`` and the clock that should pace it."""
     if settings.backend == "pyaudio":
         return pyaudio_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
+    if settings.backend == "callback":
+        return callback_backend(settings), MonotonicClock()
     if settings.backend == "auto":
         backend = pyaudio_backend(settings, pyaudio_module=pyaudio_module)
         try:
@@ -76,6 +91,9 @@ def choose_backend(
             log.warning("audio_backend_fallback", backend="wav", reason=str(exc))
         else:
             backend.close()  # the engine opens it again, on its own thread's terms
+            if pyaudio_module is None and callback_available():
+                log.info("audio_backend", backend="callback")
+                return callback_backend(settings), MonotonicClock()
             log.info("audio_backend", backend="pyaudio")
             return backend, MonotonicClock()
     clock: Clock = (

@@ -13,11 +13,12 @@ from huxleyd.settings_schema import bounds
 class AudioSettings:
     """How the engine reaches the sound card and shapes what it plays.
 
-    ``backend = "auto"`` uses PyAudio when PortAudio finds a device and the
-    WAV backend otherwise (and says so in the log).
+    ``backend = "auto"`` uses the card when PortAudio finds it (playback from
+    the C callback when built, else PyAudio's blocking I/O) and the WAV
+    backend otherwise (and says so in the log).
     """
 
-    backend: Literal["auto", "pyaudio", "wav"] = "auto"
+    backend: Literal["auto", "callback", "pyaudio", "wav"] = "auto"
     capture_device: str = "default"
     """ALSA PCM name (``plughw:CARD=seeed2micvoicec,DEV=0``), ``default``, or an index."""
     playback_device: str = "default"

@@ -15,7 +15,8 @@
  * - snd_pcm_drop() discards what was written and not yet heard;
  * - capture delivers `infile` (raw S16, looped) or silence, paced by the clock.
  *
- * `log` lines: "<event> <monotonic ns>", events t0 (file index 0), start, stop, xrun.
+ * `log` lines: "<event> <monotonic ns> [details]", events t0 (file index 0), prepare (with
+ * the rate, period and buffer the application chose), start, stop, xrun.
  *
  *   pcm_type.clockcard { lib "/abs/path/libasound_module_pcm_clockcard.so" }
  *   pcm.spk { type clockcard file "/abs/out.raw" log "/abs/out.log" }
@@ -212,6 +213,11 @@ static int card_prepare(snd_pcm_ioplug_t *io)
 	free(c->buf);
 	c->frame_bytes = (size_t)io->channels * 2;
 	c->buf = calloc(io->buffer_size, c->frame_bytes);
+	if (c->log) { /* the geometry the application chose, for the reader of the log */
+		fprintf(c->log, "prepare %lld rate=%u period=%lu buffer=%lu\n", (long long)mono_ns(),
+			io->rate, (unsigned long)io->period_size, (unsigned long)io->buffer_size);
+		fflush(c->log);
+	}
 	return c->buf ? 0 : -ENOMEM;
 }
 

@@ -82,7 +82,14 @@ class ClockCard:
     def events(self, log: Path) -> list[tuple[str, int]]:
         if not log.exists():
             return []
-        return [(w[0], int(w[1])) for w in (line.split() for line in log.read_text().splitlines())]
+        lines = (line.split() for line in log.read_text().splitlines())
+        return [(words[0], int(words[1])) for words in lines]
+
+    def geometry(self, log: Path) -> list[str]:
+        """The ``prepare`` lines: rate, period and buffer the application chose."""
+        if not log.exists():
+            return []
+        return [line for line in log.read_text().splitlines() if line.startswith("prepare")]
 
     def xruns(self) -> tuple[int, int]:
         """(speaker underruns, mic overruns) the card saw."""

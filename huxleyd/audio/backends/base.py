@@ -104,6 +104,7 @@ class OutputClock(Protocol):
         """``(cuts completed, first dropped frame, first frame played after)``."""
         ...
 
-    def device_xruns(self) -> int:
-        """Underflows the device reported (status flags), since the open."""
+    def xrun_counts(self) -> tuple[int, int]:
+        """(output underruns, input overruns) since the open: the callbacks' status
+        flags, plus mic frames lost because the engine read too late."""
         ...

@@ -1,7 +1,9 @@
-"""The PortAudio *callback* backend: the speaker's deadline runs in C, out of the GIL.
+"""The PortAudio *callback* backend: the device's deadlines run in C, out of the GIL.
 
-Capture is PyAudio's blocking read, as in :mod:`.pyaudio_backend` (it paces the
-engine). Playback is :mod:`huxleyd.audio._rtout`: a PortAudio callback stream
+Device discovery and naming are PyAudio's, as in :mod:`.pyaudio_backend`.
+Capture is a C callback too (:class:`huxleyd.audio._rtout.Input`): it drains the
+card into a deep ring; the engine's read waits for a whole period with the GIL
+released, and paces the engine. Playback is :mod:`huxleyd.audio._rtout`: a PortAudio callback stream
 with short periods (``callback_period_ms``, 5 ms by default) fed through a
 lock-free ring. The engine's ``write`` only copies a mixed period into the ring;
 the callback copies it to the device without the GIL, so a busy Python thread
@@ -32,6 +34,7 @@ class CallbackBackend(PyAudioBackend):
         self,
         *,
         callback_period_ms: float = 2.5,
+        capture_period_ms: float = 10.0,
         output_latency_s: float = 0.005,
         fade_ms: float = 5.0,
         ring_ms: int = 500,
@@ -39,6 +42,9 @@ class CallbackBackend(PyAudioBackend):
     ) -> None:
         super().__init__(prefill_periods=0, **kwargs)
         self.callback_period_ms = callback_period_ms
+        self.capture_period_ms = capture_period_ms
+        """Capture needs no short period (nothing waits on it but the engine's next
+        period); a longer one costs the card fewer wake-ups."""
         self.output_latency_s = output_latency_s
         self.fade_ms = fade_ms
         self.ring_ms = ring_ms
@@ -47,14 +53,50 @@ class CallbackBackend(PyAudioBackend):
 
     # -- AudioBackend ---------------------------------------------------------
 
-    def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+    def _rtout(self) -> Any:
         try:
-            rtout = importlib.import_module("huxleyd.audio._rtout")
+            return importlib.import_module("huxleyd.audio._rtout")
         except ImportError as exc:
             raise AudioDeviceError(
                 f"the C playback extension is not built ({exc}); reinstall huxleyd "
                 "with a C compiler and portaudio19-dev, or set audio.backend = 'pyaudio'"
             ) from exc
+
+    def _open_capture(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+        # Capture drains the card from a C callback too: a blocking read that waits
+        # for the GIL let a busy Python thread overrun the mic (13-21 overruns in
+        # 10 s measured on the clocked card). The engine's read waits, GIL released,
+        # for a whole period in a ring ring_ms deep.
+        stream = self._rtout().Input(
+            device=index,
+            rate_hz=rate,
+            channels=self.input_channels,
+            period_frames=max(16, round(rate * self.capture_period_ms / 1000.0)),
+            ring_frames=max(4 * period_frames(rate, period_ms), rate * self.ring_ms // 1000),
+            latency_s=self.capture_period_ms * 2 / 1000.0,
+        )
+        stream.start()
+        return stream
+
+    def _input_latency(self, stream: Any) -> float:
+        return float(stream.latency_s())
+
+    def read(self, out: Int16Array) -> IoStatus:
+        stream = self._in
+        if stream is None:
+            return IoStatus.LOST
+        # a second without one period from the card: the device is gone
+        return IoStatus.OK if stream.read(out, 1.0) else IoStatus.LOST
+
+    def input_counters(self) -> tuple[int, int]:
+        """(xruns the capture callback saw, mic frames the reader lost by being late)."""
+        if self._in is None:
+            return 0, 0
+        xruns, lost = self._in.counters()
+        return int(xruns), int(lost)
+
+    def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+        rtout = self._rtout()
         self._out_rate = rate
         output = rtout.Output(
             device=index,
@@ -80,9 +122,10 @@ class CallbackBackend(PyAudioBackend):
         return IoStatus.OK
 
     def close(self) -> None:
-        output, self._output = self._output, None
-        if output is not None:
-            output.close()
+        for stream in (self._in, self._out):
+            if stream is not None:
+                stream.close()  # the C streams: abort and close, idempotent
+        self._in = self._out = self._output = None
         super().close()
 
     # -- OutputClock ----------------------------------------------------------
@@ -112,8 +155,11 @@ class CallbackBackend(PyAudioBackend):
         done, start, end = self._output.drops()
         return int(done), int(start), int(end)
 
-    def device_xruns(self) -> int:
-        return int(self._output.xruns()) if self._output is not None else 0
+    def xrun_counts(self) -> tuple[int, int]:
+        underruns = int(self._output.xruns()) if self._output is not None else 0
+        overruns, lost_frames = self.input_counters()
+        lost_periods = -(-lost_frames // max(1, self._frames_in))
+        return underruns, overruns + lost_periods
 
     def status(self) -> dict[str, Any]:
         """All the callback's counters and positions (see ``_rtout.c``), for benches."""

@@ -107,14 +107,7 @@ class PyAudioBackend:
         out_rate = self.rate_hz or playback.default_rate_hz
         self._frames_in = period_frames(in_rate, period_ms)
         self._frames_out = period_frames(out_rate, period_ms)
-        self._in = self._pa.open(
-            format=module.paInt16,
-            channels=self.input_channels,
-            rate=in_rate,
-            input=True,
-            input_device_index=capture.index,
-            frames_per_buffer=self._frames_in,
-        )
+        self._in = self._open_capture(module, capture.index, in_rate, period_ms)
         self._out = self._open_playback(module, playback.index, out_rate, period_ms)
         return DeviceFormat(
             input_rate_hz=in_rate,
@@ -122,10 +115,23 @@ class PyAudioBackend:
             input_channels=self.input_channels,
             output_channels=self.output_channels,
             output_latency_s=self._output_latency(self._out),
-            input_latency_s=float(self._in.get_input_latency()),
+            input_latency_s=self._input_latency(self._in),
             paced=self.paced,
             description=f"pyaudio in={capture.name!r}[{capture.index}] out={playback.name!r}[{playback.index}]",
         )
+
+    def _open_capture(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+        return self._pa.open(
+            format=module.paInt16,
+            channels=self.input_channels,
+            rate=rate,
+            input=True,
+            input_device_index=index,
+            frames_per_buffer=self._frames_in,
+        )
+
+    def _input_latency(self, stream: Any) -> float:
+        return float(stream.get_input_latency())
 
     def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
         stream = self._pa.open(
