@@ -1,0 +1,109 @@
+"""The engine on the clocked fake card: real time, real xruns, counted (never timed).
+
+Each test runs the engine in a child process on the project's clocked ALSA
+plugin (``hw/clockcard``), through the C callback backend, and counts what the
+card itself saw (its xrun log) and what the callbacks reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.fakes.clockcard import (
+    ClockCard,
+    ClockCardUnavailable,
+    build_plugin,
+    child_env,
+    largest_step,
+    silent_from,
+    write_asoundrc,
+)
+
+pytestmark = pytest.mark.clockcard
+
+
+def realtime_allowed() -> bool:
+    """Whether this process may run a SCHED_FIFO thread (root, CAP_SYS_NICE, rtprio)."""
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        except PermissionError:
+            result.append(False)
+        else:
+            result.append(True)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return result[0]
+
+
+@pytest.fixture
+def card(tmp_path: Path) -> ClockCard:
+    try:
+        build_plugin()
+    except ClockCardUnavailable as exc:
+        pytest.skip(str(exc))
+    return write_asoundrc(tmp_path)
+
+
+def run(card: ClockCard, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fakes.clockcard_child", *args],
+        env=child_env(card.directory),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"clockcard child failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_busy_python_thread_causes_no_xrun(card: ClockCard) -> None:
+    """Speech and ducked content for 6 s of audio while another Python thread spins:
+    neither the card nor the callbacks see one xrun (the deadline is out of the GIL)."""
+    if not realtime_allowed():
+        pytest.skip("no SCHED_FIFO here: the callback threads would compete with the load")
+    result = run(card, "load", "callback", "48000", "6", "1")
+    assert card.xruns() == (0, 0)  # the card's own count: speaker, mic
+    assert result["underruns"] == 0 and result["overruns"] == 0  # the callbacks' flags
+    assert result["device_state"] == "open" and result["faults"] == 0
+    heard, _ = card.speaker()
+    assert len(heard) >= 48000 * 6  # it really played the 6 s
+
+
+def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
+    card: ClockCard,
+) -> None:
+    """Barge-in measured in time on the card, checked by counts: every cut ends in
+    silence, no cut clicks, and audio_end_ms matches what the recording holds."""
+    result = run(card, "bargein", "callback", "48000", "6")
+    heard, t0 = card.speaker()
+    rate = 48000
+    for press, end_ms, wrote in zip(
+        result["press_ns"], result["audio_end_ms"], result["write_ns"], strict=True
+    ):
+        at = (press - t0) * rate // 10**9
+        silent = silent_from(heard, at, rate_hz=rate)
+        assert silent < len(heard)  # the cut happened
+        start = (wrote - t0) * rate // 10**9
+        onset = start + int(np.flatnonzero(np.abs(heard[start:]) >= 160)[0])
+        heard_ms = (silent - onset) * 1000 / rate
+        # the fade (5 ms of a -6 dBFS tone) never jumps more than the tone itself
+        assert largest_step(heard, at, silent + rate // 100) < 1000
+        # exact to the device period, not to the engine period (20 ms) or the buffer
+        assert abs(end_ms - heard_ms) <= 5
