@@ -1,0 +1,260 @@
+"""Real time on the clocked fake card: the goals of the real-time audio core, before and after.
+
+Every row runs the engine in a child process on the project's clocked ALSA
+plugin (``hw/clockcard``, built here), which behaves like a DMA card: its
+pointer moves with the monotonic clock in whole periods, xruns are real and
+logged, and the speaker recording is time-stamped. Each "after" row (the C
+callback backend) has its "before" (PyAudio blocking I/O, the previous
+design) as the reference, measured in the same run; the idle row has a C
+reference doing the same device I/O (``arecord`` + ``aplay``).
+
+``HUXLEYD_BENCH_XRUN_S`` sets the length of the xrun rows (60 s by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import Row
+from tests.fakes.clockcard import (
+    ClockCard,
+    ClockCardUnavailable,
+    build_plugin,
+    child_env,
+    largest_step,
+    silent_from,
+    write_asoundrc,
+)
+
+AREA = "realtime"
+RATE = 48_000
+BEFORE, AFTER = "blocking", "callback"
+CUTS = 16
+"""Barge-ins per design."""
+PLAY_PERIOD, CAPTURE_PERIOD = 120, 480
+"""The callback backend's device periods at 48 kHz (2.5 ms, 10 ms)."""
+
+
+def _child(directory: Path, *args: str) -> tuple[ClockCard, dict[str, Any]]:
+    card = write_asoundrc(directory)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fakes.clockcard_child", *args],
+        env=child_env(directory),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"clockcard child {args}: {done.stderr.strip()[-300:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return card, result
+
+
+def _bargein(kind: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        card, result = _child(Path(tmp), "bargein", kind, str(RATE), str(CUTS))
+        heard, t0 = card.speaker()
+    silences, errors, steps = [], [], []
+    for press, end_ms, wrote in zip(
+        result["press_ns"], result["audio_end_ms"], result["write_ns"], strict=True
+    ):
+        at = (press - t0) * RATE // 10**9
+        silent = silent_from(heard, at, rate_hz=RATE)
+        start = (wrote - t0) * RATE // 10**9
+        onset = start + int(np.flatnonzero(np.abs(heard[start:]) >= 160)[0])
+        silences.append((silent - at) * 1000 / RATE)
+        errors.append(abs(end_ms - (silent - onset) * 1000 / RATE))
+        steps.append(largest_step(heard, at, silent + RATE // 100))
+    tone_step = 32767 * 10 ** (-6 / 20) * 2 * np.pi * 440 / RATE  # the tone's own largest step
+    return {
+        "mean": float(np.mean(silences)),
+        "max": float(np.max(silences)),
+        "truncate": float(np.max(errors)),
+        "click": float(np.max(steps) / tone_step),
+    }
+
+
+def _xruns(kind: str, seconds: float, busy: bool) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        card, result = _child(
+            Path(tmp), "load", kind, str(RATE), str(seconds), "1" if busy else "0"
+        )
+        speaker, mic = card.xruns()
+    return speaker + mic + int(result["underruns"]) + int(result["overruns"])
+
+
+def _idle(kind: str, seconds: float) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        _, result = _child(Path(tmp), "idle", kind, str(RATE), str(seconds))
+    return 100 * float(result["cpu_s"]) / float(result["wall_s"])
+
+
+def _c_reference(seconds: int, play_period: int, capture_period: int) -> float:
+    """arecord + aplay on the same card, same rate and periods, SCHED_FIFO like ours."""
+    aplay, arecord, chrt = shutil.which("aplay"), shutil.which("arecord"), shutil.which("chrt")
+    if aplay is None or arecord is None:
+        raise RuntimeError("aplay/arecord not installed (alsa-utils)")
+    rt = [chrt, "-f", "50"] if chrt is not None and os.geteuid() == 0 else []
+    fmt = ["-q", "-t", "raw", "-f", "S16_LE", "-r", str(RATE), "-c", "1"]
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        write_asoundrc(directory)
+        silence = directory / "silence.raw"
+        silence.write_bytes(bytes(RATE * 2 * seconds))
+        env = child_env(directory)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rec = subprocess.Popen(
+            [
+                *rt,
+                arecord,
+                "-D",
+                "hux_mic",
+                *fmt,
+                f"--period-size={capture_period}",
+                f"--buffer-size={capture_period * 3}",
+                "-d",
+                str(seconds),
+                "/dev/null",
+            ],
+            env=env,
+        )
+        subprocess.run(
+            [
+                *rt,
+                aplay,
+                "-D",
+                "hux_spk",
+                *fmt,
+                f"--period-size={play_period}",
+                f"--buffer-size={play_period * 3}",
+                str(silence),
+            ],
+            env=env,
+            check=False,
+        )
+        rec.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return 100 * used / seconds
+
+
+def _first_sample(kind: str, count: int = 10) -> float:
+    """Mean ms from a delta handed to the engine (idle) to its first sample at the DAC."""
+    with tempfile.TemporaryDirectory() as tmp:
+        card, result = _child(Path(tmp), "first", kind, str(RATE), str(count))
+        heard, t0 = card.speaker()
+    waits = []
+    for sent in result["sent_ns"]:
+        at = (sent - t0) * RATE // 10**9
+        onset = at + int(np.flatnonzero(np.abs(heard[at:]) >= 160)[0])
+        waits.append((onset - at) * 1000 / RATE)
+    return float(np.mean(waits))
+
+
+def _rows() -> list[Row]:
+    xrun_s = float(os.environ.get("HUXLEYD_BENCH_XRUN_S", "60"))
+    before, after = _bargein(BEFORE), _bargein(AFTER)
+    rows = [
+        Row(
+            AREA,
+            "press → speaker silent, mean of 16 (after; ref = before)",
+            after["mean"],
+            "ms",
+            before["mean"],
+            "ms before",
+            "≤ 12 ms",
+        ),
+        Row(
+            AREA,
+            "press → speaker silent, max of 16 (after; ref = before)",
+            after["max"],
+            "ms",
+            before["max"],
+            "ms before",
+            "≤ 15 ms",
+        ),
+        Row(
+            AREA,
+            "cut: largest step / the tone's own (after; ref = before)",
+            after["click"],
+            "×",
+            before["click"],
+            "× before",
+            "≤ 1.1 (no click)",
+        ),
+        Row(
+            AREA,
+            "truncate |audio_end_ms − heard|, max (after; ref = before)",
+            after["truncate"],
+            "ms",
+            before["truncate"],
+            "ms before",
+            "≤ 5 ms",
+        ),
+    ]
+    for busy, label in ((False, "no load"), (True, "busy Python thread")):
+        rows.append(
+            Row(
+                AREA,
+                f"xruns, {xrun_s:g} s speech + ducked media, {label} (after; ref = before)",
+                _xruns(AFTER, xrun_s, busy),
+                "xruns",
+                _xruns(BEFORE, xrun_s, busy),
+                "xruns before",
+                "0",
+            )
+        )
+    idle_s = 10
+    rows.append(
+        Row(
+            AREA,
+            "idle daemon CPU, 48 kHz card, after (ref = arecord + aplay, same I/O)",
+            _idle(AFTER, idle_s),
+            "%",
+            _c_reference(idle_s, PLAY_PERIOD, CAPTURE_PERIOD),
+            "% C",
+            "≤ 2× C",
+        )
+    )
+    rows.append(
+        Row(
+            AREA,
+            "idle daemon CPU, 48 kHz card, before (ref = arecord + aplay, same I/O)",
+            _idle(BEFORE, idle_s),
+            "%",
+            _c_reference(idle_s, 960, 960),
+            "% C",
+            "≤ 2× C",
+        )
+    )
+    rows.append(
+        Row(
+            AREA,
+            "delta received → first sample at the DAC, mean of 10 (after; ref = before)",
+            _first_sample(AFTER),
+            "ms",
+            _first_sample(BEFORE),
+            "ms before",
+            "≤ 30 ms",
+        )
+    )
+    return rows
+
+
+def run() -> list[Row]:
+    try:
+        build_plugin()
+        return _rows()
+    except (ClockCardUnavailable, RuntimeError, OSError) as exc:  # say so, do not fake it
+        return [Row(AREA, f"clocked card rows not measured: {exc}"[:100], float("nan"), "")]
