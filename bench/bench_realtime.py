@@ -9,6 +9,8 @@ design) as the reference, measured in the same run; the idle row has a C
 reference doing the same device I/O (``arecord`` + ``aplay``).
 
 ``HUXLEYD_BENCH_XRUN_S`` sets the length of the xrun rows (60 s by default).
+``HUXLEYD_BENCH_BEFORE_ROOT`` runs the "before" rows on another checkout's
+``huxleyd`` (e.g. the main branch), so "before" is exactly the old code.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tests.fakes.clockcard import (
     ClockCardUnavailable,
     build_plugin,
     child_env,
+    freeze_once,
     largest_step,
     silent_from,
     write_asoundrc,
@@ -45,11 +48,22 @@ PLAY_PERIOD, CAPTURE_PERIOD = 120, 480
 """The callback backend's device periods at 48 kHz (2.5 ms, 10 ms)."""
 
 
+CHILD = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "clockcard_child.py"
+
+
+def _env(directory: Path, kind: str) -> dict[str, str]:
+    env = child_env(directory)
+    before_root = os.environ.get("HUXLEYD_BENCH_BEFORE_ROOT")
+    if kind == BEFORE and before_root:
+        env["PYTHONPATH"] = before_root  # the child imports only huxleyd
+    return env
+
+
 def _child(directory: Path, *args: str) -> tuple[ClockCard, dict[str, Any]]:
     card = write_asoundrc(directory)
     done = subprocess.run(
-        [sys.executable, "-m", "tests.fakes.clockcard_child", *args],
-        env=child_env(directory),
+        [sys.executable, str(CHILD), *args],
+        env=_env(directory, args[1]),
         capture_output=True,
         text=True,
         timeout=600,
@@ -147,6 +161,11 @@ def _c_reference(seconds: int, play_period: int, capture_period: int) -> float:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return 100 * used / seconds
+
+
+def _one_xrun(kind: str) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return freeze_once(Path(tmp), kind, pythonpath=_env(Path(tmp), kind)["PYTHONPATH"])
 
 
 def _first_sample(kind: str, count: int = 10) -> float:

@@ -6,9 +6,10 @@
  * - the hardware pointer moves with CLOCK_MONOTONIC, in whole periods, from start;
  * - poll() wakes once per period (a timerfd, like a period interrupt);
  * - playback: each frame is "heard" when the clock passes it and is then written
- *   to `file` at sample index (t_heard - t_first_start) * rate, so a gap in time
- *   (an xrun, a drop and restart) is a hole of zeros in the file: the file is a
- *   time-stamped recording of the speaker;
+ *   to `file` at sample index (t_heard - t0) * rate, t0 being the first start noted
+ *   in `log` (kept across reopens), so a gap in time (an xrun, a drop and restart,
+ *   a closed stream) is a hole of zeros in the file: the file is a time-stamped
+ *   recording of the speaker. The caller removes old files before a run;
  * - an xrun is real: when the clock passes what the application wrote (playback) or
  *   the application falls a whole buffer behind (capture) the pointer reports
  *   -EPIPE, and the event is appended to `log`;
@@ -16,7 +17,7 @@
  * - capture delivers `infile` (raw S16, looped) or silence, paced by the clock.
  *
  * `log` lines: "<event> <monotonic ns> [details]", events t0 (file index 0), prepare (with
- * the rate, period and buffer the application chose), start, stop, xrun.
+ * the rate, period and buffer the application chose), open, start, stop, xrun.
  *
  *   pcm_type.clockcard { lib "/abs/path/libasound_module_pcm_clockcard.so" }
  *   pcm.spk { type clockcard file "/abs/out.raw" log "/abs/out.log" }
@@ -316,11 +317,25 @@ SND_PCM_PLUGIN_DEFINE_FUNC(clockcard)
 		return -errno;
 	}
 	if (file && stream == SND_PCM_STREAM_PLAYBACK)
-		c->out_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		c->out_fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (logfile) { /* a reopened stream keeps the recording's time base: one timeline */
+		FILE *old = fopen(logfile, "r");
+		long long ns;
+		char word[16];
+		while (old && fscanf(old, "%15s %lld%*[^\n]", word, &ns) == 2) {
+			if (!strcmp(word, "t0")) {
+				c->first_ns = ns;
+				break;
+			}
+		}
+		if (old)
+			fclose(old);
+	}
 	if (infile && stream == SND_PCM_STREAM_CAPTURE)
 		c->in_fd = open(infile, O_RDONLY | O_CLOEXEC);
 	if (logfile)
 		c->log = fopen(logfile, "a");
+	note(c, "open", mono_ns()); /* a stream reopen shows as a second open after a start */
 	c->io.version = SND_PCM_IOPLUG_VERSION;
 	c->io.name = "huxleyd clockcard (a fake card with a real clock)";
 	c->io.callback = &card_callbacks;

@@ -23,6 +23,7 @@ from tests.fakes.clockcard import (
     ClockCardUnavailable,
     build_plugin,
     child_env,
+    freeze_once,
     largest_step,
     silent_from,
     write_asoundrc,
@@ -107,3 +108,13 @@ def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
         assert largest_step(heard, at, silent + rate // 100) < 1000
         # exact to the device period, not to the engine period (20 ms) or the buffer
         assert abs(end_ms - heard_ms) <= 5
+
+
+@pytest.mark.parametrize("kind", ["blocking", "callback"])
+def test_one_xrun_is_a_short_silence_never_a_reopen(card: ClockCard, kind: str) -> None:
+    """Issue 13, case 7: the daemon freezes for 100 ms while it plays, so the card
+    really underruns. The stream recovers in place: no reopen, and the silence after
+    the daemon runs again is at most one engine period (it was a 3 s outage)."""
+    silence_ms, reopens = freeze_once(card.directory, kind)
+    assert reopens == 0
+    assert silence_ms <= 20 + 5  # one engine period, plus the card's own period

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,8 +111,8 @@ def write_asoundrc(directory: Path, *, mic_pcm: bytes = b"") -> ClockCard:
     plugin = build_plugin()
     card = ClockCard(directory)
     card.mic_file.write_bytes(mic_pcm)
-    for log in (card.speaker_log, card.mic_log):
-        log.unlink(missing_ok=True)
+    for old in (card.speaker_log, card.mic_log, card.recording):
+        old.unlink(missing_ok=True)  # the card appends: a run starts from nothing
     (directory / ".asoundrc").write_text(
         f"""
 pcm_type.clockcard {{
@@ -162,3 +165,54 @@ def largest_step(samples: np.ndarray, start: int, end: int) -> int:
     """The largest sample-to-sample jump in ``[start, end)``: a click is a big one."""
     piece = samples[max(start, 0) : end].astype(np.int32)
     return int(np.abs(np.diff(piece)).max()) if len(piece) > 1 else 0
+
+
+CHILD = Path(__file__).resolve().parent / "clockcard_child.py"
+
+
+def freeze_once(
+    directory: Path, kind: str, *, stop_s: float = 0.1, pythonpath: str | None = None
+) -> tuple[float, int]:
+    """Freeze the whole daemon (SIGSTOP) for ``stop_s`` while it plays speech and
+    media: a real underrun at the card. Returns (the longest silence once it runs
+    again, in ms; stream reopens after the first start): what the recovery cost.
+
+    ``pythonpath`` runs another checkout's ``huxleyd`` (the bench's "before").
+    """
+    card = write_asoundrc(directory)
+    env = child_env(directory)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), "load", kind, "48000", "8", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(1000):  # until the speaker has played a second (the card says)
+            time.sleep(0.01)
+            starts = [ns for event, ns in card.events(card.speaker_log) if event == "start"]
+            if starts and time.monotonic_ns() - starts[0] > 1_000_000_000:
+                break
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(stop_s)
+        os.kill(child.pid, signal.SIGCONT)
+    finally:
+        child.communicate(timeout=120)
+    events = card.events(card.speaker_log)
+    heard, t0 = card.speaker()
+    first_start = next(ns for event, ns in events if event == "start")
+    xrun = next((ns for event, ns in events if event == "xrun"), None)
+    reopens = sum(1 for event, ns in events if event == "open" and ns > first_start)
+    if xrun is None:
+        return 0.0, reopens
+    # The card notes the xrun when the daemon runs again (its pointer is read): the
+    # longest silence from there on is what the recovery cost.
+    rate = 48000
+    at = (xrun - t0) * rate // 10**9
+    end = len(heard) - rate // 2  # the end of the run fades out: not an outage
+    quiet = np.concatenate([[False], np.abs(heard[at:end]) < 160, [False]])
+    edges = np.flatnonzero(np.diff(quiet.astype(np.int8)))
+    longest = int((edges[1::2] - edges[::2]).max()) if len(edges) else 0
+    return longest * 1000 / rate, reopens

@@ -24,6 +24,7 @@ import resource
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -162,7 +163,7 @@ def describe(stats: Any) -> dict[str, Any]:
         "overruns": stats.overruns,
         "late_periods": stats.late_periods,
         "source_gaps": stats.source_gaps,
-        "faults": stats.faults,
+        "faults": getattr(stats, "faults", 0),  # older engines (the bench's "before")
         "device_state": stats.device_state.value,
         "output_latency_ms": stats.output_latency_ms,
     }
@@ -180,6 +181,9 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(first(kind, rate, int(argv[3])))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
+    import huxleyd
+
+    result["huxleyd"] = str(Path(huxleyd.__file__).parent)  # which code ran
     print(json.dumps(result))
     return 0
 
