@@ -101,8 +101,11 @@ class AudioEngine:
         settings: AudioSettings,
         clock: Clock | None = None,
         capture_rate_hz: int = RATE_HZ,
+        idle_path: bool = True,
     ) -> None:
         self._check_capture_rate(capture_rate_hz)
+        self._idle_path = idle_path
+        """Skip the mixing and resampling of silent periods (off only to compare)."""
         self._backend = backend
         self._settings = settings
         self._clock: Clock = clock or MonotonicClock()
@@ -437,7 +440,7 @@ class AudioEngine:
     def _idle_period(self) -> bool:
         """True when this period can take the idle path: the mixer is idle and was
         already idle last period (so the output resampler's history is zeros too)."""
-        if not self._mixer.idle():
+        if not self._idle_path or not self._mixer.idle():
             self._idle_streak = 0
             return False
         self._idle_streak += 1
