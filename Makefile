@@ -1,7 +1,7 @@
 # huxleyd — every target sets itself up: a fresh machine needs only Python 3.11+ and apt.
 #   make run    start the daemon (mock pins + simulator when no Pi / no API key)
 #   make test   lint + the whole test suite
-#   make bench  the performance table (DESIGN.md budgets)
+#   make bench  the performance table (DESIGN.md budgets; real-time rows on a clocked fake card)
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -10,7 +10,7 @@ CONFIG  ?= config/dev.toml
 PREFIX  ?= /opt/huxleyd
 DESTDIR ?=
 
-.PHONY: setup run demo test lint bench sounds install uninstall clean
+.PHONY: setup run demo test lint bench clockcard sounds install uninstall clean
 
 setup: $(VENV)/.installed
 
@@ -46,7 +46,11 @@ test: lint
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is missing" >&2; exit 1; fi; \
 	  exit $$rc
 
-bench: setup
+# The clocked fake sound card (hw/clockcard) the real-time rows run on.
+clockcard: setup
+	$(PY) -c "from tests.fakes.clockcard import build_plugin; print(build_plugin())"
+
+bench: setup clockcard
 	$(PY) -m bench
 
 sounds: setup

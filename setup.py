@@ -14,6 +14,9 @@ setup(
             sources=["huxleyd/audio/_rtout.c"],
             libraries=["portaudio"],
             extra_compile_args=["-O2", "-std=c11", "-Wall"],
+            # without a compiler the install still works: audio.backend = "auto"
+            # then uses PyAudio's blocking I/O (and says so in the log)
+            optional=True,
         )
     ]
 )
