@@ -57,17 +57,26 @@ class CaptureChain:
 
     def process(self, rate_hz: int) -> Int16Array:
         """Convert the period in :attr:`buffer`; return the frame at ``rate_hz`` (reused array)."""
+        self._take(rate_hz)
+        out = self._float[rate_hz]
+        self._resamplers[rate_hz].process(self._mono, out)
+        pcm = self._pcm[rate_hz]
+        float_to_int16_into(out, pcm, self._scratch[rate_hz])
+        return pcm
+
+    def prime(self, rate_hz: int) -> None:
+        """The idle mic (nobody listens): meter the period and keep the resampler's
+        history, without resampling; the next :meth:`process` is seamless."""
+        self._take(rate_hz)
+        self._resamplers[rate_hz].prime(self._mono)
+
+    def _take(self, rate_hz: int) -> None:
         if rate_hz != self._rate:
             self._resamplers[rate_hz].reset()  # stale history from before the switch
             self._rate = rate_hz
         np.copyto(self._mono, self._column, casting="unsafe")  # no mixed-type ufunc: no buffer
         np.multiply(self._mono, _TO_FLOAT, out=self._mono)
         self._meter.update(self._mono)
-        out = self._float[rate_hz]
-        self._resamplers[rate_hz].process(self._mono, out)
-        pcm = self._pcm[rate_hz]
-        float_to_int16_into(out, pcm, self._scratch[rate_hz])
-        return pcm
 
 
 class PlaybackChain:

@@ -153,6 +153,7 @@ class AudioEngine:
         """The newest cut asked of the timed output (set by asyncio, after the flush)."""
         self._cut_acked = 0
         self._cuts_done = 0
+        self._last_heard = -1
         self._lead_frames = 0
         self._idle_streak = 0
 
@@ -494,6 +495,10 @@ class AudioEngine:
             if out.queued_frames() >= self._lead_frames:
                 break
         done, dropped_from, dropped_to = out.drops()
+        heard = out.heard_frame()
+        if heard == self._last_heard and done == self._cuts_done:
+            return  # nothing reached the DAC since last period (idle): nothing to publish
+        self._last_heard = heard
         if done != self._cuts_done:
             self._cuts_done = done
             # what the cut dropped had been mixed: those samples were never heard
@@ -504,14 +509,15 @@ class AudioEngine:
             ):
                 if end > start:
                     channel.skips.record(start, end)
-        self._playout.publish_device(out.heard_frame())
+        self._playout.publish_device(heard)
 
     def _push_mic(self, capture: CaptureChain) -> None:
         rate = self._req_capture_rate
         if not self._capture_active:
             # Nobody listens: keep the meter and the resampler's history
-            # running, but do not queue frames or wake the event loop 50x/s.
-            capture.process(rate)
+            # running (no resampling), but do not queue frames or wake the
+            # event loop 50x/s.
+            capture.prime(rate)
             return
         fmt = self._format
         latency = fmt.input_latency_s if fmt is not None else 0.0
@@ -556,6 +562,7 @@ class AudioEngine:
             )
             self._lead_frames = round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000)
             self._cut_acked = self._cut_seq = self._cuts_done = 0
+            self._last_heard = -1
             self._idle_streak = 0
         self._set_state(DeviceState.OPEN)
 

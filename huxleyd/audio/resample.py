@@ -114,6 +114,18 @@ class StreamResampler:
         if self._history:
             np.copyto(self._head_view, self._tail_view)
 
+    def prime(self, block: Float32Array) -> None:
+        """Take ``block`` into the history without computing its output: the next
+        :meth:`process` then gives exactly what it would have after ``process(block)``
+        (the idle mic: nobody listens, but the next frame must be seamless)."""
+        if not self._history:
+            return
+        if self._history <= self.block_in:
+            np.copyto(self._head_view, block[self.block_in - self._history :])
+        else:
+            np.copyto(self._block_view, block)
+            np.copyto(self._head_view, self._tail_view)
+
     def reset(self) -> None:
         """Forget the carried history (after a discontinuity such as a device reopen)."""
         if not self.identity:

@@ -112,3 +112,23 @@ def test_equal_rates_are_a_copy_with_no_delay() -> None:
 def test_a_block_that_does_not_divide_is_refused_with_the_numbers() -> None:
     with pytest.raises(ValueError, match="220 samples at 11025 Hz"):
         StreamResampler(11025, 24000, 220)
+
+
+@pytest.mark.parametrize(("rate_in", "rate_out"), RATE_PAIRS)
+def test_priming_instead_of_processing_changes_no_later_output(rate_in: int, rate_out: int) -> None:
+    """The idle mic primes instead of resampling; the first frame heard after is the same."""
+    period = rate_in // 50
+    signal = sweep(rate_in, 0.2, 0.45 * min(rate_in, rate_out))
+    processed, primed = (
+        StreamResampler(rate_in, rate_out, period),
+        StreamResampler(rate_in, rate_out, period),
+    )
+    out_a = np.zeros(processed.block_out, dtype=np.float32)
+    out_b = np.zeros(primed.block_out, dtype=np.float32)
+    blocks = [signal[start : start + period] for start in range(0, len(signal), period)]
+    for block in blocks[:-1]:
+        processed.process(block, out_a)
+        primed.prime(block)
+    processed.process(blocks[-1], out_a)
+    primed.process(blocks[-1], out_b)
+    assert np.array_equal(out_a, out_b)
