@@ -34,6 +34,19 @@ runs follows:
   dropped mic frames, and gaps inside items (a source ran dry, then its
   item continued).
 
+With the callback backend (:mod:`~huxleyd.audio.backends.callback_backend`)
+the device's own deadline is not this thread's: C callbacks play from a ring
+this thread keeps ``output_lead_ms`` ahead and capture into a ring it reads
+with the GIL released. Step 2 then mixes as many periods as the lead needs
+(after idle: at once), a flush is also a cut the callback honours in its next
+short period (``played_ms`` answers at the fade's end at once), and the
+playout clock is published from the callback's DAC stamps.
+
+**The idle path**: when no source has audio and no ramp runs (and did not
+last period either), a period is only the mixer's bookkeeping: nothing is
+mixed or resampled, a prebuilt zero buffer is written (nothing at all with
+the callback backend), and the unheard mic is only primed.
+
 Two ways to drive it: :meth:`AudioEngine.start` runs the thread (paced by
 the device, or by the engine clock when the backend is not paced: WAV files,
 a lost device); :meth:`AudioEngine.step` / :meth:`AudioEngine.run_periods`
@@ -59,6 +72,7 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
+from huxleyd.audio.timed import TimedOutput
 from huxleyd.audio.types import SOURCES, DeviceState, EngineStats, MicFrame, SourceName
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError, AudioError
@@ -147,14 +161,9 @@ class AudioEngine:
         self._late = 0
         self._faults = 0
         self._last_fault: str | None = None
-        self._timed: OutputClock | None = backend if isinstance(backend, OutputClock) else None
-        """The backend's DAC clock and cut, when it has them (the C callback backend)."""
-        self._cut_seq = 0
-        """The newest cut asked of the timed output (set by asyncio, after the flush)."""
-        self._cut_acked = 0
-        self._cuts_done = 0
-        self._last_heard = -1
-        self._lead_frames = 0
+        timed = backend if isinstance(backend, OutputClock) else None
+        self._timed = None if timed is None else TimedOutput(timed, self._playout, channels)
+        """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
         self._idle_streak = 0
 
     # -- lifecycle -----------------------------------------------------------
@@ -275,12 +284,7 @@ class AudioEngine:
         timed = self._timed
         if timed is None or self.device_state is not DeviceState.OPEN:
             return
-        cut = timed.cut()
-        if cut is None:
-            return
-        seq, fade_end = cut
-        self._cut_seq = seq  # after the flush request: the thread's next mix sees both
-        positions = self._playout.positions_at(fade_end)
+        positions = timed.cut()
         if positions is not None:
             source.heard_floor = positions[SOURCES.index(name)]
 
@@ -354,7 +358,7 @@ class AudioEngine:
         thread = self._thread
         underruns, overruns = self._underruns, self._overruns
         if self._timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self._timed.xrun_counts()
+            device_under, device_over = self._timed.out.xrun_counts()
             underruns += device_under
             overruns += device_over
         return EngineStats(
@@ -467,13 +471,9 @@ class AudioEngine:
         elif status is IoStatus.LOST:
             self._lose()
 
-    def _play_timed(self, out: OutputClock, playback: PlaybackChain) -> None:
-        """Mix into the C callback's ring, ``lead`` ahead of the DAC; nothing when idle.
-
-        A cut asked since the last period is acknowledged after this period's
-        mix (which took in the flush): the callback plays again from there.
-        """
-        seq = self._cut_seq
+    def _play_timed(self, timed: TimedOutput, playback: PlaybackChain) -> None:
+        """Mix into the C callback's ring, ``lead`` ahead of the DAC; nothing when idle."""
+        seq = timed.pending_cut()
         for _ in range(4):  # this period, plus catching up to the lead after idle
             if self._idle_period():
                 self._mixer.skip_idle()
@@ -484,32 +484,13 @@ class AudioEngine:
                 self._mixer.mix(playback.mix)
                 # recorded before the write, so a flush from asyncio always finds
                 # the period whose frames its fade may end in
-                self._playout.record_period(out.written_frames())
+                self._playout.record_period(timed.out.written_frames())
                 self._write(playback.process())
                 idle = False
-            if seq != self._cut_acked:
-                out.resume(seq, out.written_frames())
-                self._cut_acked = seq
-            if idle or self.device_state is not DeviceState.OPEN:
+            timed.acknowledge(seq)
+            if idle or self.device_state is not DeviceState.OPEN or timed.lead_reached():
                 break
-            if out.queued_frames() >= self._lead_frames:
-                break
-        done, dropped_from, dropped_to = out.drops()
-        heard = out.heard_frame()
-        if heard == self._last_heard and done == self._cuts_done:
-            return  # nothing reached the DAC since last period (idle): nothing to publish
-        self._last_heard = heard
-        if done != self._cuts_done:
-            self._cuts_done = done
-            # what the cut dropped had been mixed: those samples were never heard
-            for channel, (start, end) in zip(
-                self._mixer.channels.values(),
-                self._playout.dropped(dropped_from, dropped_to),
-                strict=False,
-            ):
-                if end > start:
-                    channel.skips.record(start, end)
-        self._playout.publish_device(heard)
+        timed.publish()
 
     def _push_mic(self, capture: CaptureChain) -> None:
         rate = self._req_capture_rate
@@ -556,13 +537,11 @@ class AudioEngine:
             round(fmt.output_latency_s * RATE_HZ) + playback.delay_samples
         )
         if self._timed is not None:  # positions restart at 0 with each open
-            self._playout.start_device(
+            self._timed.opened(
                 frames=playback.buffer.shape[0],
                 delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
+                lead_frames=round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000),
             )
-            self._lead_frames = round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000)
-            self._cut_acked = self._cut_seq = self._cuts_done = 0
-            self._last_heard = -1
             self._idle_streak = 0
         self._set_state(DeviceState.OPEN)
 
@@ -594,7 +573,7 @@ class AudioEngine:
 
     def _lose(self) -> None:
         if self._timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self._timed.xrun_counts()  # kept past the close
+            device_under, device_over = self._timed.out.xrun_counts()  # kept past the close
             self._underruns += device_under
             self._overruns += device_over
         self._backend.close()
