@@ -27,6 +27,7 @@
 #include <portaudio.h>
 #include <pa_linux_alsa.h>
 #include <errno.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -73,6 +74,7 @@ typedef struct {
 	_Atomic uint32_t stamp_seq;    /* seqlock over stamps */
 	stamp_t stamps[STAMPS];
 	_Atomic int aborted;
+	_Atomic int policy; /* the callback thread's scheduling policy, -1 until it ran */
 } Output;
 
 static uint64_t avail_frames(Output *o)
@@ -144,7 +146,8 @@ static int on_device(const void *input, void *output, unsigned long frames,
 	int16_t *out = output;
 	int ch = o->channels;
 	(void)input;
-	atomic_fetch_add_explicit(&o->callbacks, 1, memory_order_relaxed);
+	if (atomic_fetch_add_explicit(&o->callbacks, 1, memory_order_relaxed) == 0)
+		atomic_store(&o->policy, sched_getscheduler(0)); /* once: did SCHED_FIFO take? */
 	if (flags & (paOutputUnderflow | paOutputOverflow))
 		atomic_fetch_add_explicit(&o->xruns, 1, memory_order_relaxed);
 
@@ -282,6 +285,7 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 	o->mask = cap - 1;
 	o->channels = channels;
 	o->rate = rate;
+	atomic_store(&o->policy, -1);
 	o->fade_frames = fade;
 
 	PaError err = Pa_Initialize();
@@ -465,6 +469,16 @@ static PyObject *Output_xruns(Output *o, PyObject *unused)
 	return PyLong_FromUnsignedLongLong(atomic_load_explicit(&o->xruns, memory_order_relaxed));
 }
 
+/* realtime() -> True/False once the callback has run (SCHED_FIFO or RR?), None before */
+static PyObject *Output_realtime(Output *o, PyObject *unused)
+{
+	(void)unused;
+	int policy = atomic_load(&o->policy);
+	if (policy < 0)
+		Py_RETURN_NONE;
+	return PyBool_FromLong(policy == SCHED_FIFO || policy == SCHED_RR);
+}
+
 static PyObject *Output_queued(Output *o, PyObject *unused)
 {
 	(void)unused;
@@ -497,6 +511,7 @@ static PyMethodDef Output_methods[] = {
 	{"heard", (PyCFunction)Output_heard, METH_NOARGS, "The ring position at the DAC now."},
 	{"drops", (PyCFunction)Output_drops, METH_NOARGS, "(cuts done, drop_from, drop_to)."},
 	{"xruns", (PyCFunction)Output_xruns, METH_NOARGS, "Underflows/overflows the callback saw."},
+	{"realtime", (PyCFunction)Output_realtime, METH_NOARGS, "Does the callback run SCHED_FIFO?"},
 	{"queued", (PyCFunction)Output_queued, METH_NOARGS, "Frames queued, not yet played."},
 	{"latency_s", (PyCFunction)Output_latency, METH_NOARGS, "PortAudio's output latency."},
 	{"active", (PyCFunction)Output_active, METH_NOARGS, "True while the callback runs."},

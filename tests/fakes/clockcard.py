@@ -56,6 +56,7 @@ def build_plugin(build_dir: Path = BUILD_DIR) -> Path:
     if done.returncode != 0:
         os.unlink(tmp)
         raise ClockCardUnavailable(f"cannot build {SOURCE.name}: {done.stderr.strip()[-2000:]}")
+    os.chmod(tmp, 0o755)  # mkstemp made it private; ALSA loads it as any user
     os.replace(tmp, target)
     return target
 

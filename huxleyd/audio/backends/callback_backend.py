@@ -19,6 +19,7 @@ callback's status flags; nothing closes a stream because of one.
 from __future__ import annotations
 
 import importlib
+import time
 from typing import Any
 
 from huxleyd.audio.backends.base import IoStatus
@@ -35,6 +36,8 @@ class CallbackBackend(PyAudioBackend):
         *,
         callback_period_ms: float = 2.5,
         capture_period_ms: float = 10.0,
+        fallback_period_ms: float = 5.0,
+        fallback_latency_s: float = 0.020,
         output_latency_s: float = 0.005,
         fade_ms: float = 5.0,
         ring_ms: int = 500,
@@ -43,6 +46,10 @@ class CallbackBackend(PyAudioBackend):
         super().__init__(prefill_periods=0, **kwargs)
         self.callback_period_ms = callback_period_ms
         self.capture_period_ms = capture_period_ms
+        self.fallback_period_ms = fallback_period_ms
+        self.fallback_latency_s = fallback_latency_s
+        self.realtime: bool | None = None
+        """Whether the playback callback runs SCHED_FIFO (None: not opened yet)."""
         """Capture needs no short period (nothing waits on it but the engine's next
         period); a longer one costs the card fewer wake-ups."""
         self.output_latency_s = output_latency_s
@@ -78,6 +85,11 @@ class CallbackBackend(PyAudioBackend):
         stream.start()
         return stream
 
+    def _kind(self) -> str:
+        if self.realtime:
+            return f"callback {self.callback_period_ms:g} ms SCHED_FIFO"
+        return f"callback {self.fallback_period_ms:g} ms (normal priority: SCHED_FIFO refused)"
+
     def _input_latency(self, stream: Any) -> float:
         return float(stream.latency_s())
 
@@ -96,20 +108,55 @@ class CallbackBackend(PyAudioBackend):
         return int(xruns), int(lost)
 
     def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
-        rtout = self._rtout()
         self._out_rate = rate
-        output = rtout.Output(
+        output = self._start_output(index, rate, period_ms, self.callback_period_ms)
+        if not self._runs_realtime(output):
+            # SCHED_FIFO refused (no CAP_SYS_NICE, no rtprio limit, systemd's
+            # RestrictRealtime): a 2.5 ms period at normal priority would xrun under
+            # load, so trade a few ms of barge-in for safety
+            output.close()
+            output = self._start_output(
+                index,
+                rate,
+                period_ms,
+                self.fallback_period_ms,
+                latency_s=self.fallback_latency_s,
+            )
+            self.realtime = False
+        else:
+            self.realtime = True
+        self._output = output
+        return output
+
+    def _start_output(
+        self,
+        index: int,
+        rate: int,
+        period_ms: int,
+        callback_ms: float,
+        *,
+        latency_s: float | None = None,
+    ) -> Any:
+        output = self._rtout().Output(
             device=index,
             rate_hz=rate,
             channels=self.output_channels,
-            period_frames=max(16, round(rate * self.callback_period_ms / 1000.0)),
+            period_frames=max(16, round(rate * callback_ms / 1000.0)),
             ring_frames=max(4 * period_frames(rate, period_ms), rate * self.ring_ms // 1000),
             fade_frames=max(1, round(rate * self.fade_ms / 1000.0)),
-            latency_s=self.output_latency_s,
+            latency_s=self.output_latency_s if latency_s is None else latency_s,
         )
         output.start()
-        self._output = output
         return output
+
+    def _runs_realtime(self, output: Any) -> bool:
+        """Whether the callback thread got SCHED_FIFO (asked once it has run)."""
+        for _ in range(100):  # the first callback comes within a period or two
+            answer = output.realtime()
+            if answer is not None:
+                return bool(answer)
+            time.sleep(0.002)
+        return False
 
     def _output_latency(self, stream: Any) -> float:
         return float(stream.latency_s())

@@ -117,7 +117,7 @@ class PyAudioBackend:
             output_latency_s=self._output_latency(self._out),
             input_latency_s=self._input_latency(self._in),
             paced=self.paced,
-            description=f"pyaudio in={capture.name!r}[{capture.index}] out={playback.name!r}[{playback.index}]",
+            description=f"{self._kind()} in={capture.name!r}[{capture.index}] out={playback.name!r}[{playback.index}]",
         )
 
     def _open_capture(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
@@ -146,6 +146,10 @@ class PyAudioBackend:
         for _ in range(self.prefill_periods):
             stream.write(silence, self._frames_out)
         return stream
+
+    def _kind(self) -> str:
+        """How this backend drives the card, for the description in logs and doctor."""
+        return "pyaudio"
 
     def _output_latency(self, stream: Any) -> float:
         return float(stream.get_output_latency())
