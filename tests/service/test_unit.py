@@ -55,6 +55,11 @@ def test_unit_states_the_contract() -> None:
     assert int(d["WatchdogSec"][0]) > 0
     assert set(d["SupplementaryGroups"][0].split()) == {"audio", "gpio", "spi"}
     assert "@system-service" in d["SystemCallFilter"]
+    # The speaker's callback thread may be SCHED_FIFO, bounded in priority and time.
+    assert d["RestrictRealtime"] == ["no"]
+    assert 1 <= int(d["LimitRTPRIO"][0]) < 50
+    assert "LimitRTTIME" in d
+    assert "sched_setscheduler sched_setparam" in d["SystemCallFilter"]
     allowed = " ".join(d["DeviceAllow"])
     for device in ("char-alsa", "char-gpiochip", "char-spi", "/dev/gpiomem"):
         assert device in allowed
