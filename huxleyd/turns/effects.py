@@ -87,7 +87,8 @@ class TurnEffects:
     # ------------------------------------------------------------ calls
 
     def new_turn(self) -> None:
-        """Forget the previous turn's calls (running ones are cancelled, unanswered)."""
+        """Forget the previous turn's calls; any still owed an output get it first."""
+        self.answer_all()
         self._tools.reset()
 
     def start(self, call: ToolCall) -> None:
@@ -99,7 +100,12 @@ class TurnEffects:
 
     def decline(self, call_id: str) -> None:
         """A call of a reply that was cut: it is not run, but still gets an output."""
-        self._provider.send_tool_output(call_id, CANCELLED_OUTPUT)
+        self._answer(call_id, CANCELLED_OUTPUT)
+
+    def _answer(self, call_id: str, output: str) -> None:
+        """Send ``call_id``'s output unless it already went out (one output per call)."""
+        if self._tools.mark_answered(call_id):
+            self._provider.send_tool_output(call_id, output)
 
     # ------------------------------------------------------------ side effects
 
@@ -169,22 +175,18 @@ class TurnEffects:
         for call_id in self._awaiting:
             outcome = self._tools.outcome(call_id)
             assert outcome is not None
-            self._provider.send_tool_output(call_id, outcome.output)
+            self._answer(call_id, outcome.output)
         self._awaiting = ()
         verbatim, self._verbatim = self._verbatim, None
         return verbatim
 
     def answer_all(self) -> None:
-        """Give every call of this turn an output: finished ones their own, others cancelled."""
-        for cancelled in self._tools.cancel_all():
-            self._provider.send_tool_output(cancelled.call_id, cancelled.output)
-        for call_id in self._awaiting:
-            finished = self._tools.outcome(call_id)
-            if finished is not None and finished.error != "cancelled":
-                self._provider.send_tool_output(call_id, finished.output)
+        """Give every call of this turn still owed an output one: a finished call
+        its own (also when its response never ended), a running one ``cancelled``."""
+        for outcome in self._tools.unanswered():
+            self._answer(outcome.call_id, outcome.output)
         self._awaiting = ()
 
     def cancel_running(self) -> None:
-        """Shutdown: cancel the calls still running and send their ``cancelled`` outputs."""
-        for outcome in self._tools.cancel_all():
-            self._provider.send_tool_output(outcome.call_id, outcome.output)
+        """Shutdown: every call still owed an output gets one (running ones ``cancelled``)."""
+        self.answer_all()

@@ -7,6 +7,12 @@ side effects that must act at once (CancelMedia, SetVolume) in the same
 place. :meth:`ToolRunner.cancel_all` turns every unfinished call into a
 ``{"cancelled": true}`` outcome, so an interrupted reply still answers every
 call.
+
+The runner is also the turn's answer ledger: every call it has seen is
+either answered (its output handed to the provider, :meth:`ToolRunner.mark_answered`)
+or listed by :meth:`ToolRunner.unanswered`, so whatever ends a reply (no
+``response.done``, a barge-in, a lost connection, a new turn) can answer
+exactly the calls still owed, each exactly once.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ class ToolRunner:
         self._tasks: dict[str, asyncio.Task[ToolOutcome]] = {}
         self._outcomes: dict[str, ToolOutcome] = {}
         self._calls: dict[str, ToolCall] = {}
+        self._answered: set[str] = set()
 
     def start(self, call: ToolCall) -> None:
         """Run ``call`` unless it is already running or done (duplicate ids are ignored)."""
@@ -56,7 +63,20 @@ class ToolRunner:
         self._on_done(outcome)
 
     def known(self, call_id: str) -> bool:
-        return call_id in self._calls
+        return call_id in self._calls or call_id in self._answered
+
+    def mark_answered(self, call_id: str) -> bool:
+        """Record that ``call_id``'s output went out. False if it already had one."""
+        if call_id in self._answered:
+            return False
+        self._answered.add(call_id)
+        return True
+
+    def unanswered(self) -> list[ToolOutcome]:
+        """What every call still owed an output should get, each once: a finished
+        call its own outcome, a running one (now cancelled) ``{"cancelled": true}``."""
+        self.cancel_all()
+        return [outcome for cid, outcome in self._outcomes.items() if cid not in self._answered]
 
     def done(self, call_ids: tuple[str, ...]) -> bool:
         return all(cid in self._outcomes for cid in call_ids)
@@ -82,7 +102,8 @@ class ToolRunner:
         return cancelled
 
     def reset(self) -> None:
-        """Forget finished calls (a new turn). Running calls must be cancelled first."""
+        """Forget the turn's calls (a new turn). Answer :meth:`unanswered` first."""
         self.cancel_all()
         self._outcomes.clear()
         self._calls.clear()
+        self._answered.clear()
