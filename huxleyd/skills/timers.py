@@ -3,11 +3,13 @@
 Every timer or reminder is one JSON value in the skill's storage under
 ``timer:<id>``, holding its due time as UTC epoch seconds, so it survives a
 reboot. ``setup`` loads them and starts one supervised background task that
-fires whatever is due through ``ctx.inject_turn`` (BLOCK_BEHIND_COMMS: a book
-pauses for it, a live call does not). One that came due while the device was
-off fires once on start and says how late it is. A fired entry is deleted
-only after ``inject_turn`` returned, so a crash in between repeats it rather
-than losing it; the dedup key ``timer:<id>`` keeps the repeat from doubling.
+fires whatever is due through ``ctx.inject_turn_and_wait`` (BLOCK_BEHIND_COMMS:
+a book pauses for it, a live call does not). One that came due while the
+device was off fires once on start and says how late it is. A fired entry is
+deleted only once its announcement was *heard*: while the provider is down
+it waits in the inject queue, and a restart before then fires it again on
+start instead of losing it; one that expired unheard is announced again
+(late) on the next pass. The dedup key ``timer:<id>`` keeps a repeat from doubling.
 
 The loop re-reads the clock at least every ``poll_s`` seconds instead of
 sleeping until the due time: a Raspberry Pi has no real-time clock, and its
@@ -280,36 +282,45 @@ class TimersSkill:
             delay = self._poll_s
             if self._alarms:
                 soonest = min(a.due_ts for a in self._alarms.values())
-                delay = min(delay, max(0.0, soonest - self._now_ts()))
+                left = soonest - self._now_ts()
+                # One still due was not heard: try again after a poll, not at once.
+                delay = min(delay, left) if left > 0 else delay
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
 
     async def fire_due(self) -> int:
-        """Announce every timer due by now, oldest first, then delete it. Returns how many.
+        """Announce every timer due by now, oldest first; delete each once heard.
 
-        The firing loop calls this; it is safe to call concurrently (tests do).
+        Returns how many were heard. All due timers are queued together (the
+        inject queue orders them); one not heard (expired, failed, the daemon
+        stopping) stays stored and comes round again. The firing loop calls
+        this; it is safe to call concurrently (tests do).
         """
-        ctx = self._require_ctx()
-        fired = 0
+        self._require_ctx()
         async with self._fire_lock:
             now = self._now_ts()
             due = sorted((a for a in self._alarms.values() if a.due_ts <= now), key=_due_key)
-            for alarm in due:
-                late_s = now - alarm.due_ts
-                await ctx.inject_turn(
-                    self._prompt(alarm, late_s),
-                    dedup_key=f"timer:{alarm.id}",
-                    priority=InjectPriority.BLOCK_BEHIND_COMMS,
-                )
-                # Only now: a crash before this line repeats the announcement
-                # on the next start instead of losing it.
-                await ctx.storage.delete_setting(KEY_PREFIX + alarm.id)
-                self._alarms.pop(alarm.id, None)
-                ctx.logger.info(
-                    "timer_fired", id=alarm.id, kind=alarm.kind.value, late_s=round(late_s, 1)
-                )
-                fired += 1
-        return fired
+            heard = await asyncio.gather(
+                *(self._announce(alarm, now - alarm.due_ts) for alarm in due)
+            )
+        return sum(heard)
+
+    async def _announce(self, alarm: Alarm, late_s: float) -> bool:
+        ctx = self._require_ctx()
+        heard = await ctx.inject_turn_and_wait(
+            self._prompt(alarm, late_s),
+            dedup_key=f"timer:{alarm.id}",
+            priority=InjectPriority.BLOCK_BEHIND_COMMS,
+        )
+        if not heard:
+            ctx.logger.warning("timer_not_heard", id=alarm.id, kind=alarm.kind.value)
+            return False
+        # Only now: a restart before this line repeats the announcement on the
+        # next start instead of losing it.
+        await ctx.storage.delete_setting(KEY_PREFIX + alarm.id)
+        self._alarms.pop(alarm.id, None)
+        ctx.logger.info("timer_fired", id=alarm.id, kind=alarm.kind.value, late_s=round(late_s, 1))
+        return True
 
     def _prompt(self, alarm: Alarm, late_s: float) -> str:
         if alarm.kind is Kind.REMINDER:

@@ -24,7 +24,13 @@ from huxley_sdk import ClaimEndReason, ClaimHandle, InjectPriority, InputClaim
 from huxleyd.clock import Clock
 from huxleyd.logs import get_logger
 from huxleyd.turns.claims import ActiveClaim, ClaimRegistry
-from huxleyd.turns.injects import Action, ConversationSnapshot, InjectQueue, next_to_fire
+from huxleyd.turns.injects import (
+    Action,
+    ConversationSnapshot,
+    InjectOutcome,
+    InjectQueue,
+    next_to_fire,
+)
 from huxleyd.turns.state import TurnOutcome, TurnRecord
 
 if TYPE_CHECKING:
@@ -67,14 +73,20 @@ class Proactive:
         self.consider()
 
     async def inject_turn_and_wait(
-        self, prompt: str, *, dedup_key: str | None = None, ttl_s: float | None = None
-    ) -> None:
-        """Returns once the announcement has been heard (or dropped: expired, failed)."""
+        self,
+        prompt: str,
+        *,
+        dedup_key: str | None = None,
+        priority: InjectPriority = InjectPriority.NORMAL,
+        ttl_s: float | None = None,
+    ) -> bool:
+        """True once the announcement has been heard; False if it never will be
+        (expired, failed, dropped, or the daemon closed first)."""
         receipt = self.queue.add(
-            prompt, now=self._clock.monotonic(), dedup_key=dedup_key, ttl_s=ttl_s
+            prompt, now=self._clock.monotonic(), dedup_key=dedup_key, priority=priority, ttl_s=ttl_s
         )
         self.consider()
-        await receipt.outcome
+        return await receipt.outcome is InjectOutcome.HEARD
 
     def consider(self) -> None:
         """Fire the next inject if the conversation allows it now."""
@@ -110,7 +122,11 @@ class Proactive:
         """Resolve the inject a turn spoke: heard when answered, else failed."""
         if turn.inject_id is None:
             return
-        if turn.outcome is TurnOutcome.ANSWERED:
+        # Cut off by the user once it was playing: it was heard, not lost.
+        interrupted_heard = (
+            turn.outcome is TurnOutcome.INTERRUPTED and turn.first_played_at is not None
+        )
+        if turn.outcome is TurnOutcome.ANSWERED or interrupted_heard:
             self.queue.mark_heard(turn.inject_id)
         else:
             reason = turn.outcome.value if turn.outcome else "unknown"

@@ -212,12 +212,14 @@ async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
     storage = MemoryStorage()
     seen_in_storage: list[int] = []
 
-    async def failing_inject(prompt: str, **_: Any) -> None:
+    async def failing_inject(prompt: str, **_: Any) -> bool:
         seen_in_storage.append(len(await storage.list_settings(KEY_PREFIX)))
         raise ConnectionError("runtime went away")
 
     skill = TimersSkill(now=clock)
-    ctx = dataclasses.replace(make_test_context(storage=storage), inject_turn=failing_inject)
+    ctx = dataclasses.replace(
+        make_test_context(storage=storage), inject_turn_and_wait=failing_inject
+    )
     await skill.setup(ctx)
     await call(skill, "set_timer", seconds=5)
     clock.advance(seconds=5)
