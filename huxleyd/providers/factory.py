@@ -80,6 +80,7 @@ def create_connection(
     on_event: Callable[[Event], None],
     on_state: Callable[[ConnectionStatus], None] | None = None,
     url: str | None = None,
+    key_source: Callable[[], str | None] | None = None,
 ) -> ProviderConnection | CascadeConnection:
     """A connection for ``settings`` (not started: ``await conn.run()``).
 
@@ -90,7 +91,8 @@ def create_connection(
     ``url`` overrides ``settings.url`` (the daemon passes the simulator's URL
     when it runs one; the simulator must speak ``settings.dialect``).
     ``api_key`` comes from :func:`~huxleyd.providers.transport.read_api_key`;
-    None sends no auth.
+    None sends no auth. ``key_source`` (websocket providers) re-reads the key
+    before every try, so a key fixed after a refusal is used without a restart.
     """
     if settings.kind == "cascade":
         from huxleyd.providers.cascade.factory import create_cascade_connection
@@ -108,6 +110,7 @@ def create_connection(
         open_timeout_s=settings.connect_timeout_s,
         ping_interval_s=settings.ping_interval_s,
         ping_timeout_s=pong_wait_s(settings),
+        key_source=key_source,
     )
 
 

@@ -66,3 +66,55 @@ def backoff_delays(
         yield base * (1.0 + jitter * rand())
     while True:
         yield STEADY_BACKOFF_S * (1.0 + jitter * rand())
+
+
+KEY_REFUSED_STATUS = frozenset({401, 403})
+"""Handshake answers that mean "this key is not accepted" (invalid, revoked, no access)."""
+
+KEY_RETRY_S = 300.0
+"""After the key was refused, try again this often (re-reading the key file each time)."""
+
+
+def key_refused(exc: BaseException) -> bool:
+    """The provider refused the API key at the handshake (HTTP 401/403).
+
+    Not fatal for the daemon: the admin may fix the key file without a
+    restart, so the connection retries slowly (:data:`KEY_RETRY_S`) and the
+    device says why it cannot answer.
+    """
+    return isinstance(exc, InvalidStatus) and exc.response.status_code in KEY_REFUSED_STATUS
+
+
+class ReconnectPolicy:
+    """How long to wait before the next try, knowing a healthy session from a failed try.
+
+    Pure bookkeeping over a backoff generator. A try that fails (refused,
+    no answer, dropped before the session was ready) moves one step along
+    the schedule; a session that became ready and later dropped is not a
+    failure of the *connection*: the count and the schedule start over, so
+    the next try waits the first delay again. ``failures`` counts the failed
+    tries in a row (the transport reports OFFLINE from its fourth).
+    """
+
+    def __init__(self, backoff: Callable[[], Iterator[float]] = backoff_delays) -> None:
+        self._backoff = backoff
+        self._delays = backoff()
+        self.failures = 0
+
+    def attempt_failed(self) -> float:
+        """A try failed: count it; the wait before the next one (seconds)."""
+        self.failures += 1
+        return next(self._delays)
+
+    def session_ended(self, *, was_ready: bool) -> float:
+        """A session ended on its own. Ready before it ended: start the schedule over."""
+        if was_ready:
+            self.failures = 0
+            self._delays = self._backoff()
+            return next(self._delays)
+        return self.attempt_failed()
+
+    def reset(self) -> None:
+        """A deliberate reconnect (renewal): nothing failed."""
+        self.failures = 0
+        self._delays = self._backoff()

@@ -33,7 +33,14 @@ from huxleyd.providers.closes import (
     handshake_verdict,
 )
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
-from huxleyd.providers.retry import FATAL, backoff_delays, classify
+from huxleyd.providers.retry import (
+    FATAL,
+    KEY_RETRY_S,
+    ReconnectPolicy,
+    backoff_delays,
+    classify,
+    key_refused,
+)
 
 
 class ConnectionState(enum.StrEnum):
@@ -47,14 +54,22 @@ class ConnectionState(enum.StrEnum):
     """Lost or refused; waiting ``retry_in_s`` before the next try."""
     OFFLINE = "offline"
     """:data:`OFFLINE_AFTER_FAILURES` or more tries failed in a row: play the earcon."""
+    KEY_REFUSED = "key_refused"
+    """The provider refused the API key (HTTP 401/403 at the handshake): the
+    device says so, and the connection retries every ``KEY_RETRY_S``,
+    re-reading the key file first."""
     FAILED = "failed"
-    """A fatal error (bad key, bad URL); :meth:`ProviderConnection.run` raises."""
+    """A fatal error (bad URL, wrong model); :meth:`ProviderConnection.run` raises."""
     CLOSED = "closed"
     """:meth:`ProviderConnection.close` was called; ``run`` returned."""
 
 
 OFFLINE_AFTER_FAILURES = 4
 """From the fourth failed try in a row the state is OFFLINE (DESIGN.md)."""
+
+CLOSE_TIMEOUT_S = 1.5
+"""Wait this long for the peer's close frame, then drop the socket (a peer that
+never answers the close must not hold a shutdown or a renewal)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +176,13 @@ class ProviderConnection:
     turns before the provider's session cap; ``await conn.close()`` to stop.
     ``run`` returns after ``close`` and raises
     :class:`~huxleyd.errors.ProviderConnectionError` on a fatal error.
+
+    Reconnecting follows a :class:`~huxleyd.providers.retry.ReconnectPolicy`:
+    a session that became ready and then dropped starts the backoff over; only
+    failed tries in a row climb it (and from the fourth report OFFLINE). A
+    refused key (HTTP 401/403) is the KEY_REFUSED state, retried every
+    ``key_retry_s``; ``key_source``, when given, is called before every try
+    (it re-reads the key file, so a fixed key is picked up without a restart).
     """
 
     def __init__(
@@ -177,6 +199,9 @@ class ProviderConnection:
         ping_timeout_s: float = 30.0,
         max_message_bytes: int = 16 * 1024 * 1024,
         max_queued_messages: int = 1000,
+        close_timeout_s: float = CLOSE_TIMEOUT_S,
+        key_source: Callable[[], str | None] | None = None,
+        key_retry_s: float = KEY_RETRY_S,
         backoff: Callable[[], Iterator[float]] = backoff_delays,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Clock | None = None,
@@ -193,6 +218,9 @@ class ProviderConnection:
         self._ping_timeout_s = ping_timeout_s
         self._max_message_bytes = max_message_bytes
         self._max_queued = max_queued_messages
+        self._close_timeout_s = close_timeout_s
+        self._key_source = key_source
+        self._key_retry_s = key_retry_s
         self._backoff = backoff
         self._sleep = sleep
         self._clock = clock or MonotonicClock()
@@ -207,6 +235,7 @@ class ProviderConnection:
         self._connected_at: float | None = None
         self._closing = False
         self._renewing = False
+        self._session_ready = False
         self._wake = asyncio.Event()
         self._background: set[asyncio.Task[Any]] = set()
         self.dropped_messages = 0
@@ -249,30 +278,35 @@ class ProviderConnection:
 
     async def run(self) -> None:
         """Connect and keep connected until :meth:`close`. See the class docstring."""
-        failures = 0
-        delays = self._backoff()
+        policy = ReconnectPolicy(self._backoff)
         self._report(ConnectionStatus(ConnectionState.CONNECTING))
         try:
             while not self._stopping():
                 try:
+                    self._refresh_key()
                     ws = await self._open()
                 except Exception as exc:
+                    if key_refused(exc) or isinstance(exc, ConfigError):
+                        await self._wait_for_key(exc)
+                        policy.reset()
+                        continue
                     if classify(exc) is FATAL:
                         self._fail(exc)
-                    failures += 1
-                    await self._wait_after_failure(failures, next(delays), exc)
+                    delay = policy.attempt_failed()
+                    await self._wait_after_failure(policy.failures, delay, exc)
                     continue
                 if self._stopping():  # close() was called while the handshake ran
                     await ws.close(1000, "closing")
                     break
-                healthy = await self._serve(ws)
+                was_ready = await self._serve(ws)
                 if self._stopping():
                     break
                 if self._renewing:
                     self._renewing = False
+                    policy.reset()
                     self._report(ConnectionStatus(ConnectionState.CONNECTING, detail="renew"))
                     continue
-                verdict = self._judge_close(healthy)
+                verdict = self._judge_close(was_ready)
                 if verdict is not None and verdict.action is CloseAction.FATAL:
                     self._fail_verdict(verdict)
                 if verdict is not None and verdict.action is CloseAction.RENEW:
@@ -284,16 +318,36 @@ class ProviderConnection:
                     self._report(
                         ConnectionStatus(ConnectionState.CONNECTING, detail=verdict.reason)
                     )
-                    failures, delays = 0, self._backoff()
+                    policy.reset()
                     continue
-                if healthy:
-                    failures, delays = 0, self._backoff()
-                else:
-                    failures += 1  # dropped before the session was ready: counts as a failed try
-                await self._wait_after_failure(failures, next(delays), None)
+                # A ready session that dropped (however it closed) is not a failed
+                # try: the schedule starts over. Dropped before ready: one more failure.
+                delay = policy.session_ended(was_ready=was_ready)
+                await self._wait_after_failure(policy.failures, delay, None)
         finally:
             if self._status.state is not ConnectionState.FAILED:
                 self._report(ConnectionStatus(ConnectionState.CLOSED))
+
+    def _refresh_key(self) -> None:
+        """Re-read the key before a try (ConfigError when the file is gone or empty)."""
+        if self._key_source is not None:
+            self._api_key = self._key_source()
+
+    async def _wait_for_key(self, exc: Exception) -> None:
+        detail = _describe(exc)
+        self._report(
+            ConnectionStatus(
+                ConnectionState.KEY_REFUSED, retry_in_s=self._key_retry_s, detail=detail
+            )
+        )
+        self._log.error(
+            "provider_key_refused",
+            url=self._url,
+            problem=detail,
+            retry_in_s=self._key_retry_s,
+            hint="put a valid API key in the key file; it is re-read before every try",
+        )
+        await self._sleep_or_wake(self._key_retry_s)
 
     def _stopping(self) -> bool:
         return self._closing
@@ -370,6 +424,10 @@ class ProviderConnection:
             retry_in_s=round(delay_s, 1),
             problem=detail,
         )
+        await self._sleep_or_wake(delay_s)
+
+    async def _sleep_or_wake(self, delay_s: float) -> None:
+        """Sleep ``delay_s``, or less if :meth:`close` is called meanwhile."""
         sleeper = asyncio.ensure_future(self._sleep(delay_s))
         waker = asyncio.ensure_future(self._wake.wait())
         _, pending = await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
@@ -386,6 +444,7 @@ class ProviderConnection:
             ping_interval=self._ping_interval_s,
             ping_timeout=self._ping_timeout_s,
             max_size=self._max_message_bytes,
+            close_timeout=self._close_timeout_s,
             proxy=None if _is_loopback(url) else True,
             user_agent_header="huxleyd",
             logger=websocket_logger(),
@@ -406,9 +465,9 @@ class ProviderConnection:
         )
         self._flush()
         writer = asyncio.create_task(self._write(ws, self._outbox))
-        healthy = False
+        self._session_ready = False
         try:
-            healthy = await self._read(ws)
+            await self._read(ws)
         except ConnectionClosed as exc:
             close = exc.rcvd or exc.sent
             self._log.info(
@@ -427,14 +486,16 @@ class ProviderConnection:
             self._protocol.connection_lost()
             self._deliver(self._protocol.events_received())
             await ws.close()
-        return healthy
+        return self._session_ready
 
-    async def _read(self, ws: ClientConnection) -> bool:
-        healthy = False
+    async def _read(self, ws: ClientConnection) -> None:
+        """Feed frames to the core until the socket ends (an abnormal close raises
+        ConnectionClosed; whether the session got ready is kept either way)."""
         async for frame in ws:
             self._protocol.receive(frame)
             events = self._protocol.events_received()
-            healthy = healthy or any(isinstance(e, SessionReady) for e in events)
+            if any(isinstance(e, SessionReady) for e in events):
+                self._session_ready = True
             self._deliver(events)
             self._flush()
             fatal = next(
@@ -444,7 +505,6 @@ class ProviderConnection:
             if fatal is not None:
                 self._log.warning("provider_session_ended", code=fatal.code)
                 break
-        return healthy
 
     async def _write(self, ws: ClientConnection, outbox: asyncio.Queue[str | bytes]) -> None:
         with contextlib.suppress(ConnectionClosed):

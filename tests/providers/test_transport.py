@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from huxleyd.clock import ManualClock
-from huxleyd.errors import ConfigError, ProviderConnectionError
+from huxleyd.errors import ConfigError
 from huxleyd.providers.events import (
     AudioChunk,
     ProviderErrorEvent,
@@ -172,21 +172,31 @@ async def test_offline_from_the_fourth_failed_try() -> None:
     assert "ConnectionRefusedError" in rec.states[1].detail
 
 
-async def test_a_rejected_key_is_fatal_and_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_rejected_key_is_retried_slowly_and_never_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     rec = Recorder()
-    sleep = InstantSleep()
+    conn: ProviderConnection | None = None
+
+    async def stop(delays: list[float]) -> None:
+        if conn is not None:
+            await conn.close()
+
+    sleep = InstantSleep(stop)
     async with sim(api_key="sk-right") as server:
         conn = connection(server.url, rec, api_key="sk-wrong-secret", sleep=sleep)
-        with (
-            caplog.at_level(logging.DEBUG),
-            pytest.raises(ProviderConnectionError, match="HTTP 401"),
-        ):
+        with caplog.at_level(logging.DEBUG):
             await conn.run()
         assert [h.status for h in server.handshakes] == [401]
-    assert sleep.delays == []
-    assert rec.state_names() == [ConnectionState.CONNECTING, ConnectionState.FAILED]
+    assert sleep.delays == [300.0]  # not the fast schedule: a key does not fix itself
+    assert rec.state_names() == [
+        ConnectionState.CONNECTING,
+        ConnectionState.KEY_REFUSED,
+        ConnectionState.CLOSED,
+    ]
+    assert "HTTP 401" in rec.states[1].detail
     assert "sk-wrong-secret" not in caplog.text
-    assert "provider_connect_fatal" in caplog.text
+    assert "provider_key_refused" in caplog.text
 
 
 async def test_renew_opens_a_fresh_session_and_resends_the_configuration() -> None:

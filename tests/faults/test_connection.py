@@ -1,0 +1,120 @@
+"""Cases 1, 6 and 14: the provider connection against the fault-injecting peer.
+
+Real websockets on loopback; the waits between tries are recorded by an
+instant sleep (time is an input), so a test reads the schedule the device
+would have followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.retry import backoff_delays
+from huxleyd.providers.transport import (
+    ConnectionState,
+    ProviderConnection,
+    read_api_key,
+)
+from tests.faults.peer import Fault, FaultPeer
+from tests.providers.recording import InstantSleep, Recorder
+
+TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]
+
+
+def connect(
+    peer: FaultPeer, rec: Recorder, sleep: InstantSleep, **kwargs: object
+) -> ProviderConnection:
+    conn = ProviderConnection(
+        OpenAIRealtimeProtocol(),
+        url=peer.url,
+        model="gpt-realtime",
+        api_key=kwargs.pop("api_key", "sk-test"),  # type: ignore[arg-type]
+        on_event=rec.on_event,
+        on_state=rec.on_state,
+        backoff=lambda: backoff_delays(jitter=0),
+        sleep=sleep,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+    return conn
+
+
+async def test_five_drops_of_ready_sessions_each_wait_the_first_delay_and_never_go_offline() -> (
+    None
+):
+    rec = Recorder()
+    conn: ProviderConnection | None = None
+
+    async def stop_after_five(delays: list[float]) -> None:
+        if len(delays) == 5 and conn is not None:
+            await conn.close()
+
+    sleep = InstantSleep(stop_after_five)
+    async with FaultPeer([Fault(drop_after_ready=True)]) as peer:
+        conn = connect(peer, rec, sleep)
+        await asyncio.wait_for(conn.run(), 30)
+        assert peer.sessions_ready >= 5
+    assert sleep.delays == [1.0] * 5  # was 1, 3, 10, 30, 60: then "offline"
+    assert ConnectionState.OFFLINE not in rec.state_names()
+
+
+async def test_a_try_that_fails_before_the_session_is_ready_still_climbs_the_backoff() -> None:
+    rec = Recorder()
+    conn: ProviderConnection | None = None
+
+    async def stop_after_four(delays: list[float]) -> None:
+        if len(delays) == 4 and conn is not None:
+            await conn.close()
+
+    sleep = InstantSleep(stop_after_four)
+    async with FaultPeer([Fault(status=503)]) as peer:
+        conn = connect(peer, rec, sleep)
+        await asyncio.wait_for(conn.run(), 30)
+    assert sleep.delays == [1.0, 3.0, 10.0, 30.0]
+    assert rec.states[-2].state is ConnectionState.OFFLINE
+
+
+async def test_a_refused_key_is_a_state_retried_slowly_with_the_key_file_re_read(
+    tmp_path: Path,
+) -> None:
+    key_file = tmp_path / "openai.key"
+    key_file.write_text("sk-revoked\n")
+    key_file.chmod(0o600)
+    rec = Recorder()
+    conn: ProviderConnection | None = None
+
+    async def fix_the_key(delays: list[float]) -> None:
+        key_file.write_text("sk-fixed\n")  # the admin fixes the key meanwhile
+
+    sleep = InstantSleep(fix_the_key)
+    async with FaultPeer([Fault(status=401), Fault()]) as peer:
+        conn = connect(peer, rec, sleep, key_source=lambda: read_api_key(key_file))
+        task = asyncio.create_task(conn.run())
+        await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+        await conn.close()
+        await asyncio.wait_for(task, 10)  # run() did not raise: the daemon stays up
+        assert [(h.status, h.authorization) for h in peer.handshakes] == [
+            (401, "Bearer sk-revoked"),
+            (101, "Bearer sk-fixed"),
+        ]
+    assert sleep.delays == [300.0]
+    refused = next(s for s in rec.states if s.state is ConnectionState.KEY_REFUSED)
+    assert "401" in refused.detail and refused.retry_in_s == 300.0
+
+
+async def test_close_gives_up_on_a_peer_that_never_answers_the_close() -> None:
+    rec = Recorder()
+    async with FaultPeer([Fault(ignore_close=True)]) as peer:
+        conn = connect(peer, rec, InstantSleep())
+        task = asyncio.create_task(conn.run())
+        await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+        started = time.monotonic()
+        await conn.close()  # as the runtime does at shutdown
+        await asyncio.wait_for(task, 30)
+        took_s = time.monotonic() - started
+    # websockets' default waits 10 s for the close frame; we give up after 1.5 s.
+    # The bound is a generous safety net on a loaded machine, well under 10 s.
+    assert took_s < 6.0, took_s
