@@ -187,6 +187,7 @@ class Runtime:
             on_event=lambda event: self._coordinator().on_provider_event(event),
             on_state=self._on_connection_state,
             url=url,
+            key_source=self._key_source(api_key),
         )
         self.connection = connection
         host = self.host
@@ -311,6 +312,13 @@ class Runtime:
             "/etc/huxleyd/openai.key (or ./openai.key for make run) to talk to a model",
         )
         return self.sim.url, None
+
+    def _key_source(self, api_key: str | None) -> Callable[[], str | None] | None:
+        """Re-read the key before every try (a key fixed after a refusal is used
+        without a restart); None when there is no key to re-read (a simulator)."""
+        if api_key is None or self.is_simulator:
+            return None
+        return lambda: resolve_api_key(self.config, self.parts)
 
     async def _cascade_target(self) -> tuple[ProviderSettings, None, str | None]:
         """Cascade settings and key: the cascade simulator when a scenario is set.
@@ -471,7 +479,7 @@ class Runtime:
 
     def _on_activity(self, activity: str) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
-        if self.leds is not None and self.connection_state != "offline":
+        if self.leds is not None and self.connection_state not in ("offline", "key_refused"):
             self.leds.set_state(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)
 
@@ -481,12 +489,16 @@ class Runtime:
         if self.coordinator is not None:
             self.coordinator.on_connection(state, status.attempt)
         if self.leds is not None:
-            if state == "offline":
+            if state in ("offline", "key_refused"):
                 self.leds.set_state(LedState.OFFLINE)
             elif state == "connected":
                 self.leds.set_state(LedState.IDLE)
         if state == "offline":
             self.notifier.status(f"offline, retrying (attempt {status.attempt})")
+        elif state == "key_refused":
+            self.notifier.status(
+                f"the provider refused the API key; retrying every {status.retry_in_s:g} s"
+            )
 
     def _renew_if_due(self) -> None:
         connection = self.connection

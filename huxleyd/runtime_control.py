@@ -76,6 +76,10 @@ class RuntimeControl:
             raise CommandFailedError("the daemon is still starting")
         if self._rt.connection_state == "offline":
             raise CommandFailedError("offline: the provider is unreachable, try again later")
+        if self._rt.connection_state == "key_refused":
+            raise CommandFailedError(
+                "the provider refused the API key: fix the key file (it is re-read on every try)"
+            )
         return coordinator.say(text)
 
     async def stop(self) -> bool:

@@ -129,6 +129,7 @@ class Coordinator:
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
         self._offline = False
+        self._key_refused = False
         self._closed = False
         self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
 
@@ -309,12 +310,19 @@ class Coordinator:
             # the log line names what to change.
             self._outputs.earcon("error", before_speech=False)
             log.error("provider_failed")
+        if state == "key_refused" and not self._key_refused:
+            self._key_refused = True
+            # Said once, not on every slow retry: "the key was refused".
+            self._outputs.earcon(
+                "key_refused" if "key_refused" in self._earcons else "offline", before_speech=False
+            )
+            log.error("provider_key_refused_heard")
         if state == "offline" and not self._offline:
             self._offline = True
             self._outputs.earcon("offline", before_speech=False)
             log.warning("provider_offline", attempt=attempt)
-        elif state == "connected" and self._offline:
-            self._offline = False
+        elif state == "connected" and (self._offline or self._key_refused):
+            self._offline = self._key_refused = False
             log.info("provider_back_online")
         if state == "connected":
             self.proactive.consider()  # injects held while there was nobody to ask
@@ -322,6 +330,11 @@ class Coordinator:
     @property
     def offline(self) -> bool:
         return self._offline
+
+    @property
+    def key_refused(self) -> bool:
+        """The provider refused the API key (the connection retries slowly)."""
+        return self._key_refused
 
     @property
     def dropped_late_chunks(self) -> int:
