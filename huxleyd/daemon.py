@@ -17,8 +17,9 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from huxleyd import __version__
 from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
@@ -59,6 +60,40 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
     return 0
 
 
+STRAGGLER_BUDGET_S = 2.0
+"""After :func:`run` returned, tasks still running get this long to end."""
+
+
+def run_bounded(
+    main: Coroutine[Any, Any, int], straggler_budget_s: float = STRAGGLER_BUDGET_S
+) -> int:
+    """``asyncio.run(main)``, except that leftover tasks are not waited for forever.
+
+    ``asyncio.run`` cancels what is still running and then waits for all of
+    it: a skill task that swallows ``CancelledError`` would hold the exit past
+    systemd's stop timeout. Here they get ``straggler_budget_s``, then the
+    loop is closed without them (each is logged).
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            leftover = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                loop.run_until_complete(asyncio.wait(leftover, timeout=straggler_budget_s))
+            for task in leftover:
+                if not task.done():
+                    log.error("task_left_running_at_exit", task=task.get_name())
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            executor = loop.create_task(loop.shutdown_default_executor())
+            loop.run_until_complete(asyncio.wait({executor}, timeout=straggler_budget_s))
+        finally:
+            loop.close()
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="huxleyd", description="The huxleyd voice assistant daemon."
@@ -88,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = preflight(config, key_file=args.key_file, reader=reader)
             print(f"{args.config}: ok ({checked.summary(config)})")
             return 0
-        return asyncio.run(run(config, RuntimeParts(key_file=args.key_file)))
+        return run_bounded(run(config, RuntimeParts(key_file=args.key_file)))
     except HuxleydError as exc:
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

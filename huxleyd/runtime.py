@@ -55,6 +55,10 @@ if TYPE_CHECKING:  # the simulators and the cascade load the openai package: on 
 
 log = get_logger("huxleyd.daemon")
 
+STOP_BUDGET_S = 15.0
+""":meth:`Runtime.close` returns within this, whatever a skill does (the unit's
+``TimeoutStopSec`` is 20 s: the rest is for the interpreter to exit)."""
+
 ACTIVITY_LEDS = {
     Activity.IDLE: LedState.IDLE,
     Activity.LISTENING: LedState.LISTENING,
@@ -318,7 +322,8 @@ class Runtime:
         without a restart); None when there is no key to re-read (a simulator)."""
         if api_key is None or self.is_simulator:
             return None
-        return lambda: resolve_api_key(self.config, self.parts)
+        source = self._checked().key
+        return lambda: read_key(source)
 
     async def _cascade_target(self) -> tuple[ProviderSettings, None, str | None]:
         """Cascade settings and key: the cascade simulator when a scenario is set.
@@ -513,32 +518,52 @@ class Runtime:
     def _spawn(self, coro: Any, name: str) -> None:
         self._tasks.append(asyncio.get_running_loop().create_task(coro, name=name))
 
-    async def close(self) -> None:
-        """Stop media (bookmarks), the session, skills and storage; in that order."""
+    async def close(self, budget_s: float = STOP_BUDGET_S) -> None:
+        """Stop media (bookmarks), the session, skills and storage; in that order.
+
+        Never takes longer than ``budget_s``: a step that overruns what is left
+        (a skill that swallows cancellation, a peer that never answers) is
+        cancelled, logged and left behind, and the next step runs.
+        """
+        deadline = asyncio.get_running_loop().time() + budget_s
         self.notifier.stopping("stopping")
         if self.watchdog is not None:
             self.watchdog.stop()
         if self.coordinator is not None:
-            await self.coordinator.close()
+            await self._stop_step("turns", self.coordinator.close(), deadline)
         if self.connection is not None:
-            with contextlib.suppress(Exception):
-                await self.connection.close()
+            await self._stop_step("provider", self.connection.close(), deadline)
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await self.supervisor.close()
+        if self._tasks:
+            await self._stop_step("runtime-tasks", _gather_quietly(self._tasks), deadline)
+        await self._stop_step("skill-tasks", self.supervisor.close(), deadline)
         if self.host is not None:
             for skill in self.host.skills:
                 self.client_events.drop(skill.name)
-            await self.host.teardown_all()
+            await self._stop_step("skills", self.host.teardown_all(), deadline)
         if self.sim is not None:
-            await self.sim.__aexit__(None, None, None)
+            await self._stop_step("simulator", self.sim.__aexit__(None, None, None), deadline)
         if self.cascade_sim is not None:
-            await self.cascade_sim.close()
+            await self._stop_step("cascade-simulator", self.cascade_sim.close(), deadline)
         for closer in reversed(self._closers):
             with contextlib.suppress(Exception):
                 closer()
         if self.db is not None:
-            await self.db.close()
+            await self._stop_step("storage", self.db.close(), deadline + 2.0)
+
+    async def _stop_step(self, name: str, coro: Any, deadline: float) -> None:
+        """Run one shutdown step until ``deadline`` (loop time); past it, leave it."""
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, name=f"stop-{name}")
+        done, _ = await asyncio.wait({task}, timeout=max(0.1, deadline - loop.time()))
+        if not done:
+            task.cancel()
+            log.error("shutdown_step_abandoned", step=name, reason="over the stop budget")
+            return
+        if not task.cancelled() and task.exception() is not None:
+            log.error("shutdown_step_failed", step=name, error=repr(task.exception()))
+
+
+async def _gather_quietly(tasks: list[asyncio.Task[Any]]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)

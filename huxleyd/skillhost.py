@@ -14,9 +14,14 @@ every skill's contribution for the session instructions;
 :meth:`SkillHost.reconfigure` hands changed persona config to the skills.
 
 :meth:`SkillHost.call` is the only way tools run: it parses and checks the
-arguments against the tool's schema, runs ``handle`` with a timeout, and
-always returns a :class:`ToolOutcome` whose ``output`` can be sent to the
-model — also when the skill raised, hung, or the arguments were wrong.
+arguments against the tool's schema, runs ``handle`` within the tool's
+budget (the skill's ``tool_timeouts_s[tool]``, a huxleyd extension, else
+the host's), and always returns a
+:class:`ToolOutcome` whose ``output`` can be sent to the model — also when
+the skill raised, hung, or the arguments were wrong. A call past its budget
+(or cancelled) is *abandoned*, not awaited: it is cancelled and left to end
+on its own, so a skill that swallows ``CancelledError`` cannot hold a turn
+or a shutdown; :attr:`SkillHost.abandoned` counts those still running.
 """
 
 from __future__ import annotations
@@ -189,6 +194,7 @@ class SkillHost:
         """Skill name → its storage namespace, when not its name (see storage_namespace)."""
         self._configs: dict[str, dict[str, Any]] = {}
         self._context_failed: set[str] = set()
+        self._abandoned: set[asyncio.Task[object]] = set()
         self._index_tools()
         unknown = sorted(set(self._descriptions) - set(self._by_tool))
         if unknown:
@@ -370,7 +376,9 @@ class SkillHost:
             if teardown is None:
                 continue
             try:
-                await asyncio.wait_for(teardown(), timeout=5.0)
+                await self._run_within(teardown(), 5.0, f"{skill.name}.teardown")
+            except TimeoutError:
+                log.error("skill_teardown_timeout", skill=skill.name, timeout_s=5.0)
             except Exception:
                 log.exception("skill_teardown_failed", skill=skill.name)
 
@@ -406,16 +414,13 @@ class SkillHost:
             )
             msg = error_output("invalid_arguments", problems=problems)
             return ToolOutcome(call_id, tool, msg, error="invalid_arguments")
+        budget_s = self.budget_s(skill, tool)
         try:
             # typed as ToolResult, but a skill is third-party code: check it.
-            result: object = await asyncio.wait_for(
-                skill.handle(tool, args), timeout=self.tool_timeout_s
-            )
+            result: object = await self._run_within(skill.handle(tool, args), budget_s, tool)
         except TimeoutError:
-            log.error("tool_timeout", tool=tool, skill=skill.name, timeout_s=self.tool_timeout_s)
-            msg = error_output(
-                "timeout", message=f"{tool} did not answer within {self.tool_timeout_s:g} s"
-            )
+            log.error("tool_timeout", tool=tool, skill=skill.name, timeout_s=budget_s)
+            msg = error_output("timeout", message=f"{tool} did not answer within {budget_s:g} s")
             return ToolOutcome(call_id, tool, msg, error="timeout")
         except Exception as exc:
             log.exception("tool_failed", tool=tool, skill=skill.name)
@@ -426,3 +431,55 @@ class SkillHost:
             msg = error_output("tool_failed", message="the skill returned no ToolResult")
             return ToolOutcome(call_id, tool, msg, error="tool_failed")
         return ToolOutcome(call_id, tool, result.output, result.side_effect)
+
+    def budget_s(self, skill: Skill, tool: str) -> float:
+        """How long ``tool`` may take: the skill's own declaration, else the host's.
+
+        A huxleyd extension outside the SDK (which stays at parity with
+        Huxley's): a skill may have ``tool_timeouts_s``, a mapping of tool name
+        to seconds, read at every call (it may follow the skill's config).
+        """
+        declared = getattr(skill, "tool_timeouts_s", None)
+        if isinstance(declared, Mapping):
+            value = declared.get(tool)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+                return float(value)
+        return self.tool_timeout_s
+
+    @property
+    def abandoned(self) -> int:
+        """Tool calls given up (timed out or cancelled) whose skill code still runs."""
+        return len(self._abandoned)
+
+    async def _run_within(self, coro: Any, budget_s: float, tool: str) -> object:
+        """``await coro`` for at most ``budget_s``; TimeoutError past it.
+
+        Unlike ``asyncio.wait_for``, never waits for the cancelled call to end:
+        past the budget, or when the caller is cancelled, the call is cancelled
+        and abandoned (kept referenced until it ends, then its end is logged).
+        """
+        task: asyncio.Task[object] = asyncio.get_running_loop().create_task(
+            coro, name=f"skill-{tool}"
+        )
+        try:
+            done, _ = await asyncio.wait({task}, timeout=budget_s)
+        except asyncio.CancelledError:
+            self._abandon(task, tool, "cancelled")
+            raise
+        if not done:
+            self._abandon(task, tool, "timeout")
+            raise TimeoutError
+        return task.result()
+
+    def _abandon(self, task: asyncio.Task[object], tool: str, why: str) -> None:
+        task.cancel()
+        if task.done():
+            return
+        self._abandoned.add(task)
+
+        def ended(finished: asyncio.Task[object]) -> None:
+            self._abandoned.discard(finished)
+            if not finished.cancelled():  # it swallowed the cancellation and ran on
+                log.warning("tool_ignored_cancel", tool=tool, why=why)
+
+        task.add_done_callback(ended)

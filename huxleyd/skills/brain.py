@@ -30,6 +30,8 @@ from huxley_sdk import SkillContext, SpeakVerbatim, ToolDefinition, ToolResult
 
 DEFAULT_MODEL = "gpt-5.2"
 DEFAULT_TIMEOUT_S = 20.0
+TOOL_BUDGET_MARGIN_S = 2.0
+"""The tool's budget is the brain's timeout plus this (the brain gives up first)."""
 DEFAULT_MAX_WORDS = 120
 
 SPOKEN_STYLE = (
@@ -89,6 +91,12 @@ class BrainSkill:
                 },
             )
         ]
+
+    @property
+    def tool_timeouts_s(self) -> dict[str, float]:
+        """``ask_brain``'s budget (a huxleyd extension): longer than the host's
+        default, so the brain's own timeout answers first, with its message."""
+        return {"ask_brain": self._timeout_s + TOOL_BUDGET_MARGIN_S}
 
     async def setup(self, ctx: SkillContext) -> None:
         self._ctx = ctx
