@@ -158,9 +158,12 @@ class Replies:
         self._effects.new_turn()
 
     def end_turn(self) -> None:
-        """The turn ended: no timer, no reader awaited, nothing latched acts."""
+        """The turn ended: no timer, no reader awaited, nothing latched acts, and
+        nothing of its reply is cancelled or truncated later."""
         self._tracker.end_turn()
         self._effects.forget()
+        if not self._speech.pending:
+            self._speech.forget_item()
 
     def interrupt(self) -> None:
         """Barge-in: silence now, drop the reply, truncate to what was heard, answer every call."""

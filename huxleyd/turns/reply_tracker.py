@@ -156,6 +156,15 @@ class ReplyTracker:
         self._watchdog.disarm()
 
     def end_turn(self) -> None:
-        """The turn ended: no timer, no reader awaited."""
+        """The turn ended: no timer, no reader awaited, and its reply is over.
+
+        A reply that never finished (a fatal error, a lost connection) is
+        given up without a cancel: whoever ended the turn already stopped it
+        or the session it belonged to is gone, so a later barge-in has
+        nothing to cancel (a stale ``response.cancel`` only earns an error).
+        """
         self._watchdog.disarm()
         self._reader_pending = False
+        if self.response_id is not None:
+            self._gave_up.add(self.response_id)
+            self.response_id = None

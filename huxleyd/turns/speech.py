@@ -90,6 +90,11 @@ class SpeechOutput:
         await self._idle.wait()
         await self._audio.drained("speech")
 
+    def forget_item(self) -> None:
+        """The turn is over: its last item is not "being played" any more, so a
+        later cut has nothing to truncate."""
+        self.current_item_id = None
+
     def cut(self) -> HeardUpTo | None:
         """Stop speech now. Returns what was heard of the item being played, if any."""
         while not self._queue.empty():
