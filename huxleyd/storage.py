@@ -132,10 +132,13 @@ def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
     conn.execute("BEGIN IMMEDIATE")
     try:
         result = fn(conn)
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite already rolled back on some errors (SQLITE_FULL: the disk is
+        # full); a second ROLLBACK would raise and hide the real error.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
     return result
 
 

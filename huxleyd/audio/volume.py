@@ -268,6 +268,8 @@ class PersistentVolume:
         self.control = control
         self._store = store
         self._default = _clamp(default_level)
+        self.unsaved = False
+        """The last level set could not be saved (it will not survive a restart)."""
 
     async def restore(self) -> int:
         """Apply the stored level (or the default); return the level read back."""
@@ -276,8 +278,17 @@ class PersistentVolume:
         return await self.control.set_level(level)
 
     async def set_level(self, percent: int) -> int:
+        """Apply, then save. The level returned is the one the speaker has: a
+        save that fails (a full disk) is logged, not reported as a failed
+        change, since the change happened; it only will not survive a restart."""
         level = await self.control.set_level(percent)
-        await self._store.save(level)
+        try:
+            await self._store.save(level)
+        except Exception as exc:
+            log.error("volume_save_failed", level=level, error=f"{type(exc).__name__}: {exc}")
+            self.unsaved = True
+        else:
+            self.unsaved = False
         return level
 
     async def get_level(self) -> int:

@@ -200,6 +200,8 @@ class _Session:
     """Book position of the current part's first yielded byte."""
     streamed_bytes: int = 0
     saved_s: float = 0.0
+    save_failing: bool = False
+    """The last bookmark save failed (logged once until one works again)."""
 
     @property
     def position_s(self) -> float:
@@ -389,7 +391,25 @@ class AudiobooksSkill:
             return  # superseded by a newer stream of this book: its bookmark wins
         position = 0.0 if finished else round(session.position_s, 3)
         value = json.dumps({"position_s": position, "finished": finished})
-        await self._require_ctx().storage.set_setting(BOOKMARK_PREFIX + session.book.id, value)
+        ctx = self._require_ctx()
+        try:
+            await ctx.storage.set_setting(BOOKMARK_PREFIX + session.book.id, value)
+        except Exception as exc:  # a full disk, a read-only or broken database
+            # The book plays on (the last saved bookmark stays); said once per
+            # stream until a save works again, and tried again a period later.
+            if not session.save_failing:
+                ctx.logger.error(
+                    "bookmark_save_failed",
+                    book=session.book.id,
+                    position_s=position,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+            session.save_failing = True
+            session.saved_s = session.position_s
+            return
+        if session.save_failing:
+            ctx.logger.info("bookmark_save_recovered", book=session.book.id)
+            session.save_failing = False
         session.saved_s = session.position_s
 
     async def _find(self, title: str) -> Book:
@@ -440,7 +460,13 @@ class AudiobooksSkill:
             self._latest[book.id] = serial
             self._current = session
             ctx = self._require_ctx()
-            await ctx.storage.set_setting(LAST_BOOK_KEY, book.id)
+            try:
+                await ctx.storage.set_setting(LAST_BOOK_KEY, book.id)
+            except Exception as exc:  # a full disk: the book plays all the same
+                session.save_failing = True
+                ctx.logger.error(
+                    "bookmark_save_failed", book=book.id, error=f"{type(exc).__name__}: {exc}"
+                )
             ctx.logger.info("book_started", book=book.id, position_s=round(start_s, 1))
             finished = False
             try:

@@ -108,7 +108,9 @@ class Coordinator:
         self._outputs = TurnOutputs(
             audio, self._earcons, on_activity=on_activity, on_turn_done=on_turn_done
         )
-        self.media = MediaRunner(audio, on_natural_end=self._on_media_end, sleep=sleep)
+        self.media = MediaRunner(
+            audio, on_natural_end=self._on_media_end, on_failed=self._on_media_failed, sleep=sleep
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._replies = Replies(
             turn=self,
@@ -233,6 +235,13 @@ class Coordinator:
     @property
     def listening(self) -> bool:
         return self.state is TurnState.LISTENING
+
+    def _on_media_failed(self, stream: AudioStream) -> None:
+        """A stream broke (its skill raised): the error cue, and no longer "media"."""
+        self._outputs.earcon("error", before_speech=False)
+        if self.state is TurnState.IDLE:
+            self._outputs.show(Activity.IDLE)
+        self.proactive.consider()
 
     def _on_media_end(self, stream: AudioStream) -> None:
         if self.state is TurnState.IDLE:

@@ -56,11 +56,13 @@ class MediaRunner:
         audio: AudioPort,
         *,
         on_natural_end: Callable[[AudioStream], None],
+        on_failed: Callable[[AudioStream], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         focus: FocusManager | None = None,
     ) -> None:
         self._audio = audio
         self._on_natural_end = on_natural_end
+        self._on_failed = on_failed or (lambda stream: None)
         self.focus = focus or FocusManager(sleep=sleep)
         self._dialog = Activity("dialog", Channel.DIALOG)
         self._claim = Activity("claim", Channel.COMMS)
@@ -212,6 +214,15 @@ class MediaRunner:
                     await _keep_lookahead(content)
             await self._audio.drained("content")
             natural = True
+        except Exception as exc:  # the skill's stream broke: say so, never stay "media"
+            log.error("media_failed", label=stream.label, error=f"{type(exc).__name__}: {exc}")
+            if playing is self._current:
+                self._current = None
+                self._audio.flush("content")
+                self._restore_mixer(playing)
+                if playing.activity is not None:
+                    self._request(self.focus.release(playing.activity))
+                self._on_failed(stream)
         finally:
             # Close the skill's generator here, not at garbage collection, so
             # its finally (the bookmark) runs now, also when we were cancelled.

@@ -1,0 +1,109 @@
+"""Case 4: a full disk.
+
+Storage on a full disk fails every write with the error our
+:class:`~huxleyd.storage.Database` raises there (``StorageError: … database
+or disk is full``, SQLITE_FULL); :class:`FullDisk` is that storage, passed in
+where the skill and the volume keep their state. Reads still work.
+
+What must hold: a bookmark save that fails is logged and the book plays on;
+a stream that breaks does not leave the device in ``media``; setting the
+volume reports the level the speaker really has.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from huxley_sdk import AudioStream, ContentType
+from huxley_sdk.testing import MemoryStorage, make_test_context
+from huxleyd.audio.volume import PersistentVolume, SoftwareVolume
+from huxleyd.errors import StorageError
+from huxleyd.skills.audiobooks import AudiobooksSkill
+from huxleyd.turns.outputs import Activity
+from tests.e2e.harness import until
+from tests.skills.test_audiobooks import call, data_dir, take  # noqa: F401 - data_dir: a fixture
+from tests.turns.test_coordinator import Rig
+
+
+class FullDisk(MemoryStorage):
+    """Skill storage whose writes fail once ``full`` is set, as on a full disk."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = False
+        self.failed_writes = 0
+
+    async def set_setting(self, key: str, value: str) -> None:
+        if self.full:
+            self.failed_writes += 1
+            raise StorageError("state/huxleyd.db: database or disk is full")
+        await super().set_setting(key, value)
+
+
+class FullDiskLevels:
+    """The volume's level store on a full disk."""
+
+    async def load(self) -> int | None:
+        return 50
+
+    async def save(self, level: int) -> None:
+        raise StorageError("state/huxleyd.db: database or disk is full")
+
+
+async def test_a_bookmark_save_on_a_full_disk_is_logged_and_the_book_plays_on(
+    data_dir: Path,  # noqa: F811 - the fixture
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    storage = FullDisk()
+    skill = AudiobooksSkill(save_every_s=0.5)
+    ctx = make_test_context(name="audiobooks", persona_data_dir=data_dir, storage=storage)
+    await skill.setup(ctx)
+    _, effect = await call(skill, "play_audiobook", title="flac tale", from_start=True)
+    storage.full = True  # the disk fills up while the book plays
+    stream = effect.factory()
+    with caplog.at_level(logging.INFO):
+        pcm = await take(stream, 25)  # 2.5 s: past several bookmark saves
+        await stream.aclose()  # the final save fails too, quietly for the player
+    assert len(pcm) > 0 and storage.failed_writes >= 3
+    failures = [r for r in caplog.records if "bookmark_save_failed" in r.getMessage()]
+    assert len(failures) == 1  # said once, not at every save
+    assert "disk is full" in failures[0].getMessage()
+
+
+async def test_a_stream_that_breaks_leaves_media_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def breaks() -> AsyncIterator[bytes]:
+        yield bytes(4800)
+        raise sqlite3.OperationalError("database or disk is full")
+
+    stream = AudioStream(factory=breaks, content_type=ContentType.NONMIXABLE, label="book")
+    async with Rig() as rig:
+        with caplog.at_level(logging.INFO):
+            rig.coordinator.media.start(stream)
+            await until(lambda: not rig.coordinator.media.playing, "the broken stream ends")
+        assert rig.coordinator.activity == Activity.IDLE  # not stuck at "media"
+        assert rig.coordinator.media.label is None  # what `huxleyctl status` shows as media
+        assert "media_failed" in caplog.text
+        assert ("earcon", 24) in rig.audio.log  # the error cue
+
+
+class Stage:
+    def __init__(self) -> None:
+        self.gain: float | None = None
+
+    def set_master_gain(self, gain: float) -> None:
+        self.gain = gain
+
+
+async def test_volume_on_a_full_disk_reports_the_level_the_speaker_has() -> None:
+    control = SoftwareVolume(Stage(), level=50)
+    volume = PersistentVolume(control, FullDiskLevels())
+    level = await volume.set_level(55)  # huxleyctl volume 55
+    assert level == 55 == await control.get_level()  # what it says is what it did
+    assert volume.unsaved
