@@ -17,6 +17,12 @@ Each connection is served by its own task; its requests are answered in
 order, each under ``request_timeout_s``. A bad line gets an error reply and
 the connection stays usable. Request bodies are never logged above DEBUG
 (a ``say`` text is the user's words), and only the command name even then.
+
+No client can lock the others out: each peer's uid (``SO_PEERCRED``) may
+hold at most ``max_clients_per_uid`` connections, all together at most
+``max_clients``; at either limit the connection idle the longest (not in
+the middle of a request) is closed to make room. Only when every one is
+busy is the newcomer refused.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ import grp
 import os
 import socket
 import stat
+import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +73,30 @@ MAX_SOCKET_PATH_BYTES = 107
 _TOO_LONG = object()
 
 
+@dataclass(slots=True)
+class _Client:
+    """One connection: whose it is, and whether it may be closed to make room."""
+
+    task: asyncio.Task[Any]
+    uid: int | None
+    last_active: float
+    busy: bool = False
+
+
+def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
+    """The connecting process's uid (Linux ``SO_PEERCRED``); None if unknown."""
+    sock = writer.get_extra_info("socket")
+    peercred = getattr(socket, "SO_PEERCRED", None)
+    if sock is None or peercred is None:
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
 class ControlServer:
     """Serves ``handler`` on ``settings.socket_path`` until :meth:`close`."""
 
@@ -74,8 +106,10 @@ class ControlServer:
         self._path = Path(settings.socket_path)
         self._server: asyncio.AbstractServer | None = None
         self._inode: int | None = None
-        self._clients: set[asyncio.Task[Any]] = set()
+        self._clients: dict[asyncio.Task[Any], _Client] = {}
         self._closed = False
+        self.evictions = 0
+        """Idle connections closed to make room for a newcomer."""
 
     @property
     def path(self) -> Path:
@@ -258,9 +292,11 @@ class ControlServer:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._clients.add(task)
+        loop = asyncio.get_running_loop()
+        client = _Client(task, _peer_uid(writer), loop.time())
+        self._clients[task] = client
         try:
-            if len(self._clients) > self._settings.max_clients:
+            if not self._make_room(client):
                 log.warning("control_too_many_clients", limit=self._settings.max_clients)
                 await self._send(
                     writer,
@@ -270,18 +306,44 @@ class ControlServer:
                     ),
                 )
                 return
-            await self._client_loop(reader, writer)
+            await self._client_loop(reader, writer, client)
         except (ConnectionError, TimeoutError):
             pass  # the client left or stopped reading; nothing to answer
         finally:
-            self._clients.discard(task)
+            self._clients.pop(task, None)
             writer.close()
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 await writer.wait_closed()
 
+    def _make_room(self, newcomer: _Client) -> bool:
+        """Within the per-uid and total limits, closing the longest-idle
+        connection if needed. False: every candidate is busy, refuse."""
+        others = [c for c in self._clients.values() if c is not newcomer]
+        same_uid = [c for c in others if c.uid == newcomer.uid]
+        if len(same_uid) >= self._settings.max_clients_per_uid:
+            candidates = same_uid
+        elif len(others) >= self._settings.max_clients:
+            candidates = others
+        else:
+            return True
+        idle = [c for c in candidates if not c.busy and not c.task.done()]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda c: c.last_active)
+        victim.task.cancel()
+        self.evictions += 1
+        log.warning(
+            "control_client_evicted",
+            uid=victim.uid,
+            idle_s=round(asyncio.get_running_loop().time() - victim.last_active, 1),
+            reason="room for a new client",
+        )
+        return True
+
     async def _client_loop(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: _Client
     ) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             try:
                 async with asyncio.timeout(self._settings.idle_timeout_s):
@@ -297,7 +359,12 @@ class ControlServer:
                 )
                 continue
             assert isinstance(line, bytes)
-            await self._answer(line, writer)
+            client.busy = True
+            try:
+                await self._answer(line, writer)
+            finally:
+                client.busy = False
+                client.last_active = loop.time()
 
     async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
         try:

@@ -25,4 +25,6 @@ class ControlSettings:
     idle_timeout_s: float = field(default=600.0, metadata=bounds(1.0, 86400.0))
     """A client that sends nothing for this long is disconnected."""
     max_clients: int = field(default=16, metadata=bounds(1, 1024))
-    """Connections served at once; more are told so and closed."""
+    """Connections served at once; at the limit the longest-idle one makes room."""
+    max_clients_per_uid: int = field(default=8, metadata=bounds(1, 1024))
+    """Connections one user (uid) may hold; at the limit their longest-idle one makes room."""

@@ -178,7 +178,8 @@ async def test_levels_failure_is_an_error_line(sock_path: Path) -> None:
 
 async def test_clients_are_served_concurrently(sock_path: Path) -> None:
     fake = FakeControlHandler(hang={"status"})
-    async with ControlServer(fake, settings(sock_path, request_timeout_s=30)):
+    many = settings(sock_path, request_timeout_s=30, max_clients_per_uid=16)
+    async with ControlServer(fake, many):
         stuck = await LineClient.connect(sock_path)
         await stuck.send({"id": 1, "cmd": "status"})
         await wait_for(lambda: fake.called("status"), "status call started")
@@ -200,16 +201,17 @@ async def test_clients_are_served_concurrently(sock_path: Path) -> None:
         await stuck.close()
 
 
-async def test_too_many_clients_are_told_so(sock_path: Path) -> None:
+async def test_at_the_limit_the_longest_idle_client_makes_room(sock_path: Path) -> None:
     async with ControlServer(FakeControlHandler(), settings(sock_path, max_clients=2)) as server:
         a = await LineClient.connect(sock_path)
         b = await LineClient.connect(sock_path)
         await wait_for(lambda: server.client_count == 2, "two clients served")
+        assert (await b.call(1, "volume"))["ok"] is True  # a is now the longest idle
         c = await LineClient.connect(sock_path)
-        reply = await c.recv()
-        assert reply["ok"] is False and "too many huxleyctl clients (max 2)" in reply["error"]
-        assert await c.reader.read() == b""  # closed by the server
-        assert (await a.call(1, "volume"))["ok"] is True
+        assert (await c.call(2, "volume"))["ok"] is True  # served, not refused
+        assert await a.reader.read() == b""  # a was closed to make room
+        assert server.evictions == 1
+        assert (await b.call(3, "volume"))["ok"] is True
         for client in (a, b, c):
             await client.close()
 
