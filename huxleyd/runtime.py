@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ from huxleyd.skillsources import SOURCE_KEY
 from huxleyd.storage import Database, FileSecrets
 from huxleyd.turns.coordinator import Activity, Coordinator, TurnSettings
 from huxleyd.turns.instructions import SessionInstructions
-from huxleyd.turns.supervisor import Supervisor
+from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 from huxleyd.volume_wiring import make_volume
 
 if TYPE_CHECKING:  # the simulators and the cascade load the openai package: on demand
@@ -58,6 +58,9 @@ log = get_logger("huxleyd.daemon")
 STOP_BUDGET_S = 15.0
 """:meth:`Runtime.close` returns within this, whatever a skill does (the unit's
 ``TimeoutStopSec`` is 20 s: the rest is for the interpreter to exit)."""
+
+RUNTIME_RESTARTS_PER_HOUR = 20
+"""A runtime task that died more often than this in an hour stays down (doctor shows it)."""
 
 ACTIVITY_LEDS = {
     Activity.IDLE: LedState.IDLE,
@@ -135,7 +138,11 @@ class Runtime:
         self.is_simulator = False
         self.audio_description = ""
         self.pins_description = ""
-        self._tasks: list[asyncio.Task[Any]] = []
+        self.tasks = Supervisor(clock=self.clock)
+        """The runtime's own long-running tasks (button, provider, LEDs, heartbeat),
+        supervised: one that dies is logged and restarted; ``task_health`` shows it."""
+        self._task_handles: dict[str, SupervisedTask] = {}
+        self._stopping = False
         self._closers: list[Callable[[], Any]] = []
         self.db: Database | None = None
         self.engine: AudioEngine | None = None
@@ -222,7 +229,7 @@ class Runtime:
             raise SkillSetupError(f"{config.persona_path}: {exc}") from exc
         await self.coordinator.start()
         self.instructions.refresh()  # the first configure: persona + skills' context
-        self._spawn(connection.run(), "provider")
+        self._spawn(connection.run, "provider")
         await self._start_hardware()
         self.watchdog = Watchdog.from_environment(
             audio_progress=lambda: self._engine().stats().periods,
@@ -230,7 +237,7 @@ class Runtime:
             notifier=self.notifier,
         )
         if self.watchdog is not None:
-            self._spawn(self.watchdog.heartbeat(), "watchdog-heartbeat")
+            self._spawn(self.watchdog.heartbeat, "watchdog-heartbeat")
             self.watchdog.start()
         log.info(
             "daemon_started",
@@ -365,14 +372,15 @@ class Runtime:
             clock=self.clock,
         )
         self._closers.append(self.button.close)
-        self._spawn(self._pump_button(self.button, self.coordinator), "button")
+        button, coordinator = self.button, self.coordinator
+        self._spawn(lambda: self._pump_button(button, coordinator), "button")
         driver = make_led_driver(board.leds, pin_factory=factory, spi=self.parts.led_spi)
         self.leds = LedController(
             driver, self.clock, limits_s=limits_from_settings(config.hardware.led_limits)
         )
         self._closers.append(self.leds.close)
         self.leds.set_state(LedState.IDLE)
-        self._spawn(self.leds.run(), "leds")
+        self._spawn(self.leds.run, "leds")
 
     async def _pump_button(self, button: PushToTalkButton, coordinator: Coordinator) -> None:
         while True:
@@ -484,8 +492,8 @@ class Runtime:
 
     def _on_activity(self, activity: str) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
-        if self.leds is not None and self.connection_state not in ("offline", "key_refused"):
-            self.leds.set_state(ACTIVITY_LEDS.get(activity, LedState.IDLE))
+        if self.connection_state not in ("offline", "key_refused"):
+            self._show_leds(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)
 
     def _on_connection_state(self, status: ConnectionStatus) -> None:
@@ -493,17 +501,25 @@ class Runtime:
         self.connection_state = state
         if self.coordinator is not None:
             self.coordinator.on_connection(state, status.attempt)
-        if self.leds is not None:
-            if state in ("offline", "key_refused"):
-                self.leds.set_state(LedState.OFFLINE)
-            elif state == "connected":
-                self.leds.set_state(LedState.IDLE)
+        if state in ("offline", "key_refused"):
+            self._show_leds(LedState.OFFLINE)
+        elif state == "connected":
+            self._show_leds(LedState.IDLE)
         if state == "offline":
             self.notifier.status(f"offline, retrying (attempt {status.attempt})")
         elif state == "key_refused":
             self.notifier.status(
                 f"the provider refused the API key; retrying every {status.retry_in_s:g} s"
             )
+
+    def _show_leds(self, state: LedState) -> None:
+        """A failing LED write (a flaky GPIO or SPI) is logged; it never breaks a turn."""
+        if self.leds is None:
+            return
+        try:
+            self.leds.set_state(state)
+        except Exception as exc:
+            log.error("led_write_failed", state=state.value, error=f"{type(exc).__name__}: {exc}")
 
     def _renew_if_due(self) -> None:
         connection = self.connection
@@ -515,8 +531,33 @@ class Runtime:
 
     # ------------------------------------------------------------ stop
 
-    def _spawn(self, coro: Any, name: str) -> None:
-        self._tasks.append(asyncio.get_running_loop().create_task(coro, name=name))
+    def _spawn(self, factory: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+        """Run ``factory()`` for the daemon's lifetime, supervised: a crash (or an
+        unexpected return) is logged and restarted with backoff, at most
+        :data:`RUNTIME_RESTARTS_PER_HOUR` times an hour, then it stays down and
+        ``doctor`` says so."""
+
+        async def for_good() -> None:
+            await factory()
+            if not self._stopping:
+                raise RuntimeError(f"the {name} task ended on its own")
+
+        self._task_handles[name] = self.tasks.background_task(
+            name, for_good, owner="runtime", max_restarts_per_hour=RUNTIME_RESTARTS_PER_HOUR
+        )
+
+    def task_health(self) -> dict[str, str]:
+        """Each runtime task's state: ``running``, ``backoff`` (restarting), ``failed``…
+        with the restart count and the last error when there was one."""
+        health: dict[str, str] = {}
+        for name, task in sorted(self._task_handles.items()):
+            text = task.state.value
+            if task.restarts:
+                text += f", restarted {task.restarts}x"
+            if task.last_error is not None:
+                text += f", last error {task.last_error!r}"
+            health[name] = text
+        return health
 
     async def close(self, budget_s: float = STOP_BUDGET_S) -> None:
         """Stop media (bookmarks), the session, skills and storage; in that order.
@@ -526,6 +567,7 @@ class Runtime:
         cancelled, logged and left behind, and the next step runs.
         """
         deadline = asyncio.get_running_loop().time() + budget_s
+        self._stopping = True
         self.notifier.stopping("stopping")
         if self.watchdog is not None:
             self.watchdog.stop()
@@ -533,10 +575,7 @@ class Runtime:
             await self._stop_step("turns", self.coordinator.close(), deadline)
         if self.connection is not None:
             await self._stop_step("provider", self.connection.close(), deadline)
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            await self._stop_step("runtime-tasks", _gather_quietly(self._tasks), deadline)
+        await self._stop_step("runtime-tasks", self.tasks.close(), deadline)
         await self._stop_step("skill-tasks", self.supervisor.close(), deadline)
         if self.host is not None:
             for skill in self.host.skills:
@@ -563,7 +602,3 @@ class Runtime:
             return
         if not task.cancelled() and task.exception() is not None:
             log.error("shutdown_step_failed", step=name, error=repr(task.exception()))
-
-
-async def _gather_quietly(tasks: list[asyncio.Task[Any]]) -> None:
-    await asyncio.gather(*tasks, return_exceptions=True)

@@ -29,6 +29,24 @@ TAP_HOLD_S = 1.0
 """How long ``huxleyctl ptt tap`` holds the button: long enough to be a turn."""
 
 
+def check_runtime_tasks(health: dict[str, str]) -> DoctorCheck:
+    """The daemon's own tasks (button, provider, LEDs, heartbeat) all run."""
+    down = {name: state for name, state in health.items() if not state.startswith("running")}
+    restarted = {name: state for name, state in health.items() if "restarted" in state}
+    if down:
+        detail = "; ".join(f"{name}: {state}" for name, state in down.items())
+        return DoctorCheck(
+            "runtime tasks",
+            False,
+            detail,
+            "see `huxleyctl logs` for background_task_crashed; restart the service",
+        )
+    detail = ", ".join(health) + " running"
+    if restarted:
+        detail += " (" + "; ".join(f"{n}: {s}" for n, s in restarted.items()) + ")"
+    return DoctorCheck("runtime tasks", True, detail)
+
+
 class RuntimeControl:
     """``ControlHandler`` for the running daemon."""
 
@@ -125,6 +143,8 @@ class RuntimeControl:
             key_file=rt.parts.key_file,  # the config line resolves the key as the start did
             env=rt.parts.env,
         )
+        health = rt.task_health()
+        checks.append(lambda: check_runtime_tasks(health))
         return await run_checks(checks)
 
 
