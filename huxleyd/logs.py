@@ -9,6 +9,12 @@ Under systemd the :class:`JournalFieldsHandler` sends each event with its
 fields as journal fields (``HUXLEY_TURN=…``, ``HUXLEY_TOOL=…``) plus
 ``HUXLEY_EVENT``; elsewhere events go to stderr as ``event k=v`` lines.
 Never log from the audio thread (STYLE.md rule 4).
+
+A fault that repeats (a missing sound card retried every few seconds, a
+flapping network) must not flood the journal: :class:`RepeatLimiter` lets
+the first :data:`REPEAT_BURST` warnings or errors of one event through per
+:data:`REPEAT_WINDOW_S`, drops the rest, and says how many it dropped on the
+next line of that event that passes.
 """
 
 from __future__ import annotations
@@ -18,12 +24,76 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from huxley_sdk.logging import FIELDS_ATTR, EventLogger, get_logger
 
-__all__ = ["EventLogger", "JournalFieldsHandler", "get_logger", "journal_field_name", "setup"]
+__all__ = [
+    "EventLogger",
+    "JournalFieldsHandler",
+    "RepeatLimiter",
+    "get_logger",
+    "journal_field_name",
+    "setup",
+]
+
+REPEAT_BURST = 10
+"""Lines of one event (logger, level, event name) let through per window."""
+REPEAT_WINDOW_S = 60.0
+
+
+class RepeatLimiter(logging.Filter):
+    """Drop the repeats of one event past a burst per window; count them.
+
+    Only WARNING and above are limited (a fault repeats there; the INFO
+    trail of turns and states stays whole). An event is (logger, level,
+    event name; the message for plain records).
+    The first line that passes after some were dropped carries
+    ``suppressed_repeats=N``. ``monotonic`` is injectable (tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        burst: int = REPEAT_BURST,
+        window_s: float = REPEAT_WINDOW_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self._burst = burst
+        self._window_s = window_s
+        self._monotonic = monotonic
+        self._seen: dict[tuple[str, int, str], tuple[float, int, int]] = {}
+        """key → (window start, lines passed in it, lines dropped since the last pass)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        event = getattr(record, "huxley_event", None)
+        key = (record.name, record.levelno, str(event if event is not None else record.msg))
+        now = self._monotonic()
+        start, passed, dropped = self._seen.get(key, (now, 0, 0))
+        if now - start >= self._window_s:
+            start, passed = now, 0
+        if passed >= self._burst:
+            self._seen[key] = (start, passed, dropped + 1)
+            return False
+        self._seen[key] = (start, passed + 1, 0)
+        if dropped:
+            self._note_dropped(record, dropped)
+        if len(self._seen) > 4096:  # bounded: forget windows long over
+            self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self._window_s}
+        return True
+
+    @staticmethod
+    def _note_dropped(record: logging.LogRecord, dropped: int) -> None:
+        fields = getattr(record, FIELDS_ATTR, None)
+        if isinstance(fields, dict):
+            setattr(record, FIELDS_ATTR, {**fields, "suppressed_repeats": dropped})
+        record.msg = f"{record.msg} suppressed_repeats={dropped}"
+
 
 JournalSender = Callable[..., Any]
 """``systemd.journal.send``-compatible: ``send(MESSAGE, **FIELDS)``."""
@@ -117,6 +187,7 @@ def setup(
         if not running_under_systemd():
             fmt = "%(asctime)s " + fmt
         handler.setFormatter(logging.Formatter(fmt))
+    handler.addFilter(RepeatLimiter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
