@@ -27,6 +27,7 @@ from huxleyd.control.server import ControlServer
 from huxleyd.errors import HuxleydError
 from huxleyd.files import Reader
 from huxleyd.logs import get_logger, setup
+from huxleyd.native_stderr import NativeStderr
 from huxleyd.preflight import preflight
 from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.runtime_control import RuntimeControl
@@ -49,6 +50,8 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
         task.add_done_callback(reloads.discard)
 
     loop.add_signal_handler(signal.SIGHUP, reload)
+    native = NativeStderr()  # ALSA/JACK chatter: into the rate-limited log
+    native.install(loop)
     try:
         await runtime.start()
         async with ControlServer(RuntimeControl(runtime), config.control):
@@ -56,6 +59,7 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
             log.info("daemon_stopping", reason="signal")
     finally:
         await runtime.close()
+        native.uninstall(loop)
     log.info("daemon_stopped")
     return 0
 

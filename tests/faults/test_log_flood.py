@@ -8,10 +8,14 @@ what is checked, with the limiter's clock injected.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
+import os
 
 from huxleyd.logs import RepeatLimiter, get_logger, setup
+from huxleyd.native_stderr import NativeStderr
+from tests.e2e.harness import until
 
 
 def test_a_thousand_identical_warnings_a_minute_leave_a_handful_of_lines() -> None:
@@ -53,3 +57,31 @@ def check_the_limiter() -> None:
     other = get_logger("huxleyd.turns")
     other.error("tool_failed", tool="x")  # another event is not held back by the flood
     assert "tool_failed" in stream.getvalue()
+
+
+LINE = b"ALSA lib pcm.c:2666:(snd_pcm_open_noupdate) Unknown PCM cards.pcm.front\n"
+
+
+async def test_what_c_libraries_print_on_fd_2_goes_through_the_limited_log() -> None:
+    """PortAudio's start prints dozens of ALSA lines on fd 2 at every reopen of a
+    missing card: they reach the log as ``native_stderr``, ten a minute."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RepeatLimiter(monotonic=lambda: 0.0))  # all within one minute
+    native_log = logging.getLogger("huxleyd.native")
+    native_log.addHandler(handler)
+    native = NativeStderr()
+    loop = asyncio.get_running_loop()
+    native.install(loop)
+    try:
+        for _ in range(20):  # 1000 lines, written as a C library would: to fd 2
+            os.write(2, LINE * 50)
+            target = native.lines + 50
+            await until(lambda t=target: native.lines >= t, "the lines drained")  # type: ignore[misc]
+    finally:
+        native.uninstall(loop)
+        native_log.removeHandler(handler)
+    assert native.lines == 1000
+    kept = stream.getvalue().splitlines()
+    assert 1 <= len(kept) <= 10, len(kept)
+    assert "Unknown PCM cards.pcm.front" in kept[0]
