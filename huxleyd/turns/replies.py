@@ -281,6 +281,8 @@ class Replies:
             "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
         )
         state = self._turn.state
+        if error.code == "conversation_already_has_active_response":
+            self._tracker.request_refused()  # no start will come for that request
         if error.code == "input_audio_buffer_commit_empty" and state is TurnState.COMMITTING:
             self._tracker.stop_timer()
             self._outputs.earcon("too_short", before_speech=False)
@@ -326,6 +328,6 @@ class Replies:
             return
         turn.retries += 1
         log.warning("response_retry", turn=turn.turn_id, why=why, attempt=turn.retries)
-        self._tracker.abandon()
+        self._tracker.abandon(late_start_is_stale=False)
         self._turn.set_state(TurnState.COMMITTING)
         self._tracker.retry()

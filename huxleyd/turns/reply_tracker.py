@@ -65,8 +65,14 @@ class ReplyTracker:
         """The response adopted as the reply, until it ends or is abandoned."""
         self._gave_up: set[str] = set()
         self._retry_request: Callable[[], None] = provider.request_response
+        self._retry_in_band = True
         """How to ask again when a reply stays silent (a normal reply, or the reader)."""
         self._reader_pending = False
+        self._unstarted = 0
+        """In-band requests sent whose response has not started yet."""
+        self._stale_starts = 0
+        """Responses still to start that answer requests given up before they started
+        (a quick re-press on a slow link): the next that many starts are not the reply."""
 
     @property
     def running(self) -> bool:
@@ -93,16 +99,19 @@ class ReplyTracker:
         self._reader_pending = True
         if self._provider.capabilities.verbatim_reader:
             read_aloud = getattr(self._provider, "read_aloud")  # noqa: B009 - capability-gated
-            self._send(lambda: read_aloud(text, instructions=self._instructions))
+            self._send(lambda: read_aloud(text, instructions=self._instructions), in_band=False)
         else:
             self.request(instructions=f"{READ_VERBATIM}\n\n{text}")
 
     def retry(self) -> None:
         """Send the last request again (after :meth:`abandon`)."""
-        self._send(self._retry_request)
+        self._send(self._retry_request, in_band=self._retry_in_band)
 
-    def _send(self, request: Callable[[], None]) -> None:
+    def _send(self, request: Callable[[], None], *, in_band: bool = True) -> None:
         self._retry_request = request
+        self._retry_in_band = in_band
+        if in_band:
+            self._unstarted += 1
         request()
         self._watchdog.arm(lambda: self._on_silent("timeout"))
 
@@ -114,6 +123,13 @@ class ReplyTracker:
         out-of-band response is left alone."""
         if event.out_of_band and not self._reader_pending:
             return False  # someone else's side conversation
+        if not event.out_of_band:
+            self._unstarted = max(0, self._unstarted - 1)
+            if self._stale_starts > 0:
+                # It answers a request given up before it started: not this reply.
+                self._stale_starts -= 1
+                self._gave_up.add(event.response_id)
+                return False
         self._reader_pending = False
         if wanted:
             self.response_id = event.response_id
@@ -144,8 +160,17 @@ class ReplyTracker:
         self._watchdog.disarm()
         return True
 
-    def abandon(self) -> None:
-        """Drop the reply: its later events are ignored; the provider is told to stop."""
+    def abandon(self, *, late_start_is_stale: bool = True) -> None:
+        """Drop the reply: its later events are ignored; the provider is told to stop.
+
+        Requests whose response has not started yet will still start (the
+        provider answers them in order, then sees the cancel): those starts
+        are not the next reply. ``late_start_is_stale=False`` (a silent
+        retry asks the same again) lets a late start be adopted instead.
+        """
+        if late_start_is_stale:
+            self._stale_starts += self._unstarted
+        self._unstarted = 0
         if self.response_id is not None:
             self._gave_up.add(self.response_id)
             self.response_id = None
@@ -154,6 +179,13 @@ class ReplyTracker:
 
     def stop_timer(self) -> None:
         self._watchdog.disarm()
+
+    def request_refused(self) -> None:
+        """The provider refused a request (an error instead of a start)."""
+        if self._unstarted > 0:
+            self._unstarted -= 1
+        elif self._stale_starts > 0:
+            self._stale_starts -= 1
 
     def end_turn(self) -> None:
         """The turn ended: no timer, no reader awaited, and its reply is over.
