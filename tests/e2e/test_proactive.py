@@ -466,6 +466,12 @@ async def test_a_timer_due_during_a_claim_waits_for_the_claim_to_end(tmp_path: P
             if e.type == "response.create" and e.response is not None and e.response.instructions
         ]
         assert sum("'tea' timer is done" in r for r in requests) == 1
+        # Forgotten once heard: when the announcement's turn has ended.
+        await until(lambda: coordinator.turn is None, "the announcement's turn ends")
+        for _ in range(200):
+            if await timers.list_settings("timer:") == []:
+                break
+            await asyncio.sleep(0.01)
         assert await timers.list_settings("timer:") == [], "fired timers are forgotten"
 
 
