@@ -118,3 +118,16 @@ async def test_close_gives_up_on_a_peer_that_never_answers_the_close() -> None:
     # websockets' default waits 10 s for the close frame; we give up after 1.5 s.
     # The bound is a generous safety net on a loaded machine, well under 10 s.
     assert took_s < 6.0, took_s
+
+
+async def test_a_refused_key_is_heard_once_not_at_every_slow_retry() -> None:
+    from tests.turns.test_coordinator import Rig
+
+    async with Rig() as rig:
+        rig.coordinator._earcons["key_refused"] = b"\1\0" * 13  # the persona's cue
+        for _ in range(3):  # three slow retries, each refused again
+            rig.coordinator.on_connection("key_refused")
+        assert rig.audio.log.count(("earcon", 26)) == 1
+        assert rig.coordinator.key_refused
+        rig.coordinator.on_connection("connected")  # the admin fixed the key
+        assert not rig.coordinator.key_refused
