@@ -15,10 +15,11 @@ import os
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from huxley_sdk import BackgroundTaskHandle, SkillContext
 from huxley_sdk.audio import PaletteError, read_palette
+from huxley_sdk.context import InjectTurnAndWait
 from huxleyd import __version__
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
@@ -419,7 +420,10 @@ class Runtime:
                 language=persona.language,
                 timezone=persona.timezone,
                 inject_turn=coordinator.proactive.inject_turn,
-                inject_turn_and_wait=coordinator.proactive.inject_turn_and_wait,
+                # Returns whether it was heard: a huxleyd extension of the SDK's signature.
+                inject_turn_and_wait=cast(
+                    InjectTurnAndWait, coordinator.proactive.inject_turn_and_wait
+                ),
                 background_task=background_task,
                 start_input_claim=coordinator.proactive.start_input_claim,
                 cancel_active_claim=coordinator.proactive.cancel_active_claim,

@@ -307,11 +307,13 @@ class TimersSkill:
 
     async def _announce(self, alarm: Alarm, late_s: float) -> bool:
         ctx = self._require_ctx()
-        heard = await ctx.inject_turn_and_wait(
-            self._prompt(alarm, late_s),
-            dedup_key=f"timer:{alarm.id}",
-            priority=InjectPriority.BLOCK_BEHIND_COMMS,
-        )
+        key = f"timer:{alarm.id}"
+        prompt = self._prompt(alarm, late_s)
+        await ctx.inject_turn(prompt, dedup_key=key, priority=InjectPriority.BLOCK_BEHIND_COMMS)
+        # huxleyd answers whether it was heard (False: expired, failed, shut
+        # down first); a runtime that answers nothing is taken at its word.
+        outcome: object = await ctx.inject_turn_and_wait(prompt, dedup_key=key)  # type: ignore[func-returns-value]
+        heard = outcome is not False
         if not heard:
             ctx.logger.warning("timer_not_heard", id=alarm.id, kind=alarm.kind.value)
             return False

@@ -237,6 +237,20 @@ class InjectQueue:
         )
         return InjectReceipt(inject.id, queued=True, outcome=waiter)
 
+    def wait_for(self, dedup_key: str) -> asyncio.Future[InjectOutcome] | None:
+        """A waiter on the inject queued or in flight with ``dedup_key`` (it keeps
+        its prompt and priority); None when there is none."""
+        carrier = (
+            self._in_flight
+            if (self._in_flight is not None and self._in_flight.dedup_key == dedup_key)
+            else self._queued_with_key(dedup_key)
+        )
+        if carrier is None:
+            return None
+        waiter: asyncio.Future[InjectOutcome] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(carrier.id, []).append(waiter)
+        return waiter
+
     def drop_expired(self, now: float) -> list[PendingInject]:
         """Remove the queued injects whose TTL has run out; each is logged with its age."""
         stale = [p for p in self._pending.values() if p.expired(now)]

@@ -75,18 +75,28 @@ class Proactive:
     async def inject_turn_and_wait(
         self,
         prompt: str,
+        /,
         *,
         dedup_key: str | None = None,
-        priority: InjectPriority = InjectPriority.NORMAL,
         ttl_s: float | None = None,
     ) -> bool:
         """True once the announcement has been heard; False if it never will be
-        (expired, failed, dropped, or the daemon closed first)."""
-        receipt = self.queue.add(
-            prompt, now=self._clock.monotonic(), dedup_key=dedup_key, priority=priority, ttl_s=ttl_s
-        )
-        self.consider()
-        return await receipt.outcome is InjectOutcome.HEARD
+        (expired, failed, dropped, or the daemon closed first).
+
+        An announcement already queued or in flight under ``dedup_key`` is
+        waited for as it is (its priority kept): ``inject_turn(…, priority=…)``
+        then ``inject_turn_and_wait(…, dedup_key=…)`` queues with a priority
+        and learns whether it was heard (the return value is a huxleyd
+        extension; the SDK's signature returns nothing).
+        """
+        waiter = self.queue.wait_for(dedup_key) if dedup_key is not None else None
+        if waiter is None:
+            receipt = self.queue.add(
+                prompt, now=self._clock.monotonic(), dedup_key=dedup_key, ttl_s=ttl_s
+            )
+            self.consider()
+            waiter = receipt.outcome
+        return await waiter is InjectOutcome.HEARD
 
     def consider(self) -> None:
         """Fire the next inject if the conversation allows it now."""

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from huxley_sdk import AudioStream, ContentType
+from huxley_sdk.logging import get_logger
 from huxley_sdk.testing import MemoryStorage, make_test_context
 from huxleyd.audio.volume import PersistentVolume, SoftwareVolume
 from huxleyd.errors import StorageError
@@ -61,7 +62,12 @@ async def test_a_bookmark_save_on_a_full_disk_is_logged_and_the_book_plays_on(
 ) -> None:
     storage = FullDisk()
     skill = AudiobooksSkill(save_every_s=0.5)
-    ctx = make_test_context(name="audiobooks", persona_data_dir=data_dir, storage=storage)
+    ctx = make_test_context(
+        name="audiobooks",
+        persona_data_dir=data_dir,
+        storage=storage,
+        logger=get_logger("huxley.skill.audiobooks"),  # a real logger: caplog sees it
+    )
     await skill.setup(ctx)
     _, effect = await call(skill, "play_audiobook", title="flac tale", from_start=True)
     storage.full = True  # the disk fills up while the book plays

@@ -15,7 +15,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
+from huxley_sdk import Skill
 from huxleyd.providers.events import ResponseStarted, ToolCall
 from huxleyd.skillhost import SkillHost
 from huxleyd.skills.brain import BrainSkill
@@ -31,7 +33,7 @@ from tests.turns.test_coordinator import done
 
 async def test_a_call_past_its_budget_is_answered_without_waiting_for_the_skill() -> None:
     skill = MisbehavingSkill(run_for_s=1.5)
-    host = SkillHost([skill], tool_timeout_s=0.05)
+    host = SkillHost([as_skill(skill)], tool_timeout_s=0.05)
     outcome = await host.call("c1", "stubborn", "{}")
     assert outcome.error == "timeout"
     assert skill.finished == 0  # answered while the skill still runs: abandoned, not awaited
@@ -40,7 +42,7 @@ async def test_a_call_past_its_budget_is_answered_without_waiting_for_the_skill(
 
 async def test_a_cancelled_call_is_abandoned_not_awaited() -> None:
     skill = MisbehavingSkill(run_for_s=1.5)
-    host = SkillHost([skill], tool_timeout_s=30.0)
+    host = SkillHost([as_skill(skill)], tool_timeout_s=30.0)
     call = asyncio.create_task(host.call("c1", "stubborn", "{}"))
     await until(lambda: skill.started == 1, "the call runs")
     call.cancel()  # a barge-in or the shutdown cancels the turn's calls
@@ -57,7 +59,7 @@ async def test_a_stubborn_tool_does_not_block_the_turn() -> None:
         provider=provider,
         audio=RecordingAudio(),
         volume=RecordingVolume(),
-        host=SkillHost([skill], tool_timeout_s=0.05),
+        host=SkillHost([as_skill(skill)], tool_timeout_s=0.05),
         settings=TurnSettings(silent_response_timeout_s=30.0),
     )
     await coordinator.start()
@@ -77,7 +79,7 @@ async def test_a_stubborn_tool_does_not_block_the_turn() -> None:
 
 async def test_a_tool_with_a_declared_budget_answers_past_the_host_default() -> None:
     skill = MisbehavingSkill()
-    host = SkillHost([skill], tool_timeout_s=0.05)
+    host = SkillHost([as_skill(skill)], tool_timeout_s=0.05)
     call = asyncio.create_task(host.call("c1", "slow", "{}"))
     await asyncio.sleep(0.3)  # well past the host's default budget
     assert not call.done()
@@ -87,9 +89,14 @@ async def test_a_tool_with_a_declared_budget_answers_past_the_host_default() -> 
 
 
 def test_ask_brain_declares_a_budget_longer_than_its_own_timeout() -> None:
-    brain = BrainSkill()
+    brain = as_skill(BrainSkill())
     host = SkillHost([brain], tool_timeout_s=8.0)
     assert host.budget_s(brain, "ask_brain") > 20.0  # its own timeout_s is 20 s
+
+
+def as_skill(skill: object) -> Skill:
+    """Our skills satisfy the Skill protocol at run time (SkillHost checks it)."""
+    return cast(Skill, skill)
 
 
 SCENARIO = (

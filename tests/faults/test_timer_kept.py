@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import cast
 
+from huxley_sdk.context import InjectTurnAndWait
 from huxley_sdk.testing import MemoryStorage, make_test_context
 from huxleyd.providers.events import AudioChunk, ResponseDone, ResponseStarted, ResponseStatus
 from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
@@ -27,7 +29,7 @@ def wired(rig: Rig, storage: MemoryStorage, clock: FakeWallClock) -> tuple[Timer
     ctx = dataclasses.replace(
         make_test_context(storage=storage),
         inject_turn=proactive.inject_turn,
-        inject_turn_and_wait=proactive.inject_turn_and_wait,
+        inject_turn_and_wait=cast(InjectTurnAndWait, proactive.inject_turn_and_wait),
     )
     return skill, ctx
 

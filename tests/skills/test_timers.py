@@ -7,11 +7,12 @@ import dataclasses
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from huxley_sdk import InjectPriority, SkillContext
+from huxley_sdk.context import InjectTurnAndWait
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
 from huxleyd.skills.timers import (
     KEY_PREFIX,
@@ -35,6 +36,11 @@ class FakeWallClock:
 
 
 START = datetime(2024, 3, 10, 12, 0, tzinfo=UTC)
+
+
+def announced(ctx: SkillContext) -> list[Any]:
+    """What the skill queued (each timer also waits on it: not a second announcement)."""
+    return [turn for turn in ctx_recorder(ctx).injected if not turn.wait]
 
 
 async def started(
@@ -115,7 +121,7 @@ async def test_a_due_timer_is_announced_then_deleted() -> None:
     assert await skill.fire_due() == 0
     clock.advance(seconds=1)
     assert await skill.fire_due() == 1
-    [turn] = ctx_recorder(ctx).injected
+    [turn] = announced(ctx)
     assert turn.priority is InjectPriority.BLOCK_BEHIND_COMMS
     assert turn.dedup_key is not None and turn.dedup_key.startswith("timer:")
     assert "'pasta' timer is done" in turn.prompt
@@ -130,10 +136,10 @@ async def test_the_background_loop_fires_by_itself() -> None:
     skill, ctx = await started(clock, poll_s=0.001)
     await call(skill, "set_timer", seconds=30)
     await asyncio.sleep(0.01)
-    assert ctx_recorder(ctx).injected == []
+    assert announced(ctx) == []
     clock.advance(seconds=30)
-    await eventually(lambda: len(ctx_recorder(ctx).injected) == 1)
-    assert "30 seconds timer is done" in ctx_recorder(ctx).injected[0].prompt
+    await eventually(lambda: len(announced(ctx)) == 1)
+    assert "30 seconds timer is done" in announced(ctx)[0].prompt
     await skill.teardown()
 
 
@@ -162,7 +168,7 @@ async def test_reminder_times_are_local_to_the_persona() -> None:
     ]
     clock.advance(hours=1, minutes=15)
     assert await skill.fire_due() == 1
-    prompt = ctx_recorder(ctx).injected[0].prompt
+    prompt = announced(ctx)[0].prompt
     assert "at 09:15: take the pills" in prompt
     assert "late" not in prompt
     await skill.teardown()
@@ -180,7 +186,7 @@ async def test_timers_survive_a_restart_and_fire_after_it() -> None:
     assert (timer["name"], timer["remaining_s"]) == ("tea", 120)
     clock.advance(minutes=2)
     assert await second.fire_due() == 1
-    assert "'tea' timer" in ctx_recorder(ctx).injected[0].prompt
+    assert "'tea' timer" in announced(ctx)[0].prompt
     await second.teardown()
 
 
@@ -195,7 +201,7 @@ async def test_a_timer_due_during_downtime_fires_once_saying_it_is_late() -> Non
     second, ctx = await started(clock, storage)
     # The firing loop's first pass and this call share a lock: exactly one fires.
     await second.fire_due()
-    [turn] = ctx_recorder(ctx).injected
+    [turn] = announced(ctx)
     assert "late by 12 minutes" in turn.prompt
     assert await storage.list_settings(KEY_PREFIX) == []
     await second.teardown()
@@ -203,7 +209,7 @@ async def test_a_timer_due_during_downtime_fires_once_saying_it_is_late() -> Non
     third, ctx3 = await started(clock, storage)
     assert await third.fire_due() == 0
     await asyncio.sleep(0.01)
-    assert ctx_recorder(ctx3).injected == []
+    assert announced(ctx3) == []
     await third.teardown()
 
 
@@ -218,7 +224,8 @@ async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
 
     skill = TimersSkill(now=clock)
     ctx = dataclasses.replace(
-        make_test_context(storage=storage), inject_turn_and_wait=failing_inject
+        make_test_context(storage=storage),
+        inject_turn_and_wait=cast(InjectTurnAndWait, failing_inject),
     )
     await skill.setup(ctx)
     await call(skill, "set_timer", seconds=5)
