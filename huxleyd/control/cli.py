@@ -112,7 +112,9 @@ def _common_options(*, suppress: bool) -> _Parser:
         "--config",
         type=Path,
         default=default(DEFAULT_CONFIG),
-        help="daemon config to read the socket path from (default: %(default)s)",
+        # Spelled out, not %(default)s: the subcommands' copy of this option
+        # defaults to SUPPRESS, and argparse would fail to format their --help.
+        help=f"daemon config to read the socket path from (default: {DEFAULT_CONFIG})",
     )
     common.add_argument(
         "--timeout",

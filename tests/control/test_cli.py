@@ -6,6 +6,7 @@ against the real daemon.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -329,3 +330,34 @@ def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_pat
         for leftover in base.iterdir():
             leftover.unlink()
         base.rmdir()
+
+
+def _subcommands() -> list[str]:
+    from huxleyd.control import cli
+
+    parser = cli.build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return sorted(action.choices)
+    raise AssertionError("huxleyctl has no subcommands")
+
+
+@pytest.mark.parametrize("command", ["", *_subcommands()])
+def test_every_help_prints_and_exits_0(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` of every subcommand (the list is read from the parser, so a new
+    subcommand is covered the day it is added)."""
+    from huxleyd.control import cli
+
+    argv = [command, "--help"] if command else ["--help"]
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    out = capsys.readouterr()
+    assert exited.value.code == 0, out.err
+    assert out.out.startswith("usage: huxleyctl") and "--config" in out.out
+    assert "/etc/huxleyd/huxleyd.toml" in out.out
+
+
+def test_help_is_the_same_from_a_real_process() -> None:
+    done = huxleyctl("volume", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "new volume, 0-100" in done.stdout
