@@ -16,7 +16,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import DeviceState, MicFrame
 from huxleyd.clock import ManualClock
 from tests.audio.signals import dominant_frequency, level_at, tone
-from tests.fakes.audio_backends import FlakyBackend
+from tests.fakes.audio_backends import FlakyBackend, LockstepWavBackend
 
 
 def longest_zero_run(samples: np.ndarray) -> int:
@@ -88,8 +88,12 @@ async def test_the_same_stall_with_rings_too_small_is_heard_and_counted() -> Non
 
 
 async def test_scenario_mode_loops_mic_to_speaker_faster_than_real_time() -> None:
-    """What a coordinator end-to-end test does: feed the mic, answer, read the speaker."""
-    backend = WavBackend(keep_speaker=True)
+    """What a coordinator end-to-end test does: feed the mic, answer, read the speaker.
+
+    Lockstep: each period waits for the loop's echo, so a loaded machine
+    cannot leave gaps in the echo (it did: -10.22 dB instead of -10)."""
+    backend = LockstepWavBackend(keep_speaker=True)
+    backend.bind(asyncio.get_running_loop())
     backend.feed_mic(tone(700, 1.0, -10))
     clock = ScaledClock(20.0)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=clock)
@@ -99,7 +103,9 @@ async def test_scenario_mode_loops_mic_to_speaker_faster_than_real_time() -> Non
         await engine.source("comms").write(frame.pcm, item_id="echo")
     await engine.drained("comms")
     assert engine.played_ms("echo", source="comms") == 1000
+    backend.release()
     engine.close()
+    assert backend.waits_timed_out == 0
     out = backend.speaker_samples()[:, 0]
     body = out[np.flatnonzero(out)[0] :][2400:21600]
     assert dominant_frequency(body, 24000) == pytest.approx(700, abs=1)

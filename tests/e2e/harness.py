@@ -2,7 +2,7 @@
 and the simulator on loopback, all running faster than real time.
 
 Everything is real except where a Pi would have hardware: gpiozero's
-MockFactory stands for the button and LEDs, :class:`WavBackend` for the
+MockFactory stands for the button and LEDs, a lockstep :class:`WavBackend` for the
 sound card (driven by a :class:`ScaledClock`), ``huxleyd.sim`` for OpenAI.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
-from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
 from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimDialect, SimServer
+from tests.fakes.audio_backends import LockstepWavBackend
 from tests.fakes.distributions import installed_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,13 +246,15 @@ class Rig:
         self.skills = skills
         self.skill_config = skill_config
         self.clock = ScaledClock(speed, start_s=1000.0)
-        self.backend = WavBackend(keep_speaker=True)
+        # Lockstep: a loaded machine must not leave gaps a Pi would not.
+        self.backend = LockstepWavBackend(keep_speaker=True)
         self.sim = SimServer(scenario, speed=speed, synth="tone", dialect=kind)
         self.notifier = RecordingNotifier()
         self.pins = MockFactory(pin_class=MockPWMPin)
         self.runtime: Runtime | None = None
 
     async def __aenter__(self) -> Rig:
+        self.backend.bind(asyncio.get_running_loop())
         await self.sim.__aenter__()
         no_sounds = self.tmp / "no-sounds"
         no_sounds.mkdir(exist_ok=True)
@@ -285,6 +287,7 @@ class Rig:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self.backend.release()  # close() joins the audio thread from this loop
         if self.runtime is not None:
             await self.runtime.close()
         self.pins.close()
