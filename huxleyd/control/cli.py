@@ -4,7 +4,7 @@
 
     huxleyctl status [--json]         state, provider, media, volume, xruns, timings
     huxleyctl volume [N]              print the volume, or set it (0-100)
-    huxleyctl say TEXT...             start a text turn, as if spoken
+    huxleyctl say TEXT...             start a text turn, as if spoken; print the answer
     huxleyctl stop                    stop the media that is playing
     huxleyctl skills [--json]         loaded skills and their tools
     huxleyctl skills install PACKAGE  add a Huxley skill package to the daemon's venv
@@ -13,14 +13,16 @@
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
     huxleyctl doctor [--json]         diagnose config, key, audio, GPIO, network, disk
     huxleyctl event KEY [JSON]        a Huxley client event for the skills (docs/skills.md)
-    huxleyctl logs [MATCH...]         follow the daemon's journal
+    huxleyctl logs [MATCH...]         follow the daemon's journal (or its log file)
+    huxleyctl watch [--json]          follow the conversation: state, transcripts, tools, media
 
 The socket is ``--socket PATH``, else ``[control] socket_path`` of
 ``--config`` (default /etc/huxleyd/huxleyd.toml) when that file exists,
 else /run/huxleyd/control.sock.
 
 Exit status: 0 ok; 1 the daemon refused or failed the command (and
-``doctor`` when a check failed; ``logs`` without journalctl); 2 usage;
+``doctor`` when a check failed; ``logs`` with neither a journal nor a log
+file; ``say`` when the turn did not end within the timeout); 2 usage;
 3 the daemon is not reachable (not running, or no permission on the socket).
 """
 
@@ -147,8 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     command("volume", "print the volume, or set it").add_argument(
         "level", nargs="?", type=_volume_level, metavar="N", help="new volume, 0-100"
     )
-    command("say", "start a text turn, as if spoken").add_argument(
-        "text", nargs="+", metavar="TEXT"
+    say = command("say", "start a text turn, as if spoken, and print the answer")
+    say.add_argument("text", nargs="+", metavar="TEXT")
+    say.add_argument(
+        "--no-wait", action="store_true", help="print the turn id at once, not the answer"
     )
     command("stop", "stop the media that is playing")
     skills = command("skills", "list loaded skills; install or remove a skill package")
@@ -183,7 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     event = command("event", "send a Huxley client event to the skills subscribed to KEY")
     event.add_argument("key", metavar="KEY")
     event.add_argument("data", nargs="?", type=_json_object, metavar="JSON", help="its data")
-    logs = command("logs", "follow the daemon's journal")
+    watch = command("watch", "follow the conversation: state, transcripts, tools, media")
+    watch.add_argument("--json", action="store_true", help="one JSON object per event")
+    watch.add_argument(
+        "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
+    )
+    logs = command("logs", "follow the daemon's journal, or its log file without systemd")
     logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
     logs.add_argument("--no-follow", action="store_true", help="print and exit")
     logs.add_argument(
@@ -262,7 +271,50 @@ def cmd_volume(client: ControlClient, args: argparse.Namespace) -> int:
 
 
 def cmd_say(client: ControlClient, args: argparse.Namespace) -> int:
-    print(f"turn {client.say(args.say_text)}")
+    if args.no_wait:
+        print(f"turn {client.say(args.say_text)}")
+        return EXIT_OK
+    # Listen first, on a second connection, so no word of the answer is missed.
+    with ControlClient(client.path, timeout_s=client.timeout_s, group=args.socket_group) as feed:
+        events = feed.watch(duration_s=args.timeout)
+        next(events, None)  # "watching": subscribed, nothing of the turn can be missed
+        turn = client.say(args.say_text)
+        said = False
+        for event in events:
+            if event.turn != turn:
+                continue
+            if event.kind == "said":
+                print(event.fields.get("text"), flush=True)
+                said = True
+            elif event.kind == "result" and event.fields.get("error"):
+                print(f"(tool {event.fields.get('name')} failed: {event.fields.get('error')})")
+            elif event.kind == "turn":
+                outcome = event.fields.get("outcome")
+                if outcome != "answered" or not said:
+                    print(
+                        f"(turn {turn}: {outcome}, no spoken answer)"
+                        if not said
+                        else f"(turn {turn}: {outcome})"
+                    )
+                return EXIT_OK if outcome == "answered" else EXIT_FAILED
+    print(
+        f"huxleyctl: say: turn {turn} did not end within {args.timeout:g} s "
+        "(huxleyctl watch shows what it does)",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
+
+
+def cmd_watch(client: ControlClient, args: argparse.Namespace) -> int:
+    from huxleyd.control.render import watch_line
+
+    if not args.json:
+        print("(Ctrl-C to stop)", file=sys.stderr, flush=True)
+    for event in client.watch(duration_s=args.seconds):
+        if args.json:
+            print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
+        else:
+            print(watch_line(event), flush=True)
     return EXIT_OK
 
 
@@ -341,6 +393,7 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
     "skills": cmd_skills,
     "ptt": cmd_ptt,
     "levels": cmd_levels,
+    "watch": cmd_watch,
 }
 
 
@@ -378,6 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(args.say_text) > MAX_SAY_CHARS:
             parser.error(f"say: TEXT is longer than {MAX_SAY_CHARS} characters")
     control = resolve_socket(args.socket, args.config)
+    args.socket_group = control.socket_group
     if args.command == "doctor":  # runs without a daemon too
         from huxleyd.control.doctor_cli import run_doctor
 
@@ -394,8 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"huxleyctl: {args.command}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        # Ctrl-C is how `levels` ends; for the rest, the shell's convention.
-        return EXIT_OK if args.command == "levels" else 130
+        # Ctrl-C is how `levels` and `watch` end; for the rest, the shell's convention.
+        return EXIT_OK if args.command in ("levels", "watch") else 130
     except BrokenPipeError:
         # `huxleyctl levels | head`: the reader left. Point stdout at
         # /dev/null so the interpreter's final flush does not complain.

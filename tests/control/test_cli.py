@@ -24,6 +24,7 @@ from huxleyd.control.handler import DoctorCheck, StatusReport
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
+from huxleyd.control.watch import WatchEvent
 
 from .fakes import FakeControlHandler
 from .threaded import serve_in_thread
@@ -78,19 +79,60 @@ def test_status_table(daemon: ControlServer, fake: FakeControlHandler) -> None:
     fake.playing = "[Radio] Jazz FM"  # brackets must print as they are, not as markup
     done = huxleyctl("status", socket_path=daemon.path)
     assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = " ".join(done.stdout.split())  # the table wraps long cells
     for expected in (
         "idle",
         "sim, connected",
         "simulator, not an AI",
         "[Radio] Jazz FM",
         "1 h 02 min 05 s",
-        "late periods 4",
+        "4 late periods (the audio thread missed its deadline)",
+        "2 underruns (the speaker ran dry",
+        "1 overrun (the mic overflowed",
         "t-0003",
         "commit_to_first_audio",
         "640.0 ms",
     ):
         assert expected in out, f"{expected!r} missing from:\n{out}"
+
+
+def test_status_explains_offline_and_when_the_next_try_is(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    fake.is_simulator = False
+    fake.provider_state = "offline"
+    fake.provider_attempt = 4
+    fake.provider_detail = "connection refused by api.openai.com"
+    fake.provider_retry_in_s = 30.0
+    done = huxleyctl("status", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "openai, offline" in out
+    assert "4 tries failed in a row" in out
+    assert "last error: connection refused by api.openai.com" in out
+    assert "next try in 30 s" in out
+    as_json = json.loads(huxleyctl("status", "--json", socket_path=daemon.path).stdout)
+    assert StatusReport.from_dict(as_json).provider_retry_in_s == 30.0
+
+
+def test_status_of_a_healthy_device_says_so(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    from huxleyd.control.handler import XrunCounts
+    from huxleyd.control.render import provider_explanation, xruns_in_words
+
+    assert xruns_in_words(XrunCounts()) == "no glitches since start"
+    fake.is_simulator = False
+    done = huxleyctl("status", socket_path=daemon.path)
+    assert "next try" not in done.stdout and "tries failed" not in done.stdout
+    assert (
+        provider_explanation(
+            StatusReport.from_dict(
+                json.loads(huxleyctl("status", "--json", socket_path=daemon.path).stdout)
+            )
+        )
+        == ""
+    )
 
 
 def test_volume_get_and_set(daemon: ControlServer, fake: FakeControlHandler) -> None:
@@ -113,10 +155,65 @@ def test_volume_out_of_range_is_a_usage_error(
     assert fake.called("set_volume") == []
 
 
-def test_say_joins_the_words(daemon: ControlServer, fake: FakeControlHandler) -> None:
+def test_say_joins_the_words_and_prints_the_answer(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
     done = huxleyctl("say", "what", "time is it", socket_path=daemon.path)
-    assert (done.returncode, done.stdout) == (0, "turn turn-1\n")
+    assert (done.returncode, done.stdout) == (0, "It is noon.\n"), done.stderr
     assert fake.called("say") == ["what time is it"]
+    # it listened before it asked, on a second connection
+    assert fake.calls.index(("watch", None)) < fake.calls.index(("say", "what time is it"))
+
+
+def test_say_no_wait_prints_the_turn(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("say", "--no-wait", "hello", socket_path=daemon.path)
+    assert (done.returncode, done.stdout) == (0, "turn turn-1\n")
+    assert fake.called("watch") == []
+
+
+def test_say_gives_up_after_the_timeout_when_the_turn_never_ends(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    fake.answer = None
+    done = huxleyctl("say", "--timeout", "1", "hello", socket_path=daemon.path)
+    assert done.returncode == 1
+    assert "did not end within 1 s" in done.stderr
+
+
+def test_watch_prints_one_line_per_event(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    at = "2026-01-01T12:00:00.500+00:00"
+    fake.events = [
+        WatchEvent("state", at, "t1", {"state": "listening"}),
+        WatchEvent("heard", at, "t1", {"text": "what time is it"}),
+        WatchEvent("tool", at, "t1", {"name": "get_current_time", "arguments": "{}"}),
+        WatchEvent(
+            "result",
+            at,
+            "t1",
+            {"name": "get_current_time", "output": '{"time": "12:00"}', "error": None},
+        ),
+        WatchEvent("said", at, "t1", {"text": "It is noon."}),
+        WatchEvent("media", at, None, {"action": "started", "label": "[Radio] Jazz"}),
+    ]
+    done = huxleyctl("watch", "--seconds", "2", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split()[2] for line in lines] == [
+        "watching",
+        "state",
+        "heard",
+        "tool",
+        "result",
+        "said",
+        "media",
+    ]
+    assert lines[2].endswith("“what time is it”")
+    assert lines[3].endswith("get_current_time({})")
+    assert lines[4].endswith('get_current_time → {"time": "12:00"}')
+    assert lines[6].endswith("started: [Radio] Jazz")
+    as_json = huxleyctl("watch", "--json", "--seconds", "1", socket_path=daemon.path)
+    kinds = [json.loads(line)["kind"] for line in as_json.stdout.splitlines()]
+    assert kinds[:3] == ["watching", "state", "heard"]
 
 
 def test_daemon_side_failure_exits_1(daemon: ControlServer, fake: FakeControlHandler) -> None:

@@ -172,6 +172,7 @@ def write_config(
     sounds_dir: Path | None = None,
     skill_config: Mapping[str, str] | None = None,
     provider_kind: str = "openai",
+    provider_lines: str = "",
 ) -> Path:
     """Write ``huxleyd.toml`` and the persona; ``skill_config`` maps a skill to
     the TOML lines of its table (``{"memos": "max_seconds = 5"}``)."""
@@ -190,6 +191,7 @@ sounds_dir = "{sounds_dir or ROOT / "sounds"}"
 state_dir = "{tmp / "state"}"
 [provider]
 kind = "{provider_kind}"
+{provider_lines}
 silent_response_timeout_s = 20.0
 [audio]
 backend = "wav"
@@ -237,6 +239,7 @@ class Rig:
         speed: float = SPEED,
         skill_config: Mapping[str, str] | None = None,
         kind: SimDialect = "openai",
+        provider_lines: str = "",
     ) -> None:
         self.tmp = tmp
         self.kind = kind
@@ -245,6 +248,8 @@ class Rig:
         self.scenario = scenario
         self.skills = skills
         self.skill_config = skill_config
+        self.provider_lines = provider_lines
+        """Extra TOML lines of ``[provider]`` (``transcription_model = "…"``)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
         # Lockstep: a loaded machine must not leave gaps a Pi would not.
         self.backend = LockstepWavBackend(keep_speaker=True)
@@ -266,6 +271,7 @@ class Rig:
                 sounds_dir=sounds,
                 skill_config=self.skill_config,
                 provider_kind=self.kind,
+                provider_lines=self.provider_lines,
             )
         )
         self.runtime = Runtime(
