@@ -25,7 +25,7 @@ from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.control.server import ControlServer
 from huxleyd.errors import HuxleydError
 from huxleyd.files import Reader
-from huxleyd.logs import get_logger, setup
+from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
 from huxleyd.preflight import preflight
 from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.runtime_control import RuntimeControl
@@ -88,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = preflight(config, key_file=args.key_file, reader=reader)
             print(f"{args.config}: ok ({checked.summary(config)})")
             return 0
+        if not running_under_systemd():
+            # No journal to ask: `huxleyctl logs` reads this file instead.
+            add_log_file(config.storage.state_dir / LOG_FILE_NAME)
         return asyncio.run(run(config, RuntimeParts(key_file=args.key_file)))
     except HuxleydError as exc:
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -106,6 +106,7 @@ def test_huxleyctl_against_the_running_daemon(daemon: Daemon) -> None:
 
     say = daemon.ctl("say", "hello")
     assert say.returncode == 0, say.stderr
+    assert say.stdout == "hi\n", "say prints what the assistant said"
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         report = json.loads(daemon.ctl("status", "--json").stdout)
@@ -125,6 +126,39 @@ def test_huxleyctl_against_the_running_daemon(daemon: Daemon) -> None:
     assert checks["config"]["ok"] and checks["audio"]["ok"], checks
     assert daemon.ctl("fly").returncode == 2
     assert daemon.ctl("ptt", "wiggle").returncode == 2
+
+
+def test_without_a_journal_the_daemon_keeps_its_own_log_and_huxleyctl_reads_it(
+    daemon: Daemon,
+) -> None:
+    log = daemon.tmp / "state" / "huxleyd.log"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and "daemon_started" not in _text(log):
+        time.sleep(0.1)
+    assert "daemon_started" in _text(log)
+    config = daemon.tmp / "huxleyd.toml"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "huxleyd.control.cli",
+            "--config",
+            str(config),
+            "logs",
+            "--no-follow",
+            "HUXLEY_EVENT=daemon_started",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": str(daemon.tmp)},  # no journalctl
+    )
+    assert done.returncode == 0, done.stderr
+    assert "daemon_started" in done.stdout
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def test_sigterm_stops_cleanly(daemon: Daemon) -> None:
