@@ -72,6 +72,7 @@ ACTIVITY_LEDS = {
     Activity.THINKING: LedState.THINKING,
     Activity.SPEAKING: LedState.SPEAKING,
     Activity.MEDIA: LedState.MEDIA,
+    Activity.OFFLINE: LedState.OFFLINE,
 }
 
 

@@ -180,6 +180,13 @@ class Coordinator:
             return
         if self.proactive.press():
             return  # on a claim, the button hangs up
+        if self._offline or not self._provider.connected:
+            # Nobody would hear the turn: say so now, not after the silent
+            # retries (18 s of "thinking", then an error chime).
+            log.info("press_while_offline", offline=self._offline)
+            self._outputs.earcon("offline", before_speech=False)
+            self._outputs.show(Activity.OFFLINE)
+            return
         now = self._clock.monotonic()
         if self._busy():
             self._interrupt()
@@ -316,6 +323,8 @@ class Coordinator:
         elif state == "connected" and self._offline:
             self._offline = False
             log.info("provider_back_online")
+        if state == "connected" and self.activity == Activity.OFFLINE:
+            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
         if state == "connected":
             self.proactive.consider()  # injects held while there was nobody to ask
 

@@ -434,6 +434,35 @@ async def test_a_provider_that_refuses_us_for_good_is_heard() -> None:
         assert rig.audio.log.count(("earcon", 24)) == 1  # the "error" earcon (12 samples)
 
 
+async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> None:
+    async with Rig() as rig:
+        rig.coordinator._earcons["offline"] = b"\0\0" * 13
+        rig.coordinator.on_connection("offline", 4)
+        cues = rig.audio.log.count(("earcon", 26))
+        sent = len(rig.provider.commands)
+        rig.coordinator.press()
+        # at once: the cue, the offline activity (LEDs), and no turn for nobody
+        assert rig.audio.log.count(("earcon", 26)) == cues + 1
+        assert rig.coordinator.activity == "offline"
+        assert state_of(rig) is TurnState.IDLE and rig.coordinator.turn is None
+        assert len(rig.provider.commands) == sent, "nothing was sent to a dead connection"
+        rig.coordinator.release()
+        assert state_of(rig) is TurnState.IDLE
+        rig.coordinator.on_connection("connected")
+        assert rig.coordinator.activity == "idle"
+        rig.coordinator.press()
+        assert state_of(rig) is TurnState.LISTENING
+
+
+async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
+    async with Rig() as rig:
+        rig.coordinator._earcons["offline"] = b"\0\0" * 13
+        rig.provider.connected = False  # the socket dropped; not yet "offline"
+        rig.coordinator.press()
+        assert rig.audio.log.count(("earcon", 26)) == 1
+        assert state_of(rig) is TurnState.IDLE
+
+
 async def test_speak_verbatim_reads_out_of_band_and_asks_for_no_narration() -> None:
     async with Rig() as rig:
         await rig.turn()
