@@ -23,7 +23,13 @@ from pathlib import Path
 from huxleyd import __version__
 from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.control.server import ControlServer
-from huxleyd.errors import HuxleydError
+from huxleyd.errors import (
+    ConfigError,
+    HuxleydError,
+    SkillCollisionError,
+    SkillNotInstalledError,
+    SkillShapeError,
+)
 from huxleyd.files import Reader
 from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
 from huxleyd.preflight import preflight
@@ -31,6 +37,12 @@ from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.runtime_control import RuntimeControl
 
 log = get_logger("huxleyd.daemon")
+
+EX_CONFIG = 78
+"""sysexits.h: the configuration is wrong. The unit's RestartPreventExitStatus."""
+CONFIG_ERRORS = (ConfigError, SkillNotInstalledError, SkillCollisionError, SkillShapeError)
+"""What only an edit of the configuration fixes (a skill's setup may fail for
+a passing reason, such as the network, so SkillSetupError is not here)."""
 
 
 async def run(config: Config, parts: RuntimeParts | None = None) -> int:
@@ -49,8 +61,11 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
 
     loop.add_signal_handler(signal.SIGHUP, reload)
     try:
-        await runtime.start()
+        # The control socket first: a second instance finds the first one
+        # here, before it opens the sound card or logs daemon_started. While
+        # the runtime starts, huxleyctl already answers ("starting").
         async with ControlServer(RuntimeControl(runtime), config.control):
+            await runtime.start()
             await stop.wait()
             log.info("daemon_stopping", reason="signal")
     finally:
@@ -94,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run(config, RuntimeParts(key_file=args.key_file)))
     except HuxleydError as exc:
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
+        if isinstance(exc, CONFIG_ERRORS) and not args.check_config:
+            return EX_CONFIG  # the unit does not restart on this: a retry cannot fix it
         return 1
 
 

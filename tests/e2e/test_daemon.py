@@ -181,3 +181,18 @@ def test_sighup_reloads_the_persona(daemon: Daemon) -> None:
         assert daemon.proc.poll() is None, daemon.output()
         time.sleep(0.05)
     assert daemon.proc.poll() is None  # SIGHUP's default would have killed it
+
+
+def test_a_second_instance_stops_before_it_starts_anything(daemon: Daemon) -> None:
+    from tests.e2e.process import DaemonProcess
+
+    second = DaemonProcess(daemon.tmp / "huxleyd.toml", log=daemon.tmp / "second.log")
+    try:
+        status = second.proc.wait(timeout=60)
+    finally:
+        second.kill()
+    out = second.output()
+    assert status == 1, out
+    assert "another huxleyd is listening" in out
+    assert "daemon_started" not in out, "it found the first one before starting"
+    assert daemon.ctl("status").returncode == 0, "the first one is untouched"
