@@ -31,6 +31,7 @@ from huxleyd.errors import (
     SkillShapeError,
 )
 from huxleyd.files import Reader
+from huxleyd.firstrun import next_steps
 from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
 from huxleyd.preflight import preflight
 from huxleyd.runtime import Runtime, RuntimeParts
@@ -45,8 +46,13 @@ CONFIG_ERRORS = (ConfigError, SkillNotInstalledError, SkillCollisionError, Skill
 a passing reason, such as the network, so SkillSetupError is not here)."""
 
 
-async def run(config: Config, parts: RuntimeParts | None = None) -> int:
-    """Run the daemon until SIGTERM/SIGINT. Returns the exit status."""
+async def run(
+    config: Config, parts: RuntimeParts | None = None, *, config_arg: Path | None = None
+) -> int:
+    """Run the daemon until SIGTERM/SIGINT. Returns the exit status.
+
+    ``config_arg``: the ``--config`` as typed; when given and not under
+    systemd, the next steps are printed once the daemon is ready."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -66,6 +72,14 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
         # the runtime starts, huxleyctl already answers ("starting").
         async with ControlServer(RuntimeControl(runtime), config.control):
             await runtime.start()
+            if config_arg is not None and not running_under_systemd():
+                steps = next_steps(
+                    config_arg,
+                    config,
+                    simulator=runtime.is_simulator,
+                    audio=runtime.audio_description,
+                )
+                print(steps, file=sys.stderr, flush=True)
             await stop.wait()
             log.info("daemon_stopping", reason="signal")
     finally:
@@ -106,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not running_under_systemd():
             # No journal to ask: `huxleyctl logs` reads this file instead.
             add_log_file(config.storage.state_dir / LOG_FILE_NAME)
-        return asyncio.run(run(config, RuntimeParts(key_file=args.key_file)))
+        parts = RuntimeParts(key_file=args.key_file)
+        return asyncio.run(run(config, parts, config_arg=args.config))
     except HuxleydError as exc:
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
         if isinstance(exc, CONFIG_ERRORS) and not args.check_config:

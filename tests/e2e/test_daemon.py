@@ -155,6 +155,13 @@ def test_without_a_journal_the_daemon_keeps_its_own_log_and_huxleyctl_reads_it(
     )
     assert done.returncode == 0, done.stderr
     assert "daemon_started" in done.stdout
+    # started by hand, it ends its start-up with how to drive it
+    while time.monotonic() < deadline and "huxleyd is ready" not in daemon.output():
+        time.sleep(0.1)
+    out = daemon.output()
+    assert "huxleyd is ready, talking to the built-in simulator" in out
+    assert f"--config {config} watch" in out
+    assert "state/huxleyd.log" in out
 
 
 def _text(path: Path) -> str:
