@@ -43,8 +43,10 @@ $(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps
 run: setup
 	$(VENV)/bin/huxleyd --config $(CONFIG) $(if $(wildcard openai.key),--key-file openai.key,)
 
+# A scripted conversation that plays by itself (chime, a tool, music ducking
+# under speech), narrated here; to the sound card, else var/demo/speaker.wav.
 demo: setup
-	$(VENV)/bin/huxleyd --config config/demo.toml
+	$(PY) -m huxleyd.demo --dir var/demo
 
 lint: setup
 	$(VENV)/bin/ruff check .
