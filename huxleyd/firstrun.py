@@ -34,15 +34,16 @@ def next_steps(config_arg: Path, config: Config, *, simulator: bool, audio: str)
     """The lines to print once the daemon is ready (started by hand)."""
     ctl = f"{_huxleyctl()} --config {shlex.quote(str(config_arg))}"
     who = "the built-in simulator (scripted answers, not an AI)" if simulator else "the provider"
-    lines = [
-        "",
-        f"huxleyd is ready, talking to {who}. In another terminal:",
-        f"  {ctl} watch                     follow what happens (state, words, tools)",
-        f'  {ctl} say "what time is it"     a turn by text; prints the answer',
-        f"  {ctl} ptt tap                   press the button for a second",
-        f"  {ctl} status                    what it is doing",
-        f"Logs: here, and {_shown(config.storage.state_dir / LOG_FILE_NAME)} ({ctl} logs)",
-    ]
+    commands = (
+        ("watch", "follow what happens (state, words, tools)"),
+        ('say "what time is it"', "a turn by text; prints the answer"),
+        ("ptt tap", "press the button for a second"),
+        ("status", "what it is doing"),
+    )
+    width = max(len(command) for command, _ in commands)
+    lines = ["", f"huxleyd is ready, talking to {who}. In another terminal:"]
+    lines += [f"  {ctl} {command:<{width}}   {what}" for command, what in commands]
+    lines.append(f"Logs: here, and {_shown(config.storage.state_dir / LOG_FILE_NAME)} ({ctl} logs)")
     speaker = config.audio.speaker_wav
     if speaker is not None and audio.startswith("wav"):
         lines.append(f"Speaker: {_shown(speaker)} (a valid WAV while it grows: aplay it)")

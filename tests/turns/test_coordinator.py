@@ -35,6 +35,7 @@ from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.fakes.turn_ports import OPENAI_LIKE, RecordingAudio, RecordingProvider, RecordingVolume
+from tests.turns import eventually
 
 FRAME = bytes(960)  # 20 ms at 24 kHz
 
@@ -332,7 +333,8 @@ async def test_failing_and_hanging_tools_answer_and_the_session_goes_on() -> Non
         await rig.turn()
         c1, c2 = ToolCall("r1", "c1", "explode", "{}"), ToolCall("r1", "c2", "hang", "{}")
         rig.send(ResponseStarted("r1"), c1, c2, done("r1", c1, c2, audio=False))
-        await asyncio.sleep(0.2)
+        await eventually(lambda: len(rig.provider.outputs()) == 2, "both outputs")
+        await settle()
         outputs = rig.provider.outputs()
         assert json.loads(outputs["c1"])["error"] == "tool_failed"
         assert json.loads(outputs["c2"])["error"] == "timeout"
@@ -355,7 +357,7 @@ async def test_an_interrupted_tool_gets_a_cancelled_output() -> None:
 async def test_silent_responses_are_retried_then_given_up() -> None:
     async with Rig(timeout_s=0.02) as rig:
         await rig.turn()
-        await asyncio.sleep(0.2)
+        await eventually(lambda: rig.coordinator.last_turn is not None, "the turn to end")
         assert rig.provider.names().count("request_response") == 3  # first + 2 retries
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.SILENT
@@ -500,7 +502,8 @@ async def test_a_response_that_stalls_mid_speech_is_given_up() -> None:
     async with Rig(timeout_s=0.05) as rig:
         await rig.turn()
         rig.send(*reply("r1", "i1", chunks=2))  # ... and then nothing, no response.done
-        await asyncio.sleep(0.3)
+        await eventually(lambda: rig.coordinator.last_turn is not None, "the turn to end")
+        await settle()
         assert state_of(rig) is TurnState.IDLE
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
