@@ -55,7 +55,7 @@ from huxleyd.skillsources import SOURCE_KEY
 from huxleyd.storage import Database, FileSecrets
 from huxleyd.turns.coordinator import Activity, Coordinator, TurnSettings
 from huxleyd.turns.instructions import SessionInstructions
-from huxleyd.turns.state import TurnRecord
+from huxleyd.turns.state import TurnOutcome, TurnRecord
 from huxleyd.turns.supervisor import Supervisor
 from huxleyd.volume_wiring import make_volume
 
@@ -65,6 +65,14 @@ if TYPE_CHECKING:  # the simulators and the cascade load the openai package: on 
     from huxleyd.sim.server import SimServer
 
 log = get_logger("huxleyd.daemon")
+
+PERSONA_STRINGS = {
+    "too_short": "Too short: hold the button while you speak.",
+    "offline": "Offline: the provider is unreachable; still trying.",
+}
+"""The persona strings the daemon shows, with their defaults (a persona's
+``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
+the ``watch`` feed, beside the earcons that say the same aloud."""
 
 ACTIVITY_LEDS = {
     Activity.IDLE: LedState.IDLE,
@@ -531,6 +539,10 @@ class Runtime:
             side_effect=effect.kind if effect is not None else None,
         )
 
+    def persona_string(self, key: str) -> str:
+        """A persona string (``[i18n.<lang>.strings]``) in the persona's language."""
+        return self.config.persona.string(key, PERSONA_STRINGS[key])
+
     def _on_turn_done(self, turn: TurnRecord) -> None:
         self.feed.publish(
             "turn",
@@ -539,10 +551,15 @@ class Runtime:
             tools=",".join(turn.tools) or None,
             source=turn.source,
         )
+        if turn.outcome is TurnOutcome.TOO_SHORT:
+            # The earcon is the audible cue; text surfaces get the persona's words.
+            self.feed.publish("notice", turn=turn.turn_id, what=self.persona_string("too_short"))
 
     def _on_activity(self, activity: str) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
         self.feed.publish("state", turn=self._current_turn(), state=activity)
+        if activity == Activity.OFFLINE:  # a press while offline
+            self.feed.publish("notice", what=self.persona_string("offline"))
         if self.leds is not None and self.connection_state != "offline":
             self.leds.set_state(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)

@@ -88,7 +88,7 @@ class RuntimeControl:
         if coordinator is None:
             raise CommandFailedError("the daemon is still starting")
         if self._rt.connection_state == "offline":
-            raise CommandFailedError("offline: the provider is unreachable, try again later")
+            raise CommandFailedError(self._rt.persona_string("offline"))
         turn = coordinator.say(text)
         self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")
         return turn

@@ -117,3 +117,36 @@ async def test_a_slow_watcher_loses_the_oldest_events_and_is_told() -> None:
     assert got[0].dropped == 2 and got[1].dropped == 0
     await events.aclose()
     assert feed.subscribers == 0
+
+
+async def test_the_personas_strings_are_what_text_surfaces_say(tmp_path: Path) -> None:
+    import dataclasses
+
+    from huxleyd.config import LanguageOverrides
+    from huxleyd.control.errors import CommandFailedError
+
+    async with Rig(tmp_path, Scenario()) as rig:
+        strings = {"too_short": "No te he oído.", "offline": "No tengo conexión."}
+        persona = dataclasses.replace(
+            rig.rt.config.persona,
+            language="es",
+            i18n={"es": LanguageOverrides(strings=strings)},
+        )
+        rig.rt.config = dataclasses.replace(rig.rt.config, persona=persona)
+        seen: list[WatchEvent] = []
+        subscribed = asyncio.Event()
+        watcher = asyncio.create_task(_collect(rig, seen, subscribed))
+        await asyncio.wait_for(subscribed.wait(), 10)
+        button = rig.rt.button
+        assert button is not None
+        button.press()
+        button.release()  # no audio: too short
+        await until(lambda: any(e.kind == "notice" for e in seen), "the too-short notice")
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        notice = next(e for e in seen if e.kind == "notice")
+        assert notice.fields["what"] == "No te he oído."
+        rig.rt.connection_state = "offline"
+        with pytest.raises(CommandFailedError, match=r"No tengo conexión\."):
+            await RuntimeControl(rig.rt).say("hola")
+        rig.rt.connection_state = "connected"
