@@ -117,6 +117,9 @@ state_dir = "state"
 kind = "sim"
 sim_scenario = "scenario.toml"
 sim_speed = {speed}
+# The script answers each question once; a slow machine must not make the
+# daemon ask again (a retry would move the script on).
+silent_response_timeout_s = 60.0
 transcription_model = "gpt-4o-mini-transcribe"
 [audio]
 backend = "{"wav" if speed != 1 else "auto"}"

@@ -50,7 +50,8 @@ class RuntimeControl:
             state=state,
             provider_state=rt.connection_state,
             media=coordinator.media.label if coordinator is not None else None,
-            volume=await self.get_volume(),
+            # -1 while starting: the control socket answers before the volume is open.
+            volume=await self.get_volume() if rt.volume is not None else -1,
             uptime_s=round(rt.clock.monotonic() - rt.started_at, 1),
             xruns=XrunCounts(
                 underruns=stats.underruns if stats else 0,

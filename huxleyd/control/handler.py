@@ -98,7 +98,7 @@ class StatusReport:
     media: str | None
     """What is playing (a book title, a station), or None."""
     volume: int
-    """User volume, 0-100."""
+    """User volume, 0-100; -1 while the daemon starts (the volume is not open yet)."""
     uptime_s: float
     xruns: XrunCounts = field(default_factory=XrunCounts)
     last_turn_timings_ms: Mapping[str, float] = field(default_factory=dict)

@@ -61,7 +61,8 @@ def status_table(report: StatusReport) -> Table:
         table.add_row("", Text(why, style="yellow"))
     table.add_row("Persona", Text(report.persona))
     table.add_row("Media", Text(report.media) if report.media else Text("nothing playing", "dim"))
-    table.add_row("Volume", Text(f"{report.volume}"))
+    volume = Text(f"{report.volume}") if report.volume >= 0 else Text("not open yet", "dim")
+    table.add_row("Volume", volume)
     table.add_row("Uptime", Text(format_uptime(report.uptime_s)))
     x = report.xruns
     trouble = x.underruns or x.overruns or x.late_periods or x.dropped_mic_frames

@@ -347,7 +347,7 @@ class Rig:
         return sum(1 for e in self.sim.received if e.type == "input_audio_buffer.append")
 
 
-async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 15.0) -> None:
+async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
         if time.monotonic() > deadline:

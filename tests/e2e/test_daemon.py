@@ -40,7 +40,7 @@ class Daemon:
         self.proc = self.process.proc
         self.socket = self.process.socket
 
-    def wait_for(self, text: str, timeout_s: float = 20.0) -> None:
+    def wait_for(self, text: str, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if any(text in m for m in self.messages):
@@ -203,3 +203,15 @@ def test_a_second_instance_stops_before_it_starts_anything(daemon: Daemon) -> No
     assert "another huxleyd is listening" in out
     assert "daemon_started" not in out, "it found the first one before starting"
     assert daemon.ctl("status").returncode == 0, "the first one is untouched"
+
+
+async def test_status_answers_while_the_daemon_starts(tmp_path: Path) -> None:
+    """The control socket is up before the runtime: status must not fail then."""
+    from huxleyd.config import load_config
+    from huxleyd.runtime import Runtime
+    from huxleyd.runtime_control import RuntimeControl
+
+    config = load_config(write_daemon_config(tmp_path, scenario=SCENARIO))
+    report = await RuntimeControl(Runtime(config)).status()
+    assert report.state == "starting" and report.volume == -1
+    assert report.provider_state == "connecting"
