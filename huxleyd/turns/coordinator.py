@@ -57,6 +57,10 @@ from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 
 log = get_logger("huxleyd.turns")
 
+LINK_DOWN_STATES = frozenset({"reconnecting", "offline", "failed", "closed"})
+"""Connection states in which a turn cannot reach the provider (``connecting``
+is not one: a session renewal keeps the old socket until the new one is up)."""
+
 __all__ = ["READ_VERBATIM", "Activity", "Coordinator", "TurnSettings"]
 
 
@@ -129,6 +133,8 @@ class Coordinator:
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
         self._offline = False
+        self._link_down = False
+        """The transport said the socket is gone (reconnecting…): a turn would be lost."""
         self._closed = False
         self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
 
@@ -180,7 +186,7 @@ class Coordinator:
             return
         if self.proactive.press():
             return  # on a claim, the button hangs up
-        if self._offline or not self._provider.connected:
+        if self._offline or self._link_down:
             # Nobody would hear the turn: say so now, not after the silent
             # retries (18 s of "thinking", then an error chime).
             log.info("press_while_offline", offline=self._offline)
@@ -307,6 +313,7 @@ class Coordinator:
         """
         if self._closed:
             return
+        self._link_down = state in LINK_DOWN_STATES
         if state != "connected" and self.state.replying:
             log.warning("turn_lost_with_connection", state=state)
             self._replies.lose()

@@ -459,7 +459,7 @@ async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> N
 async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
     async with Rig() as rig:
         rig.coordinator._earcons["offline"] = b"\0\0" * 13
-        rig.provider.connected = False  # the socket dropped; not yet "offline"
+        rig.coordinator.on_connection("reconnecting", 1)  # the socket dropped; not yet "offline"
         rig.coordinator.press()
         assert rig.audio.log.count(("earcon", 26)) == 1
         assert state_of(rig) is TurnState.IDLE
