@@ -3,6 +3,7 @@
 #   make test   lint + the whole test suite
 #   make bench  the performance table (DESIGN.md budgets; real-time rows on a clocked fake card)
 
+SHELL   := /bin/bash
 PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
@@ -16,22 +17,36 @@ setup: $(VENV)/.installed
 
 # Re-run when the dependency list changes; system packages first, because
 # PyAudio compiles against PortAudio and systemd-python against libsystemd.
-# The SDK (sdk/, its own distribution) goes in first: huxleyd requires it.
+# Each step says what it does; pip shows one line per package (its full
+# output goes to $(VENV)/pip.log, shown when it fails). The SDK (sdk/, its
+# own distribution) goes in first: huxleyd requires it.
 $(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps.sh
+	@echo "setup 1/5: system packages (scripts/ensure-system-deps.sh)"
 	@scripts/ensure-system-deps.sh
+	@echo "setup 2/5: virtualenv $(VENV)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup 3/5: pip itself"
 	@$(PY) -m pip install --quiet --upgrade pip
-	@echo "pip install -e sdk"; $(PY) -m pip install --quiet -e sdk
+	@echo "setup 4/5: pip install -e sdk (huxley_sdk)"; $(PY) -m pip install --quiet -e sdk
 	@extras=dev; if pkg-config --exists libsystemd 2>/dev/null; then extras=dev,journal; fi; \
-	  echo "pip install -e .[$$extras]"; $(PY) -m pip install --quiet -e ".[$$extras]"
+	  echo "setup 5/5: pip install -e .[$$extras] (1-3 min: PyAudio and systemd-python compile)"; \
+	  set -o pipefail; \
+	  if ! $(PY) -m pip install --progress-bar off -e ".[$$extras]" 2>&1 | tee $(VENV)/pip.log \
+	      | { grep --line-buffered -E '^(Collecting|  Building wheel for|Installing collected|Successfully)' || true; } \
+	      | sed -u -e 's/^  //' -e 's/^/  /'; then \
+	    tail -n 30 $(VENV)/pip.log >&2; echo "setup failed: the whole pip output is in $(VENV)/pip.log" >&2; exit 1; \
+	  fi
 	@touch $@
+	@echo "setup done: make run (the daemon), make demo (a scripted conversation), make test"
 
 # With ./openai.key present the daemon talks to OpenAI; without, to the simulator.
 run: setup
 	$(VENV)/bin/huxleyd --config $(CONFIG) $(if $(wildcard openai.key),--key-file openai.key,)
 
+# A scripted conversation that plays by itself (chime, a tool, music ducking
+# under speech), narrated here; to the sound card, else var/demo/speaker.wav.
 demo: setup
-	$(VENV)/bin/huxleyd --config config/demo.toml
+	$(PY) -m huxleyd.demo --dir var/demo
 
 lint: setup
 	$(VENV)/bin/ruff check .

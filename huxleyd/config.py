@@ -24,6 +24,7 @@ from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import ConfigError
 from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.settings import HardwareSettings
+from huxleyd.persona_defaults import check_language, with_defaults
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.settings_schema import build
 
@@ -181,7 +182,8 @@ def load_persona(path: Path) -> Persona:
     for skill, section in skills.items():
         if not isinstance(section, dict):
             raise ConfigError(file, f"skills.{skill}", "expected a table (use [skills.NAME])")
-    persona = build(Persona, table, file=file)
+    check_language(table, file=file)
+    persona = build(Persona, with_defaults(table), file=file)
     try:
         ZoneInfo(persona.timezone)
     except (ZoneInfoNotFoundError, ValueError):

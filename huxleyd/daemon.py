@@ -24,9 +24,16 @@ from typing import Any
 from huxleyd import __version__
 from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.control.server import ControlServer
-from huxleyd.errors import HuxleydError
+from huxleyd.errors import (
+    ConfigError,
+    HuxleydError,
+    SkillCollisionError,
+    SkillNotInstalledError,
+    SkillShapeError,
+)
 from huxleyd.files import Reader
-from huxleyd.logs import get_logger, setup
+from huxleyd.firstrun import next_steps
+from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
 from huxleyd.native_stderr import NativeStderr
 from huxleyd.preflight import preflight
 from huxleyd.runtime import Runtime, RuntimeParts
@@ -34,9 +41,20 @@ from huxleyd.runtime_control import RuntimeControl
 
 log = get_logger("huxleyd.daemon")
 
+EX_CONFIG = 78
+"""sysexits.h: the configuration is wrong. The unit's RestartPreventExitStatus."""
+CONFIG_ERRORS = (ConfigError, SkillNotInstalledError, SkillCollisionError, SkillShapeError)
+"""What only an edit of the configuration fixes (a skill's setup may fail for
+a passing reason, such as the network, so SkillSetupError is not here)."""
 
-async def run(config: Config, parts: RuntimeParts | None = None) -> int:
-    """Run the daemon until SIGTERM/SIGINT. Returns the exit status."""
+
+async def run(
+    config: Config, parts: RuntimeParts | None = None, *, config_arg: Path | None = None
+) -> int:
+    """Run the daemon until SIGTERM/SIGINT. Returns the exit status.
+
+    ``config_arg``: the ``--config`` as typed; when given and not under
+    systemd, the next steps are printed once the daemon is ready."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -53,8 +71,19 @@ async def run(config: Config, parts: RuntimeParts | None = None) -> int:
     native = NativeStderr()  # ALSA/JACK chatter: into the rate-limited log
     native.install(loop)
     try:
-        await runtime.start()
+        # The control socket first: a second instance finds the first one
+        # here, before it opens the sound card or logs daemon_started. While
+        # the runtime starts, huxleyctl already answers ("starting").
         async with ControlServer(RuntimeControl(runtime), config.control):
+            await runtime.start()
+            if config_arg is not None and not running_under_systemd():
+                steps = next_steps(
+                    config_arg,
+                    config,
+                    simulator=runtime.is_simulator,
+                    audio=runtime.audio_description,
+                )
+                print(steps, file=sys.stderr, flush=True)
             await stop.wait()
             log.info("daemon_stopping", reason="signal")
     finally:
@@ -127,9 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = preflight(config, key_file=args.key_file, reader=reader)
             print(f"{args.config}: ok ({checked.summary(config)})")
             return 0
-        return run_bounded(run(config, RuntimeParts(key_file=args.key_file)))
+        if not running_under_systemd():
+            # No journal to ask: `huxleyctl logs` reads this file instead.
+            add_log_file(config.storage.state_dir / LOG_FILE_NAME)
+        parts = RuntimeParts(key_file=args.key_file)
+        return run_bounded(run(config, parts, config_arg=args.config))
     except HuxleydError as exc:
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
+        if isinstance(exc, CONFIG_ERRORS) and not args.check_config:
+            return EX_CONFIG  # the unit does not restart on this: a retry cannot fix it
         return 1
 
 

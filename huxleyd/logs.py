@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+import logging.handlers
 import os
 import re
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from huxley_sdk.logging import FIELDS_ATTR, EventLogger, get_logger
@@ -162,6 +164,31 @@ def _default_journal_sender() -> JournalSender | None:
 def running_under_systemd() -> bool:
     """True when stderr is connected to the journal (systemd sets JOURNAL_STREAM)."""
     return bool(os.environ.get("JOURNAL_STREAM"))
+
+
+LOG_FILE_NAME = "huxleyd.log"
+"""The daemon's own log in its state directory, written when there is no
+journal (``huxleyctl logs`` reads it then)."""
+LOG_FILE_BYTES = 1_000_000
+LOG_FILE_BACKUPS = 2
+"""Bound: at most three files of 1 MB; the oldest is dropped."""
+
+
+def add_log_file(path: Path) -> logging.Handler | None:
+    """Also write the log to ``path`` (rotated, bounded). None, with a line on
+    stderr, when the file cannot be opened: a log file is never a reason not
+    to start."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
+        )
+    except OSError as exc:
+        print(f"huxleyd: not writing {path}: {exc.strerror or exc}", file=sys.stderr)
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.getLogger().addHandler(handler)
+    return handler
 
 
 def setup(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config, load_persona
+from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.errors import ConfigError, SkillSetupError
 from huxleyd.hardware.boards import BoardProfile
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
@@ -36,16 +38,25 @@ from huxleyd.hardware.leds import LedController, LedState, limits_from_settings,
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
 from huxleyd.preflight import KeySource, Preflight, preflight
+from huxleyd.providers.events import (
+    Event,
+    ResponseDone,
+    Role,
+    ToolCall,
+    TranscriptDelta,
+    TranscriptDone,
+)
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
 from huxleyd.service import Notifier, Watchdog
 from huxleyd.skillevents import ClientEvents
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost import SkillHost, ToolOutcome
 from huxleyd.skillsources import SOURCE_KEY
 from huxleyd.storage import Database, FileSecrets
 from huxleyd.turns.coordinator import Activity, Coordinator, TurnSettings
 from huxleyd.turns.instructions import SessionInstructions
+from huxleyd.turns.state import TurnOutcome, TurnRecord
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 from huxleyd.volume_wiring import make_volume
 
@@ -63,12 +74,21 @@ STOP_BUDGET_S = 15.0
 RUNTIME_RESTARTS_PER_HOUR = 20
 """A runtime task that died more often than this in an hour stays down (doctor shows it)."""
 
+PERSONA_STRINGS = {
+    "too_short": "Too short: hold the button while you speak.",
+    "offline": "Offline: the provider is unreachable; still trying.",
+}
+"""The persona strings the daemon shows, with their defaults (a persona's
+``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
+the ``watch`` feed, beside the earcons that say the same aloud."""
+
 ACTIVITY_LEDS = {
     Activity.IDLE: LedState.IDLE,
     Activity.LISTENING: LedState.LISTENING,
     Activity.THINKING: LedState.THINKING,
     Activity.SPEAKING: LedState.SPEAKING,
     Activity.MEDIA: LedState.MEDIA,
+    Activity.OFFLINE: LedState.OFFLINE,
 }
 
 
@@ -168,12 +188,22 @@ class Runtime:
         """What :func:`~huxleyd.preflight.preflight` found at start (the key file used…)."""
         self.instructions = SessionInstructions("", context=str, apply=lambda _text: None)
         """Replaced at start; refreshed by the coordinator before each turn."""
+        self.connection_status: ConnectionStatus | None = None
+        """The last report of the provider connection (why offline, next try)."""
+        self._next_try_at: float | None = None
+        self.feed = EventFeed()
+        """What ``huxleyctl watch`` streams: state, transcripts, tools, media."""
+        self._log_tap = FeedLogTap(self.feed)
+        self._said_parts: dict[str, list[str]] = {}
+        """Assistant transcript deltas per item, until its final transcript."""
 
     # ------------------------------------------------------------ start
 
     async def start(self) -> None:
         config = self.config
         self.notifier.status("starting")
+        logging.getLogger("huxleyd").addHandler(self._log_tap)
+        self._closers.append(lambda: logging.getLogger("huxleyd").removeHandler(self._log_tap))
         # Everything that can be wrong with the configuration fails here,
         # before a device or the network is opened (huxleyd --check-config).
         self.checked = checked = preflight(
@@ -193,10 +223,11 @@ class Runtime:
         else:
             url, api_key = await self._provider_target()
         self.host = checked.host
+        self.host.on_outcome = self._on_tool_outcome
         connection = create_connection(
             provider,
             api_key=api_key,
-            on_event=lambda event: self._coordinator().on_provider_event(event),
+            on_event=self._on_provider_event,
             on_state=self._on_connection_state,
             url=url,
             key_source=self._key_source(api_key),
@@ -221,6 +252,7 @@ class Runtime:
             ),
             clock=self.clock,
             on_activity=self._on_activity,
+            on_turn_done=self._on_turn_done,
             renew_session_if_due=self._renew_if_due,
         )
         self.notifier.status("setting up skills")
@@ -494,8 +526,65 @@ class Runtime:
 
     # ------------------------------------------------------------ events
 
+    def _current_turn(self) -> str | None:
+        turn = self.coordinator.turn if self.coordinator is not None else None
+        return turn.turn_id if turn is not None else None
+
+    def _on_provider_event(self, event: Event) -> None:
+        """The transport's events: to the coordinator, and what a person can
+        follow (transcripts, tool calls) to ``huxleyctl watch``."""
+        if isinstance(event, TranscriptDelta) and event.role is Role.ASSISTANT:
+            # Some providers (Gemini) never send a final assistant transcript.
+            self._said_parts.setdefault(event.item_id, []).append(event.text)
+        elif isinstance(event, TranscriptDone):
+            self._said_parts.pop(event.item_id, None)
+            if event.text.strip():
+                kind = "heard" if event.role is Role.USER else "said"
+                self.feed.publish(kind, turn=self._current_turn(), text=event.text.strip())
+        elif isinstance(event, ResponseDone) and self._said_parts:
+            for parts in self._said_parts.values():
+                text = "".join(parts).strip()
+                if text:
+                    self.feed.publish("said", turn=self._current_turn(), text=text)
+            self._said_parts.clear()
+        elif isinstance(event, ToolCall):
+            self.feed.publish(
+                "tool", turn=self._current_turn(), name=event.name, arguments=event.arguments_json
+            )
+        self._coordinator().on_provider_event(event)
+
+    def _on_tool_outcome(self, outcome: ToolOutcome) -> None:
+        effect = outcome.side_effect
+        self.feed.publish(
+            "result",
+            turn=self._current_turn(),
+            name=outcome.tool,
+            output=outcome.output,
+            error=outcome.error,
+            side_effect=effect.kind if effect is not None else None,
+        )
+
+    def persona_string(self, key: str) -> str:
+        """A persona string (``[i18n.<lang>.strings]``) in the persona's language."""
+        return self.config.persona.string(key, PERSONA_STRINGS[key])
+
+    def _on_turn_done(self, turn: TurnRecord) -> None:
+        self.feed.publish(
+            "turn",
+            turn=turn.turn_id,
+            outcome=turn.outcome.value if turn.outcome else None,
+            tools=",".join(turn.tools) or None,
+            source=turn.source,
+        )
+        if turn.outcome is TurnOutcome.TOO_SHORT:
+            # The earcon is the audible cue; text surfaces get the persona's words.
+            self.feed.publish("notice", turn=turn.turn_id, what=self.persona_string("too_short"))
+
     def _on_activity(self, activity: str) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
+        self.feed.publish("state", turn=self._current_turn(), state=activity)
+        if activity == Activity.OFFLINE:  # a press while offline
+            self.feed.publish("notice", what=self.persona_string("offline"))
         if self.connection_state not in ("offline", "key_refused"):
             self._show_leds(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)
@@ -503,6 +592,17 @@ class Runtime:
     def _on_connection_state(self, status: ConnectionStatus) -> None:
         state = str(status.state)
         self.connection_state = state
+        self.connection_status = status
+        self._next_try_at = (
+            None if status.retry_in_s is None else self.clock.monotonic() + status.retry_in_s
+        )
+        self.feed.publish(
+            "connection",
+            state=state,
+            attempt=status.attempt,
+            retry_in_s=status.retry_in_s,
+            detail=status.detail,
+        )
         if self.coordinator is not None:
             self.coordinator.on_connection(state, status.attempt)
         if state in ("offline", "key_refused"):
@@ -524,6 +624,12 @@ class Runtime:
             self.leds.set_state(state)
         except Exception as exc:
             log.error("led_write_failed", state=state.value, error=f"{type(exc).__name__}: {exc}")
+
+    def next_try_in_s(self) -> float | None:
+        """Seconds until the transport tries to connect again, if it waits to."""
+        if self._next_try_at is None or self.connection_state == "connected":
+            return None
+        return round(max(self._next_try_at - self.clock.monotonic(), 0.0), 1)
 
     def _renew_if_due(self) -> None:
         connection = self.connection

@@ -23,7 +23,11 @@ from huxleyd.control.handler import (
     XrunCounts,
 )
 from huxleyd.control.protocol import PttAction
+from huxleyd.control.watch import WatchEvent
+from huxleyd.logs import get_logger
 from huxleyd.runtime import Runtime
+
+log = get_logger("huxleyd.control")
 
 TAP_HOLD_S = 1.0
 """How long ``huxleyctl ptt tap`` holds the button: long enough to be a turn."""
@@ -59,11 +63,13 @@ class RuntimeControl:
         stats = engine.stats() if engine is not None else None
         last = coordinator.last_turn if coordinator is not None else None
         state = coordinator.activity if coordinator is not None else "starting"
+        conn = rt.connection_status
         return StatusReport(
             state=state,
             provider_state=rt.connection_state,
             media=coordinator.media.label if coordinator is not None else None,
-            volume=await self.get_volume(),
+            # -1 while starting: the control socket answers before the volume is open.
+            volume=await self.get_volume() if rt.volume is not None else -1,
             uptime_s=round(rt.clock.monotonic() - rt.started_at, 1),
             xruns=XrunCounts(
                 underruns=stats.underruns if stats else 0,
@@ -76,6 +82,9 @@ class RuntimeControl:
             persona=rt.config.persona.name,
             provider_kind=rt.config.provider.kind,
             is_simulator=rt.is_simulator,
+            provider_attempt=conn.attempt if conn is not None else 0,
+            provider_detail=conn.detail if conn is not None else "",
+            provider_retry_in_s=rt.next_try_in_s(),
         )
 
     async def get_volume(self) -> int:
@@ -84,21 +93,28 @@ class RuntimeControl:
         return await self._rt.volume.get_level()
 
     async def set_volume(self, level: int) -> int:
-        if self._rt.volume is None:
+        volume = self._rt.volume
+        if volume is None:
             raise CommandFailedError("the volume control is not ready yet")
-        return await self._rt.volume.set_level(level)
+        before = await volume.get_level()
+        really = await volume.set_level(level)
+        # The journal (and `huxleyctl watch`) say who moved the volume.
+        log.info("volume_changed", by="huxleyctl", previous=before, requested=level, level=really)
+        return really
 
     async def say(self, text: str) -> str:
         coordinator = self._rt.coordinator
         if coordinator is None:
             raise CommandFailedError("the daemon is still starting")
         if self._rt.connection_state == "offline":
-            raise CommandFailedError("offline: the provider is unreachable, try again later")
+            raise CommandFailedError(self._rt.persona_string("offline"))
         if self._rt.connection_state == "key_refused":
             raise CommandFailedError(
                 "the provider refused the API key: fix the key file (it is re-read on every try)"
             )
-        return coordinator.say(text)
+        turn = coordinator.say(text)
+        self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")
+        return turn
 
     async def stop(self) -> bool:
         coordinator = self._rt.coordinator
@@ -132,6 +148,10 @@ class RuntimeControl:
             stats = engine.stats()
             yield LevelsSample(mic_dbfs=stats.input_rms_dbfs, output_dbfs=stats.output_rms_dbfs)
             await asyncio.sleep(0.1)
+
+    async def watch(self) -> AsyncIterator[WatchEvent]:
+        async for event in self._rt.feed.subscribe():
+            yield event
 
     async def doctor(self) -> list[DoctorCheck]:
         """The doctor's checks against what this daemon really runs."""

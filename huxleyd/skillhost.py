@@ -196,6 +196,8 @@ class SkillHost:
         self._context_failed: set[str] = set()
         self._abandoned: set[asyncio.Task[object]] = set()
         self._index_tools()
+        self.on_outcome: Callable[[ToolOutcome], None] | None = None
+        """Told of every finished call (the runtime publishes it to ``huxleyctl watch``)."""
         unknown = sorted(set(self._descriptions) - set(self._by_tool))
         if unknown:
             raise SkillCollisionError(
@@ -395,7 +397,18 @@ class SkillHost:
         return entry[0].name if entry else None
 
     async def call(self, call_id: str, tool: str, arguments_json: str) -> ToolOutcome:
-        """Run one tool call. Never raises (except CancelledError); always an output."""
+        """Run one tool call. Never raises (except CancelledError); always an output.
+
+        :attr:`on_outcome` (``huxleyctl watch``) hears of every outcome."""
+        outcome = await self._call(call_id, tool, arguments_json)
+        if self.on_outcome is not None:
+            try:
+                self.on_outcome(outcome)
+            except Exception:
+                log.exception("tool_observer_failed", tool=tool)
+        return outcome
+
+    async def _call(self, call_id: str, tool: str, arguments_json: str) -> ToolOutcome:
         entry = self._by_tool.get(tool)
         if entry is None:
             return ToolOutcome(

@@ -11,7 +11,7 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import PersistentVolume, open_volume
 from huxleyd.logs import get_logger
-from huxleyd.skills.system import DEFAULT_VOLUME, VOLUME_KEY
+from huxleyd.skills.system import VOLUME_KEY
 from huxleyd.storage import Database
 
 log = get_logger("huxleyd.audio")
@@ -34,9 +34,11 @@ class SkillSettingLevelStore:
 async def make_volume(
     settings: AudioSettings, engine: AudioEngine, db: Database
 ) -> PersistentVolume:
-    """Open the volume control and restore the last level (default 50)."""
+    """Open the volume control and restore the last level (``[audio] default_volume``
+    until one was ever set)."""
     control = await open_volume(settings, engine)
-    volume = PersistentVolume(control, SkillSettingLevelStore(db), default_level=DEFAULT_VOLUME)
+    store = SkillSettingLevelStore(db)
+    volume = PersistentVolume(control, store, default_level=settings.default_volume)
     level = await volume.restore()
     log.info("volume_restored", level=level, control=type(control).__name__)
     return volume

@@ -4,8 +4,11 @@
 #   libasound2-dev   ALSA headers + file plugin     ffmpeg      media decoding (books, radio)
 #   libsystemd-dev   systemd-python (journald)     espeak-ng   the simulator's voice
 #   pkg-config       finds libsystemd for pip
+#   gcc, python3-dev PyAudio and systemd-python are C extensions: a compiler
+#                    and the Python headers (a minimal Debian has neither)
+#   python3-venv     `python3 -m venv` (Debian ships it apart from python3)
 set -eu
-PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config"
+PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv"
 
 missing=""
 for p in $PACKAGES; do

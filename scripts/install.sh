@@ -30,6 +30,11 @@ case "$PREFIX" in
 esac
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "$BOARD" ] && [ ! -f "$SRC/hw/$BOARD.toml" ]; then
+    boards=$(cd "$SRC/hw" && for f in *.toml; do printf '%s ' "${f%.toml}"; done)
+    echo "install: unknown BOARD '$BOARD' (have: $boards)" >&2
+    exit 2
+fi
 VENV="$DESTDIR$PREFIX/venv"
 SHARE="$DESTDIR$PREFIX/share"
 ETC="$DESTDIR/etc/huxleyd"
@@ -115,8 +120,24 @@ install_config() {
     fi
 }
 
+# The shipped huxleyd.toml, made for this install: paths under PREFIX, and
+# the board when BOARD is given (else the shipped gpio-basic).
+configured_toml() {
+    out=$1
+    sed -e "s|/opt/huxleyd|$PREFIX|g" "$SRC/config/huxleyd.toml" > "$out"
+    if [ -n "$BOARD" ]; then
+        sed -i "s|^board = \".*\"|board = \"$BOARD\"|" "$out"
+    fi
+}
+
 install_configs() {
-    install_config "$SRC/config/huxleyd.toml" "$ETC/huxleyd.toml"
+    toml=$(mktemp)
+    configured_toml "$toml"
+    install_config "$toml" "$ETC/huxleyd.toml"
+    rm -f "$toml"
+    if [ -n "$BOARD" ] && ! grep -q "^board = \"$BOARD\"" "$ETC/huxleyd.toml"; then
+        say "WARNING: your $ETC/huxleyd.toml keeps its board; set board = \"$BOARD\" in [hardware]"
+    fi
     for f in "$SRC"/config/personas/*.toml; do
         if [ -f "$f" ]; then install_config "$f" "$ETC/personas/$(basename "$f")"; fi
     done

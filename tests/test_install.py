@@ -15,6 +15,7 @@ import os
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,21 @@ def _run(script: str, destdir: Path, **env: str) -> str:
     return result.stdout
 
 
+BOARD = "respeaker-2mic"
+
+
+def _configured(board: str | None) -> str:
+    """The shipped huxleyd.toml as install.sh writes it for PREFIX and ``board``."""
+    text = (ROOT / "config/huxleyd.toml").read_text().replace("/opt/huxleyd", PREFIX)
+    if board:
+        text = text.replace('board = "gpio-basic"', f'board = "{board}"')
+    return text
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     destdir = tmp_path_factory.mktemp("destdir")
-    return destdir, _run("install.sh", destdir, BOARD="respeaker-2mic")
+    return destdir, _run("install.sh", destdir, BOARD=BOARD)
 
 
 def test_systemd_files(installed: tuple[Path, str]) -> None:
@@ -66,14 +78,26 @@ def test_board_profiles_and_asound_conf(installed: tuple[Path, str]) -> None:
 def test_default_config_and_key(installed: tuple[Path, str]) -> None:
     destdir, _ = installed
     etc = destdir / "etc/huxleyd"
-    defaults = [ROOT / "config/huxleyd.toml", *sorted((ROOT / "config/personas").glob("*.toml"))]
-    assert defaults[0].exists()
-    for src in defaults:
+    for src in sorted((ROOT / "config/personas").glob("*.toml")):
         dst = etc / src.relative_to(ROOT / "config")
         assert dst.read_bytes() == src.read_bytes(), dst
+    assert (etc / "huxleyd.toml").read_text() == _configured(BOARD)
     key = etc / "openai.key"
     assert key.read_bytes() == b""
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_the_installed_config_names_the_board_and_the_prefix(
+    installed: tuple[Path, str],
+) -> None:
+    # before test_edited_config_survives_a_second_install edits the file
+    destdir, _ = installed
+    text = (destdir / "etc/huxleyd/huxleyd.toml").read_text()
+    config = tomllib.loads(text)
+    assert config["hardware"]["board"] == BOARD
+    assert config["hardware"]["boards_dir"] == f"{PREFIX}/share/hw"
+    assert config["daemon"]["sounds_dir"] == f"{PREFIX}/share/sounds"
+    assert "/opt/huxleyd" not in text
 
 
 def test_venv_points_at_the_final_prefix(installed: tuple[Path, str]) -> None:
@@ -134,7 +158,7 @@ def test_edited_config_survives_a_second_install(installed: tuple[Path, str]) ->
     output = _run("install.sh", destdir)
     assert config.read_text() == edited
     dist = config.with_name("huxleyd.toml.dist")
-    assert dist.read_bytes() == (ROOT / "config/huxleyd.toml").read_bytes()
+    assert dist.read_text() == _configured(None)  # this install gave no BOARD
     assert f"kept your edited {config}" in output
     assert (destdir / "etc/huxleyd/openai.key").read_text() == "sk-test\n"
     personas = destdir / "etc/huxleyd/personas"
@@ -159,3 +183,45 @@ def test_relative_prefix_is_refused(tmp_path: Path) -> None:
     )
     assert result.returncode == 2 and "absolute" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_an_unknown_board_stops_the_install(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["sh", str(ROOT / "scripts" / "install.sh"), str(tmp_path), PREFIX],
+        env={
+            **os.environ,
+            "PYTHON": sys.executable,
+            "HUXLEYD_PIP_ARGS": "--no-deps",
+            "BOARD": "respeaker-3mic",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert "unknown BOARD 'respeaker-3mic'" in result.stderr and "respeaker-2mic" in result.stderr
+
+
+def test_system_deps_include_what_a_minimal_debian_needs_to_build(tmp_path: Path) -> None:
+    """With nothing installed, the script asks apt for the compiler, headers and venv."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "apt.log"
+    for name, body in {
+        "dpkg-query": "exit 1",
+        "id": "echo 0",
+        "apt-get": f'echo "$@" >> {log}',
+    }.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    result = subprocess.run(
+        ["/bin/sh", str(ROOT / "scripts" / "ensure-system-deps.sh")],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    install = next(line for line in log.read_text().splitlines() if "install" in line).split()
+    for package in ("gcc", "python3-dev", "python3-venv", "portaudio19-dev", "libsystemd-dev"):
+        assert package in install

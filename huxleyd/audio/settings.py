@@ -33,6 +33,8 @@ class AudioSettings:
     duck_depth_db: float = field(default=-12.0, metadata=bounds(-60.0, 0.0))
     duck_attack_ms: float = field(default=80.0, metadata=bounds(1.0, 2000.0))
     duck_release_ms: float = field(default=600.0, metadata=bounds(1.0, 5000.0))
+    default_volume: int = field(default=50, metadata=bounds(0, 100))
+    """The user volume (0-100) at the very first start; afterwards the last level is kept."""
     mixer_control: str | None = None
     """ALSA mixer control for SetVolume (``PCM``, ``Speaker``…); found by scanning when unset."""
     mixer_card: str = "default"

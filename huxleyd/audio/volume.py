@@ -274,8 +274,10 @@ class PersistentVolume:
     async def restore(self) -> int:
         """Apply the stored level (or the default); return the level read back."""
         stored = await self._store.load()
-        level = self._default if stored is None else _clamp(stored)
-        return await self.control.set_level(level)
+        if stored is None:
+            # Saved, so the system skill's get_volume reads the level in effect.
+            return await self.set_level(self._default)
+        return await self.control.set_level(_clamp(stored))
 
     async def set_level(self, percent: int) -> int:
         """Apply, then save. The level returned is the one the speaker has: a

@@ -4,7 +4,7 @@
 
     huxleyctl status [--json]         state, provider, media, volume, xruns, timings
     huxleyctl volume [N]              print the volume, or set it (0-100)
-    huxleyctl say TEXT...             start a text turn, as if spoken
+    huxleyctl say TEXT...             start a text turn, as if spoken; print the answer
     huxleyctl stop                    stop the media that is playing
     huxleyctl skills [--json]         loaded skills and their tools
     huxleyctl skills install PACKAGE  add a Huxley skill package to the daemon's venv
@@ -13,14 +13,16 @@
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
     huxleyctl doctor [--json]         diagnose config, key, audio, GPIO, network, disk
     huxleyctl event KEY [JSON]        a Huxley client event for the skills (docs/skills.md)
-    huxleyctl logs [MATCH...]         follow the daemon's journal
+    huxleyctl logs [MATCH...]         follow the daemon's journal (or its log file)
+    huxleyctl watch [--json]          follow the conversation: state, transcripts, tools, media
 
 The socket is ``--socket PATH``, else ``[control] socket_path`` of
 ``--config`` (default /etc/huxleyd/huxleyd.toml) when that file exists,
 else /run/huxleyd/control.sock.
 
 Exit status: 0 ok; 1 the daemon refused or failed the command (and
-``doctor`` when a check failed; ``logs`` without journalctl); 2 usage;
+``doctor`` when a check failed; ``logs`` with neither a journal nor a log
+file; ``say`` when the turn did not end within the timeout); 2 usage;
 3 the daemon is not reachable (not running, or no permission on the socket).
 """
 
@@ -31,7 +33,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -112,7 +116,9 @@ def _common_options(*, suppress: bool) -> _Parser:
         "--config",
         type=Path,
         default=default(DEFAULT_CONFIG),
-        help="daemon config to read the socket path from (default: %(default)s)",
+        # Spelled out, not %(default)s: the subcommands' copy of this option
+        # defaults to SUPPRESS, and argparse would fail to format their --help.
+        help=f"daemon config to read the socket path from (default: {DEFAULT_CONFIG})",
     )
     common.add_argument(
         "--timeout",
@@ -145,8 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     command("volume", "print the volume, or set it").add_argument(
         "level", nargs="?", type=_volume_level, metavar="N", help="new volume, 0-100"
     )
-    command("say", "start a text turn, as if spoken").add_argument(
-        "text", nargs="+", metavar="TEXT"
+    say = command("say", "start a text turn, as if spoken, and print the answer")
+    say.add_argument("text", nargs="+", metavar="TEXT")
+    say.add_argument(
+        "--no-wait", action="store_true", help="print the turn id at once, not the answer"
     )
     command("stop", "stop the media that is playing")
     skills = command("skills", "list loaded skills; install or remove a skill package")
@@ -181,9 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     event = command("event", "send a Huxley client event to the skills subscribed to KEY")
     event.add_argument("key", metavar="KEY")
     event.add_argument("data", nargs="?", type=_json_object, metavar="JSON", help="its data")
-    logs = command("logs", "follow the daemon's journal")
+    watch = command("watch", "follow the conversation: state, transcripts, tools, media")
+    watch.add_argument("--json", action="store_true", help="one JSON object per event")
+    watch.add_argument(
+        "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
+    )
+    logs = command("logs", "follow the daemon's journal, or its log file without systemd")
     logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
     logs.add_argument("--no-follow", action="store_true", help="print and exit")
+    logs.add_argument(
+        "--lines",
+        type=int,
+        default=50,
+        help="without a journal: how many lines of the log file to show first (default: %(default)s)",
+    )
     logs.add_argument(
         "match", nargs="*", type=_journal_match, metavar="MATCH", help="e.g. HUXLEY_TOOL=set_volume"
     )
@@ -260,7 +279,50 @@ def cmd_volume(client: ControlClient, args: argparse.Namespace) -> int:
 
 
 def cmd_say(client: ControlClient, args: argparse.Namespace) -> int:
-    print(f"turn {client.say(args.say_text)}")
+    if args.no_wait:
+        print(f"turn {client.say(args.say_text)}")
+        return EXIT_OK
+    # Listen first, on a second connection, so no word of the answer is missed.
+    with ControlClient(client.path, timeout_s=client.timeout_s, group=args.socket_group) as feed:
+        events = feed.watch(duration_s=args.timeout)
+        next(events, None)  # "watching": subscribed, nothing of the turn can be missed
+        turn = client.say(args.say_text)
+        said = False
+        for event in events:
+            if event.turn != turn:
+                continue
+            if event.kind == "said":
+                print(event.fields.get("text"), flush=True)
+                said = True
+            elif event.kind == "result" and event.fields.get("error"):
+                print(f"(tool {event.fields.get('name')} failed: {event.fields.get('error')})")
+            elif event.kind == "turn":
+                outcome = event.fields.get("outcome")
+                if outcome != "answered" or not said:
+                    print(
+                        f"(turn {turn}: {outcome}, no spoken answer)"
+                        if not said
+                        else f"(turn {turn}: {outcome})"
+                    )
+                return EXIT_OK if outcome == "answered" else EXIT_FAILED
+    print(
+        f"huxleyctl: say: turn {turn} did not end within {args.timeout:g} s "
+        "(huxleyctl watch shows what it does)",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
+
+
+def cmd_watch(client: ControlClient, args: argparse.Namespace) -> int:
+    from huxleyd.control.render import watch_line
+
+    if not args.json:
+        print("(Ctrl-C to stop)", file=sys.stderr, flush=True)
+    for event in client.watch(duration_s=args.seconds):
+        if args.json:
+            print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
+        else:
+            print(watch_line(event), flush=True)
     return EXIT_OK
 
 
@@ -307,21 +369,110 @@ def cmd_levels(client: ControlClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+JOURNAL_PROBE_S = 5.0
+"""How long asking the journal whether it knows the unit may take."""
+
+
+def _journal_has_unit(journalctl: str) -> bool:
+    """True when the journal holds at least one line of the unit.
+
+    On a machine without a journal (a container, a laptop running ``make
+    run``) ``journalctl --follow`` would wait forever printing nothing.
+    """
+    try:
+        probe = subprocess.run(
+            [journalctl, "--unit", JOURNAL_UNIT, "--lines", "1", "--quiet", "--no-pager"],
+            capture_output=True,
+            timeout=JOURNAL_PROBE_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0 and bool(probe.stdout.strip())
+
+
+def _log_file_of(config_path: Path) -> Path | None:
+    """The daemon's own log file (``<state_dir>/huxleyd.log``) for ``--config``."""
+    from huxleyd.config import StorageSettings, load_config, read_toml
+    from huxleyd.errors import ConfigError
+    from huxleyd.logs import LOG_FILE_NAME
+
+    try:
+        if not config_path.is_file():
+            return None
+        return load_config(config_path).storage.state_dir / LOG_FILE_NAME
+    except (ConfigError, OSError):
+        pass  # another part of the file may be broken; [storage] may still be fine
+    try:
+        storage = read_toml(config_path).get("storage", {})
+    except (ConfigError, OSError):
+        return None
+    state_dir = storage.get("state_dir") if isinstance(storage, dict) else None
+    if state_dir is None:
+        return StorageSettings().state_dir / LOG_FILE_NAME
+    if not isinstance(state_dir, str):
+        return None
+    return (config_path.parent / state_dir).resolve() / LOG_FILE_NAME
+
+
+def _matches(line: str, matches: Sequence[str]) -> bool:
+    """``HUXLEY_TOOL=set_volume`` matches a ``tool=set_volume`` field of the line."""
+    words = line.split()
+    for match in matches:
+        name, _, value = match.partition("=")
+        field = name.removeprefix("HUXLEY_").lower()
+        # HUXLEY_EVENT is the line's event name, a bare word; the rest are k=v.
+        wanted = value if field == "event" else f"{field}={value}"
+        if wanted not in words:
+            return False
+    return True
+
+
+def _print_log_file(path: Path, args: argparse.Namespace) -> int:
+    with path.open(encoding="utf-8", errors="replace") as log:
+        lines = [line for line in log.readlines() if _matches(line, args.match)]
+        sys.stdout.writelines(lines[-args.lines :])
+        sys.stdout.flush()
+        if args.no_follow:
+            return EXIT_OK
+        print(f"(following {path}; Ctrl-C to stop)", file=sys.stderr, flush=True)
+        while True:
+            line = log.readline()
+            if not line:
+                time.sleep(LOG_POLL_S)
+                continue
+            if _matches(line, args.match):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+
+LOG_POLL_S = 0.2
+"""How often a followed log file is read for new lines."""
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     journalctl = shutil.which("journalctl")
-    if journalctl is None:
-        print(
-            "huxleyctl: journalctl not found: `logs` needs systemd's journal "
-            "(without systemd, huxleyd logs to its stderr)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
-    argv = [journalctl, "--unit", JOURNAL_UNIT, "--since", args.since, "--output", "short-iso"]
-    if not args.no_follow:
-        argv.append("--follow")
-    argv.extend(args.match)
-    sys.stdout.flush()
-    os.execv(journalctl, argv)
+    if journalctl is not None and _journal_has_unit(journalctl):
+        argv = [journalctl, "--unit", JOURNAL_UNIT, "--since", args.since, "--output", "short-iso"]
+        if not args.no_follow:
+            argv.append("--follow")
+        argv.extend(args.match)
+        sys.stdout.flush()
+        os.execv(journalctl, argv)
+    log_file = _log_file_of(args.config)
+    if log_file is not None and log_file.is_file():
+        try:
+            return _print_log_file(log_file, args)
+        except KeyboardInterrupt:
+            return EXIT_OK
+    journal = "the journal has no huxleyd lines" if journalctl else "journalctl not found"
+    where = f"no {log_file}" if log_file else f"no readable config at {args.config} (--config)"
+    print(
+        f"huxleyctl: no logs: {journal}, and {where} (the daemon writes it when it runs "
+        "without systemd)",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
 
 
 def cmd_event(client: ControlClient, args: argparse.Namespace) -> int:
@@ -339,6 +490,7 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
     "skills": cmd_skills,
     "ptt": cmd_ptt,
     "levels": cmd_levels,
+    "watch": cmd_watch,
 }
 
 
@@ -376,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(args.say_text) > MAX_SAY_CHARS:
             parser.error(f"say: TEXT is longer than {MAX_SAY_CHARS} characters")
     control = resolve_socket(args.socket, args.config)
+    args.socket_group = control.socket_group
     if args.command == "doctor":  # runs without a daemon too
         from huxleyd.control.doctor_cli import run_doctor
 
@@ -392,8 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"huxleyctl: {args.command}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        # Ctrl-C is how `levels` ends; for the rest, the shell's convention.
-        return EXIT_OK if args.command == "levels" else 130
+        # Ctrl-C is how `levels` and `watch` end; for the rest, the shell's convention.
+        return EXIT_OK if args.command in ("levels", "watch") else 130
     except BrokenPipeError:
         # `huxleyctl levels | head`: the reader left. Point stdout at
         # /dev/null so the interpreter's final flush does not complain.

@@ -45,6 +45,7 @@ from huxleyd.control.protocol import (
     VolumeArgs,
     parse_reply,
 )
+from huxleyd.control.watch import WatchEvent
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 """A reply line longer than this is refused (a broken daemon must not eat our memory)."""
@@ -122,10 +123,15 @@ class ControlClient:
             raise DaemonUnreachableError(f"lost the connection to huxleyd: {exc}") from exc
         return rid
 
-    def _recv(self, rid: int, *, timeout_s: float | None = None) -> ResultReply | DoneReply:
-        """The next reply for ``rid``; raises on ``ok: false`` and on a wrong id."""
+    def _recv(
+        self, rid: int, *, timeout_s: float | None = None, block: bool = False
+    ) -> ResultReply | DoneReply:
+        """The next reply for ``rid``; raises on ``ok: false`` and on a wrong id.
+
+        ``block``: wait as long as it takes (a quiet stream; a daemon that
+        stops closes the socket, which ends the wait)."""
         assert self._sock is not None and self._reader is not None
-        self._sock.settimeout(self.timeout_s if timeout_s is None else timeout_s)
+        self._sock.settimeout(None if block else self.timeout_s if timeout_s is None else timeout_s)
         try:
             line = self._reader.readline(MAX_REPLY_BYTES + 1)
         except TimeoutError:
@@ -162,11 +168,17 @@ class ControlClient:
         return reply.result
 
     def stream(
-        self, cmd: Command, args: Args | None = None, *, duration_s: float | None = None
+        self,
+        cmd: Command,
+        args: Args | None = None,
+        *,
+        duration_s: float | None = None,
+        quiet_ok: bool = False,
     ) -> Iterator[Mapping[str, Any]]:
         """Send one streaming request; yield each result until ``done``, or
         until ``duration_s`` has passed (then the connection is closed, which
-        tells the daemon to stop)."""
+        tells the daemon to stop). ``quiet_ok``: silence longer than the
+        timeout is normal (``watch``); a daemon that stops still ends it."""
         rid = self._send(cmd, args or NoArgs())
         deadline = None if duration_s is None else time.monotonic() + duration_s
         finished = False
@@ -174,11 +186,16 @@ class ControlClient:
             while True:
                 wait_s = self.timeout_s
                 if deadline is not None:
-                    wait_s = min(wait_s, deadline - time.monotonic())
+                    # a quiet stream may wait until the deadline, however far
+                    wait_s = deadline - time.monotonic()
+                    wait_s = wait_s if quiet_ok else min(wait_s, self.timeout_s)
                     if wait_s <= 0:
                         return
                 try:
-                    reply = self._recv(rid, timeout_s=wait_s)
+                    # A timed-out socket file cannot be read again, so a
+                    # quiet stream blocks rather than retrying after a timeout.
+                    block = quiet_ok and deadline is None
+                    reply = self._recv(rid, timeout_s=wait_s, block=block)
                 except TimeoutError as exc:
                     if deadline is not None and time.monotonic() >= deadline - 1e-3:
                         return
@@ -229,6 +246,14 @@ class ControlClient:
     ) -> Iterator[LevelsSample]:
         for result in self.stream(Command.LEVELS, LevelsArgs(count), duration_s=duration_s):
             yield LevelsSample.from_dict(result)
+
+    def watch(
+        self, *, count: int | None = None, duration_s: float | None = None
+    ) -> Iterator[WatchEvent]:
+        """What happens in the daemon from now on (see :mod:`huxleyd.control.watch`)."""
+        args = LevelsArgs(count)
+        for result in self.stream(Command.WATCH, args, duration_s=duration_s, quiet_ok=True):
+            yield WatchEvent.from_dict(result)
 
     def doctor(self) -> list[DoctorCheck]:
         return [DoctorCheck.from_dict(c) for c in _list(self.call(Command.DOCTOR), "checks")]

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from huxleyd.control.errors import ControlProtocolError
 from huxleyd.control.protocol import PttAction
+from huxleyd.control.watch import WatchEvent
 
 DBFS_FLOOR = -120.0
 """Levels below this (digital silence is -inf) are sent as this value."""
@@ -97,7 +98,7 @@ class StatusReport:
     media: str | None
     """What is playing (a book title, a station), or None."""
     volume: int
-    """User volume, 0-100."""
+    """User volume, 0-100; -1 while the daemon starts (the volume is not open yet)."""
     uptime_s: float
     xruns: XrunCounts = field(default_factory=XrunCounts)
     last_turn_timings_ms: Mapping[str, float] = field(default_factory=dict)
@@ -108,6 +109,12 @@ class StatusReport:
     """``openai``, ``sim``…"""
     is_simulator: bool
     """True when the daemon talks to the built-in protocol peer: not an AI."""
+    provider_attempt: int = 0
+    """Connection tries that failed in a row (0 when connected)."""
+    provider_detail: str = ""
+    """Why the last try failed (one line), or ''."""
+    provider_retry_in_s: float | None = None
+    """Seconds until the next try, when one is scheduled."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +129,9 @@ class StatusReport:
             "persona": self.persona,
             "provider_kind": self.provider_kind,
             "is_simulator": self.is_simulator,
+            "provider_attempt": self.provider_attempt,
+            "provider_detail": self.provider_detail,
+            "provider_retry_in_s": self.provider_retry_in_s,
         }
 
     @classmethod
@@ -148,6 +158,14 @@ class StatusReport:
             persona=_get(d, "persona", str, what),
             provider_kind=_get(d, "provider_kind", str, what),
             is_simulator=_get(d, "is_simulator", bool, what),
+            # Optional: an older daemon does not send them.
+            provider_attempt=_get(d, "provider_attempt", int, what)
+            if "provider_attempt" in d
+            else 0,
+            provider_detail=_get(d, "provider_detail", str, what) if "provider_detail" in d else "",
+            provider_retry_in_s=None
+            if d.get("provider_retry_in_s") is None
+            else _number(d, "provider_retry_in_s", what),
         )
 
 
@@ -324,4 +342,12 @@ class ControlHandler(Protocol):
     async def client_event(self, key: str, data: dict[str, Any]) -> list[str]:
         """Deliver a Huxley client event to the skills subscribed to ``key``;
         returns the skills whose handler ran without raising."""
+        ...
+
+    def watch(self) -> AsyncIterator[WatchEvent]:
+        """What happens from now on (:mod:`huxleyd.control.watch`), forever.
+
+        Quiet for as long as nothing happens; closed (``aclose``) when the
+        client leaves.
+        """
         ...

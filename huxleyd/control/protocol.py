@@ -7,7 +7,7 @@ terminated, at most :data:`MAX_LINE_BYTES` bytes::
     ← {"id": 7, "ok": true, "result": {"volume": 30}}
     ← {"id": 8, "ok": false, "error": "bad args for volume: 'level' expected ..."}
 
-``levels`` streams: several ``{"id": n, "ok": true, "result": {...}}`` lines,
+``levels`` and ``watch`` stream: several ``{"id": n, "ok": true, "result": {...}}`` lines,
 then ``{"id": n, "ok": true, "done": true}`` (or an error line). Requests on
 one connection are answered in order; replies carry the request's id (or
 ``null`` when the id could not be read).
@@ -24,6 +24,7 @@ ptt         ``action`` (required): "press", "release" or "tap"
 levels      ``count``: integer ≥ 1, stop after that many samples
 doctor      none
 event       ``key`` (required): a client event name; ``data``: an object
+watch       ``count``: integer ≥ 1, stop after that many events
 ==========  =====================================================
 
 :func:`parse_request` (server side) and :func:`parse_reply` (client side)
@@ -66,9 +67,10 @@ class Command(StrEnum):
     DOCTOR = "doctor"
     EVENT = "event"
     """A Huxley ``client_event`` for the skills subscribed to its key (docs/skills.md)."""
+    WATCH = "watch"
 
 
-STREAMING_COMMANDS = frozenset({Command.LEVELS})
+STREAMING_COMMANDS = frozenset({Command.LEVELS, Command.WATCH})
 """Commands answered by several result lines and a final ``done`` line."""
 
 
@@ -104,8 +106,10 @@ class PttArgs:
 
 @dataclass(frozen=True, slots=True)
 class LevelsArgs:
+    """Args of a streaming command (``levels``, ``watch``)."""
+
     count: int | None = None
-    """Stop after this many samples; None streams until the client hangs up."""
+    """Stop after this many samples/events; None streams until the client hangs up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +340,7 @@ def _parse_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
         if not isinstance(data, dict):
             raise _bad(cmd, f"'data' expected an object, got {_json_type(data)}")
         return EventArgs(key.strip(), dict(data))
-    if cmd is Command.LEVELS:
+    if cmd in STREAMING_COMMANDS:
         _only(cmd, raw, ("count",))
         if raw.get("count") is None:
             return LevelsArgs()

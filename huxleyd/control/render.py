@@ -15,7 +15,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from huxleyd.control.handler import DoctorCheck, LevelsSample, SkillInfo, StatusReport
+from huxleyd.control.handler import (
+    DoctorCheck,
+    LevelsSample,
+    SkillInfo,
+    StatusReport,
+    XrunCounts,
+)
+from huxleyd.control.watch import WatchEvent
 
 METER_FLOOR_DBFS = -60.0
 """The left end of a level bar; quieter reads as empty."""
@@ -49,22 +56,68 @@ def status_table(report: StatusReport) -> Table:
     elif report.provider_state != "connected":
         provider.stylize("red")
     table.add_row("Provider", provider)
+    why = provider_explanation(report)
+    if why:
+        table.add_row("", Text(why, style="yellow"))
     table.add_row("Persona", Text(report.persona))
     table.add_row("Media", Text(report.media) if report.media else Text("nothing playing", "dim"))
-    table.add_row("Volume", Text(f"{report.volume}"))
+    volume = Text(f"{report.volume}") if report.volume >= 0 else Text("not open yet", "dim")
+    table.add_row("Volume", volume)
     table.add_row("Uptime", Text(format_uptime(report.uptime_s)))
     x = report.xruns
-    xruns = Text(
-        f"underruns {x.underruns} · overruns {x.overruns} · "
-        f"late periods {x.late_periods} · dropped mic frames {x.dropped_mic_frames}"
-    )
-    if x.underruns or x.overruns or x.late_periods or x.dropped_mic_frames:
-        xruns.stylize("yellow")
-    table.add_row("Xruns", xruns)
+    trouble = x.underruns or x.overruns or x.late_periods or x.dropped_mic_frames
+    table.add_row("Audio", Text(xruns_in_words(x), style="yellow" if trouble else ""))
     table.add_row("Last turn", Text(report.last_turn_id or "none yet"))
     for name, ms in report.last_turn_timings_ms.items():
         table.add_row(Text(f"  {name}", style="dim"), Text(f"{ms:.1f} ms"))
     return table
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def xruns_in_words(x: XrunCounts) -> str:
+    """The engine's trouble counters as a person reads them."""
+    parts = []
+    if x.underruns:
+        parts.append(
+            _plural(x.underruns, "underrun", "underruns")
+            + " (the speaker ran dry: a click or a gap was heard)"
+        )
+    if x.overruns:
+        parts.append(
+            _plural(x.overruns, "overrun", "overruns") + " (the mic overflowed: audio was lost)"
+        )
+    if x.late_periods:
+        parts.append(
+            _plural(x.late_periods, "late period", "late periods")
+            + " (the audio thread missed its deadline)"
+        )
+    if x.dropped_mic_frames:
+        parts.append(
+            _plural(x.dropped_mic_frames, "mic frame", "mic frames")
+            + " dropped (nobody read them in time)"
+        )
+    if not parts:
+        return "no glitches since start"
+    return "; ".join(parts)
+
+
+def provider_explanation(report: StatusReport) -> str:
+    """Why the provider is not connected and when the next try is ('' when fine)."""
+    if report.provider_state == "connected" or report.is_simulator:
+        return ""
+    words = []
+    if report.provider_attempt:
+        words.append(_plural(report.provider_attempt, "try", "tries") + " failed in a row")
+    if report.provider_detail:
+        words.append(f"last error: {report.provider_detail}")
+    if report.provider_retry_in_s is not None:
+        words.append(f"next try in {format_uptime(max(report.provider_retry_in_s, 0.0))}")
+    if report.provider_state == "offline":
+        words.append("the button answers with the offline sound until then")
+    return "; ".join(words)
 
 
 def skills_table(skills: Iterable[SkillInfo]) -> Table:
@@ -126,3 +179,79 @@ def levels_meter(sample: LevelsSample, peak: LevelsSample) -> RenderableType:
 def levels_line(sample: LevelsSample) -> str:
     """The plain form for a pipe or a log: one line per sample."""
     return f"mic {sample.mic_dbfs:6.1f} dBFS  output {sample.output_dbfs:6.1f} dBFS"
+
+
+_WATCH_LABELS = {
+    "heard": "heard",
+    "said": "said",
+    "tool": "tool",
+    "result": "result",
+}
+
+
+def _clock_time(at: str) -> str:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(at).astimezone().strftime("%H:%M:%S.%f")[:-3]
+    except ValueError:
+        return at
+
+
+def _quoted(text: object) -> str:
+    return f"“{text}”"
+
+
+def watch_text(event: WatchEvent) -> str:
+    """What happened, in words (the part of a watch line after time and turn)."""
+    f = event.fields
+    kind = event.kind
+    if kind == "watching":
+        return f"from now on ({f.get('clients')} watching)"
+    if kind == "state":
+        return str(f.get("state"))
+    if kind == "heard":
+        via = f" (typed: {f['via']})" if f.get("via") else ""
+        return _quoted(f.get("text")) + via
+    if kind == "said":
+        return _quoted(f.get("text"))
+    if kind == "tool":
+        return f"{f.get('name')}({f.get('arguments') or ''})"
+    if kind == "result":
+        effect = f" + {f['side_effect']}" if f.get("side_effect") else ""
+        error = f"  [error: {f['error']}]" if f.get("error") else ""
+        return f"{f.get('name')} → {f.get('output')}{effect}{error}"
+    if kind == "turn":
+        tools = f" (tools: {f['tools']})" if f.get("tools") else ""
+        return f"{f.get('outcome')}{tools}, from {f.get('source')}"
+    if kind == "media":
+        label = f": {f['label']}" if f.get("label") else ""
+        reason = f" ({f['reason']})" if f.get("reason") else ""
+        return f"{f.get('action')}{label}{reason}"
+    if kind == "volume":
+        return f"{f.get('level')} (by {f.get('by')})"
+    if kind == "connection":
+        retry = f.get("retry_in_s")
+        words = [str(f.get("state"))]
+        if f.get("detail"):
+            words.append(str(f["detail"]))
+        if isinstance(retry, int | float):
+            words.append(f"next try in {retry:g} s")
+        return ", ".join(words)
+    if kind == "notice":
+        rest = {k: v for k, v in f.items() if k != "what"}
+        extra = " ".join(f"{k}={v}" for k, v in rest.items())
+        return f"{f.get('what')}" + (f"  {extra}" if extra else "")
+    return " ".join(f"{k}={v}" for k, v in f.items())
+
+
+def watch_line(event: WatchEvent) -> str:
+    """One plain line per event: local time, turn, kind, what happened."""
+    lost = (
+        f"  ({event.dropped} earlier events lost: this terminal was too slow)"
+        if event.dropped
+        else ""
+    )
+    return (
+        f"{_clock_time(event.at)} {event.turn or '-':>4} {event.kind:<10} {watch_text(event)}{lost}"
+    )

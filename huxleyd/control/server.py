@@ -34,9 +34,10 @@ import os
 import socket
 import stat
 import struct
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from huxleyd.control.errors import (
     CommandFailedError,
@@ -95,6 +96,12 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
         return None
     _pid, uid, _gid = struct.unpack("3i", creds)
     return int(uid)
+
+
+class _Encodable(Protocol):
+    """An item of a streamed answer (a levels sample, a watch event)."""
+
+    def to_dict(self) -> Mapping[str, Any]: ...
 
 
 class ControlServer:
@@ -375,7 +382,10 @@ class ControlServer:
             return
         log.debug("control_request", id=request.id, cmd=request.cmd.value)
         if request.cmd is Command.LEVELS:
-            await self._stream_levels(request, writer)
+            await self._stream(request, writer, self._handler.levels(), quiet_ok=False)
+            return
+        if request.cmd is Command.WATCH:
+            await self._stream(request, writer, self._handler.watch(), quiet_ok=True)
             return
         reply: Reply
         try:
@@ -429,16 +439,28 @@ class ControlServer:
                 return {"delivered": await handler.client_event(args.key, args.data)}
         raise ControlError(f"no dispatch for {request.cmd}")  # pragma: no cover
 
-    async def _stream_levels(self, request: Request, writer: asyncio.StreamWriter) -> None:
+    async def _stream(
+        self,
+        request: Request,
+        writer: asyncio.StreamWriter,
+        samples: AsyncIterator[_Encodable],
+        *,
+        quiet_ok: bool,
+    ) -> None:
+        """Send each item of ``samples`` as a result line, then ``done``.
+
+        ``quiet_ok``: the stream may say nothing for a long time (``watch``);
+        otherwise each item must come within the request timeout.
+        """
         assert isinstance(request.args, LevelsArgs)
         count = request.args.count
-        samples = self._handler.levels()
+        timeout_s = None if quiet_ok else self._settings.request_timeout_s
         final: Reply = DoneReply(request.id)
         sent = 0
         try:
             while count is None or sent < count:
                 try:
-                    async with asyncio.timeout(self._settings.request_timeout_s):
+                    async with asyncio.timeout(timeout_s):
                         sample = await anext(samples)
                 except StopAsyncIteration:
                     break

@@ -57,6 +57,10 @@ from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 
 log = get_logger("huxleyd.turns")
 
+LINK_DOWN_STATES = frozenset({"reconnecting", "offline", "key_refused", "failed", "closed"})
+"""Connection states in which a turn cannot reach the provider (``connecting``
+is not one: a session renewal keeps the old socket until the new one is up)."""
+
 __all__ = ["READ_VERBATIM", "Activity", "Coordinator", "TurnSettings"]
 
 
@@ -132,6 +136,8 @@ class Coordinator:
         self._mic_pump: asyncio.Task[None] | None = None
         self._offline = False
         self._key_refused = False
+        self._link_down = False
+        """The transport said the socket is gone (reconnecting…): a turn would be lost."""
         self._closed = False
         self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
 
@@ -183,6 +189,13 @@ class Coordinator:
             return
         if self.proactive.press():
             return  # on a claim, the button hangs up
+        if self._offline or self._link_down:
+            # Nobody would hear the turn: say so now, not after the silent
+            # retries (18 s of "thinking", then an error chime).
+            log.info("press_while_offline", offline=self._offline)
+            self._outputs.earcon("offline", before_speech=False)
+            self._outputs.show(Activity.OFFLINE)
+            return
         now = self._clock.monotonic()
         if self._busy():
             self._interrupt()
@@ -310,6 +323,7 @@ class Coordinator:
         """
         if self._closed:
             return
+        self._link_down = state in LINK_DOWN_STATES
         if state != "connected" and self.state.replying:
             log.warning("turn_lost_with_connection", state=state)
             self._replies.lose()
@@ -333,6 +347,8 @@ class Coordinator:
         elif state == "connected" and (self._offline or self._key_refused):
             self._offline = self._key_refused = False
             log.info("provider_back_online")
+        if state == "connected" and self.activity == Activity.OFFLINE:
+            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
         if state == "connected":
             self.proactive.consider()  # injects held while there was nobody to ask
 

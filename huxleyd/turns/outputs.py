@@ -31,6 +31,8 @@ class Activity:
     MEDIA = "media"
     CALL = "call"
     """A skill holds the microphone (InputClaim)."""
+    OFFLINE = "offline"
+    """The button was pressed while the provider is unreachable: nothing listens."""
 
 
 class TurnOutputs:

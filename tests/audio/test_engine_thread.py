@@ -16,7 +16,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import DeviceState, MicFrame
 from huxleyd.clock import ManualClock
 from tests.audio.signals import dominant_frequency, level_at, tone
-from tests.fakes.audio_backends import FlakyBackend
+from tests.fakes.audio_backends import FlakyBackend, LockstepWavBackend
 
 
 def longest_zero_run(samples: np.ndarray) -> int:
@@ -25,10 +25,29 @@ def longest_zero_run(samples: np.ndarray) -> int:
     return int((edges[1::2] - edges[::2]).max()) if len(edges) else 0
 
 
+STALL_PERIODS = 25
+"""The loop stall: 25 periods of 20 ms."""
+SAFETY_S = 60.0
+"""Only a safety net: a thread that stops running fails the test, not hangs it."""
+
+
+async def periods_pass(engine: AudioEngine, count: int) -> None:
+    """Return once the audio thread has run ``count`` more periods."""
+    until = engine.stats().periods + count
+    deadline = time.monotonic() + SAFETY_S
+    while engine.stats().periods < until:
+        assert time.monotonic() < deadline, "the audio thread stopped running periods"
+        await asyncio.sleep(0.005)
+
+
 async def stall_scenario(
     *, lead_ms: int, capture_ring_ms: int
 ) -> tuple[AudioEngine, WavBackend, list[MicFrame], np.ndarray]:
-    """Stream speech ``lead_ms`` ahead and read the mic, then block the loop for 500 ms."""
+    """Stream speech ``lead_ms`` ahead and read the mic, then block the loop for 500 ms.
+
+    Counted in audio periods, not wall-clock seconds: the loop is blocked
+    until the audio thread has run 25 periods (500 ms of audio), however long
+    that takes on a loaded machine, so the stall is always the same size."""
     mic = (np.arange(24000 * 3) % 30000).astype(np.int16)
     backend = WavBackend(keep_speaker=True)
     backend.feed_mic(mic.tobytes())
@@ -50,9 +69,14 @@ async def stall_scenario(
 
     engine.start()
     tasks = [asyncio.ensure_future(reader()), asyncio.ensure_future(producer())]
-    await asyncio.sleep(0.3)
-    time.sleep(0.5)  # noqa: ASYNC251 - the stall itself: a slow skill, a GC pause
-    await asyncio.sleep(0.3)
+    await periods_pass(engine, 15)
+    # The stall itself (a slow skill, a GC pause): the loop does nothing
+    # while the thread plays 25 periods.
+    stall_until = engine.stats().periods + STALL_PERIODS
+    deadline = time.monotonic() + SAFETY_S
+    while engine.stats().periods < stall_until and time.monotonic() < deadline:
+        time.sleep(0.002)  # noqa: ASYNC251 - blocking on purpose
+    await periods_pass(engine, 15)
     engine.close()
     for task in tasks:
         task.cancel()
@@ -69,7 +93,7 @@ async def test_a_500_ms_stall_glitches_nothing_when_the_rings_hold_enough() -> N
     assert longest_zero_run(out[start:]) <= 2  # only the sine's own zero crossings
     assert stats.mic_frames_dropped == 0
     assert [f.seq for f in frames] == list(range(len(frames)))  # all of them, in order
-    assert len(frames) >= 45  # ~1.1 s ran, 0.5 s of it during the stall
+    assert len(frames) >= 50  # 15 + 25 (the stall) + 15 periods ran
     received = np.frombuffer(b"".join(f.pcm for f in frames), "<i2")
     np.testing.assert_array_equal(received, mic[: len(received)])
 
@@ -88,18 +112,28 @@ async def test_the_same_stall_with_rings_too_small_is_heard_and_counted() -> Non
 
 
 async def test_scenario_mode_loops_mic_to_speaker_faster_than_real_time() -> None:
-    """What a coordinator end-to-end test does: feed the mic, answer, read the speaker."""
-    backend = WavBackend(keep_speaker=True)
+    """What a coordinator end-to-end test does: feed the mic, answer, read the speaker.
+
+    Lockstep: each period waits for the loop's echo, so a loaded machine
+    cannot leave gaps in the echo (it did: -10.22 dB instead of -10)."""
+    backend = LockstepWavBackend(keep_speaker=True)
+    backend.bind(asyncio.get_running_loop())
     backend.feed_mic(tone(700, 1.0, -10))
     clock = ScaledClock(20.0)
     engine = AudioEngine(backend, settings=AudioSettings(), clock=clock)
+    # One period of lead, as any producer keeps: the thread may mix between
+    # pushing a mic frame and the loop echoing it, or after (GIL switches),
+    # so without a lead one period in some runs found the ring dry.
+    await engine.source("comms").write(bytes(960), item_id="lead")
     engine.start()
     for _ in range(50):  # 1 s of mic
         frame = await engine.read_mic()
         await engine.source("comms").write(frame.pcm, item_id="echo")
     await engine.drained("comms")
     assert engine.played_ms("echo", source="comms") == 1000
+    backend.release()
     engine.close()
+    assert backend.waits_timed_out == 0
     out = backend.speaker_samples()[:, 0]
     body = out[np.flatnonzero(out)[0] :][2400:21600]
     assert dominant_frequency(body, 24000) == pytest.approx(700, abs=1)

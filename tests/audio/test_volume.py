@@ -103,8 +103,9 @@ async def test_the_level_survives_a_restart(on_path: Path) -> None:
     store = MemoryLevelStore()
     first = PersistentVolume(AlsaMixerVolume(control="PCM"), store, default_level=50)
     assert await first.restore() == 50  # nothing stored yet: the default
+    assert store.saves == [50], "the default is stored, so get_volume reads what is in effect"
     assert await first.set_level(35) == 35
-    assert store.saves == [35]
+    assert store.saves == [50, 35]
     # reboot: the card comes up at its power-on level, the daemon starts afresh
     fake = install_fake_amixer(on_path, {"PCM": FakeControl(raw=255)})
     second = PersistentVolume(AlsaMixerVolume(control="PCM"), store, default_level=50)
@@ -160,3 +161,19 @@ async def test_software_volume_scales_the_output_and_ducking_leaves_it_alone() -
     assert level_at(backend.speaker_samples()[-480:, 0], 1000, 24000) == pytest.approx(
         -20, abs=0.05
     )
+
+
+async def test_the_first_level_is_the_configured_default(tmp_path: Path) -> None:
+    from huxleyd.storage import Database
+    from huxleyd.volume_wiring import make_volume
+
+    db = await Database.open(tmp_path / "state.db")
+    try:
+        settings = AudioSettings(backend="wav", default_volume=30)
+        engine = AudioEngine(WavBackend(), settings=settings, clock=ManualClock())
+        volume = await make_volume(settings, engine, db)
+        assert await volume.get_level() == 30
+        # the system skill's get_volume reads the same storage
+        assert await db.skill_storage("system").get_setting("volume_level") == "30"
+    finally:
+        await db.close()

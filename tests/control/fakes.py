@@ -21,6 +21,7 @@ from huxleyd.control.handler import (
     XrunCounts,
 )
 from huxleyd.control.protocol import PttAction
+from huxleyd.control.watch import WatchEvent
 
 
 @dataclass
@@ -28,6 +29,11 @@ class FakeControlHandler:
     volume: int = 55
     playing: str | None = "Moby Dick, chapter 3"
     state: str = "idle"
+    provider_state: str = "connected"
+    is_simulator: bool = True
+    provider_attempt: int = 0
+    provider_detail: str = ""
+    provider_retry_in_s: float | None = None
     skill_list: list[SkillInfo] = field(
         default_factory=lambda: [
             SkillInfo("system", ("get_current_time", "set_volume")),
@@ -57,6 +63,12 @@ class FakeControlHandler:
     fail: dict[str, Exception] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
     levels_closed: int = 0
+    events: list[WatchEvent] = field(default_factory=list)
+    """What ``watch`` streams (then it stays quiet)."""
+    watch_closed: int = 0
+    answer: str | None = "It is noon."
+    """What the assistant "says" after each ``say`` (None: nothing, no turn end)."""
+    _watchers: list[asyncio.Queue[WatchEvent]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _turns: int = 0
 
@@ -80,7 +92,7 @@ class FakeControlHandler:
         await self._enter("status")
         return StatusReport(
             state=self.state,
-            provider_state="connected",
+            provider_state=self.provider_state,
             media=self.playing,
             volume=self.volume,
             uptime_s=3725.5,
@@ -88,8 +100,11 @@ class FakeControlHandler:
             last_turn_timings_ms={"release_to_commit": 1.5, "commit_to_first_audio": 640.0},
             last_turn_id="t-0003",
             persona="default",
-            provider_kind="sim",
-            is_simulator=True,
+            provider_kind="sim" if self.is_simulator else "openai",
+            is_simulator=self.is_simulator,
+            provider_attempt=self.provider_attempt,
+            provider_detail=self.provider_detail,
+            provider_retry_in_s=self.provider_retry_in_s,
         )
 
     async def get_volume(self) -> int:
@@ -104,7 +119,17 @@ class FakeControlHandler:
     async def say(self, text: str) -> str:
         await self._enter("say", text)
         self._turns += 1
-        return f"turn-{self._turns}"
+        turn = f"turn-{self._turns}"
+        if self.answer is not None:
+            at = "2026-01-01T12:00:01.000+00:00"
+            self._publish(WatchEvent("said", at, turn, {"text": self.answer}))
+            outcome = {"outcome": "answered", "tools": None, "source": "text"}
+            self._publish(WatchEvent("turn", at, turn, outcome))
+        return turn
+
+    def _publish(self, event: WatchEvent) -> None:
+        for queue in self._watchers:
+            queue.put_nowait(event)
 
     async def stop(self) -> bool:
         await self._enter("stop")
@@ -134,6 +159,21 @@ class FakeControlHandler:
         finally:
             with self._lock:
                 self.levels_closed += 1
+
+    async def watch(self) -> AsyncIterator[WatchEvent]:
+        """The ``events``, then quiet until the client leaves."""
+        await self._enter("watch")
+        try:
+            yield WatchEvent("watching", "2026-01-01T12:00:00.000+00:00", None, {"clients": 1})
+            for event in self.events:
+                yield event
+            queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+            self._watchers.append(queue)
+            while True:
+                yield await queue.get()
+        finally:
+            with self._lock:
+                self.watch_closed += 1
 
     async def doctor(self) -> list[DoctorCheck]:
         await self._enter("doctor")

@@ -6,6 +6,7 @@ against the real daemon.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -23,6 +24,7 @@ from huxleyd.control.handler import DoctorCheck, StatusReport
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
+from huxleyd.control.watch import WatchEvent
 
 from .fakes import FakeControlHandler
 from .threaded import serve_in_thread
@@ -77,19 +79,60 @@ def test_status_table(daemon: ControlServer, fake: FakeControlHandler) -> None:
     fake.playing = "[Radio] Jazz FM"  # brackets must print as they are, not as markup
     done = huxleyctl("status", socket_path=daemon.path)
     assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = " ".join(done.stdout.split())  # the table wraps long cells
     for expected in (
         "idle",
         "sim, connected",
         "simulator, not an AI",
         "[Radio] Jazz FM",
         "1 h 02 min 05 s",
-        "late periods 4",
+        "4 late periods (the audio thread missed its deadline)",
+        "2 underruns (the speaker ran dry",
+        "1 overrun (the mic overflowed",
         "t-0003",
         "commit_to_first_audio",
         "640.0 ms",
     ):
         assert expected in out, f"{expected!r} missing from:\n{out}"
+
+
+def test_status_explains_offline_and_when_the_next_try_is(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    fake.is_simulator = False
+    fake.provider_state = "offline"
+    fake.provider_attempt = 4
+    fake.provider_detail = "connection refused by api.openai.com"
+    fake.provider_retry_in_s = 30.0
+    done = huxleyctl("status", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "openai, offline" in out
+    assert "4 tries failed in a row" in out
+    assert "last error: connection refused by api.openai.com" in out
+    assert "next try in 30 s" in out
+    as_json = json.loads(huxleyctl("status", "--json", socket_path=daemon.path).stdout)
+    assert StatusReport.from_dict(as_json).provider_retry_in_s == 30.0
+
+
+def test_status_of_a_healthy_device_says_so(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    from huxleyd.control.handler import XrunCounts
+    from huxleyd.control.render import provider_explanation, xruns_in_words
+
+    assert xruns_in_words(XrunCounts()) == "no glitches since start"
+    fake.is_simulator = False
+    done = huxleyctl("status", socket_path=daemon.path)
+    assert "next try" not in done.stdout and "tries failed" not in done.stdout
+    assert (
+        provider_explanation(
+            StatusReport.from_dict(
+                json.loads(huxleyctl("status", "--json", socket_path=daemon.path).stdout)
+            )
+        )
+        == ""
+    )
 
 
 def test_volume_get_and_set(daemon: ControlServer, fake: FakeControlHandler) -> None:
@@ -112,10 +155,65 @@ def test_volume_out_of_range_is_a_usage_error(
     assert fake.called("set_volume") == []
 
 
-def test_say_joins_the_words(daemon: ControlServer, fake: FakeControlHandler) -> None:
+def test_say_joins_the_words_and_prints_the_answer(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
     done = huxleyctl("say", "what", "time is it", socket_path=daemon.path)
-    assert (done.returncode, done.stdout) == (0, "turn turn-1\n")
+    assert (done.returncode, done.stdout) == (0, "It is noon.\n"), done.stderr
     assert fake.called("say") == ["what time is it"]
+    # it listened before it asked, on a second connection
+    assert fake.calls.index(("watch", None)) < fake.calls.index(("say", "what time is it"))
+
+
+def test_say_no_wait_prints_the_turn(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    done = huxleyctl("say", "--no-wait", "hello", socket_path=daemon.path)
+    assert (done.returncode, done.stdout) == (0, "turn turn-1\n")
+    assert fake.called("watch") == []
+
+
+def test_say_gives_up_after_the_timeout_when_the_turn_never_ends(
+    daemon: ControlServer, fake: FakeControlHandler
+) -> None:
+    fake.answer = None
+    done = huxleyctl("say", "--timeout", "1", "hello", socket_path=daemon.path)
+    assert done.returncode == 1
+    assert "did not end within 1 s" in done.stderr
+
+
+def test_watch_prints_one_line_per_event(daemon: ControlServer, fake: FakeControlHandler) -> None:
+    at = "2026-01-01T12:00:00.500+00:00"
+    fake.events = [
+        WatchEvent("state", at, "t1", {"state": "listening"}),
+        WatchEvent("heard", at, "t1", {"text": "what time is it"}),
+        WatchEvent("tool", at, "t1", {"name": "get_current_time", "arguments": "{}"}),
+        WatchEvent(
+            "result",
+            at,
+            "t1",
+            {"name": "get_current_time", "output": '{"time": "12:00"}', "error": None},
+        ),
+        WatchEvent("said", at, "t1", {"text": "It is noon."}),
+        WatchEvent("media", at, None, {"action": "started", "label": "[Radio] Jazz"}),
+    ]
+    done = huxleyctl("watch", "--seconds", "2", socket_path=daemon.path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split()[2] for line in lines] == [
+        "watching",
+        "state",
+        "heard",
+        "tool",
+        "result",
+        "said",
+        "media",
+    ]
+    assert lines[2].endswith("“what time is it”")
+    assert lines[3].endswith("get_current_time({})")
+    assert lines[4].endswith('get_current_time → {"time": "12:00"}')
+    assert lines[6].endswith("started: [Radio] Jazz")
+    as_json = huxleyctl("watch", "--json", "--seconds", "1", socket_path=daemon.path)
+    kinds = [json.loads(line)["kind"] for line in as_json.stdout.splitlines()]
+    assert kinds[:3] == ["watching", "state", "heard"]
 
 
 def test_daemon_side_failure_exits_1(daemon: ControlServer, fake: FakeControlHandler) -> None:
@@ -271,10 +369,78 @@ def test_logs_runs_journalctl(tmp_path: Path) -> None:
     assert "--follow" not in once.stdout.splitlines() and "today" in once.stdout
 
 
-def test_logs_without_journalctl(tmp_path: Path) -> None:
-    done = huxleyctl("logs", env={"PATH": str(tmp_path)})
+def test_logs_with_neither_journal_nor_log_file_says_where_it_looked(tmp_path: Path) -> None:
+    done = huxleyctl("logs", "--config", str(tmp_path / "none.toml"), env={"PATH": str(tmp_path)})
     assert done.returncode == 1
-    assert done.stderr.startswith("huxleyctl: journalctl not found")
+    assert done.stderr.startswith("huxleyctl: no logs: journalctl not found")
+    assert "none.toml" in done.stderr
+
+
+def _config_with_log(tmp_path: Path) -> tuple[Path, Path]:
+    state = tmp_path / "state"
+    state.mkdir()
+    config = tmp_path / "huxleyd.toml"
+    config.write_text(f'[storage]\nstate_dir = "{state}"\n')
+    log = state / "huxleyd.log"
+    log.write_text(
+        "2026-01-01 12:00:00 INFO huxleyd.daemon daemon_started version=0.1\n"
+        "2026-01-01 12:00:05 INFO huxleyd.turns tool_called turn=t1 tool=set_volume\n"
+        "2026-01-01 12:00:06 INFO huxleyd.turns tool_called turn=t1 tool=get_current_time\n"
+    )
+    return config, log
+
+
+def _journal_without_the_unit(tmp_path: Path) -> Path:
+    """A journalctl that knows nothing (prints nothing) and would follow forever."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    journalctl = bin_dir / "journalctl"
+    journalctl.write_text('#!/bin/sh\ncase "$*" in *--follow*) sleep 3600;; esac\nexit 0\n')
+    journalctl.chmod(0o755)
+    return bin_dir
+
+
+def test_logs_falls_back_to_the_daemons_log_file(tmp_path: Path) -> None:
+    config, _log = _config_with_log(tmp_path)
+    bin_dir = _journal_without_the_unit(tmp_path)
+    done = huxleyctl(
+        "logs", "--config", str(config), "--no-follow", env={"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 3 and "daemon_started" in done.stdout
+    only = huxleyctl(
+        "logs",
+        "--config",
+        str(config),
+        "--no-follow",
+        "HUXLEY_TOOL=set_volume",
+        env={"PATH": str(bin_dir)},
+    )
+    assert only.stdout.splitlines() == [
+        "2026-01-01 12:00:05 INFO huxleyd.turns tool_called turn=t1 tool=set_volume"
+    ]
+
+
+def test_logs_follows_the_log_file_as_it_grows(tmp_path: Path) -> None:
+    config, log = _config_with_log(tmp_path)
+    argv = [sys.executable, "-m", "huxleyd.control.cli", "logs", "--config", str(config)]
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PATH": str(tmp_path)},
+    ) as follower:
+        assert follower.stdout is not None
+        try:
+            for _ in range(3):
+                assert follower.stdout.readline()  # what was there
+            with log.open("a") as more:
+                more.write("2026-01-01 12:01:00 INFO huxleyd.daemon daemon_stopping\n")
+            assert "daemon_stopping" in follower.stdout.readline()
+        finally:
+            follower.terminate()
 
 
 def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
@@ -329,3 +495,34 @@ def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_pat
         for leftover in base.iterdir():
             leftover.unlink()
         base.rmdir()
+
+
+def _subcommands() -> list[str]:
+    from huxleyd.control import cli
+
+    parser = cli.build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return sorted(action.choices)
+    raise AssertionError("huxleyctl has no subcommands")
+
+
+@pytest.mark.parametrize("command", ["", *_subcommands()])
+def test_every_help_prints_and_exits_0(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` of every subcommand (the list is read from the parser, so a new
+    subcommand is covered the day it is added)."""
+    from huxleyd.control import cli
+
+    argv = [command, "--help"] if command else ["--help"]
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    out = capsys.readouterr()
+    assert exited.value.code == 0, out.err
+    assert out.out.startswith("usage: huxleyctl") and "--config" in out.out
+    assert "/etc/huxleyd/huxleyd.toml" in out.out
+
+
+def test_help_is_the_same_from_a_real_process() -> None:
+    done = huxleyctl("volume", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "new volume, 0-100" in done.stdout

@@ -2,7 +2,7 @@
 and the simulator on loopback, all running faster than real time.
 
 Everything is real except where a Pi would have hardware: gpiozero's
-MockFactory stands for the button and LEDs, :class:`WavBackend` for the
+MockFactory stands for the button and LEDs, a lockstep :class:`WavBackend` for the
 sound card (driven by a :class:`ScaledClock`), ``huxleyd.sim`` for OpenAI.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
-from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
 from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimDialect, SimServer
+from tests.fakes.audio_backends import LockstepWavBackend
 from tests.fakes.distributions import installed_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,6 +172,7 @@ def write_config(
     sounds_dir: Path | None = None,
     skill_config: Mapping[str, str] | None = None,
     provider_kind: str = "openai",
+    provider_lines: str = "",
 ) -> Path:
     """Write ``huxleyd.toml`` and the persona; ``skill_config`` maps a skill to
     the TOML lines of its table (``{"memos": "max_seconds = 5"}``)."""
@@ -190,6 +191,7 @@ sounds_dir = "{sounds_dir or ROOT / "sounds"}"
 state_dir = "{tmp / "state"}"
 [provider]
 kind = "{provider_kind}"
+{provider_lines}
 silent_response_timeout_s = 20.0
 [audio]
 backend = "wav"
@@ -237,6 +239,7 @@ class Rig:
         speed: float = SPEED,
         skill_config: Mapping[str, str] | None = None,
         kind: SimDialect = "openai",
+        provider_lines: str = "",
     ) -> None:
         self.tmp = tmp
         self.kind = kind
@@ -245,14 +248,18 @@ class Rig:
         self.scenario = scenario
         self.skills = skills
         self.skill_config = skill_config
+        self.provider_lines = provider_lines
+        """Extra TOML lines of ``[provider]`` (``transcription_model = "…"``)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
-        self.backend = WavBackend(keep_speaker=True)
+        # Lockstep: a loaded machine must not leave gaps a Pi would not.
+        self.backend = LockstepWavBackend(keep_speaker=True)
         self.sim = SimServer(scenario, speed=speed, synth="tone", dialect=kind)
         self.notifier = RecordingNotifier()
         self.pins = MockFactory(pin_class=MockPWMPin)
         self.runtime: Runtime | None = None
 
     async def __aenter__(self) -> Rig:
+        self.backend.bind(asyncio.get_running_loop())
         await self.sim.__aenter__()
         no_sounds = self.tmp / "no-sounds"
         no_sounds.mkdir(exist_ok=True)
@@ -264,6 +271,7 @@ class Rig:
                 sounds_dir=sounds,
                 skill_config=self.skill_config,
                 provider_kind=self.kind,
+                provider_lines=self.provider_lines,
             )
         )
         self.runtime = Runtime(
@@ -285,6 +293,7 @@ class Rig:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self.backend.release()  # close() joins the audio thread from this loop
         if self.runtime is not None:
             await self.runtime.close()
         self.pins.close()
@@ -338,7 +347,7 @@ class Rig:
         return sum(1 for e in self.sim.received if e.type == "input_audio_buffer.append")
 
 
-async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 15.0) -> None:
+async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
         if time.monotonic() > deadline:

@@ -57,9 +57,11 @@ class DaemonProcess:
     """One daemon process; its output goes to a log file (a pipe nobody drains
     would fill up and block the daemon's logging)."""
 
-    def __init__(self, config: Path, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, config: Path, *, env: Mapping[str, str] | None = None, log: Path | None = None
+    ) -> None:
         self.config = config
-        self.log = config.with_suffix(".log")
+        self.log = log or config.with_suffix(".log")
         self.socket = config.parent / "control.sock"
         environment = {**os.environ, "GPIOZERO_PIN_FACTORY": "mock", **(env or {})}
         environment.pop("JOURNAL_STREAM", None)

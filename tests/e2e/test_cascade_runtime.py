@@ -65,7 +65,6 @@ async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_p
         await until(
             lambda: coordinator.last_turn is not None and coordinator.state.value == "idle",
             "the turn is over",
-            timeout_s=30,
         )
         last = coordinator.last_turn
         assert last is not None and last.tools == ["get_current_time"], last
@@ -121,10 +120,8 @@ async def test_ask_brain_on_the_cascade_reads_the_answer_verbatim_through_the_vo
         assert coordinator is not None
         coordinator.say("why is the sky blue")
         answer = "Sunlight scatters off the air; blue light scatters most, so the sky looks blue."
-        await until(
-            lambda: any(answer in s.text for s in sim.tts.sessions), "the voice read it", 30
-        )
-        await until(lambda: coordinator.state.value == "idle", "turn over", 30)
+        await until(lambda: any(answer in s.text for s in sim.tts.sessions), "the voice read it")
+        await until(lambda: coordinator.state.value == "idle", "turn over")
         assert len(sim.brain.requests) == 1
         # the chat model was asked once: no narration after the answer was read
         assert len(sim.chat.requests) == 1

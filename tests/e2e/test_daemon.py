@@ -40,7 +40,7 @@ class Daemon:
         self.proc = self.process.proc
         self.socket = self.process.socket
 
-    def wait_for(self, text: str, timeout_s: float = 20.0) -> None:
+    def wait_for(self, text: str, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if any(text in m for m in self.messages):
@@ -106,6 +106,7 @@ def test_huxleyctl_against_the_running_daemon(daemon: Daemon) -> None:
 
     say = daemon.ctl("say", "hello")
     assert say.returncode == 0, say.stderr
+    assert say.stdout == "hi\n", "say prints what the assistant said"
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         report = json.loads(daemon.ctl("status", "--json").stdout)
@@ -125,6 +126,46 @@ def test_huxleyctl_against_the_running_daemon(daemon: Daemon) -> None:
     assert checks["config"]["ok"] and checks["audio"]["ok"], checks
     assert daemon.ctl("fly").returncode == 2
     assert daemon.ctl("ptt", "wiggle").returncode == 2
+
+
+def test_without_a_journal_the_daemon_keeps_its_own_log_and_huxleyctl_reads_it(
+    daemon: Daemon,
+) -> None:
+    log = daemon.tmp / "state" / "huxleyd.log"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and "daemon_started" not in _text(log):
+        time.sleep(0.1)
+    assert "daemon_started" in _text(log)
+    config = daemon.tmp / "huxleyd.toml"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "huxleyd.control.cli",
+            "--config",
+            str(config),
+            "logs",
+            "--no-follow",
+            "HUXLEY_EVENT=daemon_started",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": str(daemon.tmp)},  # no journalctl
+    )
+    assert done.returncode == 0, done.stderr
+    assert "daemon_started" in done.stdout
+    # started by hand, it ends its start-up with how to drive it
+    while time.monotonic() < deadline and "huxleyd is ready" not in daemon.output():
+        time.sleep(0.1)
+    out = daemon.output()
+    assert "huxleyd is ready, talking to the built-in simulator" in out
+    assert f"--config {config} watch" in out
+    assert "state/huxleyd.log" in out
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def test_sigterm_stops_cleanly(daemon: Daemon) -> None:
@@ -147,3 +188,30 @@ def test_sighup_reloads_the_persona(daemon: Daemon) -> None:
         assert daemon.proc.poll() is None, daemon.output()
         time.sleep(0.05)
     assert daemon.proc.poll() is None  # SIGHUP's default would have killed it
+
+
+def test_a_second_instance_stops_before_it_starts_anything(daemon: Daemon) -> None:
+    from tests.e2e.process import DaemonProcess
+
+    second = DaemonProcess(daemon.tmp / "huxleyd.toml", log=daemon.tmp / "second.log")
+    try:
+        status = second.proc.wait(timeout=60)
+    finally:
+        second.kill()
+    out = second.output()
+    assert status == 1, out
+    assert "another huxleyd is listening" in out
+    assert "daemon_started" not in out, "it found the first one before starting"
+    assert daemon.ctl("status").returncode == 0, "the first one is untouched"
+
+
+async def test_status_answers_while_the_daemon_starts(tmp_path: Path) -> None:
+    """The control socket is up before the runtime: status must not fail then."""
+    from huxleyd.config import load_config
+    from huxleyd.runtime import Runtime
+    from huxleyd.runtime_control import RuntimeControl
+
+    config = load_config(write_daemon_config(tmp_path, scenario=SCENARIO))
+    report = await RuntimeControl(Runtime(config)).status()
+    assert report.state == "starting" and report.volume == -1
+    assert report.provider_state == "connecting"

@@ -135,7 +135,7 @@ async def test_nonmixable_stream_pauses_and_resumes_at_the_same_sample(tmp_path:
         rig.skill("scenario").counter_s = 2.0
         await start_stream(rig, "counter")
         pressed_at = await ask(rig)
-        await until(lambda: not media_playing(rig), "the stream plays to its end", timeout_s=20)
+        await until(lambda: not media_playing(rig), "the stream plays to its end")
         out = rig.speaker()
         runs = counter_runs(out)
         assert len(runs) == 2, runs  # one run before the pause, one after: no other break

@@ -128,7 +128,7 @@ async def leave(rig: Rig, state: str) -> int:
     skill = rig.skill("scenario")
     mark = len(rig.speaker())
     if state == "content":
-        await until(lambda: not media_playing(rig), "the stream plays out", timeout_s=20)
+        await until(lambda: not media_playing(rig), "the stream plays out")
     elif state == "claim":
         skill.claim_handle.cancel()
         await until(lambda: "claim:natural" in skill.events, "the claim ends")
@@ -267,7 +267,7 @@ async def test_a_queued_inject_survives_a_reconnect(tmp_path: Path) -> None:
         skill = await started_claim(rig)
         await skill.ctx.inject_turn(PROMPT, priority=InjectPriority.BLOCK_BEHIND_COMMS)
         await rig.sim.drop_connections()
-        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected")
         await until(lambda: rig.rt.connection_state == "connected", "connected again")
         skill.claim_handle.cancel()
         await until(lambda: heard(rig), "the announcement is heard")
@@ -297,7 +297,7 @@ async def test_an_inject_that_comes_due_while_offline_waits_for_the_connection(
         # Not asked into the void (the device would sit "thinking" until the
         # silent-response watchdog, and give up on it after two retries).
         assert rig.idle() and rig.rt.coordinator.activity == "idle"  # type: ignore[union-attr]
-        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected")
         await until(lambda: heard(rig), "the announcement is heard")
         await until(rig.idle, "idle")
         assert rig.announced(PROMPT) == 1
@@ -484,7 +484,7 @@ async def test_an_announcement_cut_by_a_lost_connection_is_spoken_again_after_it
         waiting = asyncio.create_task(skill.ctx.inject_turn_and_wait(PROMPT))
         await until(lambda: len(announcement_windows(rig)) > 0, "the announcement starts")
         await rig.sim.drop_connections()
-        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected")
         await asyncio.wait_for(waiting, 20)
         assert rig.announced(PROMPT) == 2, "asked again on the new connection"
         await until(rig.idle, "idle")

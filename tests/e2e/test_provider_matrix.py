@@ -142,7 +142,7 @@ async def test_audio_stream_after_speech_then_completion_prompt(
     async with Rig(tmp_path, scenario, earcons=False, kind=kind) as rig:
         await rig.say_into_mic()
         skill: Any = rig.skill("scenario")
-        await until(lambda: "song:finally" in skill.events, "the song ran to its end", timeout_s=20)
+        await until(lambda: "song:finally" in skill.events, "the song ran to its end")
         assert skill.events == ["song:start", "song:end", "song:finally"]
         await until(lambda: rig.sim.record.responses_done >= 3, "completion prompt answered")
         assert prompts(rig)[-1].endswith("Say the song ended.")
@@ -243,7 +243,7 @@ async def test_dropped_connection_reconnects_and_the_next_turn_works(
     )
     async with Rig(tmp_path, scenario, kind=kind) as rig:
         await rig.say_into_mic()
-        await until(lambda: rig.sim.connection_count >= 2, "reconnected", timeout_s=20)
+        await until(lambda: rig.sim.connection_count >= 2, "reconnected")
         await until(lambda: rig.rt.connection_state == "connected", "connected again")
         await until(rig.idle, "idle")
         await rig.say_into_mic()

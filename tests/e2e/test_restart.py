@@ -270,7 +270,7 @@ class DaemonRun:
         self.process.kill()
 
 
-def wait_until(predicate: Callable[[], Any], what: str, timeout_s: float = 20.0) -> Any:
+def wait_until(predicate: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout_s
     while not (value := predicate()):
         if time.monotonic() > deadline:

@@ -6,6 +6,8 @@ assert on behaviour, not on engine internals.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from typing import Any
 
@@ -105,3 +107,77 @@ class NullBackend:
 
     def close(self) -> None:
         pass
+
+
+class LockstepWavBackend(WavBackend):
+    """A WAV backend whose periods wait for the event loop to catch up.
+
+    A scenario test runs the audio thread faster than real time on a
+    :class:`~huxleyd.audio.pacing.ScaledClock`. On an idle machine the
+    producers (the media runner, the speech writer, a test's echo loop)
+    keep the rings full; on a loaded one the loop may not get the CPU for
+    a few periods, the rings run dry, and the speaker file holds gaps that
+    no device would have produced (a Pi runs at 1x with 200 ms of lead).
+    So after each period this backend holds the audio thread until the
+    loop has run every callback the period made ready (the wakers of the
+    rings, then the tasks they wake): a period never starts before its
+    producers had their turn, however slow the machine. Time stays an
+    input: what reaches the speaker no longer depends on the load.
+
+    Call :meth:`bind` on the loop before the engine starts, and
+    :meth:`release` before closing the engine (whose ``close`` joins the
+    thread from the loop, which could then not answer).
+    """
+
+    MIN_HOPS = 3
+    """Loop iterations always granted: waker → future → task."""
+    MAX_HOPS = 50
+    """A loop that never goes quiet (a polling task) releases the thread after this many."""
+    SAFETY_S = 5.0
+    """A loop that does not answer at all (stopped, blocked) releases the thread after this."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._released = threading.Event()
+        self.waits_timed_out = 0
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._released.clear()
+
+    def release(self) -> None:
+        """Stop waiting for the loop (before ``engine.close()``)."""
+        self._released.set()
+
+    def write(self, data: Int16Array) -> IoStatus:
+        status = super().write(data)
+        self._settle()
+        return status
+
+    def _settle(self) -> None:
+        loop = self._loop
+        if loop is None or self._released.is_set() or loop.is_closed():
+            return
+        settled = threading.Event()
+
+        def hop(done: int) -> None:
+            # The ready queue is private to asyncio's loops; without it
+            # (another loop class) every wait takes MAX_HOPS iterations.
+            ready = getattr(loop, "_ready", True)
+            if done < self.MIN_HOPS or (ready and done < self.MAX_HOPS):
+                loop.call_soon(hop, done + 1)
+            else:
+                settled.set()
+
+        try:
+            loop.call_soon_threadsafe(hop, 0)
+        except RuntimeError:  # the loop closed meanwhile
+            return
+        deadline = time.monotonic() + self.SAFETY_S
+        while not settled.wait(0.01):
+            if self._released.is_set() or loop.is_closed():
+                return
+            if time.monotonic() > deadline:
+                self.waits_timed_out += 1
+                return

@@ -34,7 +34,7 @@ class Recorder:
     def state_names(self) -> list[ConnectionState]:
         return [s.state for s in self.states]
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
         async with asyncio.timeout(timeout_s):
             while not predicate():
                 self._changed.clear()

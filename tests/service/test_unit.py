@@ -149,3 +149,37 @@ def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
     assert (stat.S_IMODE(state.st_mode), state.st_uid) == (0o750, uid)
     key = (tmp_path / "etc/huxleyd/openai.key").stat()
     assert (stat.S_IMODE(key.st_mode), key.st_uid, key.st_size) == (0o600, 0, 0)
+
+
+def test_a_bad_config_is_not_restarted_and_a_crash_loop_ends() -> None:
+    from huxleyd.daemon import EX_CONFIG
+
+    d = _directives(UNIT.read_text())
+    assert d["RestartPreventExitStatus"] == [str(EX_CONFIG)]
+    assert int(d["StartLimitIntervalSec"][0]) > 0, "0 would restart a crash loop forever"
+    assert 1 < int(d["StartLimitBurst"][0]) <= 20
+
+
+def test_the_daemon_exits_with_the_config_status_on_a_bad_config(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from huxleyd.daemon import EX_CONFIG
+
+    bad = tmp_path / "huxleyd.toml"
+    bad.write_text("[daemon]\nlog_level = 'LOUD'\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "huxleyd.daemon", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == EX_CONFIG, run.stderr
+    assert "log_level" in run.stderr
+    check = subprocess.run(
+        [sys.executable, "-m", "huxleyd.daemon", "--config", str(bad), "--check-config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 1, "--check-config keeps its 0/1 contract"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import time
+from collections.abc import Callable
 
 from huxleyd.clock import ManualClock
 
@@ -18,6 +20,17 @@ _SETTLE_PASSES = 20
 """Loop passes after each wake-up: enough for a woken task to post to a queue
 and for the queue's consumer to act on it (a handful of hops), deterministic
 because nothing else runs."""
+
+
+async def eventually(check: Callable[[], object], what: str, *, safety_s: float = 30.0) -> None:
+    """Return as soon as ``check()`` is true. For waits on real timers (a tool's
+    timeout): the test waits for the outcome, not for a guessed duration, and
+    the generous ``safety_s`` only turns a hang into a failure."""
+    deadline = time.monotonic() + safety_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {safety_s:g} s waiting for {what}")
+        await asyncio.sleep(0.005)
 
 
 async def settle() -> None:

@@ -35,6 +35,7 @@ from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.fakes.turn_ports import OPENAI_LIKE, RecordingAudio, RecordingProvider, RecordingVolume
+from tests.turns import eventually
 
 FRAME = bytes(960)  # 20 ms at 24 kHz
 
@@ -332,7 +333,8 @@ async def test_failing_and_hanging_tools_answer_and_the_session_goes_on() -> Non
         await rig.turn()
         c1, c2 = ToolCall("r1", "c1", "explode", "{}"), ToolCall("r1", "c2", "hang", "{}")
         rig.send(ResponseStarted("r1"), c1, c2, done("r1", c1, c2, audio=False))
-        await asyncio.sleep(0.2)
+        await eventually(lambda: len(rig.provider.outputs()) == 2, "both outputs")
+        await settle()
         outputs = rig.provider.outputs()
         assert json.loads(outputs["c1"])["error"] == "tool_failed"
         assert json.loads(outputs["c2"])["error"] == "timeout"
@@ -355,7 +357,7 @@ async def test_an_interrupted_tool_gets_a_cancelled_output() -> None:
 async def test_silent_responses_are_retried_then_given_up() -> None:
     async with Rig(timeout_s=0.02) as rig:
         await rig.turn()
-        await asyncio.sleep(0.2)
+        await eventually(lambda: rig.coordinator.last_turn is not None, "the turn to end")
         assert rig.provider.names().count("request_response") == 3  # first + 2 retries
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.SILENT
@@ -434,6 +436,35 @@ async def test_a_provider_that_refuses_us_for_good_is_heard() -> None:
         assert rig.audio.log.count(("earcon", 24)) == 1  # the "error" earcon (12 samples)
 
 
+async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> None:
+    async with Rig() as rig:
+        rig.coordinator._earcons["offline"] = b"\0\0" * 13
+        rig.coordinator.on_connection("offline", 4)
+        cues = rig.audio.log.count(("earcon", 26))
+        sent = len(rig.provider.commands)
+        rig.coordinator.press()
+        # at once: the cue, the offline activity (LEDs), and no turn for nobody
+        assert rig.audio.log.count(("earcon", 26)) == cues + 1
+        assert rig.coordinator.activity == "offline"
+        assert state_of(rig) is TurnState.IDLE and rig.coordinator.turn is None
+        assert len(rig.provider.commands) == sent, "nothing was sent to a dead connection"
+        rig.coordinator.release()
+        assert state_of(rig) is TurnState.IDLE
+        rig.coordinator.on_connection("connected")
+        assert rig.coordinator.activity == "idle"
+        rig.coordinator.press()
+        assert state_of(rig) is TurnState.LISTENING
+
+
+async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
+    async with Rig() as rig:
+        rig.coordinator._earcons["offline"] = b"\0\0" * 13
+        rig.coordinator.on_connection("reconnecting", 1)  # the socket dropped; not yet "offline"
+        rig.coordinator.press()
+        assert rig.audio.log.count(("earcon", 26)) == 1
+        assert state_of(rig) is TurnState.IDLE
+
+
 async def test_speak_verbatim_reads_out_of_band_and_asks_for_no_narration() -> None:
     async with Rig() as rig:
         await rig.turn()
@@ -471,7 +502,8 @@ async def test_a_response_that_stalls_mid_speech_is_given_up() -> None:
     async with Rig(timeout_s=0.05) as rig:
         await rig.turn()
         rig.send(*reply("r1", "i1", chunks=2))  # ... and then nothing, no response.done
-        await asyncio.sleep(0.3)
+        await eventually(lambda: rig.coordinator.last_turn is not None, "the turn to end")
+        await settle()
         assert state_of(rig) is TurnState.IDLE
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED

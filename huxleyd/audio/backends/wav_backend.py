@@ -20,13 +20,13 @@ two sides meet in a :class:`~huxleyd.audio.ring.SampleRing`.
 
 from __future__ import annotations
 
-import wave
 from pathlib import Path
 
 import numpy as np
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
-from huxleyd.audio.pcm import SAMPLE_BYTES, Int16Array, pcm16_view, period_frames, read_wav
+from huxleyd.audio.backends.growing_wav import GrowingWavWriter
+from huxleyd.audio.pcm import Int16Array, pcm16_view, period_frames, read_wav
 from huxleyd.audio.ring import SampleRing
 from huxleyd.errors import AudioDeviceError, AudioError
 
@@ -58,7 +58,7 @@ class WavBackend:
         self._mic_file: Int16Array = np.zeros((0, input_channels), dtype=np.int16)
         self._mic_cursor = 0
         self._feed = SampleRing(int(mic_feed_s * rate_hz) * input_channels, name="mic feed")
-        self._writer: wave.Wave_write | None = None
+        self._writer: GrowingWavWriter | None = None
         self._blocks: list[Int16Array] = []
         self._recorded = 0
         self._frames_in = 0
@@ -74,16 +74,14 @@ class WavBackend:
         if self._speaker_path is not None and self._writer is None:
             try:
                 self._speaker_path.parent.mkdir(parents=True, exist_ok=True)
-                # held open across periods and closed in close(): no `with` here
-                writer = wave.open(str(self._speaker_path), "wb")  # noqa: SIM115
+                # Valid while it grows: play or read it while the daemon runs.
+                self._writer = GrowingWavWriter(
+                    self._speaker_path, channels=self.output_channels, rate_hz=self.rate_hz
+                )
             except OSError as exc:
                 raise AudioDeviceError(
                     f"{self._speaker_path}: cannot write the speaker WAV: {exc}"
                 ) from exc
-            writer.setnchannels(self.output_channels)
-            writer.setsampwidth(SAMPLE_BYTES)
-            writer.setframerate(self.rate_hz)
-            self._writer = writer
         self.is_open = True
         self.opens += 1
         return DeviceFormat(
@@ -111,14 +109,14 @@ class WavBackend:
 
     def write(self, data: Int16Array) -> IoStatus:
         if self._writer is not None:
-            self._writer.writeframesraw(data.data)
+            self._writer.write(data.data)
         if self._keep:
             self._record(data)
         return IoStatus.OK
 
     def close(self) -> None:
         if self._writer is not None:
-            self._writer.close()  # patches the header with the final length
+            self._writer.close()  # the header's sizes, a last time
             self._writer = None
         self.is_open = False
 

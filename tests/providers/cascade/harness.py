@@ -84,7 +84,7 @@ class Recorder:
     def calls(self) -> list[ToolCall]:
         return self.of(ToolCall)
 
-    async def wait(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    async def wait(self, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
         async with asyncio.timeout(timeout_s):
             while not predicate():
                 self._changed.clear()

@@ -99,7 +99,7 @@ async def device(script: Any) -> AsyncIterator[tuple[Device, Recorder, Any, Casc
             await dev.coordinator.close()
 
 
-async def wait_for(predicate: Any, timeout_s: float = 10.0) -> None:
+async def wait_for(predicate: Any, timeout_s: float = 60.0) -> None:
     """Poll the recording fakes, which have no change notification of their own."""
     async with asyncio.timeout(timeout_s):
         while not predicate():  # noqa: ASYNC110
