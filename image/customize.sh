@@ -1,0 +1,69 @@
+#!/bin/bash
+# Stage 3 of `make image`, run INSIDE the arm64 root (chroot, emulated):
+# huxleyd installed as `make install` would, and the appliance around it.
+#
+#   chroot ROOT /mnt/src/image/customize.sh
+#
+# build.sh bind-mounts the source tree at /mnt/src and the wheel cache at
+# /mnt/wheels (read-write: the two sdists are built into it once).
+set -euo pipefail
+export LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
+SRC=/mnt/src
+WHEELS=/mnt/wheels
+say() { printf 'customize: %s\n' "$*"; }
+
+# -- Python: build the sdist-only packages once, into the cache -------------------
+need_build=""
+ls "$WHEELS"/pyaudio-*-linux_aarch64.whl "$WHEELS"/PyAudio-*-linux_aarch64.whl >/dev/null 2>&1 \
+    || need_build="$need_build pyaudio"
+ls "$WHEELS"/systemd_python-*-linux_aarch64.whl >/dev/null 2>&1 \
+    || need_build="$need_build systemd-python"
+if [ -n "$need_build" ]; then
+    say "compiling$need_build under emulation (cached in the wheel directory afterwards)"
+    python3 -m venv /tmp/wheelbuild
+    # shellcheck disable=SC2086
+    /tmp/wheelbuild/bin/pip wheel --quiet --no-index --find-links "$WHEELS" \
+        --wheel-dir "$WHEELS" --no-deps $need_build
+    rm -rf /tmp/wheelbuild
+fi
+
+# -- huxleyd, exactly as `make install` installs it -------------------------------------
+say "scripts/install.sh with the wheel cache only (--no-index)"
+HUXLEYD_PIP_ARGS="--no-index --find-links $WHEELS" PYTHON=python3 \
+    "$SRC/scripts/install.sh" "" /opt/huxleyd
+# What install.sh's activate() does on a running system, done offline:
+# the service user and its groups exist before first boot (sysusers runs
+# again at every boot), the unit is enabled.
+systemd-sysusers
+systemctl enable huxleyd.service
+
+# -- the appliance: files of image/rootfs, then units ------------------------------------
+say "appliance files"
+cp -R --no-preserve=ownership "$SRC/image/rootfs/." /
+chmod 0755 /usr/lib/huxleyd-image/*
+echo huxley > /etc/hostname
+printf '127.0.0.1\tlocalhost\n127.0.1.1\thuxley\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > /etc/hosts
+
+systemctl enable systemd-networkd.service systemd-resolved.service systemd-timesyncd.service \
+    huxleyd-growroot.service huxleyd-firstboot.service
+# SSH is off until the first-boot file turns it on; no host keys are baked
+# into the image (each device makes its own at first start of ssh).
+systemctl disable ssh.service ssh.socket 2>/dev/null || true
+rm -f /etc/ssh/ssh_host_*
+systemctl mask ssh.socket >/dev/null 2>&1 || true
+# Root has no password: the console is not a way in. The first-boot file
+# can install an SSH key.
+passwd -l root >/dev/null
+
+# -- the firmware partition: kernel, initrd, device trees, config.txt --------------------
+say "firmware partition contents (raspi-firmware hooks + our overlays)"
+kver=$(basename "$(ls -d /lib/modules/* | sort -V | tail -1)")
+update-initramfs -u -k "$kver" >/dev/null
+/etc/kernel/postinst.d/z50-raspi-firmware "$kver"
+ls /boot/firmware
+
+# -- leave a clean root: no caches, no machine identity ---------------------------------
+apt-get clean
+rm -rf /var/lib/apt/lists/* /tmp/* /var/tmp/* /root/.cache
+: > /etc/machine-id
+rm -f /var/lib/dbus/machine-id
