@@ -18,7 +18,7 @@ from pathlib import Path
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.hardware.devicetree import board_device_tree
 
-__all__ = ["check_board_devices", "check_device_access"]
+__all__ = ["check_board_devices", "check_device_access", "check_gpio_chips"]
 
 Opener = Callable[[Path], None]
 """Opens a device read-write and closes it again; raises OSError when it cannot."""
@@ -72,6 +72,12 @@ def check_device_access(
     if problems:
         return DoctorCheck(name, False, "; ".join(problems), fix)
     return DoctorCheck(name, True, "opens: " + ", ".join(str(p) for p in paths))
+
+
+def check_gpio_chips(*, required: bool, dev: Path = Path("/dev")) -> DoctorCheck:
+    """Every ``/dev/gpiochip*`` opens (the Pi's header is one of them)."""
+    chips = sorted(dev.glob("gpiochip*"))
+    return check_device_access("gpio chip", chips, group="gpio", required=required)
 
 
 def check_board_devices(

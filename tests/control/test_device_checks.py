@@ -6,7 +6,11 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from huxleyd.control.device_checks import check_board_devices, check_device_access
+from huxleyd.control.device_checks import (
+    check_board_devices,
+    check_device_access,
+    check_gpio_chips,
+)
 
 CARDS_RESPEAKER = """\
  0 [vc4hdmi0       ]: vc4-hdmi - vc4-hdmi-0
@@ -67,3 +71,11 @@ def test_board_devices_missing_names_the_overlays(tmp_path: Path) -> None:
 def test_a_usb_board_needs_no_overlay(tmp_path: Path) -> None:
     check = check_board_devices("gpio-basic", asound_cards=tmp_path / "none", dev=tmp_path)
     assert check.ok and "no device-tree overlay" in check.detail
+
+
+def test_gpio_chips_are_found_in_dev(tmp_path: Path) -> None:
+    (tmp_path / "gpiochip0").write_bytes(b"")
+    (tmp_path / "gpiochip1").write_bytes(b"")
+    check = check_gpio_chips(required=True, dev=tmp_path)
+    assert check.ok and "gpiochip0" in check.detail and "gpiochip1" in check.detail
+    assert not check_gpio_chips(required=True, dev=tmp_path / "empty").ok
