@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from huxleyd.control.device_checks import device_checks
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError
@@ -136,15 +137,18 @@ class RuntimeControl:
     async def doctor(self) -> list[DoctorCheck]:
         """The doctor's checks against what this daemon really runs."""
         rt = self._rt
+        facts = daemon_facts(rt)
         checks = doctor_checks(
             rt.config.path,
             rt.config,
-            daemon_facts(rt),
+            facts,
             key_file=rt.parts.key_file,  # the config line resolves the key as the start did
             env=rt.parts.env,
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))
+        # The devices under the pins, opened as the service user (device_checks).
+        checks += device_checks(rt.config.board.name, real_pins=not facts.pins_mock)
         return await run_checks(checks)
 
 

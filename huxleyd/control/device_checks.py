@@ -13,12 +13,18 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.hardware.devicetree import board_device_tree
 
-__all__ = ["check_board_devices", "check_device_access", "check_gpio_chips"]
+__all__ = [
+    "check_board_devices",
+    "check_device_access",
+    "check_gpio_chips",
+    "device_checks",
+]
 
 Opener = Callable[[Path], None]
 """Opens a device read-write and closes it again; raises OSError when it cannot."""
@@ -117,3 +123,16 @@ def check_board_devices(
     if not found:
         return DoctorCheck("board devices", True, f"{board}: needs no device-tree overlay")
     return DoctorCheck("board devices", True, f"{board}: " + ", ".join(found))
+
+
+def device_checks(board: str, *, real_pins: bool) -> list[Callable[[], DoctorCheck]]:
+    """The daemon's device checks for ``board``: required only with real pins
+    (mock pins on a laptop or under emulation need no device)."""
+    spi = [Path(p) for p in board_device_tree(board).spi_devices]
+    checks: list[Callable[[], DoctorCheck]] = [
+        partial(check_gpio_chips, required=real_pins),
+        partial(check_device_access, "spi device", spi, group="spi", required=real_pins),
+    ]
+    if real_pins:
+        checks.append(partial(check_board_devices, board))
+    return checks

@@ -79,3 +79,12 @@ def test_gpio_chips_are_found_in_dev(tmp_path: Path) -> None:
     check = check_gpio_chips(required=True, dev=tmp_path)
     assert check.ok and "gpiochip0" in check.detail and "gpiochip1" in check.detail
     assert not check_gpio_chips(required=True, dev=tmp_path / "empty").ok
+
+
+def test_the_daemon_adds_the_board_check_only_with_real_pins() -> None:
+    from huxleyd.control.device_checks import device_checks
+
+    assert len(device_checks("respeaker-2mic", real_pins=False)) == 2
+    real = device_checks("respeaker-2mic", real_pins=True)
+    assert len(real) == 3
+    assert real[-1]().name == "board devices"
