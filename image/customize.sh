@@ -40,7 +40,11 @@ systemctl enable huxleyd.service
 # -- the appliance: files of image/rootfs, then units ------------------------------------
 say "appliance files"
 cp -R --no-preserve=ownership "$SRC/image/rootfs/." /
-chmod 0755 /usr/lib/huxleyd-image/*
+chmod 0755 /usr/lib/huxleyd-image/growroot /etc/kernel/postinst.d/z60-huxleyd-devicetree
+# The board overlays' sources: the kernel hook compiles them after every
+# kernel update, against that kernel's device trees.
+mkdir -p /usr/lib/huxleyd-image/dt
+install -m 0644 "$SRC"/hw/dt/*.dts /usr/lib/huxleyd-image/dt/
 echo huxley > /etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\thuxley\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > /etc/hosts
 
@@ -59,8 +63,10 @@ passwd -l root >/dev/null
 say "firmware partition contents (raspi-firmware hooks + our overlays)"
 kver=$(basename "$(ls -d /lib/modules/* | sort -V | tail -1)")
 update-initramfs -u -k "$kver" >/dev/null
-/etc/kernel/postinst.d/z50-raspi-firmware "$kver"
-ls /boot/firmware
+for hook in z50-raspi-firmware z60-huxleyd-devicetree; do
+    DEB_MAINT_PARAMS=configure "/etc/kernel/postinst.d/$hook" "$kver"
+done
+ls /boot/firmware /boot/firmware/overlays
 
 # -- leave a clean root: no caches, no machine identity ---------------------------------
 apt-get clean

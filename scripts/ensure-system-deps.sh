@@ -4,8 +4,10 @@
 #   libasound2-dev   ALSA headers + file plugin     ffmpeg      media decoding (books, radio)
 #   libsystemd-dev   systemd-python (journald)     espeak-ng   the simulator's voice
 #   pkg-config       finds libsystemd for pip
+#   device-tree-compiler  dtc/fdtoverlay: the tests check the image's board
+#                    overlays (hw/dt) against a Debian-shaped device tree
 set -eu
-PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config"
+PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config device-tree-compiler"
 
 missing=""
 for p in $PACKAGES; do
