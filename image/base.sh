@@ -1,7 +1,7 @@
 #!/bin/bash
-# Stage 1 of `make image`: the Debian arm64 base system, as a tarball.
+# Stage 1 of `make image`: the Debian arm64 base system, as a directory.
 #
-#   image/base.sh OUT.tar CACHE_DIR
+#   image/base.sh OUT_DIR CACHE_DIR
 #
 # mmdebstrap installs image/packages.txt (no Recommends) from Debian's
 # archive; the foreign architecture runs through qemu-user-static and
@@ -29,7 +29,8 @@ if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
 fi
 
 tmp="$out.partial"
-mmdebstrap --architectures=arm64 --variant=apt --mode=root \
+rm -rf "$tmp"
+mmdebstrap --architectures=arm64 --variant=apt --mode=root --format=directory \
     --include="$packages" \
     --aptopt='Acquire::Retries "3"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \

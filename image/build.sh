@@ -6,6 +6,7 @@
 #
 # Stages, each cached under $HUXLEYD_IMAGE_CACHE (/var/cache/huxleyd-image):
 #   1. base.sh      Debian arm64 root (mmdebstrap), keyed by its package list
+#                   and its own text; kept as a directory and copied
 #   2. wheels.sh    aarch64 wheels from PyPI (the two sdists compiled once)
 #   3. customize.sh huxleyd installed in a copy of the root (chroot)
 #   4. here         manifest, FAT + ext4 file systems from directories,
@@ -34,8 +35,8 @@ done
 
 # -- 1. the Debian base -------------------------------------------------------------
 key=$(cat "$here/base.sh" "$here/packages.txt" | sha256sum | cut -c1-16)
-base=$cache/base/base-$key.tar
-if [ -f "$base" ]; then
+base=$cache/base/base-$key
+if [ -d "$base" ]; then
     say "base system: cached $(basename "$base")"
 else
     say "base system: mmdebstrap (emulated; about an hour on 2 loaded cores)"
@@ -54,8 +55,8 @@ mkdir -p "$out"
 if mountpoint -q "$root/proc" 2>/dev/null; then echo "image: $root is mounted: another build?" >&2; exit 1; fi
 rm -rf "$work"
 mkdir -p "$root"
-say "unpacking the base into $root"
-tar -xpf "$base" -C "$root" --numeric-owner
+say "copying the base into $root"
+cp -a "$base/." "$root/"
 
 mounts=()
 cleanup() {
