@@ -52,7 +52,11 @@ say "wheels: aarch64 from PyPI into $cache/wheels"
 work=$out/work
 root=$work/root
 mkdir -p "$out"
-if mountpoint -q "$root/proc" 2>/dev/null; then echo "image: $root is mounted: another build?" >&2; exit 1; fi
+# Never delete through a mount (a bind of /dev or of the wheel cache).
+if grep -q " $work/" /proc/mounts; then
+    echo "image: something is still mounted under $work (another build?): umount it first" >&2
+    exit 1
+fi
 rm -rf "$work"
 mkdir -p "$root"
 say "copying the base into $root"
@@ -61,7 +65,9 @@ cp -a "$base/." "$root/"
 mounts=()
 cleanup() {
     local i
-    for ((i=${#mounts[@]}-1; i>=0; i--)); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
+    for ((i=${#mounts[@]}-1; i>=0; i--)); do
+        umount -R "${mounts[$i]}" 2>/dev/null || umount -lR "${mounts[$i]}" 2>/dev/null || true
+    done
 }
 trap cleanup EXIT
 bind() { mkdir -p "$2"; mount "$@"; mounts+=("${@: -1}"); }
@@ -83,7 +89,12 @@ chroot "$root" /mnt/src/image/customize.sh
 cleanup
 mounts=()
 trap - EXIT
-rm -rf "$root/mnt/src" "$root/mnt/wheels"
+if grep -q " $root/" /proc/mounts; then
+    echo "image: could not unmount everything under $root" >&2
+    exit 1
+fi
+rm -rf "$root/mnt/src"
+rmdir "$root/mnt/wheels"
 
 # -- 4. manifest ------------------------------------------------------------------------
 manifest=$out/$name.manifest

@@ -57,7 +57,7 @@ rm -f /etc/ssh/ssh_host_*
 systemctl mask ssh.socket >/dev/null 2>&1 || true
 # Root has no password: the console is not a way in. The first-boot file
 # can install an SSH key.
-passwd -l root >/dev/null
+if command -v passwd >/dev/null; then passwd -l root >/dev/null; fi
 
 # -- the firmware partition: kernel, initrd, device trees, config.txt --------------------
 say "firmware partition contents (raspi-firmware hooks + our overlays)"
