@@ -70,7 +70,7 @@ cleanup() {
     done
 }
 trap cleanup EXIT
-bind() { mkdir -p "$2"; mount "$@"; mounts+=("${@: -1}"); }
+bind() { mkdir -p "${@: -1}"; mount "$@"; mounts+=("${@: -1}"); }
 bind -t proc proc "$root/proc"
 bind -t sysfs sysfs "$root/sys"
 bind --rbind /dev "$root/dev"
