@@ -44,6 +44,7 @@ chmod 0755 /usr/lib/huxleyd-image/growroot /etc/kernel/postinst.d/z60-huxleyd-de
 # The board overlays' sources: the kernel hook compiles them after every
 # kernel update, against that kernel's device trees.
 mkdir -p /usr/lib/huxleyd-image/dt
+install -m 0644 "$SRC/docs/image.md" /opt/huxleyd/share/image.md
 install -m 0644 "$SRC"/hw/dt/*.dts /usr/lib/huxleyd-image/dt/
 echo huxley > /etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\thuxley\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > /etc/hosts
