@@ -143,6 +143,7 @@ rm -f "$fat" "$ext"
 say "image: $img ($(du -h --apparent-size "$img" | cut -f1), $(du -h "$img" | cut -f1) on disk)"
 
 say "compressing"
-xz -T0 -6 -k -f "$img"
+# -3: within a few percent of -6 on this content, in a fraction of the time.
+xz -T0 -3 -k -f "$img"
 (cd "$out" && sha256sum "$name.img" "$name.img.xz" > "$name.sha256")
 say "done in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s: $img.xz ($(du -h "$img.xz" | cut -f1))"

@@ -63,7 +63,13 @@ if command -v passwd >/dev/null; then passwd -l root >/dev/null; fi
 # -- the firmware partition: kernel, initrd, device trees, config.txt --------------------
 say "firmware partition contents (raspi-firmware hooks + our overlays)"
 kver=$(basename "$(ls -d /lib/modules/* | sort -V | tail -1)")
-update-initramfs -u -k "$kver" >/dev/null
+# The initrd must carry the virtio drivers for the emulated boot test
+# (modules.d/huxleyd-image-virt); rebuilt only if it lacks them, since
+# mkinitramfs under emulation takes minutes.
+if ! lsinitramfs "/boot/initrd.img-$kver" | grep -q '/virtio_blk\.ko'; then
+    say "initramfs: adding the virtio drivers"
+    update-initramfs -u -k "$kver" >/dev/null
+fi
 for hook in z50-raspi-firmware z60-huxleyd-devicetree; do
     DEB_MAINT_PARAMS=configure "/etc/kernel/postinst.d/$hook" "$kver"
 done
