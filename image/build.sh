@@ -82,7 +82,12 @@ mkdir -p "$root/mnt/src"
 (cd "$src" && git ls-files -z -c -o --exclude-standard \
     | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$root/mnt/src"
 bind --bind "$cache/wheels" "$root/mnt/wheels"
-cp /etc/resolv.conf "$root/run/resolv.conf.build" 2>/dev/null || true
+# apt inside (customize tops up packages.txt additions) reuses the .deb cache
+# and the host's name servers (the root's resolv.conf points into /run).
+bind --bind "$cache/apt" "$root/var/cache/apt/archives"
+mkdir -p "$root/run/systemd/resolve"
+cp /etc/resolv.conf "$root/run/systemd/resolve/stub-resolv.conf"
+cp /etc/resolv.conf "$root/run/systemd/resolve/resolv.conf"
 
 say "customize (emulated chroot): install huxleyd, appliance files, firmware partition"
 chroot "$root" /mnt/src/image/customize.sh

@@ -12,6 +12,18 @@ SRC=/mnt/src
 WHEELS=/mnt/wheels
 say() { printf 'customize: %s\n' "$*"; }
 
+# -- packages.txt additions since the cached base: installed here ------------------
+missing=""
+for p in $(grep -v '^#' "$SRC/image/packages.txt" | grep .); do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    say "installing packages added since the base was built:$missing"
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
 # -- Python: build the sdist-only packages once, into the cache -------------------
 need_build=""
 ls "$WHEELS"/pyaudio-*-linux_aarch64.whl "$WHEELS"/PyAudio-*-linux_aarch64.whl >/dev/null 2>&1 \
@@ -76,7 +88,6 @@ done
 ls /boot/firmware /boot/firmware/overlays
 
 # -- leave a clean root: no caches, no machine identity ---------------------------------
-apt-get clean
 rm -rf /var/lib/apt/lists/* /tmp/* /var/tmp/* /root/.cache
 : > /etc/machine-id
 rm -f /var/lib/dbus/machine-id

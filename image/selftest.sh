@@ -7,7 +7,7 @@
 #
 # Expects the first-boot file boot-test.sh wrote: provider openai with the
 # test key (its sha256 below), host name huxley-test, time zone Europe/Madrid.
-exec >/dev/ttyAMA0 2>&1
+exec >/dev/console 2>&1
 KEY_SHA256=@KEY_SHA256@
 KEY_MARK=@KEY_MARK@
 fails=0
