@@ -119,7 +119,7 @@ def _wifi(root: Path, wifi: WifiSetup, run: Runner, applied: Applied) -> None:
     _write(
         root / "etc/wpa_supplicant/wpa_supplicant-wlan0.conf",
         "# Written by huxleyd's first boot (huxleyd-setup.toml).\n"
-        "ctrl_interface=DIR=/run/wpa_supplicant GROUP=netdev\n"
+        "ctrl_interface=/run/wpa_supplicant\n"
         f"country={wifi.country}\n"
         "network={\n"
         f"    ssid={wifi.ssid.encode().hex()}\n"
