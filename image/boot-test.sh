@@ -68,7 +68,7 @@ timeout "$limit_s" qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 \
     -nographic -no-reboot -serial mon:stdio \
     -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline" \
     -drive "file=$test_img,format=raw,if=virtio" \
-    -nic user,model=virtio-net-pci,restrict=on \
+    -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile= \
     </dev/null >"$log" 2>&1
 rc=$?
 set -e
