@@ -68,6 +68,10 @@ systemctl enable systemd-networkd.service systemd-resolved.service systemd-times
 systemctl disable ssh.service ssh.socket 2>/dev/null || true
 rm -f /etc/ssh/ssh_host_*
 systemctl mask ssh.socket >/dev/null 2>&1 || true
+# The machine-id is empty, so systemd treats the first start as a first
+# boot; its interactive systemd-firstboot must not wait at a console nobody
+# watches: huxleyd-setup.toml is this image's first-boot configuration.
+systemctl mask systemd-firstboot.service >/dev/null 2>&1 || true
 # Root has no password: the console is not a way in. The first-boot file
 # can install an SSH key.
 if command -v passwd >/dev/null; then passwd -l root >/dev/null; fi
