@@ -82,7 +82,10 @@ kver=$(basename "$(ls -d /lib/modules/* | sort -V | tail -1)")
 # The initrd must carry the virtio drivers for the emulated boot test
 # (modules.d/huxleyd-image-virt); rebuilt only if it lacks them, since
 # mkinitramfs under emulation takes minutes.
-if ! lsinitramfs "/boot/initrd.img-$kver" | grep -q '/virtio_blk\.ko'; then
+# (grep -c reads to the end: with pipefail, grep -q's early exit would
+# fail lsinitramfs with SIGPIPE and force the rebuild.)
+virtio=$(lsinitramfs "/boot/initrd.img-$kver" | grep -c '/virtio_blk\.ko' || true)
+if [ "${virtio:-0}" = 0 ]; then
     say "initramfs: adding the virtio drivers"
     update-initramfs -u -k "$kver" >/dev/null
 fi
