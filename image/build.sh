@@ -101,6 +101,18 @@ fi
 rm -rf "$root/mnt/src"
 rmdir "$root/mnt/wheels"
 
+# Byte-compile the venv (pip ran with --no-compile): same CPython minor
+# version here and in the image gives the same .pyc; the recorded source
+# paths are the image's (-s/-p). Otherwise, slowly, inside.
+venv_lib=$(cd "$root/opt/huxleyd/venv/lib" && echo python3.*)
+if [ "$(python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')" = "$venv_lib" ]; then
+    say "byte-compiling the venv ($venv_lib) natively"
+    python3 -m compileall -q -j 0 -s "$root" -p / "$root/opt/huxleyd/venv/lib/$venv_lib/site-packages" >/dev/null
+else
+    say "byte-compiling the venv inside the root (host Python differs from $venv_lib)"
+    chroot "$root" /opt/huxleyd/venv/bin/python -m compileall -q /opt/huxleyd/venv/lib >/dev/null
+fi
+
 # -- 4. manifest ------------------------------------------------------------------------
 manifest=$out/$name.manifest
 {

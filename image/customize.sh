@@ -41,7 +41,9 @@ fi
 
 # -- huxleyd, exactly as `make install` installs it -------------------------------------
 say "scripts/install.sh with the wheel cache only (--no-index)"
-HUXLEYD_PIP_ARGS="--no-index --find-links $WHEELS" PYTHON=python3 \
+# --no-compile: build.sh byte-compiles the venv natively afterwards (the
+# .pyc files are the same on every architecture; emulated, it takes minutes).
+HUXLEYD_PIP_ARGS="--no-index --find-links $WHEELS --no-compile" PYTHON=python3 \
     "$SRC/scripts/install.sh" "" /opt/huxleyd
 # What install.sh's activate() does on a running system, done offline:
 # the service user and its groups exist before first boot (sysusers runs
