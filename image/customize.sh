@@ -34,7 +34,7 @@ if [ -n "$need_build" ]; then
     say "compiling$need_build under emulation (cached in the wheel directory afterwards)"
     python3 -m venv /tmp/wheelbuild
     # shellcheck disable=SC2086
-    /tmp/wheelbuild/bin/pip wheel --quiet --no-index --find-links "$WHEELS" \
+    /tmp/wheelbuild/bin/pip wheel --quiet --use-pep517 --no-index --find-links "$WHEELS" \
         --wheel-dir "$WHEELS" --no-deps $need_build
     rm -rf /tmp/wheelbuild
 fi
