@@ -26,10 +26,14 @@ fi
 
 # -- Python: build the sdist-only packages once, into the cache -------------------
 need_build=""
-ls "$WHEELS"/pyaudio-*-linux_aarch64.whl "$WHEELS"/PyAudio-*-linux_aarch64.whl >/dev/null 2>&1 \
-    || need_build="$need_build pyaudio"
-ls "$WHEELS"/systemd_python-*-linux_aarch64.whl >/dev/null 2>&1 \
-    || need_build="$need_build systemd-python"
+have_wheel() {  # any spelling of the project's name (PyAudio-, pyaudio-)
+    for whl in "$WHEELS"/*-linux_aarch64.whl; do
+        case "$(basename "$whl" | tr 'A-Z' 'a-z')" in "$1"-*) return 0 ;; esac
+    done
+    return 1
+}
+have_wheel pyaudio || need_build="$need_build pyaudio"
+have_wheel systemd_python || need_build="$need_build systemd-python"
 if [ -n "$need_build" ]; then
     say "compiling$need_build under emulation (cached in the wheel directory afterwards)"
     python3 -m venv /tmp/wheelbuild
