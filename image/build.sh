@@ -90,7 +90,10 @@ cp /etc/resolv.conf "$root/run/systemd/resolve/stub-resolv.conf"
 cp /etc/resolv.conf "$root/run/systemd/resolve/resolv.conf"
 
 say "customize (emulated chroot): install huxleyd, appliance files, firmware partition"
-chroot "$root" /mnt/src/image/customize.sh
+# A clean environment: nothing of this machine's (PIP_*, proxies, locale)
+# may change what goes into the image.
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb \
+    SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" chroot "$root" /mnt/src/image/customize.sh
 cleanup
 mounts=()
 trap - EXIT
