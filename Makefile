@@ -2,6 +2,7 @@
 #   make run    start the daemon (mock pins + simulator when no Pi / no API key)
 #   make test   lint + the whole test suite
 #   make bench  the performance table (DESIGN.md budgets; real-time rows on a clocked fake card)
+#   make image  a Raspberry Pi image (root, ~1 h emulated); make image-test boots it (docs/image.md)
 
 SHELL   := /bin/bash
 PYTHON  ?= python3
@@ -10,8 +11,11 @@ PY      := $(VENV)/bin/python
 CONFIG  ?= config/dev.toml
 PREFIX  ?= /opt/huxleyd
 DESTDIR ?=
+IMAGE_DIR ?= build/image
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint bench clockcard sounds install uninstall clean
+.PHONY: setup run demo test lint bench clockcard sounds install uninstall clean image image-test image-check image-deps
 
 setup: $(VENV)/.installed
 
@@ -76,6 +80,27 @@ install: setup
 
 uninstall:
 	scripts/uninstall.sh "$(DESTDIR)" "$(PREFIX)"
+
+# The image (docs/image.md). Root only: chroot, device nodes, file owners.
+# Nothing here runs in `make test`; image-check is what CI checks of it.
+IMAGE_TOOLS = mmdebstrap qemu-user-static qemu-system-arm binfmt-support arch-test \
+	dosfstools mtools fdisk e2fsprogs xz-utils device-tree-compiler
+
+image-deps:
+	@missing=""; for p in $(IMAGE_TOOLS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null \
+	  | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then echo "installing:$$missing"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+
+image: image-deps
+	image/build.sh $(IMAGE_DIR)
+
+image-test: image-deps
+	@test -f $(IMAGE) || { echo "no $(IMAGE): run make image first" >&2; exit 1; }
+	image/boot-test.sh $(IMAGE)
+
+image-check: setup
+	$(PY) -m pytest -q tests/image tests/firstboot
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info sdk/build sdk/src/*.egg-info

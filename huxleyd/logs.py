@@ -131,12 +131,16 @@ class JournalFieldsHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            fields: dict[str, str] = {
+            # systemd.journal.send() takes CODE_FILE, CODE_LINE and
+            # CODE_FUNC as its own parameters and formats CODE_LINE with
+            # "{:d}": it must be an int (a str raises ValueError, and every
+            # record is lost). Other fields may be str or bytes.
+            fields: dict[str, str | int] = {
                 "PRIORITY": str(_PRIORITY.get(record.levelno, 6)),
                 "SYSLOG_IDENTIFIER": self._identifier,
                 "LOGGER": record.name,
                 "CODE_FILE": record.pathname,
-                "CODE_LINE": str(record.lineno),
+                "CODE_LINE": record.lineno,
                 "CODE_FUNC": record.funcName,
             }
             event = getattr(record, "huxley_event", None)

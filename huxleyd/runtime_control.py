@@ -156,10 +156,11 @@ class RuntimeControl:
     async def doctor(self) -> list[DoctorCheck]:
         """The doctor's checks against what this daemon really runs."""
         rt = self._rt
+        facts = daemon_facts(rt)
         checks = doctor_checks(
             rt.config.path,
             rt.config,
-            daemon_facts(rt),
+            facts,
             key_file=rt.parts.key_file,  # the config line resolves the key as the start did
             env=rt.parts.env,
         )

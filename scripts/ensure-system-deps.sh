@@ -7,8 +7,10 @@
 #   gcc, python3-dev PyAudio and systemd-python are C extensions: a compiler
 #                    and the Python headers (a minimal Debian has neither)
 #   python3-venv     `python3 -m venv` (Debian ships it apart from python3)
+#   device-tree-compiler  dtc/fdtoverlay: the tests check the image's board
+#                    overlays (hw/dt) against a Debian-shaped device tree
 set -eu
-PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv"
+PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler"
 
 missing=""
 for p in $PACKAGES; do

@@ -4,6 +4,7 @@
 #   $PREFIX/venv                       the package and its dependencies
 #   $PREFIX/share/hw, share/sounds     board profiles, earcons
 #   /lib/systemd/system/huxleyd.service, /usr/lib/sysusers.d, /usr/lib/tmpfiles.d
+#   /usr/lib/udev/rules.d/60-huxleyd.rules  groups gpio/spi own /dev/gpiochip*, /dev/spidev*
 #   /etc/huxleyd/huxleyd.toml, personas/   defaults; an edited file is kept and
 #                                      the new default lands beside it as .dist
 #   /etc/huxleyd/openai.key            created empty (0600) if missing: put the key there
@@ -97,7 +98,9 @@ install_data() {
     chmod 0644 "$unit_dir/huxleyd.service"
     install -m 0644 "$SRC/systemd/huxleyd.sysusers" "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf"
     install -m 0644 "$SRC/systemd/huxleyd.tmpfiles" "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf"
-    say "systemd unit, sysusers and tmpfiles installed"
+    mkdir -p "$DESTDIR/usr/lib/udev/rules.d"
+    install -m 0644 "$SRC/systemd/huxleyd.udev.rules" "$DESTDIR/usr/lib/udev/rules.d/60-huxleyd.rules"
+    say "systemd unit, sysusers, tmpfiles and udev rules installed"
 
     mkdir -p "$DESTDIR/usr/local/bin"
     ln -sfn "$PREFIX/venv/bin/huxleyctl" "$DESTDIR/usr/local/bin/huxleyctl"
@@ -171,6 +174,11 @@ activate() {
     fi
     systemd-sysusers huxleyd.conf
     systemd-tmpfiles --create huxleyd.conf
+    # The devices already exist: give them to the groups now, not at next boot.
+    if command -v udevadm >/dev/null 2>&1; then
+        udevadm control --reload || true
+        udevadm trigger --subsystem-match=gpio --subsystem-match=spidev || true
+    fi
     systemctl daemon-reload
     systemctl enable huxleyd
     if grep -qs "Raspberry Pi" /proc/device-tree/model \

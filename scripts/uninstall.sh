@@ -24,12 +24,13 @@ rm -rf "$DESTDIR$PREFIX/venv" "$DESTDIR$PREFIX/share/hw" "$DESTDIR$PREFIX/share/
 rmdir "$DESTDIR$PREFIX/share" "$DESTDIR$PREFIX" 2>/dev/null || true
 rm -f "$DESTDIR/lib/systemd/system/huxleyd.service" \
     "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf" \
-    "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf"
+    "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf" \
+    "$DESTDIR/usr/lib/udev/rules.d/60-huxleyd.rules"
 link="$DESTDIR/usr/local/bin/huxleyctl"
 if [ -L "$link" ] && [ "$(readlink "$link")" = "$PREFIX/venv/bin/huxleyctl" ]; then
     rm -f "$link"
 fi
-say "removed $PREFIX, the unit, sysusers and tmpfiles entries"
+say "removed $PREFIX, the unit, sysusers, tmpfiles and udev entries"
 
 if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
     systemctl daemon-reload

@@ -65,6 +65,21 @@ def test_systemd_files(installed: tuple[Path, str]) -> None:
     assert tmpfiles.read_text() == (ROOT / "systemd/huxleyd.tmpfiles").read_text()
 
 
+def test_udev_rules_give_the_groups_their_devices(installed: tuple[Path, str]) -> None:
+    """Debian leaves /dev/gpiochip* and /dev/spidev* root-only: the rules fix that."""
+    destdir, _ = installed
+    rules = (destdir / "usr/lib/udev/rules.d/60-huxleyd.rules").read_text()
+    lines = [line for line in rules.splitlines() if line and not line.startswith("#")]
+    assert 'SUBSYSTEM=="gpio", KERNEL=="gpiochip[0-9]*", GROUP="gpio", MODE="0660"' in lines
+    assert 'SUBSYSTEM=="spidev", KERNEL=="spidev[0-9]*", GROUP="spi", MODE="0660"' in lines
+    # The groups they name are the ones sysusers creates and the unit joins.
+    sysusers = (ROOT / "systemd/huxleyd.sysusers").read_text()
+    unit = (ROOT / "systemd/huxleyd.service").read_text()
+    for group in ("gpio", "spi"):
+        assert f"g {group} -" in sysusers and f"m huxley {group}" in sysusers
+        assert group in unit.split("SupplementaryGroups=")[1].split("\n")[0]
+
+
 def test_board_profiles_and_asound_conf(installed: tuple[Path, str]) -> None:
     destdir, _ = installed
     shipped = sorted(p.name for p in (ROOT / "hw").iterdir() if p.is_file())
@@ -169,6 +184,7 @@ def test_edited_config_survives_a_second_install(installed: tuple[Path, str]) ->
     assert not (destdir / PREFIX.lstrip("/")).exists()
     assert not (destdir / "lib/systemd/system/huxleyd.service").exists()
     assert not (destdir / "usr/lib/sysusers.d/huxleyd.conf").exists()
+    assert not (destdir / "usr/lib/udev/rules.d/60-huxleyd.rules").exists()
     assert not (destdir / "usr/local/bin/huxleyctl").is_symlink()
     assert config.read_text() == edited
     assert "kept" in output

@@ -3,8 +3,15 @@ so ``journalctl -u huxleyd HUXLEY_TOOL=set_volume`` finds it; secrets never do."
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
+import shutil
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -17,14 +24,18 @@ class RecordingSender:
     """A fake ``systemd.journal.send``: records (MESSAGE, fields) per call."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, str]]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def __call__(self, message: str, **fields: Any) -> None:
+        # The real send() formats CODE_LINE with "{:d}" and concatenates the
+        # other fields as str (test_real_systemd_journal_send checks this
+        # against the module itself).
+        assert isinstance(fields.pop("CODE_LINE"), int), "CODE_LINE must be an int"
         assert all(isinstance(v, str) for v in fields.values()), fields
         self.calls.append((message, fields))
 
     @property
-    def last(self) -> dict[str, str]:
+    def last(self) -> dict[str, Any]:
         return self.calls[-1][1]
 
 
@@ -109,7 +120,7 @@ def test_secrets_are_redacted(journal: RecordingSender) -> None:
     assert fields["HUXLEY_AUTHORIZATION"] == "<redacted>"
     assert fields["HUXLEY_PASSWORD"] == "<redacted>"
     assert fields["HUXLEY_URL"] == "wss://example.invalid/v1/realtime"
-    everything = message + "".join(fields.values())
+    everything = message + "".join(str(v) for v in fields.values())
     assert "sk-live-123" not in everything and "hunter2" not in everything
 
 
@@ -153,3 +164,102 @@ def test_setup_installs_the_journal_handler() -> None:
         root.setLevel(saved_level)
     assert [f["HUXLEY_EVENT"] for _, f in sender.calls] == ["turn_started"]
     assert sender.last["HUXLEY_TURN"] == "t9"
+
+
+# -- the real systemd-python ---------------------------------------------------
+
+
+def _real_journal() -> ModuleType:
+    """systemd.journal, or a skip where it cannot be installed (no libsystemd).
+
+    ``make setup`` installs the ``journal`` extra whenever pkg-config finds
+    libsystemd, so there a missing module is a broken set-up, not a skip.
+    """
+    try:
+        return importlib.import_module("systemd.journal")
+    except ImportError:
+        has_libsystemd = (
+            shutil.which("pkg-config") is not None
+            and subprocess.run(["pkg-config", "--exists", "libsystemd"], check=False).returncode
+            == 0
+        )
+        if has_libsystemd:
+            pytest.fail("libsystemd is installed but systemd-python is not: run `make setup`")
+        pytest.skip("systemd-python is not installed (no libsystemd on this machine)")
+
+
+class ErrorRecordingHandler(JournalFieldsHandler):
+    """The production handler; a failed send is recorded, not printed."""
+
+    def __init__(self, sender: Any) -> None:
+        super().__init__(sender)
+        self.errors: list[BaseException] = []
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        assert error is not None
+        self.errors.append(error)
+
+
+def test_real_systemd_journal_send_accepts_every_field() -> None:
+    """Every kind of record goes through the real ``systemd.journal.send``.
+
+    Without a journald socket the module formats every field and then drops
+    the datagram, so a field of the wrong type (CODE_LINE as a str raised
+    ``ValueError: Unknown format code 'd'``) still fails here.
+    """
+    journal = _real_journal()
+    handler = ErrorRecordingHandler(journal.send)
+    logger = logging.getLogger("huxleyd.test_real_journal")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        log = get_logger("huxleyd.test_real_journal", skill="timers")
+        log.info("tool_called", turn="t1", tool="set_volume", duration_ms=12.5, media=None)
+        log.debug("d")
+        log.warning("w", count=3)
+        logger.info("plain %s message", "stdlib")
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            log.exception("skill_failed")
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    assert handler.errors == []
+
+
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+
+
+@pytest.mark.skipif(not os.path.exists(JOURNAL_SOCKET), reason="no journald on this machine")
+def test_real_journal_record_reads_back_with_its_fields() -> None:
+    """Where journald runs, the record lands with HUXLEY_* fields a reader can match."""
+    journal = _real_journal()
+    probe = uuid.uuid4().hex
+    handler = ErrorRecordingHandler(journal.send)
+    logger = logging.getLogger("huxleyd.test_real_journal_readback")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        get_logger("huxleyd.test_real_journal_readback").warning("journal_probe", probe=probe)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    assert handler.errors == []
+    reader = journal.Reader()
+    reader.add_match(HUXLEY_PROBE=probe)
+    entries: list[dict[str, Any]] = []
+    for _ in range(100):  # journald writes asynchronously; a safety net, not a timing
+        entries = list(reader)
+        if entries:
+            break
+        reader.wait(0.2)
+    if not entries:
+        pytest.skip("journald did not show us the record (no read access to the journal)")
+    entry = entries[0]
+    assert entry["HUXLEY_EVENT"] == "journal_probe"
+    assert entry["PRIORITY"] == 4
+    assert entry["CODE_FUNC"] == "test_real_journal_record_reads_back_with_its_fields"
+    assert isinstance(entry["CODE_LINE"], int)

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 
 from huxleyd.config import Config, load_config
+from huxleyd.control.device_checks import device_checks
 from huxleyd.control.doctor import (
     KeyFacts,
     ModelEndpoint,
@@ -167,6 +168,8 @@ def doctor_checks(
             in_use=facts.pins_in_use,
             probe=facts.pin_probe,
         ),
+        # The devices under the pins, opened as the service user.
+        *device_checks(config.board.name, real_pins=not facts.pins_mock),
         partial(check_provider, endpoint, skipped_because=why),
         partial(check_models, models, today=today or datetime.now(UTC).date()),
         partial(check_disk_space, config.storage.state_dir),

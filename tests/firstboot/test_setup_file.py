@@ -1,0 +1,102 @@
+"""huxleyd-setup.toml: what a user writes on the FAT partition is checked
+before anything is applied, and every mistake names the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from huxleyd.firstboot.setup_file import SetupError, SetupFile, WifiSetup, parse_setup
+
+BOARDS = ("gpio-basic", "respeaker-2mic", "voice-bonnet")
+
+
+@pytest.fixture
+def zoneinfo(tmp_path: Path) -> Path:
+    zones = tmp_path / "zoneinfo"
+    (zones / "Europe").mkdir(parents=True)
+    (zones / "Europe/Madrid").write_bytes(b"TZif")
+    (zones / "UTC").write_bytes(b"TZif")
+    return zones
+
+
+def parse(text: str, zoneinfo: Path) -> SetupFile:
+    return parse_setup(text, file="huxleyd-setup.toml", boards=BOARDS, zoneinfo=zoneinfo)
+
+
+FULL = """
+[device]
+hostname = "kitchen"
+board = "respeaker-2mic"
+timezone = "Europe/Madrid"
+
+[provider]
+kind = "openai"
+api_key = "  sk-test-123  "
+
+[wifi]
+ssid = "home"
+password = "correct horse"
+country = "ES"
+
+[ssh]
+enable = true
+authorized_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBm me@laptop"]
+"""
+
+
+def test_a_full_file(zoneinfo: Path) -> None:
+    setup = parse(FULL, zoneinfo)
+    assert setup == SetupFile(
+        hostname="kitchen",
+        board="respeaker-2mic",
+        timezone="Europe/Madrid",
+        provider="openai",
+        api_key="sk-test-123",
+        wifi=WifiSetup(ssid="home", password="correct horse", country="ES"),
+        ssh=True,
+        ssh_keys=("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBm me@laptop",),
+    )
+    summary = setup.summary()
+    assert summary["api_key"] == "set"
+    assert "sk-test" not in repr(summary) and "correct horse" not in repr(summary)
+
+
+def test_an_empty_file_asks_for_nothing(zoneinfo: Path) -> None:
+    assert parse("", zoneinfo) == SetupFile()
+
+
+def test_an_open_network(zoneinfo: Path) -> None:
+    setup = parse('[wifi]\nssid = "cafe"\ncountry = "GB"\n', zoneinfo)
+    assert setup.wifi == WifiSetup(ssid="cafe", password=None, country="GB")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "words"),
+    [
+        ("[device\n", "", "not valid TOML"),
+        ("[wlan]\nssid = 'x'\n", "wlan", "unknown section"),
+        ("[device]\nboard_name = 'x'\n", "device.board_name", "unknown key"),
+        ("[device]\nhostname = 'Kitchen Pi'\n", "device.hostname", "not a host name"),
+        ("[device]\nhostname = 7\n", "device.hostname", "expected a string"),
+        ("[device]\nboard = 'respeaker'\n", "device.board", "available: gpio-basic"),
+        ("[device]\ntimezone = 'Mars/Olympus'\n", "device.timezone", "unknown time zone"),
+        ("[device]\ntimezone = '../../etc/passwd'\n", "device.timezone", "unknown time zone"),
+        ("[provider]\nkind = 'chatgpt'\n", "provider.kind", "openai, xai, gemini, sim"),
+        ("[provider]\napi_key = 'sk one'\n", "provider.api_key", "no spaces"),
+        ("[provider]\nkind = 'sim'\napi_key = 'sk'\n", "provider.api_key", "takes no key"),
+        ("[wifi]\nssid = 'home'\npassword = 'short'\ncountry = 'ES'\n", "wifi.password", "8-63"),
+        ("[wifi]\nssid = 'home'\npassword = 'long enough'\n", "wifi.country", "two-letter"),
+        ("[wifi]\nssid = ''\ncountry = 'ES'\n", "wifi.ssid", "1-32 bytes"),
+        ("[ssh]\nenable = 'yes'\n", "ssh.enable", "true or false"),
+        ("[ssh]\nenable = true\n", "ssh.authorized_keys", "at least one public key"),
+        ("[ssh]\nauthorized_keys = ['hunter2']\n", "ssh.authorized_keys[0]", "OpenSSH public key"),
+    ],
+)
+def test_mistakes_name_the_key(zoneinfo: Path, text: str, key: str, words: str) -> None:
+    with pytest.raises(SetupError) as caught:
+        parse(text, zoneinfo)
+    assert caught.value.key == key
+    assert words in str(caught.value)
+    assert str(caught.value).startswith("huxleyd-setup.toml: ")
