@@ -269,10 +269,11 @@ async def test_a_queued_inject_survives_a_reconnect(tmp_path: Path) -> None:
         await rig.sim.drop_connections()
         await until(lambda: rig.sim.connection_count >= 2, "reconnected")
         await until(lambda: rig.rt.connection_state == "connected", "connected again")
+        # The old socket is gone (drop_connections waits for it): whatever is
+        # received from here on came over the new connection.
+        on_the_new_connection = len(rig.sim.received)
         skill.claim_handle.cancel()
         await until(lambda: heard(rig), "the announcement is heard")
-        types = rig.sim.record.types_received()
-        second_session = [i for i, t in enumerate(types) if t == "session.update"][1]
         asked = [
             i
             for i, e in enumerate(rig.sim.received)
@@ -280,7 +281,7 @@ async def test_a_queued_inject_survives_a_reconnect(tmp_path: Path) -> None:
             and e.response is not None
             and (e.response.instructions or "").endswith(PROMPT)
         ]
-        assert len(asked) == 1 and asked[0] > second_session, "spoken on the new connection"
+        assert len(asked) == 1 and asked[0] >= on_the_new_connection, "spoken on the new connection"
         assert rig.sim.violations == []
 
 
