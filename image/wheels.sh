@@ -15,23 +15,26 @@ dir=$1
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
 
-# The requirement list, from pyproject.toml: markers are the image's
-# (aarch64, Python 3.11), so lgpio is in and tomli is out; the sdist-only
-# packages are fetched apart.
+# The requirement list, from pyproject.toml and sdk/pyproject.toml: markers
+# are the image's (aarch64, Python 3.11), so lgpio is in and tomli is out;
+# the sdist-only packages are fetched apart, and huxley-sdk is not on PyPI
+# in our version at all: install.sh builds it from sdk/ (its dependencies
+# are fetched here).
 reqs=$(mktemp)
 trap 'rm -f "$reqs"' EXIT
-python3 - "$here/../pyproject.toml" > "$reqs" <<'PY'
+python3 - "$here/../pyproject.toml" "$here/../sdk/pyproject.toml" > "$reqs" <<'PY'
 import re
 import sys
 import tomllib
 
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
-deps = project["dependencies"] + project["optional-dependencies"]["journal"]
+sdk = tomllib.load(open(sys.argv[2], "rb"))["project"]
+deps = project["dependencies"] + project["optional-dependencies"]["journal"] + sdk["dependencies"]
 for dep in deps:
     name, _, marker = dep.partition(";")
     if "python_version < '3.11'" in marker:
         continue
-    if re.match(r"\s*(pyaudio|systemd-python)\b", name, re.I):
+    if re.match(r"\s*(pyaudio|systemd-python|huxley-sdk)\b", name, re.I):
         continue
     print(name.strip())
 PY
