@@ -254,6 +254,56 @@ static PyObject *pa_error(const char *what, PaError err)
 	return PyErr_Format(PyExc_OSError, "%s: %s (PortAudio %d)", what, Pa_GetErrorText(err), err);
 }
 
+/* One callback stream on `device`, playback (input = 0) or capture (input = 1),
+ * asking for SCHED_FIFO when `realtime` (ALSA only; PortAudio quietly stays at
+ * normal priority where the system refuses it: root, CAP_SYS_NICE or an rtprio
+ * limit is needed). 0, or -1 with a Python error set. */
+static int open_stream(PaStream **out, int input, int device, int channels, double rate,
+		       long period, double latency, int realtime, PaStreamCallback *callback,
+		       void *user, PaStreamFinishedCallback *finished, const char *what)
+{
+	if (device < 0 || device >= Pa_GetDeviceCount()) {
+		PyErr_Format(PyExc_OSError, "no PortAudio device %d", device);
+		return -1;
+	}
+	PaStreamParameters params;
+	memset(&params, 0, sizeof(params));
+	params.device = device;
+	params.channelCount = channels;
+	params.sampleFormat = paInt16;
+	params.suggestedLatency = latency;
+	PaStream *stream = NULL;
+	PaError err;
+	Py_BEGIN_ALLOW_THREADS
+	err = Pa_OpenStream(&stream, input ? &params : NULL, input ? NULL : &params, rate,
+			    (unsigned long)period, paClipOff | paDitherOff, callback, user);
+	Py_END_ALLOW_THREADS
+	if (err != paNoError) {
+		pa_error(what, err);
+		return -1;
+	}
+	*out = stream;
+	Pa_SetStreamFinishedCallback(stream, finished);
+	const PaDeviceInfo *info = Pa_GetDeviceInfo(device);
+	const PaHostApiInfo *host = info ? Pa_GetHostApiInfo(info->hostApi) : NULL;
+	if (realtime && host && host->type == paALSA)
+		PaAlsa_EnableRealtimeScheduling(stream, 1);
+	return 0;
+}
+
+static PyObject *start_stream(PaStream *stream, const char *which)
+{
+	if (!stream)
+		return PyErr_Format(PyExc_OSError, "%s stream is closed", which);
+	PaError err;
+	Py_BEGIN_ALLOW_THREADS
+	err = Pa_StartStream(stream);
+	Py_END_ALLOW_THREADS
+	if (err != paNoError)
+		return pa_error("Pa_StartStream", err);
+	Py_RETURN_NONE;
+}
+
 static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 {
 	static char *kw[] = {"device", "rate_hz", "channels", "period_frames", "ring_frames",
@@ -294,49 +344,14 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 		return -1;
 	}
 	o->pa_ready = 1;
-	if (device < 0 || device >= Pa_GetDeviceCount()) {
-		PyErr_Format(PyExc_OSError, "no PortAudio device %d", device);
-		return -1;
-	}
-	PaStreamParameters params;
-	memset(&params, 0, sizeof(params));
-	params.device = device;
-	params.channelCount = channels;
-	params.sampleFormat = paInt16;
-	params.suggestedLatency = latency;
-	PaStream *stream = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	err = Pa_OpenStream(&stream, NULL, &params, rate, (unsigned long)period, paClipOff | paDitherOff,
-			    on_device, o);
-	Py_END_ALLOW_THREADS
-	if (err != paNoError) {
-		pa_error("Pa_OpenStream (playback callback)", err);
-		return -1;
-	}
-	o->stream = stream;
-	Pa_SetStreamFinishedCallback(stream, stream_gone);
-	const PaDeviceInfo *info = Pa_GetDeviceInfo(device);
-	const PaHostApiInfo *host = info ? Pa_GetHostApiInfo(info->hostApi) : NULL;
-	if (realtime && host && host->type == paALSA) {
-		/* SCHED_FIFO for the callback thread where the system allows it (root,
-		 * CAP_SYS_NICE, an rtprio limit); PortAudio quietly stays normal otherwise */
-		PaAlsa_EnableRealtimeScheduling(stream, 1);
-	}
-	return 0;
+	return open_stream(&o->stream, 0, device, channels, rate, period, latency, realtime, on_device,
+			   o, stream_gone, "Pa_OpenStream (playback callback)");
 }
 
 static PyObject *Output_start(Output *o, PyObject *unused)
 {
 	(void)unused;
-	if (!o->stream)
-		return PyErr_Format(PyExc_OSError, "output stream is closed");
-	PaError err;
-	Py_BEGIN_ALLOW_THREADS
-	err = Pa_StartStream(o->stream);
-	Py_END_ALLOW_THREADS
-	if (err != paNoError)
-		return pa_error("Pa_StartStream", err);
-	Py_RETURN_NONE;
+	return start_stream(o->stream, "output");
 }
 
 static PyObject *Output_close(Output *o, PyObject *unused)
@@ -647,46 +662,14 @@ static int Input_init(Input *in, PyObject *args, PyObject *kwargs)
 	}
 	in->pa_ready = 1;
 	sem_init(&in->ready, 0, 0);
-	if (device < 0 || device >= Pa_GetDeviceCount()) {
-		PyErr_Format(PyExc_OSError, "no PortAudio device %d", device);
-		return -1;
-	}
-	PaStreamParameters params;
-	memset(&params, 0, sizeof(params));
-	params.device = device;
-	params.channelCount = channels;
-	params.sampleFormat = paInt16;
-	params.suggestedLatency = latency;
-	PaStream *stream = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	err = Pa_OpenStream(&stream, &params, NULL, rate, (unsigned long)period, paClipOff | paDitherOff,
-			    on_mic, in);
-	Py_END_ALLOW_THREADS
-	if (err != paNoError) {
-		pa_error("Pa_OpenStream (capture callback)", err);
-		return -1;
-	}
-	in->stream = stream;
-	Pa_SetStreamFinishedCallback(stream, mic_gone);
-	const PaDeviceInfo *info = Pa_GetDeviceInfo(device);
-	const PaHostApiInfo *host = info ? Pa_GetHostApiInfo(info->hostApi) : NULL;
-	if (realtime && host && host->type == paALSA)
-		PaAlsa_EnableRealtimeScheduling(stream, 1);
-	return 0;
+	return open_stream(&in->stream, 1, device, channels, rate, period, latency, realtime, on_mic, in,
+			   mic_gone, "Pa_OpenStream (capture callback)");
 }
 
 static PyObject *Input_start(Input *in, PyObject *unused)
 {
 	(void)unused;
-	if (!in->stream)
-		return PyErr_Format(PyExc_OSError, "input stream is closed");
-	PaError err;
-	Py_BEGIN_ALLOW_THREADS
-	err = Pa_StartStream(in->stream);
-	Py_END_ALLOW_THREADS
-	if (err != paNoError)
-		return pa_error("Pa_StartStream", err);
-	Py_RETURN_NONE;
+	return start_stream(in->stream, "input");
 }
 
 static PyObject *Input_close(Input *in, PyObject *unused)
