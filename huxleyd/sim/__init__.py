@@ -5,19 +5,14 @@ official ``openai`` types), xAI's dialect and Gemini Live (see
 scenarios (speech, tool calls, errors, dropped connections, goAway).
 A simulator, not an AI.
 
-Public API: :class:`~huxleyd.sim.server.SimServer`,
-:func:`~huxleyd.sim.scenario.load_scenario`, :class:`~huxleyd.sim.scenario.Scenario`,
-:func:`~huxleyd.sim.validate.validate_client_event`.
+Public API, imported from where it is defined:
+:class:`huxleyd.sim.server.SimServer`, :func:`huxleyd.sim.scenario.load_scenario`,
+:class:`huxleyd.sim.scenario.Scenario`, :func:`huxleyd.sim.validate.validate_client_event`;
+``python -m huxleyd.sim`` runs the server on its own.
+
+This init imports nothing on purpose. Python runs it before any submodule,
+so when it imported the server, ``from huxleyd.sim import wire`` (the
+provider tests' frame builder, and the simulator's own sessions) loaded the
+whole simulator and websockets, and a session module that imported a
+sibling re-entered the server's imports half loaded (an import cycle).
 """
-
-from huxleyd.sim.scenario import Scenario, load_scenario
-from huxleyd.sim.server import SimServer
-from huxleyd.sim.validate import validate_client_event, validate_server_event
-
-__all__ = [
-    "Scenario",
-    "SimServer",
-    "load_scenario",
-    "validate_client_event",
-    "validate_server_event",
-]

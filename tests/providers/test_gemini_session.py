@@ -17,8 +17,8 @@ from huxleyd.providers.factory import create_protocol
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ConnectionState, ProviderConnection
-from huxleyd.sim import SimServer
 from huxleyd.sim.scenario import scenario_from_dict
+from huxleyd.sim.server import SimServer
 from tests.providers.recording import Recorder
 
 SPEECH = {"say": "words", "tone_hz": 440, "duration_ms": 200}

@@ -30,8 +30,8 @@ from huxleyd.providers.transport import (
     ProviderConnection,
     read_api_key,
 )
-from huxleyd.sim import SimServer, load_scenario
-from huxleyd.sim.scenario import scenario_from_dict
+from huxleyd.sim.scenario import load_scenario, scenario_from_dict
+from huxleyd.sim.server import SimServer
 from tests.providers.recording import InstantSleep, Recorder
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"

@@ -19,9 +19,9 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from huxleyd.sim import SimServer
 from huxleyd.sim.gemini_validate import HAVE_GENAI, validate_gemini_server_message
 from huxleyd.sim.scenario import scenario_from_dict
+from huxleyd.sim.server import SimServer
 
 SETUP: dict[str, Any] = {
     "setup": {

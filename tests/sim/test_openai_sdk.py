@@ -18,8 +18,8 @@ from openai.types.realtime import (
     SessionUpdatedEvent,
 )
 
-from huxleyd.sim import SimServer
 from huxleyd.sim.scenario import scenario_from_dict
+from huxleyd.sim.server import SimServer
 from huxleyd.sim.speech import tone_speech
 
 SCENARIO = scenario_from_dict(

@@ -12,8 +12,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
-from huxleyd.sim import SimServer
 from huxleyd.sim.scenario import DEFAULT_REPLY, scenario_from_dict
+from huxleyd.sim.server import SimServer
 from huxleyd.sim.speech import BYTES_PER_MS, tone_speech
 from tests.sim.client import raw_client, types
 

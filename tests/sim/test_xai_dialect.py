@@ -11,8 +11,8 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from huxleyd.sim import SimServer
 from huxleyd.sim.scenario import scenario_from_dict
+from huxleyd.sim.server import SimServer
 from huxleyd.sim.xai_session import check_server_event
 from tests.sim.client import b64
 
