@@ -1,13 +1,23 @@
-"""Logging set-up: named loggers, one event per line, journald fields.
+"""Logging: named loggers, one event per line, journald fields.
 
-Code logs through :func:`get_logger` (an :class:`~huxley_sdk.logging.EventLogger`)::
+The one logging path of huxleyd. Code logs through :func:`get_logger`, an
+:class:`EventLogger` (a stdlib logger that speaks in events and fields)::
 
     log = get_logger("huxleyd.turns")
     log.info("turn_done", turn=turn_id, tool="set_volume", outcome="ok")
 
+A skill gets the same logger bound to ``skill=<name>``; it sees only the
+SDK's ``SkillLogger`` Protocol (Huxley's five async methods, plus the sync
+ones huxleyd adds). Both call styles work::
+
+    ctx.logger.info("book_started", book_id=book_id)
+    await ctx.logger.ainfo("book_started", book_id=book_id)
+
 Under systemd the :class:`JournalFieldsHandler` sends each event with its
 fields as journal fields (``HUXLEY_TURN=…``, ``HUXLEY_TOOL=…``) plus
 ``HUXLEY_EVENT``; elsewhere events go to stderr as ``event k=v`` lines.
+One fact, one event: ``journalctl HUXLEY_EVENT=claim_started`` counts
+claims. Secret-named fields are redacted before any handler sees them.
 Never log from the audio thread (STYLE.md rule 4).
 
 A fault that repeats (a missing sound card retried every few seconds, a
@@ -26,13 +36,13 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from huxley_sdk.logging import FIELDS_ATTR, EventLogger, get_logger
-
 __all__ = [
+    "EVENT_ATTR",
+    "FIELDS_ATTR",
     "EventLogger",
     "JournalFieldsHandler",
     "RepeatLimiter",
@@ -40,6 +50,126 @@ __all__ = [
     "journal_field_name",
     "setup",
 ]
+
+FIELDS_ATTR = "huxley_fields"
+"""Name of the LogRecord attribute carrying the event's fields."""
+EVENT_ATTR = "huxley_event"
+"""Name of the LogRecord attribute carrying the event's name (``HUXLEY_EVENT``)."""
+
+_SECRET_NAMES = frozenset({"token", "key", "secret", "password", "authorization", "apikey"})
+_SECRET_SUFFIXES = ("_token", "api_key", "_secret", "_password", "_authorization")
+
+
+def is_secret_field(key: str) -> bool:
+    """``api_key``, ``auth_token``, ``password``… but not ``input_tokens`` or ``dedup_key``."""
+    lowered = key.lower()
+    return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
+
+
+def redact(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace the values of secret-named fields, so keys never reach a log."""
+    return {k: "<redacted>" if is_secret_field(k) else v for k, v in fields.items()}
+
+
+def format_value(value: object) -> str:
+    """Render one field value so that ``key=value`` stays one token."""
+    text = value if isinstance(value, str) else repr(value) if value is None else str(value)
+    if text == "" or any(c.isspace() or c in '"=' for c in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return text
+
+
+def format_event(event: str, fields: Mapping[str, Any]) -> str:
+    """``event k=v k2="v two"`` — the one-line form used on stderr and as MESSAGE."""
+    if not fields:
+        return event
+    return event + " " + " ".join(f"{k}={format_value(v)}" for k, v in fields.items())
+
+
+class EventLogger:
+    """A stdlib logger that speaks in events and fields.
+
+    ``bind(**fields)`` returns a logger whose events all carry those fields
+    (a skill's logger is bound to ``skill=<name>``).
+    """
+
+    __slots__ = ("_bound", "_logger")
+
+    def __init__(self, logger: logging.Logger, bound: Mapping[str, Any] | None = None) -> None:
+        self._logger = logger
+        self._bound: dict[str, Any] = dict(bound or {})
+
+    @property
+    def name(self) -> str:
+        return self._logger.name
+
+    @property
+    def stdlib(self) -> logging.Logger:
+        """The underlying :class:`logging.Logger`."""
+        return self._logger
+
+    def bind(self, **fields: Any) -> EventLogger:
+        return EventLogger(self._logger, {**self._bound, **fields})
+
+    def is_enabled_for(self, level: int) -> bool:
+        """Cheap guard for hot paths: ``if log.is_enabled_for(DEBUG): ...``."""
+        return self._logger.isEnabledFor(level)
+
+    def _emit(self, level: int, event: str, fields: dict[str, Any], exc_info: bool) -> None:
+        # Called only from the public methods, one frame below the caller:
+        # stacklevel 3 = _emit -> public method -> the caller's line.
+        if not self._logger.isEnabledFor(level):
+            return
+        merged = redact({**self._bound, **fields})
+        self._logger.log(
+            level,
+            "%s",
+            format_event(event, merged),
+            exc_info=exc_info,
+            extra={FIELDS_ATTR: merged, EVENT_ATTR: event},
+            stacklevel=3,
+        )
+
+    def log(self, level: int, event: str, /, *, exc_info: bool = False, **fields: Any) -> None:
+        self._emit(level, event, fields, exc_info)
+
+    def debug(self, event: str, /, **fields: Any) -> None:
+        self._emit(logging.DEBUG, event, fields, False)
+
+    def info(self, event: str, /, **fields: Any) -> None:
+        self._emit(logging.INFO, event, fields, False)
+
+    def warning(self, event: str, /, **fields: Any) -> None:
+        self._emit(logging.WARNING, event, fields, False)
+
+    def error(self, event: str, /, **fields: Any) -> None:
+        self._emit(logging.ERROR, event, fields, False)
+
+    def exception(self, event: str, /, **fields: Any) -> None:
+        """Log at ERROR with the current exception's traceback."""
+        self._emit(logging.ERROR, event, fields, True)
+
+    # The async forms take ``event`` by keyword too, like Huxley's SkillLogger.
+    async def adebug(self, event: str, **fields: Any) -> None:
+        self._emit(logging.DEBUG, event, fields, False)
+
+    async def ainfo(self, event: str, **fields: Any) -> None:
+        self._emit(logging.INFO, event, fields, False)
+
+    async def awarning(self, event: str, **fields: Any) -> None:
+        self._emit(logging.WARNING, event, fields, False)
+
+    async def aerror(self, event: str, **fields: Any) -> None:
+        self._emit(logging.ERROR, event, fields, False)
+
+    async def aexception(self, event: str, **fields: Any) -> None:
+        self._emit(logging.ERROR, event, fields, True)
+
+
+def get_logger(name: str, **bound: Any) -> EventLogger:
+    """An :class:`EventLogger` over ``logging.getLogger(name)``."""
+    return EventLogger(logging.getLogger(name), bound)
+
 
 REPEAT_BURST = 10
 """Lines of one event (logger, level, event name) let through per window."""
@@ -73,7 +203,7 @@ class RepeatLimiter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
-        event = getattr(record, "huxley_event", None)
+        event = getattr(record, EVENT_ATTR, None)
         key = (record.name, record.levelno, str(event if event is not None else record.msg))
         now = self._monotonic()
         start, passed, dropped = self._seen.get(key, (now, 0, 0))
@@ -143,7 +273,7 @@ class JournalFieldsHandler(logging.Handler):
                 "CODE_LINE": record.lineno,
                 "CODE_FUNC": record.funcName,
             }
-            event = getattr(record, "huxley_event", None)
+            event = getattr(record, EVENT_ATTR, None)
             if event:
                 fields["HUXLEY_EVENT"] = str(event)
             for key, value in (getattr(record, FIELDS_ATTR, None) or {}).items():

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from huxley_sdk.logging import FIELDS_ATTR
+from huxleyd.logs import EVENT_ATTR, FIELDS_ATTR
 
 MAX_QUEUED = 256
 """Events one ``watch`` client may fall behind by before the oldest are dropped."""
@@ -218,7 +218,7 @@ class FeedLogTap(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if not self._feed.subscribers:
             return
-        event = getattr(record, "huxley_event", None)
+        event = getattr(record, EVENT_ATTR, None)
         spec = LOGGED_EVENTS.get(event) if isinstance(event, str) else None
         if spec is None:
             return

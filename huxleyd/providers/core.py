@@ -19,8 +19,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from huxley_sdk.logging import EventLogger
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.logs import EventLogger
 from huxleyd.providers.events import Event, ProviderErrorEvent
 
 CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'

@@ -42,8 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.closes import CloseVerdict, gemini_close

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from huxley_sdk.logging import EventLogger
+from huxleyd.logs import EventLogger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities
 from huxleyd.providers.closes import CloseVerdict, openai_close

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from huxley_sdk.logging import EventLogger, get_logger
+from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.events import ItemTruncated, Role, TranscriptDelta

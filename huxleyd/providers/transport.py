@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
+from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import Capabilities, RealtimeProtocol
 from huxleyd.providers.closes import (
     ClassifiesClose,

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from huxley_sdk.logging import EventLogger, get_logger
+from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers import xai_wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance

@@ -31,8 +31,8 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from huxley_sdk.logging import get_logger
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.logs import get_logger
 from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,

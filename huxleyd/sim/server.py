@@ -39,7 +39,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from huxley_sdk.logging import get_logger
+from huxleyd.logs import get_logger
 from huxleyd.providers.transport import websocket_logger
 from huxleyd.sim.gemini_session import GeminiSimSession
 from huxleyd.sim.record import Script, SimRecord, Truncation, Violation

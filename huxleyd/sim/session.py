@@ -27,8 +27,8 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from huxley_sdk.logging import get_logger
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.logs import get_logger
 from huxleyd.sim import wire
 from huxleyd.sim.record import SimRecord, Truncation
 from huxleyd.sim.scenario import ResponseSpec, ToolCallSpec

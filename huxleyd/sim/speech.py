@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from huxley_sdk.logging import get_logger
+from huxleyd.logs import get_logger
 
 RATE_HZ = 24_000
 BYTES_PER_MS = RATE_HZ * 2 // 1000

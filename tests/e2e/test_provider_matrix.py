@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from huxley_sdk.logging import FIELDS_ATTR
+from huxleyd.logs import FIELDS_ATTR
 from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from huxleyd.sim.server import SimDialect
 from tests.e2e.harness import (

@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 
 from huxley_sdk.audio import read_wav_pcm16_24k_mono
-from huxley_sdk.logging import FIELDS_ATTR
 from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import DaemonUnreachableError
 from huxleyd.control.handler import StatusReport
+from huxleyd.logs import FIELDS_ATTR
 from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from huxleyd.turns.media import LOOKAHEAD_MS
 from tests.e2e.harness import (

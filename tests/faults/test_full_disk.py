@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from huxley_sdk import AudioStream, ContentType
-from huxley_sdk.logging import get_logger
 from huxley_sdk.testing import MemoryStorage, make_test_context
 from huxleyd.audio.volume import PersistentVolume, SoftwareVolume
 from huxleyd.errors import StorageError
+from huxleyd.logs import get_logger
 from huxleyd.skills.audiobooks import AudiobooksSkill
 from huxleyd.turns.outputs import Activity
 from tests.e2e.harness import until

@@ -190,7 +190,7 @@ async def test_make_test_context_records_and_runs() -> None:
 
 async def test_a_bare_context_is_a_no_op_like_huxleys(tmp_path: Path) -> None:
     ctx = huxley_sdk.SkillContext(
-        huxley_sdk.logging.get_logger("t"),
+        huxley_sdk.testing.mock_logger(),
         huxley_sdk.testing.MemoryStorage(),
         huxley_sdk.testing.MemorySecrets(),
         tmp_path,

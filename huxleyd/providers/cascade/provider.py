@@ -43,8 +43,8 @@ from typing import Any
 
 import openai
 
-from huxley_sdk.logging import EventLogger, get_logger
 from huxleyd.errors import ProviderError
+from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.cascade.asr import Transcriber
 from huxleyd.providers.cascade.codeprompt import (

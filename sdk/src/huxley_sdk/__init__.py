@@ -4,8 +4,8 @@ A superset of huxley-sdk 0.1.1: every name, module (``types``, ``audio``,
 ``catalog``, ``registry``, ``testing``), signature and default of Huxley's
 SDK, with Huxley's semantics, so a skill written for Huxley runs on huxleyd
 unchanged. huxleyd's extensions are marked as such where they are defined:
-:class:`SpeakVerbatim`, :class:`StopRetrying`, :class:`EventLogger`, the
-sync logger methods, ``SkillContext.timezone``, ``BackgroundTaskHandle.done``,
+:class:`SpeakVerbatim`, :class:`StopRetrying`, the sync methods of
+:class:`SkillLogger`, ``SkillContext.timezone``, ``BackgroundTaskHandle.done``,
 the PCM constants and the WAV converter in :mod:`huxley_sdk.audio`, and the
 recording test context in :mod:`huxley_sdk.testing`.
 
@@ -16,7 +16,6 @@ through the ``huxley.skills`` entry-point group.
 
 from huxley_sdk.audio import BYTES_PER_SECOND, SAMPLE_RATE, load_pcm_palette
 from huxley_sdk.catalog import Catalog, Hit
-from huxley_sdk.logging import EventLogger
 from huxley_sdk.registry import SkillNotFoundError, SkillRegistry
 from huxley_sdk.types import (
     AppState,
@@ -64,7 +63,6 @@ __all__ = [
     "ClaimEndReason",
     "ClaimHandle",
     "ContentType",
-    "EventLogger",
     "Hit",
     "InjectPriority",
     "InjectTurn",

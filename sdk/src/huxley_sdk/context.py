@@ -70,9 +70,9 @@ class SkillLogger(Protocol):
 
     Huxley's contract is the five async methods (``await
     ctx.logger.ainfo("event", key=value)``). The sync forms (``info``…)
-    are a huxleyd extension that huxleyd's own logger
-    (:class:`huxley_sdk.logging.EventLogger`) provides; a skill meant to
-    run on both uses the async ones.
+    are a huxleyd extension that the daemon's logger provides; a skill
+    meant to run on both uses the async ones. How events reach the journal
+    is the daemon's business, not the SDK's.
     """
 
     async def ainfo(self, event: str, **kwargs: Any) -> None: ...

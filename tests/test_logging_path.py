@@ -1,0 +1,81 @@
+"""One logging path: huxleyd code gets its loggers from :mod:`huxleyd.logs`.
+
+The journald contract (field names, ``HUXLEY_EVENT``, redaction, repeat
+limiting) is the daemon's, so it lives in ``huxleyd.logs``; the SDK keeps only
+what Huxley's SDK has (the ``SkillLogger`` Protocol) and has no logging
+module to import from. A static scan (AST) fails on any huxleyd module that
+takes a logger or a logging name from anywhere else in our code.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SDK = ROOT / "sdk" / "src" / "huxley_sdk"
+THE_PATH = "huxleyd.logs"
+LOGGING_NAMES = frozenset(
+    {"EventLogger", "get_logger", "FIELDS_ATTR", "EVENT_ATTR", "JournalFieldsHandler"}
+)
+"""What only huxleyd.logs defines: importing one from elsewhere is another path."""
+
+
+def other_logging_paths(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """``file:line imports X`` for each logging import that is not huxleyd.logs."""
+    found: list[str] = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("huxley_sdk.logging"):
+                        found.append(f"{where} imports {alias.name}")
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == THE_PATH:
+                    continue
+                for alias in node.names:
+                    if node.module.startswith("huxley_sdk.logging") or (
+                        node.module.startswith("huxley_sdk") and alias.name == "logging"
+                    ):
+                        found.append(f"{where} imports {node.module}.{alias.name}")
+                    elif alias.name in LOGGING_NAMES and node.module.split(".")[0] in (
+                        "huxley_sdk",
+                        "huxleyd",
+                    ):
+                        found.append(f"{where} imports {alias.name} from {node.module}")
+    return found
+
+
+def test_every_huxleyd_module_logs_through_huxleyd_logs() -> None:
+    modules = sorted((ROOT / "huxleyd").rglob("*.py"))
+    assert len(modules) > 100
+    assert other_logging_paths(modules) == []
+
+
+def test_the_sdk_carries_no_journald_contract() -> None:
+    assert not (SDK / "logging.py").exists(), "Huxley's SDK has no logging module; nor does ours"
+    for path in sorted(SDK.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "HUXLEY_" not in text and "journald" not in text.lower(), path.name
+
+
+def test_the_scan_catches_each_other_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import huxley_sdk.logging\n"
+        "from huxley_sdk.logging import get_logger\n"
+        "from huxley_sdk import logging\n"
+        "from huxley_sdk import EventLogger\n"
+        "from huxleyd.control.watch import FIELDS_ATTR\n"
+        "from huxleyd.logs import get_logger as fine\n"
+        "import logging as stdlib_is_fine\n"
+    )
+    assert other_logging_paths([bad], tmp_path) == [
+        "bad.py:1 imports huxley_sdk.logging",
+        "bad.py:2 imports huxley_sdk.logging.get_logger",
+        "bad.py:3 imports huxley_sdk.logging",
+        "bad.py:4 imports EventLogger from huxley_sdk",
+        "bad.py:5 imports FIELDS_ATTR from huxleyd.control.watch",
+    ]
