@@ -30,7 +30,6 @@ What to call: nothing here directly; build
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -507,14 +506,8 @@ class OpenAIDialectCore(SansIOCore):
         recoverable = code not in SESSION_ENDING_CODES
         if not recoverable:
             self._ended_by = code
-        self._log.log(
-            logging.INFO if recoverable else logging.ERROR,
-            "provider_error",
-            code=code,
-            problem=message,
-            client_event=client_event_id,
-            recoverable=recoverable,
-        )
+        # Not logged here: the event is the report, and the turn layer logs
+        # each provider_error once, whatever the provider.
         self._events.append(ProviderErrorEvent(code, message, recoverable, client_event_id))
         self._response_slot_freed()
 

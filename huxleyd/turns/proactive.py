@@ -179,8 +179,7 @@ class Proactive:
         self._speaker_pump = asyncio.get_running_loop().create_task(
             handle.pump_speaker(write), name="claim-speaker"
         )
-        log.info("claim_started", claim=handle.id, title=handle.title)
-        return handle
+        return handle  # claim_started: logged once, by the claims registry
 
     async def _claim_ended(self, claim: ActiveClaim, reason: ClaimEndReason) -> None:
         self._c.resume_after_claim()

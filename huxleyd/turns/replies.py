@@ -25,6 +25,7 @@ the tool runner and ``spawn``.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -277,8 +278,15 @@ class Replies:
         self._turn.after_speech(TurnOutcome.ANSWERED, terminal=True)
 
     def _on_error(self, error: ProviderErrorEvent) -> None:
-        log.warning(
-            "provider_error", code=error.code, message=error.message, recoverable=error.recoverable
+        # The one journal line per provider error (the protocol cores only
+        # report it as an event); a session-ending one is an ERROR.
+        log.log(
+            logging.WARNING if error.recoverable else logging.ERROR,
+            "provider_error",
+            code=error.code,
+            message=error.message,
+            client_event=error.client_event_id,
+            recoverable=error.recoverable,
         )
         state = self._turn.state
         if error.code == "conversation_already_has_active_response":
