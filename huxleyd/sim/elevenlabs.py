@@ -36,11 +36,11 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from huxleyd.providers.transport import websocket_logger
+from huxleyd.sim.loopback import LoopbackServer
 from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, synthesize
 
 PATH = re.compile(r"^/v1/text-to-speech/(?P<voice>[^/]+)/stream-input$")
@@ -79,7 +79,7 @@ class TtsSession:
         return " ".join("".join(self.texts).split())
 
 
-class ElevenLabsSim:
+class ElevenLabsSim(LoopbackServer):
     """A local stream-input peer. ``async with ElevenLabsSim() as tts: tts.url``."""
 
     def __init__(
@@ -94,46 +94,23 @@ class ElevenLabsSim:
     ) -> None:
         if not speed > 0:
             raise ValueError(f"speed must be > 0 (math.inf for no pacing), got {speed}")
+        super().__init__(host=host)
         self._speed = speed
         self._synth: SynthMode = synth
         self._api_key = api_key
         self._chunk_ms = chunk_ms
-        self._host = host
         self._on_change = on_change
-        self._server: Server | None = None
         self.sessions: list[TtsSession] = []
         self.refused: list[tuple[str, int]] = []
         """Handshakes answered with an HTTP error: (path, status)."""
 
-    async def __aenter__(self) -> ElevenLabsSim:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        self._server = await serve(
-            self._handle,
-            self._host,
-            0,
-            process_request=self._check_request,
-            logger=websocket_logger("huxleyd.sim.websocket"),
-        )
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
     @property
     def url(self) -> str:
         """``ws://127.0.0.1:PORT`` (the base the client adds ``/v1/text-to-speech/…`` to)."""
-        if self._server is None:
-            raise RuntimeError("the ElevenLabs simulator is not started")
-        port = int(next(iter(self._server.sockets)).getsockname()[1])
-        return f"ws://{self._host}:{port}"
+        return f"ws://{self._host}:{self.port}"
+
+    def _what(self) -> str:
+        return "the ElevenLabs simulator"
 
     # ------------------------------------------------------------ handshake
 

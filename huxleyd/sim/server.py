@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from huxleyd.logs import get_logger
-from huxleyd.providers.transport import websocket_logger
 from huxleyd.sim.gemini_session import GeminiSimSession
+from huxleyd.sim.loopback import LoopbackServer
 from huxleyd.sim.record import Script, SimRecord, Truncation, Violation
 from huxleyd.sim.scenario import Scenario, load_scenario
 from huxleyd.sim.session import SimSession
@@ -88,7 +88,7 @@ class Handshake:
     status: int
 
 
-class SimServer:
+class SimServer(LoopbackServer):
     """A local realtime peer that answers from a scenario. Not an AI.
 
     ``dialect`` only picks what :attr:`url` points at: every dialect is served
@@ -115,37 +115,21 @@ class SimServer:
             raise ValueError(f"speed must be > 0 (math.inf for no pacing), got {speed}")
         if not 10 <= chunk_ms <= 1000:
             raise ValueError(f"chunk_ms must be between 10 and 1000, got {chunk_ms}")
+        super().__init__(host=host, port=port, max_size=16 * 1024 * 1024)
         self.scenario = scenario or Scenario()
         self.record = SimRecord(Script(self.scenario))
         self.handshakes: list[Handshake] = []
         self.dialect: SimDialect = dialect
         self._speed = speed
-        self._host = host
-        self._port = port
         self._api_key = api_key
         self._chunk_ms = chunk_ms
         self._synth: SynthMode = synth
-        self._server: Server | None = None
         self._connections: set[ServerConnection] = set()
 
     # ------------------------------------------------------------ lifecycle
 
-    async def __aenter__(self) -> SimServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def start(self) -> None:
-        self._server = await serve(
-            self._handle,
-            self._host,
-            self._port,
-            process_request=self._check_request,
-            max_size=16 * 1024 * 1024,
-            logger=websocket_logger("huxleyd.sim.websocket"),
-        )
+        await super().start()
         _log.info(
             "sim_started",
             url=self.url,
@@ -153,19 +137,6 @@ class SimServer:
             scenario=self.scenario.name,
             note="a protocol simulator, not an AI: it plays back a script",
         )
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the simulator is not started")
-        socket = next(iter(self._server.sockets))
-        return int(socket.getsockname()[1])
 
     @property
     def base_url(self) -> str:
