@@ -348,15 +348,7 @@ class CascadeConnection:
                 self._response = None
             self._out_of_band.discard(run)
         self._succeeded()
-        self._emit(
-            ResponseDone(
-                run.response_id,
-                ResponseStatus.COMPLETED,
-                tool_calls=tuple(run.calls),
-                had_audio=run.had_audio,
-                out_of_band=run.out_of_band,
-            )
-        )
+        self._emit(run.done(ResponseStatus.COMPLETED))
 
     async def _take_transcript(self, run: Response) -> bool:
         """Add the user's words to the history; False when nothing was heard."""
@@ -567,16 +559,7 @@ class CascadeConnection:
                 else ConnectionState.RECONNECTING
             )
             self._report(ConnectionStatus(state, self._failures, None, str(failed)))
-        self._emit(
-            ResponseDone(
-                run.response_id,
-                ResponseStatus.FAILED,
-                tool_calls=tuple(run.calls),
-                had_audio=run.had_audio,
-                reason=failed.reason,
-                out_of_band=run.out_of_band,
-            )
-        )
+        self._emit(run.done(ResponseStatus.FAILED, reason=failed.reason))
 
     def _succeeded(self) -> None:
         if self._failures:

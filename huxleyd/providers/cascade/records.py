@@ -9,7 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from huxleyd.providers.cascade.history import SpokenLog
-from huxleyd.providers.events import ProviderErrorEvent, ToolCall
+from huxleyd.providers.events import ProviderErrorEvent, ResponseDone, ResponseStatus, ToolCall
 
 MIN_COMMIT_MS = 100
 """Less push-to-talk audio than this is refused, as OpenAI refuses it."""
@@ -42,6 +42,17 @@ class Response:
     had_audio: bool = False
     cancelled: bool = False
     calls: list[ToolCall] = field(default_factory=list)
+
+    def done(self, status: ResponseStatus, *, reason: str | None = None) -> ResponseDone:
+        """The ``ResponseDone`` of a run that finished or failed: its calls and audio."""
+        return ResponseDone(
+            self.response_id,
+            status,
+            tool_calls=tuple(self.calls),
+            had_audio=self.had_audio,
+            reason=reason,
+            out_of_band=self.out_of_band,
+        )
 
 
 @dataclass(frozen=True, slots=True)
