@@ -137,3 +137,50 @@ def heard_note(heard_ms: int, transcript: str, received_ms: float) -> str:
         f"(Context, not a request: the user interrupted your last reply after "
         f"{heard_ms / 1000:.1f} s.{said} They did not hear the rest of it.)"
     )
+
+
+class CutReplyNotes:
+    """What the running reply said and sent, and the note a cut leaves behind.
+
+    For the dialects without truncate (xAI, Gemini): the reply stays whole in
+    the provider's history, so when the user cuts it :meth:`cut` turns the
+    heard length into a :func:`heard_note`, and the core sends it before the
+    user's next turn (:meth:`take`). Only the running reply can be cut, so a
+    new reply (:meth:`restart`) forgets the last one's text and audio.
+    """
+
+    def __init__(self, *, output_rate_hz: int, logger: EventLogger) -> None:
+        self._bytes_per_ms = output_rate_hz * 2 / 1000
+        self._log = logger
+        self._spoken: dict[str, tuple[list[str], int]] = {}
+        """Per item of the running reply: transcript pieces and PCM bytes received."""
+        self._note: str | None = None
+
+    def restart(self) -> None:
+        """A new reply runs: the last one can no longer be cut."""
+        self._spoken.clear()
+
+    def reset(self) -> None:
+        """A new connection: nothing spoken, nothing to tell."""
+        self._spoken.clear()
+        self._note = None
+
+    def add_text(self, item_id: str, text: str) -> None:
+        pieces, received = self._spoken.get(item_id, ([], 0))
+        self._spoken[item_id] = ([*pieces, text], received)
+
+    def add_audio(self, item_id: str, pcm_bytes: int) -> None:
+        pieces, received = self._spoken.get(item_id, ([], 0))
+        self._spoken[item_id] = (pieces, received + pcm_bytes)
+
+    def cut(self, item_id: str, heard_ms: int) -> None:
+        """The user heard ``heard_ms`` of ``item_id``: queue the note that says so."""
+        check_audio_end_ms(heard_ms)
+        pieces, received = self._spoken.get(item_id, ([], 0))
+        self._note = heard_note(heard_ms, "".join(pieces), received / self._bytes_per_ms)
+        self._log.info("provider_heard_note_queued", item=item_id, heard_ms=heard_ms)
+
+    def take(self) -> str | None:
+        """The queued note, once (None when no reply was cut since the last one)."""
+        note, self._note = self._note, None
+        return note

@@ -49,11 +49,10 @@ from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.closes import CloseVerdict, gemini_close
 from huxleyd.providers.core import (
     CANCELLED_OUTPUT,
+    CutReplyNotes,
     SansIOCore,
-    check_audio_end_ms,
     check_pcm16,
     dumps,
-    heard_note,
     parse_json_object,
 )
 from huxleyd.providers.events import (
@@ -160,10 +159,8 @@ class GeminiLiveProtocol(SansIOCore):
         self._cancelled_calls: set[str] = set()
         self._close: tuple[int | None, str] | None = None
         self._user_item = 0
-        self._spoken: dict[str, tuple[list[str], int]] = {}
-        """The open model turn's transcript pieces and PCM bytes received."""
-        self._note: str | None = None
-        """What the user heard of a cut reply, told to the model before the next turn."""
+        self._notes = CutReplyNotes(output_rate_hz=wire.OUTPUT_RATE_HZ, logger=self._log)
+        """The open model turn's text and audio; the note a cut leaves for the next turn."""
         self._resuming = False
         """This connection's setup carried a resumption handle."""
         self._go_away = False
@@ -314,7 +311,7 @@ class GeminiLiveProtocol(SansIOCore):
 
     def start_turn(self) -> None:
         self._supersede("start_turn")
-        note, self._note = self._note, None
+        note = self._notes.take()
         if note is not None:
             # Context only (turnComplete false): the model does not answer it.
             self._out.append(wire.client_content([note], turn_complete=False))
@@ -365,7 +362,7 @@ class GeminiLiveProtocol(SansIOCore):
 
     def send_user_text(self, text: str) -> None:
         self._supersede("text_turn")
-        note, self._note = self._note, None
+        note = self._notes.take()
         if note is not None:
             self._texts.append(note)
         self._texts.append(text)
@@ -415,11 +412,7 @@ class GeminiLiveProtocol(SansIOCore):
         """No truncate in Gemini: the cut is local (``cancel_response`` already dropped
         the rest), and the history keeps the whole reply, so a context note before
         the user's next turn says what was really heard."""
-        check_audio_end_ms(audio_end_ms)
-        pieces, received = self._spoken.get(item_id, ([], 0))
-        received_ms = received / (wire.OUTPUT_RATE_HZ * 2) * 1000
-        self._note = heard_note(audio_end_ms, "".join(pieces), received_ms)
-        self._log.info("provider_heard_note_queued", item=item_id, heard_ms=audio_end_ms)
+        self._notes.cut(item_id, audio_end_ms)
 
     def _supersede(self, why: str) -> None:
         turn = self._turn
@@ -463,7 +456,7 @@ class GeminiLiveProtocol(SansIOCore):
             swallow = self._discard > 0
             self._discard -= 1 if swallow else 0
             self._turn = _Turn(response_id, reported=not swallow, superseded=swallow)
-            self._spoken = {response_id: ([], 0)}
+            self._notes.restart()
             self._requested = False
             self._after_tool_call = False
             if not swallow:
@@ -482,8 +475,7 @@ class GeminiLiveProtocol(SansIOCore):
             turn = self._open_turn()
             if not turn.superseded:
                 self._events.append(TranscriptDelta(Role.ASSISTANT, turn.response_id, text))
-                pieces, received = self._spoken.get(turn.response_id, ([], 0))
-                self._spoken[turn.response_id] = ([*pieces, text], received)
+                self._notes.add_text(turn.response_id, text)
         if wire.get(content, "interrupted"):
             self._on_interrupted()
         if wire.get(content, "turnComplete"):
@@ -506,8 +498,7 @@ class GeminiLiveProtocol(SansIOCore):
                 return
             pcm = wire.decode_b64(wire.get(blob, "data"), "serverContent.modelTurn inlineData")
             turn.had_audio = True
-            pieces, received = self._spoken.get(turn.response_id, ([], 0))
-            self._spoken[turn.response_id] = (pieces, received + len(pcm))
+            self._notes.add_audio(turn.response_id, len(pcm))
             self._events.append(AudioChunk(turn.response_id, turn.response_id, pcm))
 
     def _on_input_transcription(self, transcription: dict[str, Any] | None) -> None:

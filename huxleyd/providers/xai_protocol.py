@@ -40,7 +40,7 @@ from huxleyd.providers.base import Capabilities, InterruptAcceptance
 
 # CANCELLED_OUTPUT is re-exported: callers have always found it here.
 from huxleyd.providers.core import CANCELLED_OUTPUT as CANCELLED_OUTPUT
-from huxleyd.providers.core import check_audio_end_ms, heard_note
+from huxleyd.providers.core import CutReplyNotes, check_audio_end_ms
 from huxleyd.providers.events import ResponseStatus
 from huxleyd.providers.openai_dialect import OpenAIDialectCore, TrackedResponse
 
@@ -73,10 +73,7 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         )
         self._deferred: dict[str, Any] | None = None
         """A response.create held back until the running response ends."""
-        self._spoken: dict[str, tuple[list[str], int]] = {}
-        """Per assistant item of the running reply: transcript pieces and PCM bytes received."""
-        self._note: str | None = None
-        """What the user heard of a cut reply, told to the model before the next turn."""
+        self._notes = CutReplyNotes(output_rate_hz=xai_wire.RATE_HZ, logger=self._log)
 
     def connection_lost(self) -> None:
         """Every reported response ends FAILED (``connection_lost``); a held create is dropped."""
@@ -86,8 +83,7 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
     def _reset_connection(self) -> None:
         super()._reset_connection()
         self._deferred = None
-        self._spoken.clear()
-        self._note = None
+        self._notes.reset()
 
     @property
     def response_active(self) -> bool:
@@ -131,15 +127,11 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         context note before the user's next turn says what was really heard."""
         check_audio_end_ms(audio_end_ms)
         super().truncate(item_id, audio_end_ms)
-        pieces, received = self._spoken.get(item_id, ([], 0))
-        self._note = heard_note(
-            audio_end_ms, "".join(pieces), received / (xai_wire.RATE_HZ * 2) * 1000
-        )
-        self._log.info("provider_heard_note_queued", item=item_id, heard_ms=audio_end_ms)
+        self._notes.cut(item_id, audio_end_ms)
 
     def _user_takes_floor(self, why: str) -> None:
         self._supersede_running(why)
-        note, self._note = self._note, None
+        note = self._notes.take()
         if note is not None:
             item = {
                 "type": "message",
@@ -181,20 +173,18 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         response_id, item_id = event.get("response_id"), event.get("item_id")
         delta = event.get("delta")
         if isinstance(item_id, str) and isinstance(delta, str) and self._live(str(response_id)):
-            pieces, received = self._spoken.get(item_id, ([], 0))
-            self._spoken[item_id] = (pieces, received + len(delta) * 3 // 4)
+            self._notes.add_audio(item_id, len(delta) * 3 // 4)
         super()._on_audio_delta(event)
 
     def _on_assistant_delta(self, event: dict[str, Any]) -> None:
         response_id, item_id = event.get("response_id"), event.get("item_id")
         delta = event.get("delta")
         if isinstance(item_id, str) and isinstance(delta, str) and self._live(str(response_id)):
-            pieces, received = self._spoken.get(item_id, ([], 0))
-            self._spoken[item_id] = ([*pieces, delta], received)
+            self._notes.add_text(item_id, delta)
         super()._on_assistant_delta(event)
 
     def _response_started(self, response: TrackedResponse) -> None:
-        self._spoken.clear()  # only the running reply can be cut
+        self._notes.restart()
 
     def _on_assistant_done(self, event: dict[str, Any]) -> None:
         if self._live(wire.require_str(event, "response_id")):
