@@ -4,7 +4,12 @@ The journald contract (field names, ``HUXLEY_EVENT``, redaction, repeat
 limiting) is the daemon's, so it lives in ``huxleyd.logs``; the SDK keeps only
 what Huxley's SDK has (the ``SkillLogger`` Protocol) and has no logging
 module to import from. A static scan (AST) fails on any huxleyd module that
-takes a logger or a logging name from anywhere else in our code.
+takes a logger or a logging name from anywhere else in our code, or logs
+straight through the standard library (a module-level
+``logging.getLogger(...)``, or ``logging.info(...)`` on the root logger):
+such lines carry no event name and no fields, so journald cannot select them.
+Handing a stdlib logger to a library (websockets) or adding a handler stays
+allowed.
 """
 
 from __future__ import annotations
@@ -48,10 +53,42 @@ def other_logging_paths(paths: list[Path], root: Path = ROOT) -> list[str]:
     return found
 
 
+STDLIB_LOG_CALLS = frozenset({"debug", "info", "warning", "error", "exception", "critical", "log"})
+
+
+def stdlib_logging(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """``file:line`` for each root-logger call and module-level stdlib logger."""
+    found: list[str] = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "logging"
+                and node.func.attr in STDLIB_LOG_CALLS
+            ):
+                found.append(f"{where} logs through the root logger")
+        for statement in tree.body:
+            value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "getLogger"
+            ):
+                found.append(
+                    f"{path.relative_to(root)}:{statement.lineno} keeps a stdlib module logger"
+                )
+    return found
+
+
 def test_every_huxleyd_module_logs_through_huxleyd_logs() -> None:
     modules = sorted((ROOT / "huxleyd").rglob("*.py"))
     assert len(modules) > 100
     assert other_logging_paths(modules) == []
+    assert stdlib_logging(modules) == []
 
 
 def test_the_sdk_carries_no_journald_contract() -> None:
@@ -78,4 +115,19 @@ def test_the_scan_catches_each_other_path(tmp_path: Path) -> None:
         "bad.py:3 imports huxley_sdk.logging",
         "bad.py:4 imports EventLogger from huxley_sdk",
         "bad.py:5 imports FIELDS_ATTR from huxleyd.control.watch",
+    ]
+
+
+def test_the_scan_catches_stdlib_logging_that_bypasses_events(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import logging\n"
+        "log = logging.getLogger(__name__)\n"
+        "def f() -> None:\n"
+        "    logging.warning('card gone %s', 1)\n"
+        "    logging.getLogger('websockets').addHandler(logging.NullHandler())\n"
+    )
+    assert stdlib_logging([bad], tmp_path) == [
+        "bad.py:4 logs through the root logger",
+        "bad.py:2 keeps a stdlib module logger",
     ]
