@@ -37,7 +37,6 @@ import dataclasses
 import io
 import itertools
 import json
-import math
 import time
 import tomllib
 import wave
@@ -51,6 +50,7 @@ from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.settings_schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
+from huxleyd.sim.pacing import sleep_script_ms
 from huxleyd.sim.responses_api import BrainReply, ResponsesEndpoint
 from huxleyd.sim.scenario import ToolCallSpec
 from huxleyd.sim.speech import SynthMode
@@ -186,7 +186,7 @@ class ChatEndpoints:
         return ChatReply(text=self.script.default_reply)
 
     async def _sleep_ms(self, ms: int) -> None:
-        await asyncio.sleep(0 if math.isinf(self._speed) else ms / 1000.0 / self._speed)
+        await sleep_script_ms(ms, self._speed)
 
     # ------------------------------------------------------------ transcriptions
 

@@ -28,7 +28,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from huxleyd.sim.loopback import LoopbackServer
+from huxleyd.sim.pacing import audio_chunks, check_speed, sleep_script_ms
 from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, synthesize
 
 PATH = re.compile(r"^/v1/text-to-speech/(?P<voice>[^/]+)/stream-input$")
@@ -92,10 +92,8 @@ class ElevenLabsSim(LoopbackServer):
         host: str = "127.0.0.1",
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
-        if not speed > 0:
-            raise ValueError(f"speed must be > 0 (math.inf for no pacing), got {speed}")
         super().__init__(host=host)
-        self._speed = speed
+        self._speed = check_speed(speed)
         self._synth: SynthMode = synth
         self._api_key = api_key
         self._chunk_ms = chunk_ms
@@ -225,26 +223,19 @@ class ElevenLabsSim(LoopbackServer):
                 continue
             session.generated.append(text)
             pcm = await asyncio.to_thread(synthesize, text.strip(), self._synth)
-            step = self._chunk_ms * BYTES_PER_MS
-            pieces = [pcm[i : i + step] for i in range(0, len(pcm), step)]
+            pieces = audio_chunks(pcm, self._chunk_ms)
             for index, piece in enumerate(pieces):
                 chars = _chars_for(text, index, len(pieces))
                 await connection.send(json.dumps(_audio_message(piece, chars)))
                 session.audio_bytes += len(piece)
                 self._on_change()
-                await self._pace()
+                await sleep_script_ms(self._chunk_ms, self._speed)
             session.batches_done += 1
             self._on_change()
         await connection.send(json.dumps({"audio": None, "isFinal": True, "alignment": None}))
         session.final_sent = True
         self._on_change()
         await connection.close(1000, "done")
-
-    async def _pace(self) -> None:
-        if math.isinf(self._speed):
-            await asyncio.sleep(0)
-        else:
-            await asyncio.sleep(self._chunk_ms / 1000.0 / self._speed)
 
 
 def _decode(frame: str | bytes, session: TtsSession) -> dict[str, Any] | None:

@@ -25,7 +25,6 @@ import base64
 import binascii
 import itertools
 import json
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,10 +36,11 @@ from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,
 )
+from huxleyd.sim.pacing import audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord
 from huxleyd.sim.scenario import ResponseSpec
 from huxleyd.sim.session import words_for_chunk
-from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, synthesize, tone
+from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, response_speech
 
 OUTPUT_MIME = "audio/pcm;rate=24000"
 CLOSE_CODES = {"invalid_argument": 1007, "policy_violation": 1008, "try_again_later": 1013}
@@ -133,7 +133,7 @@ class GeminiSimSession:
             await self.fail(1007, problem[:120])
 
     async def _sleep_ms(self, ms: float) -> None:
-        await asyncio.sleep(0 if math.isinf(self._speed) else ms / 1000.0 / self._speed)
+        await sleep_script_ms(ms, self._speed)
 
     def _history(self, entry: str) -> None:
         if self._conversation:
@@ -334,12 +334,8 @@ class GeminiSimSession:
         await self._after_turn(spec)
 
     async def _speak(self, spec: ResponseSpec) -> bool:
-        if spec.tone_hz is not None and spec.duration_ms is not None:
-            pcm = tone(spec.tone_hz, spec.duration_ms)
-        else:
-            pcm = await asyncio.to_thread(synthesize, spec.say, self._synth)
-        chunk = self._chunk_ms * BYTES_PER_MS
-        chunks = [pcm[i : i + chunk] for i in range(0, len(pcm), chunk)]
+        pcm = await response_speech(spec, self._synth)
+        chunks = audio_chunks(pcm, self._chunk_ms)
         words = spec.say.split()
         for index, piece in enumerate(chunks):
             data = base64.b64encode(piece).decode("ascii")

@@ -42,6 +42,7 @@ from websockets.http11 import Request, Response
 from huxleyd.logs import get_logger
 from huxleyd.sim.gemini_session import GeminiSimSession
 from huxleyd.sim.loopback import LoopbackServer
+from huxleyd.sim.pacing import check_speed
 from huxleyd.sim.record import Script, SimRecord, Truncation, Violation
 from huxleyd.sim.scenario import Scenario, load_scenario
 from huxleyd.sim.session import SimSession
@@ -111,8 +112,6 @@ class SimServer(LoopbackServer):
             raise ValueError(f"unknown dialect {dialect!r}; valid: {', '.join(PATHS)}")
         if isinstance(scenario, Path):
             scenario = load_scenario(scenario)
-        if not speed > 0:
-            raise ValueError(f"speed must be > 0 (math.inf for no pacing), got {speed}")
         if not 10 <= chunk_ms <= 1000:
             raise ValueError(f"chunk_ms must be between 10 and 1000, got {chunk_ms}")
         super().__init__(host=host, port=port, max_size=16 * 1024 * 1024)
@@ -120,7 +119,7 @@ class SimServer(LoopbackServer):
         self.record = SimRecord(Script(self.scenario))
         self.handshakes: list[Handshake] = []
         self.dialect: SimDialect = dialect
-        self._speed = speed
+        self._speed = check_speed(speed)
         self._api_key = api_key
         self._chunk_ms = chunk_ms
         self._synth: SynthMode = synth

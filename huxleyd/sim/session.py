@@ -20,7 +20,6 @@ import asyncio
 import base64
 import binascii
 import itertools
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,9 +29,10 @@ from websockets.exceptions import ConnectionClosed
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import get_logger
 from huxleyd.sim import wire
+from huxleyd.sim.pacing import audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord, Truncation
 from huxleyd.sim.scenario import ResponseSpec, ToolCallSpec
-from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, synthesize, tone
+from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, response_speech
 from huxleyd.sim.validate import validate_client_event
 
 MIN_COMMIT_MS = 100
@@ -112,7 +112,7 @@ class SimSession:
                 running.task.cancel()
 
     async def _sleep_ms(self, ms: float) -> None:
-        await asyncio.sleep(0 if math.isinf(self._speed) else ms / 1000.0 / self._speed)
+        await sleep_script_ms(ms, self._speed)
 
     def _add_item(self, item_id: str, role: str, audio_ms: float = 0.0) -> str | None:
         previous, self._last_item = self._last_item, item_id
@@ -376,10 +376,7 @@ class SimSession:
 
     async def _speak(self, running: _Running, spec: ResponseSpec) -> bool:
         """The assistant message of a response; False if the script dropped the connection."""
-        if spec.tone_hz is not None and spec.duration_ms is not None:
-            pcm = tone(spec.tone_hz, spec.duration_ms)
-        else:
-            pcm = await asyncio.to_thread(synthesize, spec.say, self._synth)
+        pcm = await response_speech(spec, self._synth)
         rid, item_id = running.response_id, _new_id("item")
         previous = self._add_item(item_id, "assistant")
         running.output.append(wire.assistant_item(item_id, "incomplete", None))
@@ -408,8 +405,7 @@ class SimSession:
 
         Returns False when ``drop_after_deltas`` cut the connection.
         """
-        chunk = self._chunk_ms * BYTES_PER_MS
-        chunks = [pcm[i : i + chunk] for i in range(0, len(pcm), chunk)]
+        chunks = audio_chunks(pcm, self._chunk_ms)
         words = spec.say.split()
         item = self._items[item_id]
         for index, piece in enumerate(chunks):

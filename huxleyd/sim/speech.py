@@ -8,6 +8,7 @@ simulator talking, not an AI.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import shutil
 import struct
@@ -17,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from huxleyd.logs import get_logger
+from huxleyd.sim.scenario import ResponseSpec
 
 RATE_HZ = 24_000
 BYTES_PER_MS = RATE_HZ * 2 // 1000
@@ -117,3 +119,11 @@ def _to_pcm16(samples: np.ndarray) -> bytes:
     clipped = np.clip(samples, -1.0, 1.0) * 32767.0
     pcm: bytes = clipped.astype("<i2").tobytes()
     return pcm
+
+
+async def response_speech(spec: ResponseSpec, mode: SynthMode) -> bytes:
+    """A scripted response's audio: its pure tone when it has one, else its text
+    synthesised (on a thread: espeak-ng takes a while)."""
+    if spec.tone_hz is not None and spec.duration_ms is not None:
+        return tone(spec.tone_hz, spec.duration_ms)
+    return await asyncio.to_thread(synthesize, spec.say, mode)
