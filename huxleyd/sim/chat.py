@@ -51,6 +51,7 @@ from huxleyd.settings_schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
 from huxleyd.sim.pacing import sleep_script_ms
+from huxleyd.sim.record import Changes
 from huxleyd.sim.responses_api import BrainReply, ResponsesEndpoint
 from huxleyd.sim.scenario import ToolCallSpec
 from huxleyd.sim.speech import SynthMode
@@ -403,15 +404,15 @@ class CascadeSim:
         if isinstance(script, Path):
             script = load_cascade_script(script)
         self.script = script or CascadeScript()
-        self._changed = asyncio.Event()
-        self.chat = ChatEndpoints(self.script, speed=speed, on_change=self._changed.set)
-        self.brain = ResponsesEndpoint(self.script.brain, speed=speed, on_change=self._changed.set)
+        self._changes = Changes()
+        self.chat = ChatEndpoints(self.script, speed=speed, on_change=self._changes.set)
+        self.brain = ResponsesEndpoint(self.script.brain, speed=speed, on_change=self._changes.set)
         self.tts = ElevenLabsSim(
             speed=speed,
             synth=synth,
             api_key=elevenlabs_key,
             chunk_ms=chunk_ms,
-            on_change=self._changed.set,
+            on_change=self._changes.set,
         )
         self._http = HttpServer(
             {
@@ -466,7 +467,4 @@ class CascadeSim:
 
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
         """Return once ``predicate()`` holds; TimeoutError after ``timeout_s``."""
-        async with asyncio.timeout(timeout_s):
-            while not predicate():
-                self._changed.clear()
-                await self._changed.wait()
+        await self._changes.wait_until(predicate, timeout_s)

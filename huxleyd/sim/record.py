@@ -14,6 +14,24 @@ from typing import Any
 from huxleyd.sim.scenario import ResponseSpec, Scenario, TurnSpec
 
 
+class Changes:
+    """What a test waits on: set on every change the sim records, and waited
+    on with a predicate (no polling, no sleeps)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+        """Return once ``predicate()`` holds; TimeoutError after ``timeout_s``."""
+        async with asyncio.timeout(timeout_s):
+            while not predicate():
+                self._event.clear()
+                await self._event.wait()
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """A client event the real server would refuse, or that breaks the contract."""
@@ -129,7 +147,7 @@ class SimRecord:
     closes_sent: list[tuple[int, str]] = field(default_factory=list)
     """(code, reason) of every close the sim started (Gemini errors, goAway expiry)."""
     gemini: GeminiRecord = field(default_factory=lambda: GeminiRecord())
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _changes: Changes = field(default_factory=Changes)
 
     def received_event(self, event: Any, raw: dict[str, Any], label: str) -> None:
         self.received.append(event)
@@ -150,11 +168,8 @@ class SimRecord:
         return list(self.labels)
 
     def changed(self) -> None:
-        self._changed.set()
+        self._changes.set()
 
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
         """Return once ``predicate()`` holds; TimeoutError after ``timeout_s``."""
-        async with asyncio.timeout(timeout_s):
-            while not predicate():
-                self._changed.clear()
-                await self._changed.wait()
+        await self._changes.wait_until(predicate, timeout_s)
