@@ -197,8 +197,6 @@ class GeminiLiveProtocol(SansIOCore):
         code, reason = close if close is not None else (None, "")
         error = wire.is_error_close(code)
         why = f"{wire.close_code_name(code)}: {reason}".strip(": ") if error else "connection_lost"
-        if error:
-            self._log.warning("provider_closed_with_error", code=code, problem=reason)
         if error and self._resuming and not self._ready and self._handle is not None:
             # The server refused the handle (expired, or from another model):
             # the next setup starts a fresh session instead of failing forever.
@@ -206,8 +204,11 @@ class GeminiLiveProtocol(SansIOCore):
             self._handle = None
         turn, self._turn = self._turn, None
         if turn is not None and turn.reported:
+            if error:
+                self._log.warning("provider_closed_with_error", code=code, problem=reason)
             self._end(turn, ResponseStatus.FAILED, why)
         elif error:
+            # The event is the report: the turn layer logs it once (provider_error).
             self._events.append(
                 ProviderErrorEvent(wire.close_code_name(code), reason, recoverable=False)
             )

@@ -1,7 +1,8 @@
 """One fact, one journal line: ``journalctl HUXLEY_EVENT=claim_started`` counts claims.
 
 The real daemon (the e2e rig: simulator on loopback, WAV card, mock pins)
-runs a text turn the provider refuses with an error, a turn it answers,
+runs a text turn the provider refuses with an error (an error event for
+OpenAI, a close code for Gemini), a turn it answers,
 and a skill's input claim, with the journald handler of
 ``tests/test_journal_fields.py`` (a recording ``journal.send``) on the
 daemon's and the skills' loggers. Each fact must reach the journal once.
@@ -18,6 +19,7 @@ import pytest
 
 from huxleyd.logs import JournalFieldsHandler
 from huxleyd.sim.scenario import ErrorSpec, ResponseSpec, Scenario, TurnSpec
+from huxleyd.sim.server import SimDialect
 from tests.e2e.harness import Rig, scenario_skill_installed, until
 from tests.test_journal_fields import RecordingSender
 
@@ -43,18 +45,21 @@ def events(journal: RecordingSender) -> collections.Counter[str]:
     )
 
 
+# OpenAI's error is an event (xAI shares that core); Gemini's is a close code.
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
 async def test_a_turn_an_error_and_a_claim_each_reach_the_journal_once(
-    tmp_path: Path, journal: RecordingSender
+    tmp_path: Path, journal: RecordingSender, kind: SimDialect
 ) -> None:
     refused = TurnSpec(responses=(ResponseSpec(error=ErrorSpec(code="server_error")),))
     answered = TurnSpec(responses=(ResponseSpec(say="words", tone_hz=440, duration_ms=300),))
     with scenario_skill_installed(tmp_path):
-        async with Rig(tmp_path, Scenario(turns=(refused, answered))) as rig:
+        async with Rig(tmp_path, Scenario(turns=(refused, answered)), kind=kind) as rig:
             coordinator = rig.rt.coordinator
             assert coordinator is not None
             coordinator.say("first")
-            # The refused request is asked again after the silence time-out,
-            # and the retry is answered: one turn, one error.
+            # One turn, one error: OpenAI's refused request is asked again
+            # after the silence time-out; Gemini's turn is lost with the
+            # connection the error closed.
             await until(lambda: events(journal)["turn_done"] >= 1, "the first turn")
             coordinator.say("second")
             await until(lambda: events(journal)["turn_done"] >= 2, "the second turn")
@@ -65,6 +70,7 @@ async def test_a_turn_an_error_and_a_claim_each_reach_the_journal_once(
             await until(lambda: "claim:natural" in skill.events, "the claim ended")
     counts = events(journal)
     assert counts["provider_error"] == 1, counts
+    assert counts["provider_error"] + counts["provider_closed_with_error"] == 1, counts
     assert counts["claim_started"] == 1 and counts["claim_ended"] == 1, counts
     assert counts["turn_done"] == 2, counts
     # An event name said from two places is one fact told twice (the
