@@ -21,7 +21,7 @@ from typing import Any
 
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger
-from huxleyd.providers.events import Event, ProviderErrorEvent
+from huxleyd.providers.events import PROTOCOL_ERROR, Event, ProviderErrorEvent
 
 CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'
 """The output a core sends by itself for a call of a reply the user cut off
@@ -118,7 +118,7 @@ class SansIOCore(ABC):
         self.protocol_errors += 1
         where = {"type": self._frame_type} if self._frame_type is not None else {}
         self._log.warning("provider_protocol_error", **where, problem=message)
-        self._events.append(ProviderErrorEvent("protocol_error", message, recoverable=True))
+        self._events.append(ProviderErrorEvent(PROTOCOL_ERROR, message, recoverable=True))
 
 
 def heard_note(heard_ms: int, transcript: str, received_ms: float) -> str:

@@ -104,6 +104,11 @@ class ResponseDone:
     out_of_band: bool = False
 
 
+PROTOCOL_ERROR = "protocol_error"
+"""The code of the :class:`ProviderErrorEvent` a core reports for a frame it
+could not understand (the core logs ``provider_protocol_error`` itself)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderErrorEvent:
     """The provider reported an error, or sent a frame we could not understand.

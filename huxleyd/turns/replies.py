@@ -34,6 +34,7 @@ from huxleyd.clock import Clock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderCommands
 from huxleyd.providers.events import (
+    PROTOCOL_ERROR,
     AudioChunk,
     Event,
     ProviderErrorEvent,
@@ -279,15 +280,18 @@ class Replies:
 
     def _on_error(self, error: ProviderErrorEvent) -> None:
         # The one journal line per provider error (the protocol cores only
-        # report it as an event); a session-ending one is an ERROR.
-        log.log(
-            logging.WARNING if error.recoverable else logging.ERROR,
-            "provider_error",
-            code=error.code,
-            message=error.message,
-            client_event=error.client_event_id,
-            recoverable=error.recoverable,
-        )
+        # report it as an event); a session-ending one is an ERROR. A frame we
+        # could not understand is logged by the core that met it, with the
+        # frame's type (provider_protocol_error), so not again here.
+        if error.code != PROTOCOL_ERROR:
+            log.log(
+                logging.WARNING if error.recoverable else logging.ERROR,
+                "provider_error",
+                code=error.code,
+                message=error.message,
+                client_event=error.client_event_id,
+                recoverable=error.recoverable,
+            )
         state = self._turn.state
         if error.code == "conversation_already_has_active_response":
             self._tracker.request_refused()  # no start will come for that request

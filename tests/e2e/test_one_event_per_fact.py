@@ -2,8 +2,8 @@
 
 The real daemon (the e2e rig: simulator on loopback, WAV card, mock pins)
 runs a text turn the provider refuses with an error (an error event for
-OpenAI, a close code for Gemini), a turn it answers,
-and a skill's input claim, with the journald handler of
+OpenAI, a close code for Gemini), a turn it answers, a skill's input claim
+and a frame no core understands, with the journald handler of
 ``tests/test_journal_fields.py`` (a recording ``journal.send``) on the
 daemon's and the skills' loggers. Each fact must reach the journal once.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from huxleyd.logs import JournalFieldsHandler
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.sim.scenario import ErrorSpec, ResponseSpec, Scenario, TurnSpec
 from huxleyd.sim.server import SimDialect
 from tests.e2e.harness import Rig, scenario_skill_installed, until
@@ -68,9 +69,16 @@ async def test_a_turn_an_error_and_a_claim_each_reach_the_journal_once(
             handle = await skill.start_claim()
             handle.cancel()
             await until(lambda: "claim:natural" in skill.events, "the claim ended")
+            # A frame no core understands, through the real core the way the
+            # transport feeds it (receive, then hand its events on).
+            core = OpenAIRealtimeProtocol()
+            core.receive("not json")
+            for event in core.events_received():
+                coordinator.on_provider_event(event)
     counts = events(journal)
     assert counts["provider_error"] == 1, counts
     assert counts["provider_error"] + counts["provider_closed_with_error"] == 1, counts
+    assert counts["provider_protocol_error"] == 1, counts
     assert counts["claim_started"] == 1 and counts["claim_ended"] == 1, counts
     assert counts["turn_done"] == 2, counts
     # An event name said from two places is one fact told twice (the
