@@ -15,6 +15,7 @@ allowed.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,61 +27,78 @@ LOGGING_NAMES = frozenset(
 """What only huxleyd.logs defines: importing one from elsewhere is another path."""
 
 
+def parsed(paths: list[Path], root: Path) -> Iterator[tuple[str, ast.Module]]:
+    """Each file's path relative to ``root``, and its syntax tree."""
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        yield str(path.relative_to(root)), ast.parse(text, filename=str(path))
+
+
+def _logging_imports(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """What ``node`` imports that is a logging path other than huxleyd.logs."""
+    if isinstance(node, ast.Import):
+        return [f"imports {a.name}" for a in node.names if a.name.startswith("huxley_sdk.logging")]
+    module = node.module or ""
+    if node.level or module == THE_PATH:
+        return []
+    found: list[str] = []
+    for alias in node.names:
+        if module.startswith("huxley_sdk.logging") or (
+            module.startswith("huxley_sdk") and alias.name == "logging"
+        ):
+            found.append(f"imports {module}.{alias.name}")
+        elif alias.name in LOGGING_NAMES and module.split(".")[0] in ("huxley_sdk", "huxleyd"):
+            found.append(f"imports {alias.name} from {module}")
+    return found
+
+
 def other_logging_paths(paths: list[Path], root: Path = ROOT) -> list[str]:
     """``file:line imports X`` for each logging import that is not huxleyd.logs."""
-    found: list[str] = []
-    for path in paths:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.startswith("huxley_sdk.logging"):
-                        found.append(f"{where} imports {alias.name}")
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                if node.module == THE_PATH:
-                    continue
-                for alias in node.names:
-                    if node.module.startswith("huxley_sdk.logging") or (
-                        node.module.startswith("huxley_sdk") and alias.name == "logging"
-                    ):
-                        found.append(f"{where} imports {node.module}.{alias.name}")
-                    elif alias.name in LOGGING_NAMES and node.module.split(".")[0] in (
-                        "huxley_sdk",
-                        "huxleyd",
-                    ):
-                        found.append(f"{where} imports {alias.name} from {node.module}")
-    return found
+    return [
+        f"{name}:{node.lineno} {problem}"
+        for name, tree in parsed(paths, root)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for problem in _logging_imports(node)
+    ]
 
 
 STDLIB_LOG_CALLS = frozenset({"debug", "info", "warning", "error", "exception", "critical", "log"})
 
 
+def _is_root_logger_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "logging"
+        and node.func.attr in STDLIB_LOG_CALLS
+    )
+
+
+def _is_module_logger(statement: ast.stmt) -> bool:
+    value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "getLogger"
+    )
+
+
 def stdlib_logging(paths: list[Path], root: Path = ROOT) -> list[str]:
     """``file:line`` for each root-logger call and module-level stdlib logger."""
     found: list[str] = []
-    for path in paths:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "logging"
-                and node.func.attr in STDLIB_LOG_CALLS
-            ):
-                found.append(f"{where} logs through the root logger")
-        for statement in tree.body:
-            value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
-            if (
-                isinstance(value, ast.Call)
-                and isinstance(value.func, ast.Attribute)
-                and value.func.attr == "getLogger"
-            ):
-                found.append(
-                    f"{path.relative_to(root)}:{statement.lineno} keeps a stdlib module logger"
-                )
+    for name, tree in parsed(paths, root):
+        found += [
+            f"{name}:{node.lineno} logs through the root logger"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _is_root_logger_call(node)
+        ]
+        found += [
+            f"{name}:{statement.lineno} keeps a stdlib module logger"
+            for statement in tree.body
+            if _is_module_logger(statement)
+        ]
     return found
 
 

@@ -50,6 +50,7 @@ from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.settings_schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
+from huxleyd.sim.loopback import StartsAndCloses
 from huxleyd.sim.pacing import sleep_script_ms
 from huxleyd.sim.record import Changes
 from huxleyd.sim.responses_api import BrainReply, ResponsesEndpoint
@@ -382,7 +383,7 @@ def _wav_facts(data: bytes) -> tuple[int, int]:
 # ---------------------------------------------------------------- the whole sim
 
 
-class CascadeSim:
+class CascadeSim(StartsAndCloses):
     """Chat completions, transcriptions and the Responses API on one HTTP port,
     and ElevenLabs stream-input on a websocket port, all on 127.0.0.1::
 
@@ -421,13 +422,6 @@ class CascadeSim:
                 ("POST", "/v1/responses"): self.brain.handle,
             }
         )
-
-    async def __aenter__(self) -> CascadeSim:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def start(self) -> None:
         await self._http.start()

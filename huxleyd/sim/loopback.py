@@ -1,4 +1,4 @@
-"""The lifecycle the simulator's websocket servers share: start, close, port.
+"""The lifecycle the simulators share: start, close, ``async with``, the port.
 
 Layer: adapter (websockets 15 asyncio server). A subclass says what to do
 with a handshake (:meth:`LoopbackServer._check_request`) and a connection
@@ -22,7 +22,25 @@ DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
 """websockets' own default for an incoming message."""
 
 
-class LoopbackServer(ABC):
+class StartsAndCloses(ABC):
+    """``async with`` runs :meth:`start` on entry and :meth:`close` on exit."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @abstractmethod
+    async def start(self) -> None: ...
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop; idempotent."""
+
+
+class LoopbackServer(StartsAndCloses):
     """A websocket server on ``host:port``; ``async with`` starts and closes it."""
 
     def __init__(
@@ -32,13 +50,6 @@ class LoopbackServer(ABC):
         self._port = port
         self._max_size = max_size
         self._server: Server | None = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def start(self) -> None:
         self._server = await serve(
