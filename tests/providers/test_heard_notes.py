@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 import json
 
-from huxleyd.providers.core import heard_note
+from huxleyd.logs import get_logger
+from huxleyd.providers.core import CutReplyNotes, heard_note
 from huxleyd.providers.events import ResponseStarted
 from huxleyd.sim import wire
 from tests.providers import frames
@@ -26,6 +27,24 @@ def test_the_note_estimates_the_heard_words_from_the_played_share() -> None:
     assert '"It is ten past three…"' in note
     assert "did not hear the rest" in note
     assert "heard only" not in heard_note(0, SAID, 1000.0)
+
+
+def test_the_notes_of_cut_replies_keep_only_the_running_reply_and_hand_out_once() -> None:
+    notes = CutReplyNotes(output_rate_hz=24_000, logger=get_logger("huxleyd.test"))
+    notes.add_text("item_a", SAID)
+    notes.add_audio("item_a", len(SECOND))
+    notes.restart()  # a new reply runs: the last one can no longer be cut
+    notes.cut("item_a", 500)
+    assert "heard only" not in (notes.take() or "")
+    notes.add_text("item_b", SAID)
+    notes.add_audio("item_b", len(SECOND))
+    notes.cut("item_b", 500)
+    note = notes.take()
+    assert note is not None and '"It is ten past three…"' in note and "0.5 s" in note
+    assert notes.take() is None  # once
+    notes.cut("item_b", 500)
+    notes.reset()  # a new connection: nothing to tell
+    assert notes.take() is None
 
 
 def test_xai_sends_a_system_note_before_the_next_turn() -> None:
