@@ -58,12 +58,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Generator
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from huxleyd.audio.backends.base import AudioBackend, DeviceFormat, IoStatus, OutputClock
 from huxleyd.audio.chains import CAPTURE_RATES_HZ, CaptureChain, PlaybackChain
+from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.pacing import pacer_for
@@ -116,8 +118,11 @@ class AudioEngine:
         clock: Clock | None = None,
         capture_rate_hz: int = RATE_HZ,
         idle_path: bool = True,
+        kernel: ModuleType | None = KERNEL,
     ) -> None:
         self._check_capture_rate(capture_rate_hz)
+        self._kernel = kernel
+        """The C kernel, or None for the numpy path (see :mod:`huxleyd.audio.dsp`)."""
         self._idle_path = idle_path
         """Skip the mixing and resampling of silent periods (off only to compare)."""
         self._backend = backend
@@ -525,8 +530,11 @@ class AudioEngine:
                 period_ms=self.period_ms,
                 mic_channel=self._settings.mic_channel,
                 meter=self._in_meter,
+                kernel=self._kernel,
             )
-            playback = PlaybackChain(fmt, period_ms=self.period_ms, meter=self._out_meter)
+            playback = PlaybackChain(
+                fmt, period_ms=self.period_ms, meter=self._out_meter, kernel=self._kernel
+            )
         except (ValueError, AudioError) as exc:
             self._backend.close()
             raise AudioDeviceError(f"{fmt.description}: unusable format: {exc}") from exc
@@ -668,6 +676,7 @@ class AudioEngine:
             duck_attack_ms=settings.duck_attack_ms,
             duck_release_ms=settings.duck_release_ms,
             limiter_threshold=db_to_gain(settings.limiter_threshold_dbfs),
+            kernel=self._kernel,
         )
 
     @staticmethod

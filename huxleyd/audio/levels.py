@@ -26,7 +26,10 @@ class LevelMeter:
         high = float(block.max())
         low = float(block.min())
         peak = high if high > -low else -low
-        power = float(np.dot(block, block)) / block.shape[0]
+        self.record(peak, float(np.dot(block, block)) / block.shape[0])
+
+    def record(self, peak: float, power: float) -> None:
+        """:meth:`update` from a block's peak and mean power (the C kernel measures them)."""
         fallen = self.peak * self._fall
         self.peak = peak if peak > fallen else fallen
         self.power += self._alpha * (power - self.power)

@@ -9,6 +9,11 @@ and three gain stages multiplied together per sample:
 - **transport gain** for pause, resume and flush: a ramp of ``ramp_ms``
   (≥ 5 ms) so that a cut never clicks.
 
+The arithmetic runs in the C kernel (:mod:`huxleyd.audio.dsp`): one call per
+source that has audio this period, one for the master gain, one for the
+limiter, all with the GIL held; the numpy code beside it is the reference and
+the fallback.
+
 Control from asyncio is by *request fields*: the asyncio side stores a new
 value (one atomic attribute store), the thread notices at the next period
 and ramps to it. Nothing here blocks or takes a lock.
@@ -21,8 +26,11 @@ it), applies the master gain (the software volume stage) and the
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 
+from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
 from huxleyd.audio.pcm import Float32Array, db_to_gain
 from huxleyd.audio.ring import SampleRing
@@ -77,9 +85,11 @@ class SourceChannel:
         duck_attack_ms: float,
         duck_release_ms: float,
         period_ms: float,
+        kernel: ModuleType | None = KERNEL,
     ) -> None:
         self.name = name
         self.ring = ring
+        self._kernel = kernel
         self.skips = SkipLog()
         # requests from asyncio
         self.req_paused = False
@@ -98,6 +108,7 @@ class SourceChannel:
         self._attack_step_db = abs(duck_depth_db) * period_ms / duck_attack_ms
         self._release_step_db = abs(duck_depth_db) * period_ms / duck_release_ms
         self._flowing = False
+        self._flush_pending = False
         # published by the thread
         self.pull_start = 0
         self.pull_offset = 0
@@ -153,15 +164,35 @@ class SourceChannel:
 
         ``offset``/``limit`` restrict where and how much may be pulled (the
         earcon-before-speech gate). ``fades`` are the preallocated
-        (fade_out, fade_in, linear 0→1) shapes of one period.
+        (fade_out, fade_in, linear 0→1) shapes of one period; ``tmp`` and
+        ``gains`` are the numpy path's scratch.
         """
         self.pull_start = self.ring.read_pos
         self.pull_offset = offset
         self.pull_count = 0
         room = self._period - offset if limit is None else min(self._period - offset, limit)
-        fade = self._transport(tmp, offset, room, fades)
+        # the gains first: the C path mixes as it pulls (before the ring position moves)
         start_gain, end_gain = self._step_gains()
-        if self.pull_count == 0:
+        count, fade = self._transport(room, fades)
+        if count <= 0:
+            self._pulled(0, count)
+            return
+        kernel = self._kernel
+        if kernel is not None:
+            ring = self.ring
+            got = min(count, ring.available())
+            if got > 0:
+                start = ring.read_pos % ring.capacity
+                kernel.mix_source(
+                    mix, ring.samples, start, got, offset, start_gain, end_gain, fades[2], fade
+                )
+                ring.read_pos += got  # publish after the samples were read
+            self._pulled(got, count)
+            return
+        tmp.fill(0.0)
+        got = self.ring.read_into(tmp, offset, count)
+        self._pulled(got, count)
+        if got == 0:
             return
         if start_gain == end_gain and fade is None:
             np.multiply(tmp, np.float32(end_gain), out=tmp)
@@ -174,41 +205,37 @@ class SourceChannel:
         np.add(mix, tmp, out=mix)
 
     def _transport(
-        self,
-        tmp: Float32Array,
-        offset: int,
-        room: int,
-        fades: tuple[Float32Array, Float32Array, Float32Array],
-    ) -> Float32Array | None:
-        """Flush, pause or resume as requested; pull into ``tmp``; return the fade to apply."""
+        self, room: int, fades: tuple[Float32Array, Float32Array, Float32Array]
+    ) -> tuple[int, Float32Array | None]:
+        """Flush, pause or resume as requested; return (samples to pull, fade to apply),
+        -1 for no pull at all. A flush's fade-out is pulled before the flush drops the
+        rest (in :meth:`_pulled`)."""
         fade_out, fade_in, _ = fades
         if self.req_flush_seq != self._flush_seq:
-            fade = None
+            self._flush_pending = True
             if not self._paused:  # fade out what plays now, then drop the rest
-                self._pull(tmp, offset, min(self._ramp, room))
-                fade = fade_out
-            self._flush()
-            return fade
+                return min(self._ramp, room), fade_out
+            return -1, None
         if self._paused:
             if self.req_paused:
-                return None
+                return -1, None
             self._paused = False
-            self._pull(tmp, offset, room)
-            return fade_in
+            return room, fade_in
         if self.req_paused:
-            self._pull(tmp, offset, min(self._ramp, room))
             self._paused = True
-            return fade_out
-        self._pull(tmp, offset, room)
-        return None
+            return min(self._ramp, room), fade_out
+        return room, None
 
-    def _pull(self, tmp: Float32Array, offset: int, count: int) -> None:
-        tmp.fill(0.0)
-        got = self.ring.read_into(tmp, offset, count) if count > 0 else 0
-        self.pull_count = got
-        if got < count and self._flowing:
-            self.dry_count += 1
-        self._flowing = got == count and got > 0
+    def _pulled(self, got: int, count: int) -> None:
+        """Bookkeeping after a pull of ``got`` of ``count`` wanted samples (then the flush)."""
+        if count >= 0:
+            self.pull_count = got
+            if got < count and self._flowing:
+                self.dry_count += 1
+            self._flowing = got == count and got > 0
+        if self._flush_pending:
+            self._flush_pending = False
+            self._flush()
 
     def _flush(self) -> None:
         self._flush_seq = self.req_flush_seq
@@ -246,8 +273,10 @@ class Mixer:
         duck_attack_ms: float = 80.0,
         duck_release_ms: float = 600.0,
         limiter_threshold: float = 0.891,
+        kernel: ModuleType | None = KERNEL,
     ) -> None:
         period_ms = period_samples * 1000.0 / rate_hz
+        self._kernel = kernel
         ramp = max(1, round(ramp_ms * rate_hz / 1000.0))
         self.period_samples = period_samples
         self.channels: dict[SourceName, SourceChannel] = {
@@ -260,10 +289,13 @@ class Mixer:
                 duck_attack_ms=duck_attack_ms,
                 duck_release_ms=duck_release_ms,
                 period_ms=period_ms,
+                kernel=kernel,
             )
             for name in SOURCES
         }
-        self.limiter = SoftLimiter(period_samples, rate_hz=rate_hz, threshold=limiter_threshold)
+        self.limiter = SoftLimiter(
+            period_samples, rate_hz=rate_hz, threshold=limiter_threshold, kernel=kernel
+        )
         self.req_master_gain = 1.0
         """The software volume stage's gain, requested by asyncio (linear)."""
         self._master_gain = 1.0
@@ -340,6 +372,10 @@ class Mixer:
     def _apply_master(self, out: Float32Array) -> None:
         start, end = self._master_gain, self.req_master_gain
         self._master_gain = end
+        if self._kernel is not None:
+            if start != end or end != 1.0:
+                self._kernel.gain(out, self._unit, start, end)
+            return
         if start == end:
             if end != 1.0:
                 np.multiply(out, np.float32(end), out=out)

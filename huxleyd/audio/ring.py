@@ -130,6 +130,12 @@ class SampleRing:
         """The fullest the ring has been, in samples (producer side). At ``capacity``
         the producer waits: the high-water mark and the bound are the same line."""
 
+    @property
+    def samples(self) -> Int16Array:
+        """The backing store (``capacity`` samples; position ``p`` is at ``p % capacity``),
+        for the C mixer, which reads it in place (consumer side, before advancing)."""
+        return self._buf
+
     def available(self) -> int:
         """Samples queued and not yet consumed."""
         return self.write_pos - self.read_pos
