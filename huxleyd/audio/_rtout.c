@@ -679,8 +679,34 @@ static PyObject *Input_close(Input *in, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* Copy `want` frames from the ring at the read position into buf, if they are there
+ * (the oldest kept when the reader fell a whole ring behind); 1 if copied. Any thread. */
+static int take_period(Input *in, char *buf, uint64_t want)
+{
+	size_t fb = (size_t)in->channels * sizeof(int16_t);
+	uint64_t cap = in->mask + 1;
+	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
+	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
+	if (w - r > cap) { /* the reader fell a whole ring behind: keep the newest */
+		atomic_fetch_add_explicit(&in->overwritten, w - r - cap + want, memory_order_relaxed);
+		r = w - cap + want;
+	}
+	if (w - r < want)
+		return 0;
+	for (uint64_t done = 0; done < want;) {
+		uint64_t at = (r + done) & in->mask;
+		uint64_t n = want - done < cap - at ? want - done : cap - at;
+		memcpy(buf + done * fb, in->ring + at * in->channels, n * fb);
+		done += n;
+	}
+	atomic_store_explicit(&in->rpos, r + want, memory_order_release);
+	return 1;
+}
+
 /* read(out, timeout_s) -> True when `out` (whole frames, int16) was filled; False when the
- * stream died or nothing came within timeout_s. Waits with the GIL released. */
+ * stream died or nothing came within timeout_s. A period already in the ring is taken with
+ * the GIL held (a late reader catching up pays no GIL hand-off per period); only a wait
+ * for the next one releases it. */
 static PyObject *Input_read(Input *in, PyObject *args)
 {
 	PyObject *target;
@@ -692,8 +718,11 @@ static PyObject *Input_read(Input *in, PyObject *args)
 		return NULL;
 	size_t fb = (size_t)in->channels * sizeof(int16_t);
 	uint64_t want = (uint64_t)view.len / fb;
-	uint64_t cap = in->mask + 1;
 	int ok = 1;
+	if (take_period(in, view.buf, want)) {
+		PyBuffer_Release(&view);
+		Py_RETURN_TRUE;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -704,23 +733,10 @@ static PyObject *Input_read(Input *in, PyObject *args)
 		until.tv_nsec -= 1000000000L;
 	}
 	for (;;) {
-		uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
-		uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
-		if (w - r > cap) { /* the reader fell a whole ring behind: keep the newest */
-			atomic_fetch_add_explicit(&in->overwritten, w - r - cap + want, memory_order_relaxed);
-			r = w - cap + want;
-		}
-		if (w - r >= want) {
-			for (uint64_t done = 0; done < want;) {
-				uint64_t at = (r + done) & in->mask;
-				uint64_t n = want - done < cap - at ? want - done : cap - at;
-				memcpy((char *)view.buf + done * fb, in->ring + at * in->channels, n * fb);
-				done += n;
-			}
-			atomic_store_explicit(&in->rpos, r + want, memory_order_release);
+		if (take_period(in, view.buf, want))
 			break;
-		}
 		/* arm, then look again: a period completed in between is not missed */
+		uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
 		atomic_store_explicit(&in->wake_at, r + want, memory_order_release);
 		atomic_store_explicit(&in->armed, 1, memory_order_release);
 		if (atomic_load_explicit(&in->wpos, memory_order_acquire) - r >= want)
@@ -733,6 +749,31 @@ static PyObject *Input_read(Input *in, PyObject *args)
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(&view);
 	return PyBool_FromLong(ok);
+}
+
+/* queued() -> frames captured and not yet read (at most the ring's capacity) */
+static PyObject *Input_queued(Input *in, PyObject *unused)
+{
+	(void)unused;
+	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
+	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
+	uint64_t cap = in->mask + 1;
+	return PyLong_FromUnsignedLongLong(w - r < cap ? w - r : cap);
+}
+
+/* discard(keep) -> frames dropped: skip to the newest `keep` frames (whole or none), not
+ * counted as lost (nobody listened: the idle engine resynchronising after a sleep). */
+static PyObject *Input_discard(Input *in, PyObject *arg)
+{
+	unsigned long long keep = PyLong_AsUnsignedLongLong(arg);
+	if (keep == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
+	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
+	if (w - r <= keep)
+		return PyLong_FromLong(0);
+	atomic_store_explicit(&in->rpos, w - keep, memory_order_release);
+	return PyLong_FromUnsignedLongLong(w - keep - r);
 }
 
 static PyObject *Input_counters(Input *in, PyObject *unused)
@@ -754,6 +795,8 @@ static PyMethodDef Input_methods[] = {
 	{"close", (PyCFunction)Input_close, METH_NOARGS, "Stop and close the stream (idempotent)."},
 	{"read", (PyCFunction)Input_read, METH_VARARGS, "read(out, timeout_s): fill out; False if dead."},
 	{"counters", (PyCFunction)Input_counters, METH_NOARGS, "(xruns, frames overwritten)."},
+	{"queued", (PyCFunction)Input_queued, METH_NOARGS, "Frames captured, not yet read."},
+	{"discard", (PyCFunction)Input_discard, METH_O, "discard(keep): skip to the newest keep frames."},
 	{"latency_s", (PyCFunction)Input_latency, METH_NOARGS, "PortAudio's input latency."},
 	{NULL, NULL, 0, NULL},
 };

@@ -63,7 +63,13 @@ from typing import Any
 
 import numpy as np
 
-from huxleyd.audio.backends.base import AudioBackend, DeviceFormat, IoStatus, OutputClock
+from huxleyd.audio.backends.base import (
+    AudioBackend,
+    DeviceFormat,
+    IoStatus,
+    OutputClock,
+    QueuedInput,
+)
 from huxleyd.audio.chains import CAPTURE_RATES_HZ, CaptureChain, PlaybackChain
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.levels import LevelMeter
@@ -169,7 +175,12 @@ class AudioEngine:
         timed = backend if isinstance(backend, OutputClock) else None
         self._timed = None if timed is None else TimedOutput(timed, self._playout, channels)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
+        self._queued_input = backend if isinstance(backend, QueuedInput) else None
+        """The capture ring a late engine drains (the C capture callback), if any."""
+        self.caught_up = 0
+        """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
         self._idle_streak = 0
+        self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -440,6 +451,7 @@ class AudioEngine:
                 if status is IoStatus.XRUN:
                     self._overruns += 1
                 self._push_mic(capture)
+                self._catch_up(capture)
         if open_ and playback is not None and self._timed is not None:
             self._play_timed(self._timed, playback)
         else:
@@ -497,6 +509,22 @@ class AudioEngine:
                 break
         timed.publish()
 
+    def _catch_up(self, capture: CaptureChain) -> None:
+        """Late (a busy Python thread held the GIL): take every whole mic period the
+        capture ring already holds, oldest first, so none is overwritten while the ring
+        still has it. Bounded by the ring's depth; playback then mixes to its lead."""
+        queued = self._queued_input
+        if queued is None:
+            return
+        frames = capture.buffer.shape[0]
+        for _ in range(self._catch_up_limit):
+            if queued.input_queued_frames() < frames:
+                return
+            if self._backend.read(capture.buffer) is not IoStatus.OK:
+                return  # a lost device shows in the next cycle's read
+            self.caught_up += 1
+            self._push_mic(capture)
+
     def _push_mic(self, capture: CaptureChain) -> None:
         rate = self._req_capture_rate
         if not self._capture_active:
@@ -507,6 +535,9 @@ class AudioEngine:
             return
         fmt = self._format
         latency = fmt.input_latency_s if fmt is not None else 0.0
+        queued = self._queued_input
+        if queued is not None and fmt is not None:  # newer periods wait behind this one
+            latency += queued.input_queued_frames() / fmt.input_rate_hz
         captured_at = self._clock.monotonic() - self._period_s - latency
         self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
         self._mic_waker.notify()

@@ -104,17 +104,21 @@ def test_a_busy_python_thread_causes_no_xrun(card: ClockCard) -> None:
     assert len(heard) >= 48000 * 6  # it really played the 6 s
 
 
-@pytest.mark.xfail(
-    reason="known gap (issue 15): with a pure-Python thread spinning on an idle machine the "
-    "engine's Python periods run late (76 late, 62 mic periods lost in 6 s, measured), "
-    "while the card and the speaker callback see none; the mixer in C is the fix",
-    strict=False,
-)
 def test_a_busy_python_thread_loses_no_mic_period(card: ClockCard) -> None:
+    """The engine's Python side under the same load: its periods may start late (the
+    busy thread holds the GIL for up to a switch interval at each hand-off), but it
+    loses no mic period. The arithmetic keeps the GIL (the C kernel: no hand-off per
+    numpy call), and a late cycle drains every period the capture ring already holds
+    instead of one, so it catches up before the ring's 500 ms run out.
+
+    On the numpy engine that read one period per cycle this lost 62 mic periods in
+    6 s on an idle machine."""
     if not realtime_allowed():
         pytest.skip("no SCHED_FIFO here: the callback threads would compete with the load")
     result = run(card, "load", "callback", "48000", "6", "1")
-    assert result["overruns"] == 0 and result["late_periods"] == 0
+    assert result["overruns"] == 0  # capture callback flags + periods overwritten unread
+    assert result["mic_frames_dropped"] == 0  # and none lost on the way to asyncio
+    assert result["periods"] + result["caught_up"] >= 6 * 50  # it really read 6 s
 
 
 def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(

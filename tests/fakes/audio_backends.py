@@ -181,3 +181,20 @@ class LockstepWavBackend(WavBackend):
             if time.monotonic() > deadline:
                 self.waits_timed_out += 1
                 return
+
+
+class QueuedMicBackend(WavBackend):
+    """A WAV backend whose fed mic samples count as a capture ring the engine can see
+    (:class:`~huxleyd.audio.backends.base.QueuedInput`), like the C capture callback's:
+    feeding several periods at once is an engine that woke up late."""
+
+    def input_queued_frames(self) -> int:
+        return self._feed.available() // self.input_channels
+
+    def discard_input(self, keep_frames: int) -> int:
+        drop = max(0, self.input_queued_frames() - keep_frames)
+        self._feed.skip_to(self._feed.read_pos + drop * self.input_channels)
+        self.discarded += drop
+        return drop
+
+    discarded = 0

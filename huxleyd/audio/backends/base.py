@@ -108,3 +108,18 @@ class OutputClock(Protocol):
         """(output underruns, input overruns) since the open: the callbacks' status
         flags, plus mic frames lost because the engine read too late."""
         ...
+
+
+@runtime_checkable
+class QueuedInput(Protocol):
+    """A backend whose capture fills a ring the engine reads (the C capture callback):
+    a late engine can see what is already waiting and catch up without losing it."""
+
+    def input_queued_frames(self) -> int:
+        """Frames captured and not yet read."""
+        ...
+
+    def discard_input(self, keep_frames: int) -> int:
+        """Skip to the newest ``keep_frames`` (nobody listened); return how many were
+        dropped. Not counted as lost."""
+        ...

@@ -100,6 +100,12 @@ class CallbackBackend(PyAudioBackend):
         # a second without one period from the card: the device is gone
         return IoStatus.OK if stream.read(out, 1.0) else IoStatus.LOST
 
+    def input_queued_frames(self) -> int:
+        return int(self._in.queued()) if self._in is not None else 0
+
+    def discard_input(self, keep_frames: int) -> int:
+        return int(self._in.discard(keep_frames)) if self._in is not None else 0
+
     def input_counters(self) -> tuple[int, int]:
         """(xruns the capture callback saw, mic frames the reader lost by being late)."""
         if self._in is None:
