@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ N = 480  # 20 ms at 24 kHz
 RATE = 24000
 
 
-def make_mixer(**kwargs: float) -> tuple[Mixer, dict[SourceName, SampleRing]]:
+def make_mixer(**kwargs: Any) -> tuple[Mixer, dict[SourceName, SampleRing]]:
     rings = {name: SampleRing(RATE * 5, name=name) for name in SOURCES}
     return Mixer(rings, period_samples=N, rate_hz=RATE, **kwargs), rings
 
