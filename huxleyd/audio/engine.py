@@ -72,6 +72,7 @@ from huxleyd.audio.backends.base import (
 )
 from huxleyd.audio.chains import CAPTURE_RATES_HZ, CaptureChain, PlaybackChain
 from huxleyd.audio.dsp import KERNEL
+from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.pacing import pacer_for
@@ -175,10 +176,26 @@ class AudioEngine:
         timed = backend if isinstance(backend, OutputClock) else None
         self._timed = None if timed is None else TimedOutput(timed, self._playout, channels)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
-        self._queued_input = backend if isinstance(backend, QueuedInput) else None
+        queued = backend if isinstance(backend, QueuedInput) else None
+        self._queued_input = queued
         """The capture ring a late engine drains (the C capture callback), if any."""
+        self._sleeper = (
+            None
+            if queued is None or self._timed is None or not idle_path
+            else IdleSleeper(
+                self._mixer.doorbell,
+                backend,
+                queued,
+                clock=self._clock,
+                period_s=self._period_s,
+                meters=(self._in_meter, self._out_meter),
+            )
+        )
+        """Sleeps the thread while idle (only where C callbacks keep the card going)."""
         self.caught_up = 0
         """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
+        self.cycles = 0
+        """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
         self._idle_streak = 0
         self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
 
@@ -216,6 +233,7 @@ class AudioEngine:
             return
         self._closed = True
         self._stopping.set()
+        self._mixer.doorbell.ring()  # an idle thread sleeps on it
         thread = self._thread
         if thread is not None:
             thread.join(timeout_s)
@@ -353,6 +371,7 @@ class AudioEngine:
         frame is queued, so none is dropped or counted as lost either.
         """
         self._capture_active = active
+        self._mixer.doorbell.ring()  # an idle thread that slept must read again
 
     def drain_mic(self) -> int:
         """Discard queued mic frames (PTT press: old audio must not be sent); return how many."""
@@ -412,11 +431,15 @@ class AudioEngine:
         try:
             while not stopping.is_set():
                 started = clock.monotonic()
+                self.cycles += 1
                 try:
                     self._cycle()
                 except Exception as exc:  # a device or backend fault: recover, never die
                     self._fault(exc)
                 fmt = self._format
+                if self._may_sleep() and self._sleep_idle():
+                    deadline = clock.monotonic()
+                    continue
                 if self.device_state is DeviceState.OPEN and fmt is not None and fmt.paced:
                     if started - deadline > 1.5 * period_s:
                         self._late += 1
@@ -433,6 +456,31 @@ class AudioEngine:
             self._hand_off(self._report_crash, exc)
         finally:
             self._backend.close()
+
+    def _may_sleep(self) -> bool:
+        """Nothing for the thread to do until asyncio asks (see :mod:`.idle`)."""
+        timed = self._timed
+        return (
+            self._sleeper is not None
+            and timed is not None
+            and self._idle_streak > 1
+            and not self._capture_active
+            and self.device_state is DeviceState.OPEN
+            and self._mixer.idle()
+            and timed.settled()
+        )
+
+    def _sleep_idle(self) -> bool:
+        """Sleep until rung (or housekeeping); then catch the mic up. True if slept."""
+        sleeper, capture = self._sleeper, self._capture_chain
+        if sleeper is None or capture is None:
+            return False
+        periods = sleeper.sleep(self._may_sleep, self._stopping)
+        if periods is None:
+            return False
+        self._periods += periods  # the card's periods went on meanwhile
+        sleeper.resync(capture, self._req_capture_rate)
+        return True
 
     def _cycle(self) -> None:
         if self.device_state is not DeviceState.OPEN and self._clock.monotonic() >= self._reopen_at:

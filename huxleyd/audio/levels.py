@@ -39,6 +39,12 @@ class LevelMeter:
         self.peak *= self._fall
         self.power -= self._alpha * self.power
 
+    def decay(self, periods: int) -> None:
+        """Fall and average as over ``periods`` periods unseen (the idle thread slept)."""
+        if periods > 0:
+            self.peak *= self._fall**periods
+            self.power *= (1.0 - self._alpha) ** periods
+
     @property
     def peak_dbfs(self) -> float:
         return amplitude_to_dbfs(self.peak)

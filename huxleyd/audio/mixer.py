@@ -30,6 +30,7 @@ from types import ModuleType
 
 import numpy as np
 
+from huxleyd.audio.doorbell import Doorbell
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
 from huxleyd.audio.pcm import Float32Array, db_to_gain
@@ -86,17 +87,20 @@ class SourceChannel:
         duck_release_ms: float,
         period_ms: float,
         kernel: ModuleType | None = KERNEL,
+        doorbell: Doorbell | None = None,
     ) -> None:
         self.name = name
         self.ring = ring
         self._kernel = kernel
+        self._doorbell = doorbell or Doorbell()
         self.skips = SkipLog()
-        # requests from asyncio
-        self.req_paused = False
-        self.req_ducked = False
-        self.req_gain = 1.0
-        self.req_flush_seq = 0
+        # requests from asyncio (each rings the doorbell: see the properties below)
+        self._req_paused = False
+        self._req_ducked = False
+        self._req_gain = 1.0
+        self._req_flush_seq = 0
         self.req_flush_to = 0
+        """Where a flush drops to; written before ``req_flush_seq``, which publishes it."""
         # thread state
         self._period = period_samples
         self._ramp = max(1, min(ramp_samples, period_samples))
@@ -119,6 +123,42 @@ class SourceChannel:
         """Ring position that has reached the device (set by the playout clock)."""
         self.drain_target = -1
         """asyncio asks to be woken when ``played_pos`` reaches this (-1: nobody)."""
+
+    @property
+    def req_paused(self) -> bool:
+        return self._req_paused
+
+    @req_paused.setter
+    def req_paused(self, value: bool) -> None:
+        self._req_paused = value
+        self._doorbell.ring()
+
+    @property
+    def req_ducked(self) -> bool:
+        return self._req_ducked
+
+    @req_ducked.setter
+    def req_ducked(self, value: bool) -> None:
+        self._req_ducked = value
+        self._doorbell.ring()
+
+    @property
+    def req_gain(self) -> float:
+        return self._req_gain
+
+    @req_gain.setter
+    def req_gain(self, value: float) -> None:
+        self._req_gain = value
+        self._doorbell.ring()
+
+    @property
+    def req_flush_seq(self) -> int:
+        return self._req_flush_seq
+
+    @req_flush_seq.setter
+    def req_flush_seq(self, value: int) -> None:
+        self._req_flush_seq = value
+        self._doorbell.ring()
 
     @property
     def paused(self) -> bool:
@@ -277,6 +317,10 @@ class Mixer:
     ) -> None:
         period_ms = period_samples * 1000.0 / rate_hz
         self._kernel = kernel
+        self.doorbell = Doorbell()
+        """Rung by every request and ring write: the idle audio thread sleeps on it."""
+        for ring in rings.values():
+            ring.on_write = self.doorbell.ring
         ramp = max(1, round(ramp_ms * rate_hz / 1000.0))
         self.period_samples = period_samples
         self.channels: dict[SourceName, SourceChannel] = {
@@ -290,17 +334,16 @@ class Mixer:
                 duck_release_ms=duck_release_ms,
                 period_ms=period_ms,
                 kernel=kernel,
+                doorbell=self.doorbell,
             )
             for name in SOURCES
         }
         self.limiter = SoftLimiter(
             period_samples, rate_hz=rate_hz, threshold=limiter_threshold, kernel=kernel
         )
-        self.req_master_gain = 1.0
-        """The software volume stage's gain, requested by asyncio (linear)."""
+        self._req_master_gain = 1.0
         self._master_gain = 1.0
-        self.req_gate: tuple[int, int, int] = (0, 0, 0)
-        """(seq, earcon end position, speech position) from ``play_earcon(before_speech=True)``."""
+        self._req_gate: tuple[int, int, int] = (0, 0, 0)
         self._gate_seq = 0
         self._gate_active = False
         self._gate_earcon_end = 0
@@ -316,6 +359,26 @@ class Mixer:
         fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
         self._fades = (fade_out, fade_in, unit)
         self._unit = unit
+
+    @property
+    def req_master_gain(self) -> float:
+        """The software volume stage's gain, requested by asyncio (linear)."""
+        return self._req_master_gain
+
+    @req_master_gain.setter
+    def req_master_gain(self, value: float) -> None:
+        self._req_master_gain = value
+        self.doorbell.ring()
+
+    @property
+    def req_gate(self) -> tuple[int, int, int]:
+        """(seq, earcon end position, speech position) from ``play_earcon(before_speech=True)``."""
+        return self._req_gate
+
+    @req_gate.setter
+    def req_gate(self, value: tuple[int, int, int]) -> None:
+        self._req_gate = value
+        self.doorbell.ring()
 
     def idle(self) -> bool:
         """True when :meth:`mix` would produce a period of zeros and change no state

@@ -129,6 +129,8 @@ class SampleRing:
         self.high_water = 0
         """The fullest the ring has been, in samples (producer side). At ``capacity``
         the producer waits: the high-water mark and the bound are the same line."""
+        self.on_write: Callable[[], None] | None = None
+        """Called after each write that added samples (the idle audio thread's doorbell)."""
 
     @property
     def samples(self) -> Int16Array:
@@ -160,6 +162,8 @@ class SampleRing:
         fill = self.write_pos - self.read_pos
         if fill > self.high_water:
             self.high_water = fill
+        if self.on_write is not None:
+            self.on_write()
         return count
 
     # -- consumer side (audio thread) ---------------------------------------

@@ -62,6 +62,11 @@ class TimedOutput:
             self.out.resume(seq, self.out.written_frames())
             self._cut_acked = seq
 
+    def settled(self) -> bool:
+        """No cut pending and every written frame reached the DAC and was published
+        (so every source's played position is final): the engine may sleep."""
+        return self._cut_acked == self._cut_seq and self._last_heard >= self.out.written_frames()
+
     def lead_reached(self) -> bool:
         return self.out.queued_frames() >= self.lead_frames
 

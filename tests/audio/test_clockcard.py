@@ -160,3 +160,24 @@ def test_one_xrun_is_a_short_silence_never_a_reopen(card: ClockCard, kind: str) 
     silence_ms, reopens = freeze_once(card.directory, kind)
     assert reopens == 0
     assert silence_ms <= 20 + 5  # one engine period, plus the card's own period
+
+
+def test_an_idle_engine_runs_no_python_per_period(card: ClockCard) -> None:
+    """Nothing plays, nobody listens: the thread sleeps on the doorbell (the C
+    callbacks keep the card going) and wakes only for housekeeping, 2 Hz, not 50."""
+    result = run(card, "idle", "callback", "48000", "3")
+    assert result["idle_periods"] >= 100  # the card's clock went on (3 s of 20 ms)
+    assert result["idle_cycles"] <= result["idle_periods"] // 10
+    assert result["sleeps"] >= 3
+    assert card.xruns() == (0, 0)
+
+
+def test_a_delta_wakes_the_sleeping_engine_and_is_heard(card: ClockCard) -> None:
+    """From idle (asleep), each write rings the doorbell: the tone is mixed at once
+    and reaches the card; ``drained`` returns (the DAC clock kept publishing)."""
+    result = run(card, "first", "callback", "48000", "3")
+    heard, t0 = card.speaker()
+    rate = 48000
+    for sent in result["sent_ns"]:
+        at = (sent - t0) * rate // 10**9
+        assert np.any(np.abs(heard[at : at + rate // 5]) >= 160)  # within the 0.1 s tone's span

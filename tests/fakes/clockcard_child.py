@@ -133,11 +133,24 @@ async def idle(kind: str, rate: int, seconds: float) -> dict[str, Any]:
     engine.set_capture_active(False)
     await asyncio.sleep(1.0)  # opened and warm
     before_cpu, before = cpu_s(), time.monotonic()
+    cycles_before, periods_before = getattr(engine, "cycles", 0), engine.stats().periods
     await asyncio.sleep(seconds)
     used, wall = cpu_s() - before_cpu, time.monotonic() - before
     stats = engine.stats()
+    periods = stats.periods - periods_before
+    # older engines ran one cycle per period
+    cycles = getattr(engine, "cycles", cycles_before + periods) - cycles_before
+    sleeper = getattr(engine, "_sleeper", None)  # older engines: none
     engine.close()
-    return {"cpu_s": used, "wall_s": wall, **describe(stats)}
+    sleeps = -1 if sleeper is None else sleeper.sleeps
+    return {
+        "cpu_s": used,
+        "wall_s": wall,
+        "sleeps": sleeps,
+        "idle_cycles": cycles,
+        "idle_periods": periods,
+        **describe(stats),
+    }
 
 
 async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
