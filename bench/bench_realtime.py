@@ -99,7 +99,8 @@ def _bargein(kind: str) -> dict[str, float]:
     }
 
 
-def _xruns(kind: str, seconds: float, busy: bool) -> int:
+def _xruns(kind: str, seconds: float, busy: bool) -> tuple[int, int]:
+    """(xruns at the card + source gaps, mic periods the engine lost)."""
     with tempfile.TemporaryDirectory() as tmp:
         card, result = _child(
             Path(tmp), "load", kind, str(RATE), str(seconds), "1" if busy else "0"
@@ -108,7 +109,11 @@ def _xruns(kind: str, seconds: float, busy: bool) -> int:
     # the card's own count (speaker + mic): the ground truth for both designs (the
     # callbacks' flags see the same events), plus gaps the card cannot see: a source
     # that ran dry inside an item
-    return speaker + mic + int(result["source_gaps"])
+    card_count = speaker + mic + int(result["source_gaps"])
+    # what the card cannot see either: mic periods the engine's Python side read too
+    # late (overwritten in the capture ring) or asyncio never took
+    lost = int(result["overruns"]) + int(result.get("mic_frames_dropped", 0))
+    return card_count, lost
 
 
 def _idle(kind: str, seconds: float) -> float:
@@ -226,14 +231,27 @@ def _rows() -> list[Row]:
         ),
     ]
     for busy, label in ((False, "no load"), (True, "busy Python thread")):
+        after_card, after_lost = _xruns(AFTER, xrun_s, busy)
+        before_card, before_lost = _xruns(BEFORE, xrun_s, busy)
         rows.append(
             Row(
                 AREA,
                 f"xruns at the card, {xrun_s:g} s speech + ducked media, {label} (after; ref = before)",
-                _xruns(AFTER, xrun_s, busy),
+                after_card,
                 "xruns",
-                _xruns(BEFORE, xrun_s, busy),
+                before_card,
                 "xruns before",
+                "0",
+            )
+        )
+        rows.append(
+            Row(
+                AREA,
+                f"mic periods lost by the engine, same run, {label} (after; ref = before)",
+                after_lost,
+                "periods",
+                before_lost,
+                "periods before",
                 "0",
             )
         )
