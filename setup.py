@@ -17,7 +17,8 @@ setup(
     ext_modules=[
         Extension(
             "huxleyd.audio._rtout",
-            sources=["huxleyd/audio/_rtout.c"],
+            sources=["huxleyd/audio/_rtout.c", "huxleyd/audio/_rtin.c"],
+            depends=["huxleyd/audio/_rt.h"],
             libraries=["portaudio"],
             extra_compile_args=["-O2", "-std=c11", "-Wall"],
             # without a compiler the install still works: audio.backend = "auto"

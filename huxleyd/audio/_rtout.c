@@ -18,19 +18,16 @@
  * - stamp which ring position reaches the DAC when (outputBufferDacTime), so the
  *   playout clock is the device's, not a latency guessed at open.
  *
+ * The mic's capture stream (Input) is _rtin.c, in this same extension (_rt.h).
+ *
  * Positions are 64-bit frame counts in "written" coordinates: frame k is the k-th
  * frame Python ever wrote. The reader skips forward over dropped frames, so the
  * read position stays in the same coordinates.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <portaudio.h>
+#include "_rt.h"
 #include <pa_linux_alsa.h>
-#include <errno.h>
 #include <sched.h>
-#include <semaphore.h>
 #include <stdatomic.h>
-#include <time.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -249,7 +246,7 @@ static void Output_dealloc(Output *o)
 	Py_TYPE(o)->tp_free((PyObject *)o);
 }
 
-static PyObject *pa_error(const char *what, PaError err)
+PyObject *rt_pa_error(const char *what, PaError err)
 {
 	return PyErr_Format(PyExc_OSError, "%s: %s (PortAudio %d)", what, Pa_GetErrorText(err), err);
 }
@@ -258,7 +255,7 @@ static PyObject *pa_error(const char *what, PaError err)
  * asking for SCHED_FIFO when `realtime` (ALSA only; PortAudio quietly stays at
  * normal priority where the system refuses it: root, CAP_SYS_NICE or an rtprio
  * limit is needed). 0, or -1 with a Python error set. */
-static int open_stream(PaStream **out, int input, int device, int channels, double rate,
+int rt_open_stream(PaStream **out, int input, int device, int channels, double rate,
 		       long period, double latency, int realtime, PaStreamCallback *callback,
 		       void *user, PaStreamFinishedCallback *finished, const char *what)
 {
@@ -279,7 +276,7 @@ static int open_stream(PaStream **out, int input, int device, int channels, doub
 			    (unsigned long)period, paClipOff | paDitherOff, callback, user);
 	Py_END_ALLOW_THREADS
 	if (err != paNoError) {
-		pa_error(what, err);
+		rt_pa_error(what, err);
 		return -1;
 	}
 	*out = stream;
@@ -291,7 +288,7 @@ static int open_stream(PaStream **out, int input, int device, int channels, doub
 	return 0;
 }
 
-static PyObject *start_stream(PaStream *stream, const char *which)
+PyObject *rt_start_stream(PaStream *stream, const char *which)
 {
 	if (!stream)
 		return PyErr_Format(PyExc_OSError, "%s stream is closed", which);
@@ -300,7 +297,7 @@ static PyObject *start_stream(PaStream *stream, const char *which)
 	err = Pa_StartStream(stream);
 	Py_END_ALLOW_THREADS
 	if (err != paNoError)
-		return pa_error("Pa_StartStream", err);
+		return rt_pa_error("Pa_StartStream", err);
 	Py_RETURN_NONE;
 }
 
@@ -340,18 +337,18 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 
 	PaError err = Pa_Initialize();
 	if (err != paNoError) {
-		pa_error("Pa_Initialize", err);
+		rt_pa_error("Pa_Initialize", err);
 		return -1;
 	}
 	o->pa_ready = 1;
-	return open_stream(&o->stream, 0, device, channels, rate, period, latency, realtime, on_device,
+	return rt_open_stream(&o->stream, 0, device, channels, rate, period, latency, realtime, on_device,
 			   o, stream_gone, "Pa_OpenStream (playback callback)");
 }
 
 static PyObject *Output_start(Output *o, PyObject *unused)
 {
 	(void)unused;
-	return start_stream(o->stream, "output");
+	return rt_start_stream(o->stream, "output");
 }
 
 static PyObject *Output_close(Output *o, PyObject *unused)
@@ -544,274 +541,6 @@ static PyTypeObject OutputType = {
 	.tp_methods = Output_methods,
 };
 
-/* ---- Input: the mic side, also drained without the GIL --------------------------------
- *
- * A PortAudio callback capture stream copies each short period into a ring; the audio
- * thread's read() waits (GIL released) until a whole engine period is there. A Python
- * thread late by up to the ring's length loses nothing; later than that, the oldest
- * frames are overwritten and counted, never an xrun at the card.
- */
-typedef struct {
-	PyObject_HEAD
-	PaStream *stream;
-	int pa_ready;
-	int channels;
-	int16_t *ring;
-	uint64_t mask;
-	_Atomic uint64_t wpos; /* callback */
-	_Atomic uint64_t rpos; /* Python */
-	_Atomic uint64_t xruns;
-	_Atomic uint64_t overwritten;
-	_Atomic int aborted;
-	_Atomic uint64_t wake_at; /* the reader sleeps until wpos reaches this ... */
-	_Atomic int armed;        /* ... and only then is posted: one wake-up per read */
-	sem_t ready;
-} Input;
-
-static int on_mic(const void *input, void *output, unsigned long frames,
-		  const PaStreamCallbackTimeInfo *time, PaStreamCallbackFlags flags, void *user)
-{
-	Input *in = user;
-	const int16_t *src = input;
-	(void)output;
-	(void)time;
-	if (flags & (paInputOverflow | paInputUnderflow))
-		atomic_fetch_add_explicit(&in->xruns, 1, memory_order_relaxed);
-	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_relaxed);
-	uint64_t cap = in->mask + 1;
-	size_t fb = (size_t)in->channels * sizeof(int16_t);
-	for (uint64_t done = 0; done < frames;) {
-		uint64_t at = (w + done) & in->mask;
-		uint64_t n = frames - done < cap - at ? frames - done : cap - at;
-		if (src)
-			memcpy(in->ring + at * in->channels, src + done * in->channels, n * fb);
-		else
-			memset(in->ring + at * in->channels, 0, n * fb);
-		done += n;
-	}
-	atomic_store_explicit(&in->wpos, w + frames, memory_order_release);
-	if (w + frames >= atomic_load_explicit(&in->wake_at, memory_order_acquire) &&
-	    atomic_exchange_explicit(&in->armed, 0, memory_order_acq_rel))
-		sem_post(&in->ready);
-	return paContinue;
-}
-
-static void mic_gone(void *user)
-{
-	Input *in = user;
-	atomic_store(&in->aborted, 1);
-	sem_post(&in->ready);
-}
-
-static void input_close_stream(Input *in)
-{
-	if (in->stream) {
-		PaStream *stream = in->stream;
-		in->stream = NULL;
-		Py_BEGIN_ALLOW_THREADS
-		Pa_AbortStream(stream);
-		Pa_CloseStream(stream);
-		Py_END_ALLOW_THREADS
-	}
-	if (in->pa_ready) {
-		Pa_Terminate();
-		in->pa_ready = 0;
-		sem_destroy(&in->ready);
-	}
-}
-
-static void Input_dealloc(Input *in)
-{
-	input_close_stream(in);
-	PyMem_Free(in->ring);
-	Py_TYPE(in)->tp_free((PyObject *)in);
-}
-
-static int Input_init(Input *in, PyObject *args, PyObject *kwargs)
-{
-	static char *kw[] = {"device", "rate_hz", "channels", "period_frames", "ring_frames",
-			     "latency_s", "realtime", NULL};
-	int device, rate, channels, period, ring_frames, realtime = 1;
-	double latency;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiiiid|p", kw, &device, &rate, &channels,
-					 &period, &ring_frames, &latency, &realtime))
-		return -1;
-	if (in->ring) {
-		PyErr_SetString(PyExc_RuntimeError, "Input is already open");
-		return -1;
-	}
-	if (channels < 1 || channels > 8 || rate < 8000 || period < 16 || ring_frames < 2 * period) {
-		PyErr_Format(PyExc_ValueError, "bad input format: channels=%d rate=%d period=%d ring=%d",
-			     channels, rate, period, ring_frames);
-		return -1;
-	}
-	uint64_t cap = 1;
-	while (cap < (uint64_t)ring_frames)
-		cap <<= 1;
-	in->ring = PyMem_Calloc(cap * channels, sizeof(int16_t));
-	if (!in->ring) {
-		PyErr_NoMemory();
-		return -1;
-	}
-	in->mask = cap - 1;
-	in->channels = channels;
-	PaError err = Pa_Initialize();
-	if (err != paNoError) {
-		pa_error("Pa_Initialize", err);
-		return -1;
-	}
-	in->pa_ready = 1;
-	sem_init(&in->ready, 0, 0);
-	return open_stream(&in->stream, 1, device, channels, rate, period, latency, realtime, on_mic, in,
-			   mic_gone, "Pa_OpenStream (capture callback)");
-}
-
-static PyObject *Input_start(Input *in, PyObject *unused)
-{
-	(void)unused;
-	return start_stream(in->stream, "input");
-}
-
-static PyObject *Input_close(Input *in, PyObject *unused)
-{
-	(void)unused;
-	input_close_stream(in);
-	Py_RETURN_NONE;
-}
-
-/* Copy `want` frames from the ring at the read position into buf, if they are there
- * (the oldest kept when the reader fell a whole ring behind); 1 if copied. Any thread. */
-static int take_period(Input *in, char *buf, uint64_t want)
-{
-	size_t fb = (size_t)in->channels * sizeof(int16_t);
-	uint64_t cap = in->mask + 1;
-	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
-	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
-	if (w - r > cap) { /* the reader fell a whole ring behind: keep the newest */
-		atomic_fetch_add_explicit(&in->overwritten, w - r - cap + want, memory_order_relaxed);
-		r = w - cap + want;
-	}
-	if (w - r < want)
-		return 0;
-	for (uint64_t done = 0; done < want;) {
-		uint64_t at = (r + done) & in->mask;
-		uint64_t n = want - done < cap - at ? want - done : cap - at;
-		memcpy(buf + done * fb, in->ring + at * in->channels, n * fb);
-		done += n;
-	}
-	atomic_store_explicit(&in->rpos, r + want, memory_order_release);
-	return 1;
-}
-
-/* read(out, timeout_s) -> True when `out` (whole frames, int16) was filled; False when the
- * stream died or nothing came within timeout_s. A period already in the ring is taken with
- * the GIL held (a late reader catching up pays no GIL hand-off per period); only a wait
- * for the next one releases it. */
-static PyObject *Input_read(Input *in, PyObject *args)
-{
-	PyObject *target;
-	double timeout;
-	if (!PyArg_ParseTuple(args, "Od", &target, &timeout))
-		return NULL;
-	Py_buffer view;
-	if (PyObject_GetBuffer(target, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-		return NULL;
-	size_t fb = (size_t)in->channels * sizeof(int16_t);
-	uint64_t want = (uint64_t)view.len / fb;
-	int ok = 1;
-	if (take_period(in, view.buf, want)) {
-		PyBuffer_Release(&view);
-		Py_RETURN_TRUE;
-	}
-	Py_BEGIN_ALLOW_THREADS
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)timeout;
-	until.tv_nsec += (long)((timeout - (double)(time_t)timeout) * 1e9);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec += 1;
-		until.tv_nsec -= 1000000000L;
-	}
-	for (;;) {
-		if (take_period(in, view.buf, want))
-			break;
-		/* arm, then look again: a period completed in between is not missed */
-		uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
-		atomic_store_explicit(&in->wake_at, r + want, memory_order_release);
-		atomic_store_explicit(&in->armed, 1, memory_order_release);
-		if (atomic_load_explicit(&in->wpos, memory_order_acquire) - r >= want)
-			continue;
-		if (atomic_load(&in->aborted) || (sem_timedwait(&in->ready, &until) != 0 && errno == ETIMEDOUT)) {
-			ok = 0;
-			break;
-		}
-	}
-	Py_END_ALLOW_THREADS
-	PyBuffer_Release(&view);
-	return PyBool_FromLong(ok);
-}
-
-/* queued() -> frames captured and not yet read (at most the ring's capacity) */
-static PyObject *Input_queued(Input *in, PyObject *unused)
-{
-	(void)unused;
-	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
-	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
-	uint64_t cap = in->mask + 1;
-	return PyLong_FromUnsignedLongLong(w - r < cap ? w - r : cap);
-}
-
-/* discard(keep) -> frames dropped: skip to the newest `keep` frames (whole or none), not
- * counted as lost (nobody listened: the idle engine resynchronising after a sleep). */
-static PyObject *Input_discard(Input *in, PyObject *arg)
-{
-	unsigned long long keep = PyLong_AsUnsignedLongLong(arg);
-	if (keep == (unsigned long long)-1 && PyErr_Occurred())
-		return NULL;
-	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
-	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
-	if (w - r <= keep)
-		return PyLong_FromLong(0);
-	atomic_store_explicit(&in->rpos, w - keep, memory_order_release);
-	return PyLong_FromUnsignedLongLong(w - keep - r);
-}
-
-static PyObject *Input_counters(Input *in, PyObject *unused)
-{
-	(void)unused;
-	return Py_BuildValue("(KK)", (unsigned long long)atomic_load(&in->xruns),
-			     (unsigned long long)atomic_load(&in->overwritten));
-}
-
-static PyObject *Input_latency(Input *in, PyObject *unused)
-{
-	(void)unused;
-	const PaStreamInfo *info = in->stream ? Pa_GetStreamInfo(in->stream) : NULL;
-	return PyFloat_FromDouble(info ? info->inputLatency : 0.0);
-}
-
-static PyMethodDef Input_methods[] = {
-	{"start", (PyCFunction)Input_start, METH_NOARGS, "Start the callback."},
-	{"close", (PyCFunction)Input_close, METH_NOARGS, "Stop and close the stream (idempotent)."},
-	{"read", (PyCFunction)Input_read, METH_VARARGS, "read(out, timeout_s): fill out; False if dead."},
-	{"counters", (PyCFunction)Input_counters, METH_NOARGS, "(xruns, frames overwritten)."},
-	{"queued", (PyCFunction)Input_queued, METH_NOARGS, "Frames captured, not yet read."},
-	{"discard", (PyCFunction)Input_discard, METH_O, "discard(keep): skip to the newest keep frames."},
-	{"latency_s", (PyCFunction)Input_latency, METH_NOARGS, "PortAudio's input latency."},
-	{NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject InputType = {
-	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rtout.Input",
-	.tp_basicsize = sizeof(Input),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "A PortAudio callback capture stream drained into a lock-free ring.",
-	.tp_new = PyType_GenericNew,
-	.tp_init = (initproc)Input_init,
-	.tp_dealloc = (destructor)Input_dealloc,
-	.tp_methods = Input_methods,
-};
-
 /* set_alsa_periods(n): how many periods PortAudio's ALSA host gives the next streams it
  * opens (process-wide, PyAudio's too). More periods = a deeper capture buffer. */
 static PyObject *set_alsa_periods(PyObject *self, PyObject *arg)
@@ -822,7 +551,7 @@ static PyObject *set_alsa_periods(PyObject *self, PyObject *arg)
 		return NULL;
 	PaError err = PaAlsa_SetNumPeriods((int)n);
 	if (err != paNoError)
-		return pa_error("PaAlsa_SetNumPeriods", err);
+		return rt_pa_error("PaAlsa_SetNumPeriods", err);
 	Py_RETURN_NONE;
 }
 

@@ -1,0 +1,24 @@
+/* What _rtout.c (the speaker, the module) and _rtin.c (the mic) share: one extension. */
+#ifndef HUXLEYD_RT_H
+#define HUXLEYD_RT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <portaudio.h>
+
+/* A Python OSError naming `what` and PortAudio's reason; returns NULL. */
+PyObject *rt_pa_error(const char *what, PaError err);
+
+/* One callback stream on `device`, playback (input = 0) or capture (input = 1);
+ * SCHED_FIFO asked when `realtime`. 0, or -1 with a Python error set. */
+int rt_open_stream(PaStream **out, int input, int device, int channels, double rate, long period,
+		   double latency, int realtime, PaStreamCallback *callback, void *user,
+		   PaStreamFinishedCallback *finished, const char *what);
+
+/* Pa_StartStream with the GIL released; None, or NULL with a Python error set. */
+PyObject *rt_start_stream(PaStream *stream, const char *which);
+
+/* huxleyd.audio._rtout.Input, defined in _rtin.c */
+extern PyTypeObject InputType;
+
+#endif
