@@ -16,6 +16,7 @@ attribute read, so asyncio may ring it freely.
 from __future__ import annotations
 
 import threading
+from typing import Generic, Protocol, TypeVar, overload
 
 
 class Doorbell:
@@ -48,3 +49,38 @@ class Doorbell:
         rung = self._event.wait(timeout_s)
         self.armed = False
         return rung
+
+
+T = TypeVar("T")
+
+
+class Rung(Protocol):
+    doorbell: Doorbell
+
+
+class Request(Generic[T]):
+    """A request field: asyncio stores it, the thread reads it at its next period.
+
+    Storing one rings the owner's :attr:`doorbell` afterwards (an idle thread asleep
+    wakes to honour it). The value lives in ``_<name>``; the owner's ``__init__``
+    sets that directly (no ring for the initial value).
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = "_" + name
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> Request[T]: ...
+
+    @overload
+    def __get__(self, obj: Rung, objtype: type | None = None) -> T: ...
+
+    def __get__(self, obj: Rung | None, objtype: type | None = None) -> T | Request[T]:
+        if obj is None:
+            return self
+        value: T = getattr(obj, self._slot)
+        return value
+
+    def __set__(self, obj: Rung, value: T) -> None:
+        setattr(obj, self._slot, value)  # publish, then ring
+        obj.doorbell.ring()

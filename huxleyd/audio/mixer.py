@@ -30,7 +30,7 @@ from types import ModuleType
 
 import numpy as np
 
-from huxleyd.audio.doorbell import Doorbell
+from huxleyd.audio.doorbell import Doorbell, Request
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
 from huxleyd.audio.pcm import Float32Array, db_to_gain
@@ -75,6 +75,12 @@ class SourceChannel:
     (the playout clock records them).
     """
 
+    req_paused = Request[bool]()
+    req_ducked = Request[bool]()
+    req_gain = Request[float]()
+    req_flush_seq = Request[int]()
+    """Bumped after ``req_flush_to``, which it publishes."""
+
     def __init__(
         self,
         name: SourceName,
@@ -92,9 +98,9 @@ class SourceChannel:
         self.name = name
         self.ring = ring
         self._kernel = kernel
-        self._doorbell = doorbell or Doorbell()
+        self.doorbell = doorbell or Doorbell()
         self.skips = SkipLog()
-        # requests from asyncio (each rings the doorbell: see the properties below)
+        # requests from asyncio (each store rings the doorbell: see Request)
         self._req_paused = False
         self._req_ducked = False
         self._req_gain = 1.0
@@ -123,42 +129,6 @@ class SourceChannel:
         """Ring position that has reached the device (set by the playout clock)."""
         self.drain_target = -1
         """asyncio asks to be woken when ``played_pos`` reaches this (-1: nobody)."""
-
-    @property
-    def req_paused(self) -> bool:
-        return self._req_paused
-
-    @req_paused.setter
-    def req_paused(self, value: bool) -> None:
-        self._req_paused = value
-        self._doorbell.ring()
-
-    @property
-    def req_ducked(self) -> bool:
-        return self._req_ducked
-
-    @req_ducked.setter
-    def req_ducked(self, value: bool) -> None:
-        self._req_ducked = value
-        self._doorbell.ring()
-
-    @property
-    def req_gain(self) -> float:
-        return self._req_gain
-
-    @req_gain.setter
-    def req_gain(self, value: float) -> None:
-        self._req_gain = value
-        self._doorbell.ring()
-
-    @property
-    def req_flush_seq(self) -> int:
-        return self._req_flush_seq
-
-    @req_flush_seq.setter
-    def req_flush_seq(self, value: int) -> None:
-        self._req_flush_seq = value
-        self._doorbell.ring()
 
     @property
     def paused(self) -> bool:
@@ -302,6 +272,11 @@ class Mixer:
     All buffers are allocated here, once; :meth:`mix` allocates none.
     """
 
+    req_master_gain = Request[float]()
+    """The software volume stage's gain, requested by asyncio (linear)."""
+    req_gate = Request[tuple[int, int, int]]()
+    """(seq, earcon end position, speech position) from ``play_earcon(before_speech=True)``."""
+
     def __init__(
         self,
         rings: dict[SourceName, SampleRing],
@@ -359,26 +334,6 @@ class Mixer:
         fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
         self._fades = (fade_out, fade_in, unit)
         self._unit = unit
-
-    @property
-    def req_master_gain(self) -> float:
-        """The software volume stage's gain, requested by asyncio (linear)."""
-        return self._req_master_gain
-
-    @req_master_gain.setter
-    def req_master_gain(self, value: float) -> None:
-        self._req_master_gain = value
-        self.doorbell.ring()
-
-    @property
-    def req_gate(self) -> tuple[int, int, int]:
-        """(seq, earcon end position, speech position) from ``play_earcon(before_speech=True)``."""
-        return self._req_gate
-
-    @req_gate.setter
-    def req_gate(self, value: tuple[int, int, int]) -> None:
-        self._req_gate = value
-        self.doorbell.ring()
 
     def idle(self) -> bool:
         """True when :meth:`mix` would produce a period of zeros and change no state

@@ -28,7 +28,8 @@ from huxleyd.audio.resample import StreamResampler
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
 from huxleyd.clock import ManualClock
-from tests.audio.signals import tone, tone_samples
+from tests.audio.scripts import Script, poke
+from tests.audio.signals import tone_samples
 
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the C kernel is not built here")
 
@@ -56,28 +57,18 @@ def play_script(
     )
     frames: list[bytes] = []
     meters: list[tuple[float, ...]] = []
-    level = -1.0 if loud else -10.0  # loud: four sources drive the limiter into clipping
+    script = Script(
+        write_p=0.2,
+        other_source_p=0.5,
+        control_p=0.08,
+        level_dbfs=-1.0 if loud else -10.0,  # loud: four sources drive the limiter to clip
+        seconds=(0.013, 0.05, 0.3),
+        gains_db=(-6.0, 0.0, 3.0),
+        masters=(0.5, 1.0, 1.5),
+        mic_p=0.05,
+    )
     for period in range(200):
-        if rng.random() < 0.2:
-            name = rng.choice(SOURCES[1:]) if rng.random() < 0.5 else "speech"
-            pcm = tone(rng.choice([220, 440, 880]), rng.choice([0.013, 0.05, 0.3]), level)
-            if name == "earcon":
-                engine.play_earcon(pcm, item_id=f"e{period}")
-            else:
-                engine.source(name).write_nowait(pcm, item_id=f"{name}{period}")
-        if rng.random() < 0.08:
-            action = rng.choice(["duck", "unduck", "pause", "resume", "flush", "gain", "master"])
-            name = rng.choice(SOURCES)
-            if action == "gain":
-                engine.set_gain(name, rng.choice([-6.0, 0.0, 3.0]))
-            elif action == "master":
-                engine.set_master_gain(rng.choice([0.5, 1.0, 1.5]))
-            else:
-                getattr(engine, action)(name)
-        if rng.random() < 0.05:
-            engine.set_capture_rate(rng.choice([24000, 16000]))
-        if rng.random() < 0.05:
-            engine.set_capture_active(rng.random() < 0.7)
+        poke(engine, rng, period, script)
         engine.step()
         while (frame := engine.read_mic_nowait()) is not None:
             frames.append(frame.pcm)

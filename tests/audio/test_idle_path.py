@@ -13,7 +13,7 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
 from huxleyd.clock import ManualClock
-from tests.audio.signals import tone
+from tests.audio.scripts import Script, poke
 
 
 def play_script(seed: int, *, idle_path: bool, rate_hz: int) -> tuple[np.ndarray, list[object]]:
@@ -26,23 +26,7 @@ def play_script(seed: int, *, idle_path: bool, rate_hz: int) -> tuple[np.ndarray
     )
     seen: list[object] = []
     for period in range(200):
-        if rng.random() < 0.15:
-            name = rng.choice(SOURCES[1:]) if rng.random() < 0.3 else "speech"
-            freq = rng.choice([220, 440, 880])
-            pcm = tone(freq, rng.choice([0.013, 0.05, 0.2]), -10)
-            if name == "earcon":
-                engine.play_earcon(pcm, item_id=f"e{period}")
-            else:
-                engine.source(name).write_nowait(pcm, item_id=f"{name}{period}")
-        if rng.random() < 0.05:
-            action = rng.choice(["duck", "unduck", "pause", "resume", "flush", "gain", "master"])
-            name = rng.choice(SOURCES)
-            if action == "gain":
-                engine.set_gain(name, rng.choice([-6.0, 0.0]))
-            elif action == "master":
-                engine.set_master_gain(rng.choice([0.5, 1.0]))
-            else:
-                getattr(engine, action)(name)
+        poke(engine, rng, period, Script())
         engine.step()
         stats = engine.stats()
         seen.append((stats.underruns, stats.source_gaps, stats.output_peak_dbfs))

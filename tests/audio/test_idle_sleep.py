@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
 from huxleyd.audio.backends.base import DeviceFormat
+from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.chains import CaptureChain
 from huxleyd.audio.doorbell import Doorbell
+from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
+from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import ManualClock
 from tests.audio.signals import tone_samples
 from tests.fakes.audio_backends import QueuedMicBackend
@@ -84,3 +88,28 @@ def test_after_a_sleep_the_next_mic_frame_is_seamless_and_metered() -> None:
     assert meter.peak_dbfs > -7  # primed from the ninth period: the meter saw it
     backend.read(slept.buffer)  # the engine's next read: the newest period
     assert np.array_equal(slept.process(24000), expected)
+
+
+def test_every_request_and_write_rings_the_doorbell() -> None:
+    """A sleeping idle thread must wake for each thing asyncio can ask."""
+    engine = AudioEngine(WavBackend(), settings=AudioSettings(), clock=ManualClock())
+    bell = engine._mixer.doorbell
+    speech = engine.source("speech")
+    requests: dict[str, Callable[[], object]] = {
+        "write": lambda: speech.write_nowait(bytes(480)),
+        "duck": speech.duck,
+        "unduck": speech.unduck,
+        "pause": speech.pause,
+        "resume": speech.resume,
+        "gain": lambda: speech.set_gain(-3.0),
+        "flush": speech.flush,
+        "master": lambda: engine.set_master_gain(0.5),
+        "earcon": lambda: engine.play_earcon(bytes(480)),
+        "mic on": lambda: engine.set_capture_active(True),
+    }
+    for name, request in requests.items():
+        bell.arm()
+        request()
+        assert not bell.armed, f"{name} did not ring the doorbell"
+    assert bell.rings >= len(requests)
+    engine.close()
