@@ -45,7 +45,14 @@ playout clock is published from the callback's DAC stamps.
 **The idle path**: when no source has audio and no ramp runs (and did not
 last period either), a period is only the mixer's bookkeeping: nothing is
 mixed or resampled, a prebuilt zero buffer is written (nothing at all with
-the callback backend), and the unheard mic is only primed.
+the callback backend), and the unheard mic is only primed. With the callback
+backend, once all that was written has been heard and nobody listens to the
+mic, the thread sleeps until asyncio asks for something (:mod:`.idle`).
+
+**Late periods**: with the C capture ring a late cycle takes every whole mic
+period already captured, not one, and the period's arithmetic is the C
+kernel's (:mod:`.dsp`), which never releases the GIL: a busy Python thread
+costs a bounded number of GIL hand-offs per cycle, however late it runs.
 
 Two ways to drive it: :meth:`AudioEngine.start` runs the thread (paced by
 the device, or by the engine clock when the backend is not paced: WAV files,
