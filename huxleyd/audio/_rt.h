@@ -18,6 +18,10 @@ int rt_open_stream(PaStream **out, int input, int device, int channels, double r
 /* Pa_StartStream with the GIL released; None, or NULL with a Python error set. */
 PyObject *rt_start_stream(PaStream *stream, const char *which);
 
+/* Abort and close *stream (GIL released), then release PortAudio if *pa_ready;
+ * idempotent. 1 when PortAudio was released by this call. */
+int rt_close_stream(PaStream **stream, int *pa_ready);
+
 /* huxleyd.audio._rtout.Input, defined in _rtin.c */
 extern PyTypeObject InputType;
 

@@ -70,19 +70,8 @@ static void mic_gone(void *user)
 
 static void input_close_stream(Input *in)
 {
-	if (in->stream) {
-		PaStream *stream = in->stream;
-		in->stream = NULL;
-		Py_BEGIN_ALLOW_THREADS
-		Pa_AbortStream(stream);
-		Pa_CloseStream(stream);
-		Py_END_ALLOW_THREADS
-	}
-	if (in->pa_ready) {
-		Pa_Terminate();
-		in->pa_ready = 0;
+	if (rt_close_stream(&in->stream, &in->pa_ready))
 		sem_destroy(&in->ready);
-	}
 }
 
 static void Input_dealloc(Input *in)

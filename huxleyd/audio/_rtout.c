@@ -223,20 +223,26 @@ static void stream_gone(void *user)
 	atomic_store(&o->aborted, 1);
 }
 
-static void output_close_stream(Output *o)
+int rt_close_stream(PaStream **stream, int *pa_ready)
 {
-	if (o->stream) {
-		PaStream *stream = o->stream;
-		o->stream = NULL;
+	if (*stream) {
+		PaStream *open = *stream;
+		*stream = NULL;
 		Py_BEGIN_ALLOW_THREADS
-		Pa_AbortStream(stream);
-		Pa_CloseStream(stream);
+		Pa_AbortStream(open);
+		Pa_CloseStream(open);
 		Py_END_ALLOW_THREADS
 	}
-	if (o->pa_ready) {
-		Pa_Terminate();
-		o->pa_ready = 0;
-	}
+	if (!*pa_ready)
+		return 0;
+	Pa_Terminate();
+	*pa_ready = 0;
+	return 1;
+}
+
+static void output_close_stream(Output *o)
+{
+	rt_close_stream(&o->stream, &o->pa_ready);
 }
 
 static void Output_dealloc(Output *o)

@@ -188,6 +188,9 @@ class QueuedMicBackend(WavBackend):
     (:class:`~huxleyd.audio.backends.base.QueuedInput`), like the C capture callback's:
     feeding several periods at once is an engine that woke up late."""
 
+    discarded = 0
+    """Frames :meth:`discard_input` skipped."""
+
     def input_queued_frames(self) -> int:
         return self._feed.available() // self.input_channels
 
@@ -196,5 +199,3 @@ class QueuedMicBackend(WavBackend):
         self._feed.skip_to(self._feed.read_pos + drop * self.input_channels)
         self.discarded += drop
         return drop
-
-    discarded = 0
