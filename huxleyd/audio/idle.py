@@ -7,7 +7,9 @@ has audio, no ramp runs, every written frame has reached the DAC and nobody
 listens to the mic, the engine's thread sleeps on the mixer's
 :class:`~huxleyd.audio.doorbell.Doorbell` (GIL released) until asyncio rings
 it or ``wake_s`` passes (housekeeping: a lost device is noticed, the meters
-move).
+move, and the periods counter, the systemd watchdog's proof that the audio
+thread lives, advances by the periods slept: a thread stuck for good still
+stops it).
 
 On waking it catches the mic up without a seam: everything captured but the
 newest two periods is skipped (not counted as lost: nobody listened), the
