@@ -38,6 +38,7 @@ from huxleyd.hardware.leds import LedController, LedState, limits_from_settings,
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
 from huxleyd.preflight import KeySource, Preflight, preflight
+from huxleyd.providers.base import ConnectionStatus, Session
 from huxleyd.providers.events import (
     Event,
     ResponseDone,
@@ -48,7 +49,7 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.providers.transport import ConnectionStatus, ProviderConnection, read_api_key
+from huxleyd.providers.transport import read_api_key
 from huxleyd.service import Notifier, Watchdog
 from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import SkillHost, ToolOutcome
@@ -61,7 +62,6 @@ from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 from huxleyd.volume_wiring import make_volume
 
 if TYPE_CHECKING:  # the simulators and the cascade load the openai package: on demand
-    from huxleyd.providers.cascade.provider import CascadeConnection
     from huxleyd.sim.chat import CascadeSim
     from huxleyd.sim.server import SimServer
 
@@ -167,7 +167,7 @@ class Runtime:
         self._closers: list[Callable[[], Any]] = []
         self.db: Database | None = None
         self.engine: AudioEngine | None = None
-        self.connection: ProviderConnection | CascadeConnection | None = None
+        self.connection: Session | None = None
         self.cascade_sim: CascadeSim | None = None
         self.coordinator: Coordinator | None = None
         self.host: SkillHost | None = None
@@ -604,7 +604,7 @@ class Runtime:
             detail=status.detail,
         )
         if self.coordinator is not None:
-            self.coordinator.on_connection(state, status.attempt)
+            self.coordinator.on_connection(status.state, status.attempt)
         if state in ("offline", "key_refused"):
             self._show_leds(LedState.OFFLINE)
         elif state == "connected":
