@@ -59,12 +59,12 @@ def play(tool: str) -> Scenario:
 
 
 def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.media.playing
 
 
 async def start_stream(rig: Rig, heard: str) -> None:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     assert coordinator is not None
     coordinator.say("play it")
     if heard == "radio":
@@ -78,7 +78,7 @@ async def ask(rig: Rig, *, hold_until: str | None = None) -> int:
     """Press, talk, (wait until ``hold_until`` is in the skill's events), release.
 
     Returns the speaker position at the press."""
-    button = rig.rt.button
+    button = rig.rt.parts.button
     assert button is not None
     pressed_at = len(rig.speaker())
     button.press()

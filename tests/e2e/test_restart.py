@@ -91,14 +91,14 @@ def counting_book(folder: Path, seconds: float) -> Path:
 
 
 async def bookmark(rig: Rig, book_id: str) -> dict[str, Any] | None:
-    db = rig.rt.db
+    db = rig.rt.parts.db
     assert db is not None
     raw = await db.skill_storage("audiobooks").get_setting("bookmark:" + book_id)
     return None if raw is None else dict(json.loads(raw))
 
 
 def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.media.playing
 
 
@@ -120,7 +120,7 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
         skill_config={"audiobooks": f'library = "{library}"'},
         earcons=False,
     ) as rig:
-        coordinator = rig.rt.coordinator
+        coordinator = rig.rt.parts.coordinator
         assert coordinator is not None
         coordinator.say("play counting")
         await until(
@@ -178,12 +178,12 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
     skills = ("system", "scenario", "timers")
     setting = Scenario(turns=(turn(call("set_timer", minutes=10, name="pasta"), speech()),))
     async with Rig(tmp_path, setting, skills=skills, earcons=False) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None and rig.rt.db is not None
+        coordinator = rig.rt.parts.coordinator
+        assert coordinator is not None and rig.rt.parts.db is not None
         coordinator.say("set a pasta timer for ten minutes")
         await until(lambda: len(rig.sim.record.tool_outputs) == 1, "the timer is set")
         await until(rig.idle, "idle")
-        assert len(await rig.rt.db.skill_storage("timers").list_settings("timer:")) == 1
+        assert len(await rig.rt.parts.db.skill_storage("timers").list_settings("timer:")) == 1
         db_path = rig.rt.config.storage.database_path(rig.rt.config.daemon.persona)
     # Off for a while: the ten minutes ran out two minutes ago.
     assert await asyncio.to_thread(shift_timers_into_the_past, db_path, 120.0) == 1
@@ -193,8 +193,8 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
         await until(rig.idle, "idle")
         (prompt,) = timer_requests(rig)
         assert "'pasta' timer is done" in prompt and "late by 2 minutes" in prompt
-        assert rig.rt.db is not None
-        assert await rig.rt.db.skill_storage("timers").list_settings("timer:") == []
+        assert rig.rt.parts.db is not None
+        assert await rig.rt.parts.db.skill_storage("timers").list_settings("timer:") == []
 
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
         mark = len(rig.speaker())
@@ -350,7 +350,7 @@ async def test_sigterm_during_a_book_keeps_its_place_and_the_next_start_resumes_
         skill_config={"audiobooks": f'library = "{library}"'},
         earcons=False,
     ) as rig:
-        coordinator = rig.rt.coordinator
+        coordinator = rig.rt.parts.coordinator
         assert coordinator is not None
         coordinator.say("go on with my book")
         await until(
