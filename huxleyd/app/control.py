@@ -9,6 +9,7 @@ so ``huxleyctl`` can never do what the device itself would not.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -62,33 +63,38 @@ class RuntimeControl:
 
     async def status(self) -> StatusReport:
         rt = self._rt
-        parts = rt.built  # None while starting: the control socket answers before
-        coordinator = parts.coordinator if parts is not None else None
-        stats = parts.engine.stats() if parts is not None else None
-        last = coordinator.last_turn if coordinator is not None else None
-        state = coordinator.activity if coordinator is not None else "starting"
         conn = rt.connection_status
-        return StatusReport(
-            state=state,
+        starting = StatusReport(
+            state="starting",
             provider_state=conn.state.value,
-            media=coordinator.media.label if coordinator is not None else None,
-            # -1 while starting: the control socket answers before the volume is open.
-            volume=await parts.volume.get_level() if parts is not None else -1,
+            media=None,
+            volume=-1,  # the control socket answers before the volume is open
             uptime_s=round(rt.clock.monotonic() - rt.started_at, 1),
-            xruns=XrunCounts(
-                underruns=stats.underruns if stats else 0,
-                overruns=stats.overruns if stats else 0,
-                late_periods=stats.late_periods if stats else 0,
-                dropped_mic_frames=stats.mic_frames_dropped if stats else 0,
-            ),
-            last_turn_timings_ms=last.timings_ms() if last else {},
-            last_turn_id=last.turn_id if last else None,
             persona=rt.config.persona.name,
             provider_kind=rt.config.provider.kind,
             is_simulator=rt.is_simulator,
             provider_attempt=conn.attempt,
             provider_detail=conn.detail,
             provider_retry_in_s=rt.next_try_in_s(),
+        )
+        parts = rt.built
+        if parts is None:
+            return starting
+        coordinator, stats = parts.coordinator, parts.engine.stats()
+        last = coordinator.last_turn
+        return dataclasses.replace(
+            starting,
+            state=coordinator.activity,
+            media=coordinator.media.label,
+            volume=await parts.volume.get_level(),
+            xruns=XrunCounts(
+                underruns=stats.underruns,
+                overruns=stats.overruns,
+                late_periods=stats.late_periods,
+                dropped_mic_frames=stats.mic_frames_dropped,
+            ),
+            last_turn_timings_ms=last.timings_ms() if last else {},
+            last_turn_id=last.turn_id if last else None,
         )
 
     def _parts(self, what: str) -> Parts:
