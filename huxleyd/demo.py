@@ -43,6 +43,7 @@ from huxleyd.control.server import ControlServer
 from huxleyd.control.watch import WatchEvent
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import add_log_file, setup
+from huxleyd.providers.base import ConnectionState
 
 ROOT = Path(__file__).resolve().parents[1]
 RATE_HZ = 24_000
@@ -251,7 +252,7 @@ async def _listen(runtime: Runtime, narrator: Narrator) -> None:
 
 
 async def _wait_connected(runtime: Runtime, narrator: Narrator, timeout_s: float = 30.0) -> None:
-    if runtime.connection_state != "connected":
+    if runtime.connection_state is not ConnectionState.CONNECTED:
         await asyncio.wait_for(narrator.connected.wait(), timeout_s)
 
 
