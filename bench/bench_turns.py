@@ -72,11 +72,6 @@ class Probes:
 
     def __init__(self, rig: Rig) -> None:
         rt = rig.rt
-        assert (
-            rt.parts.engine is not None
-            and rt.parts.connection is not None
-            and rt.parts.coordinator is not None
-        )
         self.frame_latency_ms: list[float] = []
         self._ready: float | None = None
         self.appends: list[float] = []
@@ -135,7 +130,6 @@ class AlsaRig(Rig):
 
     async def say_into_mic(self, seconds: float = 0.6, freq: float = 300.0) -> None:
         button = self.rt.parts.button
-        assert button is not None
         button.press()  # the mic is the file plugin's infile: a tone, always
         await asyncio.sleep(seconds)
         button.release()
@@ -147,7 +141,6 @@ async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
             probes = Probes(rig)
             coordinator = rig.rt.parts.coordinator
             engine = rig.rt.parts.engine
-            assert coordinator is not None and engine is not None
             # Turn 1: frame latency, release → commit, delta → device.
             await rig.say_into_mic(seconds=0.6)
             frame_ms = list(probes.frame_latency_ms)
@@ -165,7 +158,6 @@ async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
             start = rig.speaker().shape[0]
             await asyncio.sleep(1.5)
             button = rig.rt.parts.button
-            assert button is not None
             pressed_at = rig.speaker().shape[0]
             button.press()
             await until(lambda: len(rig.sim.truncations) == 1, "truncate")

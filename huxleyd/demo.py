@@ -259,7 +259,6 @@ async def _wait_connected(runtime: Runtime, narrator: Narrator, timeout_s: float
 async def _turn(runtime: Runtime, narrator: Narrator, *, speed: float) -> None:
     """Press, hold for a second of audio, release; wait for the turn and its speech."""
     button = runtime.parts.button
-    assert button is not None
     narrator.turn_ended.clear()
     narrator.settled.clear()
     button.press()

@@ -288,7 +288,6 @@ class Rig:
         )
         await self.runtime.start()
         # Full volume: 0 dB software gain, so output samples equal what was queued.
-        assert self.runtime.parts.volume is not None
         await self.runtime.parts.volume.set_level(100)
         await until(lambda: self.rt.connection_state == "connected", "provider connected")
         return self
@@ -313,7 +312,6 @@ class Rig:
         t = np.arange(int(RATE * seconds)) / RATE
         tone = (np.sin(2 * np.pi * freq * t) * 8000).astype("<i2").tobytes()
         button = self.rt.parts.button
-        assert button is not None
         button.press()
         await asyncio.sleep(0.05)
         self.backend.feed_mic(tone)
@@ -327,7 +325,7 @@ class Rig:
 
     def skill(self, name: str) -> Any:
         """The loaded skill instance called ``name`` (to read what it recorded)."""
-        assert self.runtime is not None and self.runtime.parts.host is not None
+        assert self.runtime is not None
         return next(s for s in self.runtime.parts.host.skills if s.name == name)
 
     def idle(self) -> bool:

@@ -63,7 +63,6 @@ async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_p
         sim = runtime.parts.simulator
         assert runtime.is_simulator and isinstance(sim, CascadeSim)
         coordinator = runtime.parts.coordinator
-        assert coordinator is not None
         coordinator.say("what time is it")
         await until(
             lambda: coordinator.last_turn is not None and coordinator.state.value == "idle",
@@ -120,7 +119,6 @@ async def test_ask_brain_on_the_cascade_reads_the_answer_verbatim_through_the_vo
         # was written: point the brain at its Responses API now.
         brain._client = AsyncOpenAI(base_url=sim.http_url, api_key="sk-sim")  # type: ignore[attr-defined]
         coordinator = runtime.parts.coordinator
-        assert coordinator is not None
         coordinator.say("why is the sky blue")
         answer = "Sunlight scatters off the air; blue light scatters most, so the sky looks blue."
         await until(lambda: any(answer in s.text for s in sim.tts.sessions), "the voice read it")

@@ -65,7 +65,6 @@ def media_playing(rig: Rig) -> bool:
 
 async def start_stream(rig: Rig, heard: str) -> None:
     coordinator = rig.rt.parts.coordinator
-    assert coordinator is not None
     coordinator.say("play it")
     if heard == "radio":
         await until(lambda: np.any(rig.speaker() == RADIO_LEVEL), "the radio is heard")
@@ -79,7 +78,6 @@ async def ask(rig: Rig, *, hold_until: str | None = None) -> int:
 
     Returns the speaker position at the press."""
     button = rig.rt.parts.button
-    assert button is not None
     pressed_at = len(rig.speaker())
     button.press()
     rig.backend.feed_mic(bytes(int(0.4 * RATE) * 2))

@@ -83,7 +83,6 @@ async def test_a_reminder_is_added_by_the_model_and_fires_aloud(
         ),
     )
     async with Rig(tmp_path, scenario, skills=SKILLS, skill_config=SKILL_CONFIG) as rig:
-        assert rig.rt.parts.host is not None
         assert rig.rt.parts.host.sources == {
             "reminders": "huxley-skill-reminders",
             "timers": "huxley-skill-timers",
@@ -97,7 +96,6 @@ async def test_a_reminder_is_added_by_the_model_and_fires_aloud(
         assert "Europe/Madrid" in instructions  # the reminders skill's prompt_context
 
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         coordinator.say("remind me to take the pills in a moment")
         await until(lambda: rig.sim.record.tool_outputs, "add_reminder answered the model")
         (output,) = rig.sim.record.tool_outputs.values()

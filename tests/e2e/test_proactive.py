@@ -104,7 +104,6 @@ async def audio_passes(rig: Rig, seconds: float) -> None:
 async def enter(rig: Rig, state: str) -> None:
     """Put the device in ``state``."""
     coordinator = rig.rt.parts.coordinator
-    assert coordinator is not None
     skill = rig.skill("scenario")
     if state == "mid_turn":
         coordinator.say("tell me a story")
@@ -117,7 +116,6 @@ async def enter(rig: Rig, state: str) -> None:
         await skill.start_claim()
     elif state == "holding":
         button = rig.rt.parts.button
-        assert button is not None
         button.press()
         rig.backend.feed_mic(bytes(RATE))  # 0.5 s of the user talking (silence will do)
         await until(lambda: rig.appends() > 0, "the mic reaches the provider")
@@ -134,7 +132,6 @@ async def leave(rig: Rig, state: str) -> int:
         await until(lambda: "claim:natural" in skill.events, "the claim ends")
     elif state == "holding":
         button = rig.rt.parts.button
-        assert button is not None
         await until(lambda: rig.backend.mic_queued_frames() == 0, "mic consumed")
         mark = len(rig.speaker())
         button.release()
@@ -366,7 +363,6 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
         earcons=False,
     ) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         coordinator.say("record a note")
         await until(lambda: coordinator.proactive.claims.active is not None, "the claim starts")
         claimed_at = rig.clock.monotonic()
@@ -376,7 +372,6 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
         await until(lambda: rig.backend.mic_queued_frames() == 0, "the note is spoken")
         await until(lambda: rig.clock.monotonic() > claimed_at + 0.35, "past the 300 ms grace")
         button = rig.rt.parts.button
-        assert button is not None
         button.press()
         button.release()
         await until(lambda: rig.announced("was saved.") == 1, "the note is confirmed")
@@ -390,7 +385,6 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
         recorded = read_wav_pcm16_24k_mono(wav)
         assert spoken in recorded, "the skill got the mic frames, unchanged"
         db = rig.rt.parts.db
-        assert db is not None
         stored = await db.skill_storage("memos").get_setting("memo:" + wav.stem)
         assert stored is not None and json.loads(stored)["ended_by"] == "user_ptt"
         assert rig.sim.violations == []
@@ -399,7 +393,6 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
 async def test_a_press_in_the_first_300_ms_of_a_claim_does_not_hang_up(tmp_path: Path) -> None:
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         skill = await started_claim(rig)
         started = rig.clock.monotonic()
         coordinator.press()  # the tail of the press that started it, or a bounce
@@ -421,7 +414,6 @@ async def test_a_raising_claim_callback_ends_with_error_and_the_session_goes_on(
     async with Rig(tmp_path, scenario, earcons=False) as rig:
         skill = rig.skill("scenario")
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         coordinator.say("start the broken claim")
         # The first mic frame it gets (silence will do) makes it raise.
         await until(lambda: skill.events == ["claim:error"], "the claim ends with ERROR")
@@ -443,7 +435,6 @@ async def test_a_timer_due_during_a_claim_waits_for_the_claim_to_end(tmp_path: P
         tmp_path, scenario, skills=("system", "scenario", "timers"), earcons=False
     ) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None and rig.rt.parts.db is not None
         timers = rig.rt.parts.db.skill_storage("timers")
         coordinator.say("set a tea timer for a second and take a call")
         await until(lambda: coordinator.proactive.claims.active is not None, "the claim starts")
@@ -503,7 +494,6 @@ async def test_an_inject_during_a_session_renewal_is_spoken_on_the_fresh_session
         await until(lambda: rig.rt.connection_state == "connected", "connected")
         await until(rig.idle, "idle")
         connection = rig.rt.parts.connection
-        assert connection is not None
         connection.renew()  # as the daemon does between turns
         await rig.skill("scenario").ctx.inject_turn(PROMPT)  # a timer comes due just then
         await until(lambda: rig.sim.connection_count >= 2, "renewed", timeout_s=20)

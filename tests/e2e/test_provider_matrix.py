@@ -125,10 +125,8 @@ async def test_set_volume_reaches_the_control_and_persists(
     async with Rig(tmp_path, scenario, kind=kind) as rig:
         await rig.say_into_mic()
         await until(lambda: rig.sim.record.responses_done >= 2, "narration")
-        assert rig.rt.parts.volume is not None
         assert await rig.rt.parts.volume.get_level() == 30
         db = rig.rt.parts.db
-        assert db is not None
         assert await db.skill_storage("system").get_setting("volume_level") == "30"
 
 
@@ -168,7 +166,6 @@ async def test_barge_in_silences_within_a_period_with_each_kinds_fallback(
         assert reply_start is not None
         await until(lambda: rig.speaker().shape[0] - reply_start > int(1.5 * RATE), "1.5 s in")
         button = rig.rt.parts.button
-        assert button is not None
         pressed_at = rig.speaker().shape[0]
         button.press()
         await until(lambda: rig.speaker().shape[0] > pressed_at + RATE // 2, "half a second more")
@@ -255,7 +252,6 @@ async def test_dropped_connection_reconnects_and_the_next_turn_works(
 async def test_text_turn_from_say(tmp_path: Path, kind: SimDialect) -> None:
     async with Rig(tmp_path, Scenario(turns=(turn(speech(300)),)), kind=kind) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         coordinator.say("what time is it")
         await until(lambda: rig.sim.record.responses_done >= 1, "answered")
         assert rig.sim.record.user_texts == ["what time is it"]

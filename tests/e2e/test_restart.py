@@ -92,7 +92,6 @@ def counting_book(folder: Path, seconds: float) -> Path:
 
 async def bookmark(rig: Rig, book_id: str) -> dict[str, Any] | None:
     db = rig.rt.parts.db
-    assert db is not None
     raw = await db.skill_storage("audiobooks").get_setting("bookmark:" + book_id)
     return None if raw is None else dict(json.loads(raw))
 
@@ -121,7 +120,6 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
         earcons=False,
     ) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         coordinator.say("play counting")
         await until(
             lambda: sum(n for _, _, n in counter_runs(rig.speaker())) > RATE, "1 s of the book"
@@ -179,7 +177,6 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
     setting = Scenario(turns=(turn(call("set_timer", minutes=10, name="pasta"), speech()),))
     async with Rig(tmp_path, setting, skills=skills, earcons=False) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None and rig.rt.parts.db is not None
         coordinator.say("set a pasta timer for ten minutes")
         await until(lambda: len(rig.sim.record.tool_outputs) == 1, "the timer is set")
         await until(rig.idle, "idle")
@@ -193,7 +190,6 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
         await until(rig.idle, "idle")
         (prompt,) = timer_requests(rig)
         assert "'pasta' timer is done" in prompt and "late by 2 minutes" in prompt
-        assert rig.rt.parts.db is not None
         assert await rig.rt.parts.db.skill_storage("timers").list_settings("timer:") == []
 
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
@@ -351,7 +347,6 @@ async def test_sigterm_during_a_book_keeps_its_place_and_the_next_start_resumes_
         earcons=False,
     ) as rig:
         coordinator = rig.rt.parts.coordinator
-        assert coordinator is not None
         coordinator.say("go on with my book")
         await until(
             lambda: len(tone_windows(rig.speaker(), BOOK_HZ)) >= 25, "half a second of the book"

@@ -43,7 +43,6 @@ async def test_the_led_follows_the_turn_on_the_mock_pin(tmp_path: Path) -> None:
     )
     async with Rig(tmp_path, scenario) as rig:
         leds = rig.rt.parts.leds
-        assert leds is not None
         seen: list[str] = []
         original = leds.set_state
 
@@ -56,7 +55,6 @@ async def test_the_led_follows_the_turn_on_the_mock_pin(tmp_path: Path) -> None:
         led_pin = rig.pins.pin(27)  # gpio-basic: a PWM LED on BCM 27
         assert led_pin.state == 0  # idle: off
         button = rig.rt.parts.button
-        assert button is not None
         button.press()
         await until(lambda: seen[-1:] == ["listening"], "listening")
         await until(lambda: led_pin.state == 1, "solid while listening")
