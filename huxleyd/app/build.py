@@ -265,7 +265,7 @@ async def provider_target(
     from huxleyd.sim.server import SimServer  # loads the openai package: on demand
 
     sim = SimServer(provider.sim_scenario, speed=provider.sim_speed, dialect=provider.dialect)
-    await sim.__aenter__()
+    await sim.start()
     log.warning(
         "simulator_mode",
         reason=why,
@@ -287,7 +287,7 @@ async def _cascade_target(provider: ProviderSettings, checked: Preflight) -> Pro
     from huxleyd.sim.chat import CascadeSim  # loads the openai package: on demand
 
     sim = CascadeSim(provider.sim_scenario, speed=provider.sim_speed)
-    await sim.__aenter__()
+    await sim.start()
     log.warning(
         "simulator_mode",
         reason="provider.sim_scenario is set",
