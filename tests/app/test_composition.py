@@ -6,6 +6,7 @@ loopback, real SQLite); nothing is patched.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import threading
@@ -133,3 +134,40 @@ async def test_a_start_that_fails_half_way_closes_what_it_opened(tmp_path: Path)
             await runtime.close()
     assert runtime.stopped_steps == ["runtime-tasks", "skill-tasks", "audio", "storage", "log-tap"]
     assert not audio_threads()
+
+
+async def test_the_simulator_the_daemon_runs_itself_is_in_the_record_and_closed(
+    tmp_path: Path,
+) -> None:
+    pins = MockFactory(pin_class=MockPWMPin)
+    config = load_config(write_config(tmp_path, skills=("system",), provider_kind="sim"))
+    runtime = Runtime(
+        config,
+        Overrides(
+            backend=WavBackend(),
+            clock=ScaledClock(SPEED, start_s=1000.0),
+            pin_factory=pins,
+            notifier=RecordingNotifier(),  # type: ignore[arg-type]
+            env={},
+        ),
+    )
+    try:
+        await runtime.start()
+        sim = runtime.parts.simulator
+        assert isinstance(sim, SimServer) and runtime.parts.is_simulator
+        await until(lambda: runtime.connection_state is ConnectionState.CONNECTED, "up")
+        port = sim.port
+    finally:
+        await runtime.close()
+        pins.close()
+    assert runtime.stopped_steps[5:] == [
+        "leds",
+        "button",
+        "simulator",
+        "audio",
+        "storage",
+        "log-tap",
+    ]
+    with pytest.raises(OSError):  # nobody listens there any more
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.close()
