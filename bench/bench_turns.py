@@ -72,12 +72,11 @@ class Probes:
 
     def __init__(self, rig: Rig) -> None:
         rt = rig.rt
-        assert rt.engine is not None and rt.connection is not None and rt.coordinator is not None
         self.frame_latency_ms: list[float] = []
         self._ready: float | None = None
         self.appends: list[float] = []
         self.first_chunk_at: dict[str, float] = {}
-        engine, connection, coordinator = rt.engine, rt.connection, rt.coordinator
+        engine, connection, coordinator = rt.parts.engine, rt.parts.connection, rt.parts.coordinator
         read_mic, append, on_event = (
             engine.read_mic,
             connection.append_audio,
@@ -130,8 +129,7 @@ class AlsaRig(Rig):
         return raw[::2].astype(np.float64)  # 48 → 24 kHz: the engine's 24 kHz mix, upsampled
 
     async def say_into_mic(self, seconds: float = 0.6, freq: float = 300.0) -> None:
-        button = self.rt.button
-        assert button is not None
+        button = self.rt.parts.button
         button.press()  # the mic is the file plugin's infile: a tone, always
         await asyncio.sleep(seconds)
         button.release()
@@ -141,9 +139,8 @@ async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
     with scenario_skill_installed(tmp):
         async with rig or Rig(tmp, _scenario(), earcons=False, speed=1.0) as rig:
             probes = Probes(rig)
-            coordinator = rig.rt.coordinator
-            engine = rig.rt.engine
-            assert coordinator is not None and engine is not None
+            coordinator = rig.rt.parts.coordinator
+            engine = rig.rt.parts.engine
             # Turn 1: frame latency, release → commit, delta → device.
             await rig.say_into_mic(seconds=0.6)
             frame_ms = list(probes.frame_latency_ms)
@@ -160,8 +157,7 @@ async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
             await until(lambda: len(probes.first_chunk_at) == 2, "the long reply")
             start = rig.speaker().shape[0]
             await asyncio.sleep(1.5)
-            button = rig.rt.button
-            assert button is not None
+            button = rig.rt.parts.button
             pressed_at = rig.speaker().shape[0]
             button.press()
             await until(lambda: len(rig.sim.truncations) == 1, "truncate")

@@ -9,6 +9,8 @@ Layers (each a package; see docs/architecture.md):
 - ``hardware``   button, LEDs, board profiles
 - ``control``    the control socket and ``huxleyctl``
 - ``sim``        a local realtime peer for tests, demos and keyless runs
+- ``app``        the composition root: builds, runs and stops the daemon
+                 (``huxleyd``, ``python -m huxleyd``); no layer imports it
 """
 
 __version__ = "0.1.0"

@@ -33,6 +33,9 @@ from typing import TextIO
 
 import numpy as np
 
+from huxleyd.app.control import RuntimeControl
+from huxleyd.app.parts import Overrides
+from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
 from huxleyd.config import load_config
 from huxleyd.control.render import watch_text
@@ -40,8 +43,7 @@ from huxleyd.control.server import ControlServer
 from huxleyd.control.watch import WatchEvent
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import add_log_file, setup
-from huxleyd.runtime import Runtime, RuntimeParts
-from huxleyd.runtime_control import RuntimeControl
+from huxleyd.providers.base import ConnectionState
 
 ROOT = Path(__file__).resolve().parents[1]
 RATE_HZ = 24_000
@@ -208,17 +210,17 @@ class Narrator:
 
 async def play(config_path: Path, *, speed: float, narrator: Narrator) -> int:
     config = load_config(config_path)
-    parts = RuntimeParts()
+    parts = Overrides()
     if speed != 1:
         from huxleyd.audio.pacing import ScaledClock
 
-        parts = RuntimeParts(clock=ScaledClock(speed))
+        parts = Overrides(clock=ScaledClock(speed))
     runtime = Runtime(config, parts)
     try:
         async with ControlServer(RuntimeControl(runtime), config.control):
             await runtime.start()
             narrator.say(
-                f"huxleyd demo: the built-in simulator (not an AI), {runtime.audio_description}"
+                f"huxleyd demo: the built-in simulator (not an AI), {runtime.parts.audio_description}"
             )
             narrator.say(f"  follow along: huxleyctl --config {config_path} watch")
             narrator.say(f"  its log: {config_path.parent / 'huxleyd.log'}\n")
@@ -239,7 +241,7 @@ async def play(config_path: Path, *, speed: float, narrator: Narrator) -> int:
     finally:
         await runtime.close()
     speaker = config.audio.speaker_wav
-    if speaker is not None and runtime.audio_description.startswith("wav"):
+    if speaker is not None and runtime.parts.audio_description.startswith("wav"):
         narrator.say(f"The whole conversation is in {speaker}: aplay {speaker}")
     return 0
 
@@ -250,14 +252,13 @@ async def _listen(runtime: Runtime, narrator: Narrator) -> None:
 
 
 async def _wait_connected(runtime: Runtime, narrator: Narrator, timeout_s: float = 30.0) -> None:
-    if runtime.connection_state != "connected":
+    if runtime.connection_state is not ConnectionState.CONNECTED:
         await asyncio.wait_for(narrator.connected.wait(), timeout_s)
 
 
 async def _turn(runtime: Runtime, narrator: Narrator, *, speed: float) -> None:
     """Press, hold for a second of audio, release; wait for the turn and its speech."""
-    button = runtime.button
-    assert button is not None
+    button = runtime.parts.button
     narrator.turn_ended.clear()
     narrator.settled.clear()
     button.press()

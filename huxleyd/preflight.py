@@ -6,7 +6,7 @@ next: every file it will read (exists, is a file or directory as expected,
 readable by the service user, not empty), the socket's directory, each
 provider stage, each skill (installed, the right shape, its persona table
 against its ``config_schema``). ``huxleyd --check-config`` is exactly this
-call; :meth:`Runtime.start <huxleyd.runtime.Runtime.start>` makes it before
+call; :meth:`Runtime.start <huxleyd.app.runtime.Runtime.start>` makes it before
 opening anything; ``huxleyctl doctor`` without a daemon reports on it.
 
 The first problem raises :class:`~huxleyd.errors.ConfigError` (or a

@@ -2,7 +2,7 @@
 
 :func:`doctor_checks` is the one list. Its :class:`Facts` come either from
 the running daemon (what it really opened and read: see
-:meth:`RuntimeControl.doctor <huxleyd.runtime_control.RuntimeControl.doctor>`)
+:meth:`RuntimeControl.doctor <huxleyd.app.control.RuntimeControl.doctor>`)
 or, when no daemon answers, from :func:`offline_facts`: the configuration
 resolved exactly as the daemon's start resolves it (same key-file order,
 same pin-factory choice). A check with nothing to look at says "skipped".

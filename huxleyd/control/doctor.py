@@ -6,7 +6,7 @@ after looking, ``warn`` for what works but should be fixed, ``fail`` with a
 ``fix`` for 2 a.m., or ``skipped`` with the reason. Two callers assemble
 them:
 
-- the daemon (:meth:`RuntimeControl.doctor <huxleyd.runtime_control.RuntimeControl.doctor>`),
+- the daemon (:meth:`RuntimeControl.doctor <huxleyd.app.control.RuntimeControl.doctor>`),
   with what it really runs: the key file it read, its volume backend, its pin
   factory, its open audio device;
 - ``huxleyctl`` when no daemon answers (:mod:`huxleyd.control.doctor_local`),

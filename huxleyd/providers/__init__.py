@@ -36,13 +36,17 @@ transport reconnects). When the socket drops, each started response ends
 with ``ResponseDone(FAILED, reason="connection_lost")``; a requested one that
 never started gets no event, so a state change away from CONNECTED ends it.
 
-Through ``on_state`` it receives
-:class:`~huxleyd.providers.transport.ConnectionStatus` reports: CONNECTING,
-CONNECTED (once per successful connect), RECONNECTING, OFFLINE (from the
-fourth failed try in a row: play the earcon), FAILED (fatal, e.g. a rejected
-key: ``run()`` raises) and CLOSED. The state values are plain strings.
+Every connection is a :class:`~huxleyd.providers.base.Session` (the
+websocket :class:`~huxleyd.providers.transport.ProviderConnection` and the
+cascade's connection alike). Through ``on_state`` it reports
+:class:`~huxleyd.providers.base.ConnectionStatus`, whose state is a
+:class:`~huxleyd.providers.base.ConnectionState`: CONNECTING, CONNECTED
+(once per successful connect), RECONNECTING, OFFLINE (from the fourth
+failed try in a row: play the earcon), KEY_REFUSED (retried slowly),
+FAILED (fatal, e.g. a wrong model: ``run()`` raises) and CLOSED. Their
+values are the words ``huxleyctl status`` prints.
 
-Modules: :mod:`.base` (capabilities, the protocol shape), :mod:`.events`,
+Modules: :mod:`.base` (capabilities, the protocol shape, the session and its states), :mod:`.events`,
 :mod:`.core` (the sans-I/O plumbing every core shares), :mod:`.openai_dialect`
 (what OpenAI and xAI share), :mod:`.openai_protocol` + :mod:`.openai_wire`
 (OpenAI GA), :mod:`.xai_protocol` + :mod:`.xai_wire`, :mod:`.gemini_protocol`

@@ -1,20 +1,37 @@
-"""The provider-neutral interface: capabilities and the sans-I/O protocol shape.
+"""The provider-neutral interface: capabilities, the sans-I/O protocol shape,
+the session every connection offers and the states it reports.
 
 Layer: pure logic, no I/O, no asyncio. A provider core implements
 :class:`RealtimeProtocol`; the transport (:mod:`huxleyd.providers.transport`)
 moves its frames over a websocket; the coordinator speaks only the commands
 of :class:`ProviderCommands` and reads :mod:`~huxleyd.providers.events`, and
-branches on :class:`Capabilities`, never on a provider's name.
+branches on :class:`Capabilities`, never on a provider's name. The daemon
+(:mod:`huxleyd.app`) holds any connection as a :class:`Session` and follows
+it through :class:`ConnectionStatus` reports.
+
+Who implements what::
+
+    RealtimeProtocol  (sans-I/O cores: openai, xai, gemini)
+    Session           transport.ProviderConnection   (websocket + a core)
+                      cascade.provider.CascadeConnection (ASR → LLM → TTS)
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from huxleyd.providers.events import Event
+
+if TYPE_CHECKING:  # typing only: the logger is handed in by each session
+    from huxleyd.logs import EventLogger
+
+Dialect = Literal["openai", "xai", "gemini"]
+"""A wire protocol: the real providers, and what the simulator can speak."""
+
+DIALECTS: tuple[Dialect, ...] = ("openai", "xai", "gemini")
 
 
 class InterruptAcceptance(enum.StrEnum):
@@ -184,3 +201,150 @@ class RealtimeProtocol(ProviderCommands, Protocol):
     @property
     def pending_tool_calls(self) -> frozenset[str]:
         """Call ids reported as ToolCall on this connection that have no output yet."""
+
+
+# ---------------------------------------------------------------- the session
+
+
+class ConnectionState(enum.StrEnum):
+    """Where a provider connection stands (the LEDs and earcons follow this).
+
+    The values are the words ``huxleyctl status`` prints and the control
+    socket sends as ``provider_state``: renaming one changes that contract.
+    """
+
+    CONNECTING = "connecting"
+    """First try, or a renewal in progress."""
+    CONNECTED = "connected"
+    """Session up, configuration sent. Reported once per successful connect."""
+    RECONNECTING = "reconnecting"
+    """Lost or refused; waiting ``retry_in_s`` before the next try."""
+    OFFLINE = "offline"
+    """:data:`OFFLINE_AFTER_FAILURES` or more tries failed in a row: play the earcon."""
+    KEY_REFUSED = "key_refused"
+    """The provider refused the API key (HTTP 401/403 at the handshake): the
+    device says so, and the connection retries every ``KEY_RETRY_S``,
+    re-reading the key file first."""
+    FAILED = "failed"
+    """A fatal error (bad URL, wrong model); ``run`` raises."""
+    CLOSED = "closed"
+    """``close`` was called; ``run`` returned."""
+
+    @property
+    def link_down(self) -> bool:
+        """A turn cannot reach the provider (a reply in progress is lost).
+
+        CONNECTING is not down: a session renewal keeps the old socket until
+        the new one is up."""
+        return self not in (ConnectionState.CONNECTING, ConnectionState.CONNECTED)
+
+    @property
+    def unreachable(self) -> bool:
+        """The user should know: the device shows OFFLINE (LEDs, ``say`` refused)."""
+        return self in (ConnectionState.OFFLINE, ConnectionState.KEY_REFUSED)
+
+
+OFFLINE_AFTER_FAILURES = 4
+"""From the fourth failed try in a row the state is OFFLINE (DESIGN.md)."""
+
+
+def failure_state(failures: int) -> ConnectionState:
+    """RECONNECTING after a failed try; OFFLINE from :data:`OFFLINE_AFTER_FAILURES` in a row."""
+    if failures >= OFFLINE_AFTER_FAILURES:
+        return ConnectionState.OFFLINE
+    return ConnectionState.RECONNECTING
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatus:
+    """One report of the connection state.
+
+    ``attempt`` counts the tries that failed in a row (0 once connected);
+    ``retry_in_s`` is the wait before the next try; ``detail`` says why.
+    """
+
+    state: ConnectionState
+    attempt: int = 0
+    retry_in_s: float | None = None
+    detail: str = ""
+
+
+@runtime_checkable
+class Session(ProviderSession, VerbatimReader, Protocol):
+    """A provider connection as the daemon holds it, whatever is behind it.
+
+    Implemented by :class:`~huxleyd.providers.transport.ProviderConnection`
+    (a websocket around a sans-I/O core) and
+    :class:`~huxleyd.providers.cascade.provider.CascadeConnection`. Events
+    go to the ``on_event`` callback given at construction, states to
+    ``on_state`` (:class:`ConnectionStatus`); both are called on the loop.
+
+    Lifecycle: ``task = create_task(session.run())``; commands from the
+    loop; ``renew()`` between turns when ``session_age_s()`` nears the
+    provider's cap; ``await session.close()`` ends ``run``.
+    """
+
+    @property
+    def url(self) -> str:
+        """Where the session goes (the journal names it as "the provider")."""
+        ...
+
+    @property
+    def status(self) -> ConnectionStatus:
+        """The last state reported to ``on_state``."""
+        ...
+
+    async def run(self) -> None:
+        """Connect and stay connected until :meth:`close`; raises on a fatal error."""
+
+    async def close(self) -> None:
+        """Stop: end ``run``. Idempotent."""
+
+    def renew(self, why: str = "session renewal") -> None:
+        """Open a fresh session now (between turns); a no-op where there is none to renew."""
+
+    def session_age_s(self) -> float | None:
+        """Seconds since the current session opened; None: disconnected or never capped."""
+
+
+class SessionReports:
+    """What every :class:`Session` shares: its URL, its last status, and
+    callbacks that cannot break it (an exception in ``on_event`` or
+    ``on_state`` is logged, and the session goes on)."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        on_event: Callable[[Event], None],
+        on_state: Callable[[ConnectionStatus], None] | None,
+        logger: EventLogger,
+    ) -> None:
+        self._url = url
+        self._on_event = on_event
+        self._on_state = on_state
+        self._log = logger
+        self._status = ConnectionStatus(ConnectionState.CONNECTING)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def status(self) -> ConnectionStatus:
+        return self._status
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self._on_event(event)
+        except Exception:
+            self._log.exception("provider_event_handler_failed", event=type(event).__name__)
+
+    def _report(self, status: ConnectionStatus) -> None:
+        self._status = status
+        if self._on_state is None:
+            return
+        try:
+            self._on_state(status)
+        except Exception:
+            self._log.exception("provider_state_handler_failed", state=status.state.value)

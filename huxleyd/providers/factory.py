@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from huxleyd.providers.base import Capabilities, RealtimeProtocol
+from huxleyd.providers.base import Capabilities, ConnectionStatus, RealtimeProtocol, Session
 from huxleyd.providers.events import Event
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import DIALECTS, KIND_DEFAULTS, Dialect, ProviderSettings
-from huxleyd.providers.transport import ConnectionStatus, ProviderConnection
+from huxleyd.providers.transport import ProviderConnection
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
-
-if TYPE_CHECKING:  # the cascade loads the openai client: only when configured
-    from huxleyd.providers.cascade.provider import CascadeConnection
 
 
 def _cascade_capabilities() -> Capabilities:
@@ -81,8 +77,9 @@ def create_connection(
     on_state: Callable[[ConnectionStatus], None] | None = None,
     url: str | None = None,
     key_source: Callable[[], str | None] | None = None,
-) -> ProviderConnection | CascadeConnection:
-    """A connection for ``settings`` (not started: ``await conn.run()``).
+) -> Session:
+    """A :class:`~huxleyd.providers.base.Session` for ``settings`` (not started:
+    ``await conn.run()``).
 
     ``kind = "cascade"`` gets a :class:`CascadeConnection` (HTTP + TTS stages,
     same commands and events); every other kind a websocket

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # settings reads DEFAULT_MODELS from here
-    from huxleyd.providers.settings import Dialect
+from huxleyd.providers.base import Dialect
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from huxleyd.providers.base import DIALECTS, Dialect
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.models import DEFAULT_MODELS
 from huxleyd.settings_schema import bounds
@@ -14,10 +15,14 @@ ProviderKind = Literal["openai", "xai", "gemini", "sim", "cascade"]
 """What ``provider.kind`` may be. ``sim`` is the built-in simulator;
 ``cascade`` is recogniser → any chat model → speech (``[provider.cascade]``)."""
 
-Dialect = Literal["openai", "xai", "gemini"]
-"""A wire protocol: the real providers, and what the simulator can speak."""
-
-DIALECTS: tuple[Dialect, ...] = ("openai", "xai", "gemini")
+__all__ = [
+    "DIALECTS",
+    "KIND_DEFAULTS",
+    "Dialect",
+    "KindDefaults",
+    "ProviderKind",
+    "ProviderSettings",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import stat
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -25,7 +23,14 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.logs import EventLogger, get_logger
-from huxleyd.providers.base import Capabilities, RealtimeProtocol
+from huxleyd.providers.base import (
+    Capabilities,
+    ConnectionState,
+    ConnectionStatus,
+    RealtimeProtocol,
+    SessionReports,
+    failure_state,
+)
 from huxleyd.providers.closes import (
     ClassifiesClose,
     CloseAction,
@@ -42,48 +47,9 @@ from huxleyd.providers.retry import (
     key_refused,
 )
 
-
-class ConnectionState(enum.StrEnum):
-    """Where the connection stands (the LEDs and earcons follow this)."""
-
-    CONNECTING = "connecting"
-    """First try, or a renewal in progress."""
-    CONNECTED = "connected"
-    """Socket open, configuration sent. Reported once per successful connect."""
-    RECONNECTING = "reconnecting"
-    """Lost or refused; waiting ``retry_in_s`` before the next try."""
-    OFFLINE = "offline"
-    """:data:`OFFLINE_AFTER_FAILURES` or more tries failed in a row: play the earcon."""
-    KEY_REFUSED = "key_refused"
-    """The provider refused the API key (HTTP 401/403 at the handshake): the
-    device says so, and the connection retries every ``KEY_RETRY_S``,
-    re-reading the key file first."""
-    FAILED = "failed"
-    """A fatal error (bad URL, wrong model); :meth:`ProviderConnection.run` raises."""
-    CLOSED = "closed"
-    """:meth:`ProviderConnection.close` was called; ``run`` returned."""
-
-
-OFFLINE_AFTER_FAILURES = 4
-"""From the fourth failed try in a row the state is OFFLINE (DESIGN.md)."""
-
 CLOSE_TIMEOUT_S = 1.5
 """Wait this long for the peer's close frame, then drop the socket (a peer that
 never answers the close must not hold a shutdown or a renewal)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionStatus:
-    """One report of the connection state.
-
-    ``attempt`` counts the tries that failed in a row (0 once connected);
-    ``retry_in_s`` is the wait before the next try; ``detail`` says why.
-    """
-
-    state: ConnectionState
-    attempt: int = 0
-    retry_in_s: float | None = None
-    detail: str = ""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
@@ -155,7 +121,7 @@ def _is_loopback(url: str) -> bool:
     return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
 
 
-class ProviderConnection:
+class ProviderConnection(SessionReports):
     """One provider session kept alive: connect, configure, pump, reconnect.
 
     Call the :class:`~huxleyd.providers.base.ProviderCommands` methods on it
@@ -207,12 +173,15 @@ class ProviderConnection:
         clock: Clock | None = None,
         logger: EventLogger | None = None,
     ) -> None:
+        super().__init__(
+            url=url,
+            on_event=on_event,
+            on_state=on_state,
+            logger=logger or get_logger("huxleyd.providers"),
+        )
         self._protocol = protocol
-        self._url = url
         self._model = model
         self._api_key = api_key
-        self._on_event = on_event
-        self._on_state = on_state
         self._open_timeout_s = open_timeout_s
         self._ping_interval_s = ping_interval_s
         self._ping_timeout_s = ping_timeout_s
@@ -224,12 +193,10 @@ class ProviderConnection:
         self._backoff = backoff
         self._sleep = sleep
         self._clock = clock or MonotonicClock()
-        self._log = logger or get_logger("huxleyd.providers")
         self._close_observer = protocol if isinstance(protocol, ObservesClose) else None
         self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
         self._close_judge = protocol if isinstance(protocol, ClassifiesClose) else None
         self._last_close: tuple[int | None, str] = (None, "")
-        self._status = ConnectionStatus(ConnectionState.CONNECTING)
         self._ws: ClientConnection | None = None
         self._outbox: asyncio.Queue[str | bytes] | None = None
         self._connected_at: float | None = None
@@ -250,17 +217,8 @@ class ProviderConnection:
         return self._protocol
 
     @property
-    def url(self) -> str:
-        """The provider's base URL (``connection_url`` adds the model)."""
-        return self._url
-
-    @property
     def capabilities(self) -> Capabilities:
         return self._protocol.capabilities
-
-    @property
-    def status(self) -> ConnectionStatus:
-        return self._status
 
     @property
     def connected(self) -> bool:
@@ -410,11 +368,7 @@ class ProviderConnection:
     async def _wait_after_failure(
         self, failures: int, delay_s: float, exc: Exception | None
     ) -> None:
-        state = (
-            ConnectionState.OFFLINE
-            if failures >= OFFLINE_AFTER_FAILURES
-            else ConnectionState.RECONNECTING
-        )
+        state = failure_state(failures)
         detail = _describe(exc) if exc is not None else "connection lost"
         self._report(ConnectionStatus(state, failures, round(delay_s, 3), detail))
         self._log.info(
@@ -532,19 +486,7 @@ class ProviderConnection:
 
     def _deliver(self, events: list[Event]) -> None:
         for event in events:
-            try:
-                self._on_event(event)
-            except Exception:
-                self._log.exception("provider_event_handler_failed", event=type(event).__name__)
-
-    def _report(self, status: ConnectionStatus) -> None:
-        self._status = status
-        if self._on_state is None:
-            return
-        try:
-            self._on_state(status)
-        except Exception:
-            self._log.exception("provider_state_handler_failed", state=status.state.value)
+            self._emit(event)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

@@ -43,7 +43,7 @@ from typing import Any
 from huxley_sdk import AudioStream
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
-from huxleyd.providers.base import ProviderSession
+from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
 from huxleyd.skillhost import SkillHost
 from huxleyd.turns.instructions import SessionInstructions
@@ -56,10 +56,6 @@ from huxleyd.turns.reply_tracker import READ_VERBATIM
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 
 log = get_logger("huxleyd.turns")
-
-LINK_DOWN_STATES = frozenset({"reconnecting", "offline", "key_refused", "failed", "closed"})
-"""Connection states in which a turn cannot reach the provider (``connecting``
-is not one: a session renewal keeps the old socket until the new one is up)."""
 
 __all__ = ["READ_VERBATIM", "Activity", "Coordinator", "TurnSettings"]
 
@@ -315,7 +311,7 @@ class Coordinator:
             return
         self._replies.on_event(event)
 
-    def on_connection(self, state: str, attempt: int = 0) -> None:
+    def on_connection(self, state: ConnectionState, attempt: int = 0) -> None:
         """The transport's connection state (``connected``, ``offline``…).
 
         Leaving ``connected`` ends a reply in progress: a response that was
@@ -323,33 +319,33 @@ class Coordinator:
         """
         if self._closed:
             return
-        self._link_down = state in LINK_DOWN_STATES
-        if state != "connected" and self.state.replying:
+        self._link_down = state.link_down
+        if state is not ConnectionState.CONNECTED and self.state.replying:
             log.warning("turn_lost_with_connection", state=state)
             self._replies.lose()
             self.finish_turn(TurnOutcome.FAILED)
-        if state == "failed":
+        if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
             # the log line names what to change.
             self._outputs.earcon("error", before_speech=False)
             log.error("provider_failed")
-        if state == "key_refused" and not self._key_refused:
+        if state is ConnectionState.KEY_REFUSED and not self._key_refused:
             self._key_refused = True
             # Said once, not on every slow retry: "the key was refused".
             self._outputs.earcon(
                 "key_refused" if "key_refused" in self._earcons else "offline", before_speech=False
             )
             log.error("provider_key_refused_heard")
-        if state == "offline" and not self._offline:
+        if state is ConnectionState.OFFLINE and not self._offline:
             self._offline = True
             self._outputs.earcon("offline", before_speech=False)
             log.warning("provider_offline", attempt=attempt)
-        elif state == "connected" and (self._offline or self._key_refused):
+        elif state is ConnectionState.CONNECTED and (self._offline or self._key_refused):
             self._offline = self._key_refused = False
             log.info("provider_back_online")
-        if state == "connected" and self.activity == Activity.OFFLINE:
+        if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
             self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
-        if state == "connected":
+        if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
 
     @property

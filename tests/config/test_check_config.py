@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.daemon import main
+from huxleyd.app.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -143,7 +143,7 @@ def test_persona_language_overrides() -> None:
 
 def check_config(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "huxleyd.daemon", "--check-config", "--config", str(path)],
+        [sys.executable, "-m", "huxleyd", "--check-config", "--config", str(path)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -36,7 +36,7 @@ def huxleyctl(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def check_config(python: Path, tmp: Path, persona: str) -> subprocess.CompletedProcess[str]:
     config = write_check_config(tmp, persona)
     return subprocess.run(
-        [str(python), "-m", "huxleyd.daemon", "--check-config", "--config", str(config)],
+        [str(python), "-m", "huxleyd", "--check-config", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
+from huxleyd.app.parts import Overrides
+from huxleyd.app.runtime import Runtime
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
-from huxleyd.runtime import Runtime, RuntimeParts
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimDialect, SimServer
 from tests.fakes.audio_backends import LockstepWavBackend
@@ -276,7 +277,7 @@ class Rig:
         )
         self.runtime = Runtime(
             config,
-            RuntimeParts(
+            Overrides(
                 backend=self.backend,
                 clock=self.clock,
                 pin_factory=self.pins,
@@ -287,8 +288,7 @@ class Rig:
         )
         await self.runtime.start()
         # Full volume: 0 dB software gain, so output samples equal what was queued.
-        assert self.runtime.volume is not None
-        await self.runtime.volume.set_level(100)
+        await self.runtime.parts.volume.set_level(100)
         await until(lambda: self.rt.connection_state == "connected", "provider connected")
         return self
 
@@ -311,8 +311,7 @@ class Rig:
         """Hold the button while the mic hears a tone, then release."""
         t = np.arange(int(RATE * seconds)) / RATE
         tone = (np.sin(2 * np.pi * freq * t) * 8000).astype("<i2").tobytes()
-        button = self.rt.button
-        assert button is not None
+        button = self.rt.parts.button
         button.press()
         await asyncio.sleep(0.05)
         self.backend.feed_mic(tone)
@@ -326,11 +325,11 @@ class Rig:
 
     def skill(self, name: str) -> Any:
         """The loaded skill instance called ``name`` (to read what it recorded)."""
-        assert self.runtime is not None and self.runtime.host is not None
-        return next(s for s in self.runtime.host.skills if s.name == name)
+        assert self.runtime is not None
+        return next(s for s in self.runtime.parts.host.skills if s.name == name)
 
     def idle(self) -> bool:
-        coordinator = self.rt.coordinator
+        coordinator = self.rt.parts.coordinator
         return coordinator is not None and coordinator.state.value == "idle"
 
     def announced(self, prompt: str) -> int:

@@ -1,5 +1,5 @@
 """The daemon as a real process, for tests that need one (signals, sd_notify,
-huxleyctl): ``python -m huxleyd.daemon`` on a config written in ``tmp``, with
+huxleyctl): ``python -m huxleyd`` on a config written in ``tmp``, with
 the WAV sound card, the simulator and mock pins."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class DaemonProcess:
             environment.pop("NOTIFY_SOCKET", None)
         with self.log.open("w") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "huxleyd.daemon", "--config", str(config)],
+                [sys.executable, "-m", "huxleyd", "--config", str(config)],
                 env=environment,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -65,7 +65,10 @@ async def test_the_brain_answer_is_read_verbatim_and_the_model_stays_quiet(tmp_p
             assert rig.sim.record.read_aloud == [ANSWER]  # verbatim, character for character
             assert brain.brain.requests[0].input == "why does bread rise"
             await until(
-                lambda: rig.rt.coordinator is not None and rig.rt.coordinator.last_turn is not None,
+                lambda: (
+                    rig.rt.parts.coordinator is not None
+                    and rig.rt.parts.coordinator.last_turn is not None
+                ),
                 "turn over",
             )
             output = json.loads(next(iter(rig.sim.record.tool_outputs.values())))

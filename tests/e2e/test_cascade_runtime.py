@@ -9,10 +9,12 @@ from pathlib import Path
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 from openai import AsyncOpenAI
 
+from huxleyd.app.parts import Overrides
+from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
-from huxleyd.runtime import Runtime, RuntimeParts
+from huxleyd.sim.chat import CascadeSim
 from tests.e2e.harness import ROOT, SPEED, level_dbfs, until
 
 
@@ -54,13 +56,13 @@ async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_p
     pins = MockFactory(pin_class=MockPWMPin)
     runtime = Runtime(
         load_config(cascade_config(tmp_path)),
-        RuntimeParts(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
+        Overrides(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
     )
     try:
         await runtime.start()
-        assert runtime.is_simulator and runtime.cascade_sim is not None
-        coordinator = runtime.coordinator
-        assert coordinator is not None
+        sim = runtime.parts.simulator
+        assert runtime.is_simulator and isinstance(sim, CascadeSim)
+        coordinator = runtime.parts.coordinator
         coordinator.say("what time is it")
         await until(
             lambda: coordinator.last_turn is not None and coordinator.state.value == "idle",
@@ -70,10 +72,10 @@ async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_p
         assert last is not None and last.tools == ["get_current_time"], last
         assert last.outcome is not None and last.outcome.value == "answered"
         # the tool's output reached the chat model as the code-prompt tool result
-        sent = json.dumps([r.messages for r in runtime.cascade_sim.chat.requests])
+        sent = json.dumps([r.messages for r in sim.chat.requests])
         assert "Europe/Madrid" in sent
         assert level_dbfs(backend.speaker_samples()[:, 0].astype(float)) > -50
-        assert runtime.cascade_sim.violations == []
+        assert sim.violations == []
     finally:
         await runtime.close()
         pins.close()
@@ -106,18 +108,17 @@ async def test_ask_brain_on_the_cascade_reads_the_answer_verbatim_through_the_vo
     pins = MockFactory(pin_class=MockPWMPin)
     runtime = Runtime(
         load_config(config),
-        RuntimeParts(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
+        Overrides(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
     )
     try:
         await runtime.start()
-        sim = runtime.cascade_sim
-        assert sim is not None and runtime.host is not None
-        brain = next(s for s in runtime.host.skills if s.name == "brain")
+        sim = runtime.parts.simulator
+        assert isinstance(sim, CascadeSim)
+        brain = next(s for s in runtime.parts.host.skills if s.name == "brain")
         # The runtime picks the cascade sim's port at start, after the persona
         # was written: point the brain at its Responses API now.
         brain._client = AsyncOpenAI(base_url=sim.http_url, api_key="sk-sim")  # type: ignore[attr-defined]
-        coordinator = runtime.coordinator
-        assert coordinator is not None
+        coordinator = runtime.parts.coordinator
         coordinator.say("why is the sky blue")
         answer = "Sunlight scatters off the air; blue light scatters most, so the sky looks blue."
         await until(lambda: any(answer in s.text for s in sim.tts.sessions), "the voice read it")

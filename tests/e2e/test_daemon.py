@@ -1,6 +1,6 @@
 """The daemon as an admin meets it: a process, huxleyctl, sd_notify.
 
-Runs ``python -m huxleyd.daemon`` in a temporary directory (WAV backend,
+Runs ``python -m huxleyd`` in a temporary directory (WAV backend,
 mock pins, the simulator), talks to it with ``huxleyctl`` as a subprocess,
 and listens on a NOTIFY_SOCKET like systemd would.
 """
@@ -207,9 +207,9 @@ def test_a_second_instance_stops_before_it_starts_anything(daemon: Daemon) -> No
 
 async def test_status_answers_while_the_daemon_starts(tmp_path: Path) -> None:
     """The control socket is up before the runtime: status must not fail then."""
+    from huxleyd.app.control import RuntimeControl
+    from huxleyd.app.runtime import Runtime
     from huxleyd.config import load_config
-    from huxleyd.runtime import Runtime
-    from huxleyd.runtime_control import RuntimeControl
 
     config = load_config(write_daemon_config(tmp_path, scenario=SCENARIO))
     report = await RuntimeControl(Runtime(config)).status()

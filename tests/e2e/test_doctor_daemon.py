@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
+from huxleyd.app.control import RuntimeControl, daemon_facts
+from huxleyd.app.parts import Overrides
+from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
-from huxleyd.runtime import Runtime, RuntimeParts
-from huxleyd.runtime_control import RuntimeControl, daemon_facts
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimServer
 from tests.e2e.harness import (
@@ -38,7 +39,7 @@ async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: P
             )
             runtime = Runtime(
                 load_config(path),
-                RuntimeParts(
+                Overrides(
                     backend=WavBackend(),
                     clock=ScaledClock(SPEED, start_s=1000.0),
                     pin_factory=pins,

@@ -59,13 +59,12 @@ def play(tool: str) -> Scenario:
 
 
 def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.media.playing
 
 
 async def start_stream(rig: Rig, heard: str) -> None:
-    coordinator = rig.rt.coordinator
-    assert coordinator is not None
+    coordinator = rig.rt.parts.coordinator
     coordinator.say("play it")
     if heard == "radio":
         await until(lambda: np.any(rig.speaker() == RADIO_LEVEL), "the radio is heard")
@@ -78,8 +77,7 @@ async def ask(rig: Rig, *, hold_until: str | None = None) -> int:
     """Press, talk, (wait until ``hold_until`` is in the skill's events), release.
 
     Returns the speaker position at the press."""
-    button = rig.rt.button
-    assert button is not None
+    button = rig.rt.parts.button
     pressed_at = len(rig.speaker())
     button.press()
     rig.backend.feed_mic(bytes(int(0.4 * RATE) * 2))

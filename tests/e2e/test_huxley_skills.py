@@ -54,7 +54,7 @@ def huxley_site(tmp_path: Path) -> Iterator[Path]:
 def test_check_config_passes(huxley_site: Path, tmp_path: Path) -> None:
     config = write_config(tmp_path, skills=SKILLS, skill_config=SKILL_CONFIG)
     result = subprocess.run(
-        [sys.executable, "-m", "huxleyd.daemon", "--check-config", "--config", str(config)],
+        [sys.executable, "-m", "huxleyd", "--check-config", "--config", str(config)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(huxley_site)},
@@ -83,21 +83,19 @@ async def test_a_reminder_is_added_by_the_model_and_fires_aloud(
         ),
     )
     async with Rig(tmp_path, scenario, skills=SKILLS, skill_config=SKILL_CONFIG) as rig:
-        assert rig.rt.host is not None
-        assert rig.rt.host.sources == {
+        assert rig.rt.parts.host.sources == {
             "reminders": "huxley-skill-reminders",
             "timers": "huxley-skill-timers",
             "audiobooks": "huxley-skill-audiobooks",
         }
-        assert rig.rt.host.storage_namespace("reminders") == "reminders"  # no first-party one
-        assert rig.rt.host.storage_namespace("timers") == "timers@huxley-skill-timers"
+        assert rig.rt.parts.host.storage_namespace("reminders") == "reminders"  # no first-party one
+        assert rig.rt.parts.host.storage_namespace("timers") == "timers@huxley-skill-timers"
         await until(lambda: _updates(rig), "the session is configured")
         instructions = _updates(rig)[0]["session"]["instructions"]
         assert instructions.startswith("Be brief.\n\n")
         assert "Europe/Madrid" in instructions  # the reminders skill's prompt_context
 
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("remind me to take the pills in a moment")
         await until(lambda: rig.sim.record.tool_outputs, "add_reminder answered the model")
         (output,) = rig.sim.record.tool_outputs.values()

@@ -55,8 +55,7 @@ async def test_a_turn_an_error_and_a_claim_each_reach_the_journal_once(
     answered = TurnSpec(responses=(ResponseSpec(say="words", tone_hz=440, duration_ms=300),))
     with scenario_skill_installed(tmp_path):
         async with Rig(tmp_path, Scenario(turns=(refused, answered)), kind=kind) as rig:
-            coordinator = rig.rt.coordinator
-            assert coordinator is not None
+            coordinator = rig.rt.parts.coordinator
             coordinator.say("first")
             # One turn, one error: OpenAI's refused request is asked again
             # after the silence time-out; Gemini's turn is lost with the

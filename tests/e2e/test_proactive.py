@@ -87,7 +87,7 @@ def announcement_windows(rig: Rig) -> np.ndarray:
 
 
 def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.media.playing
 
 
@@ -103,8 +103,7 @@ async def audio_passes(rig: Rig, seconds: float) -> None:
 
 async def enter(rig: Rig, state: str) -> None:
     """Put the device in ``state``."""
-    coordinator = rig.rt.coordinator
-    assert coordinator is not None
+    coordinator = rig.rt.parts.coordinator
     skill = rig.skill("scenario")
     if state == "mid_turn":
         coordinator.say("tell me a story")
@@ -116,8 +115,7 @@ async def enter(rig: Rig, state: str) -> None:
     elif state == "claim":
         await skill.start_claim()
     elif state == "holding":
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         button.press()
         rig.backend.feed_mic(bytes(RATE))  # 0.5 s of the user talking (silence will do)
         await until(lambda: rig.appends() > 0, "the mic reaches the provider")
@@ -133,8 +131,7 @@ async def leave(rig: Rig, state: str) -> int:
         skill.claim_handle.cancel()
         await until(lambda: "claim:natural" in skill.events, "the claim ends")
     elif state == "holding":
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         await until(lambda: rig.backend.mic_queued_frames() == 0, "mic consumed")
         mark = len(rig.speaker())
         button.release()
@@ -231,7 +228,7 @@ async def test_dedup_drops_a_new_inject_while_the_same_key_is_in_flight(tmp_path
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
         skill = rig.skill("scenario")
         await skill.ctx.inject_turn(PROMPT, dedup_key="pasta")
-        assert rig.rt.coordinator.proactive.queue.in_flight is not None  # type: ignore[union-attr]
+        assert rig.rt.parts.coordinator.proactive.queue.in_flight is not None
         late = asyncio.create_task(
             skill.ctx.inject_turn_and_wait("Say the pasta again.", dedup_key="pasta")
         )
@@ -297,12 +294,12 @@ async def test_an_inject_that_comes_due_while_offline_waits_for_the_connection(
         await until(lambda: "claim:natural" in skill.events, "the claim ends")
         # Not asked into the void (the device would sit "thinking" until the
         # silent-response watchdog, and give up on it after two retries).
-        assert rig.idle() and rig.rt.coordinator.activity == "idle"  # type: ignore[union-attr]
+        assert rig.idle() and rig.rt.parts.coordinator.activity == "idle"
         await until(lambda: rig.sim.connection_count >= 2, "reconnected")
         await until(lambda: heard(rig), "the announcement is heard")
         await until(rig.idle, "idle")
         assert rig.announced(PROMPT) == 1
-        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        last = rig.rt.parts.coordinator.last_turn
         assert last is not None and last.source == "inject" and last.retries == 0
 
 
@@ -365,8 +362,7 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
         skill_config={"memos": "max_seconds = 30"},
         earcons=False,
     ) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("record a note")
         await until(lambda: coordinator.proactive.claims.active is not None, "the claim starts")
         claimed_at = rig.clock.monotonic()
@@ -375,8 +371,7 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
         rig.backend.feed_mic(spoken)
         await until(lambda: rig.backend.mic_queued_frames() == 0, "the note is spoken")
         await until(lambda: rig.clock.monotonic() > claimed_at + 0.35, "past the 300 ms grace")
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         button.press()
         button.release()
         await until(lambda: rig.announced("was saved.") == 1, "the note is confirmed")
@@ -389,8 +384,7 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
         (wav,) = await asyncio.to_thread(lambda: list(tmp_path.rglob("memos/*.wav")))
         recorded = read_wav_pcm16_24k_mono(wav)
         assert spoken in recorded, "the skill got the mic frames, unchanged"
-        db = rig.rt.db
-        assert db is not None
+        db = rig.rt.parts.db
         stored = await db.skill_storage("memos").get_setting("memo:" + wav.stem)
         assert stored is not None and json.loads(stored)["ended_by"] == "user_ptt"
         assert rig.sim.violations == []
@@ -398,8 +392,7 @@ async def test_a_memo_takes_the_mic_from_the_provider_and_the_button_hangs_up(
 
 async def test_a_press_in_the_first_300_ms_of_a_claim_does_not_hang_up(tmp_path: Path) -> None:
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         skill = await started_claim(rig)
         started = rig.clock.monotonic()
         coordinator.press()  # the tail of the press that started it, or a bounce
@@ -420,8 +413,7 @@ async def test_a_raising_claim_callback_ends_with_error_and_the_session_goes_on(
     )
     async with Rig(tmp_path, scenario, earcons=False) as rig:
         skill = rig.skill("scenario")
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("start the broken claim")
         # The first mic frame it gets (silence will do) makes it raise.
         await until(lambda: skill.events == ["claim:error"], "the claim ends with ERROR")
@@ -442,9 +434,8 @@ async def test_a_timer_due_during_a_claim_waits_for_the_claim_to_end(tmp_path: P
     async with Rig(
         tmp_path, scenario, skills=("system", "scenario", "timers"), earcons=False
     ) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None and rig.rt.db is not None
-        timers = rig.rt.db.skill_storage("timers")
+        coordinator = rig.rt.parts.coordinator
+        timers = rig.rt.parts.db.skill_storage("timers")
         coordinator.say("set a tea timer for a second and take a call")
         await until(lambda: coordinator.proactive.claims.active is not None, "the claim starts")
         assert len(await timers.list_settings("timer:")) == 1
@@ -489,7 +480,7 @@ async def test_an_announcement_cut_by_a_lost_connection_is_spoken_again_after_it
         await asyncio.wait_for(waiting, 20)
         assert rig.announced(PROMPT) == 2, "asked again on the new connection"
         await until(rig.idle, "idle")
-        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        last = rig.rt.parts.coordinator.last_turn
         assert last is not None and last.source == "inject" and last.outcome is not None
         assert last.outcome.value == "answered"
         assert rig.sim.violations == []
@@ -502,15 +493,14 @@ async def test_an_inject_during_a_session_renewal_is_spoken_on_the_fresh_session
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), earcons=False) as rig:
         await until(lambda: rig.rt.connection_state == "connected", "connected")
         await until(rig.idle, "idle")
-        connection = rig.rt.connection
-        assert connection is not None
+        connection = rig.rt.parts.connection
         connection.renew()  # as the daemon does between turns
         await rig.skill("scenario").ctx.inject_turn(PROMPT)  # a timer comes due just then
         await until(lambda: rig.sim.connection_count >= 2, "renewed", timeout_s=20)
         await until(lambda: heard(rig), "the announcement is heard")
         await until(rig.idle, "idle")
         assert rig.announced(PROMPT) == 1
-        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        last = rig.rt.parts.coordinator.last_turn
         assert last is not None and last.source == "inject" and last.retries == 0
         types = rig.sim.record.types_received()
         second_session = [i for i, t in enumerate(types) if t == "session.update"][1]

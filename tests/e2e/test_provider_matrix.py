@@ -92,7 +92,7 @@ async def test_info_tool_turn(tmp_path: Path, kind: SimDialect) -> None:
         assert json.loads(output)["timezone"] == "Europe/Madrid"
         assert rig.sim.record.committed_ms[0] >= 500  # the user's 0.6 s reached it
         assert level_dbfs(rig.speaker()) > -40, "the answer reached the speaker"
-        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        last = rig.rt.parts.coordinator.last_turn
         assert last is not None and last.tools == ["get_current_time"]
         assert last.outcome is not None and last.outcome.value == "answered"
         assert rig.sim.violations == [] and rig.sim.record.sim_errors == []
@@ -125,10 +125,8 @@ async def test_set_volume_reaches_the_control_and_persists(
     async with Rig(tmp_path, scenario, kind=kind) as rig:
         await rig.say_into_mic()
         await until(lambda: rig.sim.record.responses_done >= 2, "narration")
-        assert rig.rt.volume is not None
-        assert await rig.rt.volume.get_level() == 30
-        db = rig.rt.db
-        assert db is not None
+        assert await rig.rt.parts.volume.get_level() == 30
+        db = rig.rt.parts.db
         assert await db.skill_storage("system").get_setting("volume_level") == "30"
 
 
@@ -167,8 +165,7 @@ async def test_barge_in_silences_within_a_period_with_each_kinds_fallback(
         reply_start = first_nonsilent(rig.speaker())
         assert reply_start is not None
         await until(lambda: rig.speaker().shape[0] - reply_start > int(1.5 * RATE), "1.5 s in")
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         pressed_at = rig.speaker().shape[0]
         button.press()
         await until(lambda: rig.speaker().shape[0] > pressed_at + RATE // 2, "half a second more")
@@ -181,19 +178,19 @@ async def test_barge_in_silences_within_a_period_with_each_kinds_fallback(
         logged_ms = getattr(barge_in, FIELDS_ATTR)["heard_ms"]
         assert abs(logged_ms - heard_ms) <= 25, "the coordinator's own record of what was heard"
         types = set(rig.sent_types())
-        if rig.rt.connection.capabilities.truncate:  # type: ignore[union-attr]
+        if rig.rt.parts.connection.capabilities.truncate:
             await until(lambda: len(rig.sim.truncations) == 1, "truncate received")
             assert abs(rig.sim.truncations[0].audio_end_ms - heard_ms) <= 25
             assert CUT_OR_TRUNCATE.issubset(rig.sent_types())
         else:  # the documented fallback: a local cut, nothing sent to cancel or truncate
             assert not (CUT_OR_TRUNCATE & types)
             assert rig.sim.truncations == []
-            protocol: Any = rig.rt.connection.protocol  # type: ignore[union-attr]
+            protocol: Any = rig.rt.parts.connection.protocol  # type: ignore[attr-defined]
             assert protocol.dropped_audio_chunks > 0, "the cut reply's late audio was dropped"
         button.release()
         await until(lambda: rig.sim.record.responses_done >= 2, "the next turn is answered")
         await until(rig.idle, "idle")
-        last = rig.rt.coordinator.last_turn  # type: ignore[union-attr]
+        last = rig.rt.parts.coordinator.last_turn
         assert last is not None and last.outcome is not None and last.outcome.value == "answered"
         assert rig.sim.record.errors_sent == []  # xAI: the next create waited for the old reply
         assert rig.sim.violations == []
@@ -215,7 +212,7 @@ async def test_failing_hanging_and_invalid_tools_answer_and_the_session_goes_on(
         )
     )
     async with Rig(tmp_path, scenario, kind=kind) as rig:
-        rig.rt.host.tool_timeout_s = 0.3  # type: ignore[union-attr]
+        rig.rt.parts.host.tool_timeout_s = 0.3
         await rig.say_into_mic()
         await until(lambda: len(rig.sim.record.tool_outputs) == 3, "three outputs")
         outputs = [json.loads(o) for o in rig.sim.record.tool_outputs.values()]
@@ -254,8 +251,7 @@ async def test_dropped_connection_reconnects_and_the_next_turn_works(
 @kinds
 async def test_text_turn_from_say(tmp_path: Path, kind: SimDialect) -> None:
     async with Rig(tmp_path, Scenario(turns=(turn(speech(300)),)), kind=kind) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("what time is it")
         await until(lambda: rig.sim.record.responses_done >= 1, "answered")
         assert rig.sim.record.user_texts == ["what time is it"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from huxleyd.runtime_control import RuntimeControl
+from huxleyd.app.control import RuntimeControl
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig, scenario_skill_installed, until
 from tests.fakes.distributions import installed_distribution

@@ -91,14 +91,13 @@ def counting_book(folder: Path, seconds: float) -> Path:
 
 
 async def bookmark(rig: Rig, book_id: str) -> dict[str, Any] | None:
-    db = rig.rt.db
-    assert db is not None
+    db = rig.rt.parts.db
     raw = await db.skill_storage("audiobooks").get_setting("bookmark:" + book_id)
     return None if raw is None else dict(json.loads(raw))
 
 
 def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.media.playing
 
 
@@ -120,8 +119,7 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
         skill_config={"audiobooks": f'library = "{library}"'},
         earcons=False,
     ) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("play counting")
         await until(
             lambda: sum(n for _, _, n in counter_runs(rig.speaker())) > RATE, "1 s of the book"
@@ -178,12 +176,11 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
     skills = ("system", "scenario", "timers")
     setting = Scenario(turns=(turn(call("set_timer", minutes=10, name="pasta"), speech()),))
     async with Rig(tmp_path, setting, skills=skills, earcons=False) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None and rig.rt.db is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("set a pasta timer for ten minutes")
         await until(lambda: len(rig.sim.record.tool_outputs) == 1, "the timer is set")
         await until(rig.idle, "idle")
-        assert len(await rig.rt.db.skill_storage("timers").list_settings("timer:")) == 1
+        assert len(await rig.rt.parts.db.skill_storage("timers").list_settings("timer:")) == 1
         db_path = rig.rt.config.storage.database_path(rig.rt.config.daemon.persona)
     # Off for a while: the ten minutes ran out two minutes ago.
     assert await asyncio.to_thread(shift_timers_into_the_past, db_path, 120.0) == 1
@@ -193,8 +190,7 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
         await until(rig.idle, "idle")
         (prompt,) = timer_requests(rig)
         assert "'pasta' timer is done" in prompt and "late by 2 minutes" in prompt
-        assert rig.rt.db is not None
-        assert await rig.rt.db.skill_storage("timers").list_settings("timer:") == []
+        assert await rig.rt.parts.db.skill_storage("timers").list_settings("timer:") == []
 
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
         mark = len(rig.speaker())
@@ -350,8 +346,7 @@ async def test_sigterm_during_a_book_keeps_its_place_and_the_next_start_resumes_
         skill_config={"audiobooks": f'library = "{library}"'},
         earcons=False,
     ) as rig:
-        coordinator = rig.rt.coordinator
-        assert coordinator is not None
+        coordinator = rig.rt.parts.coordinator
         coordinator.say("go on with my book")
         await until(
             lambda: len(tone_windows(rig.speaker(), BOOK_HZ)) >= 25, "half a second of the book"

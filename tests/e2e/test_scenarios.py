@@ -33,7 +33,7 @@ def speech(ms: int = 800, hz: float = 440.0) -> ResponseSpec:
 
 
 def idle(rig: Rig) -> bool:
-    coordinator = rig.rt.coordinator
+    coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.state.value == "idle"
 
 
@@ -42,8 +42,7 @@ async def test_the_led_follows_the_turn_on_the_mock_pin(tmp_path: Path) -> None:
         turns=(turn(ResponseSpec(delay_ms=400, say="x", tone_hz=440.0, duration_ms=800)),)
     )
     async with Rig(tmp_path, scenario) as rig:
-        leds = rig.rt.leds
-        assert leds is not None
+        leds = rig.rt.parts.leds
         seen: list[str] = []
         original = leds.set_state
 
@@ -55,8 +54,7 @@ async def test_the_led_follows_the_turn_on_the_mock_pin(tmp_path: Path) -> None:
         leds.set_state = record  # type: ignore[method-assign]
         led_pin = rig.pins.pin(27)  # gpio-basic: a PWM LED on BCM 27
         assert led_pin.state == 0  # idle: off
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         button.press()
         await until(lambda: seen[-1:] == ["listening"], "listening")
         await until(lambda: led_pin.state == 1, "solid while listening")

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.app.control import RuntimeControl
 from huxleyd.control.render import watch_line
 from huxleyd.control.watch import WatchEvent
-from huxleyd.runtime_control import RuntimeControl
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from tests.e2e.harness import RATE, Rig, scenario_skill_installed, until
 
@@ -55,8 +56,7 @@ async def test_a_spoken_turn_with_a_tool_can_be_followed_from_the_watch_stream(
         subscribed = asyncio.Event()
         watcher = asyncio.create_task(_collect(rig, seen, subscribed))
         await asyncio.wait_for(subscribed.wait(), 10)
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         button.press()
         rig.backend.feed_mic(bytes(int(0.4 * RATE) * 2))
         await until(lambda: rig.backend.mic_queued_frames() == 0, "mic consumed")
@@ -137,8 +137,7 @@ async def test_the_personas_strings_are_what_text_surfaces_say(tmp_path: Path) -
         subscribed = asyncio.Event()
         watcher = asyncio.create_task(_collect(rig, seen, subscribed))
         await asyncio.wait_for(subscribed.wait(), 10)
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         button.press()
         button.release()  # no audio: too short
         await until(lambda: any(e.kind == "notice" for e in seen), "the too-short notice")
@@ -146,7 +145,7 @@ async def test_the_personas_strings_are_what_text_surfaces_say(tmp_path: Path) -
         await asyncio.gather(watcher, return_exceptions=True)
         notice = next(e for e in seen if e.kind == "notice")
         assert notice.fields["what"] == "No te he oído."
-        rig.rt.connection_state = "offline"
+        rig.rt.connection_status = ConnectionStatus(ConnectionState.OFFLINE)
         with pytest.raises(CommandFailedError, match=r"No tengo conexión\."):
             await RuntimeControl(rig.rt).say("hola")
-        rig.rt.connection_state = "connected"
+        rig.rt.connection_status = ConnectionStatus(ConnectionState.CONNECTED)

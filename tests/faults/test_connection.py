@@ -11,13 +11,10 @@ import asyncio
 import time
 from pathlib import Path
 
+from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.retry import backoff_delays
-from huxleyd.providers.transport import (
-    ConnectionState,
-    ProviderConnection,
-    read_api_key,
-)
+from huxleyd.providers.transport import ProviderConnection, read_api_key
 from tests.faults.peer import Fault, FaultPeer
 from tests.providers.recording import InstantSleep, Recorder
 
@@ -126,8 +123,8 @@ async def test_a_refused_key_is_heard_once_not_at_every_slow_retry() -> None:
     async with Rig() as rig:
         rig.coordinator._earcons["key_refused"] = b"\1\0" * 13  # the persona's cue
         for _ in range(3):  # three slow retries, each refused again
-            rig.coordinator.on_connection("key_refused")
+            rig.coordinator.on_connection(ConnectionState.KEY_REFUSED)
         assert rig.audio.log.count(("earcon", 26)) == 1
         assert rig.coordinator.key_refused
-        rig.coordinator.on_connection("connected")  # the admin fixed the key
+        rig.coordinator.on_connection(ConnectionState.CONNECTED)  # the admin fixed the key
         assert not rig.coordinator.key_refused

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from huxleyd.runtime_control import RuntimeControl
+from huxleyd.app.control import RuntimeControl
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig
 from tests.faults.peer import Fault, FaultPeer

@@ -8,6 +8,7 @@ the provider answers with errors.
 
 from __future__ import annotations
 
+from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.events import AudioChunk, ProviderErrorEvent, ResponseStarted
 from huxleyd.turns.state import TurnOutcome
 from tests.e2e.harness import until
@@ -26,8 +27,8 @@ async def test_no_stale_cancel_or_truncate_after_a_fatal_error_mid_reply() -> No
         await until(lambda: rig.coordinator.last_turn is not None, "the turn fails")
         last = rig.coordinator.last_turn
         assert last is not None and last.outcome is TurnOutcome.FAILED
-        rig.coordinator.on_connection("reconnecting")
-        rig.coordinator.on_connection("connected")
+        rig.coordinator.on_connection(ConnectionState.RECONNECTING)
+        rig.coordinator.on_connection(ConnectionState.CONNECTED)
         mark = len(rig.provider.commands)
         await rig.turn()
         sent = commands_since(rig, mark)
@@ -39,8 +40,10 @@ async def test_no_stale_cancel_or_truncate_after_the_connection_dropped_mid_repl
         await rig.turn()
         rig.send(ResponseStarted("r1"), AudioChunk("r1", "i1", bytes(4800)))
         await settle()
-        rig.coordinator.on_connection("reconnecting")  # no response.done will ever come
-        rig.coordinator.on_connection("connected")
+        rig.coordinator.on_connection(
+            ConnectionState.RECONNECTING
+        )  # no response.done will ever come
+        rig.coordinator.on_connection(ConnectionState.CONNECTED)
         mark = len(rig.provider.commands)
         await rig.turn()
         sent = commands_since(rig, mark)

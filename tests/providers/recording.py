@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.providers.events import Event
-from huxleyd.providers.transport import ConnectionState, ConnectionStatus
 
 E = TypeVar("E")
 

@@ -21,12 +21,12 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from huxleyd.errors import ProviderConnectionError
 from huxleyd.providers import closes
-from huxleyd.providers.base import RealtimeProtocol
+from huxleyd.providers.base import ConnectionState, RealtimeProtocol
 from huxleyd.providers.closes import CloseAction
 from huxleyd.providers.events import SessionReady
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
-from huxleyd.providers.transport import ConnectionState, ProviderConnection
+from huxleyd.providers.transport import ProviderConnection
 from tests.providers import frames
 from tests.providers.recording import InstantSleep, Recorder
 

@@ -397,8 +397,8 @@ def test_gemini_keepalive_tolerates_pongs_of_up_to_30_s() -> None:
     from huxleyd.providers.settings import ProviderSettings
 
     conn = create_connection(ProviderSettings(kind="gemini"), api_key=None, on_event=lambda e: None)
-    assert conn._ping_timeout_s > 30.0  # type: ignore[union-attr]
+    assert conn._ping_timeout_s > 30.0  # type: ignore[attr-defined]
     openai = create_connection(
         ProviderSettings(kind="openai"), api_key=None, on_event=lambda e: None
     )
-    assert openai._ping_timeout_s == 30.0  # type: ignore[union-attr]
+    assert openai._ping_timeout_s == 30.0  # type: ignore[attr-defined]

@@ -26,13 +26,13 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from huxleyd.clock import ManualClock
-from huxleyd.providers.base import RealtimeProtocol
+from huxleyd.providers.base import ConnectionState, RealtimeProtocol
 from huxleyd.providers.closes import GEMINI_CONNECTION_CAP_S, OPENAI_SESSION_CAP_S
 from huxleyd.providers.events import ResponseDone, ResponseStatus, SessionReady
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.providers.transport import ConnectionState, ProviderConnection
+from huxleyd.providers.transport import ProviderConnection
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
 from tests.providers import frames
 from tests.providers.recording import InstantSleep, Recorder

@@ -14,6 +14,7 @@ import pytest
 
 from huxleyd.clock import ManualClock
 from huxleyd.errors import ConfigError
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.providers.events import (
     AudioChunk,
     ProviderErrorEvent,
@@ -24,12 +25,7 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.retry import backoff_delays
-from huxleyd.providers.transport import (
-    ConnectionState,
-    ConnectionStatus,
-    ProviderConnection,
-    read_api_key,
-)
+from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
 from huxleyd.sim.server import SimServer
 from tests.providers.recording import InstantSleep, Recorder

@@ -137,7 +137,7 @@ def test_a_collision_on_a_skill_the_persona_does_not_load_is_no_error(
 def _check_config(tmp_path: Path, site: Path, persona: str) -> subprocess.CompletedProcess[str]:
     config = write_check_config(tmp_path, persona)
     return subprocess.run(
-        [sys.executable, "-m", "huxleyd.daemon", "--check-config", "--config", str(config)],
+        [sys.executable, "-m", "huxleyd", "--check-config", "--config", str(config)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(site)},

@@ -122,7 +122,7 @@ def test_the_daemon_finds_an_external_skill(external_distribution: Path, tmp_pat
         [
             sys.executable,
             "-m",
-            "huxleyd.daemon",
+            "huxleyd",
             "--check-config",
             "--config",
             str(tmp_path / "huxleyd.toml"),

@@ -22,7 +22,7 @@ from huxley_sdk import (
 )
 from huxleyd.audio.types import MicFrame
 from huxleyd.clock import ManualClock
-from huxleyd.providers.base import InterruptAcceptance
+from huxleyd.providers.base import ConnectionState, InterruptAcceptance
 from huxleyd.providers.events import (
     AudioChunk,
     ProviderErrorEvent,
@@ -416,30 +416,30 @@ async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> Non
         rig.coordinator._earcons["offline"] = b"\0\0" * 13
         await rig.turn()
         assert state_of(rig) is TurnState.COMMITTING  # requested, never started
-        rig.coordinator.on_connection("reconnecting", 1)
+        rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)
         assert state_of(rig) is TurnState.IDLE
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
         for attempt in (4, 5, 6):
-            rig.coordinator.on_connection("offline", attempt)
+            rig.coordinator.on_connection(ConnectionState.OFFLINE, attempt)
         assert rig.audio.log.count(("earcon", 26)) == 1  # once, from the fourth try
-        rig.coordinator.on_connection("connected")
+        rig.coordinator.on_connection(ConnectionState.CONNECTED)
         assert not rig.coordinator.offline
-        rig.coordinator.on_connection("offline", 4)
+        rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
         assert rig.audio.log.count(("earcon", 26)) == 2  # offline again: cue again
 
 
 async def test_a_provider_that_refuses_us_for_good_is_heard() -> None:
     # Issue 14 items 1 and 5: a refused model or key must not leave the device mute.
     async with Rig() as rig:
-        rig.coordinator.on_connection("failed")
+        rig.coordinator.on_connection(ConnectionState.FAILED)
         assert rig.audio.log.count(("earcon", 24)) == 1  # the "error" earcon (12 samples)
 
 
 async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> None:
     async with Rig() as rig:
         rig.coordinator._earcons["offline"] = b"\0\0" * 13
-        rig.coordinator.on_connection("offline", 4)
+        rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
         cues = rig.audio.log.count(("earcon", 26))
         sent = len(rig.provider.commands)
         rig.coordinator.press()
@@ -450,7 +450,7 @@ async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> N
         assert len(rig.provider.commands) == sent, "nothing was sent to a dead connection"
         rig.coordinator.release()
         assert state_of(rig) is TurnState.IDLE
-        rig.coordinator.on_connection("connected")
+        rig.coordinator.on_connection(ConnectionState.CONNECTED)
         assert rig.coordinator.activity == "idle"
         rig.coordinator.press()
         assert state_of(rig) is TurnState.LISTENING
@@ -459,7 +459,9 @@ async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> N
 async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
     async with Rig() as rig:
         rig.coordinator._earcons["offline"] = b"\0\0" * 13
-        rig.coordinator.on_connection("reconnecting", 1)  # the socket dropped; not yet "offline"
+        rig.coordinator.on_connection(
+            ConnectionState.RECONNECTING, 1
+        )  # the socket dropped; not yet "offline"
         rig.coordinator.press()
         assert rig.audio.log.count(("earcon", 26)) == 1
         assert state_of(rig) is TurnState.IDLE

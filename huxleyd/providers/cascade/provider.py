@@ -45,7 +45,14 @@ import openai
 
 from huxleyd.errors import ProviderError
 from huxleyd.logs import EventLogger, get_logger
-from huxleyd.providers.base import Capabilities, InterruptAcceptance
+from huxleyd.providers.base import (
+    Capabilities,
+    ConnectionState,
+    ConnectionStatus,
+    InterruptAcceptance,
+    SessionReports,
+    failure_state,
+)
 from huxleyd.providers.cascade.asr import Transcriber
 from huxleyd.providers.cascade.codeprompt import (
     CodeReply,
@@ -82,7 +89,6 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.transport import OFFLINE_AFTER_FAILURES, ConnectionState, ConnectionStatus
 
 CAPABILITIES = Capabilities(
     text_input=True,
@@ -103,7 +109,7 @@ UNPROMPTED = "Respond now, following your instructions."
 """The user turn sent when the model must speak unprompted (not kept in the history)."""
 
 
-class CascadeConnection:
+class CascadeConnection(SessionReports):
     """The cascade behind :class:`~huxleyd.providers.base.ProviderCommands`.
 
     Build it with :func:`~huxleyd.providers.cascade.factory.create_cascade_connection`
@@ -124,15 +130,16 @@ class CascadeConnection:
         url: str = "",
         logger: EventLogger | None = None,
     ) -> None:
+        super().__init__(
+            url=url,
+            on_event=on_event,
+            on_state=on_state,
+            logger=logger or get_logger("huxleyd.providers.cascade"),
+        )
         self._settings = settings
         self._asr = transcriber
         self._llm = llm
         self._tts = synthesizer
-        self._on_event = on_event
-        self._on_state = on_state
-        self._url = url
-        self._log = logger or get_logger("huxleyd.providers.cascade")
-        self._status = ConnectionStatus(ConnectionState.CONNECTING)
         self._closed = asyncio.Event()
         self._running = False
         self._prefix = secrets.token_hex(3)
@@ -161,15 +168,6 @@ class CascadeConnection:
         return CAPABILITIES
 
     @property
-    def url(self) -> str:
-        """The LLM endpoint (what the journal names as "the provider")."""
-        return self._url
-
-    @property
-    def status(self) -> ConnectionStatus:
-        return self._status
-
-    @property
     def connected(self) -> bool:
         """A request made now is attempted (running, not closed). Unlike a socket,
         nothing is dropped while a stage is unreachable: each request tries again."""
@@ -184,7 +182,7 @@ class CascadeConnection:
         """None: the cascade has no session cap, so nothing needs renewing."""
         return None
 
-    def renew(self) -> None:
+    def renew(self, why: str = "session renewal") -> None:
         """Nothing to renew; the history is trimmed as it grows."""
 
     async def run(self) -> None:
@@ -553,11 +551,7 @@ class CascadeConnection:
             self._keep_spoken(run.item, None)
         if failed.unreachable:
             self._failures += 1
-            state = (
-                ConnectionState.OFFLINE
-                if self._failures >= OFFLINE_AFTER_FAILURES
-                else ConnectionState.RECONNECTING
-            )
+            state = failure_state(self._failures)
             self._report(ConnectionStatus(state, self._failures, None, str(failed)))
         self._emit(run.done(ResponseStatus.FAILED, reason=failed.reason))
 
@@ -571,21 +565,6 @@ class CascadeConnection:
     def _new_id(self, kind: str) -> str:
         return f"{kind}_{self._prefix}{next(self._ids):04d}"
 
-    def _emit(self, event: Event) -> None:
-        try:
-            self._on_event(event)
-        except Exception:
-            self._log.exception("provider_event_handler_failed", event=type(event).__name__)
-
     def _emit_soon(self, event: Event) -> None:
         """Events caused by a command are delivered after it returns (no re-entry)."""
         asyncio.get_running_loop().call_soon(self._emit, event)
-
-    def _report(self, status: ConnectionStatus) -> None:
-        self._status = status
-        if self._on_state is None:
-            return
-        try:
-            self._on_state(status)
-        except Exception:
-            self._log.exception("provider_state_handler_failed", state=status.state.value)

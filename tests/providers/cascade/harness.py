@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from huxleyd.providers.base import ConnectionStatus
 from huxleyd.providers.cascade.factory import (
     create_chat_model,
     create_synthesizer,
@@ -18,7 +19,6 @@ from huxleyd.providers.cascade.llm import ChatModel
 from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
-from huxleyd.providers.transport import ConnectionStatus
 from huxleyd.sim.chat import CascadeScript, CascadeSim
 
 E = TypeVar("E")

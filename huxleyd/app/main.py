@@ -1,7 +1,8 @@
-"""The daemon: parse the configuration, wire the layers, run until SIGTERM.
+"""The ``huxleyd`` command: parse the configuration, run the daemon until SIGTERM.
 
+The console script ``huxleyd`` and ``python -m huxleyd`` call :func:`main`.
 SIGHUP re-reads the persona file and hands changed skill config to the
-skills (``reconfigure``); see :meth:`~huxleyd.runtime.Runtime.reload`.
+skills (``reconfigure``); see :meth:`~huxleyd.app.runtime.Runtime.reload`.
 
 This module only wires; behaviour lives in the layers it connects.
 ``huxleyd --check-config`` does everything the start does short of opening
@@ -22,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from huxleyd import __version__
+from huxleyd.app.control import RuntimeControl
+from huxleyd.app.parts import Overrides
+from huxleyd.app.runtime import Runtime
 from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.control.server import ControlServer
 from huxleyd.errors import (
@@ -36,8 +40,6 @@ from huxleyd.firstrun import next_steps
 from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
 from huxleyd.native_stderr import NativeStderr
 from huxleyd.preflight import preflight
-from huxleyd.runtime import Runtime, RuntimeParts
-from huxleyd.runtime_control import RuntimeControl
 
 log = get_logger("huxleyd.daemon")
 
@@ -49,7 +51,7 @@ a passing reason, such as the network, so SkillSetupError is not here)."""
 
 
 async def run(
-    config: Config, parts: RuntimeParts | None = None, *, config_arg: Path | None = None
+    config: Config, overrides: Overrides | None = None, *, config_arg: Path | None = None
 ) -> int:
     """Run the daemon until SIGTERM/SIGINT. Returns the exit status.
 
@@ -59,7 +61,7 @@ async def run(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    runtime = Runtime(config, parts)
+    runtime = Runtime(config, overrides)
     reloads: set[asyncio.Task[list[str]]] = set()
 
     def reload() -> None:  # SIGHUP, `systemctl reload huxleyd`: re-read the persona
@@ -81,7 +83,7 @@ async def run(
                     config_arg,
                     config,
                     simulator=runtime.is_simulator,
-                    audio=runtime.audio_description,
+                    audio=runtime.parts.audio_description,
                 )
                 print(steps, file=sys.stderr, flush=True)
             await stop.wait()
@@ -159,8 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not running_under_systemd():
             # No journal to ask: `huxleyctl logs` reads this file instead.
             add_log_file(config.storage.state_dir / LOG_FILE_NAME)
-        parts = RuntimeParts(key_file=args.key_file)
-        return run_bounded(run(config, parts, config_arg=args.config))
+        overrides = Overrides(key_file=args.key_file)
+        return run_bounded(run(config, overrides, config_arg=args.config))
     except HuxleydError as exc:
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
         if isinstance(exc, CONFIG_ERRORS) and not args.check_config:

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from huxleyd.service import Notifier, Watchdog
-from tests.service.conftest import NotifyListener
+from huxleyd.app.systemd import Notifier, Watchdog
+from tests.app.conftest import NotifyListener
 
 
 class AudioCounter:

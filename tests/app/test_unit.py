@@ -152,7 +152,7 @@ def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
 
 
 def test_a_bad_config_is_not_restarted_and_a_crash_loop_ends() -> None:
-    from huxleyd.daemon import EX_CONFIG
+    from huxleyd.app.main import EX_CONFIG
 
     d = _directives(UNIT.read_text())
     assert d["RestartPreventExitStatus"] == [str(EX_CONFIG)]
@@ -164,12 +164,12 @@ def test_the_daemon_exits_with_the_config_status_on_a_bad_config(tmp_path: Path)
     import subprocess
     import sys
 
-    from huxleyd.daemon import EX_CONFIG
+    from huxleyd.app.main import EX_CONFIG
 
     bad = tmp_path / "huxleyd.toml"
     bad.write_text("[daemon]\nlog_level = 'LOUD'\n")
     run = subprocess.run(
-        [sys.executable, "-m", "huxleyd.daemon", "--config", str(bad)],
+        [sys.executable, "-m", "huxleyd", "--config", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -177,7 +177,7 @@ def test_the_daemon_exits_with_the_config_status_on_a_bad_config(tmp_path: Path)
     assert run.returncode == EX_CONFIG, run.stderr
     assert "log_level" in run.stderr
     check = subprocess.run(
-        [sys.executable, "-m", "huxleyd.daemon", "--config", str(bad), "--check-config"],
+        [sys.executable, "-m", "huxleyd", "--config", str(bad), "--check-config"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from huxleyd import service
-from huxleyd.service import Notifier, watchdog_interval_s
-from tests.service.conftest import NotifyListener
+from huxleyd.app import systemd as service
+from huxleyd.app.systemd import Notifier, watchdog_interval_s
+from tests.app.conftest import NotifyListener
 
 
 def test_ready_status_stopping_watchdog(notify_socket: NotifyListener) -> None:

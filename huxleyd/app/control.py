@@ -1,7 +1,7 @@
 """The daemon's answers on the control socket (``huxleyctl``).
 
 Implements :class:`~huxleyd.control.handler.ControlHandler` over a running
-:class:`~huxleyd.runtime.Runtime`. Reads state; changes go through the same
+:class:`~huxleyd.app.runtime.Runtime`. Reads state; changes go through the same
 paths the button and the skills use (the coordinator, the volume control),
 so ``huxleyctl`` can never do what the device itself would not.
 """
@@ -9,9 +9,13 @@ so ``huxleyctl`` can never do what the device itself would not.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
+from huxleyd.app.build import read_key
+from huxleyd.app.parts import Parts
+from huxleyd.app.runtime import Runtime
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError
@@ -25,7 +29,7 @@ from huxleyd.control.handler import (
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.watch import WatchEvent
 from huxleyd.logs import get_logger
-from huxleyd.runtime import Runtime
+from huxleyd.providers.base import ConnectionState
 
 log = get_logger("huxleyd.control")
 
@@ -59,43 +63,51 @@ class RuntimeControl:
 
     async def status(self) -> StatusReport:
         rt = self._rt
-        coordinator, engine = rt.coordinator, rt.engine
-        stats = engine.stats() if engine is not None else None
-        last = coordinator.last_turn if coordinator is not None else None
-        state = coordinator.activity if coordinator is not None else "starting"
         conn = rt.connection_status
-        return StatusReport(
-            state=state,
-            provider_state=rt.connection_state,
-            media=coordinator.media.label if coordinator is not None else None,
-            # -1 while starting: the control socket answers before the volume is open.
-            volume=await self.get_volume() if rt.volume is not None else -1,
+        starting = StatusReport(
+            state="starting",
+            provider_state=conn.state.value,
+            media=None,
+            volume=-1,  # the control socket answers before the volume is open
             uptime_s=round(rt.clock.monotonic() - rt.started_at, 1),
-            xruns=XrunCounts(
-                underruns=stats.underruns if stats else 0,
-                overruns=stats.overruns if stats else 0,
-                late_periods=stats.late_periods if stats else 0,
-                dropped_mic_frames=stats.mic_frames_dropped if stats else 0,
-            ),
-            last_turn_timings_ms=last.timings_ms() if last else {},
-            last_turn_id=last.turn_id if last else None,
             persona=rt.config.persona.name,
             provider_kind=rt.config.provider.kind,
             is_simulator=rt.is_simulator,
-            provider_attempt=conn.attempt if conn is not None else 0,
-            provider_detail=conn.detail if conn is not None else "",
+            provider_attempt=conn.attempt,
+            provider_detail=conn.detail,
             provider_retry_in_s=rt.next_try_in_s(),
         )
+        parts = rt.built
+        if parts is None:
+            return starting
+        coordinator, stats = parts.coordinator, parts.engine.stats()
+        last = coordinator.last_turn
+        return dataclasses.replace(
+            starting,
+            state=coordinator.activity,
+            media=coordinator.media.label,
+            volume=await parts.volume.get_level(),
+            xruns=XrunCounts(
+                underruns=stats.underruns,
+                overruns=stats.overruns,
+                late_periods=stats.late_periods,
+                dropped_mic_frames=stats.mic_frames_dropped,
+            ),
+            last_turn_timings_ms=last.timings_ms() if last else {},
+            last_turn_id=last.turn_id if last else None,
+        )
+
+    def _parts(self, what: str) -> Parts:
+        """The built parts, or the refusal naming ``what`` is not ready yet."""
+        if self._rt.built is None:
+            raise CommandFailedError(f"{what} is not ready yet")
+        return self._rt.built
 
     async def get_volume(self) -> int:
-        if self._rt.volume is None:
-            raise CommandFailedError("the volume control is not ready yet")
-        return await self._rt.volume.get_level()
+        return await self._parts("the volume control").volume.get_level()
 
     async def set_volume(self, level: int) -> int:
-        volume = self._rt.volume
-        if volume is None:
-            raise CommandFailedError("the volume control is not ready yet")
+        volume = self._parts("the volume control").volume
         before = await volume.get_level()
         really = await volume.set_level(level)
         # The journal (and `huxleyctl watch`) say who moved the volume.
@@ -103,12 +115,12 @@ class RuntimeControl:
         return really
 
     async def say(self, text: str) -> str:
-        coordinator = self._rt.coordinator
-        if coordinator is None:
+        if self._rt.built is None:
             raise CommandFailedError("the daemon is still starting")
-        if self._rt.connection_state == "offline":
+        coordinator = self._rt.built.coordinator
+        if self._rt.connection_state is ConnectionState.OFFLINE:
             raise CommandFailedError(self._rt.persona_string("offline"))
-        if self._rt.connection_state == "key_refused":
+        if self._rt.connection_state is ConnectionState.KEY_REFUSED:
             raise CommandFailedError(
                 "the provider refused the API key: fix the key file (it is re-read on every try)"
             )
@@ -117,22 +129,20 @@ class RuntimeControl:
         return turn
 
     async def stop(self) -> bool:
-        coordinator = self._rt.coordinator
-        return await coordinator.stop_media() if coordinator is not None else False
+        parts = self._rt.built
+        return await parts.coordinator.stop_media() if parts is not None else False
 
     async def client_event(self, key: str, data: dict[str, Any]) -> list[str]:
         return await self._rt.client_events.deliver(key, data)
 
     async def skills(self) -> list[SkillInfo]:
-        host = self._rt.host
-        if host is None:
+        parts = self._rt.built
+        if parts is None:
             return []
-        return [SkillInfo(s.name, tuple(t.name for t in s.tools)) for s in host.skills]
+        return [SkillInfo(s.name, tuple(t.name for t in s.tools)) for s in parts.host.skills]
 
     async def ptt(self, action: PttAction) -> None:
-        button = self._rt.button
-        if button is None:
-            raise CommandFailedError("the button is not ready yet")
+        button = self._parts("the button").button
         if action in (PttAction.PRESS, PttAction.TAP):
             button.press()
         if action is PttAction.TAP:
@@ -141,9 +151,9 @@ class RuntimeControl:
             button.release()
 
     async def levels(self) -> AsyncIterator[LevelsSample]:
-        engine = self._rt.engine
-        if engine is None:
+        if self._rt.built is None:
             raise CommandFailedError("the audio engine is not running")
+        engine = self._rt.built.engine
         while True:
             stats = engine.stats()
             yield LevelsSample(mic_dbfs=stats.input_rms_dbfs, output_dbfs=stats.output_rms_dbfs)
@@ -161,8 +171,8 @@ class RuntimeControl:
             rt.config.path,
             rt.config,
             facts,
-            key_file=rt.parts.key_file,  # the config line resolves the key as the start did
-            env=rt.parts.env,
+            key_file=rt.overrides.key_file,  # the config line resolves the key as the start did
+            env=rt.overrides.env,
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))
@@ -173,43 +183,51 @@ def daemon_facts(rt: Runtime) -> Facts:
     """What the running daemon really uses: the key file it read, its volume, its pins."""
     from huxleyd.audio.volume import AlsaMixerVolume
     from huxleyd.hardware.pins import is_mock
-    from huxleyd.runtime import read_key
 
-    checked = rt.checked
-    source = checked.key if checked is not None else None
+    parts = rt.built
+    source = parts.checked.key if parts is not None else None
     if source is not None and not rt.is_simulator:
         key = KeyFacts(source.path, source.key)
     elif rt.config.provider.kind == "sim":
         key = KeyFacts(None, "provider.kind is sim: no key needed")
     elif rt.is_simulator:
-        why = "RuntimeParts.provider_url" if rt.parts.provider_url else "no key file"
+        why = "Overrides.provider_url" if rt.overrides.provider_url else "no key file"
         key = KeyFacts(None, why, simulator=True)
     else:
         key = KeyFacts(None, "the cascade's stages use their own keys or none")
-    control = rt.volume.control if rt.volume is not None else None
+    if parts is None:
+        return Facts(
+            key=key,
+            read_key=lambda: read_key(source),
+            simulator=False,
+            audio_state="closed",
+            audio_description="",
+            volume="nothing yet (starting)",
+            pin_factory="",
+            pins_mock=False,
+            pins_in_use={},
+        )
+    control = parts.volume.control
     if isinstance(control, AlsaMixerVolume):
         volume = f"mixer {control.control_name!r} on card {control.card!r}"
     else:
-        volume = "software gain" if control is not None else "nothing yet (starting)"
-    engine = rt.engine
-    audio_state, audio_description = "closed", rt.audio_description
-    if engine is not None:
-        stats = engine.stats()
-        # a dead audio thread is not "open", whatever the device says
-        audio_state = stats.device_state.value if stats.running else "stopped (no audio thread)"
-        if stats.faults:  # recovered, but the user should know the speaker failed
-            audio_description += (
-                f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
-            )
-    in_use = {"button": rt.button.pin_name} if rt.button is not None else {}
+        volume = "software gain"
+    stats = parts.engine.stats()
+    # a dead audio thread is not "open", whatever the device says
+    audio_state = stats.device_state.value if stats.running else "stopped (no audio thread)"
+    audio_description = parts.audio_description
+    if stats.faults:  # recovered, but the user should know the speaker failed
+        audio_description += (
+            f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
+        )
     return Facts(
         key=key,
         read_key=lambda: read_key(source),
-        simulator=rt.is_simulator,
+        simulator=parts.is_simulator,
         audio_state=audio_state,
         audio_description=audio_description,
         volume=volume,
-        pin_factory=rt.pins_description,
-        pins_mock=rt.pin_factory is not None and is_mock(rt.pin_factory),
-        pins_in_use=in_use,
+        pin_factory=parts.pins_description,
+        pins_mock=is_mock(parts.pin_factory),
+        pins_in_use={"button": parts.button.pin_name},
     )

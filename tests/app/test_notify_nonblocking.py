@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from huxleyd.service import Notifier
+from huxleyd.app.systemd import Notifier
 
 
 def test_a_full_notify_socket_drops_instead_of_blocking(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 
 from huxleyd.logs import get_logger
 
-log = get_logger("huxleyd.service")
+log = get_logger("huxleyd.service")  # the journal's name for these lines; kept
 
 __all__ = [
     "Notifier",

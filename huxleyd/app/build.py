@@ -1,0 +1,346 @@
+"""Build every part of the daemon from the configuration, in dependency order.
+
+Layer: wiring. :func:`build` is the one place that knows which part needs
+which: it opens each, records how to close it in :class:`~huxleyd.app.parts.
+Resources`, and returns the frozen :class:`~huxleyd.app.parts.Parts`. It
+starts no task and calls no skill: :class:`~huxleyd.app.runtime.Runtime`
+does that once the record exists, so every callback below finds it whole.
+
+The order, and why::
+
+    storage          the volume level and the skills' storage live there
+    earcons          read once; a missing palette only warns
+    audio engine     its thread starts now: the software volume needs it
+    volume           restores the last level (system skill's storage)
+    provider target  a key, or the built-in simulator started here
+    connection       a Session (websocket or cascade), not yet running
+    coordinator      the turn layer over the connection, engine and volume
+    pins, button, LEDs
+    watchdog         only when systemd asked for one (not yet started)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from huxley_sdk import BackgroundTaskHandle, SkillContext
+from huxley_sdk.audio import PaletteError, read_palette
+from huxley_sdk.context import InjectTurnAndWait
+from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
+from huxleyd.app.systemd import Notifier, Watchdog
+from huxleyd.app.volume import make_volume
+from huxleyd.audio.backends.base import AudioBackend
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.engine import AudioEngine
+from huxleyd.audio.factory import choose_backend
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.clock import Clock
+from huxleyd.config import Config
+from huxleyd.hardware.button import PushToTalkButton
+from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
+from huxleyd.hardware.pins import choose_pin_factory
+from huxleyd.logs import get_logger
+from huxleyd.preflight import KeySource, Preflight
+from huxleyd.providers.base import ConnectionStatus
+from huxleyd.providers.events import Event
+from huxleyd.providers.factory import create_connection
+from huxleyd.providers.settings import ProviderSettings
+from huxleyd.providers.transport import read_api_key
+from huxleyd.skillevents import ClientEvents
+from huxleyd.skillhost import SkillHost, ToolOutcome
+from huxleyd.storage import Database, FileSecrets
+from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.instructions import SessionInstructions
+from huxleyd.turns.state import TurnRecord
+from huxleyd.turns.supervisor import Supervisor
+
+log = get_logger("huxleyd.daemon")
+
+
+class Hooks(Protocol):
+    """What the built parts call back into (the :class:`~huxleyd.app.runtime.Runtime`).
+
+    None of these is called before :func:`build` returned: the connection and
+    the coordinator report only once the runtime starts them.
+    """
+
+    def on_provider_event(self, event: Event) -> None: ...
+    def on_connection_state(self, status: ConnectionStatus) -> None: ...
+    def on_tool_outcome(self, outcome: ToolOutcome) -> None: ...
+    def on_activity(self, activity: str) -> None: ...
+    def on_turn_done(self, turn: TurnRecord) -> None: ...
+    def configure_session(self, instructions: str) -> None: ...
+    def renew_if_due(self) -> None: ...
+
+
+async def build(
+    config: Config,
+    overrides: Overrides,
+    *,
+    checked: Preflight,
+    clock: Clock,
+    notifier: Notifier,
+    hooks: Hooks,
+    resources: Resources,
+) -> Parts:
+    """Every part, opened and wired; what was opened is in ``resources`` even when
+    this raises half-way (the caller closes it)."""
+    db = await Database.open(config.storage.database_path(config.daemon.persona))
+    resources.opened("storage", db.close)
+    earcons = load_earcons(config)
+    if overrides.backend is not None:
+        backend, audio_description = overrides.backend, "injected backend"
+    else:
+        backend, audio_description = await asyncio.to_thread(pick_backend, config.audio)
+    engine = AudioEngine(backend, settings=config.audio, clock=clock)
+    engine.start()
+    resources.opened("audio", engine.close)
+    volume = await make_volume(config.audio, engine, db)
+    target = await provider_target(config, overrides, checked)
+    if target.simulator is not None:
+        resources.opened("simulator", target.simulator.close)
+    host = checked.host
+    host.on_outcome = hooks.on_tool_outcome
+    connection = create_connection(
+        target.settings,
+        api_key=target.api_key,
+        on_event=hooks.on_provider_event,
+        on_state=hooks.on_connection_state,
+        url=target.url,
+        key_source=key_source(checked.key) if target.rereads_key else None,
+    )
+    instructions = SessionInstructions(
+        config.persona.effective_instructions,
+        context=host.prompt_context,
+        apply=hooks.configure_session,
+    )
+    coordinator = Coordinator(
+        provider=connection,
+        session_instructions=instructions,
+        audio=engine,
+        volume=volume,
+        host=host,
+        earcons=earcons,
+        instructions=config.persona.effective_instructions,
+        settings=TurnSettings(silent_response_timeout_s=config.provider.silent_response_timeout_s),
+        clock=clock,
+        on_activity=hooks.on_activity,
+        on_turn_done=hooks.on_turn_done,
+        renew_session_if_due=hooks.renew_if_due,
+    )
+    if overrides.pin_factory is not None:
+        pin_factory, pins_description = overrides.pin_factory, "injected"
+    else:
+        pin_factory, pins_description = choose_pin_factory(
+            config.hardware, env=overrides.env, config_file=str(config.path)
+        )
+    button = PushToTalkButton.from_profile(
+        config.board.button,
+        pin_factory=pin_factory,
+        max_hold_s=config.hardware.max_hold_s,
+        clock=clock,
+    )
+    resources.opened("button", button.close)
+    driver = make_led_driver(config.board.leds, pin_factory=pin_factory, spi=overrides.led_spi)
+    leds = LedController(driver, clock, limits_s=limits_from_settings(config.hardware.led_limits))
+    resources.opened("leds", leds.close)
+    leds.set_state(LedState.IDLE)
+    return Parts(
+        checked=checked,
+        db=db,
+        engine=engine,
+        audio_description=audio_description,
+        volume=volume,
+        host=host,
+        connection=connection,
+        instructions=instructions,
+        coordinator=coordinator,
+        pin_factory=pin_factory,
+        pins_description=pins_description,
+        button=button,
+        leds=leds,
+        is_simulator=target.is_simulator,
+        simulator=target.simulator,
+        watchdog=Watchdog.from_environment(
+            audio_progress=lambda: engine.stats().periods, env=overrides.env, notifier=notifier
+        ),
+    )
+
+
+# ---------------------------------------------------------------- audio
+
+
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Silence what C libraries print on fd 2 while PortAudio probes devices.
+
+    On a machine without a card, ALSA and JACK print dozens of lines there;
+    our own log line says what happened instead. Python-level logging is
+    unaffected only if it does not write during the block (it does not).
+    """
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
+    """The backend ``[audio] backend`` asks for (auto: PyAudio when a device opens)."""
+    with quiet_native_stderr():
+        backend, _clock = choose_backend(audio)
+    if isinstance(backend, WavBackend):
+        where = f"mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'}"
+        return backend, f"wav ({where})"
+    return backend, f"pyaudio ({audio.capture_device} → {audio.playback_device})"
+
+
+def load_earcons(config: Config) -> dict[str, bytes]:
+    try:
+        return read_palette(config.daemon.sounds_dir)
+    except PaletteError as exc:
+        log.warning("earcons_missing", error=str(exc), effect="no earcons will play")
+        return {}
+
+
+# ---------------------------------------------------------------- provider
+
+
+def read_key(source: KeySource | None) -> str | None:
+    """The API key from the file :func:`~huxleyd.preflight.key_source` chose (None: no key)."""
+    if source is None:
+        return None
+    return read_api_key(source.path, key=source.key)
+
+
+def key_source(source: KeySource | None) -> Callable[[], str | None]:
+    """Re-reads the key before every try: a key fixed after a refusal is used
+    without a restart."""
+    return lambda: read_key(source)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderTarget:
+    """Where the connection goes, with what key, and whether that is a simulator."""
+
+    settings: ProviderSettings
+    url: str | None
+    """None: ``settings.url``."""
+    api_key: str | None
+    is_simulator: bool
+    simulator: LocalSimulator | None = None
+    """The simulator started for this daemon (closed with it)."""
+
+    @property
+    def rereads_key(self) -> bool:
+        return self.api_key is not None and not self.is_simulator
+
+
+async def provider_target(
+    config: Config, overrides: Overrides, checked: Preflight
+) -> ProviderTarget:
+    """The real provider with a key, else the built-in simulator (started here)."""
+    provider = config.provider
+    if provider.kind == "cascade":
+        return await _cascade_target(provider, checked)
+    if overrides.provider_url is not None:
+        return ProviderTarget(provider, overrides.provider_url, None, is_simulator=True)
+    api_key = None if provider.kind == "sim" else read_key(checked.key)
+    if api_key is not None:
+        return ProviderTarget(provider, None, api_key, is_simulator=False)
+    why = "provider.kind is sim" if provider.kind == "sim" else "no API key configured"
+    from huxleyd.sim.server import SimServer  # loads the openai package: on demand
+
+    sim = SimServer(provider.sim_scenario, speed=provider.sim_speed, dialect=provider.dialect)
+    await sim.start()
+    log.warning(
+        "simulator_mode",
+        reason=why,
+        url=sim.url,
+        note="answers come from a scripted simulator, not an AI; put an API key in "
+        "/etc/huxleyd/openai.key (or ./openai.key for make run) to talk to a model",
+    )
+    return ProviderTarget(provider, sim.url, None, is_simulator=True, simulator=sim)
+
+
+async def _cascade_target(provider: ProviderSettings, checked: Preflight) -> ProviderTarget:
+    """Cascade settings and key: the cascade simulator when a scenario is set.
+
+    A fully local cascade (llama.cpp, espeak-ng) needs no key, so only
+    ``sim_scenario`` selects the simulator here, never a missing key.
+    """
+    if provider.sim_scenario is None:
+        return ProviderTarget(provider, None, read_key(checked.key), is_simulator=False)
+    from huxleyd.sim.chat import CascadeSim  # loads the openai package: on demand
+
+    sim = CascadeSim(provider.sim_scenario, speed=provider.sim_speed)
+    await sim.start()
+    log.warning(
+        "simulator_mode",
+        reason="provider.sim_scenario is set",
+        url=sim.http_url,
+        note="the recogniser, chat model and voice are a scripted simulator, not an AI",
+    )
+    settings = dataclasses.replace(provider, cascade=sim.settings_for(provider.cascade))
+    return ProviderTarget(settings, None, None, is_simulator=True, simulator=sim)
+
+
+# ---------------------------------------------------------------- skills
+
+
+def skill_context_factory(
+    config: Config,
+    *,
+    db: Database,
+    host: SkillHost,
+    coordinator: Coordinator,
+    supervisor: Supervisor,
+    client_events: ClientEvents,
+) -> Callable[[str, dict[str, Any]], SkillContext]:
+    """Makes each skill's :class:`~huxley_sdk.SkillContext` (at setup and at reload)."""
+    persona = config.persona
+    data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    proactive = coordinator.proactive
+
+    def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:
+        skill_config.setdefault("timezone", persona.timezone)
+        skill_config.setdefault("_language", persona.language)  # as Huxley's persona sets it
+
+        def background_task(name: str, coro_factory: Any, **kwargs: Any) -> BackgroundTaskHandle:
+            return supervisor.background_task(
+                f"{skill}:{name}", coro_factory, owner=skill, **kwargs
+            ).handle
+
+        return SkillContext(
+            subscribe_client_event=client_events.subscriber(skill),
+            emit_server_event=client_events.emitter(skill),
+            logger=get_logger(f"huxley.skill.{skill}", skill=skill),
+            storage=db.skill_storage(host.storage_namespace(skill)),
+            secrets=FileSecrets(config.storage.secrets_dir, skill),
+            persona_data_dir=data_dir,
+            config=skill_config,
+            language=persona.language,
+            timezone=persona.timezone,
+            inject_turn=proactive.inject_turn,
+            # Returns whether it was heard: a huxleyd extension of the SDK's signature.
+            inject_turn_and_wait=cast(InjectTurnAndWait, proactive.inject_turn_and_wait),
+            background_task=background_task,
+            start_input_claim=proactive.start_input_claim,
+            cancel_active_claim=proactive.cancel_active_claim,
+        )
+
+    return make

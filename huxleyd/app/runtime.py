@@ -1,0 +1,461 @@
+"""The running daemon: build it, start it, follow it, reload it, stop it.
+
+Layer: wiring. :meth:`Runtime.start` runs the preflight, has
+:func:`~huxleyd.app.build.build` make every part (the frozen
+:class:`~huxleyd.app.parts.Parts`), sets the skills up and starts the
+long-running tasks under a supervisor. While running it turns what the parts
+report (provider events and states, activities, finished turns, tool
+outcomes) into the ``huxleyctl watch`` feed, the LEDs and systemd's status
+line. :meth:`Runtime.close` stops everything in a fixed order within a
+budget. Tests build a :class:`Runtime` with
+:class:`~huxleyd.app.parts.Overrides` (a WAV backend and a scaled clock,
+mock pins, the simulator's URL, a recording notifier) and get the same
+daemon that runs on a Pi.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from huxley_sdk import SkillContext
+from huxleyd import __version__
+from huxleyd.app.build import build, skill_context_factory
+from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
+from huxleyd.app.systemd import Notifier
+from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.config import Config, load_persona
+from huxleyd.control.watch import EventFeed, FeedLogTap
+from huxleyd.errors import ConfigError, SkillSetupError
+from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
+from huxleyd.hardware.leds import LedState
+from huxleyd.logs import get_logger
+from huxleyd.preflight import preflight
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.providers.events import (
+    Event,
+    ResponseDone,
+    Role,
+    ToolCall,
+    TranscriptDelta,
+    TranscriptDone,
+)
+from huxleyd.skillevents import ClientEvents
+from huxleyd.skillhost import ToolOutcome
+from huxleyd.skillsources import SOURCE_KEY
+from huxleyd.turns.coordinator import Activity, Coordinator
+from huxleyd.turns.state import TurnOutcome, TurnRecord
+from huxleyd.turns.supervisor import SupervisedTask, Supervisor
+
+log = get_logger("huxleyd.daemon")
+
+STOP_BUDGET_S = 15.0
+""":meth:`Runtime.close` returns within this, whatever a skill does (the unit's
+``TimeoutStopSec`` is 20 s: the rest is for the interpreter to exit)."""
+
+STORAGE_GRACE_S = 2.0
+"""The database gets this much past the budget: a checkpoint cut short loses nothing,
+but a clean close spares the next start a WAL recovery."""
+
+RUNTIME_RESTARTS_PER_HOUR = 20
+"""A runtime task that died more often than this in an hour stays down (doctor shows it)."""
+
+PERSONA_STRINGS = {
+    "too_short": "Too short: hold the button while you speak.",
+    "offline": "Offline: the provider is unreachable; still trying.",
+}
+"""The persona strings the daemon shows, with their defaults (a persona's
+``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
+the ``watch`` feed, beside the earcons that say the same aloud."""
+
+ACTIVITY_LEDS = {
+    Activity.IDLE: LedState.IDLE,
+    Activity.LISTENING: LedState.LISTENING,
+    Activity.THINKING: LedState.THINKING,
+    Activity.SPEAKING: LedState.SPEAKING,
+    Activity.MEDIA: LedState.MEDIA,
+    Activity.OFFLINE: LedState.OFFLINE,
+}
+
+
+class Runtime:
+    """The running daemon. ``await start()``, then ``await close()``.
+
+    ``built`` is None until :meth:`start` has built every part (the control
+    socket answers "starting" meanwhile); :attr:`parts` is the same record for
+    code that runs only after the start.
+    """
+
+    def __init__(self, config: Config, overrides: Overrides | None = None) -> None:
+        self.config = config
+        self.overrides = overrides or Overrides()
+        self.clock: Clock = self.overrides.clock or MonotonicClock()
+        self.notifier = self.overrides.notifier or Notifier(self.overrides.env)
+        self.started_at = self.clock.monotonic()
+        self.built: Parts | None = None
+        self.resources = Resources()
+        """What is open; closed in reverse at :meth:`close` (a failed start included)."""
+        self.tasks = Supervisor(clock=self.clock)
+        """The runtime's own long-running tasks (button, provider, LEDs, heartbeat),
+        supervised: one that dies is logged and restarted; ``task_health`` shows it."""
+        self.supervisor = Supervisor(clock=self.clock)
+        """The skills' background tasks."""
+        self.client_events = ClientEvents()
+        self.feed = EventFeed()
+        """What ``huxleyctl watch`` streams: state, transcripts, tools, media."""
+        self.connection_status = ConnectionStatus(ConnectionState.CONNECTING)
+        """The last report of the provider connection (why offline, next try)."""
+        self._status_at = self.started_at
+        """When ``connection_status`` was reported (the next try is counted from it)."""
+        self.stopped_steps: list[str] = []
+        """The shutdown steps :meth:`close` ran, in order (doctor and tests read it)."""
+        self._task_handles: dict[str, SupervisedTask] = {}
+        self._stopping = False
+        self._log_tap = FeedLogTap(self.feed)
+        self._said_parts: dict[str, list[str]] = {}
+        """Assistant transcript deltas per item, until its final transcript."""
+
+    @property
+    def parts(self) -> Parts:
+        """Every built part; only after :meth:`start` built them."""
+        if self.built is None:
+            raise RuntimeError("the daemon is still starting: its parts are not built yet")
+        return self.built
+
+    @property
+    def connection_state(self) -> ConnectionState:
+        return self.connection_status.state
+
+    @property
+    def is_simulator(self) -> bool:
+        return self.built is not None and self.built.is_simulator
+
+    # ------------------------------------------------------------ start
+
+    async def start(self) -> None:
+        config = self.config
+        self.notifier.status("starting")
+        logging.getLogger("huxleyd").addHandler(self._log_tap)
+        self.resources.opened(
+            "log-tap", lambda: logging.getLogger("huxleyd").removeHandler(self._log_tap)
+        )
+        # Everything that can be wrong with the configuration fails here,
+        # before a device or the network is opened (huxleyd --check-config).
+        checked = preflight(
+            config,
+            key_file=self.overrides.key_file,
+            env=self.overrides.env,
+            uses_simulator_url=self.overrides.provider_url is not None,
+        )
+        self.built = parts = await build(
+            config,
+            self.overrides,
+            checked=checked,
+            clock=self.clock,
+            notifier=self.notifier,
+            hooks=self,
+            resources=self.resources,
+        )
+        self.notifier.status("setting up skills")
+        try:
+            await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
+        except SkillSetupError as exc:
+            raise SkillSetupError(f"{config.persona_path}: {exc}") from exc
+        await parts.coordinator.start()
+        parts.instructions.refresh()  # the first configure: persona + skills' context
+        self._spawn(parts.connection.run, "provider")
+        button, coordinator = parts.button, parts.coordinator
+        self._spawn(lambda: pump_button(button, coordinator), "button")
+        self._spawn(parts.leds.run, "leds")
+        if parts.watchdog is not None:
+            self._spawn(parts.watchdog.heartbeat, "watchdog-heartbeat")
+            parts.watchdog.start()
+        log.info(
+            "daemon_started",
+            version=__version__,
+            persona=config.persona.name,
+            skills=",".join(s.name for s in parts.host.skills),
+            audio=parts.audio_description,
+            pins=parts.pins_description,
+            provider="simulator (not an AI)" if parts.is_simulator else config.provider.url,
+        )
+        self.notifier.ready(
+            "listening for the button" + (" (simulator)" if parts.is_simulator else "")
+        )
+
+    def _context_factory(self, parts: Parts) -> Callable[[str, dict[str, Any]], SkillContext]:
+        return skill_context_factory(
+            self.config,
+            db=parts.db,
+            host=parts.host,
+            coordinator=parts.coordinator,
+            supervisor=self.supervisor,
+            client_events=self.client_events,
+        )
+
+    # ------------------------------------------------------------ reload
+
+    async def reload(self) -> list[str]:
+        """Re-read the persona file (SIGHUP, ``systemctl reload huxleyd``).
+
+        Skills whose ``[skills.NAME]`` table changed get ``reconfigure(ctx)``
+        with the new config (all of them when the language or time zone
+        changed); the persona's instructions and the skills' context are
+        re-sent if they changed. Adding or removing a skill, or changing its
+        ``from``, needs a restart (one warning says so). A persona file that
+        does not parse is refused with one line; the running one stays.
+        Returns the skills reconfigured.
+        """
+        if self.built is None:
+            return []
+        parts = self.built
+        host = parts.host
+        old = self.config.persona
+        try:
+            persona = load_persona(self.config.persona_path)
+        except ConfigError as exc:
+            log.error("reload_refused", error=str(exc), effect="the running persona stays")
+            return []
+        loaded = [s.name for s in host.skills]
+        moved = [
+            n
+            for n in loaded
+            if n in persona.skills
+            and persona.skills[n].get(SOURCE_KEY) != old.skills.get(n, {}).get(SOURCE_KEY)
+        ]
+        if list(persona.skills) != loaded or moved:
+            log.warning(
+                "reload_needs_restart",
+                added=",".join(n for n in persona.skills if n not in loaded),
+                removed=",".join(n for n in loaded if n not in persona.skills),
+                source_changed=",".join(moved),
+                effect="only the config of loaded skills is applied; restart to load others",
+            )
+        configs = {n: persona.skills.get(n, old.skills.get(n, {})) for n in loaded}
+        everyone = (persona.language, persona.timezone) != (old.language, old.timezone)
+        host.language = persona.language
+        changed = host.changed_configs(configs, force=everyone)
+        self.config = dataclasses.replace(
+            self.config, persona=dataclasses.replace(persona, skills=configs)
+        )
+        try:
+            done = await host.reconfigure(
+                self._context_factory(parts),
+                configs,
+                changed,
+                persona_file=str(self.config.persona_path),
+            )
+        except ConfigError as exc:
+            log.error("reload_config_rejected", error=str(exc))
+            done = []
+        parts.instructions.set_base(persona.effective_instructions)
+        # tools may have changed too (a skill's descriptions follow its language)
+        self.configure_session(parts.instructions.refresh())
+        log.info("persona_reloaded", reconfigured=",".join(done) or "none")
+        return done
+
+    # ------------------------------------------------------------ hooks (build.Hooks)
+
+    def configure_session(self, instructions: str) -> None:
+        """Send instructions, tools and voice to the provider (it re-sends only changes)."""
+        parts = self.parts
+        parts.connection.configure(
+            instructions=instructions,
+            tools=[tool.to_api_format() for tool in parts.host.tools],
+            voice=self.config.persona.voice or self.config.provider.voice,
+        )
+
+    def renew_if_due(self) -> None:
+        connection = self.parts.connection
+        age = connection.session_age_s()
+        if age is not None and age > self.config.provider.session_renew_s:
+            connection.renew()
+
+    def _current_turn(self) -> str | None:
+        turn = self.built.coordinator.turn if self.built is not None else None
+        return turn.turn_id if turn is not None else None
+
+    def on_provider_event(self, event: Event) -> None:
+        """The transport's events: to the coordinator, and what a person can
+        follow (transcripts, tool calls) to ``huxleyctl watch``."""
+        if isinstance(event, TranscriptDelta) and event.role is Role.ASSISTANT:
+            # Some providers (Gemini) never send a final assistant transcript.
+            self._said_parts.setdefault(event.item_id, []).append(event.text)
+        elif isinstance(event, TranscriptDone):
+            self._said_parts.pop(event.item_id, None)
+            if event.text.strip():
+                kind = "heard" if event.role is Role.USER else "said"
+                self.feed.publish(kind, turn=self._current_turn(), text=event.text.strip())
+        elif isinstance(event, ResponseDone) and self._said_parts:
+            for parts in self._said_parts.values():
+                text = "".join(parts).strip()
+                if text:
+                    self.feed.publish("said", turn=self._current_turn(), text=text)
+            self._said_parts.clear()
+        elif isinstance(event, ToolCall):
+            self.feed.publish(
+                "tool", turn=self._current_turn(), name=event.name, arguments=event.arguments_json
+            )
+        self.parts.coordinator.on_provider_event(event)
+
+    def on_tool_outcome(self, outcome: ToolOutcome) -> None:
+        effect = outcome.side_effect
+        self.feed.publish(
+            "result",
+            turn=self._current_turn(),
+            name=outcome.tool,
+            output=outcome.output,
+            error=outcome.error,
+            side_effect=effect.kind if effect is not None else None,
+        )
+
+    def persona_string(self, key: str) -> str:
+        """A persona string (``[i18n.<lang>.strings]``) in the persona's language."""
+        return self.config.persona.string(key, PERSONA_STRINGS[key])
+
+    def on_turn_done(self, turn: TurnRecord) -> None:
+        self.feed.publish(
+            "turn",
+            turn=turn.turn_id,
+            outcome=turn.outcome.value if turn.outcome else None,
+            tools=",".join(turn.tools) or None,
+            source=turn.source,
+        )
+        if turn.outcome is TurnOutcome.TOO_SHORT:
+            # The earcon is the audible cue; text surfaces get the persona's words.
+            self.feed.publish("notice", turn=turn.turn_id, what=self.persona_string("too_short"))
+
+    def on_activity(self, activity: str) -> None:
+        log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
+        self.feed.publish("state", turn=self._current_turn(), state=activity)
+        if activity == Activity.OFFLINE:  # a press while offline
+            self.feed.publish("notice", what=self.persona_string("offline"))
+        if not self.connection_state.unreachable:
+            self._show_leds(ACTIVITY_LEDS.get(activity, LedState.IDLE))
+        self.notifier.status(activity)
+
+    def on_connection_state(self, status: ConnectionStatus) -> None:
+        state = status.state
+        self.connection_status = status
+        self._status_at = self.clock.monotonic()
+        self.feed.publish(
+            "connection",
+            state=state.value,
+            attempt=status.attempt,
+            retry_in_s=status.retry_in_s,
+            detail=status.detail,
+        )
+        self.parts.coordinator.on_connection(state, status.attempt)
+        if state.unreachable:
+            self._show_leds(LedState.OFFLINE)
+        elif state is ConnectionState.CONNECTED:
+            self._show_leds(LedState.IDLE)
+        if state is ConnectionState.OFFLINE:
+            self.notifier.status(f"offline, retrying (attempt {status.attempt})")
+        elif state is ConnectionState.KEY_REFUSED:
+            self.notifier.status(
+                f"the provider refused the API key; retrying every {status.retry_in_s:g} s"
+            )
+
+    def _show_leds(self, state: LedState) -> None:
+        """A failing LED write (a flaky GPIO or SPI) is logged; it never breaks a turn."""
+        if self.built is None:
+            return
+        try:
+            self.built.leds.set_state(state)
+        except Exception as exc:
+            log.error("led_write_failed", state=state.value, error=f"{type(exc).__name__}: {exc}")
+
+    def next_try_in_s(self) -> float | None:
+        """Seconds until the transport tries to connect again, if it waits to."""
+        status = self.connection_status
+        if status.retry_in_s is None or status.state is ConnectionState.CONNECTED:
+            return None
+        next_try_at = self._status_at + status.retry_in_s
+        return round(max(next_try_at - self.clock.monotonic(), 0.0), 1)
+
+    # ------------------------------------------------------------ tasks
+
+    def _spawn(self, factory: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+        """Run ``factory()`` for the daemon's lifetime, supervised: a crash (or an
+        unexpected return) is logged and restarted with backoff, at most
+        :data:`RUNTIME_RESTARTS_PER_HOUR` times an hour, then it stays down and
+        ``doctor`` says so."""
+
+        async def for_good() -> None:
+            await factory()
+            if not self._stopping:
+                raise RuntimeError(f"the {name} task ended on its own")
+
+        self._task_handles[name] = self.tasks.background_task(
+            name, for_good, owner="runtime", max_restarts_per_hour=RUNTIME_RESTARTS_PER_HOUR
+        )
+
+    def task_health(self) -> dict[str, str]:
+        """Each runtime task's state: ``running``, ``backoff`` (restarting), ``failed``…
+        with the restart count and the last error when there was one."""
+        health: dict[str, str] = {}
+        for name, task in sorted(self._task_handles.items()):
+            text = task.state.value
+            if task.restarts:
+                text += f", restarted {task.restarts}x"
+            if task.last_error is not None:
+                text += f", last error {task.last_error!r}"
+            health[name] = text
+        return health
+
+    # ------------------------------------------------------------ stop
+
+    async def close(self, budget_s: float = STOP_BUDGET_S) -> None:
+        """Stop turns (media bookmarks), the session, tasks, skills, then what was
+        opened (LEDs, button, simulator, audio, storage), last opened first.
+
+        Never takes longer than ``budget_s`` (storage gets :data:`STORAGE_GRACE_S`
+        more): a step that overruns what is left (a skill that swallows
+        cancellation, a peer that never answers) is cancelled, logged and left
+        behind, and the next step runs.
+        """
+        deadline = asyncio.get_running_loop().time() + budget_s
+        self._stopping = True
+        self.notifier.stopping("stopping")
+        parts = self.built
+        if parts is not None:
+            if parts.watchdog is not None:
+                parts.watchdog.stop()
+            await self._stop_step("turns", parts.coordinator.close(), deadline)
+            await self._stop_step("provider", parts.connection.close(), deadline)
+        await self._stop_step("runtime-tasks", self.tasks.close(), deadline)
+        await self._stop_step("skill-tasks", self.supervisor.close(), deadline)
+        if parts is not None:
+            for skill in parts.host.skills:
+                self.client_events.drop(skill.name)
+            await self._stop_step("skills", parts.host.teardown_all(), deadline)
+        for name, closer in self.resources.closing_order():
+            grace = STORAGE_GRACE_S if name == "storage" else 0.0
+            await self._stop_step(name, call_closer(closer), deadline + grace)
+
+    async def _stop_step(self, name: str, coro: Any, deadline: float) -> None:
+        """Run one shutdown step until ``deadline`` (loop time); past it, leave it."""
+        self.stopped_steps.append(name)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, name=f"stop-{name}")
+        done, _ = await asyncio.wait({task}, timeout=max(0.1, deadline - loop.time()))
+        if not done:
+            task.cancel()
+            log.error("shutdown_step_abandoned", step=name, reason="over the stop budget")
+            return
+        if not task.cancelled() and task.exception() is not None:
+            log.error("shutdown_step_failed", step=name, error=repr(task.exception()))
+
+
+async def pump_button(button: PushToTalkButton, coordinator: Coordinator) -> None:
+    """The button's presses and releases, into the coordinator (a runtime task)."""
+    while True:
+        event = await button.next_event()
+        if event.kind is ButtonEventKind.PRESSED:
+            coordinator.press()
+        else:  # RELEASED, or LONG_HOLD: a hold past the limit ends the turn
+            coordinator.release()

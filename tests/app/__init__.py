@@ -1,0 +1,1 @@
+"""Tests for huxleyd.app: sd_notify, the watchdog, the composition root."""

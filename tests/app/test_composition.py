@@ -1,0 +1,173 @@
+"""The composition root: build gives a complete record, close undoes it in order.
+
+A real runtime (WAV backend, gpiozero's MockFactory, the simulator on
+loopback, real SQLite); nothing is patched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import threading
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gpiozero import Button
+from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+from huxleyd.app.parts import Overrides, Parts
+from huxleyd.app.runtime import Runtime
+from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.pacing import ScaledClock
+from huxleyd.config import load_config
+from huxleyd.errors import StorageError
+from huxleyd.providers.base import ConnectionState
+from huxleyd.sim.scenario import Scenario
+from huxleyd.sim.server import SimServer
+from tests.e2e.harness import SPEED, RecordingNotifier, until, write_config
+
+OPTIONAL_BY_NATURE = {"simulator", "watchdog"}
+"""The only fields of Parts that may be None, each documented in the record."""
+
+CLOSE_ORDER = [
+    "turns",
+    "provider",
+    "runtime-tasks",
+    "skill-tasks",
+    "skills",
+    "leds",
+    "button",
+    "audio",
+    "storage",
+    "log-tap",
+]
+"""Turns first (media bookmarks need storage and audio), then the session,
+the tasks, the skills; then what build opened, last opened first."""
+
+
+def audio_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "huxleyd-audio" and t.is_alive()]
+
+
+def overrides(pins: MockFactory, *, url: str, env: dict[str, str] | None = None) -> Overrides:
+    return Overrides(
+        backend=WavBackend(),
+        clock=ScaledClock(SPEED, start_s=1000.0),
+        pin_factory=pins,
+        provider_url=url,
+        notifier=RecordingNotifier(),  # type: ignore[arg-type]
+        env=env or {},
+    )
+
+
+def test_only_the_documented_fields_of_parts_are_optional() -> None:
+    hints = typing.get_type_hints(Parts)
+    optional = {
+        name
+        for name, hint in hints.items()
+        if type(None) in typing.get_args(hint) or hint is Any  # Any could hide a None
+    }
+    assert optional - {"pin_factory"} == OPTIONAL_BY_NATURE  # gpiozero has no stubs
+
+
+async def test_build_returns_every_part_and_close_runs_in_order(tmp_path: Path) -> None:
+    pins = MockFactory(pin_class=MockPWMPin)
+    # systemd asked for a watchdog: the record holds one, started by start()
+    env = {"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": str(os.getpid())}
+    async with SimServer(Scenario(turns=()), speed=SPEED, synth="tone") as sim:
+        config = load_config(write_config(tmp_path, skills=("system",)))
+        runtime = Runtime(config, overrides(pins, url=sim.url, env=env))
+        assert runtime.built is None
+        with pytest.raises(RuntimeError, match="still starting"):
+            _ = runtime.parts
+        try:
+            await runtime.start()
+            await until(lambda: runtime.connection_state is ConnectionState.CONNECTED, "up")
+            parts = runtime.parts
+            for field in dataclasses.fields(Parts):
+                if field.name != "simulator":  # the caller runs it (provider_url)
+                    assert getattr(parts, field.name) is not None, field.name
+            assert parts.simulator is None and parts.is_simulator
+            assert parts.watchdog is not None
+            assert set(runtime.task_health()) == {
+                "provider",
+                "button",
+                "leds",
+                "watchdog-heartbeat",
+            }
+            assert [s.name for s in parts.host.skills] == ["system"]
+            button_pin = parts.button.pin_name
+            assert audio_threads()
+        finally:
+            await runtime.close()
+    assert runtime.stopped_steps == CLOSE_ORDER
+    # and each step really happened
+    assert parts.connection.status.state is ConnectionState.CLOSED
+    assert not audio_threads()
+    with pytest.raises(StorageError, match="closed"):
+        await parts.db.skill_storage("system").get_setting("volume_level")
+    Button(button_pin, pin_factory=pins).close()  # the pin was released
+    pins.close()
+
+
+class BrokenPins(MockFactory):  # type: ignore[misc]
+    """A GPIO chip that fails when the button claims its pin (after audio opened)."""
+
+    def pin(self, spec: Any, **kwargs: Any) -> Any:
+        raise OSError("the GPIO chip is gone")
+
+
+async def test_a_start_that_fails_half_way_closes_what_it_opened(tmp_path: Path) -> None:
+    pins = BrokenPins(pin_class=MockPWMPin)
+    async with SimServer(Scenario(turns=()), speed=SPEED, synth="tone") as sim:
+        config = load_config(write_config(tmp_path, skills=("system",)))
+        runtime = Runtime(config, overrides(pins, url=sim.url))
+        try:
+            with pytest.raises(OSError, match="GPIO chip is gone"):
+                await runtime.start()
+            assert runtime.built is None
+            assert audio_threads()  # the engine was running when the button failed
+        finally:
+            await runtime.close()
+    assert runtime.stopped_steps == ["runtime-tasks", "skill-tasks", "audio", "storage", "log-tap"]
+    assert not audio_threads()
+
+
+async def test_the_simulator_the_daemon_runs_itself_is_in_the_record_and_closed(
+    tmp_path: Path,
+) -> None:
+    pins = MockFactory(pin_class=MockPWMPin)
+    config = load_config(write_config(tmp_path, skills=("system",), provider_kind="sim"))
+    runtime = Runtime(
+        config,
+        Overrides(
+            backend=WavBackend(),
+            clock=ScaledClock(SPEED, start_s=1000.0),
+            pin_factory=pins,
+            notifier=RecordingNotifier(),  # type: ignore[arg-type]
+            env={},
+        ),
+    )
+    try:
+        await runtime.start()
+        sim = runtime.parts.simulator
+        assert isinstance(sim, SimServer) and runtime.parts.is_simulator
+        await until(lambda: runtime.connection_state is ConnectionState.CONNECTED, "up")
+        port = sim.port
+    finally:
+        await runtime.close()
+        pins.close()
+    assert runtime.stopped_steps[5:] == [
+        "leds",
+        "button",
+        "simulator",
+        "audio",
+        "storage",
+        "log-tap",
+    ]
+    with pytest.raises(OSError):  # nobody listens there any more
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.close()

@@ -1,1 +1,0 @@
-"""Tests for huxleyd.service: sd_notify and the watchdog."""
