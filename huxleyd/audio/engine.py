@@ -38,9 +38,13 @@ With the callback backend (:mod:`~huxleyd.audio.backends.callback_backend`)
 the device's own deadline is not this thread's: C callbacks play from a ring
 this thread keeps ``output_lead_ms`` ahead and capture into a ring it reads
 with the GIL released. Step 2 then mixes as many periods as the lead needs
-(after idle: at once), a flush is also a cut the callback honours in its next
-short period (``played_ms`` answers at the fade's end at once), and the
-playout clock is published from the callback's DAC stamps.
+(after idle: at once), a source's flush is also a cut the callback honours in
+its next short period (``played_ms`` answers at the fade's end at once), and
+the playout clock is published from the callback's DAC stamps.
+
+Per-source operations (write, duck, pause, flush, gain, played position,
+drain) live on the :class:`~huxleyd.audio.source.PlaybackSource` that
+:meth:`AudioEngine.source` returns; the engine keeps what spans sources.
 
 **The idle path**: when no source has audio and no ramp runs (and did not
 last period either), a period is only the mixer's bookkeeping: nothing is
@@ -150,7 +154,9 @@ class AudioEngine:
         channels = [self._mixer.channels[name] for name in SOURCES]
         self._playout = PlayoutClock(channels, period_samples=self._n)
         self._sources = {
-            name: PlaybackSource(self._mixer.channels[name], is_closed=self._is_closed)
+            name: PlaybackSource(
+                self._mixer.channels[name], is_closed=self._is_closed, cut_output=self._cut_output
+            )
             for name in SOURCES
         }
         slots = settings.capture_ring_ms // settings.period_ms + 2
@@ -181,7 +187,7 @@ class AudioEngine:
         self._faults = 0
         self._last_fault: str | None = None
         timed = backend if isinstance(backend, OutputClock) else None
-        self._timed = None if timed is None else TimedOutput(timed, self._playout, channels)
+        self._timed = None if timed is None else TimedOutput(timed, self._playout)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
         queued = backend if isinstance(backend, QueuedInput) else None
         self._queued_input = queued
@@ -276,7 +282,8 @@ class AudioEngine:
     # -- playback ------------------------------------------------------------
 
     def source(self, name: SourceName) -> PlaybackSource:
-        """The producer side of ``"speech"``, ``"earcon"``, ``"content"`` or ``"comms"``."""
+        """The port of ``"speech"``, ``"earcon"``, ``"content"`` or ``"comms"``: write,
+        control (duck, pause, flush, gain), played position, drain."""
         try:
             return self._sources[name]
         except KeyError:
@@ -307,47 +314,29 @@ class AudioEngine:
         self.source(name).unduck()
 
     def pause(self, name: SourceName) -> None:
-        """Fade ``name`` out and stop pulling it; its queue and position are kept."""
         self.source(name).pause()
 
     def resume(self, name: SourceName) -> None:
         self.source(name).resume()
 
     def flush(self, name: SourceName) -> None:
-        """Drop what is queued on ``name`` now, after a ≥ 5 ms fade (barge-in).
-
-        With a timed output (the C callback) the speaker itself fades out within
-        its next short period, and what ``name`` had mixed ahead counts as heard
-        up to the fade's end exactly (``audio_end_ms`` for the truncate).
-        """
-        source = self.source(name)
-        source.flush()
-        timed = self._timed
-        if timed is None or self.device_state is not DeviceState.OPEN:
-            return
-        positions = timed.cut()
-        if positions is not None:
-            source.heard_floor = positions[SOURCES.index(name)]
+        self.source(name).flush()
 
     def set_gain(self, name: SourceName, gain_db: float) -> None:
-        """A per-source gain (ramped); unrelated to ducking and to the volume."""
         self.source(name).set_gain(gain_db)
+
+    def played_ms(self, item_id: str, *, source: SourceName = "speech") -> int:
+        return self.source(source).played_ms(item_id)
+
+    def speech_idle(self) -> bool:
+        return self._sources["speech"].idle()
+
+    async def drained(self, name: SourceName = "speech") -> None:
+        await self.source(name).drained()
 
     def set_master_gain(self, gain: float) -> None:
         """The software volume stage (linear, ramped over one period)."""
         self._mixer.req_master_gain = max(0.0, gain)
-
-    def played_ms(self, item_id: str, *, source: SourceName = "speech") -> int:
-        """Milliseconds of ``item_id`` heard at the speaker (0 if unknown) — ``audio_end_ms``."""
-        return self.source(source).played_ms(item_id)
-
-    def speech_idle(self) -> bool:
-        """No speech queued and all of it heard."""
-        return self._sources["speech"].idle()
-
-    async def drained(self, name: SourceName = "speech") -> None:
-        """Return once everything queued on ``name`` so far has been heard (or flushed)."""
-        await self.source(name).drained()
 
     # -- capture -------------------------------------------------------------
 
@@ -602,8 +591,7 @@ class AudioEngine:
             channel = source.channel
             if channel.pull_count:
                 source.room.notify()
-            target = channel.drain_target
-            if target >= 0 and channel.played_pos >= target:
+            if channel.playout.wake_due():
                 source.progress.notify()
 
     # -- device state (thread or start(); never per period) -------------------
@@ -732,6 +720,15 @@ class AudioEngine:
                 self._loop = asyncio.get_running_loop()
             except RuntimeError:
                 self._loop = None
+
+    def _cut_output(self) -> list[int] | None:
+        """asyncio, after a flush request: fade the timed output out now (the C
+        callback honours it in its next short period); each source's ring
+        position at the fade's end. ``None`` without a timed, open output."""
+        timed = self._timed
+        if timed is None or self.device_state is not DeviceState.OPEN:
+            return None
+        return timed.cut()
 
     def _is_closed(self) -> bool:
         """Closed, or the thread died: either way no audio will move again."""

@@ -34,36 +34,9 @@ from huxleyd.audio.doorbell import Doorbell, Request
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
 from huxleyd.audio.pcm import Float32Array, db_to_gain
+from huxleyd.audio.playout import SourcePlayout
 from huxleyd.audio.ring import SampleRing
 from huxleyd.audio.types import SOURCES, SourceName
-
-
-class SkipLog:
-    """Where flushes cut each source, for the asyncio side's item accounting.
-
-    The thread appends ``(from_pos, to_pos)`` when it drops queued samples;
-    asyncio reads entries newer than the last count it saw. ``slots`` bounds
-    it: flushes are human-paced, and asyncio syncs before each new flush.
-    """
-
-    def __init__(self, slots: int = 32) -> None:
-        self.slots = slots
-        self._from = [0] * slots
-        self._to = [0] * slots
-        self.count = 0
-
-    def record(self, from_pos: int, to_pos: int) -> None:
-        slot = self.count % self.slots
-        self._from[slot] = from_pos
-        self._to[slot] = to_pos
-        self.count += 1  # publish after the entry
-
-    def since(self, seen: int) -> list[tuple[int, int]]:
-        """Entries after the first ``seen`` (the oldest may be gone if > ``slots``)."""
-        first = max(seen, self.count - self.slots)
-        return [
-            (self._from[i % self.slots], self._to[i % self.slots]) for i in range(first, self.count)
-        ]
 
 
 class SourceChannel:
@@ -72,7 +45,8 @@ class SourceChannel:
     Request fields (``req_*``) are written by asyncio only; the rest by the
     thread only. After each period :attr:`pull_start`, :attr:`pull_offset`
     and :attr:`pull_count` say which ring samples went where in the period
-    (the playout clock records them).
+    (the playout clock records them). :attr:`playout` is the source's playout
+    accounting (:mod:`huxleyd.audio.playout`); a flush records its cut there.
     """
 
     req_paused = Request[bool]()
@@ -99,7 +73,7 @@ class SourceChannel:
         self.ring = ring
         self._kernel = kernel
         self.doorbell = doorbell or Doorbell()
-        self.skips = SkipLog()
+        self.playout = SourcePlayout()
         # requests from asyncio (each store rings the doorbell: see Request)
         self._req_paused = False
         self._req_ducked = False
@@ -125,10 +99,6 @@ class SourceChannel:
         self.pull_count = 0
         self.dry_count = 0
         """Times the source ran out mid-period after a full period."""
-        self.played_pos = 0
-        """Ring position that has reached the device (set by the playout clock)."""
-        self.drain_target = -1
-        """asyncio asks to be woken when ``played_pos`` reaches this (-1: nobody)."""
 
     @property
     def paused(self) -> bool:
@@ -251,7 +221,7 @@ class SourceChannel:
         self._flush_seq = self.req_flush_seq
         before = self.ring.read_pos
         if self.ring.skip_to(self.req_flush_to):
-            self.skips.record(before, self.ring.read_pos)
+            self.playout.skips.record(before, self.ring.read_pos)
         self._flowing = False
 
     def _step_gains(self) -> tuple[float, float]:

@@ -1,6 +1,25 @@
-"""The playout clock: how much of each queued item has really reached the device.
+"""Playout accounting: what of each source has really reached the device.
 
-Two halves:
+This module is the one owner of the accounting; the mixer only renders and
+the source only produces. Per source there is one :class:`SourcePlayout`
+record, shared by the two worlds under a one-writer-per-field contract:
+
+=================  ============================  ===============================
+field              written by                    read by
+=================  ============================  ===============================
+``skips``          audio thread (a flush drops   asyncio (:class:`ItemLedger`)
+                   queued samples; a timed cut
+                   drops mixed ones)
+``played_pos``     audio thread only             asyncio (:class:`PlayoutTracker`)
+                   (:class:`PlayoutClock`),      and the thread (to wake waiters)
+                   never decreasing
+``drain_target``   asyncio only                  audio thread (wakes ``progress``
+                   (:class:`PlayoutTracker`)     once ``played_pos`` reaches it)
+=================  ============================  ===============================
+
+Every field is a plain int store (atomic under the GIL); nothing locks.
+
+The halves:
 
 - :class:`PlayoutClock` (audio thread). Every period it records, per source,
   which ring samples went into the mix and where in the period they started.
@@ -8,13 +27,13 @@ Two halves:
   backend reports it, plus the output resampler's delay), so the mixer
   sample now leaving the speaker is ``periods * N - latency_samples``; the
   history says which ring sample that was. The result is published per source
-  as :attr:`~huxleyd.audio.mixer.SourceChannel.played_pos`.
-- :class:`ItemLedger` (asyncio). It remembers which ring positions each item
-  (``item_id``) occupies and where flushes cut the ring, and turns
-  ``played_pos`` into "ms of item X heard" — the ``audio_end_ms`` that
-  ``conversation.item.truncate`` needs on barge-in. Accurate to a sample in
-  the mix, and to the backend's latency estimate (at worst one period) at the
-  device.
+  as :attr:`SourcePlayout.played_pos`.
+- :class:`PlayoutTracker` (asyncio), with its :class:`ItemLedger`. It
+  remembers which ring positions each item (``item_id``) occupies and where
+  flushes cut the ring, and turns ``played_pos`` into "ms of item X heard" —
+  the ``audio_end_ms`` that ``conversation.item.truncate`` needs on barge-in.
+  Accurate to a sample in the mix, and to the backend's latency estimate (at
+  worst one period) at the device.
 """
 
 from __future__ import annotations
@@ -22,8 +41,62 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from huxleyd.audio.mixer import SkipLog, SourceChannel
+
+class SkipLog:
+    """Where the thread dropped samples of one source, for the item accounting.
+
+    The thread appends ``(from_pos, to_pos)`` when it drops queued samples;
+    asyncio reads entries newer than the last count it saw. ``slots`` bounds
+    it: flushes are human-paced, and asyncio syncs before each new flush.
+    """
+
+    def __init__(self, slots: int = 32) -> None:
+        self.slots = slots
+        self._from = [0] * slots
+        self._to = [0] * slots
+        self.count = 0
+
+    def record(self, from_pos: int, to_pos: int) -> None:
+        slot = self.count % self.slots
+        self._from[slot] = from_pos
+        self._to[slot] = to_pos
+        self.count += 1  # publish after the entry
+
+    def since(self, seen: int) -> list[tuple[int, int]]:
+        """Entries after the first ``seen`` (the oldest may be gone if > ``slots``)."""
+        first = max(seen, self.count - self.slots)
+        return [
+            (self._from[i % self.slots], self._to[i % self.slots]) for i in range(first, self.count)
+        ]
+
+
+class SourcePlayout:
+    """One source's accounting record, shared by the thread and asyncio (see the table)."""
+
+    __slots__ = ("drain_target", "played_pos", "skips")
+
+    def __init__(self) -> None:
+        self.skips = SkipLog()
+        self.played_pos = 0
+        """Ring position that has reached the device (audio thread writes)."""
+        self.drain_target = -1
+        """asyncio asks to be woken when ``played_pos`` reaches this (-1: nobody)."""
+
+    def wake_due(self) -> bool:
+        """Thread: someone waits for a position the device has now played."""
+        target = self.drain_target
+        return target >= 0 and self.played_pos >= target
+
+
+class Pulled(Protocol):
+    """What the mixer published about one source's last period (thread side)."""
+
+    pull_start: int
+    pull_offset: int
+    pull_count: int
+    playout: SourcePlayout
 
 
 class PlayoutClock:
@@ -35,7 +108,7 @@ class PlayoutClock:
 
     def __init__(
         self,
-        channels: Sequence[SourceChannel],
+        channels: Sequence[Pulled],
         *,
         period_samples: int,
         history_periods: int = 256,
@@ -116,8 +189,18 @@ class PlayoutClock:
         if positions is None:
             return
         for channel, played in zip(self._channels, positions, strict=True):
-            if played > channel.played_pos:
-                channel.played_pos = played
+            playout = channel.playout
+            if played > playout.played_pos:
+                playout.played_pos = played
+
+    def record_dropped(self, dev_from: int, dev_to: int) -> None:
+        """A timed cut dropped device frames ``[dev_from, dev_to)`` after they were
+        mixed: record the ring spans they carried as skips, never as heard."""
+        for channel, (start, end) in zip(
+            self._channels, self.dropped(dev_from, dev_to), strict=False
+        ):
+            if end > start:
+                channel.playout.skips.record(start, end)
 
     def dropped(self, dev_from: int, dev_to: int) -> list[tuple[int, int]]:
         """Per source, the ring span ``[from, to)`` that device frames ``[dev_from,
@@ -141,8 +224,9 @@ class PlayoutClock:
         for i, channel in enumerate(self._channels):
             start = self._starts[i][slot]
             played = start + min(max(into - self._offsets[i][slot], 0), self._counts[i][slot])
-            if played > channel.played_pos:  # monotonic even if the latency estimate changes
-                channel.played_pos = played
+            playout = channel.playout
+            if played > playout.played_pos:  # monotonic even if the latency estimate changes
+                playout.played_pos = played
 
 
 @dataclass(slots=True)
@@ -215,3 +299,49 @@ class ItemLedger:
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._items
+
+
+class PlayoutTracker:
+    """The asyncio side of one source's accounting: items, cuts, floor, wake-up targets.
+
+    Reads the thread's fields of its :class:`SourcePlayout`; writes only
+    ``drain_target``. :meth:`add_target`/:meth:`remove_target` keep the lowest
+    position anyone waits for published, so the thread wakes ``progress`` once.
+    """
+
+    def __init__(self, playout: SourcePlayout, *, max_items: int = 64) -> None:
+        self._playout = playout
+        self.ledger = ItemLedger(playout.skips, max_items=max_items)
+        self._targets: list[int] = []
+        self.heard_floor = 0
+        """A ring position known to be heard even before it reaches the DAC: where a
+        cut's fade ends (on a timed output, whose fade the callback plays at once)."""
+
+    @property
+    def played_pos(self) -> int:
+        """Ring position that has reached the device."""
+        return self._playout.played_pos
+
+    def heard(self, position: int) -> bool:
+        """The device has played the ring up to ``position``."""
+        return self._playout.played_pos >= position
+
+    def played_samples(self, item_id: str) -> int:
+        """Samples of ``item_id`` heard: at the device, or before its fade's end."""
+        played = max(self._playout.played_pos, self.heard_floor)
+        return self.ledger.played_samples(item_id, played)
+
+    def unheard(self, write_pos: int) -> int:
+        """Samples written up to ``write_pos`` and not heard yet."""
+        return max(0, write_pos - self._playout.played_pos)
+
+    def add_target(self, position: int) -> None:
+        self._targets.append(position)
+        self._publish_target()
+
+    def remove_target(self, position: int) -> None:
+        self._targets.remove(position)
+        self._publish_target()
+
+    def _publish_target(self) -> None:
+        self._playout.drain_target = min(self._targets) if self._targets else -1

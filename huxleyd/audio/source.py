@@ -1,7 +1,10 @@
-"""The asyncio side of a playback source: write PCM, ask what was played, wait for the end.
+"""A playback source, the port the turn layer plays through: write PCM, control
+it (duck, pause, flush, gain), ask what was played, wait for the end.
 
 Get one with ``engine.source("speech")`` (or ``"earcon"``, ``"content"``,
-``"comms"``). One source has one ring; writers are serialised by an asyncio
+``"comms"``) and hand it to whoever plays on it: every per-source operation
+lives here, the engine keeps only what spans sources (the earcon gate, the
+master gain). One source has one ring; writers are serialised by an asyncio
 lock (never shared with the audio thread), so several tasks may write.
 
 Bound and policy: the ring holds ``audio.<name>_ring_ms``; :meth:`write`
@@ -12,38 +15,48 @@ never dropping audio and never blocking the thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from huxleyd.audio.mixer import SourceChannel
 from huxleyd.audio.pcm import db_to_gain, pcm16_view, samples_to_ms
-from huxleyd.audio.playout import ItemLedger
+from huxleyd.audio.playout import PlayoutTracker
 from huxleyd.audio.ring import AsyncWaker
+from huxleyd.audio.types import SOURCES
 from huxleyd.errors import AudioError
+
+CutOutput = Callable[[], Sequence[int] | None]
+"""Fade the device's output out now; each source's ring position at the fade's end
+(``None``: the output has no cut, e.g. a blocking backend or a lost device)."""
 
 
 class PlaybackSource:
     """Producer API and controls of one mixer source (asyncio only)."""
 
-    def __init__(self, channel: SourceChannel, *, is_closed: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        channel: SourceChannel,
+        *,
+        is_closed: Callable[[], bool],
+        cut_output: CutOutput | None = None,
+    ) -> None:
         self.name = channel.name
+        self._index = SOURCES.index(channel.name)
         self._channel = channel
         self._ring = channel.ring
         self.room = AsyncWaker()
         """Notified by the audio thread after it consumed samples."""
         self.progress = AsyncWaker()
         """Notified by the audio thread when ``played_pos`` reaches the drain target."""
-        self._ledger = ItemLedger(channel.skips)
+        self._playout = PlayoutTracker(channel.playout)
+        self._ledger = self._playout.ledger
         self._lock = asyncio.Lock()
         self._is_closed = is_closed
+        self._cut_output = cut_output
         self._epoch = 0
         self._last_item: str | None = None
         self._dry_seen = 0
-        self._targets: list[int] = []
         self.gaps = 0
         """Times this source ran dry inside an item that then continued (an audible gap)."""
-        self.heard_floor = 0
-        """A ring position known to be heard even before it reaches the DAC: where a
-        cut's fade ends (set by the engine on a timed output)."""
 
     # -- producing -----------------------------------------------------------
 
@@ -100,13 +113,13 @@ class PlaybackSource:
     # -- what has been played ------------------------------------------------
 
     def played_ms(self, item_id: str) -> int:
-        """Milliseconds of ``item_id`` that have reached the speaker (0 if unknown)."""
-        played = max(self._channel.played_pos, self.heard_floor)
-        return samples_to_ms(self._ledger.played_samples(item_id, played))
+        """Milliseconds of ``item_id`` heard at the speaker (0 if unknown): the
+        ``audio_end_ms`` a truncate sends on barge-in."""
+        return samples_to_ms(self._playout.played_samples(item_id))
 
     def queued_ms(self) -> int:
         """Milliseconds written but not yet heard (in the ring or on the way to the speaker)."""
-        return samples_to_ms(max(0, self._ring.write_pos - self._channel.played_pos))
+        return samples_to_ms(self._playout.unheard(self._ring.write_pos))
 
     def buffered_ms(self) -> int:
         """Milliseconds in the ring only (what a producer can still run ahead by)."""
@@ -122,7 +135,7 @@ class PlaybackSource:
 
     def idle(self) -> bool:
         """Nothing queued and everything written has been heard (or flushed)."""
-        return self._ring.available() == 0 and self._channel.played_pos >= self._ring.write_pos
+        return self._ring.available() == 0 and self._playout.heard(self._ring.write_pos)
 
     async def drained(self) -> None:
         """Return once everything written so far has been heard (or flushed).
@@ -133,19 +146,15 @@ class PlaybackSource:
 
     async def wait_played(self, position: int) -> None:
         """Return once the ring position ``position`` has reached the speaker."""
-        channel = self._channel
-        if channel.played_pos >= position:
+        playout = self._playout
+        if playout.heard(position):
             return
-        self._targets.append(position)
-        self._publish_target()
+        playout.add_target(position)
         try:
-            await self.progress.wait_for(
-                lambda: channel.played_pos >= position or self._is_closed()
-            )
+            await self.progress.wait_for(lambda: playout.heard(position) or self._is_closed())
         finally:
-            self._targets.remove(position)
-            self._publish_target()
-        if channel.played_pos < position:
+            playout.remove_target(position)
+        if not playout.heard(position):
             raise AudioError(f"audio engine closed before {self.name!r} was played out")
 
     @property
@@ -161,30 +170,40 @@ class PlaybackSource:
     # -- controls (picked up by the thread at the next period, then ramped) ---
 
     def duck(self) -> None:
+        """Lower this source by ``audio.duck_depth_db`` (attack/release ramps)."""
         self._channel.req_ducked = True
 
     def unduck(self) -> None:
         self._channel.req_ducked = False
 
     def pause(self) -> None:
+        """Fade out and stop pulling; the queue and the position are kept."""
         self._channel.req_paused = True
 
     def resume(self) -> None:
         self._channel.req_paused = False
 
     def set_gain(self, gain_db: float) -> None:
+        """A per-source trim (ramped); unrelated to ducking and to the user's volume."""
         self._channel.req_gain = db_to_gain(gain_db)
 
     def flush(self) -> None:
-        """Drop everything queued now (ramped ≥ 5 ms); later writes play normally.
+        """Drop everything queued now (ramped ≥ 5 ms); later writes play normally (barge-in).
 
-        A :meth:`write` waiting for room gives up on the rest of its PCM.
+        A :meth:`write` waiting for room gives up on the rest of its PCM. With a
+        timed output (the C callback) the speaker itself fades out within its
+        next short period, and what this source had mixed ahead counts as heard
+        up to the fade's end exactly (``played_ms`` for the truncate).
         """
         self._ledger.sync()  # cuts of earlier flushes first: the log is bounded
         self._epoch += 1
         self._channel.req_flush_to = self._ring.write_pos
         self._channel.req_flush_seq += 1  # publish after the target
         self.room.notify()
+        if self._cut_output is not None:  # after the request: the thread sees both
+            positions = self._cut_output()
+            if positions is not None:
+                self._playout.heard_floor = positions[self._index]
 
     def close(self) -> None:
         self.room.close()
@@ -207,6 +226,3 @@ class PlaybackSource:
             self.gaps += 1
         self._dry_seen = dry
         self._last_item = item_id
-
-    def _publish_target(self) -> None:
-        self._channel.drain_target = min(self._targets) if self._targets else -1

@@ -13,22 +13,16 @@ an :class:`~huxleyd.audio.backends.base.OutputClock`:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from huxleyd.audio.backends.base import OutputClock
-from huxleyd.audio.mixer import SourceChannel
 from huxleyd.audio.playout import PlayoutClock
 
 
 class TimedOutput:
     """Cut sequence numbers, lead and DAC position for one timed output."""
 
-    def __init__(
-        self, out: OutputClock, playout: PlayoutClock, channels: Sequence[SourceChannel]
-    ) -> None:
+    def __init__(self, out: OutputClock, playout: PlayoutClock) -> None:
         self.out = out
         self._playout = playout
-        self._channels = tuple(channels)
         self.lead_frames = 0
         self._cut_seq = 0
         """The newest cut asked (written by asyncio, after the flush request)."""
@@ -80,8 +74,5 @@ class TimedOutput:
         if done != self._cuts_done:
             self._cuts_done = done
             # what the cut dropped had been mixed: those samples were never heard
-            spans = self._playout.dropped(dropped_from, dropped_to)
-            for channel, (start, end) in zip(self._channels, spans, strict=False):
-                if end > start:
-                    channel.skips.record(start, end)
+            self._playout.record_dropped(dropped_from, dropped_to)
         self._playout.publish_device(heard)

@@ -79,7 +79,7 @@ def play_script(
                 stats.input_rms_dbfs,
                 stats.output_peak_dbfs,
                 stats.output_rms_dbfs,
-                *(float(engine.source(name).channel.played_pos) for name in SOURCES),
+                *(float(engine.source(name).channel.playout.played_pos) for name in SOURCES),
             )
         )
     engine.close()

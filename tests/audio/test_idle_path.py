@@ -30,7 +30,7 @@ def play_script(seed: int, *, idle_path: bool, rate_hz: int) -> tuple[np.ndarray
         engine.step()
         stats = engine.stats()
         seen.append((stats.underruns, stats.source_gaps, stats.output_peak_dbfs))
-        seen.append(tuple(engine.source(name).channel.played_pos for name in SOURCES))
+        seen.append(tuple(engine.source(name).channel.playout.played_pos for name in SOURCES))
     engine.close()
     return backend.speaker_samples()[:, 0].copy(), seen
 

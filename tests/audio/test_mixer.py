@@ -86,7 +86,7 @@ def test_flush_drops_queued_audio_after_a_ramp_and_logs_the_cut() -> None:
     out = run(mixer, 2)
     assert out[0] > 0.0 and np.all(out[120:N] == 0.0)
     assert out[N:] == pytest.approx(np.full(N, 5000 / 32768))
-    assert channel.skips.since(0) == [(N + 120, RATE)]
+    assert channel.playout.skips.since(0) == [(N + 120, RATE)]
 
 
 def test_duck_moves_linearly_in_db_and_never_touches_other_sources() -> None:
