@@ -170,7 +170,7 @@ class MediaRunner:
             return
         if current.task is not None and not current.task.done():
             current.task.cancel()
-        self._audio.flush("content")
+        self._audio.source("content").flush()
         self._restore_mixer(current)
         if current.activity is not None:
             self._request(self.focus.release(current.activity))
@@ -188,9 +188,9 @@ class MediaRunner:
             return
         self._restore_mixer_from(previous)
         if behavior is MixingBehavior.MAY_DUCK:
-            self._audio.duck("content")
+            self._audio.source("content").duck()
         elif behavior is MixingBehavior.MUST_PAUSE:
-            self._audio.pause("content")
+            self._audio.source("content").pause()
 
     def _restore_mixer(self, playing: _Playing) -> None:
         self._restore_mixer_from(playing.behavior)
@@ -198,9 +198,9 @@ class MediaRunner:
 
     def _restore_mixer_from(self, behavior: MixingBehavior) -> None:
         if behavior is MixingBehavior.MAY_DUCK:
-            self._audio.unduck("content")
+            self._audio.source("content").unduck()
         elif behavior is MixingBehavior.MUST_PAUSE:
-            self._audio.resume("content")
+            self._audio.source("content").resume()
 
     async def _play(self, playing: _Playing) -> None:
         stream = playing.stream
@@ -212,13 +212,13 @@ class MediaRunner:
                 if chunk:
                     await content.write(chunk)
                     await _keep_lookahead(content)
-            await self._audio.drained("content")
+            await content.drained()
             natural = True
         except Exception as exc:  # the skill's stream broke: say so, never stay "media"
             log.error("media_failed", label=stream.label, error=f"{type(exc).__name__}: {exc}")
             if playing is self._current:
                 self._current = None
-                self._audio.flush("content")
+                self._audio.source("content").flush()
                 self._restore_mixer(playing)
                 if playing.activity is not None:
                     self._request(self.focus.release(playing.activity))

@@ -14,7 +14,8 @@ from huxleyd.audio.types import MicFrame, SourceName
 
 
 class SourcePort(Protocol):
-    """One playback source of the mixer, seen from asyncio."""
+    """One playback source of the mixer, seen from asyncio: every per-source
+    operation lives here (``huxleyd.audio.source.PlaybackSource`` implements it)."""
 
     async def write(self, pcm: bytes, *, item_id: str | None = None) -> None:
         """Queue PCM16 24 kHz mono; waits while the source's ring is full."""
@@ -31,34 +32,34 @@ class SourcePort(Protocol):
         """Return once the speaker has played the source up to ``position``."""
         ...
 
-
-class AudioPort(Protocol):
-    """The audio engine, as the coordinator uses it."""
-
-    def source(self, name: SourceName) -> SourcePort: ...
-
-    def flush(self, name: SourceName) -> None:
-        """Drop what is queued on ``name`` at once (ramped): barge-in."""
-        ...
-
-    def duck(self, name: SourceName) -> None: ...
-
-    def unduck(self, name: SourceName) -> None: ...
-
-    def pause(self, name: SourceName) -> None: ...
-
-    def resume(self, name: SourceName) -> None: ...
-
-    def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> object:
-        """Play ``pcm`` now; speech queued after it waits until it has played."""
+    async def drained(self) -> None:
+        """Return once everything queued so far has been played."""
         ...
 
     def played_ms(self, item_id: str) -> int:
         """Milliseconds of ``item_id`` that have really reached the speaker."""
         ...
 
-    async def drained(self, name: SourceName) -> None:
-        """Return once everything queued on ``name`` has been played."""
+    def flush(self) -> None:
+        """Drop what is queued at once (ramped): barge-in."""
+        ...
+
+    def duck(self) -> None: ...
+
+    def unduck(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class AudioPort(Protocol):
+    """The audio engine, as the coordinator uses it."""
+
+    def source(self, name: SourceName) -> SourcePort: ...
+
+    def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> object:
+        """Play ``pcm`` now; speech queued after it waits until it has played."""
         ...
 
     async def read_mic(self) -> MicFrame: ...

@@ -88,7 +88,7 @@ class SpeechOutput:
     async def played_out(self) -> None:
         """Return once every queued chunk has reached the speaker."""
         await self._idle.wait()
-        await self._audio.drained("speech")
+        await self._audio.source("speech").drained()
 
     def forget_item(self) -> None:
         """The turn is over: its last item is not "being played" any more, so a
@@ -103,10 +103,10 @@ class SpeechOutput:
             self._writer.cancel()
             self._writer = None
         self._idle.set()
-        self._audio.flush("speech")
+        self._audio.source("speech").flush()
         self.start()
         item_id = self.current_item_id
         self.current_item_id = None
         if item_id is None:
             return None
-        return HeardUpTo(item_id, max(0, self._audio.played_ms(item_id)))
+        return HeardUpTo(item_id, max(0, self._audio.source("speech").played_ms(item_id)))

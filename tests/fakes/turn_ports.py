@@ -99,8 +99,14 @@ class RecordingProvider:
 
 @dataclass
 class RecordingSource:
+    """One source port: logs its controls as ``(op, name)`` into the shared log."""
+
     name: str
     log: list[tuple[str, Any]]
+    played: dict[str, int] = field(default_factory=dict)
+    """Milliseconds heard per item (the test sets them: the playout clock)."""
+    drained_event: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set: everything written has played (clear it to hold ``drained``)."""
     writes: list[tuple[str | None, int]] = field(default_factory=list)
 
     position: int = 0
@@ -122,49 +128,51 @@ class RecordingSource:
     async def wait_played(self, position: int) -> None:
         return None  # played the moment it was written
 
+    async def drained(self) -> None:
+        await self.drained_event.wait()
+
+    def played_ms(self, item_id: str) -> int:
+        return self.played.get(item_id, 0)
+
+    def flush(self) -> None:
+        self.log.append(("flush", self.name))
+
+    def duck(self) -> None:
+        self.log.append(("duck", self.name))
+
+    def unduck(self) -> None:
+        self.log.append(("unduck", self.name))
+
+    def pause(self) -> None:
+        self.log.append(("pause", self.name))
+
+    def resume(self) -> None:
+        self.log.append(("resume", self.name))
+
 
 class RecordingAudio:
     """Accepts everything at once; ``played`` says how much of each item was heard."""
 
     def __init__(self) -> None:
         self.log: list[tuple[str, Any]] = []
-        self.sources = {
-            n: RecordingSource(n, self.log) for n in ("speech", "earcon", "content", "comms")
-        }
         self.played: dict[str, int] = {}
+        """Milliseconds heard per speech item (shared with the speech source)."""
+        self.sources = {
+            n: RecordingSource(n, self.log, self.played if n == "speech" else {})
+            for n in ("speech", "earcon", "content", "comms")
+        }
+        for source in self.sources.values():
+            source.drained_event.set()
+        self.speech_drained = self.sources["speech"].drained_event
+        self.content_drained = self.sources["content"].drained_event
         self.mic: asyncio.Queue[MicFrame] = asyncio.Queue()
         self.capture_rate_hz = 24_000
-        self.speech_drained = asyncio.Event()
-        self.speech_drained.set()
-        self.content_drained = asyncio.Event()
-        self.content_drained.set()
 
     def source(self, name: SourceName) -> RecordingSource:
         return self.sources[name]
 
-    def flush(self, name: SourceName) -> None:
-        self.log.append(("flush", name))
-
-    def duck(self, name: SourceName) -> None:
-        self.log.append(("duck", name))
-
-    def unduck(self, name: SourceName) -> None:
-        self.log.append(("unduck", name))
-
-    def pause(self, name: SourceName) -> None:
-        self.log.append(("pause", name))
-
-    def resume(self, name: SourceName) -> None:
-        self.log.append(("resume", name))
-
     def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> None:
         self.log.append(("earcon", len(pcm)))
-
-    def played_ms(self, item_id: str) -> int:
-        return self.played.get(item_id, 0)
-
-    async def drained(self, name: SourceName) -> None:
-        await (self.speech_drained if name == "speech" else self.content_drained).wait()
 
     async def read_mic(self) -> MicFrame:
         return await self.mic.get()
