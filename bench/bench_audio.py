@@ -176,7 +176,7 @@ def _playout_rows() -> list[Row]:
         heard = out[: max(0, len(out) - int(latency_s * 48000))]
         for item, mask in (("a", heard > 4000), ("b", heard < -4000)):
             truth_ms = np.count_nonzero(mask) * 1000 / 48000
-            errors.append(abs(engine.played_ms(item) - truth_ms))
+            errors.append(abs(engine.source("speech").played_ms(item) - truth_ms))
     engine.close()
     return [
         Row(
@@ -205,7 +205,7 @@ def _flush_row() -> Row:
     engine = AudioEngine(backend, settings=AudioSettings(), clock=ManualClock())
     asyncio.run(engine.source("speech").write(_tone(440, 2.0, -6), item_id="r"))
     engine.run_periods(10)
-    engine.flush("speech")
+    engine.source("speech").flush()
     engine.run_periods(3)
     out = backend.speaker_samples()[:, 0]
     last_sound = int(np.flatnonzero(np.abs(out) > 3)[-1])  # above -80 dBFS

@@ -147,7 +147,7 @@ async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
             await until(lambda: len(probes.first_chunk_at) == 1, "the reply's first delta")
             item, received_at = next(iter(probes.first_chunk_at.items()))
             # Poll the playout clock at 0.5 ms: the polling is the measurement.
-            while engine.played_ms(item) <= 0:  # noqa: ASYNC110
+            while engine.source("speech").played_ms(item) <= 0:  # noqa: ASYNC110
                 await asyncio.sleep(0.0005)
             delta_to_device_ms = (rig.clock.monotonic() - received_at) * 1000
             await until(lambda: coordinator.state.value == "idle", "turn 1 over")

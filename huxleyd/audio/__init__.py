@@ -19,16 +19,14 @@ Building and running (``huxleyd.audio.factory``, ``huxleyd.audio.engine``)::
 
 Playback — sources ``"speech"``, ``"earcon"``, ``"content"``, ``"comms"``::
 
-    src = engine.source("speech")                # -> PlaybackSource (huxleyd.audio.source)
+    src = engine.source("speech")                # -> PlaybackSource, the port (huxleyd.audio.source)
     await src.write(pcm, item_id="item_1")       # waits for room; never blocks the thread
     src.write_nowait(pcm)                        # all or AudioError
-    src.queued_ms() / src.buffered_ms() / src.idle() / src.played_ms(item_id)
-    await src.drained() / await src.wait_played(position)
-    engine.duck(name) / unduck(name)             # -12 dB, 80 ms attack, 600 ms release (settings)
-    engine.pause(name) / resume(name)            # 5 ms fades; pause keeps position
-    engine.flush(name)                           # barge-in: drop queued audio after a 5 ms fade;
+    src.duck() / src.unduck()                    # -12 dB, 80 ms attack, 600 ms release (settings)
+    src.pause() / src.resume()                   # 5 ms fades; pause keeps position
+    src.flush()                                  # barge-in: drop queued audio after a 5 ms fade;
                                                  # a write() waiting for room gives up its rest
-    engine.set_gain(name, gain_db)               # per-source trim (not the user's volume)
+    src.set_gain(gain_db)                        # per-source trim (not the user's volume)
     engine.set_master_gain(linear)               # the software volume stage
     handle = engine.play_earcon(pcm, *, before_speech=True, item_id=None)
                                                  # queued at once (AudioError if it does not fit);
@@ -36,11 +34,12 @@ Playback — sources ``"speech"``, ``"earcon"``, ``"content"``, ``"comms"``::
                                                  # follows on the next sample. ``await handle``
                                                  # returns at once; ``await handle.heard()`` waits.
 
-Playout clock::
+Playout clock (the accounting itself: ``huxleyd.audio.playout``)::
 
-    engine.played_ms(item_id, *, source="speech") -> int   # heard at the device: audio_end_ms
-    engine.speech_idle() -> bool
-    await engine.drained("speech")               # everything queued so far has been heard
+    src.played_ms(item_id) -> int                # heard at the device: audio_end_ms
+    src.queued_ms() / src.buffered_ms() / src.idle()
+    await src.drained()                          # everything queued so far has been heard
+    await src.wait_played(position)              # ... up to a ring position (write_pos)
 
 Capture::
 

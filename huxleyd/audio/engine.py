@@ -307,33 +307,6 @@ class AudioEngine:
             self._mixer.req_gate = (seq, end, self._sources["speech"].write_pos)
         return EarconHandle(earcon, end)
 
-    def duck(self, name: SourceName) -> None:
-        self.source(name).duck()
-
-    def unduck(self, name: SourceName) -> None:
-        self.source(name).unduck()
-
-    def pause(self, name: SourceName) -> None:
-        self.source(name).pause()
-
-    def resume(self, name: SourceName) -> None:
-        self.source(name).resume()
-
-    def flush(self, name: SourceName) -> None:
-        self.source(name).flush()
-
-    def set_gain(self, name: SourceName, gain_db: float) -> None:
-        self.source(name).set_gain(gain_db)
-
-    def played_ms(self, item_id: str, *, source: SourceName = "speech") -> int:
-        return self.source(source).played_ms(item_id)
-
-    def speech_idle(self) -> bool:
-        return self._sources["speech"].idle()
-
-    async def drained(self, name: SourceName = "speech") -> None:
-        await self.source(name).drained()
-
     def set_master_gain(self, gain: float) -> None:
         """The software volume stage (linear, ramped over one period)."""
         self._mixer.req_master_gain = max(0.0, gain)

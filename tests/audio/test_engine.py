@@ -45,8 +45,8 @@ async def test_speech_reaches_the_speaker_sample_for_sample() -> None:
     out = speaker(backend)
     np.testing.assert_array_equal(out[:2400], np.frombuffer(pcm, "<i2"))
     assert np.all(out[2400:] == 0) and len(out) == 7 * N  # a full buffer, silence after
-    assert engine.played_ms("a") == 100
-    assert engine.speech_idle()
+    assert engine.source("speech").played_ms("a") == 100
+    assert engine.source("speech").idle()
 
 
 async def test_ducking_lowers_content_by_the_depth_within_the_attack_and_restores_it() -> None:
@@ -57,9 +57,9 @@ async def test_ducking_lowers_content_by_the_depth_within_the_attack_and_restore
     await engine.source("content").write(tone(1000, 3.0, -20))
     engine.run_periods(25)
     await engine.source("speech").write(tone(300, 2.0, -20), item_id="s")
-    engine.duck("content")  # speech starts: the focus layer ducks the content
+    engine.source("content").duck()  # speech starts: the focus layer ducks the content
     engine.run_periods(50)
-    engine.unduck("content")
+    engine.source("content").unduck()
     engine.run_periods(50)
     out = speaker(backend)
     content = [level_at(w, 1000, 48000) for w in windows(out, 960)]
@@ -79,7 +79,7 @@ async def test_barge_in_flush_is_silent_after_one_ramp_and_truncates_the_item() 
     speech = engine.source("speech")
     await speech.write(tone(440, 2.0, -6), item_id="resp1")
     engine.run_periods(10)
-    engine.flush("speech")
+    engine.source("speech").flush()
     engine.run_periods(3)
     out = speaker(backend)
     ramp = 120  # 5 ms
@@ -90,12 +90,17 @@ async def test_barge_in_flush_is_silent_after_one_ramp_and_truncates_the_item() 
     )
     assert envelope[-10:].max() < envelope[:10].max()
     assert np.all(out[cut + ramp :] == 0)  # silent within one period plus the ramp
-    assert engine.played_ms("resp1") == (cut + ramp) * 1000 // 24000  # audio_end_ms for truncate
-    assert speech.queued_ms() == 0 and engine.speech_idle()
+    assert (
+        engine.source("speech").played_ms("resp1") == (cut + ramp) * 1000 // 24000
+    )  # audio_end_ms for truncate
+    assert speech.queued_ms() == 0 and engine.source("speech").idle()
     await speech.write(tone(880, 0.04, -6), item_id="resp2")
     engine.run_periods(2)
     np.testing.assert_array_equal(speaker(backend)[13 * N : 15 * N], tone_samples(880, 0.04, -6))
-    assert engine.played_ms("resp1") == 205 and engine.played_ms("resp2") == 40
+    assert (
+        engine.source("speech").played_ms("resp1") == 205
+        and engine.source("speech").played_ms("resp2") == 40
+    )
 
 
 async def test_flush_abandons_a_write_that_waits_for_room() -> None:
@@ -106,12 +111,12 @@ async def test_flush_abandons_a_write_that_waits_for_room() -> None:
     assert not writer.done()  # 3 s into a 0.5 s ring: waiting for room
     engine.run_periods(5)
     await asyncio.sleep(0)
-    engine.flush("speech")
+    engine.source("speech").flush()
     await asyncio.wait_for(writer, timeout=1)
     engine.run_periods(40)
     out = speaker(backend)
     assert np.all(out[6 * N :] == 0)
-    assert engine.played_ms("long") == (5 * N + 120) * 1000 // 24000
+    assert engine.source("speech").played_ms("long") == (5 * N + 120) * 1000 // 24000
 
 
 async def test_the_writer_waits_for_room_and_the_audio_thread_wakes_it() -> None:
@@ -145,7 +150,7 @@ async def test_an_earcon_before_speech_plays_first_and_speech_follows_without_a_
     np.testing.assert_array_equal(out[:700], earcon)
     np.testing.assert_array_equal(out[700 : 700 + len(speech)], speech)
     assert np.all(out[700 + len(speech) :] == 0)
-    assert engine.played_ms("r") == 100
+    assert engine.source("speech").played_ms("r") == 100
 
 
 async def test_an_earcon_without_before_speech_mixes_over_it() -> None:
@@ -178,17 +183,20 @@ async def test_played_ms_follows_the_device_latency(rate_hz: int) -> None:
         heard = out[: max(0, len(out) - int(latency_s * rate_hz))]
         truth_a = np.count_nonzero(heard > 4000) * 1000 / rate_hz
         truth_b = np.count_nonzero(heard < -4000) * 1000 / rate_hz
-        errors.append(abs(engine.played_ms("a") - truth_a))
-        errors.append(abs(engine.played_ms("b") - truth_b))
+        errors.append(abs(engine.source("speech").played_ms("a") - truth_a))
+        errors.append(abs(engine.source("speech").played_ms("b") - truth_b))
     assert max(errors) <= 1.0  # to the millisecond (the contract is one period)
-    assert engine.played_ms("a") == 300 and engine.played_ms("b") == 200
-    assert engine.played_ms("never-written") == 0
+    assert (
+        engine.source("speech").played_ms("a") == 300
+        and engine.source("speech").played_ms("b") == 200
+    )
+    assert engine.source("speech").played_ms("never-written") == 0
 
 
 async def test_drained_returns_when_the_last_sample_has_been_heard() -> None:
     engine, _ = make_engine(latency_s=0.04)
     await engine.source("speech").write(tone(440, 0.1, -10), item_id="a")
-    drained = asyncio.ensure_future(engine.drained("speech"))
+    drained = asyncio.ensure_future(engine.source("speech").drained())
     done_at = None
     for period in range(1, 12):
         engine.step()
@@ -197,7 +205,7 @@ async def test_drained_returns_when_the_last_sample_has_been_heard() -> None:
         if drained.done() and done_at is None:
             done_at = period
     assert done_at == 7  # 100 ms of speech + 40 ms of device buffer = 7 periods
-    assert engine.speech_idle()
+    assert engine.source("speech").idle()
 
 
 async def test_heard_waits_for_the_earcon_itself() -> None:
@@ -216,16 +224,16 @@ async def test_pause_holds_content_and_resume_continues_where_it_stopped() -> No
     data = (np.arange(24000) % 1000 + 1).astype(np.int16)
     await engine.source("content").write(data.tobytes(), item_id="book")
     engine.run_periods(5)
-    engine.pause("content")
+    engine.source("content").pause()
     engine.run_periods(5)
-    engine.resume("content")
+    engine.source("content").resume()
     engine.run_periods(5)
     out = speaker(backend)
     assert np.all(out[5 * N + 120 : 10 * N] == 0)
     # after the 5 ms fade-in, the stream continues from the sample after the fade-out
     resumed = out[10 * N + 120 : 11 * N]
     np.testing.assert_array_equal(resumed, data[5 * N + 120 + 120 : 5 * N + 120 + N])
-    assert engine.played_ms("book", source="content") == (10 * N + 120) * 1000 // 24000
+    assert engine.source("content").played_ms("book") == (10 * N + 120) * 1000 // 24000
 
 
 async def test_mic_frames_carry_the_wav_in_order_with_capture_times(tmp_path: Path) -> None:
@@ -341,14 +349,14 @@ async def test_after_a_flush_played_ms_is_what_the_device_really_played() -> Non
     await engine.source("speech").write(np.full(24000, 8000, np.int16).tobytes(), item_id="r")
     engine.run_periods(10)
     assert (
-        engine.played_ms("r") == 200 - 40 - 1
+        engine.source("speech").played_ms("r") == 200 - 40 - 1
     )  # minus the resampler's 10-sample delay, rounded down
-    engine.flush("speech")
+    engine.source("speech").flush()
     engine.run_periods(5)
     out = speaker(backend)
     heard_ms = np.count_nonzero(np.abs(out) > 100) / 48
-    assert abs(engine.played_ms("r") - heard_ms) <= 1.0
-    assert engine.played_ms("r") == 205  # 10 periods plus the 5 ms fade
+    assert abs(engine.source("speech").played_ms("r") - heard_ms) <= 1.0
+    assert engine.source("speech").played_ms("r") == 205  # 10 periods plus the 5 ms fade
 
 
 async def test_an_inactive_capture_queues_nothing_and_loses_nothing() -> None:

@@ -129,8 +129,8 @@ async def test_scenario_mode_loops_mic_to_speaker_faster_than_real_time() -> Non
     for _ in range(50):  # 1 s of mic
         frame = await engine.read_mic()
         await engine.source("comms").write(frame.pcm, item_id="echo")
-    await engine.drained("comms")
-    assert engine.played_ms("echo", source="comms") == 1000
+    await engine.source("comms").drained()
+    assert engine.source("comms").played_ms("echo") == 1000
     backend.release()
     engine.close()
     assert backend.waits_timed_out == 0
@@ -173,7 +173,9 @@ async def test_a_lost_device_is_reported_retried_and_reopened() -> None:
     ]
     engine.run_periods(2)
     assert engine.read_mic_nowait() is not None
-    assert engine.played_ms("r") == 21 * 20  # time ran on while the device was away
+    assert (
+        engine.source("speech").played_ms("r") == 21 * 20
+    )  # time ran on while the device was away
 
 
 async def test_the_thread_keeps_running_while_the_device_is_lost() -> None:
@@ -225,11 +227,11 @@ async def test_a_write_error_on_the_speaker_never_leaves_the_audio_dead() -> Non
     engine.start()
     speech = engine.source("speech")
     await speech.write(tone(440, 1.0, -10), item_id="after")
-    await asyncio.wait_for(engine.drained("speech"), timeout=30)  # never stuck in speaking
+    await asyncio.wait_for(engine.source("speech").drained(), timeout=30)  # never stuck in speaking
     stats = engine.stats()
     assert stats.running and stats.faults == 1
     assert stats.device_state is DeviceState.OPEN and backend.open_attempts == 2
-    assert engine.played_ms("after") == 1000
+    assert engine.source("speech").played_ms("after") == 1000
     engine.close()
 
 

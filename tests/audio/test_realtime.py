@@ -23,11 +23,11 @@ def test_a_busy_period_allocates_no_sample_buffer() -> None:
     engine = AudioEngine(NullBackend(48000), settings=AudioSettings(**rings), clock=ManualClock())  # type: ignore[arg-type]
     for name, freq in zip(SOURCES, (220, 330, 440, 550), strict=True):
         engine.source(name).write_nowait(tone(freq, 9.0, 0))
-    engine.duck("content")
+    engine.source("content").duck()
     tracemalloc.start()
     try:
         engine.run_periods(300)  # past the playout history's first lap: steady state
-        engine.unduck("content")
+        engine.source("content").unduck()
         engine.set_master_gain(0.5)
         before = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()

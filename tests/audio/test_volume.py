@@ -145,9 +145,9 @@ async def test_software_volume_scales_the_output_and_ducking_leaves_it_alone() -
     assert await volume.restore() == 50
     await engine.source("content").write(tone(1000, 3.0, -20))
     engine.run_periods(10)
-    engine.duck("content")
+    engine.source("content").duck()
     engine.run_periods(20)
-    engine.unduck("content")
+    engine.source("content").unduck()
     engine.run_periods(40)
     assert await volume.get_level() == 50 and store.saves == []  # ducking never saved a level
     out = backend.speaker_samples()[:, 0]

@@ -138,9 +138,9 @@ async def _loopback(
             await engine.source("comms").write(frame.pcm, item_id="loop")
         frames = [await engine.read_mic()]
     await engine.source("comms").write(frames[0].pcm, item_id="loop")
-    await engine.drained("comms")
+    await engine.source("comms").drained()
     result = _describe(engine)
-    result["played_ms"] = engine.played_ms("loop", source="comms")
+    result["played_ms"] = engine.source("comms").played_ms("loop")
     result["source_gaps"] = engine.stats().source_gaps
     engine.close()
     return result
@@ -162,7 +162,7 @@ async def _latency(speed: float, clicks: int) -> dict[str, Any]:
         heard.append(None)
         for _ in range(10):
             await engine.read_mic()
-            if heard[-1] is None and engine.played_ms(item) > 0:
+            if heard[-1] is None and engine.source("speech").played_ms(item) > 0:
                 heard[-1] = engine.stats().periods
     result = _describe(engine)
     result["queued_periods"] = queued

@@ -81,8 +81,10 @@ async def bargein(kind: str, rate: int, cuts: int) -> dict[str, Any]:
         await settle(engine, 15 + index % 5)  # press at varying phases of the period
         await asyncio.sleep((index % 7) * 0.0029)
         press.append(time.monotonic_ns())
-        engine.flush("speech")
-        ends.append(engine.played_ms(item))  # what the truncate sends, read at once
+        engine.source("speech").flush()
+        ends.append(
+            engine.source("speech").played_ms(item)
+        )  # what the truncate sends, read at once
         await settle(engine, 10)
     stats = engine.stats()
     engine.close()
@@ -102,7 +104,7 @@ async def load(kind: str, rate: int, seconds: float, busy: int) -> dict[str, Any
     for _ in range(busy):
         threading.Thread(target=spin, daemon=True).start()
     content, speech = engine.source("content"), engine.source("speech")
-    engine.duck("content")
+    engine.source("content").duck()
     chunk_s = 0.2
     sent = 0.0
 
@@ -119,7 +121,7 @@ async def load(kind: str, rate: int, seconds: float, busy: int) -> dict[str, Any
             await engine.read_mic()
 
     await asyncio.gather(feed(speech, 440.0), feed(content, 220.0), mic())
-    await engine.drained("speech")
+    await engine.source("speech").drained()
     stop.set()
     stats = engine.stats()
     engine.close()
@@ -163,7 +165,7 @@ async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
         await asyncio.sleep(0.3 + (index % 5) * 0.0037)  # idle, at varying phases
         sent.append(time.monotonic_ns())
         await engine.source("speech").write(tone(0.1), item_id=f"d{index}")
-        await engine.drained("speech")
+        await engine.source("speech").drained()
     stats = engine.stats()
     engine.close()
     return {"sent_ns": sent, **describe(stats)}
