@@ -42,7 +42,7 @@ def load_earcon(path: Path) -> bytes:
         )
     if wav.samples.shape[0] == 0:
         raise AudioError(f"{path}: the earcon is empty")
-    return wav.samples[:, 0].astype("<i2").tobytes()
+    return wav.mono().tobytes()
 
 
 def load_earcons(directory: Path) -> dict[Earcon, bytes]:

@@ -217,7 +217,7 @@ class FrameRing:
         if slots < 2:
             raise ValueError(f"capture ring needs at least 2 slots, got {slots}")
         self.slots = slots
-        self._data: Int16Array = np.zeros((slots, max_samples), dtype=np.int16)
+        self._data: Int16Array = np.zeros((slots, max_samples), dtype="<i2")
         self._lengths = np.zeros(slots, dtype=np.int64)
         self._rates = np.zeros(slots, dtype=np.int64)
         self._captured = np.zeros(slots, dtype=np.float64)
@@ -278,7 +278,7 @@ class FrameRing:
             return MicFrame(pcm=pcm, rate_hz=rate_hz, captured_at=captured_at, seq=seq)
 
     def _copy_slot(self, slot: int, count: int) -> bytes:
-        return self._data[slot, :count].astype("<i2").tobytes()
+        return self._data[slot, :count].tobytes()  # already little-endian int16: one copy
 
     def clear(self) -> int:
         """Discard every queued frame (not counted as dropped); return how many."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
-from huxleyd.audio.pcm import Int16Array, pcm16_view, period_frames, read_wav
+from huxleyd.audio.pcm import Int16Array, pcm16_view, period_frames, read_wav, resample
 from huxleyd.audio.ring import SampleRing
 from huxleyd.errors import AudioDeviceError, AudioError
 
@@ -176,10 +176,4 @@ class WavBackend:
                 f"{path}: mic WAV has {wav.channels} channel(s); audio.input_channels is "
                 f"{self.input_channels}"
             )
-        if wav.rate_hz == self.rate_hz:
-            return wav.samples
-        from scipy.signal import resample_poly  # lazily: ~80 MB, rarely needed
-
-        resampled = resample_poly(wav.samples.astype(np.float64), self.rate_hz, wav.rate_hz, axis=0)
-        clipped: Int16Array = np.clip(np.round(resampled), -32768, 32767).astype(np.int16)
-        return clipped
+        return resample(wav.samples, wav.rate_hz, self.rate_hz)
