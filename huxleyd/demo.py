@@ -37,6 +37,7 @@ from huxleyd.app.control import RuntimeControl
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.config import load_config
 from huxleyd.control.render import watch_text
 from huxleyd.control.server import ControlServer
@@ -46,7 +47,6 @@ from huxleyd.logs import add_log_file, setup
 from huxleyd.providers.base import ConnectionState
 
 ROOT = Path(__file__).resolve().parents[1]
-RATE_HZ = 24_000
 MUSIC_S = 40
 
 STEPS: tuple[tuple[str, str], ...] = (

@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
+from huxleyd.audio.pcm import bytes_to_ms
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger
 from huxleyd.providers.events import PROTOCOL_ERROR, Event, ProviderErrorEvent
@@ -150,7 +151,7 @@ class CutReplyNotes:
     """
 
     def __init__(self, *, output_rate_hz: int, logger: EventLogger) -> None:
-        self._bytes_per_ms = output_rate_hz * 2 / 1000
+        self._rate_hz = output_rate_hz
         self._log = logger
         self._spoken: dict[str, tuple[list[str], int]] = {}
         """Per item of the running reply: transcript pieces and PCM bytes received."""
@@ -177,7 +178,7 @@ class CutReplyNotes:
         """The user heard ``heard_ms`` of ``item_id``: queue the note that says so."""
         check_audio_end_ms(heard_ms)
         pieces, received = self._spoken.get(item_id, ([], 0))
-        self._note = heard_note(heard_ms, "".join(pieces), received / self._bytes_per_ms)
+        self._note = heard_note(heard_ms, "".join(pieces), bytes_to_ms(received, self._rate_hz))
         self._log.info("provider_heard_note_queued", item=item_id, heard_ms=heard_ms)
 
     def take(self) -> str | None:

@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import gemini_wire as wire
@@ -122,7 +123,7 @@ class GeminiLiveProtocol(SansIOCore):
         super().__init__(logger=logger or get_logger("huxleyd.providers.gemini"))
         self._model = model
         self._compression_trigger_tokens = compression_trigger_tokens
-        self._hold_bytes = hold_ms * wire.INPUT_RATE_HZ * 2 // 1000
+        self._hold_bytes = ms_to_bytes(hold_ms, wire.INPUT_RATE_HZ)
         self._config: _Config | None = None
         self._handle: str | None = None
         self._reconnect_reason: str | None = None

@@ -22,11 +22,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers.core import dumps
 
 INPUT_RATE_HZ = 16_000
-OUTPUT_RATE_HZ = 24_000
+"""Gemini Live hears 16 kHz PCM: the engine resamples the mic for it."""
+OUTPUT_RATE_HZ = RATE_HZ
+"""It answers at 24 kHz, the daemon's rate."""
 INPUT_MIME = f"audio/pcm;rate={INPUT_RATE_HZ}"
 
 _AUDIO_HEAD = '{"realtimeInput":{"audio":{"data":"'

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
@@ -39,8 +40,8 @@ OPENAI_CAPABILITIES = Capabilities(
     response_cancel=True,
     truncate=True,
     interrupt_acceptance=InterruptAcceptance.IMMEDIATE_PROVIDER_ACK,
-    input_rate_hz=wire.RATE_HZ,
-    output_rate_hz=wire.RATE_HZ,
+    input_rate_hz=RATE_HZ,
+    output_rate_hz=RATE_HZ,
     verbatim_reader=True,
 )
 

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.providers.core import excerpt, parse_json_object
 
-RATE_HZ = 24_000
-"""GA ``audio/pcm`` is 24 kHz only (the schema's rate is ``Literal[24000]``)."""
-
+# GA ``audio/pcm`` is 24 kHz only (the schema's rate is ``Literal[24000]``): the
+# daemon's own rate, so nothing is resampled either way.
 PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": RATE_HZ}
 
 _APPEND_HEAD = '{"type":"input_audio_buffer.append","audio":"'

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers import xai_wire
@@ -51,8 +52,8 @@ XAI_CAPABILITIES = Capabilities(
     response_cancel=False,
     truncate=False,
     interrupt_acceptance=InterruptAcceptance.LOCAL_CUT_ASYNC_CONFIRMATION,
-    input_rate_hz=xai_wire.RATE_HZ,
-    output_rate_hz=xai_wire.RATE_HZ,
+    input_rate_hz=RATE_HZ,
+    output_rate_hz=RATE_HZ,
 )
 
 
@@ -73,7 +74,7 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         )
         self._deferred: dict[str, Any] | None = None
         """A response.create held back until the running response ends."""
-        self._notes = CutReplyNotes(output_rate_hz=xai_wire.RATE_HZ, logger=self._log)
+        self._notes = CutReplyNotes(output_rate_hz=RATE_HZ, logger=self._log)
 
     def connection_lost(self) -> None:
         """Every reported response ends FAILED (``connection_lost``); a held create is dropped."""

@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.providers.openai_wire import SessionConfig
 
-RATE_HZ = 24_000
-"""We use 24 kHz PCM both ways (xAI's default; it accepts 8–48 kHz)."""
-
+# The daemon's 24 kHz both ways (xAI's default; it accepts 8–48 kHz).
 PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": RATE_HZ}
 
 IGNORED_EVENTS = frozenset(

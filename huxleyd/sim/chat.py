@@ -34,17 +34,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import itertools
 import json
 import time
 import tomllib
-import wave
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huxleyd.audio.pcm import WavFormatError, parse_wav
 from huxleyd.errors import ConfigError
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.settings_schema import bounds, build
@@ -371,13 +370,10 @@ def _completion(model: str, reply: ChatReply) -> dict[str, Any]:
 def _wav_facts(data: bytes) -> tuple[int, int]:
     """Sample rate and duration of an uploaded WAV; HttpError 400 when it is not one."""
     try:
-        with wave.open(io.BytesIO(data), "rb") as wav:
-            rate, frames = wav.getframerate(), wav.getnframes()
-            if wav.getsampwidth() != 2:
-                raise HttpError(400, f"expected 16-bit PCM, got {8 * wav.getsampwidth()}-bit")
-    except (wave.Error, EOFError) as exc:
-        raise HttpError(400, f"the file is not a WAV file ({exc})") from exc
-    return rate, frames * 1000 // rate
+        wav = parse_wav(data, what="the file")
+    except WavFormatError as exc:
+        raise HttpError(400, str(exc)) from exc
+    return wav.rate_hz, wav.samples.shape[0] * 1000 // wav.rate_hz
 
 
 # ---------------------------------------------------------------- the whole sim

@@ -39,9 +39,10 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.sim.loopback import LoopbackServer
 from huxleyd.sim.pacing import audio_chunks, check_speed, sleep_script_ms
-from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, synthesize
+from huxleyd.sim.speech import SynthMode, synthesize
 
 PATH = re.compile(r"^/v1/text-to-speech/(?P<voice>[^/]+)/stream-input$")
 DEFAULT_SCHEDULE_CHARS = 120

@@ -30,6 +30,7 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
+from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import get_logger
 from huxleyd.sim.gemini_validate import (
@@ -40,7 +41,7 @@ from huxleyd.sim.pacing import audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord
 from huxleyd.sim.scenario import ResponseSpec
 from huxleyd.sim.session import words_for_chunk
-from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, response_speech
+from huxleyd.sim.speech import SynthMode, response_speech
 
 OUTPUT_MIME = "audio/pcm;rate=24000"
 CLOSE_CODES = {"invalid_argument": 1007, "policy_violation": 1008, "try_again_later": 1013}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 
-from huxleyd.sim.speech import BYTES_PER_MS
+from huxleyd.audio.pcm import BYTES_PER_MS
 
 
 def check_speed(speed: float) -> float:

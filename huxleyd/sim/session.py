@@ -26,13 +26,14 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
+from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import get_logger
 from huxleyd.sim import wire
 from huxleyd.sim.pacing import audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord, Truncation
 from huxleyd.sim.scenario import ResponseSpec, ToolCallSpec
-from huxleyd.sim.speech import BYTES_PER_MS, SynthMode, response_speech
+from huxleyd.sim.speech import SynthMode, response_speech
 from huxleyd.sim.validate import validate_client_event
 
 MIN_COMMIT_MS = 100

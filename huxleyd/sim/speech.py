@@ -11,17 +11,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import shutil
-import struct
 import subprocess
 from typing import Literal
 
 import numpy as np
 
+from huxleyd.audio.pcm import BYTES_PER_MS, RATE_HZ, parse_wav, resample
 from huxleyd.logs import get_logger
 from huxleyd.sim.scenario import ResponseSpec
-
-RATE_HZ = 24_000
-BYTES_PER_MS = RATE_HZ * 2 // 1000
 
 SynthMode = Literal["auto", "espeak", "tone"]
 
@@ -58,7 +55,8 @@ def espeak_available() -> bool:
 
 @functools.lru_cache(maxsize=64)
 def espeak_speech(text: str, *, voice: str = "en") -> bytes:
-    """``espeak-ng --stdout`` resampled to 24 kHz. Raises OSError if it fails."""
+    """``espeak-ng --stdout`` resampled to 24 kHz. Raises OSError if it fails, and
+    :class:`~huxleyd.audio.pcm.WavFormatError` (a ValueError) if it wrote no mono PCM16 WAV."""
     result = subprocess.run(
         ["espeak-ng", "--stdout", "-v", voice, "--", text],
         capture_output=True,
@@ -67,14 +65,8 @@ def espeak_speech(text: str, *, voice: str = "en") -> bytes:
     )
     if result.returncode != 0:
         raise OSError(f"espeak-ng exited {result.returncode}: {result.stderr[:200]!r}")
-    rate_hz, pcm = _parse_wav(result.stdout)
-    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64) / 32768.0
-    if rate_hz != RATE_HZ:
-        divisor = np.gcd(rate_hz, RATE_HZ)
-        from scipy.signal import resample_poly  # lazily: ~80 MB, rarely needed
-
-        samples = resample_poly(samples, RATE_HZ // divisor, rate_hz // divisor)
-    return _to_pcm16(samples)
+    wav = parse_wav(result.stdout, what="the output of espeak-ng", channels=1)
+    return resample(wav.mono(), wav.rate_hz, RATE_HZ).astype("<i2").tobytes()
 
 
 def synthesize(text: str, mode: SynthMode = "auto") -> bytes:
@@ -88,31 +80,6 @@ def synthesize(text: str, mode: SynthMode = "auto") -> bytes:
             raise
         _log.warning("sim_espeak_failed", problem=str(exc), fallback="tones")
         return tone_speech(text)
-
-
-def _parse_wav(data: bytes) -> tuple[int, bytes]:
-    """Sample rate and PCM of a 16-bit mono WAV.
-
-    espeak-ng writes a streaming header whose sizes are placeholders, so the
-    data chunk is taken to the end of the output rather than by its size.
-    """
-    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        raise ValueError("espeak-ng did not write a WAV file")
-    offset, rate_hz = 12, 0
-    while offset + 8 <= len(data):
-        chunk_id = data[offset : offset + 4]
-        (size,) = struct.unpack_from("<I", data, offset + 4)
-        body = offset + 8
-        if chunk_id == b"fmt ":
-            _, channels, rate_hz, _, _, bits = struct.unpack_from("<HHIIHH", data, body)
-            if channels != 1 or bits != 16:
-                raise ValueError(f"espeak-ng wrote {channels} channels of {bits} bits")
-        elif chunk_id == b"data":
-            if not rate_hz:
-                raise ValueError("WAV data before its format")
-            return rate_hz, data[body:]
-        offset = body + size + (size & 1)
-    raise ValueError("WAV without a data chunk")
 
 
 def _to_pcm16(samples: np.ndarray) -> bytes:

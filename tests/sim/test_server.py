@@ -12,9 +12,10 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
+from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.sim.scenario import DEFAULT_REPLY, scenario_from_dict
 from huxleyd.sim.server import SimServer
-from huxleyd.sim.speech import BYTES_PER_MS, tone_speech
+from huxleyd.sim.speech import tone_speech
 from tests.sim.client import raw_client, types
 
 TIME_TURN = {

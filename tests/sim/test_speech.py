@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from huxleyd.sim.speech import (
-    BYTES_PER_MS,
-    _parse_wav,
-    espeak_available,
-    synthesize,
-    tone,
-    tone_speech,
-)
+from huxleyd.audio.pcm import BYTES_PER_MS
+from huxleyd.sim.speech import espeak_available, synthesize, tone, tone_speech
 
 
 def samples(pcm: bytes) -> np.ndarray:
@@ -43,13 +37,3 @@ def test_espeak_speech_is_24_khz_pcm_of_a_plausible_length() -> None:
     assert len(long) > 3 * len(short)
     x = samples(long)
     assert np.abs(x).max() > 5000  # speech, not silence
-
-
-def test_wav_parsing_refuses_what_is_not_16_bit_mono_wav() -> None:
-    with pytest.raises(ValueError, match="did not write a WAV"):
-        _parse_wav(b"not a wav file at all")
-    header = b"RIFF\x00\x00\x00\x00WAVE"
-    fmt = b"fmt \x10\x00\x00\x00" + np.array([1, 2], "<u2").tobytes()
-    fmt += np.array([22050, 88200], "<u4").tobytes() + np.array([4, 16], "<u2").tobytes()
-    with pytest.raises(ValueError, match="2 channels of 16 bits"):
-        _parse_wav(header + fmt + b"data\xff\xff\xff\xff")

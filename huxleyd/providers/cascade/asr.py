@@ -21,8 +21,8 @@ from typing import Protocol
 import openai
 from openai import AsyncOpenAI
 
+from huxleyd.audio.pcm import resample_pcm16, wav_bytes
 from huxleyd.errors import ProviderError
-from huxleyd.providers.cascade.pcm import resample, wav_bytes
 
 
 class Transcriber(Protocol):
@@ -87,7 +87,7 @@ class CommandTranscriber:
         self._timeout_s = timeout_s
 
     async def transcribe(self, pcm: bytes, rate_hz: int) -> str:
-        wav = wav_bytes(resample(pcm, rate_hz, self._rate_hz), self._rate_hz)
+        wav = wav_bytes(resample_pcm16(pcm, rate_hz, self._rate_hz), self._rate_hz)
         with tempfile.TemporaryDirectory(prefix="huxleyd-asr-") as tmp:
             path = Path(tmp) / "speech.wav"
             path.write_bytes(wav)

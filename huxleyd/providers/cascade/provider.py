@@ -43,6 +43,7 @@ from typing import Any
 
 import openai
 
+from huxleyd.audio.pcm import RATE_HZ, bytes_to_ms, ms_to_bytes
 from huxleyd.errors import ProviderError
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import (
@@ -62,7 +63,6 @@ from huxleyd.providers.cascade.codeprompt import (
 )
 from huxleyd.providers.cascade.history import ChatHistory
 from huxleyd.providers.cascade.llm import ChatModel, NativeCall, TextDelta, native_tools
-from huxleyd.providers.cascade.pcm import RATE_HZ, duration_ms
 from huxleyd.providers.cascade.records import (
     MIN_COMMIT_MS,
     Item,
@@ -227,7 +227,7 @@ class CascadeConnection(SessionReports):
             self._transcript = None
 
     def append_audio(self, pcm: bytes) -> None:
-        room = MAX_TURN_AUDIO_MS * RATE_HZ * 2 // 1000 - len(self._audio)
+        room = ms_to_bytes(MAX_TURN_AUDIO_MS) - len(self._audio)
         if len(pcm) > room:
             self.dropped_audio_bytes += len(pcm) - max(0, room)
             pcm = pcm[: max(0, room)]
@@ -235,8 +235,8 @@ class CascadeConnection(SessionReports):
 
     def end_turn(self) -> None:
         pcm, self._audio = bytes(self._audio), bytearray()
-        if duration_ms(pcm) < MIN_COMMIT_MS:
-            self._emit_soon(commit_empty(duration_ms(pcm)))
+        if bytes_to_ms(len(pcm)) < MIN_COMMIT_MS:
+            self._emit_soon(commit_empty(bytes_to_ms(len(pcm))))
             return
         self._turns += 1
         if self._transcript is not None:
@@ -518,8 +518,8 @@ class CascadeConnection(SessionReports):
         """The TTS produced ``pcm`` for ``text``: report it in chunks, remember it."""
         if run.cancelled or item.truncated:
             return
-        item.log.add(text, duration_ms(pcm))
-        step = self._settings.audio_chunk_ms * RATE_HZ * 2 // 1000
+        item.log.add(text, bytes_to_ms(len(pcm)))
+        step = ms_to_bytes(self._settings.audio_chunk_ms)
         for start in range(0, len(pcm), step):
             run.had_audio = True
             self._emit(AudioChunk(run.response_id, item.item_id, pcm[start : start + step]))

@@ -27,9 +27,9 @@ from urllib.parse import quote, urlsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedOK, WebSocketException
 
+from huxleyd.audio.pcm import RATE_HZ, WavFormatError, bytes_to_ms, parse_wav, resample_pcm16
 from huxleyd.errors import ProviderError
 from huxleyd.providers.cascade.asr import run_command
-from huxleyd.providers.cascade.pcm import RATE_HZ, duration_ms, parse_wav, resample
 from huxleyd.providers.transport import websocket_logger
 
 TextQueue = asyncio.Queue[str | None]
@@ -76,10 +76,16 @@ class CommandSynthesizer:
             self._argv, text.encode("utf-8"), timeout_s=self._timeout_s, what="TTS command"
         )
         if self._output == "wav":
-            rate_hz, pcm = parse_wav(out, what=f"the TTS command {self._argv[0]!r}")
+            try:
+                wav = parse_wav(
+                    out, what=f"the output of the TTS command {self._argv[0]!r}", channels=1
+                )
+            except WavFormatError as exc:
+                raise ProviderError(str(exc)) from exc
+            rate_hz, pcm = wav.rate_hz, wav.samples.tobytes()
         else:
             rate_hz, pcm = self._rate_hz, out[: len(out) // 2 * 2]
-        return resample(pcm, rate_hz, RATE_HZ)
+        return resample_pcm16(pcm, rate_hz, RATE_HZ)
 
 
 class ElevenLabsSynthesizer:
@@ -189,7 +195,7 @@ class _PendingText:
         if aligned is not None:
             count = len(aligned)
         else:
-            count = round(duration_ms(pcm) * self._chars_per_ms)
+            count = round(bytes_to_ms(len(pcm)) * self._chars_per_ms)
         text = whole[self._used : self._used + count]
         self._used += len(text)
         return aligned if aligned is not None else text

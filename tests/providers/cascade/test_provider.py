@@ -14,8 +14,8 @@ import sys
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.providers.cascade.llm import ChatModel, NativeCall, TextDelta
-from huxleyd.providers.cascade.pcm import RATE_HZ
 from huxleyd.providers.cascade.provider import UNPROMPTED, CascadeConnection
 from huxleyd.providers.events import (
     AudioChunk,
