@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from huxley_sdk import AudioStream
+from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
@@ -266,7 +267,7 @@ class Coordinator:
                 self.turn.committed_at = self._clock.monotonic()
             self.set_state(TurnState.COMMITTING)
             if stream.completion_silence_ms > 0:
-                silence = bytes(48 * stream.completion_silence_ms)
+                silence = bytes(ms_to_bytes(stream.completion_silence_ms))
                 self._spawn(self._audio.source("content").write(silence), "completion-silence")
 
     # ------------------------------------------------------------ proactive turns and claims
