@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, TypedDict
 
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.callback_backend import CallbackBackend
@@ -24,6 +24,7 @@ from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.pacing import ScaledClock
+from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError
@@ -32,13 +33,30 @@ from huxleyd.logs import get_logger
 log = get_logger("huxleyd.audio")
 
 
-def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> PyAudioBackend:
-    return PyAudioBackend(
+class _CardArgs(TypedDict):
+    """What every sound-card backend is built from: the devices and their shape."""
+
+    capture_device: str
+    playback_device: str
+    rate_hz: int | None
+    """None: the card's own default rate."""
+    input_channels: int
+    output_channels: int
+
+
+def _card(settings: AudioSettings) -> _CardArgs:
+    return _CardArgs(
         capture_device=settings.capture_device,
         playback_device=settings.playback_device,
         rate_hz=settings.device_rate_hz,
         input_channels=settings.input_channels,
         output_channels=settings.output_channels,
+    )
+
+
+def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> PyAudioBackend:
+    return PyAudioBackend(
+        **_card(settings),
         prefill_periods=settings.output_prefill_periods,
         pyaudio_module=pyaudio_module,
     )
@@ -54,14 +72,7 @@ def callback_available() -> bool:
 
 
 def callback_backend(settings: AudioSettings) -> CallbackBackend:
-    return CallbackBackend(
-        capture_device=settings.capture_device,
-        playback_device=settings.playback_device,
-        rate_hz=settings.device_rate_hz,
-        input_channels=settings.input_channels,
-        output_channels=settings.output_channels,
-        fade_ms=settings.ramp_ms,
-    )
+    return CallbackBackend(**_card(settings), fade_ms=settings.ramp_ms)
 
 
 def wav_backend(settings: AudioSettings) -> WavBackend:
@@ -103,7 +114,7 @@ def choose_backend(
 
 
 def build_engine(
-    settings: AudioSettings, *, capture_rate_hz: int = 24_000, pyaudio_module: Any = None
+    settings: AudioSettings, *, capture_rate_hz: int = RATE_HZ, pyaudio_module: Any = None
 ) -> AudioEngine:
     """An engine on the backend ``settings`` choose (not started)."""
     backend, clock = choose_backend(settings, pyaudio_module=pyaudio_module)

@@ -9,7 +9,13 @@ import pytest
 
 from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
-from huxleyd.audio.factory import build_engine, choose_backend
+from huxleyd.audio.factory import (
+    build_engine,
+    callback_backend,
+    choose_backend,
+    pyaudio_backend,
+    wav_backend,
+)
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.audio.settings import AudioSettings
 from tests.fakes.audio_pyaudio import FakePyAudioModule, device
@@ -47,3 +53,26 @@ def test_build_engine_writes_the_speaker_wav(tmp_path: Path) -> None:
     engine.run_periods(5)
     engine.close()
     assert (tmp_path / "out.wav").stat().st_size == 44 + 5 * 480 * 2
+
+
+def test_every_backend_is_built_from_its_settings(tmp_path: Path) -> None:
+    settings = AudioSettings(
+        capture_device="hw:CARD=mic,DEV=0",
+        playback_device="hw:CARD=spk,DEV=0",
+        device_rate_hz=44_100,
+        input_channels=2,
+        output_channels=2,
+        output_prefill_periods=3,
+        ramp_ms=7.0,
+        wav_rate_hz=16_000,
+        speaker_wav=tmp_path / "out.wav",
+    )
+    card = ("hw:CARD=mic,DEV=0", "hw:CARD=spk,DEV=0", 44_100, 2, 2)
+    for backend in (pyaudio_backend(settings), callback_backend(settings)):
+        shape = (backend.capture_device, backend.playback_device, backend.rate_hz)
+        assert (*shape, backend.input_channels, backend.output_channels) == card
+    assert pyaudio_backend(settings).prefill_periods == 3
+    callback = callback_backend(settings)
+    assert (callback.fade_ms, callback.prefill_periods) == (7.0, 0)
+    wav = wav_backend(settings)
+    assert (wav.rate_hz, wav.input_channels, wav.output_channels) == (16_000, 2, 2)
