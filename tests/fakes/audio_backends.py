@@ -199,3 +199,60 @@ class QueuedMicBackend(WavBackend):
         self._feed.skip_to(self._feed.read_pos + drop * self.input_channels)
         self.discarded += drop
         return drop
+
+
+class TimedWavBackend(WavBackend):
+    """A WAV backend that is also an :class:`~huxleyd.audio.backends.base.OutputClock`,
+    as the C callback is: while the engine writes, the DAC trails the writes by
+    ``dac_delay_frames``; a period without a write (idle) lets it play out what
+    it had. A cut fades out over ``fade_frames`` from the frame at the DAC, and
+    what was written between the fade's end and the resume is dropped."""
+
+    def __init__(self, *, dac_delay_frames: int = 960, fade_frames: int = 120, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.dac_delay_frames = dac_delay_frames
+        self.fade_frames = fade_frames
+        self.cuts: list[int] = []
+        """The fade end of every cut asked, in order."""
+        self._written = self._seen = self._heard = 0
+        self._cut_seq = 0
+        self._done = (0, 0, 0)
+
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        self._written = self._seen = self._heard = 0
+        self._cut_seq = 0
+        self._done = (0, 0, 0)
+        return super().open(period_ms=period_ms)
+
+    def write(self, data: Int16Array) -> IoStatus:
+        self._written += data.shape[0]
+        return super().write(data)
+
+    def written_frames(self) -> int:
+        return self._written
+
+    def heard_frame(self) -> int:
+        """Asked once a period, after the writes (the engine's publish)."""
+        wrote = self._written != self._seen
+        self._seen = self._written
+        at = self._written - (self.dac_delay_frames if wrote else 0)
+        self._heard = max(self._heard, at)
+        return self._heard
+
+    def queued_frames(self) -> int:
+        return self._written - self._heard
+
+    def cut(self) -> tuple[int, int] | None:
+        self._cut_seq += 1
+        fade_end = self._heard + self.fade_frames
+        self.cuts.append(fade_end)
+        return self._cut_seq, fade_end
+
+    def resume(self, seq: int, at: int) -> None:
+        self._done = (seq, self.cuts[-1], at)
+
+    def drops(self) -> tuple[int, int, int]:
+        return self._done
+
+    def xrun_counts(self) -> tuple[int, int]:
+        return 0, 0
