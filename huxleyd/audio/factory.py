@@ -33,15 +33,25 @@ from huxleyd.logs import get_logger
 log = get_logger("huxleyd.audio")
 
 
-class _CardArgs(TypedDict):
+class _Channels(TypedDict):
+    input_channels: int
+    output_channels: int
+
+
+class _CardArgs(_Channels):
     """What every sound-card backend is built from: the devices and their shape."""
 
     capture_device: str
     playback_device: str
     rate_hz: int | None
     """None: the card's own default rate."""
-    input_channels: int
-    output_channels: int
+
+
+def _channels(settings: AudioSettings) -> _Channels:
+    """The channel counts every backend, card or file, is built with."""
+    return _Channels(
+        input_channels=settings.input_channels, output_channels=settings.output_channels
+    )
 
 
 def _card(settings: AudioSettings) -> _CardArgs:
@@ -49,8 +59,7 @@ def _card(settings: AudioSettings) -> _CardArgs:
         capture_device=settings.capture_device,
         playback_device=settings.playback_device,
         rate_hz=settings.device_rate_hz,
-        input_channels=settings.input_channels,
-        output_channels=settings.output_channels,
+        **_channels(settings),
     )
 
 
@@ -80,9 +89,8 @@ def wav_backend(settings: AudioSettings) -> WavBackend:
         mic_wav=settings.mic_wav,
         speaker_wav=settings.speaker_wav,
         rate_hz=settings.wav_rate_hz,
-        input_channels=settings.input_channels,
-        output_channels=settings.output_channels,
         keep_speaker=False,  # a daemon runs for days: the file is the record
+        **_channels(settings),
     )
 
 
