@@ -121,26 +121,26 @@ class PyAudioBackend:
         )
 
     def _open_capture(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+        return self._open_stream(module, "input", index, rate, self.input_channels, self._frames_in)
+
+    def _open_stream(
+        self, module: Any, direction: str, index: int, rate: int, channels: int, frames: int
+    ) -> Any:
+        """One blocking PyAudio stream, ``direction`` ``"input"`` or ``"output"``."""
         return self._pa.open(
             format=module.paInt16,
-            channels=self.input_channels,
+            channels=channels,
             rate=rate,
-            input=True,
-            input_device_index=index,
-            frames_per_buffer=self._frames_in,
+            frames_per_buffer=frames,
+            **{direction: True, f"{direction}_device_index": index},
         )
 
     def _input_latency(self, stream: Any) -> float:
         return float(stream.get_input_latency())
 
     def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
-        stream = self._pa.open(
-            format=module.paInt16,
-            channels=self.output_channels,
-            rate=rate,
-            output=True,
-            output_device_index=index,
-            frames_per_buffer=self._frames_out,
+        stream = self._open_stream(
+            module, "output", index, rate, self.output_channels, self._frames_out
         )
         silence = bytes(2 * self._frames_out * self.output_channels)
         for _ in range(self.prefill_periods):
