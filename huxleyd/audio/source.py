@@ -30,7 +30,11 @@ CutOutput = Callable[[], Sequence[int] | None]
 
 
 class PlaybackSource:
-    """Producer API and controls of one mixer source (asyncio only)."""
+    """The port of one mixer source: producing, controls, playout (asyncio only).
+
+    ``cut_output`` (from the engine) fades a timed output out at a flush; without
+    it a flush is the mixer's ramp alone.
+    """
 
     def __init__(
         self,
