@@ -65,6 +65,14 @@ Earcons (``huxleyd.audio.earcons``)::
 
     sounds = load_earcons(directory)             # {Earcon.LISTEN_START: pcm, ...}
 
+PCM vocabulary, for every layer (``huxleyd.audio.pcm``)::
+
+    RATE_HZ, BYTES_PER_MS                        # 24000, 48: the contract between components
+    bytes_to_ms(n, rate_hz) / ms_to_bytes(ms, rate_hz) / samples_to_ms / ms_to_samples
+    parse_wav(data, *, what, channels=None) -> WavData   # the one WAV parser (WavFormatError)
+    read_wav(path) / write_wav(path, samples) / wav_bytes(pcm, rate_hz)
+    resample(samples, from_hz, to_hz) / resample_pcm16(pcm, from_hz, to_hz)  # whole buffers
+
 Scenario tests drive the real engine over :class:`~huxleyd.audio.backends.wav_backend.WavBackend`
 (``feed_mic(pcm)``; with ``keep_speaker=True``: ``speaker_samples()``/``speaker_pcm()``) either with ``step()`` or on
 its thread with a :class:`~huxleyd.audio.pacing.ScaledClock` (e.g. 20x real time).
