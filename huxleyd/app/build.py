@@ -36,6 +36,7 @@ from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
 from huxleyd.app.systemd import Notifier, Watchdog
 from huxleyd.app.volume import make_volume
 from huxleyd.audio.backends.base import AudioBackend
+from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
@@ -205,7 +206,10 @@ def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
     if isinstance(backend, WavBackend):
         where = f"mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'}"
         return backend, f"wav ({where})"
-    return backend, f"pyaudio ({audio.capture_device} → {audio.playback_device})"
+    devices = f"{audio.capture_device} → {audio.playback_device}"
+    if isinstance(backend, CallbackBackend):  # a PyAudioBackend too: ask it first
+        return backend, f"callback ({devices})"
+    return backend, f"pyaudio ({devices})"
 
 
 def load_earcons(config: Config) -> dict[str, bytes]:

@@ -65,7 +65,7 @@ class Parts:
     db: Database
     engine: AudioEngine
     audio_description: str
-    """The backend in words (``wav (mic …)``, ``pyaudio (…)``, ``injected backend``)."""
+    """The backend in words (``wav (mic …)``, ``callback (…)``, ``pyaudio (…)``, ``injected backend``)."""
     volume: PersistentVolume
     host: SkillHost
     connection: Session
