@@ -1,9 +1,17 @@
-"""Recording fakes of the coordinator's ports: provider, audio engine, volume."""
+"""Recording fakes of the coordinator's ports: provider, audio engine, volume.
+
+Each fake keeps its own record (``RecordingProvider.commands``,
+``RecordingAudio.log``); given one shared ``timeline`` list, both also append
+to it, so a test can assert the order of a provider command against an audio
+action (a request, then the silence that overlaps the model's latency).
+Earcons are recorded by name, looked up in the registry the rig gave the
+coordinator: a PCM that is in no registry (a skill's PlaySound) is ``"sound"``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +34,28 @@ OPENAI_LIKE = Capabilities(
 class RecordingProvider:
     """Records every command as ``(name, args)``; no network."""
 
-    def __init__(self, capabilities: Capabilities = OPENAI_LIKE) -> None:
+    def __init__(
+        self,
+        capabilities: Capabilities = OPENAI_LIKE,
+        *,
+        timeline: list[tuple[str, Any]] | None = None,
+    ) -> None:
         self._caps = capabilities
-        self.commands: list[tuple[str, Any]] = []
+        self.commands = Record(timeline)
         self.appended_bytes = 0
         self.response_active = False
         self.connected = True
+
+    async def wait_until(
+        self, check: Callable[[], bool], what: str, *, safety_s: float = 30.0
+    ) -> None:
+        """Return once ``check()`` holds, re-checked at each command sent (the
+        ``safety_s`` only turns a hang into a failure naming ``what``)."""
+        await wait_on(self.commands, check, what, safety_s)
+
+    def share_timeline(self, timeline: list[tuple[str, Any]]) -> None:
+        """From now on, also copy each command to ``timeline``."""
+        self.commands.timeline = timeline
 
     @property
     def capabilities(self) -> Capabilities:
@@ -97,6 +121,36 @@ class RecordingProvider:
         }
 
 
+class Record(list[tuple[str, Any]]):
+    """A list of what a fake did; it also copies each entry to a shared
+    ``timeline`` (itself a :class:`Record`, or any list) and wakes waiters."""
+
+    def __init__(self, timeline: list[tuple[str, Any]] | None) -> None:
+        super().__init__()
+        self.timeline = timeline
+        self.changed = asyncio.Event()
+
+    def append(self, entry: tuple[str, Any]) -> None:
+        super().append(entry)
+        if self.timeline is not None:
+            self.timeline.append(entry)
+        self.changed.set()
+
+
+async def wait_on(
+    record: Record, check: Callable[[], bool], what: str, safety_s: float = 30.0
+) -> None:
+    """Return once ``check()`` holds, re-checked whenever ``record`` grows (the
+    ``safety_s`` only turns a hang into a failure naming ``what``)."""
+    try:
+        async with asyncio.timeout(safety_s):
+            while not check():
+                record.changed.clear()
+                await record.changed.wait()
+    except TimeoutError:
+        raise AssertionError(f"gave up after {safety_s:g} s waiting for {what}") from None
+
+
 @dataclass
 class RecordingSource:
     """One source port: logs its controls as ``(op, name)`` into the shared log."""
@@ -115,7 +169,7 @@ class RecordingSource:
     async def write(self, pcm: bytes, *, item_id: str | None = None) -> None:
         self.writes.append((item_id, len(pcm)))
         self.position += len(pcm) // 2
-        self.log.append((f"write:{self.name}", item_id))
+        self.log.append((f"write:{self.name}", (item_id, len(pcm))))
         await asyncio.sleep(0)
 
     def queued_ms(self) -> float:
@@ -153,8 +207,15 @@ class RecordingSource:
 class RecordingAudio:
     """Accepts everything at once; ``played`` says how much of each item was heard."""
 
-    def __init__(self) -> None:
-        self.log: list[tuple[str, Any]] = []
+    def __init__(
+        self,
+        *,
+        earcons: Mapping[str, bytes] | None = None,
+        timeline: list[tuple[str, Any]] | None = None,
+    ) -> None:
+        self.log = Record(timeline)
+        self._earcons = earcons or {}
+        """The registry the coordinator plays from: an earcon is logged by its name."""
         self.played: dict[str, int] = {}
         """Milliseconds heard per speech item (shared with the speech source)."""
         self.sources = {
@@ -172,7 +233,21 @@ class RecordingAudio:
         return self.sources[name]
 
     def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> None:
-        self.log.append(("earcon", len(pcm)))
+        self.log.append(("earcon", self.earcon_name(pcm)))
+
+    def earcon_name(self, pcm: bytes) -> str:
+        """The registry's name for ``pcm``; ``"sound"`` for a PCM of no registry."""
+        return next((name for name, known in self._earcons.items() if known == pcm), "sound")
+
+    def earcons(self) -> list[str]:
+        """The names of the earcons played, in order."""
+        return [str(arg) for name, arg in self.log if name == "earcon"]
+
+    async def wait_until(
+        self, check: Callable[[], bool], what: str, *, safety_s: float = 30.0
+    ) -> None:
+        """Return once ``check()`` holds, re-checked at each audio action."""
+        await wait_on(self.log, check, what, safety_s)
 
     async def read_mic(self) -> MicFrame:
         return await self.mic.get()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import collections
 
 from huxleyd.providers.events import AudioChunk, ResponseStarted, ToolCall
-from tests.e2e.harness import until
-from tests.turns.test_coordinator import Rig, settle
+from tests.fakes.clock import settle
+from tests.fakes.turn_rig import Rig
 
 
 def outputs_per_call(rig: Rig) -> collections.Counter[str]:
@@ -21,13 +21,14 @@ def outputs_per_call(rig: Rig) -> collections.Counter[str]:
 
 
 async def test_a_finished_call_is_answered_when_its_response_never_ends() -> None:
-    async with Rig(timeout_s=0.05) as rig:
+    async with Rig(timeout_s=6.0) as rig:
         await rig.turn()
         call = ToolCall("r1", "c1", "info", "{}")
         rig.send(ResponseStarted("r1"), call)  # no response.done, ever
         await settle()
         assert outputs_per_call(rig) == {}  # the response still runs: nothing yet
-        await until(lambda: rig.coordinator.last_turn is not None, "the stale reply given up")
+        await rig.sleeper.advance(6.0)  # the reply goes stale
+        assert rig.coordinator.last_turn is not None, "the stale reply given up"
         assert rig.provider.outputs() == {"c1": '{"time": "10:00"}'}
         assert outputs_per_call(rig) == {"c1": 1}
 

@@ -15,8 +15,9 @@ from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.transport import ProviderConnection, read_api_key
-from tests.faults.peer import Fault, FaultPeer
-from tests.providers.recording import InstantSleep, Recorder
+from tests.fakes.clock import InstantSleep
+from tests.fakes.provider_callbacks import Recorder
+from tests.fakes.provider_peer import Fault, FaultPeer
 
 TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]
 
@@ -118,13 +119,12 @@ async def test_close_gives_up_on_a_peer_that_never_answers_the_close() -> None:
 
 
 async def test_a_refused_key_is_heard_once_not_at_every_slow_retry() -> None:
-    from tests.turns.test_coordinator import Rig
+    from tests.fakes.turn_rig import Rig
 
     async with Rig() as rig:
-        rig.coordinator._earcons["key_refused"] = b"\1\0" * 13  # the persona's cue
         for _ in range(3):  # three slow retries, each refused again
             rig.coordinator.on_connection(ConnectionState.KEY_REFUSED)
-        assert rig.audio.log.count(("earcon", 26)) == 1
+        assert rig.audio.earcons() == ["key_refused"]  # the persona has this cue
         assert rig.coordinator.key_refused
         rig.coordinator.on_connection(ConnectionState.CONNECTED)  # the admin fixed the key
         assert not rig.coordinator.key_refused

@@ -27,8 +27,8 @@ from huxleyd.logs import get_logger
 from huxleyd.skills.audiobooks import AudiobooksSkill
 from huxleyd.turns.outputs import Activity
 from tests.e2e.harness import until
+from tests.fakes.turn_rig import Rig
 from tests.skills.test_audiobooks import call, data_dir, take  # noqa: F401 - data_dir: a fixture
-from tests.turns.test_coordinator import Rig
 
 
 class FullDisk(MemoryStorage):
@@ -96,7 +96,7 @@ async def test_a_stream_that_breaks_leaves_media_and_says_so(
         assert rig.coordinator.activity == Activity.IDLE  # not stuck at "media"
         assert rig.coordinator.media.label is None  # what `huxleyctl status` shows as media
         assert "media_failed" in caplog.text
-        assert ("earcon", 24) in rig.audio.log  # the error cue
+        assert "error" in rig.audio.earcons()  # the error cue
 
 
 class Stage:

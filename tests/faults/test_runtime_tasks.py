@@ -14,7 +14,7 @@ from typing import Any
 from huxleyd.app.control import RuntimeControl
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig
-from tests.faults.peer import Fault, FaultPeer
+from tests.fakes.provider_peer import Fault, FaultPeer
 
 
 async def test_a_dead_provider_task_is_logged_restarted_and_shown_by_doctor(

@@ -27,8 +27,8 @@ from tests.e2e.harness import until
 from tests.e2e.process import DaemonProcess, write_daemon_config
 from tests.fakes.distributions import installed_distribution
 from tests.fakes.turn_ports import RecordingAudio, RecordingProvider, RecordingVolume
+from tests.fakes.turn_rig import done
 from tests.faults.misbehaving_skill import MisbehavingSkill
-from tests.turns.test_coordinator import done
 
 
 async def test_a_call_past_its_budget_is_answered_without_waiting_for_the_skill() -> None:

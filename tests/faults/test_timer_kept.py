@@ -17,8 +17,9 @@ from huxley_sdk.testing import MemoryStorage, make_test_context
 from huxleyd.providers.events import AudioChunk, ResponseDone, ResponseStarted, ResponseStatus
 from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
 from tests.e2e.harness import until
-from tests.skills.test_timers import FakeWallClock, call
-from tests.turns.test_coordinator import Rig, settle
+from tests.fakes.clock import FakeWallClock, settle
+from tests.fakes.turn_rig import Rig
+from tests.skills.test_timers import call
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

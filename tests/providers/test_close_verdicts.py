@@ -27,8 +27,9 @@ from huxleyd.providers.events import SessionReady
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.transport import ProviderConnection
+from tests.fakes.clock import InstantSleep
+from tests.fakes.provider_callbacks import Recorder
 from tests.providers import frames
-from tests.providers.recording import InstantSleep, Recorder
 
 GONE_MODEL = "gemini-live-2.5-flash-preview"
 NOT_FOUND = (  # a close reason holds at most 123 bytes

@@ -20,7 +20,7 @@ from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import scenario_from_dict
 from huxleyd.sim.server import SimServer
-from tests.providers.recording import Recorder
+from tests.fakes.provider_callbacks import Recorder
 
 SPEECH = {"say": "words", "tone_hz": 440, "duration_ms": 200}
 MS_300 = bytes(9600)  # 300 ms at 16 kHz

@@ -34,8 +34,9 @@ from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from tests.fakes.clock import InstantSleep
+from tests.fakes.provider_callbacks import Recorder
 from tests.providers import frames
-from tests.providers.recording import InstantSleep, Recorder
 
 MINUTE = 60.0
 TURN_GAP_S = 4 * MINUTE

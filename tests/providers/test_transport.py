@@ -28,7 +28,8 @@ from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
 from huxleyd.sim.server import SimServer
-from tests.providers.recording import InstantSleep, Recorder
+from tests.fakes.clock import InstantSleep
+from tests.fakes.provider_callbacks import Recorder
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, time
 from typing import Any, cast
 
 import pytest
@@ -20,20 +20,7 @@ from huxleyd.skills.timers import (
     parse_clock_time,
     spoken_duration,
 )
-
-
-class FakeWallClock:
-    """An aware UTC wall clock that moves only when told to."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
-
+from tests.fakes.clock import FakeWallClock
 
 START = datetime(2024, 3, 10, 12, 0, tzinfo=UTC)
 

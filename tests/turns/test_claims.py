@@ -11,7 +11,7 @@ import pytest
 from huxley_sdk.context import ClaimHandle
 from huxley_sdk.types import ClaimBusyError, ClaimEndReason, InputClaim
 from huxleyd.turns.claims import PTT_GRACE_S, ActiveClaim, ClaimRegistry
-from tests.turns import settle
+from tests.fakes.clock import settle
 
 FRAME = b"\x01\x00" * 480  # 20 ms of PCM16 at 24 kHz
 

@@ -1,27 +1,14 @@
-"""The turn coordinator against recording fakes: the order of what it does."""
+"""The turn coordinator against recording fakes: the order of what it does.
+
+Time is an input (the rig's clock and sleeper move only when told), earcons
+are told apart by name, and waits are for events, never for a duration.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator
-from typing import Any
 
-from huxley_sdk import (
-    AudioStream,
-    CancelMedia,
-    ContentType,
-    PlaySound,
-    SetVolume,
-    Skill,
-    SkillContext,
-    SpeakVerbatim,
-    ToolDefinition,
-    ToolResult,
-)
-from huxleyd.audio.types import MicFrame
-from huxleyd.clock import ManualClock
 from huxleyd.providers.base import ConnectionState, InterruptAcceptance
 from huxleyd.providers.events import (
     AudioChunk,
@@ -31,154 +18,31 @@ from huxleyd.providers.events import (
     ResponseStatus,
     ToolCall,
 )
-from huxleyd.skillhost import SkillHost
-from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
-from tests.fakes.turn_ports import OPENAI_LIKE, RecordingAudio, RecordingProvider, RecordingVolume
-from tests.turns import eventually
+from tests.fakes.clock import settle
+from tests.fakes.turn_ports import OPENAI_LIKE, RecordingProvider
+from tests.fakes.turn_rig import (
+    COMPLETION_PROMPT,
+    COMPLETION_SILENCE_MS,
+    FRAME,
+    STREAM_CHUNK,
+    Rig,
+    done,
+    reply,
+)
 
-FRAME = bytes(960)  # 20 ms at 24 kHz
-
-
-class Toolbox(Skill):
-    """A skill with one tool per behaviour under test."""
-
-    name = "toolbox"
-
-    def __init__(self) -> None:
-        self.stream_events: list[str] = []
-        self.release_hang = asyncio.Event()
-
-    @property
-    def tools(self) -> list[ToolDefinition]:
-        return [
-            ToolDefinition(n, n)
-            for n in ("info", "chime", "louder", "stop", "book", "song", "explode", "hang", "brain")
-        ]
-
-    async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
-        if tool_name == "info":
-            return ToolResult(json.dumps({"time": "10:00"}))
-        if tool_name == "chime":
-            return ToolResult("{}", PlaySound(b"\1\0" * 100))
-        if tool_name == "louder":
-            # As given by the model: Huxley's SetVolume carries it unchecked.
-            return ToolResult("{}", SetVolume(args.get("level", 70)))
-        if tool_name == "stop":
-            return ToolResult("{}", CancelMedia())
-        if tool_name in ("book", "song"):
-            return ToolResult(
-                "{}",
-                AudioStream(
-                    factory=self._factory(tool_name),
-                    on_complete_prompt="Say it ended.",
-                    completion_silence_ms=200,
-                    content_type=ContentType.NONMIXABLE,
-                    label=tool_name,
-                ),
-            )
-        if tool_name == "brain":
-            return ToolResult('{"delivered": true}', SpeakVerbatim("Read me exactly."))
-        if tool_name == "hang":
-            await self.release_hang.wait()
-            return ToolResult("{}")
-        raise RuntimeError("boom")
-
-    def _factory(self, label: str) -> Any:
-        events = self.stream_events
-
-        async def stream() -> AsyncIterator[bytes]:
-            events.append(f"{label}:start")
-            try:
-                for _ in range(3):
-                    yield bytes(480)
-                events.append(f"{label}:end")
-            finally:
-                events.append(f"{label}:finally")
-
-        return stream
-
-    async def setup(self, ctx: SkillContext) -> None:
-        pass
-
-    async def teardown(self) -> None:
-        pass
-
-
-class Rig:
-    def __init__(
-        self,
-        *,
-        timeout_s: float = 30.0,
-        tool_timeout_s: float = 5.0,
-        provider: RecordingProvider | None = None,
-    ) -> None:
-        self.clock = ManualClock(100.0)
-        self.provider = provider or RecordingProvider()
-        self.audio = RecordingAudio()
-        self.volume = RecordingVolume()
-        self.skill = Toolbox()
-        self.coordinator = Coordinator(
-            provider=self.provider,
-            audio=self.audio,
-            volume=self.volume,
-            host=SkillHost([self.skill], tool_timeout_s=tool_timeout_s),
-            earcons={
-                "listen_start": b"\0\0" * 10,
-                "too_short": b"\0\0" * 11,
-                "error": b"\0\0" * 12,
-            },
-            instructions="Be brief.",
-            settings=TurnSettings(silent_response_timeout_s=timeout_s, max_silent_retries=2),
-            clock=self.clock,
-        )
-        self.seq = 0
-
-    async def __aenter__(self) -> Rig:
-        await self.coordinator.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.coordinator.close()
-
-    async def speak(self, frames: int) -> None:
-        for _ in range(frames):
-            self.audio.mic.put_nowait(MicFrame(FRAME, 24_000, self.clock.monotonic(), self.seq))
-            self.seq += 1
-            await settle(3)
-            self.clock.advance(0.02)
-
-    async def turn(self, frames: int = 20) -> None:
-        self.coordinator.press()
-        await self.speak(frames)
-        self.coordinator.release()
-        await settle()
-
-    def send(self, *events: Any) -> None:
-        for event in events:
-            self.coordinator.on_provider_event(event)
+PROMPTED = ("request_response", f"Be brief.\n\n{COMPLETION_PROMPT}")
+"""The request a stream's natural end makes (the session's and the stream's prompt)."""
+SILENCE = ("write:content", (None, 48 * COMPLETION_SILENCE_MS))
+"""The completion silence on the content source (48 bytes per ms)."""
 
 
 def state_of(rig: Rig) -> TurnState:
-    """Read the state through a call, so mypy does not narrow it between steps."""
-    return rig.coordinator.state
+    return rig.state()
 
 
 def playing(rig: Rig) -> bool:
     return rig.coordinator.media.playing
-
-
-async def settle(rounds: int = 20) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-def reply(rid: str, item: str, chunks: int = 3) -> list[Any]:
-    return [ResponseStarted(rid), *[AudioChunk(rid, item, bytes(4800)) for _ in range(chunks)]]
-
-
-def done(rid: str, *calls: ToolCall, audio: bool = True) -> ResponseDone:
-    return ResponseDone(rid, ResponseStatus.COMPLETED, tool_calls=calls, had_audio=audio)
 
 
 async def test_a_ptt_turn_commits_and_plays_the_answer() -> None:
@@ -206,7 +70,7 @@ async def test_a_too_short_press_is_not_committed() -> None:
     async with Rig() as rig:
         await rig.turn(frames=5)  # 100 ms < 150 ms
         assert rig.provider.names() == ["start_turn", "append_audio", "start_turn"]
-        assert ("earcon", 22) in rig.audio.log  # the too_short earcon
+        assert rig.audio.earcons() == ["listen_start", "too_short"]
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.TOO_SHORT
 
@@ -243,10 +107,13 @@ async def test_play_sound_is_queued_after_the_request_and_before_speech() -> Non
         await settle()
         requests = [i for i, (n, _) in enumerate(rig.provider.commands) if n == "request_response"]
         assert len(requests) == 2
-        order = [n for n, _ in rig.audio.log if n in ("earcon", "write:speech")]
-        # listen_start earcon, then the chime, then the model's speech
-        assert order == ["earcon", "earcon", "write:speech"]
-        assert ("earcon", 200) in rig.audio.log
+        order = [
+            str(arg) if n == "earcon" else n
+            for n, arg in rig.audio.log
+            if n in ("earcon", "write:speech")
+        ]
+        # the listen cue, then the skill's chime (a PlaySound), then the model's speech
+        assert order == ["listen_start", "sound", "write:speech"]
 
 
 async def test_set_volume_acts_when_the_tool_returns() -> None:
@@ -284,10 +151,10 @@ async def test_audio_stream_starts_after_speech_and_prompts_after_natural_end() 
         await settle(60)
         # only the last stream of the turn ran, to its natural end
         assert rig.skill.stream_events == ["book:start", "book:end", "book:finally"]
-        assert rig.audio.sources["content"].writes[:3] == [(None, 480)] * 3
+        assert rig.audio.sources["content"].writes[:3] == [(None, len(STREAM_CHUNK))] * 3
         # the completion prompt asked for a response, then silence was queued
-        assert rig.provider.commands[-1] == ("request_response", "Be brief.\n\nSay it ended.")
-        assert rig.audio.sources["content"].writes[-1] == (None, 48 * 200)
+        assert rig.provider.commands[-1] == PROMPTED
+        assert rig.audio.sources["content"].writes[-1] == SILENCE[1]
 
 
 async def test_barge_in_cuts_cancels_truncates_and_drops_late_audio() -> None:
@@ -297,8 +164,8 @@ async def test_barge_in_cuts_cancels_truncates_and_drops_late_audio() -> None:
         await settle()
         rig.audio.played["i1"] = 1234
         rig.coordinator.press()
-        tail = rig.audio.names()[-2:]
-        assert tail == ["flush", "earcon"], rig.audio.log  # silence first, then the listen cue
+        # silence first, then the listen cue
+        assert rig.audio.log[-2:] == [("flush", "speech"), ("earcon", "listen_start")]
         names = rig.provider.names()
         assert names[-3:] == ["cancel_response", "truncate", "start_turn"]
         assert rig.provider.commands[-2] == ("truncate", ("i1", 1234))
@@ -333,7 +200,8 @@ async def test_failing_and_hanging_tools_answer_and_the_session_goes_on() -> Non
         await rig.turn()
         c1, c2 = ToolCall("r1", "c1", "explode", "{}"), ToolCall("r1", "c2", "hang", "{}")
         rig.send(ResponseStarted("r1"), c1, c2, done("r1", c1, c2, audio=False))
-        await eventually(lambda: len(rig.provider.outputs()) == 2, "both outputs")
+        # the hang times out on the host's own (real) timer: wait for the output it sends
+        await rig.provider.wait_until(lambda: len(rig.provider.outputs()) == 2, "both outputs")
         await settle()
         outputs = rig.provider.outputs()
         assert json.loads(outputs["c1"])["error"] == "tool_failed"
@@ -355,13 +223,16 @@ async def test_an_interrupted_tool_gets_a_cancelled_output() -> None:
 
 
 async def test_silent_responses_are_retried_then_given_up() -> None:
-    async with Rig(timeout_s=0.02) as rig:
+    async with Rig(timeout_s=6.0) as rig:
         await rig.turn()
-        await eventually(lambda: rig.coordinator.last_turn is not None, "the turn to end")
+        for asked in (1, 2, 3):
+            assert rig.provider.names().count("request_response") == asked
+            assert rig.coordinator.last_turn is None
+            await rig.sleeper.advance(6.0)
         assert rig.provider.names().count("request_response") == 3  # first + 2 retries
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.SILENT
-        assert ("earcon", 24) in rig.audio.log  # the error earcon
+        assert rig.audio.earcons()[-1] == "error"
         assert state_of(rig) is TurnState.IDLE
 
 
@@ -408,12 +279,11 @@ async def test_text_turn_and_cancel_media() -> None:
         assert not playing(rig)
         assert rig.skill.stream_events[-1] == "book:finally"
         # stopped, not finished: no completion prompt
-        assert ("request_response", "Be brief.\n\nSay it ended.") not in rig.provider.commands
+        assert PROMPTED not in rig.provider.commands
 
 
 async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> None:
     async with Rig() as rig:
-        rig.coordinator._earcons["offline"] = b"\0\0" * 13
         await rig.turn()
         assert state_of(rig) is TurnState.COMMITTING  # requested, never started
         rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)
@@ -422,29 +292,28 @@ async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> Non
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
         for attempt in (4, 5, 6):
             rig.coordinator.on_connection(ConnectionState.OFFLINE, attempt)
-        assert rig.audio.log.count(("earcon", 26)) == 1  # once, from the fourth try
+        assert rig.audio.earcons().count("offline") == 1  # once, from the fourth try
         rig.coordinator.on_connection(ConnectionState.CONNECTED)
         assert not rig.coordinator.offline
         rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
-        assert rig.audio.log.count(("earcon", 26)) == 2  # offline again: cue again
+        assert rig.audio.earcons().count("offline") == 2  # offline again: cue again
 
 
 async def test_a_provider_that_refuses_us_for_good_is_heard() -> None:
     # Issue 14 items 1 and 5: a refused model or key must not leave the device mute.
     async with Rig() as rig:
         rig.coordinator.on_connection(ConnectionState.FAILED)
-        assert rig.audio.log.count(("earcon", 24)) == 1  # the "error" earcon (12 samples)
+        assert rig.audio.earcons() == ["error"]
 
 
 async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> None:
     async with Rig() as rig:
-        rig.coordinator._earcons["offline"] = b"\0\0" * 13
         rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
-        cues = rig.audio.log.count(("earcon", 26))
+        cues = rig.audio.earcons().count("offline")
         sent = len(rig.provider.commands)
         rig.coordinator.press()
         # at once: the cue, the offline activity (LEDs), and no turn for nobody
-        assert rig.audio.log.count(("earcon", 26)) == cues + 1
+        assert rig.audio.earcons().count("offline") == cues + 1
         assert rig.coordinator.activity == "offline"
         assert state_of(rig) is TurnState.IDLE and rig.coordinator.turn is None
         assert len(rig.provider.commands) == sent, "nothing was sent to a dead connection"
@@ -458,12 +327,9 @@ async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> N
 
 async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
     async with Rig() as rig:
-        rig.coordinator._earcons["offline"] = b"\0\0" * 13
-        rig.coordinator.on_connection(
-            ConnectionState.RECONNECTING, 1
-        )  # the socket dropped; not yet "offline"
+        rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)  # the socket dropped; not yet "offline"
         rig.coordinator.press()
-        assert rig.audio.log.count(("earcon", 26)) == 1
+        assert rig.audio.earcons() == ["offline"]
         assert state_of(rig) is TurnState.IDLE
 
 
@@ -501,14 +367,103 @@ async def test_speak_verbatim_without_a_reader_asks_in_band() -> None:
 
 
 async def test_a_response_that_stalls_mid_speech_is_given_up() -> None:
-    async with Rig(timeout_s=0.05) as rig:
+    async with Rig(timeout_s=6.0) as rig:
         await rig.turn()
         rig.send(*reply("r1", "i1", chunks=2))  # ... and then nothing, no response.done
-        await eventually(lambda: rig.coordinator.last_turn is not None, "the turn to end")
-        await settle()
+        await rig.sleeper.advance(5.9)
+        assert rig.coordinator.last_turn is None, "given up before the timeout"
+        await rig.sleeper.advance(0.1)
         assert state_of(rig) is TurnState.IDLE
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
         assert rig.provider.names()[-1] == "cancel_response"
-        assert ("earcon", 24) in rig.audio.log  # the error cue, after the speech
+        assert rig.audio.earcons()[-1] == "error"  # the error cue, after the speech
         assert rig.provider.names().count("request_response") == 1  # not asked again
+
+
+# ---------------------------------------------------------------- behaviours mutation testing
+# found unpinned: each test below failed with the behaviour removed (see the issue 17 report).
+
+
+async def book_playing_while_idle(rig: Rig) -> None:
+    """A text turn whose tool starts the book; the reply ends, the book plays on."""
+    rig.coordinator.say("read me the book")
+    call = ToolCall("r1", "c1", "book", "{}")
+    rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
+    await settle()
+    rig.audio.content_drained.clear()  # the book is still being heard
+    rig.send(*reply("r2", "i2"), done("r2"))
+    await rig.audio.wait_until(
+        lambda: len(rig.audio.sources["content"].writes) == 3, "the book's three chunks"
+    )
+    await settle()
+    assert playing(rig) and state_of(rig) is TurnState.IDLE
+
+
+async def test_the_completion_silence_follows_the_completion_request() -> None:
+    # Huxley: the silence is sent after the request fires, so it overlaps the
+    # model's first-token latency (book → silence → voice, no dead air).
+    async with Rig() as rig:
+        await book_playing_while_idle(rig)
+        rig.audio.content_drained.set()  # the book's last sample is heard
+        await rig.wait_until(
+            lambda: SILENCE in rig.timeline and PROMPTED in rig.timeline,
+            "the completion request and its silence",
+        )
+        order = [entry for entry in rig.timeline if entry in (PROMPTED, SILENCE)]
+        assert order == [PROMPTED, SILENCE], "the request first, then the silence"
+        assert rig.timeline.count(SILENCE) == 1
+
+
+async def test_an_idle_stop_is_not_a_natural_end_so_nothing_is_prompted() -> None:
+    # A stop while idle (huxleyctl stop, the button's stop) ends the book
+    # without the completion prompt: only a natural end asks the model to speak.
+    async with Rig() as rig:
+        await book_playing_while_idle(rig)
+        asked = rig.provider.names().count("request_response")
+        assert await rig.coordinator.stop_media() is True
+        await settle(60)
+        assert not playing(rig)
+        assert rig.skill.stream_events[-1] == "book:finally"
+        assert PROMPTED not in rig.provider.commands
+        assert rig.provider.names().count("request_response") == asked
+        assert SILENCE not in rig.timeline
+        assert state_of(rig) is TurnState.IDLE and rig.coordinator.turn is None
+
+
+async def test_a_calls_audio_plays_on_the_comms_source_only() -> None:
+    # An InputClaim's speaker source is call audio: the mixer's "comms" source
+    # (its own ducking and gain), never speech or content.
+    async with Rig() as rig:
+        await rig.turn()
+        call = ToolCall("r1", "c1", "call", "{}")
+        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
+        await settle()
+        rig.send(*reply("r2", "i2", chunks=1), done("r2"))  # the claim starts after this
+        call_audio = [(None, len(pcm)) for pcm in rig.skill.claim_audio]
+
+        def played_anywhere() -> int:
+            return sum(w in call_audio for s in rig.audio.sources.values() for w in s.writes)
+
+        await rig.wait_until(lambda: played_anywhere() == len(call_audio), "the call's audio")
+        assert rig.audio.sources["comms"].writes == call_audio
+        assert rig.audio.sources["speech"].writes == [("i2", 4800)]  # the reply only
+        assert rig.audio.sources["content"].writes == []
+        assert rig.coordinator.activity == "call"
+
+
+async def test_a_call_id_reported_twice_in_a_turn_runs_its_tool_once() -> None:
+    # Providers may report one call twice (a streamed item, then its done):
+    # the tool runs once, its side effect acts once, one output goes back.
+    async with Rig() as rig:
+        await rig.turn()
+        call = ToolCall("r1", "c1", "louder", '{"level": 70}')
+        rig.send(ResponseStarted("r1"), call, call)
+        await settle()
+        rig.send(call, done("r1", call, audio=False))
+        await rig.provider.wait_until(lambda: "c1" in rig.provider.outputs(), "the output")
+        await settle()
+        assert rig.skill.calls == ["louder"]
+        assert rig.volume.sets == [70]
+        assert rig.provider.names().count("send_tool_output") == 1
+        assert rig.provider.names().count("request_response") == 2  # the turn's, one follow-up

@@ -17,7 +17,7 @@ from huxleyd.turns.focus import (
     FocusState,
     MixingBehavior,
 )
-from tests.turns import FakeSleeper
+from tests.fakes.clock import FakeSleeper
 
 F, B, N = FocusState.FOREGROUND, FocusState.BACKGROUND, FocusState.NONE
 PRIMARY, DUCK, PAUSE, STOP = (

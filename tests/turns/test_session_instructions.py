@@ -11,8 +11,9 @@ from huxleyd.providers.events import ResponseStarted, ToolCall
 from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.instructions import SessionInstructions, compose
+from tests.fakes.clock import settle
 from tests.fakes.turn_ports import RecordingAudio, RecordingProvider, RecordingVolume
-from tests.turns.test_coordinator import done, reply, settle
+from tests.fakes.turn_rig import done, reply
 
 
 class Notes:

@@ -10,7 +10,7 @@ import pytest
 from huxley_sdk.context import BackgroundTaskHandle
 from huxley_sdk.types import PermanentFailure, StopRetrying
 from huxleyd.turns.supervisor import Supervisor, TaskState
-from tests.turns import FakeSleeper, settle
+from tests.fakes.clock import FakeSleeper, settle
 
 
 class Flaky:

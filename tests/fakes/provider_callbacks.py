@@ -1,9 +1,9 @@
-"""A recording consumer of a ProviderConnection's callbacks, and an instant sleep."""
+"""A recording consumer of a ProviderConnection's callbacks."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TypeVar
 
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
@@ -44,17 +44,3 @@ class Recorder:
         """The ``count``-th event of type ``kind`` (waiting for it)."""
         await self.wait_until(lambda: len(self.of(kind)) >= count)
         return self.of(kind)[count - 1]
-
-
-class InstantSleep:
-    """Records the delays asked for and returns at once (plus an optional hook)."""
-
-    def __init__(self, hook: Callable[[list[float]], Awaitable[None]] | None = None) -> None:
-        self.delays: list[float] = []
-        self._hook = hook
-
-    async def __call__(self, delay_s: float) -> None:
-        self.delays.append(delay_s)
-        if self._hook is not None:
-            await self._hook(self.delays)
-        await asyncio.sleep(0)
