@@ -241,7 +241,10 @@ class Rig:
         skill_config: Mapping[str, str] | None = None,
         kind: SimDialect = "openai",
         provider_lines: str = "",
+        sim_speed: float | None = None,
     ) -> None:
+        """``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
+        ``math.inf`` sends each reply's audio in one burst, as a fast link does)."""
         self.tmp = tmp
         self.kind = kind
         """The provider kind the daemon is configured with; the sim speaks its dialect."""
@@ -254,7 +257,9 @@ class Rig:
         self.clock = ScaledClock(speed, start_s=1000.0)
         # Lockstep: a loaded machine must not leave gaps a Pi would not.
         self.backend = LockstepWavBackend(keep_speaker=True)
-        self.sim = SimServer(scenario, speed=speed, synth="tone", dialect=kind)
+        self.sim = SimServer(
+            scenario, speed=speed if sim_speed is None else sim_speed, synth="tone", dialect=kind
+        )
         self.notifier = RecordingNotifier()
         self.pins = MockFactory(pin_class=MockPWMPin)
         self.runtime: Runtime | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,33 @@ async def test_audio_stream_after_speech_then_completion_prompt(
         assert len(song) > RATE // 2
         assert song[0] > speech_start + int(0.4 * RATE), "the song starts after the speech"
         assert rig.sim.violations == []
+
+
+async def test_barge_in_flushes_a_reply_that_arrived_in_one_burst(tmp_path: Path) -> None:
+    # A fast link delivers seconds of speech ahead of the speaker: they wait in
+    # the speech ring. Barge-in must drop them (the speaker flush), not only
+    # stop asking for more: the simulator here sends the reply's audio at once.
+    scenario = Scenario(turns=(turn(speech(6000, 330.0)), turn(speech(300, 550.0))))
+    async with Rig(tmp_path, scenario, earcons=False, sim_speed=math.inf) as rig:
+        await rig.say_into_mic()
+        await until(lambda: rig.sim.record.responses_done >= 1, "the whole reply was sent")
+        await until(lambda: first_nonsilent(rig.speaker()) is not None, "the reply starts")
+        reply_start = first_nonsilent(rig.speaker())
+        assert reply_start is not None
+        await until(lambda: rig.speaker().shape[0] - reply_start > RATE // 2, "0.5 s in")
+        engine = rig.rt.engine
+        assert engine is not None
+        queued = engine.source("speech")
+        assert queued.queued_ms() > 3000, "seconds of the reply wait unheard"
+        button = rig.rt.button
+        assert button is not None
+        pressed_at = rig.speaker().shape[0]
+        button.press()
+        await until(lambda: rig.speaker().shape[0] > pressed_at + RATE, "a second more")
+        out = rig.speaker()
+        assert np.max(np.abs(out[pressed_at + 2 * PERIOD :])) < 50, "silent within a period"
+        assert queued.queued_ms() == 0
+        button.release()
 
 
 @kinds
