@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from websockets.frames import Frame, Opcode
+from websockets.frames import Close, Frame, Opcode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
 
@@ -35,6 +35,9 @@ class Fault:
     """Abort the socket (no close frame) right after the session is ready."""
     ignore_close: bool = False
     """Never answer the client's close frame (and never close ourselves)."""
+    stall_handshake: bool = False
+    """Read the client's handshake request and never answer it (a peer that
+    accepted the TCP connection and hung: only the client's open timeout ends it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,10 @@ class FaultPeer:
         self.events: list[str] = []
         """Client event types, in order, over all connections."""
         self.sessions_ready = 0
+        self.closes: list[tuple[int, str]] = []
+        """The close frames the client sent: ``(code, reason)``, in order."""
+        self.stalled = 0
+        """Handshakes read and left unanswered (``stall_handshake``)."""
         self._server: asyncio.Server | None = None
         self._changed = asyncio.Event()
         self._handlers: set[asyncio.Task[None]] = set()
@@ -104,6 +111,11 @@ class FaultPeer:
         request = await self._read_request(proto, reader)
         if request is None:
             return
+        if fault.stall_handshake:
+            self.stalled += 1
+            self._seen()
+            await reader.read()  # until the client gives up and closes
+            return
         authorization = request.headers.get("Authorization")
         if fault.status is not None:
             response = proto.reject(fault.status, "refused by the fault peer\n")
@@ -125,6 +137,9 @@ class FaultPeer:
                 if not isinstance(frame, Frame):
                     continue
                 if frame.opcode is Opcode.CLOSE:
+                    close = Close.parse(frame.data)
+                    self.closes.append((close.code, close.reason))
+                    self._seen()
                     if fault.ignore_close:
                         proto.data_to_send()  # the close reply is never sent
                         continue

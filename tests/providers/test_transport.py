@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
 import socket
@@ -25,11 +26,13 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.retry import backoff_delays
+from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
 from huxleyd.sim.server import SimServer
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
+from tests.fakes.provider_peer import Fault, FaultPeer
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]
@@ -331,3 +334,52 @@ def test_a_key_file_others_can_read_is_warned_about(
         assert read_api_key(key) == "sk-abc"
     assert "api_key_file_readable_by_others" in caplog.text
     assert "sk-abc" not in caplog.text
+
+
+# ---------------------------------------------------------------- how a socket is opened and closed
+
+
+async def test_close_and_renew_send_a_normal_close_with_the_reason() -> None:
+    # 1000 (normal closure) tells the provider the session ended on purpose; a
+    # 1001/1011 would read as a client going away or failing.
+    rec = Recorder()
+    async with FaultPeer() as peer:
+        conn = connection(peer.url, rec)
+        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+        task = asyncio.create_task(conn.run())
+        await peer.wait_until(lambda: peer.sessions_ready == 1)
+        conn.renew("session renewal")
+        await peer.wait_until(lambda: peer.sessions_ready == 2)
+        await conn.close()
+        await asyncio.wait_for(task, 30)
+        await peer.wait_until(lambda: len(peer.closes) == 2)
+    assert peer.closes == [(1000, "session renewal"), (1000, "closing")]
+
+
+def test_the_connect_timeout_defaults_to_the_documented_setting() -> None:
+    default = inspect.signature(ProviderConnection).parameters["open_timeout_s"].default
+    assert default == ProviderSettings().connect_timeout_s == 10.0
+
+
+async def test_a_handshake_that_never_answers_fails_the_try_at_the_connect_timeout() -> None:
+    # A peer that takes the TCP connection and hangs must cost one connect
+    # timeout, then the backoff: not websockets' own default, not forever.
+    rec = Recorder()
+    conn: ProviderConnection | None = None
+
+    async def stop(delays: list[float]) -> None:
+        assert conn is not None
+        await conn.close()
+
+    loop = asyncio.get_running_loop()
+    async with FaultPeer([Fault(stall_handshake=True)]) as peer:
+        conn = connection(peer.url, rec, sleep=InstantSleep(stop), open_timeout_s=2.0)
+        started = loop.time()
+        # The safety net stays under websockets' 10 s default, so a timeout
+        # that is not passed on fails here.
+        await asyncio.wait_for(conn.run(), 8.0)
+        took_s = loop.time() - started
+        assert peer.stalled == 1
+    failed = next(s for s in rec.states if s.state is ConnectionState.RECONNECTING)
+    assert "TimeoutError" in failed.detail, failed.detail
+    assert took_s >= 2.0, "the try was given up before the connect timeout"
