@@ -1,4 +1,5 @@
-"""A real NOTIFY_SOCKET: a unix datagram socket that records what systemd would get."""
+"""Fixtures: a real NOTIFY_SOCKET (a unix datagram socket that records what systemd
+would get), read through :class:`tests.fakes.notify.NotifyListener`."""
 
 from __future__ import annotations
 
@@ -11,28 +12,7 @@ from pathlib import Path
 
 import pytest
 
-
-class NotifyListener:
-    """Receives sd_notify datagrams the way PID 1 does."""
-
-    def __init__(self, sock: socket.socket, env_value: str) -> None:
-        self.sock = sock
-        self.env_value = env_value
-        """What NOTIFY_SOCKET must say to reach this listener."""
-
-    def receive(self, timeout_s: float = 2.0) -> str:
-        self.sock.settimeout(timeout_s)
-        return self.sock.recv(4096).decode()
-
-    def drain(self) -> list[str]:
-        """Every datagram already queued, without waiting."""
-        self.sock.setblocking(False)
-        got = []
-        while True:
-            try:
-                got.append(self.sock.recv(4096).decode())
-            except BlockingIOError:
-                return got
+from tests.fakes.notify import NotifyListener
 
 
 @pytest.fixture

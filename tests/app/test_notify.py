@@ -6,7 +6,7 @@ import pytest
 
 from huxleyd.app import systemd as service
 from huxleyd.app.systemd import Notifier, watchdog_interval_s
-from tests.app.conftest import NotifyListener
+from tests.fakes.notify import NotifyListener
 
 
 def test_ready_status_stopping_watchdog(notify_socket: NotifyListener) -> None:

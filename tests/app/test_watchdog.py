@@ -10,7 +10,7 @@ import time
 import pytest
 
 from huxleyd.app.systemd import Notifier, Watchdog
-from tests.app.conftest import NotifyListener
+from tests.fakes.notify import NotifyListener
 
 
 class AudioCounter:

@@ -25,8 +25,8 @@ from huxleyd.control.protocol import PttAction
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
 from huxleyd.control.watch import WatchEvent
+from tests.fakes.control_handler import FakeControlHandler
 
-from .fakes import FakeControlHandler
 from .threaded import serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]

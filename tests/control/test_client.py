@@ -20,8 +20,8 @@ from huxleyd.control.handler import LevelsSample, SkillInfo
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
+from tests.fakes.control_handler import FakeControlHandler
 
-from .fakes import FakeControlHandler
 from .threaded import serve_in_thread
 
 

@@ -12,8 +12,8 @@ from huxleyd.control.errors import ControlProtocolError
 from huxleyd.control.protocol import Command, EventArgs, parse_request
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
+from tests.fakes.control_handler import FakeControlHandler
 
-from .fakes import FakeControlHandler
 from .test_cli import huxleyctl
 from .threaded import serve_in_thread
 

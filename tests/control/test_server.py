@@ -17,9 +17,9 @@ from huxleyd.control.handler import ControlHandler
 from huxleyd.control.protocol import MAX_LINE_BYTES, PttAction
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
+from tests.fakes.control_handler import FakeControlHandler
 
 from .client_util import LineClient
-from .fakes import FakeControlHandler
 
 
 def settings(path: Path, **kw: object) -> ControlSettings:

@@ -26,6 +26,7 @@ from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimDialect, SimServer
 from tests.fakes.audio_backends import LockstepWavBackend
 from tests.fakes.distributions import installed_distribution
+from tests.fakes.notify import RecordingNotifier
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE = 24_000
@@ -204,27 +205,6 @@ socket_group = ""
 """
     )
     return path
-
-
-class RecordingNotifier:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, str]] = []
-
-    def send(self, **fields: str) -> bool:
-        self.sent.append(fields)
-        return True
-
-    def ready(self, status: str | None = None) -> bool:
-        return self.send(READY="1", **({"STATUS": status} if status else {}))
-
-    def status(self, text: str) -> bool:
-        return self.send(STATUS=text)
-
-    def stopping(self, status: str | None = None) -> bool:
-        return self.send(STOPPING="1")
-
-    def watchdog(self) -> bool:
-        return self.send(WATCHDOG="1")
 
 
 class Rig:

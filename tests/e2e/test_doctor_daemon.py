@@ -17,11 +17,11 @@ from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimServer
 from tests.e2e.harness import (
     SPEED,
-    RecordingNotifier,
     scenario_skill_installed,
     until,
     write_config,
 )
+from tests.fakes.notify import RecordingNotifier
 
 
 async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: Path) -> None:

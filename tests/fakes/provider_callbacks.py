@@ -1,4 +1,8 @@
-"""A recording consumer of a ProviderConnection's callbacks."""
+"""A recording consumer of a provider connection's callbacks (websocket or cascade).
+
+Pass ``on_event=recorder.on_event`` (or the recorder itself) and
+``on_state=recorder.on_state``; read what arrived, or wait for it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
-from huxleyd.providers.events import Event
+from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
 
 E = TypeVar("E")
 
@@ -18,11 +22,17 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.states: list[ConnectionStatus] = []
+        self.forward: Callable[[Event], None] | None = None
+        """Also hand each event on (to a coordinator)."""
         self._changed = asyncio.Event()
 
     def on_event(self, event: Event) -> None:
         self.events.append(event)
         self._changed.set()
+        if self.forward is not None:
+            self.forward(event)
+
+    __call__ = on_event
 
     def on_state(self, status: ConnectionStatus) -> None:
         self.states.append(status)
@@ -33,6 +43,25 @@ class Recorder:
 
     def state_names(self) -> list[ConnectionState]:
         return [s.state for s in self.states]
+
+    def names(self) -> list[str]:
+        """Event type names, consecutive AudioChunks folded into one."""
+        out: list[str] = []
+        for event in self.events:
+            name = type(event).__name__
+            if not (name == "AudioChunk" and out and out[-1] == name):
+                out.append(name)
+        return out
+
+    def audio(self, response_id: str | None = None) -> bytes:
+        """The PCM of every AudioChunk (of ``response_id`` only, if given)."""
+        return b"".join(c.pcm for c in self.of(AudioChunk) if response_id in (None, c.response_id))
+
+    def done(self) -> list[ResponseDone]:
+        return self.of(ResponseDone)
+
+    def calls(self) -> list[ToolCall]:
+        return self.of(ToolCall)
 
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
         async with asyncio.timeout(timeout_s):

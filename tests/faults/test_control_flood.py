@@ -12,8 +12,8 @@ from pathlib import Path
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
 from tests.control.client_util import LineClient
-from tests.control.fakes import FakeControlHandler
 from tests.e2e.harness import until
+from tests.fakes.control_handler import FakeControlHandler
 
 
 async def test_sixteen_idle_connections_do_not_lock_out_the_next_client(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A cascade connection wired to the cascade simulator, and a recorder of its events."""
+"""A cascade connection wired to the cascade simulator, recorded by the provider Recorder."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import dataclasses
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any
 
-from huxleyd.providers.base import ConnectionStatus
 from huxleyd.providers.cascade.factory import (
     create_chat_model,
     create_synthesizer,
@@ -18,10 +17,8 @@ from huxleyd.providers.cascade.factory import (
 from huxleyd.providers.cascade.llm import ChatModel
 from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.cascade.settings import CascadeSettings
-from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
 from huxleyd.sim.chat import CascadeScript, CascadeSim
-
-E = TypeVar("E")
+from tests.fakes.provider_callbacks import Recorder
 
 TIME_TOOL: dict[str, Any] = {
     "name": "get_current_time",
@@ -41,54 +38,6 @@ VOLUME_TOOL: dict[str, Any] = {
 
 SPEECH_24K_500MS = (bytes(range(256)) * 94)[:24_000]
 """500 ms of PCM16 at 24 kHz (what the recogniser gets does not matter to the sim)."""
-
-
-class Recorder:
-    """Collects events and connection states; ``wait`` for a condition on them."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.states: list[str] = []
-        self.forward: Callable[[Event], None] | None = None
-        """Also hand each event on (to a coordinator)."""
-        self._changed = asyncio.Event()
-
-    def __call__(self, event: Event) -> None:
-        self.events.append(event)
-        self._changed.set()
-        if self.forward is not None:
-            self.forward(event)
-
-    def on_state(self, status: ConnectionStatus) -> None:
-        self.states.append(str(status.state))
-        self._changed.set()
-
-    def of(self, kind: type[E]) -> list[E]:
-        return [e for e in self.events if isinstance(e, kind)]
-
-    def names(self) -> list[str]:
-        """Event type names, consecutive AudioChunks folded into one."""
-        out: list[str] = []
-        for event in self.events:
-            name = type(event).__name__
-            if not (name == "AudioChunk" and out and out[-1] == name):
-                out.append(name)
-        return out
-
-    def audio(self, response_id: str | None = None) -> bytes:
-        return b"".join(c.pcm for c in self.of(AudioChunk) if response_id in (None, c.response_id))
-
-    def done(self) -> list[ResponseDone]:
-        return self.of(ResponseDone)
-
-    def calls(self) -> list[ToolCall]:
-        return self.of(ToolCall)
-
-    async def wait(self, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
-        async with asyncio.timeout(timeout_s):
-            while not predicate():
-                self._changed.clear()
-                await self._changed.wait()
 
 
 @asynccontextmanager

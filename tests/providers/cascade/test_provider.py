@@ -48,7 +48,7 @@ TIME_TURN = cascade_script_from_dict(
 async def test_a_push_to_talk_turn_with_a_code_prompt_tool_call() -> None:
     async with cascade(TIME_TURN) as (conn, rec, sim):
         press(conn)
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         # The call is reported as soon as the model's text is complete, so the
         # tool runs while the lead sentence still plays; the audio sits between
         # ResponseStarted and ResponseDone.
@@ -76,7 +76,7 @@ async def test_a_push_to_talk_turn_with_a_code_prompt_tool_call() -> None:
 
         conn.send_tool_output(call.call_id, '{"time": "15:10"}')
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 2)
+        await rec.wait_until(lambda: len(rec.done()) == 2)
         second = rec.done()[1]
         assert second.status is ResponseStatus.COMPLETED and second.tool_calls == ()
         assert rec.audio(second.response_id)
@@ -127,13 +127,13 @@ async def test_native_tool_calls_when_the_endpoint_has_them() -> None:
     )
     async with cascade(script, native_tools=True) as (conn, rec, sim):
         press(conn)
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         (call,) = rec.calls()
         assert (call.name, json.loads(call.arguments_json)) == ("set_volume", {"level": 30})
         assert rec.done()[0].had_audio is False  # a call without words is silent
         conn.send_tool_output(call.call_id, '{"volume": 30}')
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 2)
+        await rec.wait_until(lambda: len(rec.done()) == 2)
         ask, follow = sim.chat.requests
         assert ask.tools is not None
         assert [t["function"]["name"] for t in ask.tools] == ["get_current_time", "set_volume"]
@@ -165,7 +165,7 @@ async def test_a_refused_call_goes_back_to_the_model_and_is_never_reported() -> 
     )
     async with cascade(script) as (conn, rec, sim):
         press(conn)
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         (call,) = rec.calls()  # only the valid one
         assert json.loads(call.arguments_json) == {"level": 30}
         assert len(sim.chat.requests) == 2
@@ -185,7 +185,7 @@ async def test_when_repairs_run_out_the_response_ends_without_a_call() -> None:
     )
     async with cascade(script, max_repairs=0) as (conn, rec, _sim):
         press(conn)
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         done = rec.done()[0]
         assert (done.status, done.tool_calls, done.had_audio) == (
             ResponseStatus.COMPLETED,
@@ -212,12 +212,12 @@ async def test_an_extra_call_is_refused_and_noted_with_the_first_ones_result() -
     )
     async with cascade(script) as (conn, rec, sim):
         press(conn)
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         (call,) = rec.calls()
         assert call.name == "get_current_time"
         conn.send_tool_output(call.call_id, "{}")
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 2)
+        await rec.wait_until(lambda: len(rec.done()) == 2)
         result = sim.chat.requests[1].messages[-1]["content"]
         assert result.startswith("[tool result] get_current_time() returned:\n{}")
         assert "`set_volume(level=5)` was not run" in result
@@ -227,7 +227,7 @@ async def test_nothing_heard_is_reported_like_an_empty_commit() -> None:
     script = cascade_script_from_dict({"turns": [{"hear": ""}]})
     async with cascade(script) as (conn, rec, sim):
         press(conn)
-        await rec.wait(lambda: bool(rec.of(ProviderErrorEvent)))
+        await rec.wait_until(lambda: bool(rec.of(ProviderErrorEvent)))
         (error,) = rec.of(ProviderErrorEvent)
         assert error.code == "input_audio_buffer_commit_empty" and error.recoverable
         assert rec.of(ResponseStarted) == [] and sim.chat.requests == []
@@ -238,7 +238,7 @@ async def test_a_too_short_press_is_refused_without_asking_the_recogniser() -> N
         conn.start_turn()
         conn.append_audio(bytes(2 * 24 * 50))  # 50 ms
         conn.end_turn()
-        await rec.wait(lambda: bool(rec.of(ProviderErrorEvent)))
+        await rec.wait_until(lambda: bool(rec.of(ProviderErrorEvent)))
         assert rec.of(ProviderErrorEvent)[0].code == "input_audio_buffer_commit_empty"
         assert rec.of(InputCommitted) == [] and sim.chat.transcriptions == []
 
@@ -247,7 +247,7 @@ async def test_a_text_turn_needs_no_recogniser() -> None:
     async with cascade(TIME_TURN) as (conn, rec, sim):
         conn.send_user_text("what time is it")
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         assert sim.chat.transcriptions == []
         assert sim.chat.requests[0].messages[1] == {"role": "user", "content": "what time is it"}
         assert len(rec.calls()) == 1
@@ -261,10 +261,10 @@ async def test_a_second_request_while_one_runs_is_refused() -> None:
         conn.send_user_text("hi")
         conn.request_response()
         conn.request_response()
-        await rec.wait(lambda: bool(rec.of(ProviderErrorEvent)))
+        await rec.wait_until(lambda: bool(rec.of(ProviderErrorEvent)))
         assert rec.of(ProviderErrorEvent)[0].code == "conversation_already_has_active_response"
         sim.release()
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         assert len(sim.chat.requests) == 1
 
 
@@ -275,7 +275,7 @@ async def test_an_llm_error_fails_the_response() -> None:
     async with cascade(script) as (conn, rec, _sim):
         conn.send_user_text("hi")
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         done = rec.done()[0]
         assert (done.status, done.reason) == (ResponseStatus.FAILED, "http_503")
 
@@ -310,16 +310,16 @@ async def test_an_unreachable_model_counts_as_offline_and_recovers() -> None:
         for attempt in range(4):
             conn.send_user_text("hi")
             conn.request_response()
-            await rec.wait(lambda: len(rec.done()) == attempt + 1)  # noqa: B023 - awaited here
+            await rec.wait_until(lambda: len(rec.done()) == attempt + 1)  # noqa: B023 - awaited here
             assert rec.done()[-1].reason == "connection_failed"
-        assert rec.states[-4:] == ["reconnecting", "reconnecting", "reconnecting", "offline"]
+        assert rec.state_names()[-4:] == ["reconnecting", "reconnecting", "reconnecting", "offline"]
         assert conn.connected  # requests are still attempted, nothing is dropped
         plugs[0].down = False
         conn.send_user_text("what time is it")
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 5)
+        await rec.wait_until(lambda: len(rec.done()) == 5)
         assert rec.done()[-1].status is ResponseStatus.COMPLETED
-        assert rec.states[-1] == "connected"
+        assert rec.state_names()[-1] == "connected"
 
 
 # ---------------------------------------------------------------- barge-in
@@ -351,7 +351,7 @@ async def story_until_first_sentence_voiced(
     press(conn)
     await sim.wait_until(lambda: bool(sim.tts.sessions) and sim.tts.sessions[0].batches_done == 1)
     session = sim.tts.sessions[0]
-    await rec.wait(lambda: len(rec.audio()) == session.audio_bytes)
+    await rec.wait_until(lambda: len(rec.audio()) == session.audio_bytes)
     return rec.of(AudioChunk)[0].item_id, len(rec.audio()) * 1000 // (2 * RATE_HZ)
 
 
@@ -366,7 +366,7 @@ async def test_barge_in_aborts_the_llm_and_the_tts_and_keeps_what_was_heard() ->
 
         await sim.wait_until(lambda: sim.chat.requests[0].closed_early)
         await sim.wait_until(lambda: sim.tts.sessions[0].closed_early)
-        await rec.wait(lambda: bool(rec.of(ItemTruncated)))
+        await rec.wait_until(lambda: bool(rec.of(ItemTruncated)))
         assert not sim.chat.requests[0].completed
         assert not sim.tts.sessions[0].final_sent and not sim.tts.sessions[0].ended_by_client
         (done,) = rec.done()
@@ -400,7 +400,7 @@ async def test_a_cut_before_truncate_keeps_only_voiced_text() -> None:
         conn.send_user_text("go on")
         sim.release()
         conn.request_response()
-        await rec.wait(lambda: len(sim.chat.requests) == 2)
+        await rec.wait_until(lambda: len(sim.chat.requests) == 2)
         assert sim.chat.requests[1].messages[-2:] == [
             {"role": "assistant", "content": FIRST},
             {"role": "user", "content": "go on"},
@@ -411,7 +411,7 @@ async def test_an_announcement_gets_a_user_turn_the_chat_template_needs() -> Non
     script = cascade_script_from_dict({"turns": [{"replies": [{"text": "Your tea is ready."}]}]})
     async with cascade(script) as (conn, rec, sim):
         conn.request_response(instructions="Be brief.\n\nTell the user the tea timer ended.")
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         (ask,) = sim.chat.requests
         assert ask.messages[0]["content"].startswith("Be brief.\n\nTell the user the tea timer")
         assert "def get_current_time():" in ask.messages[0]["content"]
@@ -423,7 +423,7 @@ async def test_an_announcement_gets_a_user_turn_the_chat_template_needs() -> Non
 async def test_a_failed_transcription_fails_the_response_it_started() -> None:
     async with cascade(TIME_TURN, asr_model="no-such-model") as (conn, rec, sim):
         press(conn)
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         assert [type(e).__name__ for e in rec.events[-2:]] == ["ResponseStarted", "ResponseDone"]
         done = rec.done()[0]
         assert (done.status, done.reason) == (ResponseStatus.FAILED, "transcription_failed")
@@ -444,7 +444,7 @@ async def test_a_local_tts_command_speaks_the_reply() -> None:
     ) as (conn, rec, sim):
         conn.send_user_text("hi")
         conn.request_response()
-        await rec.wait(lambda: len(rec.done()) == 1)
+        await rec.wait_until(lambda: len(rec.done()) == 1)
         # One program run per sentence: 10 ms of audio per character of it.
         assert len(rec.audio()) == 2 * 240 * (len("Hello.") + len("Goodbye."))
         assert sim.tts.sessions == []
@@ -461,7 +461,7 @@ async def test_a_retry_while_recognising_keeps_the_users_words() -> None:
         # The coordinator's silence watchdog: cancel, then ask again.
         assert conn.cancel_response() is True
         conn.request_response()
-        await rec.wait(lambda: any(d.status is ResponseStatus.COMPLETED for d in rec.done()))
+        await rec.wait_until(lambda: any(d.status is ResponseStatus.COMPLETED for d in rec.done()))
         (ask,) = sim.chat.requests
         assert ask.messages[1:] == [{"role": "user", "content": "what time is it"}]
         assert len(sim.chat.transcriptions) == 1
@@ -481,7 +481,7 @@ async def test_a_new_turn_makes_an_unfinished_recognition_stale() -> None:
         await sim.wait_until(lambda: _asked_to_recognise(sim))
         conn.cancel_response()  # barge-in: cancel, then a new turn
         press(conn)
-        await rec.wait(lambda: any(d.status is ResponseStatus.COMPLETED for d in rec.done()))
+        await rec.wait_until(lambda: any(d.status is ResponseStatus.COMPLETED for d in rec.done()))
         (ask,) = sim.chat.requests
         assert ask.messages[1:] == [{"role": "user", "content": "second"}]
 

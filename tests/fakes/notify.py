@@ -1,0 +1,56 @@
+"""Fakes of the systemd notify seam.
+
+- :class:`RecordingNotifier` stands for the daemon's notifier object (what
+  the runtime would send to systemd, kept as dicts).
+- :class:`NotifyListener` is the other end of a real ``NOTIFY_SOCKET``: it
+  receives the datagrams as PID 1 does (the fixtures in
+  ``tests/service/conftest.py`` bind it).
+"""
+
+from __future__ import annotations
+
+import socket
+
+
+class RecordingNotifier:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, str]] = []
+
+    def send(self, **fields: str) -> bool:
+        self.sent.append(fields)
+        return True
+
+    def ready(self, status: str | None = None) -> bool:
+        return self.send(READY="1", **({"STATUS": status} if status else {}))
+
+    def status(self, text: str) -> bool:
+        return self.send(STATUS=text)
+
+    def stopping(self, status: str | None = None) -> bool:
+        return self.send(STOPPING="1")
+
+    def watchdog(self) -> bool:
+        return self.send(WATCHDOG="1")
+
+
+class NotifyListener:
+    """Receives sd_notify datagrams the way PID 1 does."""
+
+    def __init__(self, sock: socket.socket, env_value: str) -> None:
+        self.sock = sock
+        self.env_value = env_value
+        """What NOTIFY_SOCKET must say to reach this listener."""
+
+    def receive(self, timeout_s: float = 2.0) -> str:
+        self.sock.settimeout(timeout_s)
+        return self.sock.recv(4096).decode()
+
+    def drain(self) -> list[str]:
+        """Every datagram already queued, without waiting."""
+        self.sock.setblocking(False)
+        got = []
+        while True:
+            try:
+                got.append(self.sock.recv(4096).decode())
+            except BlockingIOError:
+                return got
