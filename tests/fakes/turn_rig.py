@@ -209,6 +209,16 @@ class Rig:
         for event in events:
             self.coordinator.on_provider_event(event)
 
+    async def tools_called(
+        self, *names: str, rid: str = "r1", ends: bool = True
+    ) -> tuple[ToolCall, ...]:
+        """The model's response ``rid`` calls the toolbox's ``names`` (ids c1, c2…)
+        and, if ``ends``, ends without audio; returns the calls."""
+        calls = tuple(ToolCall(rid, f"c{i}", name, "{}") for i, name in enumerate(names, 1))
+        self.send(ResponseStarted(rid), *calls, *([done(rid, *calls, audio=False)] if ends else []))
+        await settle()
+        return calls
+
     async def wait_until(
         self, check: Callable[[], bool], what: str, *, safety_s: float = 30.0
     ) -> None:

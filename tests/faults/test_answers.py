@@ -23,9 +23,7 @@ def outputs_per_call(rig: Rig) -> collections.Counter[str]:
 async def test_a_finished_call_is_answered_when_its_response_never_ends() -> None:
     async with Rig(timeout_s=6.0) as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "info", "{}")
-        rig.send(ResponseStarted("r1"), call)  # no response.done, ever
-        await settle()
+        await rig.tools_called("info", ends=False)  # no response.done, ever
         assert outputs_per_call(rig) == {}  # the response still runs: nothing yet
         await rig.sleeper.advance(6.0)  # the reply goes stale
         assert rig.coordinator.last_turn is not None, "the stale reply given up"
@@ -62,9 +60,7 @@ async def test_running_and_finished_calls_each_get_one_output_on_barge_in() -> N
 async def test_a_new_turn_answers_the_calls_of_the_one_it_replaces() -> None:
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "hang", "{}")
-        rig.send(ResponseStarted("r1"), call)
-        await settle()
+        await rig.tools_called("hang", ends=False)
         rig.coordinator.say("something else")  # a text turn replaces the running one
         await settle()
         assert outputs_per_call(rig) == {"c1": 1}

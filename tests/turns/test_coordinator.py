@@ -84,9 +84,7 @@ async def test_frames_before_the_press_are_not_sent() -> None:
 async def test_info_tool_output_then_follow_up() -> None:
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "info", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("info")
         names = rig.provider.names()
         assert names[-2:] == ["send_tool_output", "request_response"]
         assert rig.provider.outputs() == {"c1": '{"time": "10:00"}'}
@@ -100,9 +98,7 @@ async def test_info_tool_output_then_follow_up() -> None:
 async def test_play_sound_is_queued_after_the_request_and_before_speech() -> None:
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "chime", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("chime")
         rig.send(*reply("r2", "i2", chunks=1), done("r2"))
         await settle()
         requests = [i for i, (n, _) in enumerate(rig.provider.commands) if n == "request_response"]
@@ -119,9 +115,7 @@ async def test_play_sound_is_queued_after_the_request_and_before_speech() -> Non
 async def test_set_volume_acts_when_the_tool_returns() -> None:
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "louder", "{}")
-        rig.send(ResponseStarted("r1"), call)
-        await settle()
+        await rig.tools_called("louder", ends=False)
         assert rig.volume.sets == [70]  # before response.done, before the follow-up
 
 
@@ -138,9 +132,7 @@ async def test_set_volume_rounds_and_clamps_what_the_skill_gave() -> None:
 async def test_audio_stream_starts_after_speech_and_prompts_after_natural_end() -> None:
     async with Rig() as rig:
         await rig.turn()
-        c1, c2 = ToolCall("r1", "c1", "song", "{}"), ToolCall("r1", "c2", "book", "{}")
-        rig.send(ResponseStarted("r1"), c1, c2, done("r1", c1, c2, audio=False))
-        await settle()
+        await rig.tools_called("song", "book")
         assert rig.skill.stream_events == []  # latched, not started
         rig.audio.speech_drained.clear()  # the intro is still playing
         rig.send(*reply("r2", "i2"), done("r2"))
@@ -198,8 +190,7 @@ async def test_a_local_cut_provider_gets_the_heard_length_too() -> None:
 async def test_failing_and_hanging_tools_answer_and_the_session_goes_on() -> None:
     async with Rig(tool_timeout_s=0.05) as rig:
         await rig.turn()
-        c1, c2 = ToolCall("r1", "c1", "explode", "{}"), ToolCall("r1", "c2", "hang", "{}")
-        rig.send(ResponseStarted("r1"), c1, c2, done("r1", c1, c2, audio=False))
+        await rig.tools_called("explode", "hang")
         # the hang times out on the host's own (real) timer: wait for the output it sends
         await rig.provider.wait_until(lambda: len(rig.provider.outputs()) == 2, "both outputs")
         await settle()
@@ -215,9 +206,7 @@ async def test_failing_and_hanging_tools_answer_and_the_session_goes_on() -> Non
 async def test_an_interrupted_tool_gets_a_cancelled_output() -> None:
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "hang", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("hang")
         rig.coordinator.press()
         assert rig.provider.outputs() == {"c1": '{"cancelled": true}'}
 
@@ -265,9 +254,7 @@ async def test_text_turn_and_cancel_media() -> None:
         turn_id = rig.coordinator.say("what time is it")
         assert turn_id.startswith("t")
         assert rig.provider.names() == ["send_user_text", "request_response"]
-        call = ToolCall("r1", "c1", "book", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("book")
         rig.audio.content_drained.clear()  # the book keeps playing
         rig.send(*reply("r2", "i2"), done("r2"))
         await settle(60)
@@ -336,9 +323,7 @@ async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
 async def test_speak_verbatim_reads_out_of_band_and_asks_for_no_narration() -> None:
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "brain", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("brain")
         assert rig.provider.names()[-2:] == ["send_tool_output", "read_aloud"]
         assert rig.provider.commands[-1] == ("read_aloud", "Read me exactly.")
         assert ("flush", "speech") in rig.audio.log  # stale speech cleared first
@@ -358,9 +343,7 @@ async def test_speak_verbatim_without_a_reader_asks_in_band() -> None:
     async with Rig() as rig:
         rig.provider._caps = caps
         await rig.turn()
-        call = ToolCall("r1", "c1", "brain", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("brain")
         name, instructions = rig.provider.commands[-1]
         assert name == "request_response"
         assert isinstance(instructions, str) and instructions.endswith("Read me exactly.")
@@ -388,9 +371,7 @@ async def test_a_response_that_stalls_mid_speech_is_given_up() -> None:
 async def book_playing_while_idle(rig: Rig) -> None:
     """A text turn whose tool starts the book; the reply ends, the book plays on."""
     rig.coordinator.say("read me the book")
-    call = ToolCall("r1", "c1", "book", "{}")
-    rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-    await settle()
+    await rig.tools_called("book")
     rig.audio.content_drained.clear()  # the book is still being heard
     rig.send(*reply("r2", "i2"), done("r2"))
     await rig.audio.wait_until(
@@ -436,9 +417,7 @@ async def test_a_calls_audio_plays_on_the_comms_source_only() -> None:
     # (its own ducking and gain), never speech or content.
     async with Rig() as rig:
         await rig.turn()
-        call = ToolCall("r1", "c1", "call", "{}")
-        rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
-        await settle()
+        await rig.tools_called("call")
         rig.send(*reply("r2", "i2", chunks=1), done("r2"))  # the claim starts after this
         call_audio = [(None, len(pcm)) for pcm in rig.skill.claim_audio]
 
