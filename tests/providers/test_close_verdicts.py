@@ -70,6 +70,20 @@ def connect(
     return conn
 
 
+async def until_second_session(
+    play: Handler, core: RealtimeProtocol, model: str
+) -> tuple[Recorder, InstantSleep, list[int]]:
+    """Run a connection against ``play`` until its second session is ready, then close."""
+    rec, sleep = Recorder(), InstantSleep()
+    async with peer(play) as (url, connections):
+        conn = connect(core, url, rec, sleep, model)
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady, 2)
+        await conn.close()
+        await asyncio.wait_for(task, 20)
+    return rec, sleep, connections
+
+
 async def test_gemini_refusing_a_shut_down_model_is_fatal_and_names_the_replacement() -> None:
     async def refuse(ws: ServerConnection, n: int) -> None:
         await ws.recv()  # the setup
@@ -103,13 +117,7 @@ async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> Non
             await ws.send(json.dumps({"setupComplete": {}}))
             await ws.wait_closed()
 
-    rec, sleep = Recorder(), InstantSleep()
-    async with peer(play) as (url, _):
-        conn = connect(GeminiLiveProtocol(), url, rec, sleep, "m")
-        task = asyncio.create_task(conn.run())
-        await rec.wait_for(SessionReady, 2)
-        await conn.close()
-        await asyncio.wait_for(task, 20)
+    _, sleep, _ = await until_second_session(play, GeminiLiveProtocol(), "m")
     assert [s["sessionResumption"] for s in setups] == [{}, {"handle": "h-old"}, {}]
     assert sleep.delays == []  # goAway and a refused handle both renew without backoff
 
@@ -129,13 +137,9 @@ async def test_openai_session_cap_renews_at_once_without_a_failure() -> None:
         else:
             await ws.wait_closed()
 
-    rec, sleep = Recorder(), InstantSleep()
-    async with peer(play) as (url, connections):
-        conn = connect(OpenAIRealtimeProtocol(), url, rec, sleep, "gpt-realtime-2.1")
-        task = asyncio.create_task(conn.run())
-        await rec.wait_for(SessionReady, 2)
-        await conn.close()
-        await asyncio.wait_for(task, 20)
+    rec, sleep, connections = await until_second_session(
+        play, OpenAIRealtimeProtocol(), "gpt-realtime-2.1"
+    )
     assert connections == [1, 2]
     assert sleep.delays == []
     assert ConnectionState.RECONNECTING not in rec.state_names()
@@ -150,13 +154,7 @@ async def test_a_gemini_internal_error_close_is_retried_with_backoff() -> None:
         else:
             await ws.wait_closed()
 
-    rec, sleep = Recorder(), InstantSleep()
-    async with peer(play) as (url, connections):
-        conn = connect(GeminiLiveProtocol(), url, rec, sleep, "m")
-        task = asyncio.create_task(conn.run())
-        await rec.wait_for(SessionReady, 2)
-        await conn.close()
-        await asyncio.wait_for(task, 20)
+    _, sleep, connections = await until_second_session(play, GeminiLiveProtocol(), "m")
     assert connections == [1, 2]
     assert len(sleep.delays) == 1
 
