@@ -76,11 +76,19 @@ class InstantSleep:
     def __init__(self, hook: Callable[[list[float]], Awaitable[None]] | None = None) -> None:
         self.delays: list[float] = []
         self._hook = hook
+        self._after: tuple[int, Callable[[], Awaitable[object]]] | None = None
+
+    def after(self, count: int, action: Callable[[], Awaitable[object]]) -> None:
+        """Await ``action()`` when the ``count``-th delay is asked for (e.g. a
+        connection's ``close``: the test reads the schedule up to there)."""
+        self._after = (count, action)
 
     async def __call__(self, delay_s: float) -> None:
         self.delays.append(delay_s)
         if self._hook is not None:
             await self._hook(self.delays)
+        if self._after is not None and len(self.delays) == self._after[0]:
+            await self._after[1]()
         await asyncio.sleep(0)
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.providers.base import ConnectionState, ConnectionStatus, RealtimeProtocol
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.retry import backoff_delays
+from huxleyd.providers.transport import ProviderConnection
 
 E = TypeVar("E")
 
@@ -62,6 +65,28 @@ class Recorder:
 
     def calls(self) -> list[ToolCall]:
         return self.of(ToolCall)
+
+    def connection(
+        self,
+        url: str,
+        *,
+        core: RealtimeProtocol | None = None,
+        model: str = "gpt-realtime",
+        api_key: str | None = "sk-test",
+        **kwargs: Any,
+    ) -> ProviderConnection:
+        """A connection to ``url`` that reports to this recorder (an OpenAI core
+        unless ``core``; the backoff without jitter, so delays can be compared)."""
+        kwargs.setdefault("backoff", lambda: backoff_delays(jitter=0))
+        return ProviderConnection(
+            core or OpenAIRealtimeProtocol(),
+            url=url,
+            model=model,
+            api_key=api_key,
+            on_event=self.on_event,
+            on_state=self.on_state,
+            **kwargs,
+        )
 
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
         async with asyncio.timeout(timeout_s):

@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 from huxleyd.providers.base import ConnectionState
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
-from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
@@ -23,19 +22,9 @@ TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": 
 
 
 def connect(
-    peer: FaultPeer, rec: Recorder, sleep: InstantSleep, **kwargs: object
+    peer: FaultPeer, rec: Recorder, sleep: InstantSleep, **kwargs: Any
 ) -> ProviderConnection:
-    conn = ProviderConnection(
-        OpenAIRealtimeProtocol(),
-        url=peer.url,
-        model="gpt-realtime",
-        api_key=kwargs.pop("api_key", "sk-test"),  # type: ignore[arg-type]
-        on_event=rec.on_event,
-        on_state=rec.on_state,
-        backoff=lambda: backoff_delays(jitter=0),
-        sleep=sleep,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    conn = rec.connection(peer.url, sleep=sleep, **kwargs)
     conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
     return conn
 
@@ -43,16 +32,10 @@ def connect(
 async def test_five_drops_of_ready_sessions_each_wait_the_first_delay_and_never_go_offline() -> (
     None
 ):
-    rec = Recorder()
-    conn: ProviderConnection | None = None
-
-    async def stop_after_five(delays: list[float]) -> None:
-        if len(delays) == 5 and conn is not None:
-            await conn.close()
-
-    sleep = InstantSleep(stop_after_five)
+    rec, sleep = Recorder(), InstantSleep()
     async with FaultPeer([Fault(drop_after_ready=True)]) as peer:
         conn = connect(peer, rec, sleep)
+        sleep.after(5, conn.close)
         await asyncio.wait_for(conn.run(), 30)
         assert peer.sessions_ready >= 5
     assert sleep.delays == [1.0] * 5  # was 1, 3, 10, 30, 60: then "offline"
@@ -60,16 +43,10 @@ async def test_five_drops_of_ready_sessions_each_wait_the_first_delay_and_never_
 
 
 async def test_a_try_that_fails_before_the_session_is_ready_still_climbs_the_backoff() -> None:
-    rec = Recorder()
-    conn: ProviderConnection | None = None
-
-    async def stop_after_four(delays: list[float]) -> None:
-        if len(delays) == 4 and conn is not None:
-            await conn.close()
-
-    sleep = InstantSleep(stop_after_four)
+    rec, sleep = Recorder(), InstantSleep()
     async with FaultPeer([Fault(status=503)]) as peer:
         conn = connect(peer, rec, sleep)
+        sleep.after(4, conn.close)
         await asyncio.wait_for(conn.run(), 30)
     assert sleep.delays == [1.0, 3.0, 10.0, 30.0]
     assert rec.states[-2].state is ConnectionState.OFFLINE

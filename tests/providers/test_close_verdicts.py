@@ -57,15 +57,7 @@ async def peer(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
 def connect(
     core: RealtimeProtocol, url: str, rec: Recorder, sleep: InstantSleep, model: str
 ) -> ProviderConnection:
-    conn = ProviderConnection(
-        core,
-        url=url,
-        model=model,
-        api_key="k",
-        on_event=rec.on_event,
-        on_state=rec.on_state,
-        sleep=sleep,
-    )
+    conn = rec.connection(url, core=core, model=model, api_key="k", sleep=sleep)
     conn.configure(instructions="Be brief.", tools=[], voice="Puck")
     return conn
 

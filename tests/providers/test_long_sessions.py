@@ -178,16 +178,7 @@ async def run_turns(
 def connection(
     core: RealtimeProtocol, url: str, rec: Recorder, clock: ManualClock
 ) -> ProviderConnection:
-    conn = ProviderConnection(
-        core,
-        url=url,
-        model="m",
-        api_key="k",
-        on_event=rec.on_event,
-        on_state=rec.on_state,
-        sleep=InstantSleep(),
-        clock=clock,
-    )
+    conn = rec.connection(url, core=core, model="m", api_key="k", sleep=InstantSleep(), clock=clock)
     conn.configure(instructions="Be brief.", tools=[], voice="marin")
     return conn
 

@@ -7,7 +7,6 @@ import inspect
 import logging
 import math
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from huxleyd.providers.events import (
     ToolCall,
 )
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
-from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
@@ -37,26 +35,6 @@ from tests.fakes.provider_peer import Fault, FaultPeer
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]
 TURN_PCM = bytes(24_000 * 2 * 3 // 10)  # 300 ms of silence
-
-
-def exact_backoff() -> Iterator[float]:
-    return backoff_delays(jitter=0)
-
-
-def connection(
-    url: str, recorder: Recorder, *, api_key: str | None = "sk-test", **kwargs: Any
-) -> ProviderConnection:
-    kwargs.setdefault("sleep", InstantSleep())
-    return ProviderConnection(
-        OpenAIRealtimeProtocol(),
-        url=url,
-        model="gpt-realtime",
-        api_key=api_key,
-        on_event=recorder.on_event,
-        on_state=recorder.on_state,
-        backoff=exact_backoff,
-        **kwargs,
-    )
 
 
 def talk(conn: ProviderConnection) -> None:
@@ -75,7 +53,7 @@ def sim(scenario: Any = None, **kwargs: Any) -> SimServer:
 async def test_a_turn_with_a_tool_call_through_the_sim() -> None:
     rec = Recorder()
     async with sim(load_scenario(SCENARIOS / "time.toml")) as server:
-        conn = connection(server.url, rec)
+        conn = rec.connection(server.url, sleep=InstantSleep())
         conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
@@ -112,7 +90,7 @@ async def test_a_drop_mid_reply_fails_the_response_reconnects_and_the_next_turn_
     rec = Recorder()
     sleep = InstantSleep()
     async with sim(load_scenario(SCENARIOS / "dropped_connection.toml")) as server:
-        conn = connection(server.url, rec, sleep=sleep)
+        conn = rec.connection(server.url, sleep=sleep)
         conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
@@ -149,15 +127,9 @@ def closed_port() -> int:
 
 
 async def test_offline_from_the_fourth_failed_try() -> None:
-    rec = Recorder()
-    conn: ProviderConnection | None = None
-
-    async def stop_after_five(delays: list[float]) -> None:
-        if len(delays) == 5 and conn is not None:
-            await conn.close()
-
-    sleep = InstantSleep(stop_after_five)
-    conn = connection(f"ws://127.0.0.1:{closed_port()}/v1/realtime", rec, sleep=sleep)
+    rec, sleep = Recorder(), InstantSleep()
+    conn = rec.connection(f"ws://127.0.0.1:{closed_port()}/v1/realtime", sleep=sleep)
+    sleep.after(5, conn.close)
     await conn.run()
     assert sleep.delays == [1.0, 3.0, 10.0, 30.0, 60.0]
     assert [(s.state, s.attempt, s.retry_in_s) for s in rec.states] == [
@@ -184,7 +156,7 @@ async def test_a_rejected_key_is_retried_slowly_and_never_logged(
 
     sleep = InstantSleep(stop)
     async with sim(api_key="sk-right") as server:
-        conn = connection(server.url, rec, api_key="sk-wrong-secret", sleep=sleep)
+        conn = rec.connection(server.url, api_key="sk-wrong-secret", sleep=sleep)
         with caplog.at_level(logging.DEBUG):
             await conn.run()
         assert [h.status for h in server.handshakes] == [401]
@@ -203,7 +175,7 @@ async def test_renew_opens_a_fresh_session_and_resends_the_configuration() -> No
     rec = Recorder()
     sleep = InstantSleep()
     async with sim() as server:
-        conn = connection(server.url, rec, sleep=sleep)
+        conn = rec.connection(server.url, sleep=sleep)
         conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
@@ -222,7 +194,7 @@ async def test_renew_opens_a_fresh_session_and_resends_the_configuration() -> No
 async def test_commands_while_disconnected_are_dropped_and_the_configuration_kept() -> None:
     rec = Recorder()
     async with sim() as server:
-        conn = connection(server.url, rec)
+        conn = rec.connection(server.url, sleep=InstantSleep())
         talk(conn)  # no socket yet: nothing may crash, nothing is queued
         assert conn.cancel_response() is False
         conn.send_tool_output("call_gone", "{}")
@@ -245,7 +217,7 @@ async def test_an_error_that_ends_the_session_makes_it_reconnect() -> None:
     )
     rec = Recorder()
     async with sim(scenario) as server:
-        conn = connection(server.url, rec)
+        conn = rec.connection(server.url, sleep=InstantSleep())
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
         conn.send_user_text("hello")
@@ -292,7 +264,7 @@ async def test_session_age_follows_the_injected_clock() -> None:
     rec = Recorder()
     clock = ManualClock(100.0)
     async with sim() as server:
-        conn = connection(server.url, rec, clock=clock)
+        conn = rec.connection(server.url, sleep=InstantSleep(), clock=clock)
         assert conn.session_age_s() is None
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
@@ -344,7 +316,7 @@ async def test_close_and_renew_send_a_normal_close_with_the_reason() -> None:
     # 1001/1011 would read as a client going away or failing.
     rec = Recorder()
     async with FaultPeer() as peer:
-        conn = connection(peer.url, rec)
+        conn = rec.connection(peer.url, sleep=InstantSleep())
         conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
         task = asyncio.create_task(conn.run())
         await peer.wait_until(lambda: peer.sessions_ready == 1)
@@ -364,16 +336,11 @@ def test_the_connect_timeout_defaults_to_the_documented_setting() -> None:
 async def test_a_handshake_that_never_answers_fails_the_try_at_the_connect_timeout() -> None:
     # A peer that takes the TCP connection and hangs must cost one connect
     # timeout, then the backoff: not websockets' own default, not forever.
-    rec = Recorder()
-    conn: ProviderConnection | None = None
-
-    async def stop(delays: list[float]) -> None:
-        assert conn is not None
-        await conn.close()
-
+    rec, sleep = Recorder(), InstantSleep()
     loop = asyncio.get_running_loop()
     async with FaultPeer([Fault(stall_handshake=True)]) as peer:
-        conn = connection(peer.url, rec, sleep=InstantSleep(stop), open_timeout_s=2.0)
+        conn = rec.connection(peer.url, sleep=sleep, open_timeout_s=2.0)
+        sleep.after(1, conn.close)
         started = loop.time()
         # The safety net stays under websockets' 10 s default, so a timeout
         # that is not passed on fails here.
