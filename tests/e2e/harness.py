@@ -22,10 +22,11 @@ from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
-from huxleyd.sim.scenario import Scenario
+from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from huxleyd.sim.server import SimDialect, SimServer
+from huxleyd.turns.coordinator import Coordinator
 from tests.fakes.audio_backends import LockstepWavBackend
-from tests.fakes.distributions import installed_distribution
+from tests.fakes.distributions import installed_skill
 from tests.fakes.notify import RecordingNotifier
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,16 +154,38 @@ COUNTER_PERIOD = 20000
 RADIO_LEVEL = 8000
 """Mirrors of the test skill's constants, for the assertions."""
 
+SPEECH_HZ = 330.0
+"""The pitch a scripted reply is spoken at (:func:`speech`)."""
+ANNOUNCE = "ding ding"
+ANNOUNCE_HZ = 550.0
+"""The simulator's tone speech says "ding" at 550 Hz: an announcement easy to find."""
+
+
+def turn(*responses: ResponseSpec) -> TurnSpec:
+    """One user turn of a scenario: its responses in order."""
+    return TurnSpec(responses=responses)
+
+
+def speech(ms: int = 200, hz: float = SPEECH_HZ) -> ResponseSpec:
+    """A reply that speaks a tone of ``hz`` for ``ms``."""
+    return ResponseSpec(say="words", tone_hz=hz, duration_ms=ms)
+
+
+def call(tool: str, /, **arguments: object) -> ResponseSpec:
+    """A response that only calls ``tool`` with ``arguments``."""
+    return ResponseSpec(tool_calls=(ToolCallSpec(name=tool, arguments=dict(arguments)),))
+
 
 @contextmanager
 def scenario_skill_installed(tmp: Path) -> Iterator[None]:
     """Register ``scenario`` under ``huxley.skills`` through a real dist-info."""
-    with installed_distribution(
+    with installed_skill(
         tmp / "site",
         name="e2e-scenario-skill",
         module="e2e_scenario_skill",
         source=TEST_SKILL,
-        entry_points={"scenario": "e2e_scenario_skill:ScenarioSkill"},
+        skill="scenario",
+        cls="ScenarioSkill",
     ):
         yield
 
@@ -193,8 +216,8 @@ sounds_dir = "{sounds_dir or ROOT / "sounds"}"
 state_dir = "{tmp / "state"}"
 [provider]
 kind = "{provider_kind}"
-{provider_lines}
 silent_response_timeout_s = 20.0
+{provider_lines}
 [audio]
 backend = "wav"
 [hardware]
@@ -312,6 +335,13 @@ class Rig:
         """The loaded skill instance called ``name`` (to read what it recorded)."""
         assert self.runtime is not None
         return next(s for s in self.runtime.parts.host.skills if s.name == name)
+
+    @property
+    def coordinator(self) -> Coordinator:
+        return self.rt.parts.coordinator
+
+    def media_playing(self) -> bool:
+        return self.rt.parts.coordinator.media.playing
 
     def idle(self) -> bool:
         coordinator = self.rt.parts.coordinator

@@ -21,20 +21,22 @@ import pytest
 
 from huxley_sdk import ClaimEndReason, InjectPriority
 from huxley_sdk.audio import read_wav_pcm16_24k_mono
-from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
+from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import (
+    ANNOUNCE,
+    ANNOUNCE_HZ,
     RATE,
+    SPEECH_HZ,
     Rig,
+    call,
     counter_runs,
     scenario_skill_installed,
+    speech,
     tone_windows,
+    turn,
     until,
 )
 
-ANNOUNCE = "ding ding"
-ANNOUNCE_HZ = 550.0
-"""The pitch of the word "ding" in the simulator's tone speech."""
-SPEECH_HZ = 330.0
 PROMPT = "Tell the user the pasta is ready."
 WINDOW = RATE // 50
 
@@ -61,18 +63,6 @@ def scenario_skill(tmp_path: Path) -> Iterator[None]:
         yield
 
 
-def turn(*responses: ResponseSpec) -> TurnSpec:
-    return TurnSpec(responses=responses)
-
-
-def speech(ms: int, hz: float = SPEECH_HZ) -> ResponseSpec:
-    return ResponseSpec(say="words", tone_hz=hz, duration_ms=ms)
-
-
-def call(tool: str, /, **arguments: object) -> ResponseSpec:
-    return ResponseSpec(tool_calls=(ToolCallSpec(name=tool, arguments=dict(arguments)),))
-
-
 SCENARIOS = {
     "idle": (),
     "mid_turn": (turn(speech(1500)),),
@@ -84,11 +74,6 @@ SCENARIOS = {
 
 def announcement_windows(rig: Rig) -> np.ndarray:
     return tone_windows(rig.speaker(), ANNOUNCE_HZ)
-
-
-def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.parts.coordinator
-    return coordinator is not None and coordinator.media.playing
 
 
 def heard(rig: Rig) -> bool:
@@ -126,7 +111,7 @@ async def leave(rig: Rig, state: str) -> int:
     skill = rig.skill("scenario")
     mark = len(rig.speaker())
     if state == "content":
-        await until(lambda: not media_playing(rig), "the stream plays out")
+        await until(lambda: not rig.media_playing(), "the stream plays out")
     elif state == "claim":
         skill.claim_handle.cancel()
         await until(lambda: "claim:natural" in skill.events, "the claim ends")
@@ -157,7 +142,7 @@ async def assert_now(rig: Rig, state: str) -> None:
     """It spoke over what was there: a stream paused and came back; a claim ended."""
     skill = rig.skill("scenario")
     if state == "content":
-        await until(lambda: not media_playing(rig), "the stream resumes and plays out")
+        await until(lambda: not rig.media_playing(), "the stream resumes and plays out")
         await until(rig.idle, "idle")
         out = rig.speaker()
         first = int(announcement_windows(rig)[0])

@@ -13,7 +13,7 @@ import pytest
 from huxleyd.app.control import RuntimeControl
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig, scenario_skill_installed, until
-from tests.fakes.distributions import installed_distribution
+from tests.fakes.distributions import installed_skill
 
 
 @pytest.fixture(autouse=True)
@@ -73,12 +73,13 @@ class DoorbellSkill:
 
 
 async def test_huxleyctl_event_reaches_a_skill_and_its_answer_is_logged(tmp_path: Path) -> None:
-    with installed_distribution(
+    with installed_skill(
         tmp_path / "doorbell-site",
         name="doorbell-skill",
         module="doorbell_skill",
         source=DOORBELL,
-        entry_points={"doorbell": "doorbell_skill:DoorbellSkill"},
+        skill="doorbell",
+        cls="DoorbellSkill",
     ):
         async with Rig(tmp_path, Scenario(), skills=("system", "doorbell")) as rig:
             control = RuntimeControl(rig.rt)

@@ -31,22 +31,25 @@ from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import DaemonUnreachableError
 from huxleyd.control.handler import StatusReport
 from huxleyd.logs import FIELDS_ATTR
-from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
+from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.media import LOOKAHEAD_MS
 from tests.e2e.harness import (
+    ANNOUNCE,
+    ANNOUNCE_HZ,
     COUNTER_BASE,
     COUNTER_PERIOD,
     RATE,
     Rig,
+    call,
     counter_runs,
     scenario_skill_installed,
+    speech,
     tone_windows,
+    turn,
     until,
 )
 from tests.e2e.process import DaemonProcess, write_daemon_config
 
-ANNOUNCE = "ding ding"
-ANNOUNCE_HZ = 550.0
 """The simulator's tone speech says "ding" at 550 Hz."""
 CHUNK = RATE // 10
 """Samples per chunk the audiobooks skill yields (100 ms)."""
@@ -59,18 +62,6 @@ LOOKAHEAD = RATE * LOOKAHEAD_MS // 1000
 def scenario_skill(tmp_path: Path) -> Iterator[None]:
     with scenario_skill_installed(tmp_path):
         yield
-
-
-def turn(*responses: ResponseSpec) -> TurnSpec:
-    return TurnSpec(responses=responses)
-
-
-def call(tool: str, /, **arguments: object) -> ResponseSpec:
-    return ResponseSpec(tool_calls=(ToolCallSpec(name=tool, arguments=dict(arguments)),))
-
-
-def speech(ms: int = 200) -> ResponseSpec:
-    return ResponseSpec(say="ok", tone_hz=330.0, duration_ms=ms)
 
 
 def ffmpeg(*args: str) -> None:
@@ -90,15 +81,22 @@ def counting_book(folder: Path, seconds: float) -> Path:
     return book
 
 
+def book_rig(tmp_path: Path, scenario: Scenario, library: Path) -> Rig:
+    """The daemon with the audiobooks skill on ``library`` (no earcons: the book is all
+    the speaker plays besides the replies)."""
+    return Rig(
+        tmp_path,
+        scenario,
+        skills=("system", "audiobooks"),
+        skill_config={"audiobooks": f'library = "{library}"'},
+        earcons=False,
+    )
+
+
 async def bookmark(rig: Rig, book_id: str) -> dict[str, Any] | None:
     db = rig.rt.parts.db
     raw = await db.skill_storage("audiobooks").get_setting("bookmark:" + book_id)
     return None if raw is None else dict(json.loads(raw))
-
-
-def media_playing(rig: Rig) -> bool:
-    coordinator = rig.rt.parts.coordinator
-    return coordinator is not None and coordinator.media.playing
 
 
 async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hearing_it(
@@ -112,20 +110,14 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
             turn(call("pause_audiobook"), speech()),
         )
     )
-    async with Rig(
-        tmp_path,
-        scenario,
-        skills=("system", "audiobooks"),
-        skill_config={"audiobooks": f'library = "{library}"'},
-        earcons=False,
-    ) as rig:
-        coordinator = rig.rt.parts.coordinator
+    async with book_rig(tmp_path, scenario, library) as rig:
+        coordinator = rig.coordinator
         coordinator.say("play counting")
         await until(
             lambda: sum(n for _, _, n in counter_runs(rig.speaker())) > RATE, "1 s of the book"
         )
         coordinator.say("pause the book")  # the book pauses under the question, then stops
-        await until(lambda: not media_playing(rig), "the book stops")
+        await until(lambda: not rig.media_playing(), "the book stops")
         await until(rig.idle, "idle")
         saved = await bookmark(rig, "counting.flac")
         assert saved is not None and saved["finished"] is False
@@ -339,14 +331,8 @@ async def test_sigterm_during_a_book_keeps_its_place_and_the_next_start_resumes_
     # "go on with my book" resumes the last book at its bookmark.
     caplog.set_level(logging.INFO, logger="huxley.skill.audiobooks")
     resume = Scenario(turns=(turn(call("play_audiobook"), speech()),))
-    async with Rig(
-        tmp_path,
-        resume,
-        skills=("system", "audiobooks"),
-        skill_config={"audiobooks": f'library = "{library}"'},
-        earcons=False,
-    ) as rig:
-        coordinator = rig.rt.parts.coordinator
+    async with book_rig(tmp_path, resume, library) as rig:
+        coordinator = rig.coordinator
         coordinator.say("go on with my book")
         await until(
             lambda: len(tone_windows(rig.speaker(), BOOK_HZ)) >= 25, "half a second of the book"

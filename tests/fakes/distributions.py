@@ -31,11 +31,33 @@ def installed_distribution(
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     lines = "".join(f"{entry} = {target}\n" for entry, target in entry_points.items())
     (dist / "entry_points.txt").write_text(f"[{group}]\n{lines}")
+    with on_sys_path(site, {module}):
+        yield site
+
+
+@contextmanager
+def installed_skill(
+    site: Path, *, name: str, module: str, source: str, skill: str, cls: str
+) -> Iterator[Path]:
+    """:func:`installed_distribution` of one skill: entry point ``skill`` is
+    ``module:cls`` in ``huxley.skills``."""
+    with installed_distribution(
+        site, name=name, module=module, source=source, entry_points={skill: f"{module}:{cls}"}
+    ) as path:
+        yield path
+
+
+@contextmanager
+def on_sys_path(site: Path, top_level: set[str]) -> Iterator[Path]:
+    """Put ``site`` first on ``sys.path``; at the end take it off and forget the
+    imported ``top_level`` packages (and their submodules)."""
     sys.path.insert(0, str(site))
     importlib.invalidate_caches()
     try:
         yield site
     finally:
         sys.path.remove(str(site))
-        sys.modules.pop(module, None)
+        for name in list(sys.modules):
+            if name.split(".", 1)[0] in top_level:
+                sys.modules.pop(name, None)
         importlib.invalidate_caches()

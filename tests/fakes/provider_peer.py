@@ -137,7 +137,7 @@ class FaultPeer:
                 if not isinstance(frame, Frame):
                     continue
                 if frame.opcode is Opcode.CLOSE:
-                    close = Close.parse(frame.data)
+                    close = Close.parse(bytes(frame.data))
                     self.closes.append((close.code, close.reason))
                     self._seen()
                     if fault.ignore_close:

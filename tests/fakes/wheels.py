@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import getpass
 import hashlib
-import importlib
 import importlib.metadata as metadata
 import os
 import subprocess
@@ -25,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.distributions import on_sys_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST_CACHE = Path(os.environ.get("HUXLEY_DIST_CACHE", ROOT / ".cache" / "huxley-dists"))
@@ -159,16 +160,8 @@ def wheels_on_path(site: Path, wheels: Sequence[Path]) -> Iterator[Path]:
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
             top |= {n.split("/", 1)[0] for n in zf.namelist() if ".dist-info" not in n}
-    sys.path.insert(0, str(site))
-    importlib.invalidate_caches()
-    try:
+    with on_sys_path(site, top):
         yield site
-    finally:
-        sys.path.remove(str(site))
-        for name in list(sys.modules):
-            if name.split(".", 1)[0] in top:
-                sys.modules.pop(name, None)
-        importlib.invalidate_caches()
 
 
 def cached_wheel(cache: Path, requirement: str) -> Path:

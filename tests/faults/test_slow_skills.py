@@ -25,7 +25,7 @@ from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnState
 from tests.e2e.harness import until
 from tests.e2e.process import DaemonProcess, write_daemon_config
-from tests.fakes.distributions import installed_distribution
+from tests.fakes.distributions import installed_skill
 from tests.fakes.turn_ports import RecordingAudio, RecordingProvider, RecordingVolume
 from tests.fakes.turn_rig import done
 from tests.faults.misbehaving_skill import MisbehavingSkill
@@ -108,12 +108,13 @@ SCENARIO = (
 
 def test_sigterm_during_a_stubborn_tool_exits_within_the_stop_timeout(tmp_path: Path) -> None:
     source = (Path(__file__).parent / "misbehaving_skill.py").read_text()
-    with installed_distribution(
+    with installed_skill(
         tmp_path / "site",
         name="fault-misbehaving-skill",
         module="fault_misbehaving_skill",
         source=source,
-        entry_points={"misbehaving": "fault_misbehaving_skill:MisbehavingSkill"},
+        skill="misbehaving",
+        cls="MisbehavingSkill",
     ) as site:
         config = write_daemon_config(
             tmp_path, scenario=SCENARIO, skills="[skills.system]\n[skills.misbehaving]\n"

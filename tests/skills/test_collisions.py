@@ -42,14 +42,15 @@ THEIRS = "huxley-skill-timers (their_timers:TimersSkill)"
 
 @pytest.fixture
 def their_timers(tmp_path: Path) -> Iterator[Path]:
-    from tests.fakes.distributions import installed_distribution
+    from tests.fakes.distributions import installed_skill
 
-    with installed_distribution(
+    with installed_skill(
         tmp_path / "site",
         name="huxley-skill-timers",
         module="their_timers",
         source=THEIR_TIMERS,
-        entry_points={"timers": "their_timers:TimersSkill"},
+        skill="timers",
+        cls="TimersSkill",
     ) as site:
         yield site
 

@@ -24,7 +24,7 @@ from huxleyd.errors import (
 )
 from huxleyd.skillhost import SkillHost, installed_skills
 from huxleyd.storage import Database, FileSecrets
-from tests.fakes.distributions import installed_distribution
+from tests.fakes.distributions import installed_skill
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,12 +62,13 @@ class WeatherSkill:
 @pytest.fixture
 def external_distribution(tmp_path: Path) -> Iterator[Path]:
     """A distribution with its own ``huxley.skills`` entry point, on sys.path."""
-    with installed_distribution(
+    with installed_skill(
         tmp_path / "site",
         name="huxley-skill-weather",
         module="weather_skill",
         source=EXTERNAL_SKILL,
-        entry_points={"weather": "weather_skill:WeatherSkill"},
+        skill="weather",
+        cls="WeatherSkill",
     ) as site:
         yield site
 
