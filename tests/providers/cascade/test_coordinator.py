@@ -21,8 +21,9 @@ from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
+from tests.fakes.provider_callbacks import Recorder
 from tests.fakes.turn_ports import RecordingAudio, RecordingVolume
-from tests.providers.cascade.harness import Recorder, cascade
+from tests.providers.cascade.harness import cascade
 from tests.providers.cascade.test_provider import FIRST, STORY, TIME_TURN
 
 FRAME = bytes(960)  # 20 ms at 24 kHz

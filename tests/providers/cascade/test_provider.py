@@ -28,7 +28,8 @@ from huxleyd.providers.events import (
     TranscriptDone,
 )
 from huxleyd.sim.chat import CascadeSim, cascade_script_from_dict
-from tests.providers.cascade.harness import VOLUME_TOOL, Recorder, cascade, press
+from tests.fakes.provider_callbacks import Recorder
+from tests.providers.cascade.harness import VOLUME_TOOL, cascade, press
 
 TIME_TURN = cascade_script_from_dict(
     {
