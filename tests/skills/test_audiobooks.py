@@ -24,6 +24,7 @@ from huxley_sdk import AudioStream, CancelMedia, ContentType, SkillContext
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
 from huxleyd.skills.audiobooks import BOOKMARK_PREFIX, AudiobooksSkill
 from huxleyd.skills.media import CHUNK_BYTES, decode_command
+from tests.fakes.executables import counting_program
 
 CHUNK_S = CHUNK_BYTES / 48_000
 CHIRP = "aevalsrc=0.5*sin(2*PI*(200+100*t)*t):s=24000:d={d}"
@@ -365,27 +366,14 @@ async def test_a_finished_book_starts_over(data_dir: Path) -> None:
     assert (data["from"], data["resumed"]) == ("0:00:00", False)
 
 
-@pytest.fixture
-def counting_ffprobe(tmp_path: Path) -> tuple[str, Path]:
-    log = tmp_path / "probes.log"
-    script = tmp_path / "ffprobe"
-    script.write_text(f'#!/bin/sh\necho probe >> "{log}"\nexec ffprobe "$@"\n')
-    script.chmod(0o755)
-    return str(script), log
-
-
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
 async def test_the_library_is_probed_at_start_and_then_only_for_changes(
-    data_dir: Path, counting_ffprobe: tuple[str, Path]
+    data_dir: Path, tmp_path: Path
 ) -> None:
-    wrapper, log = counting_ffprobe
-    skill, ctx = await started(data_dir, ffprobe=wrapper)
+    ffprobe = counting_program(tmp_path, "ffprobe")
+    skill, ctx = await started(data_dir, ffprobe=ffprobe.path)
     [scan] = ctx_recorder(ctx).tasks
     await asyncio.wait_for(scan.task, 10)
-    assert lines(log) == 4  # every file once, in the background
+    assert ffprobe.starts == 4  # every file once, in the background
     listed, _ = await call(skill, "search_audiobooks")
     assert listed["count"] == 3
-    assert lines(log) == 4  # nothing changed: all from the cache
+    assert ffprobe.starts == 4  # nothing changed: all from the cache

@@ -20,6 +20,7 @@ from huxley_sdk import AudioStream, CancelMedia, ContentType, InjectPriority, Sk
 from huxley_sdk.testing import ctx_recorder, make_test_context
 from huxleyd.skills.media import decode_command
 from huxleyd.skills.radio import RadioSkill
+from tests.fakes.executables import counting_program
 
 
 @pytest.fixture(scope="module")
@@ -31,20 +32,6 @@ def tone(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
     )  # fmt: skip
     return path
-
-
-@pytest.fixture
-def counting_ffmpeg(tmp_path: Path) -> tuple[str, Path]:
-    """An ffmpeg wrapper that appends one line per start to a log file."""
-    log = tmp_path / "starts.log"
-    script = tmp_path / "ffmpeg"
-    script.write_text(f'#!/bin/sh\necho start >> "{log}"\nexec ffmpeg "$@"\n')
-    script.chmod(0o755)
-    return str(script), log
-
-
-def starts(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 @pytest.fixture
@@ -106,37 +93,35 @@ async def test_a_file_station_plays_as_mixable_audio_and_ends_quietly(tone: Path
     assert json.loads((await skill.handle("list_radio_stations", {})).output)["playing"] is None
 
 
-async def test_a_failing_station_is_retried_then_the_user_is_told(
-    tmp_path: Path, counting_ffmpeg: tuple[str, Path]
-) -> None:
-    wrapper, log = counting_ffmpeg
+async def test_a_failing_station_is_retried_then_the_user_is_told(tmp_path: Path) -> None:
+    ffmpeg = counting_program(tmp_path, "ffmpeg")
     skill, ctx = await started(
         {"Ghost FM": str(tmp_path / "missing.mp3")},
-        ffmpeg=wrapper,
+        ffmpeg=ffmpeg.path,
         reconnect_attempts=2,
         reconnect_delay_s=0.001,
     )
     _, effect = await play(skill, station="ghost")
     assert [chunk async for chunk in open_stream(effect)] == []
-    assert starts(log) == 3  # the first try and two reconnects
+    assert ffmpeg.starts == 3  # the first try and two reconnects
     [turn] = ctx_recorder(ctx).injected
     assert "'Ghost FM' stopped and could not be reconnected" in turn.prompt
     assert turn.priority is InjectPriority.NORMAL
 
 
 async def test_a_dropped_http_stream_reconnects(
-    http_station: tuple[str, list[str]], counting_ffmpeg: tuple[str, Path]
+    http_station: tuple[str, list[str]], tmp_path: Path
 ) -> None:
     url, requests = http_station
-    wrapper, log = counting_ffmpeg
+    ffmpeg = counting_program(tmp_path, "ffmpeg")
     skill, ctx = await started(
-        {"Local": url}, ffmpeg=wrapper, reconnect_attempts=2, reconnect_delay_s=0.001
+        {"Local": url}, ffmpeg=ffmpeg.path, reconnect_attempts=2, reconnect_delay_s=0.001
     )
     _, effect = await play(skill)  # no name: the only (first) station
     pcm = b"".join([chunk async for chunk in open_stream(effect)])
     # The server ends each response after 1 s: three connections, then give up.
     assert len(pcm) == 3 * 48_000
-    assert (starts(log), len(requests)) == (3, 3)
+    assert (ffmpeg.starts, len(requests)) == (3, 3)
     assert len(ctx_recorder(ctx).injected) == 1
 
 
