@@ -63,6 +63,16 @@ class Journal:
             on_patience_expired=expired,
         )
 
+    async def book_under(
+        self, focus: FocusManager, name: str, channel: Channel, *, patience_s: float
+    ) -> tuple[Activity, Activity]:
+        """A patient book on CONTENT, then activity ``name`` on ``channel`` over it."""
+        book = self.activity("book", Channel.CONTENT, patience=timedelta(seconds=patience_s))
+        over = self.activity(name, channel)
+        await focus.acquire(book)
+        await focus.acquire(over)
+        return book, over
+
     def take(self) -> list[tuple[str, str]]:
         out, self.events = self.events, []
         return out
@@ -111,10 +121,7 @@ async def test_patience_expiry_calls_the_callback_before_eviction() -> None:
     sleeper = FakeSleeper()
     journal = Journal()
     async with FocusManager(sleep=sleeper.sleep) as focus:
-        book = journal.activity("book", Channel.CONTENT, patience=timedelta(seconds=30))
-        call = journal.activity("call", Channel.COMMS)
-        await focus.acquire(book)
-        await focus.acquire(call)
+        book, call = await journal.book_under(focus, "call", Channel.COMMS, patience_s=30)
         journal.take()
         await sleeper.advance(29.9)
         assert journal.take() == []
@@ -165,10 +172,7 @@ async def test_foreground_before_patience_runs_out_cancels_the_eviction() -> Non
     sleeper = FakeSleeper()
     journal = Journal()
     async with FocusManager(sleep=sleeper.sleep) as focus:
-        book = journal.activity("book", Channel.CONTENT, patience=timedelta(seconds=10))
-        talk = journal.activity("listening", Channel.DIALOG)
-        await focus.acquire(book)
-        await focus.acquire(talk)
+        book, talk = await journal.book_under(focus, "listening", Channel.DIALOG, patience_s=10)
         await sleeper.advance(9.0)
         await focus.release(talk)
         assert sleeper.pending == 0  # the timer was cancelled, not left to misfire
