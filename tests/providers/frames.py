@@ -8,9 +8,13 @@ test feeds it: the tests cannot drift into events the server never sends.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
+from huxleyd.providers.base import RealtimeProtocol
 from huxleyd.sim import wire
+
+P = TypeVar("P", bound=RealtimeProtocol)
 
 _outbox = wire.Outbox()
 
@@ -81,3 +85,17 @@ def call_item_done(response_id: str, item_id: str, call_id: str, name: str, args
 
 def error(code: str, message: str = "simulated", event_id: str | None = None) -> str:
     return frame(wire.error(code, message, event_id=event_id))
+
+
+def ready(
+    core: P, handshake: Sequence[str | bytes], *, tools: Sequence[Mapping[str, Any]], voice: str
+) -> P:
+    """``core`` configured, its connection open, the server's ``handshake`` frames
+    received, and what that produced drained: a session ready for a test."""
+    core.configure(instructions="Be brief.", tools=tools, voice=voice)
+    core.connection_opened()
+    for server_frame in handshake:
+        core.receive(server_frame)
+    core.messages_to_send()
+    core.events_received()
+    return core

@@ -33,6 +33,7 @@ from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,
 )
+from tests.providers import frames
 
 TOOLS = [
     {
@@ -89,12 +90,7 @@ def wanted(core: GeminiLiveProtocol) -> str | None:
 
 def ready_core(**kwargs: Any) -> GeminiLiveProtocol:
     core = GeminiLiveProtocol(model="gemini-live-2.5-flash-preview", **kwargs)
-    core.configure(instructions="Be brief.", tools=TOOLS, voice="Puck")
-    core.connection_opened()
-    core.receive(server({"setupComplete": {}}))
-    core.messages_to_send()
-    core.events_received()
-    return core
+    return frames.ready(core, [server({"setupComplete": {}})], tools=TOOLS, voice="Puck")
 
 
 def test_capabilities() -> None:
@@ -364,12 +360,6 @@ def test_bad_frames_are_reported_not_raised() -> None:
 def test_odd_byte_counts_are_refused(pcm: bytes) -> None:
     with pytest.raises(ValueError, match="even"):
         ready_core().append_audio(pcm)
-
-
-def test_the_key_goes_in_a_header_and_the_url_is_kept() -> None:
-    core = GeminiLiveProtocol()
-    assert core.connection_headers("k") == {"x-goog-api-key": "k"}
-    assert core.connection_url("wss://example/ws", "m") == "wss://example/ws"
 
 
 def test_setup_turns_on_the_sliding_window_with_the_configured_trigger() -> None:

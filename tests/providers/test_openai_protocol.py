@@ -64,14 +64,8 @@ def sent(core: OpenAIRealtimeProtocol) -> list[dict[str, Any]]:
 
 def ready_core(**kwargs: Any) -> OpenAIRealtimeProtocol:
     """A configured core on an open connection whose session is ready."""
-    core = OpenAIRealtimeProtocol(**kwargs)
-    core.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
-    core.connection_opened()
-    core.receive(frames.session_created())
-    core.receive(frames.session_updated())
-    core.messages_to_send()
-    core.events_received()
-    return core
+    handshake = (frames.session_created(), frames.session_updated())
+    return frames.ready(OpenAIRealtimeProtocol(**kwargs), handshake, tools=TOOLS, voice="marin")
 
 
 def test_it_satisfies_the_provider_protocol() -> None:
@@ -79,14 +73,6 @@ def test_it_satisfies_the_provider_protocol() -> None:
     assert isinstance(core, RealtimeProtocol)
     assert core.capabilities.interrupt_acceptance is InterruptAcceptance.IMMEDIATE_PROVIDER_ACK
     assert core.capabilities.input_rate_hz == core.capabilities.output_rate_hz == 24_000
-
-
-def test_connection_url_and_headers() -> None:
-    core = OpenAIRealtimeProtocol()
-    url = core.connection_url("wss://api.openai.com/v1/realtime", "gpt-realtime")
-    assert url == "wss://api.openai.com/v1/realtime?model=gpt-realtime"
-    assert core.connection_headers("sk-x") == {"Authorization": "Bearer sk-x"}
-    assert core.connection_headers(None) == {}
 
 
 def test_first_configuration_is_a_full_ga_push_to_talk_session() -> None:

@@ -54,14 +54,8 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 
 def ready_core() -> XaiRealtimeProtocol:
-    core = XaiRealtimeProtocol()
-    core.configure(instructions="Be brief.", tools=TOOLS, voice="eve")
-    core.connection_opened()
-    core.receive(conversation_created())
-    core.receive(session_updated())
-    core.messages_to_send()
-    core.events_received()
-    return core
+    handshake = (conversation_created(), session_updated())
+    return frames.ready(XaiRealtimeProtocol(), handshake, tools=TOOLS, voice="eve")
 
 
 def start_response(core: XaiRealtimeProtocol, response_id: str = "resp_1") -> None:
@@ -254,14 +248,6 @@ def test_a_malformed_frame_is_reported_not_raised() -> None:
     events = core.events_received()
     assert [e.code for e in events if isinstance(e, ProviderErrorEvent)] == ["protocol_error"] * 2
     assert core.protocol_errors == 2
-
-
-def test_the_url_carries_the_model_and_the_key_goes_in_a_header() -> None:
-    core = XaiRealtimeProtocol()
-    url = core.connection_url("wss://api.x.ai/v1/realtime", "grok-voice-think-fast-1.0")
-    assert url == "wss://api.x.ai/v1/realtime?model=grok-voice-think-fast-1.0"
-    assert core.connection_headers("k") == {"Authorization": "Bearer k"}
-    assert core.connection_headers(None) == {}
 
 
 def test_the_openai_session_shape_is_refused_by_the_xai_field_sets() -> None:
