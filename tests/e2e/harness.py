@@ -181,11 +181,9 @@ def scenario_skill_installed(tmp: Path) -> Iterator[None]:
     """Register ``scenario`` under ``huxley.skills`` through a real dist-info."""
     with installed_skill(
         tmp / "site",
-        name="e2e-scenario-skill",
-        module="e2e_scenario_skill",
-        source=TEST_SKILL,
-        skill="scenario",
-        cls="ScenarioSkill",
+        "e2e-scenario-skill",
+        "scenario = e2e_scenario_skill:ScenarioSkill",
+        TEST_SKILL,
     ):
         yield
 

@@ -75,11 +75,9 @@ class DoorbellSkill:
 async def test_huxleyctl_event_reaches_a_skill_and_its_answer_is_logged(tmp_path: Path) -> None:
     with installed_skill(
         tmp_path / "doorbell-site",
-        name="doorbell-skill",
-        module="doorbell_skill",
-        source=DOORBELL,
-        skill="doorbell",
-        cls="DoorbellSkill",
+        "doorbell-skill",
+        "doorbell = doorbell_skill:DoorbellSkill",
+        DOORBELL,
     ):
         async with Rig(tmp_path, Scenario(), skills=("system", "doorbell")) as rig:
             control = RuntimeControl(rig.rt)

@@ -36,13 +36,14 @@ def installed_distribution(
 
 
 @contextmanager
-def installed_skill(
-    site: Path, *, name: str, module: str, source: str, skill: str, cls: str
-) -> Iterator[Path]:
-    """:func:`installed_distribution` of one skill: entry point ``skill`` is
-    ``module:cls`` in ``huxley.skills``."""
+def installed_skill(site: Path, dist: str, entry_point: str, source: str) -> Iterator[Path]:
+    """:func:`installed_distribution` of one skill: ``entry_point`` reads as in
+    ``entry_points.txt`` (``"timers = their_timers:TimersSkill"``), and its
+    module holds ``source``."""
+    entry, target = (part.strip() for part in entry_point.split("="))
+    module = target.split(":")[0]
     with installed_distribution(
-        site, name=name, module=module, source=source, entry_points={skill: f"{module}:{cls}"}
+        site, name=dist, module=module, source=source, entry_points={entry: target}
     ) as path:
         yield path
 

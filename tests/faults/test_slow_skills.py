@@ -110,11 +110,9 @@ def test_sigterm_during_a_stubborn_tool_exits_within_the_stop_timeout(tmp_path: 
     source = (Path(__file__).parent / "misbehaving_skill.py").read_text()
     with installed_skill(
         tmp_path / "site",
-        name="fault-misbehaving-skill",
-        module="fault_misbehaving_skill",
-        source=source,
-        skill="misbehaving",
-        cls="MisbehavingSkill",
+        "fault-misbehaving-skill",
+        "misbehaving = fault_misbehaving_skill:MisbehavingSkill",
+        source,
     ) as site:
         config = write_daemon_config(
             tmp_path, scenario=SCENARIO, skills="[skills.system]\n[skills.misbehaving]\n"

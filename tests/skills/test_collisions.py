@@ -45,12 +45,7 @@ def their_timers(tmp_path: Path) -> Iterator[Path]:
     from tests.fakes.distributions import installed_skill
 
     with installed_skill(
-        tmp_path / "site",
-        name="huxley-skill-timers",
-        module="their_timers",
-        source=THEIR_TIMERS,
-        skill="timers",
-        cls="TimersSkill",
+        tmp_path / "site", "huxley-skill-timers", "timers = their_timers:TimersSkill", THEIR_TIMERS
     ) as site:
         yield site
 

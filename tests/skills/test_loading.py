@@ -64,11 +64,9 @@ def external_distribution(tmp_path: Path) -> Iterator[Path]:
     """A distribution with its own ``huxley.skills`` entry point, on sys.path."""
     with installed_skill(
         tmp_path / "site",
-        name="huxley-skill-weather",
-        module="weather_skill",
-        source=EXTERNAL_SKILL,
-        skill="weather",
-        cls="WeatherSkill",
+        "huxley-skill-weather",
+        "weather = weather_skill:WeatherSkill",
+        EXTERNAL_SKILL,
     ) as site:
         yield site
 
