@@ -15,12 +15,10 @@ reference doing the same device I/O (``arecord`` + ``aplay``).
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from tests.fakes.clockcard import (
     child_env,
     freeze_once,
     largest_step,
+    run_child,
     silent_from,
     write_asoundrc,
 )
@@ -61,17 +60,7 @@ def _env(directory: Path, kind: str) -> dict[str, str]:
 
 def _child(directory: Path, *args: str) -> tuple[ClockCard, dict[str, Any]]:
     card = write_asoundrc(directory)
-    done = subprocess.run(
-        [sys.executable, str(CHILD), *args],
-        env=_env(directory, args[1]),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"clockcard child {args}: {done.stderr.strip()[-300:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = run_child([str(CHILD), *args], _env(directory, args[1]), timeout_s=600)
     return card, result
 
 

@@ -29,7 +29,6 @@ import dataclasses
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,6 +49,7 @@ from tests.e2e.harness import (
     until,
 )
 from tests.fakes.audio_alsa import write_asoundrc
+from tests.fakes.clockcard import run_child
 
 AREA = "turns (wav, real time)"
 PERIOD = RATE // 50
@@ -225,17 +225,8 @@ def _alsa_rows() -> list[Row]:
         write_asoundrc(directory, infile=directory / "in.raw", outfile=directory / "out.raw")
         env = dict(os.environ, HOME=str(directory))
         env.pop("ALSA_CONFIG_PATH", None)
-        done = subprocess.run(
-            [sys.executable, "-m", "bench.bench_turns", "alsa-child", str(directory)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"the ALSA bench child failed:\n{done.stderr[-3000:]}")
-        rows = [Row(**r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+        argv = ["-m", "bench.bench_turns", "alsa-child", str(directory)]
+        rows = [Row(**r) for r in run_child(argv, env, timeout_s=300)]
         return [dataclasses.replace(r, area="turns (pyaudio/alsa file, real time)") for r in rows]
 
 

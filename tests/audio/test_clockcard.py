@@ -7,10 +7,7 @@ card itself saw (its xrun log) and what the callbacks reported.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from tests.fakes.clockcard import (
     child_env,
     freeze_once,
     largest_step,
+    run_child,
     silent_from,
     write_asoundrc,
 )
@@ -60,17 +58,9 @@ def card(tmp_path: Path) -> ClockCard:
 
 
 def run(card: ClockCard, *args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.fakes.clockcard_child", *args],
-        env=child_env(card.directory),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result: dict[str, Any] = run_child(
+        ["-m", "tests.fakes.clockcard_child", *args], child_env(card.directory), timeout_s=120
     )
-    if done.returncode != 0:
-        raise AssertionError(f"clockcard child failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
