@@ -17,9 +17,8 @@ from huxleyd.control.handler import ControlHandler
 from huxleyd.control.protocol import MAX_LINE_BYTES, PttAction
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
+from tests.fakes.control_client import LineClient
 from tests.fakes.control_handler import FakeControlHandler
-
-from .client_util import LineClient
 
 
 def settings(path: Path, **kw: object) -> ControlSettings:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
-from tests.control.client_util import LineClient
 from tests.e2e.harness import until
+from tests.fakes.control_client import LineClient
 from tests.fakes.control_handler import FakeControlHandler
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.control.client_util import LineClient
 from tests.e2e.process import DaemonProcess, write_daemon_config
+from tests.fakes.control_client import LineClient
 from tests.faults.test_slow_skills import wait_for_log
 
 SCENARIO = (

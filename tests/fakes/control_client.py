@@ -1,4 +1,5 @@
-"""A tiny asyncio line client for the server tests (raw lines, no CLI)."""
+"""A raw line client of the control socket (what huxleyctl sends, without the CLI):
+the server tests and the control-flood faults speak the protocol through it."""
 
 from __future__ import annotations
 
