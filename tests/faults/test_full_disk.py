@@ -27,8 +27,8 @@ from huxleyd.logs import get_logger
 from huxleyd.skills.audiobooks import AudiobooksSkill
 from huxleyd.turns.outputs import Activity
 from tests.e2e.harness import until
+from tests.fakes.audiobook_library import build_library, call, take
 from tests.fakes.turn_rig import Rig
-from tests.skills.test_audiobooks import call, data_dir, take  # noqa: F401 - data_dir: a fixture
 
 
 class FullDisk(MemoryStorage):
@@ -57,14 +57,14 @@ class FullDiskLevels:
 
 
 async def test_a_bookmark_save_on_a_full_disk_is_logged_and_the_book_plays_on(
-    data_dir: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     storage = FullDisk()
     skill = AudiobooksSkill(save_every_s=0.5)
     ctx = make_test_context(
         name="audiobooks",
-        persona_data_dir=data_dir,
+        persona_data_dir=build_library(tmp_path),
         storage=storage,
         logger=get_logger("huxley.skill.audiobooks"),  # a real logger: caplog sees it
     )

@@ -24,80 +24,15 @@ from huxley_sdk import AudioStream, CancelMedia, ContentType, SkillContext
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
 from huxleyd.skills.audiobooks import BOOKMARK_PREFIX, AudiobooksSkill
 from huxleyd.skills.media import CHUNK_BYTES, decode_command
+from tests.fakes.audiobook_library import build_library, call, take
 from tests.fakes.executables import counting_program
 
 CHUNK_S = CHUNK_BYTES / 48_000
-CHIRP = "aevalsrc=0.5*sin(2*PI*(200+100*t)*t):s=24000:d={d}"
-M4B_META = """;FFMETADATA1
-title=The Test Book
-artist=Ann Author
-album=The Test Book
-
-[CHAPTER]
-TIMEBASE=1/1000
-START=0
-END=3000
-title=Chapter One
-
-[CHAPTER]
-TIMEBASE=1/1000
-START=3000
-END=6000
-title=Chapter Two
-"""
-
-
-def ffmpeg(*args: str) -> None:
-    subprocess.run(
-        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args], check=True
-    )
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("persona")
-    books = root / "audiobooks"
-    (books / "Saga").mkdir(parents=True)
-    meta = root / "meta.txt"
-    meta.write_text(M4B_META)
-    chirp6 = CHIRP.format(d=6)
-    ffmpeg(
-        "-f",
-        "lavfi",
-        "-i",
-        chirp6,
-        "-i",
-        str(meta),
-        "-map_metadata",
-        "1",
-        "-map_chapters",
-        "1",
-        "-c:a",
-        "aac",
-        "-b:a",
-        "64k",
-        str(books / "test_book.m4b"),
-    )
-    ffmpeg("-f", "lavfi", "-i", chirp6, "-c:a", "flac", str(books / "the_flac_tale.flac"))
-    for track, title in ((1, "Departure"), (2, "Return")):
-        ffmpeg(
-            "-f",
-            "lavfi",
-            "-i",
-            f"sine=frequency={300 * track}:sample_rate=24000:duration=2",
-            "-metadata",
-            "album=Saga",
-            "-metadata",
-            "artist=Bo Bard",
-            "-metadata",
-            f"title={title}",
-            "-metadata",
-            f"track={track}",
-            "-c:a",
-            "flac",
-            str(books / "Saga" / f"{track:02d}.flac"),
-        )
-    return root
+    return build_library(tmp_path_factory.mktemp("persona"))
 
 
 def reference_pcm(path: Path) -> np.ndarray:
@@ -115,18 +50,6 @@ async def started(
     )
     await skill.setup(ctx)
     return skill, ctx
-
-
-async def call(skill: AudiobooksSkill, tool: str, **args: Any) -> tuple[dict[str, Any], Any]:
-    result = await skill.handle(tool, args)
-    return json.loads(result.output), result.side_effect
-
-
-async def take(stream: AsyncIterator[bytes], n: int) -> bytes:
-    out = b""
-    for _ in range(n):
-        out += await anext(stream)
-    return out
 
 
 async def drain(stream: AsyncIterator[bytes]) -> list[bytes]:
