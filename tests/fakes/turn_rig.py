@@ -238,6 +238,3 @@ def reply(rid: str, item: str, chunks: int = 3) -> list[Any]:
 
 def done(rid: str, *calls: ToolCall, audio: bool = True) -> ResponseDone:
     return ResponseDone(rid, ResponseStatus.COMPLETED, tool_calls=calls, had_audio=audio)
-
-
-__all__ = ["EARCONS", "FRAME", "Rig", "Toolbox", "done", "reply", "settle"]
