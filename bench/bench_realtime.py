@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench import Row
+from tests.fakes.children import run_json_child
 from tests.fakes.clockcard import (
     ClockCard,
     ClockCardUnavailable,
@@ -33,7 +34,6 @@ from tests.fakes.clockcard import (
     child_env,
     freeze_once,
     largest_step,
-    run_child,
     silent_from,
     write_asoundrc,
 )
@@ -60,7 +60,9 @@ def _env(directory: Path, kind: str) -> dict[str, str]:
 
 def _child(directory: Path, *args: str) -> tuple[ClockCard, dict[str, Any]]:
     card = write_asoundrc(directory)
-    result: dict[str, Any] = run_child([str(CHILD), *args], _env(directory, args[1]), timeout_s=600)
+    result: dict[str, Any] = run_json_child(
+        [str(CHILD), *args], _env(directory, args[1]), timeout_s=600
+    )
     return card, result
 
 

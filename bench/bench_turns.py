@@ -49,7 +49,7 @@ from tests.e2e.harness import (
     until,
 )
 from tests.fakes.audio_alsa import write_asoundrc
-from tests.fakes.clockcard import run_child
+from tests.fakes.children import run_json_child
 
 AREA = "turns (wav, real time)"
 PERIOD = RATE // 50
@@ -226,7 +226,7 @@ def _alsa_rows() -> list[Row]:
         env = dict(os.environ, HOME=str(directory))
         env.pop("ALSA_CONFIG_PATH", None)
         argv = ["-m", "bench.bench_turns", "alsa-child", str(directory)]
-        rows = [Row(**r) for r in run_child(argv, env, timeout_s=300)]
+        rows = [Row(**r) for r in run_json_child(argv, env, timeout_s=300)]
         return [dataclasses.replace(r, area="turns (pyaudio/alsa file, real time)") for r in rows]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.fakes.children import run_json_child
 from tests.fakes.clockcard import (
     ClockCard,
     ClockCardUnavailable,
@@ -22,7 +23,6 @@ from tests.fakes.clockcard import (
     child_env,
     freeze_once,
     largest_step,
-    run_child,
     silent_from,
     write_asoundrc,
 )
@@ -58,7 +58,7 @@ def card(tmp_path: Path) -> ClockCard:
 
 
 def run(card: ClockCard, *args: str) -> dict[str, Any]:
-    result: dict[str, Any] = run_child(
+    result: dict[str, Any] = run_json_child(
         ["-m", "tests.fakes.clockcard_child", *args], child_env(card.directory), timeout_s=120
     )
     return result

@@ -26,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tests.fakes.children import run_json_child
 
 RATE_HZ = 48_000
 """The rate the child opens the file-plugin devices at."""
@@ -70,18 +71,8 @@ def run_child(directory: Path, *args: str, timeout_s: float = 60.0) -> dict[str,
     env.pop("ALSA_CONFIG_PATH", None)
     root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.fakes.audio_alsa", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise AssertionError(f"ALSA child failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    argv = ["-m", "tests.fakes.audio_alsa", *args]
+    result: dict[str, Any] = run_json_child(argv, env, timeout_s=timeout_s, cwd=root)
     return result
 
 

@@ -16,7 +16,6 @@ that uses the card runs in a child process (see ``tests/fakes/clockcard_child.py
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -26,7 +25,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -147,23 +145,6 @@ def child_env(directory: Path) -> dict[str, str]:
     env.pop("ALSA_CONFIG_PATH", None)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
-
-
-def run_child(argv: list[str], env: dict[str, str], *, timeout_s: float) -> Any:
-    """Run a Python child whose last stdout line is JSON; return it parsed.
-
-    A child that fails raises RuntimeError with the tail of its stderr."""
-    done = subprocess.run(
-        [sys.executable, *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"child {' '.join(argv)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def silent_from(samples: np.ndarray, start: int, *, rate_hz: int, threshold: int = 160) -> int:
