@@ -239,7 +239,7 @@ class RecordingAudio:
         """The registry's name for ``pcm``; ``"sound"`` for a PCM of no registry."""
         return next((name for name, known in self._earcons.items() if known == pcm), "sound")
 
-    def earcons(self) -> list[str]:
+    def earcon_names(self) -> list[str]:
         """The names of the earcons played, in order."""
         return [str(arg) for name, arg in self.log if name == "earcon"]
 

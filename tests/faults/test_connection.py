@@ -101,7 +101,7 @@ async def test_a_refused_key_is_heard_once_not_at_every_slow_retry() -> None:
     async with Rig() as rig:
         for _ in range(3):  # three slow retries, each refused again
             rig.coordinator.on_connection(ConnectionState.KEY_REFUSED)
-        assert rig.audio.earcons() == ["key_refused"]  # the persona has this cue
+        assert rig.audio.earcon_names() == ["key_refused"]  # the persona has this cue
         assert rig.coordinator.key_refused
         rig.coordinator.on_connection(ConnectionState.CONNECTED)  # the admin fixed the key
         assert not rig.coordinator.key_refused

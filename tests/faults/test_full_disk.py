@@ -96,7 +96,7 @@ async def test_a_stream_that_breaks_leaves_media_and_says_so(
         assert rig.coordinator.activity == Activity.IDLE  # not stuck at "media"
         assert rig.coordinator.media.label is None  # what `huxleyctl status` shows as media
         assert "media_failed" in caplog.text
-        assert "error" in rig.audio.earcons()  # the error cue
+        assert "error" in rig.audio.earcon_names()  # the error cue
 
 
 class Stage:

@@ -28,5 +28,5 @@ async def test_a_re_press_before_the_reply_started_does_not_fail_the_next_turn()
         await settle()
         last = rig.coordinator.last_turn
         assert last is not None and last.outcome is TurnOutcome.ANSWERED
-        assert "error" not in rig.audio.earcons()  # no error chime
+        assert "error" not in rig.audio.earcon_names()  # no error chime
         assert rig.audio.sources["speech"].writes == [("i2", 4800)] * 3

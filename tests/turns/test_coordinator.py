@@ -75,7 +75,7 @@ async def test_a_too_short_press_is_not_committed() -> None:
     async with Rig() as rig:
         await rig.turn(frames=5)  # 100 ms < 150 ms
         assert rig.provider.names() == ["start_turn", "append_audio", "start_turn"]
-        assert rig.audio.earcons() == ["listen_start", "too_short"]
+        assert rig.audio.earcon_names() == ["listen_start", "too_short"]
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.TOO_SHORT
 
@@ -226,7 +226,7 @@ async def test_silent_responses_are_retried_then_given_up() -> None:
         assert rig.provider.names().count("request_response") == 3  # first + 2 retries
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.SILENT
-        assert rig.audio.earcons()[-1] == "error"
+        assert rig.audio.earcon_names()[-1] == "error"
         assert state_of(rig) is TurnState.IDLE
 
 
@@ -284,28 +284,28 @@ async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> Non
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
         for attempt in (4, 5, 6):
             rig.coordinator.on_connection(ConnectionState.OFFLINE, attempt)
-        assert rig.audio.earcons().count("offline") == 1  # once, from the fourth try
+        assert rig.audio.earcon_names().count("offline") == 1  # once, from the fourth try
         rig.coordinator.on_connection(ConnectionState.CONNECTED)
         assert not rig.coordinator.offline
         rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
-        assert rig.audio.earcons().count("offline") == 2  # offline again: cue again
+        assert rig.audio.earcon_names().count("offline") == 2  # offline again: cue again
 
 
 async def test_a_provider_that_refuses_us_for_good_is_heard() -> None:
     # Issue 14 items 1 and 5: a refused model or key must not leave the device mute.
     async with Rig() as rig:
         rig.coordinator.on_connection(ConnectionState.FAILED)
-        assert rig.audio.earcons() == ["error"]
+        assert rig.audio.earcon_names() == ["error"]
 
 
 async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> None:
     async with Rig() as rig:
         rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
-        cues = rig.audio.earcons().count("offline")
+        cues = rig.audio.earcon_names().count("offline")
         sent = len(rig.provider.commands)
         rig.coordinator.press()
         # at once: the cue, the offline activity (LEDs), and no turn for nobody
-        assert rig.audio.earcons().count("offline") == cues + 1
+        assert rig.audio.earcon_names().count("offline") == cues + 1
         assert rig.coordinator.activity == "offline"
         assert state_of(rig) is TurnState.IDLE and rig.coordinator.turn is None
         assert len(rig.provider.commands) == sent, "nothing was sent to a dead connection"
@@ -321,7 +321,7 @@ async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
     async with Rig() as rig:
         rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)  # the socket dropped; not yet "offline"
         rig.coordinator.press()
-        assert rig.audio.earcons() == ["offline"]
+        assert rig.audio.earcon_names() == ["offline"]
         assert state_of(rig) is TurnState.IDLE
 
 
@@ -365,7 +365,7 @@ async def test_a_response_that_stalls_mid_speech_is_given_up() -> None:
         last = last_turn(rig)
         assert last is not None and last.outcome is TurnOutcome.FAILED
         assert rig.provider.names()[-1] == "cancel_response"
-        assert rig.audio.earcons()[-1] == "error"  # the error cue, after the speech
+        assert rig.audio.earcon_names()[-1] == "error"  # the error cue, after the speech
         assert rig.provider.names().count("request_response") == 1  # not asked again
 
 
