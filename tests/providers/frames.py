@@ -3,16 +3,21 @@
 Every frame goes through the simulator's :class:`~huxleyd.sim.wire.Outbox`,
 so it is checked against the official ``RealtimeServerEvent`` union before a
 test feeds it: the tests cannot drift into events the server never sends.
+:func:`ready` readies any core; the OpenAI core's own helpers close the
+module (``xai_frames`` and ``gemini_frames`` hold the other two cores').
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from huxleyd.providers.base import RealtimeProtocol
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.sim import wire
+from huxleyd.sim.validate import validate_client_event
 
 P = TypeVar("P", bound=RealtimeProtocol)
 
@@ -99,3 +104,39 @@ def ready(
     core.messages_to_send()
     core.events_received()
     return core
+
+
+# ---------------------------------------------------------------- the OpenAI core
+
+TOOLS = [
+    {
+        "name": "get_current_time",
+        "description": "Get the time.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "set_volume",
+        "description": "Set the volume.",
+        "parameters": {
+            "type": "object",
+            "properties": {"level": {"type": "integer"}},
+            "required": ["level"],
+        },
+    },
+]
+
+
+def sent(core: OpenAIRealtimeProtocol) -> list[dict[str, Any]]:
+    """What the core wants to send, each frame validated as a GA client event."""
+    out = []
+    for message in core.messages_to_send():
+        validate_client_event(message)
+        assert isinstance(message, str)
+        out.append(json.loads(message))
+    return out
+
+
+def ready_core(**kwargs: Any) -> OpenAIRealtimeProtocol:
+    """A configured core on an open connection whose session is ready."""
+    handshake = (session_created(), session_updated())
+    return ready(OpenAIRealtimeProtocol(**kwargs), handshake, tools=TOOLS, voice="marin")

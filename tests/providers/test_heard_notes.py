@@ -14,8 +14,8 @@ from huxleyd.providers.core import CutReplyNotes, heard_note
 from huxleyd.providers.events import ResponseStarted
 from huxleyd.sim import wire
 from tests.providers import frames
-from tests.providers import test_gemini_protocol as gemini
-from tests.providers import test_xai_protocol as xai
+from tests.providers import gemini_frames as gemini
+from tests.providers import xai_frames as xai
 
 SECOND = bytes(24_000 * 2)  # one second of 24 kHz PCM16
 SAID = "It is ten past three and the sun is out."

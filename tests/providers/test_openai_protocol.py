@@ -29,43 +29,10 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.sim import wire
-from huxleyd.sim.validate import validate_client_event
 from tests.providers import frames
+from tests.providers.frames import TOOLS, ready_core, sent
 
 EVENT_TYPES = typing.get_args(Event)
-
-TOOLS = [
-    {
-        "name": "get_current_time",
-        "description": "Get the time.",
-        "parameters": {"type": "object", "properties": {}},
-    },
-    {
-        "name": "set_volume",
-        "description": "Set the volume.",
-        "parameters": {
-            "type": "object",
-            "properties": {"level": {"type": "integer"}},
-            "required": ["level"],
-        },
-    },
-]
-
-
-def sent(core: OpenAIRealtimeProtocol) -> list[dict[str, Any]]:
-    """What the core wants to send, each frame validated as a GA client event."""
-    out = []
-    for message in core.messages_to_send():
-        validate_client_event(message)
-        assert isinstance(message, str)
-        out.append(json.loads(message))
-    return out
-
-
-def ready_core(**kwargs: Any) -> OpenAIRealtimeProtocol:
-    """A configured core on an open connection whose session is ready."""
-    handshake = (frames.session_created(), frames.session_updated())
-    return frames.ready(OpenAIRealtimeProtocol(**kwargs), handshake, tools=TOOLS, voice="marin")
 
 
 def test_it_satisfies_the_provider_protocol() -> None:

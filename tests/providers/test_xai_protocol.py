@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -21,47 +20,19 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT, XaiRealtimeProtocol
 from huxleyd.sim import wire
-from huxleyd.sim.xai_session import XaiOutbox, default_session
 from huxleyd.sim.xai_validate import validate_xai_client_event
 from tests.providers import frames
+from tests.providers.xai_frames import (
+    TOOLS,
+    conversation_created,
+    ready_core,
+    sent,
+    session_updated,
+    start_response,
+    types,
+)
 
-TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {"type": "object"}}]
 PCM = b"\x01\x00" * 480
-
-_outbox = XaiOutbox()
-
-
-def conversation_created() -> str:
-    conversation = {"id": "conv_1", "object": "realtime.conversation"}
-    return _outbox.encode({"type": "conversation.created", "conversation": conversation})
-
-
-def session_updated() -> str:
-    return _outbox.encode({"type": "session.updated", "session": default_session()})
-
-
-def sent(core: XaiRealtimeProtocol) -> list[dict[str, Any]]:
-    """What the core wants to send, each frame checked against xAI's field sets."""
-    out = []
-    for message in core.messages_to_send():
-        assert isinstance(message, str)
-        out.append(validate_xai_client_event(message))
-    return out
-
-
-def types(events: list[dict[str, Any]]) -> list[str]:
-    return [e["type"] for e in events]
-
-
-def ready_core() -> XaiRealtimeProtocol:
-    handshake = (conversation_created(), session_updated())
-    return frames.ready(XaiRealtimeProtocol(), handshake, tools=TOOLS, voice="eve")
-
-
-def start_response(core: XaiRealtimeProtocol, response_id: str = "resp_1") -> None:
-    core.request_response()
-    assert types(sent(core)) == ["response.create"]
-    core.receive(frames.response_created(response_id))
 
 
 def test_capabilities_say_local_cut_without_cancel_or_truncate() -> None:

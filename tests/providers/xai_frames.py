@@ -1,0 +1,48 @@
+"""Feeding the sans-I/O xAI core: server frames xAI sends, what the core sends
+checked against xAI's field sets, and a core whose session is ready."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.sim.xai_session import XaiOutbox, default_session
+from huxleyd.sim.xai_validate import validate_xai_client_event
+from tests.providers import frames
+
+TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {"type": "object"}}]
+
+_outbox = XaiOutbox()
+
+
+def conversation_created() -> str:
+    conversation = {"id": "conv_1", "object": "realtime.conversation"}
+    return _outbox.encode({"type": "conversation.created", "conversation": conversation})
+
+
+def session_updated() -> str:
+    return _outbox.encode({"type": "session.updated", "session": default_session()})
+
+
+def sent(core: XaiRealtimeProtocol) -> list[dict[str, Any]]:
+    """What the core wants to send, each frame checked against xAI's field sets."""
+    out = []
+    for message in core.messages_to_send():
+        assert isinstance(message, str)
+        out.append(validate_xai_client_event(message))
+    return out
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def ready_core() -> XaiRealtimeProtocol:
+    handshake = (conversation_created(), session_updated())
+    return frames.ready(XaiRealtimeProtocol(), handshake, tools=TOOLS, voice="eve")
+
+
+def start_response(core: XaiRealtimeProtocol, response_id: str = "resp_1") -> None:
+    core.request_response()
+    assert types(sent(core)) == ["response.create"]
+    core.receive(frames.response_created(response_id))
