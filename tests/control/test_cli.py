@@ -27,7 +27,7 @@ from huxleyd.control.settings import ControlSettings
 from huxleyd.control.watch import WatchEvent
 from tests.fakes.control_handler import FakeControlHandler
 
-from .threaded import serve_in_thread
+from .threaded import huxleyctl, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,22 +42,6 @@ def daemon(fake: FakeControlHandler, sock_path: Path) -> Iterator[ControlServer]
     settings = ControlSettings(socket_path=sock_path, socket_group=None)
     with serve_in_thread(fake, settings) as server:
         yield server
-
-
-def huxleyctl(
-    *args: str, socket_path: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "huxleyd.control.cli"]
-    if socket_path is not None:
-        argv += ["--socket", str(socket_path)]
-    return subprocess.run(
-        [*argv, *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "120", **(env or {})},
-    )
 
 
 def test_status_json(daemon: ControlServer, fake: FakeControlHandler) -> None:

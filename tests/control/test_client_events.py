@@ -14,8 +14,7 @@ from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
 from tests.fakes.control_handler import FakeControlHandler
 
-from .test_cli import huxleyctl
-from .threaded import serve_in_thread
+from .threaded import huxleyctl, serve_in_thread
 
 
 @pytest.fixture

@@ -1,12 +1,16 @@
 """A ControlServer on its own event loop in a thread, for tests that run
-``huxleyctl`` as a subprocess (or a blocking client) against it."""
+``huxleyctl`` as a subprocess (:func:`huxleyctl`) or a blocking client against it."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from huxleyd.control.handler import ControlHandler
 from huxleyd.control.server import ControlServer
@@ -27,3 +31,22 @@ def serve_in_thread(handler: ControlHandler, settings: ControlSettings) -> Itera
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def huxleyctl(
+    *args: str, socket_path: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "huxleyd.control.cli"]
+    if socket_path is not None:
+        argv += ["--socket", str(socket_path)]
+    return subprocess.run(
+        [*argv, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "120", **(env or {})},
+    )

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -77,6 +78,15 @@ class DaemonProcess:
 
     def output(self) -> str:
         return self.log.read_text()
+
+    def wait_for_log(self, text: str, timeout_s: float = 30.0) -> None:
+        """Return once ``text`` is in the daemon's output; fail if the daemon
+        exits first or ``timeout_s`` (a safety net) passes."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.output():
+            assert self.proc.poll() is None, self.output()[-3000:]
+            assert time.monotonic() < deadline, f"no {text!r} in the log:\n{self.output()[-3000:]}"
+            time.sleep(0.05)
 
     def terminate(self, timeout_s: float = 30.0) -> int:
         """SIGTERM, then wait for the exit status."""

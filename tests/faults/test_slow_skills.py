@@ -119,10 +119,10 @@ def test_sigterm_during_a_stubborn_tool_exits_within_the_stop_timeout(tmp_path: 
         )
         daemon = DaemonProcess(config, env={"PYTHONPATH": str(site)})
         try:
-            wait_for_log(daemon, "daemon_started")
+            daemon.wait_for_log("daemon_started")
             say = daemon_ctl(daemon, "say", "hold on")
             assert say.returncode == 0, say.stderr
-            wait_for_log(daemon, "misbehaving_started")
+            daemon.wait_for_log("misbehaving_started")
             started = time.monotonic()
             status = daemon.terminate(timeout_s=19.0)  # TimeoutStopSec=20
             took_s = time.monotonic() - started
@@ -130,14 +130,6 @@ def test_sigterm_during_a_stubborn_tool_exits_within_the_stop_timeout(tmp_path: 
             daemon.kill()
     assert status == 0, daemon.output()[-3000:]
     assert took_s < 19.0
-
-
-def wait_for_log(daemon: DaemonProcess, text: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while text not in daemon.output():
-        assert daemon.proc.poll() is None, daemon.output()[-3000:]
-        assert time.monotonic() < deadline, f"no {text!r} in the log:\n{daemon.output()[-3000:]}"
-        time.sleep(0.05)
 
 
 def daemon_ctl(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:

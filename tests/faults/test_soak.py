@@ -19,7 +19,6 @@ import pytest
 
 from tests.e2e.process import DaemonProcess, write_daemon_config
 from tests.fakes.control_client import LineClient
-from tests.faults.test_slow_skills import wait_for_log
 
 SCENARIO = (
     'name = "soak"\ndefault_reply = "Fine, thank you."\n'
@@ -44,7 +43,7 @@ def test_soak(tmp_path: Path) -> None:
     config = write_daemon_config(tmp_path, scenario=SCENARIO, sim_speed=20.0)
     daemon = DaemonProcess(config)
     try:
-        wait_for_log(daemon, "daemon_started")
+        daemon.wait_for_log("daemon_started")
         start, end, turns = asyncio.run(drive(daemon, duration_s))
         status = daemon.terminate(timeout_s=20.0)
     finally:

@@ -19,7 +19,6 @@ from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
 from tests.e2e.harness import until
 from tests.fakes.clock import FakeWallClock, settle
 from tests.fakes.turn_rig import Rig
-from tests.skills.test_timers import call
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -41,7 +40,7 @@ async def test_a_timer_due_while_offline_survives_a_restart_and_is_deleted_once_
         rig.provider.connected = False  # the provider is down
         skill, ctx = wired(rig, storage, clock)
         await skill.setup(ctx)  # type: ignore[arg-type]
-        await call(skill, "set_timer", seconds=5, name="tea")
+        await skill.handle("set_timer", {"seconds": 5, "name": "tea"})
         clock.advance(seconds=6)
         await until(lambda: len(rig.coordinator.proactive.queue) == 1, "the timer queued")
         await settle()

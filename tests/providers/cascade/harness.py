@@ -17,7 +17,7 @@ from huxleyd.providers.cascade.factory import (
 from huxleyd.providers.cascade.llm import ChatModel
 from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.cascade.settings import CascadeSettings
-from huxleyd.sim.chat import CascadeScript, CascadeSim
+from huxleyd.sim.chat import CascadeScript, CascadeSim, cascade_script_from_dict
 from tests.fakes.provider_callbacks import Recorder
 
 TIME_TOOL: dict[str, Any] = {
@@ -38,6 +38,41 @@ VOLUME_TOOL: dict[str, Any] = {
 
 SPEECH_24K_500MS = (bytes(range(256)) * 94)[:24_000]
 """500 ms of PCM16 at 24 kHz (what the recogniser gets does not matter to the sim)."""
+
+
+TIME_TURN = cascade_script_from_dict(
+    {
+        "turns": [
+            {
+                "hear": "what time is it",
+                "replies": [
+                    {"text": "Let me look at the clock. <code>get_current_time()</code>"},
+                    {"text": "It is ten past three."},
+                ],
+            }
+        ]
+    }
+)
+
+
+STORY = cascade_script_from_dict(
+    {
+        "turns": [
+            {
+                "hear": "tell me a story",
+                "replies": [
+                    {
+                        "text": "Once upon a time there was a computer. It had a button "
+                        "and a speaker. It talked all day long.",
+                        "chunk_chars": 8,
+                        "stall_after_chunks": 6,  # 48 characters: the first sentence and a bit
+                    }
+                ],
+            }
+        ]
+    }
+)
+FIRST = "Once upon a time there was a computer."
 
 
 @asynccontextmanager

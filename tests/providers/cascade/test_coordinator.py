@@ -23,8 +23,7 @@ from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.fakes.provider_callbacks import Recorder
 from tests.fakes.turn_ports import RecordingAudio, RecordingVolume
-from tests.providers.cascade.harness import cascade
-from tests.providers.cascade.test_provider import FIRST, STORY, TIME_TURN
+from tests.providers.cascade.harness import FIRST, STORY, TIME_TURN, cascade
 
 FRAME = bytes(960)  # 20 ms at 24 kHz
 

@@ -29,21 +29,7 @@ from huxleyd.providers.events import (
 )
 from huxleyd.sim.chat import CascadeSim, cascade_script_from_dict
 from tests.fakes.provider_callbacks import Recorder
-from tests.providers.cascade.harness import VOLUME_TOOL, cascade, press
-
-TIME_TURN = cascade_script_from_dict(
-    {
-        "turns": [
-            {
-                "hear": "what time is it",
-                "replies": [
-                    {"text": "Let me look at the clock. <code>get_current_time()</code>"},
-                    {"text": "It is ten past three."},
-                ],
-            }
-        ]
-    }
-)
+from tests.providers.cascade.harness import FIRST, STORY, TIME_TURN, VOLUME_TOOL, cascade, press
 
 
 async def test_a_push_to_talk_turn_with_a_code_prompt_tool_call() -> None:
@@ -324,25 +310,6 @@ async def test_an_unreachable_model_counts_as_offline_and_recovers() -> None:
 
 
 # ---------------------------------------------------------------- barge-in
-
-STORY = cascade_script_from_dict(
-    {
-        "turns": [
-            {
-                "hear": "tell me a story",
-                "replies": [
-                    {
-                        "text": "Once upon a time there was a computer. It had a button "
-                        "and a speaker. It talked all day long.",
-                        "chunk_chars": 8,
-                        "stall_after_chunks": 6,  # 48 characters: the first sentence and a bit
-                    }
-                ],
-            }
-        ]
-    }
-)
-FIRST = "Once upon a time there was a computer."
 
 
 async def story_until_first_sentence_voiced(
