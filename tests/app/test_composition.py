@@ -27,7 +27,8 @@ from huxleyd.errors import StorageError
 from huxleyd.providers.base import ConnectionState
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimServer
-from tests.e2e.harness import SPEED, RecordingNotifier, until, write_config
+from tests.e2e.harness import SPEED, until, write_config
+from tests.fakes.notify import RecordingNotifier
 
 OPTIONAL_BY_NATURE = {"simulator", "watchdog"}
 """The only fields of Parts that may be None, each documented in the record."""

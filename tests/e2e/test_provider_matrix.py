@@ -166,12 +166,9 @@ async def test_barge_in_flushes_a_reply_that_arrived_in_one_burst(tmp_path: Path
         reply_start = first_nonsilent(rig.speaker())
         assert reply_start is not None
         await until(lambda: rig.speaker().shape[0] - reply_start > RATE // 2, "0.5 s in")
-        engine = rig.rt.engine
-        assert engine is not None
-        queued = engine.source("speech")
+        queued = rig.rt.parts.engine.source("speech")
         assert queued.queued_ms() > 3000, "seconds of the reply wait unheard"
-        button = rig.rt.button
-        assert button is not None
+        button = rig.rt.parts.button
         pressed_at = rig.speaker().shape[0]
         button.press()
         await until(lambda: rig.speaker().shape[0] > pressed_at + RATE, "a second more")

@@ -4,7 +4,7 @@
   the runtime would send to systemd, kept as dicts).
 - :class:`NotifyListener` is the other end of a real ``NOTIFY_SOCKET``: it
   receives the datagrams as PID 1 does (the fixtures in
-  ``tests/service/conftest.py`` bind it).
+  ``tests/app/conftest.py`` bind it).
 """
 
 from __future__ import annotations

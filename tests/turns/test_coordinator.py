@@ -319,7 +319,9 @@ async def test_a_press_while_offline_answers_at_once_with_the_offline_cue() -> N
 
 async def test_a_press_while_reconnecting_gets_the_offline_cue_too() -> None:
     async with Rig() as rig:
-        rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)  # the socket dropped; not yet "offline"
+        rig.coordinator.on_connection(
+            ConnectionState.RECONNECTING, 1
+        )  # the socket dropped; not yet "offline"
         rig.coordinator.press()
         assert rig.audio.earcon_names() == ["offline"]
         assert state_of(rig) is TurnState.IDLE
