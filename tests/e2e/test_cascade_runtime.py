@@ -4,6 +4,8 @@ speech, with a code-prompt tool call in between, all from the cascade sim."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from gpiozero.pins.mock import MockFactory, MockPWMPin
@@ -15,53 +17,49 @@ from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config import load_config
 from huxleyd.sim.chat import CascadeSim
-from tests.e2e.harness import ROOT, SPEED, level_dbfs, until
+from tests.e2e.harness import ROOT, SPEED, level_dbfs, until, write_config
+
+DEMO = ROOT / "config" / "scenarios" / "cascade" / "demo.toml"
 
 
-def cascade_config(tmp: Path, *, tts: str = "command", brain: str = "") -> Path:
-    (tmp / "personas").mkdir()
-    (tmp / "personas" / "default.toml").write_text(
-        'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n[skills.system]\n'
-        + brain
-    )
-    path = tmp / "huxleyd.toml"
-    path.write_text(
-        f"""
-[daemon]
-sounds_dir = "{ROOT / "sounds"}"
-[storage]
-state_dir = "{tmp / "state"}"
-[provider]
-kind = "cascade"
-sim_scenario = "{ROOT / "config" / "scenarios" / "cascade" / "demo.toml"}"
+def cascade_config(
+    tmp: Path, *, tts: str = "command", skills: tuple[str, ...] = ("system",), script: Path = DEMO
+) -> Path:
+    """The e2e configuration with ``kind = "cascade"`` on the cascade simulator."""
+    return write_config(
+        tmp,
+        skills=skills,
+        provider_kind="cascade",
+        provider_lines=f"""sim_scenario = "{script}"
 sim_speed = {SPEED}
-silent_response_timeout_s = 20.0
 [provider.cascade]
 native_tools = false
 tts = "{tts}"
-[audio]
-backend = "wav"
-[hardware]
-boards_dir = "{ROOT / "hw"}"
-[control]
-socket_path = "{tmp / "control.sock"}"
-socket_group = ""
-"""
+""",
     )
-    return path
 
 
-async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_path: Path) -> None:
+@asynccontextmanager
+async def cascade_runtime(config: Path) -> AsyncIterator[tuple[Runtime, WavBackend, CascadeSim]]:
+    """The real runtime on ``config``: a WAV sound card, mock pins, the cascade sim."""
     backend = WavBackend(keep_speaker=True)
     pins = MockFactory(pin_class=MockPWMPin)
     runtime = Runtime(
-        load_config(cascade_config(tmp_path)),
+        load_config(config),
         Overrides(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
     )
     try:
         await runtime.start()
         sim = runtime.parts.simulator
         assert runtime.is_simulator and isinstance(sim, CascadeSim)
+        yield runtime, backend, sim
+    finally:
+        await runtime.close()
+        pins.close()
+
+
+async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_path: Path) -> None:
+    async with cascade_runtime(cascade_config(tmp_path)) as (runtime, backend, sim):
         coordinator = runtime.parts.coordinator
         coordinator.say("what time is it")
         await until(
@@ -76,9 +74,6 @@ async def test_a_text_turn_calls_a_tool_through_the_code_prompt_and_speaks(tmp_p
         assert "Europe/Madrid" in sent
         assert level_dbfs(backend.speaker_samples()[:, 0].astype(float)) > -50
         assert sim.violations == []
-    finally:
-        await runtime.close()
-        pins.close()
 
 
 BRAIN_SCRIPT = """
@@ -99,21 +94,8 @@ async def test_ask_brain_on_the_cascade_reads_the_answer_verbatim_through_the_vo
     script.write_text(BRAIN_SCRIPT)
     key = tmp_path / "k"
     key.write_text("sk-sim")
-    config = cascade_config(tmp_path, tts="elevenlabs", brain="[skills.brain]\n")
-    text = config.read_text().replace(
-        str(ROOT / "config" / "scenarios" / "cascade" / "demo.toml"), str(script)
-    )
-    config.write_text(text)
-    backend = WavBackend(keep_speaker=True)
-    pins = MockFactory(pin_class=MockPWMPin)
-    runtime = Runtime(
-        load_config(config),
-        Overrides(backend=backend, clock=ScaledClock(SPEED), pin_factory=pins, env={}),
-    )
-    try:
-        await runtime.start()
-        sim = runtime.parts.simulator
-        assert isinstance(sim, CascadeSim)
+    config = cascade_config(tmp_path, tts="elevenlabs", skills=("system", "brain"), script=script)
+    async with cascade_runtime(config) as (runtime, _, sim):
         brain = next(s for s in runtime.parts.host.skills if s.name == "brain")
         # The runtime picks the cascade sim's port at start, after the persona
         # was written: point the brain at its Responses API now.
@@ -127,6 +109,3 @@ async def test_ask_brain_on_the_cascade_reads_the_answer_verbatim_through_the_vo
         # the chat model was asked once: no narration after the answer was read
         assert len(sim.chat.requests) == 1
         assert sim.violations == []
-    finally:
-        await runtime.close()
-        pins.close()
