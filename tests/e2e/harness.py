@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -362,6 +362,17 @@ class Rig:
 async def until(predicate: Callable[[], Any], what: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await asyncio.sleep(0.01)
+
+
+async def until_async(
+    predicate: Callable[[], Awaitable[Any]], what: str, timeout_s: float = 60.0
+) -> None:
+    """:func:`until` for a check that must await (a storage read)."""
+    deadline = time.monotonic() + timeout_s
+    while not await predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for: {what}")
         await asyncio.sleep(0.01)

@@ -47,6 +47,7 @@ from tests.e2e.harness import (
     tone_windows,
     turn,
     until,
+    until_async,
 )
 from tests.e2e.process import DaemonProcess, write_daemon_config
 
@@ -182,7 +183,13 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
         await until(rig.idle, "idle")
         (prompt,) = timer_requests(rig)
         assert "'pasta' timer is done" in prompt and "late by 2 minutes" in prompt
-        assert await rig.rt.parts.db.skill_storage("timers").list_settings("timer:") == []
+        timers = rig.rt.parts.db.skill_storage("timers")
+
+        async def deleted() -> bool:
+            return await timers.list_settings("timer:") == []
+
+        # The skill deletes the timer once the announcement was heard, just after idle.
+        await until_async(deleted, "the heard timer deleted")
 
     async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
         mark = len(rig.speaker())
