@@ -124,6 +124,12 @@ class AlsaRig(Rig):
             capture_device="default", playback_device="default", rate_hz=48_000, paced=False
         )
 
+    def hold_lockstep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Nothing to hold: the sound card keeps its own time."""
+
+    def release_lockstep(self) -> None:
+        pass
+
     def speaker(self) -> np.ndarray:
         raw = np.frombuffer(self.outfile.read_bytes(), dtype="<i2")
         return raw[::2].astype(np.float64)  # 48 → 24 kHz: the engine's 24 kHz mix, upsampled

@@ -265,8 +265,15 @@ class Rig:
         self.pins = MockFactory(pin_class=MockPWMPin)
         self.runtime: Runtime | None = None
 
+    def hold_lockstep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The WAV backend waits for ``loop`` after each period (a real card keeps its own time)."""
+        self.backend.bind(loop)
+
+    def release_lockstep(self) -> None:
+        self.backend.release()
+
     async def __aenter__(self) -> Rig:
-        self.backend.bind(asyncio.get_running_loop())
+        self.hold_lockstep(asyncio.get_running_loop())
         await self.sim.__aenter__()
         no_sounds = self.tmp / "no-sounds"
         no_sounds.mkdir(exist_ok=True)
@@ -299,7 +306,7 @@ class Rig:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.backend.release()  # close() joins the audio thread from this loop
+        self.release_lockstep()  # close() joins the audio thread from this loop
         if self.runtime is not None:
             await self.runtime.close()
         self.pins.close()
