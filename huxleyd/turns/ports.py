@@ -8,9 +8,14 @@ recording fakes; the daemon passes the real engine and connection.
 
 from __future__ import annotations
 
-from typing import Protocol
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from huxleyd.audio.types import MicFrame, SourceName
+
+Spawn = Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]]
+"""How a part runs a task its owner cancels at close (``Coordinator.spawn``)."""
 
 
 class SourcePort(Protocol):
