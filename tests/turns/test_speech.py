@@ -12,6 +12,11 @@ from tests.turns import settle
 CHUNK = bytes(100 * BYTES_PER_MS)  # 100 ms
 
 
+def pending(speech: SpeechOutput) -> bool:
+    """Read fresh (mypy keeps an earlier assert's narrowing of the property)."""
+    return speech.pending
+
+
 async def test_chunks_reach_the_speech_source_in_order_with_their_items() -> None:
     audio = RecordingAudio()
     speech = SpeechOutput(audio)
@@ -19,10 +24,10 @@ async def test_chunks_reach_the_speech_source_in_order_with_their_items() -> Non
     speech.enqueue("i1", CHUNK)
     speech.enqueue("i1", CHUNK[:480])
     speech.enqueue("i2", CHUNK)
-    assert speech.pending
+    assert pending(speech)
     await settle()
     assert audio.sources["speech"].writes == [("i1", len(CHUNK)), ("i1", 480), ("i2", len(CHUNK))]
-    assert not speech.pending and speech.current_item_id == "i2"
+    assert not pending(speech) and speech.current_item_id == "i2"
     await speech.close()
 
 
@@ -107,7 +112,7 @@ async def test_cut_empties_the_queue_flushes_and_says_what_was_heard() -> None:
     heard = speech.cut()
     assert heard == HeardUpTo("i1", 240)
     assert ("flush", "speech") in audio.log
-    assert not speech.pending and speech.queued_ms == 0
+    assert not pending(speech) and speech.queued_ms == 0
     audio.speech.release()
     await settle()
     assert audio.speech.writes == []  # nothing queued before the cut is written after it
