@@ -9,6 +9,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.audio.types import MicFrame, SourceName
 from huxleyd.errors import AudioError
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
@@ -359,3 +360,36 @@ class Spawner:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+class GatedSkill(Skill):
+    """A skill whose tools answer what the test set in :attr:`results`, each
+    waiting for its gate in :attr:`gates` first (if any); an exception raises."""
+
+    name = "gated"
+
+    def __init__(self, *tools: str) -> None:
+        self._tool_names = tools
+        self.results: dict[str, ToolResult | Exception] = {}
+        self.gates: dict[str, asyncio.Event] = {}
+        self.calls: list[str] = []
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        return [ToolDefinition(n, n) for n in self._tool_names]
+
+    async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
+        self.calls.append(tool_name)
+        gate = self.gates.get(tool_name)
+        if gate is not None:
+            await gate.wait()
+        result = self.results.get(tool_name, ToolResult("{}"))
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def setup(self, ctx: SkillContext) -> None:
+        pass
+
+    async def teardown(self) -> None:
+        pass
