@@ -8,6 +8,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from huxley_sdk import ClaimEndReason, InjectPriority, InputClaim
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.state import TurnOutcome, TurnRecord
@@ -71,28 +73,22 @@ async def test_an_inject_fires_at_once_when_nothing_else_happens() -> None:
         assert rig.proactive.queue.in_flight is not None
 
 
-async def test_an_inject_waits_for_the_turn_and_the_button() -> None:
+@pytest.mark.parametrize(
+    ("flag", "blocking"),
+    [("turn_active", True), ("listening", True), ("provider_connected", False)],
+)
+async def test_an_inject_waits_while_the_conversation_cannot_take_it(
+    flag: str, blocking: bool
+) -> None:
+    """A turn under way, the button held, the provider unreachable: it waits,
+    and fires when the coordinator reconsiders after that changed."""
     async with Rig() as rig:
-        rig.conversation.turn_active = True
+        setattr(rig.conversation, flag, blocking)
         await rig.proactive.inject_turn("Later.")
         assert rig.fired() == []
-        rig.conversation.turn_active = False
-        rig.conversation.listening = True
-        rig.proactive.consider()
-        assert rig.fired() == []
-        rig.conversation.listening = False
+        setattr(rig.conversation, flag, not blocking)
         rig.proactive.consider()
         assert rig.fired() == ["Later."]
-
-
-async def test_an_inject_waits_while_the_provider_is_unreachable() -> None:
-    async with Rig() as rig:
-        rig.conversation.provider_connected = False
-        await rig.proactive.inject_turn("When back.")
-        assert rig.fired() == []
-        rig.conversation.provider_connected = True
-        rig.proactive.consider()  # the coordinator calls it on reconnect
-        assert rig.fired() == ["When back."]
 
 
 async def test_a_normal_inject_waits_for_content_an_important_one_does_not() -> None:
@@ -120,28 +116,23 @@ async def test_an_inject_that_cannot_fire_expires_on_its_own_deadline() -> None:
         assert rig.fired() == []
 
 
-async def test_an_answered_inject_was_heard() -> None:
+@pytest.mark.parametrize(
+    ("outcome", "first_sample_played", "heard"),
+    [
+        (TurnOutcome.ANSWERED, True, True),
+        (TurnOutcome.INTERRUPTED, True, True),  # cut off once it was playing: heard
+        (TurnOutcome.INTERRUPTED, False, False),  # cut off before a sample played
+        (TurnOutcome.SILENT, False, False),
+    ],
+)
+async def test_whether_an_inject_was_heard(
+    outcome: TurnOutcome, first_sample_played: bool, heard: bool
+) -> None:
     async with Rig() as rig:
-        heard = asyncio.ensure_future(rig.proactive.inject_turn_and_wait("Hello."))
+        waiter = asyncio.ensure_future(rig.proactive.inject_turn_and_wait("Hello."))
         await settle()
-        rig.end_turn(TurnOutcome.ANSWERED)
-        assert await heard is True
-
-
-async def test_an_inject_cut_off_after_it_was_heard_counts_as_heard() -> None:
-    async with Rig() as rig:
-        heard = asyncio.ensure_future(rig.proactive.inject_turn_and_wait("Hello."))
-        await settle()
-        rig.end_turn(TurnOutcome.INTERRUPTED, heard=True)
-        assert await heard is True
-
-
-async def test_an_inject_cut_off_before_a_sample_was_heard_is_not() -> None:
-    async with Rig() as rig:
-        heard = asyncio.ensure_future(rig.proactive.inject_turn_and_wait("Hello."))
-        await settle()
-        rig.end_turn(TurnOutcome.INTERRUPTED)
-        assert await heard is False
+        rig.end_turn(outcome, heard=first_sample_played)
+        assert await waiter is heard
         assert rig.fired() == ["Hello."]  # not tried again
 
 

@@ -71,7 +71,8 @@ async def test_the_first_heard_callback_waits_for_the_played_position() -> None:
     await speech.close()
 
 
-async def test_a_cut_means_the_first_sample_is_never_reported_heard() -> None:
+async def first_chunk_written() -> tuple[HeldSpeechAudio, SpeechOutput, list[str]]:
+    """A speech output whose first chunk is in the ring, its first-heard callback armed."""
     audio = HeldSpeechAudio()
     heard: list[str] = []
     speech = SpeechOutput(audio)
@@ -79,6 +80,11 @@ async def test_a_cut_means_the_first_sample_is_never_reported_heard() -> None:
     speech.arm_first_heard(lambda: heard.append("heard"))
     speech.enqueue("i1", CHUNK)
     await settle()
+    return audio, speech, heard
+
+
+async def test_a_cut_means_the_first_sample_is_never_reported_heard() -> None:
+    audio, speech, heard = await first_chunk_written()
     speech.cut()
     await audio.speech.play_to(10_000)  # a flush moves the played position: not playout
     await settle()
@@ -87,13 +93,7 @@ async def test_a_cut_means_the_first_sample_is_never_reported_heard() -> None:
 
 
 async def test_an_engine_closed_before_playout_is_not_an_error() -> None:
-    audio = HeldSpeechAudio()
-    heard: list[str] = []
-    speech = SpeechOutput(audio)
-    speech.start()
-    speech.arm_first_heard(lambda: heard.append("heard"))
-    speech.enqueue("i1", CHUNK)
-    await settle()
+    audio, speech, heard = await first_chunk_written()
     await audio.speech.close()
     await settle()
     assert heard == []
