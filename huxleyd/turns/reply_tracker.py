@@ -31,6 +31,10 @@ READ_VERBATIM = (
 )
 """The in-band instruction used for SpeakVerbatim when the provider has no reader."""
 
+MAX_GIVEN_UP = 64
+"""Given-up response ids remembered (their late audio and calls are refused). A
+response's late events come within seconds; 64 is many turns of barge-ins."""
+
 
 class ReplyTracker:
     """The reply of the current turn, from request to ``response.done``.
@@ -47,7 +51,9 @@ class ReplyTracker:
         self._instructions = instructions
         self.response_id: str | None = None
         """The response adopted as the reply, until it ends or is abandoned."""
-        self._gave_up: set[str] = set()
+        self._gave_up: dict[str, None] = {}
+        """Ids given up, oldest first; forgotten at their ``response.done`` or, for
+        those whose done never comes (a lost connection), past :data:`MAX_GIVEN_UP`."""
         self._retry_request: Callable[[], None] = provider.request_response
         self._retry_in_band = True
         """How to ask again when a reply stays silent (a normal reply, or the reader)."""
@@ -111,14 +117,19 @@ class ReplyTracker:
             if self._stale_starts > 0:
                 # It answers a request given up before it started: not this reply.
                 self._stale_starts -= 1
-                self._gave_up.add(event.response_id)
+                self._give_up(event.response_id)
                 return False
         self._reader_pending = False
         if wanted:
             self.response_id = event.response_id
             return True
-        self._gave_up.add(event.response_id)  # we cancelled it, or it is stale
+        self._give_up(event.response_id)  # we cancelled it, or it is stale
         return False
+
+    def _give_up(self, response_id: str) -> None:
+        self._gave_up[response_id] = None
+        while len(self._gave_up) > MAX_GIVEN_UP:
+            del self._gave_up[next(iter(self._gave_up))]  # the oldest: its events are long past
 
     def owns(self, response_id: str) -> bool:
         """Audio of ``response_id`` belongs to the reply (else it is dropped)."""
@@ -133,7 +144,7 @@ class ReplyTracker:
         if done.out_of_band and done.response_id != self.response_id:
             return False
         if done.response_id in self._gave_up or done.response_id != self.response_id:
-            self._gave_up.discard(done.response_id)
+            self._gave_up.pop(done.response_id, None)
             return False
         self.response_id = None
         return True
@@ -150,7 +161,7 @@ class ReplyTracker:
             self._stale_starts += self._unstarted
         self._unstarted = 0
         if self.response_id is not None:
-            self._gave_up.add(self.response_id)
+            self._give_up(self.response_id)
             self.response_id = None
         if self._provider.capabilities.response_cancel:
             self._provider.cancel_response()
@@ -172,5 +183,5 @@ class ReplyTracker:
         """
         self._reader_pending = False
         if self.response_id is not None:
-            self._gave_up.add(self.response_id)
+            self._give_up(self.response_id)
             self.response_id = None

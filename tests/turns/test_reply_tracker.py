@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from huxleyd.providers.events import ResponseDone, ResponseStarted, ResponseStatus
-from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
+from huxleyd.turns.reply_tracker import MAX_GIVEN_UP, READ_VERBATIM, ReplyTracker
 from tests.fakes.turn_ports import OPENAI_LIKE, RecordingProvider
 
 
@@ -128,3 +128,11 @@ def test_end_turn_gives_the_reply_up_without_a_cancel() -> None:
     # No reader is awaited any more: the next out-of-band start is someone else's.
     assert not t.started(ResponseStarted("r2", out_of_band=True), wanted=True)
     assert not t.gave_up("r2")
+
+
+def test_given_up_ids_are_bounded_oldest_forgotten_first() -> None:
+    t, _ = tracker()
+    for n in range(MAX_GIVEN_UP + 10):  # done never comes: the connection was lost
+        t.started(ResponseStarted(f"r{n}"), wanted=False)
+    assert not t.gave_up("r0") and not t.gave_up("r9")
+    assert t.gave_up("r10") and t.gave_up(f"r{MAX_GIVEN_UP + 9}")
