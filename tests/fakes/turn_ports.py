@@ -222,18 +222,18 @@ class RecordingVolume:
         return self.level
 
 
-class HeldSource:
+@dataclass
+class HeldSource(RecordingSource):
     """A source whose speaker the test drives: ``play_to`` moves the played
     position; ``hold()`` makes writes wait (a full ring) until ``release()``."""
 
-    def __init__(self) -> None:
-        self.writes: list[tuple[str | None, int]] = []
-        self.position = 0
-        self.played = 0
-        self.closed = False
-        self._room = asyncio.Event()
+    played_pos: int = 0
+    closed: bool = False
+    _room: asyncio.Event = field(default_factory=asyncio.Event)
+    _progress: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def __post_init__(self) -> None:
         self._room.set()
-        self._progress = asyncio.Condition()
 
     def hold(self) -> None:
         self._room.clear()
@@ -245,18 +245,15 @@ class HeldSource:
         await self._room.wait()
         self.writes.append((item_id, len(pcm)))
         self.position += len(pcm) // 2
+        self.log.append((f"write:{self.name}", item_id))
 
     def queued_ms(self) -> float:
-        return (self.position - self.played) / 24
-
-    @property
-    def write_pos(self) -> int:
-        return self.position
+        return (self.position - self.played_pos) / 24
 
     async def play_to(self, position: int) -> None:
         """The speaker has played up to ``position``: wake who waits for it."""
         async with self._progress:
-            self.played = position
+            self.played_pos = position
             self._progress.notify_all()
 
     async def close(self) -> None:
@@ -266,8 +263,8 @@ class HeldSource:
 
     async def wait_played(self, position: int) -> None:
         async with self._progress:
-            await self._progress.wait_for(lambda: self.played >= position or self.closed)
-        if self.played < position:
+            await self._progress.wait_for(lambda: self.played_pos >= position or self.closed)
+        if self.played_pos < position:
             raise AudioError("engine closed")
 
 
@@ -276,10 +273,9 @@ class HeldSpeechAudio(RecordingAudio):
 
     def __init__(self) -> None:
         super().__init__()
-        self.speech = HeldSource()
-
-    def source(self, name: SourceName) -> Any:
-        return self.speech if name == "speech" else super().source(name)
+        self.speech = HeldSource("speech", self.log, self.played)
+        self.speech.drained_event = self.speech_drained
+        self.sources["speech"] = self.speech
 
 
 class RecordingTurn:
