@@ -5,12 +5,13 @@ or devices directly.
 
 - ``coordinator``   the turn state machine: inputs, barge-in, the terminal barrier
 - ``replies``       what the provider sends back: speech, tool calls, follow-ups
-- ``reply_tracker`` which response is the reply; retries, stale replies, the reader
+- ``reply_tracker`` which response is the reply; asking again, the reader (no timer)
 - ``effects``       tool calls and side effects, each applied at its moment
 - ``outputs``       LED activity, earcons, the per-turn journal line
-- ``speech``        model audio to the speaker, and what of it was heard
+- ``speech``        model audio to the speaker (a bounded queue), and what of it was heard
+- ``capture``       the mic capture switch: its one owner and its rule
 - ``media``         AudioStream playback under ``focus`` (DIALOG/COMMS/ALERT/CONTENT)
 - ``proactive``     ``inject_turn`` (``injects``) and input claims (``claims``)
 - ``supervisor``    skills' background tasks, restarted within a budget
-- ``watchdog``      the silent-response timer
+- ``watchdog``      the reply's silent/stale timer: one deadline that moves
 """

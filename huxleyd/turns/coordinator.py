@@ -21,6 +21,9 @@ The rest goes to parts it owns, each with a narrow edge back:
   :meth:`Coordinator.after_speech` and :meth:`Coordinator.finish_turn`.
 - :class:`~huxleyd.turns.outputs.TurnOutputs`: LED activity, earcons, the
   turn journal.
+- :class:`~huxleyd.turns.capture.MicCapture`: the mic capture switch (on
+  while the user listens or a claim holds the mic); ``set_state`` and the
+  claim's start and end report to it, nothing else switches capture.
 - :class:`~huxleyd.turns.media.MediaRunner`: long-form audio under focus.
 
 Everything branches on the provider's
@@ -47,14 +50,18 @@ from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
 from huxleyd.skillhost import SkillHost
+from huxleyd.turns.capture import MicCapture
+from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
-from huxleyd.turns.reply_tracker import READ_VERBATIM
+from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
+from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
+from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
 
@@ -113,20 +120,26 @@ class Coordinator:
             audio, on_natural_end=self._on_media_end, on_failed=self._on_media_failed, sleep=sleep
         )
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._capture = MicCapture(audio)
         self._replies = Replies(
             turn=self,
             provider=provider,
-            audio=audio,
-            volume=volume,
-            host=host,
-            media=self.media,
             outputs=self._outputs,
-            spawn=self._spawn,
-            instructions=instructions,
-            silent_timeout_s=self._settings.silent_response_timeout_s,
+            speech=SpeechOutput(audio),
+            effects=TurnEffects(
+                host=host,
+                provider=provider,
+                audio=audio,
+                volume=volume,
+                media=self.media,
+                spawn=self._spawn,
+            ),
+            tracker=ReplyTracker(provider, instructions=instructions),
+            watchdog=SilenceWatchdog(
+                self._settings.silent_response_timeout_s, clock=self._clock, sleep=sleep
+            ),
             max_silent_retries=self._settings.max_silent_retries,
             clock=self._clock,
-            sleep=sleep,
             before_follow_up=self.refresh_instructions,
         )
         self._barrier: asyncio.Task[None] | None = None
@@ -136,14 +149,14 @@ class Coordinator:
         self._link_down = False
         """The transport said the socket is gone (reconnecting…): a turn would be lost."""
         self._closed = False
-        self.proactive = Proactive(self, clock=self._clock, sleep=sleep)
+        self.proactive = Proactive(self, spawn=self._spawn, clock=self._clock, sleep=sleep)
 
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
-        self._audio.set_capture_active(False)  # until someone listens
+        self._capture.start()  # off until someone listens
         self._replies.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
@@ -201,10 +214,8 @@ class Coordinator:
         self.turn.pressed_at = now
         self.media.dialog_started()
         self._provider.start_turn()
-        self._audio.drain_mic()
-        self._audio.set_capture_active(True)
         self._outputs.earcon("listen_start", before_speech=False)
-        self.set_state(TurnState.LISTENING)
+        self.set_state(TurnState.LISTENING)  # the mic capture follows
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
@@ -245,6 +256,15 @@ class Coordinator:
     @property
     def listening(self) -> bool:
         return self.state is TurnState.LISTENING
+
+    @property
+    def turn_active(self) -> bool:
+        return self.turn is not None
+
+    @property
+    def content_in_foreground(self) -> bool:
+        """A stream plays and nothing ducks or pauses it (the inject rule waits for it)."""
+        return self.media.playing and not self.media.in_background
 
     def _on_media_failed(self, stream: AudioStream) -> None:
         """A stream broke (its skill raised): the error cue, and no longer "media"."""
@@ -291,13 +311,12 @@ class Coordinator:
             self.media.dialog_ended()
             self.set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed
-        self._audio.drain_mic()
-        self._audio.set_capture_active(True)  # the skill hears the mic now
+        self._capture.claimed(True)  # the skill hears the mic now
         self.media.claim_started()
         self._outputs.show(Activity.CALL)
 
     def resume_after_claim(self) -> None:
-        self._audio.set_capture_active(self.state is TurnState.LISTENING)
+        self._capture.claimed(False)
         self.media.claim_ended()
         self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
 
@@ -382,9 +401,7 @@ class Coordinator:
         if state is self.state:
             return
         self.state = state
-        self._audio.set_capture_active(
-            state is TurnState.LISTENING or self.proactive.claims.active is not None
-        )
+        self._capture.listening(state is TurnState.LISTENING)
         if state is TurnState.LISTENING:
             self._outputs.show(Activity.LISTENING)
         elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):

@@ -22,9 +22,7 @@ ends) decides when outputs go out and what follows them. None of its methods awa
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from huxley_sdk import (
     AudioStream,
@@ -39,20 +37,17 @@ from huxleyd.providers.base import ProviderCommands
 from huxleyd.providers.events import ToolCall
 from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 from huxleyd.turns.media import MediaRunner
-from huxleyd.turns.ports import AudioPort, VolumePort
+from huxleyd.turns.ports import AudioPort, Spawn, VolumePort
 from huxleyd.turns.toolrun import ToolRunner
 
 log = get_logger("huxleyd.turns")
-
-Spawn = Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]]
-"""How the owner runs a task it cancels at close (``Coordinator.spawn``)."""
 
 
 class TurnEffects:
     """The tool calls of the current turn, their outputs and their latched effects.
 
     The owner calls :meth:`new_turn` when a turn begins, :meth:`start`
-    for each reported call, :meth:`apply` from its ``on_tool_done`` callback,
+    for each reported call, :meth:`apply` from the ``on_done`` callback it gave,
     :meth:`expect_outputs` when the response that called them ends, then
     :meth:`send_outputs` once :attr:`outputs_ready`; :meth:`answer_all` when a
     reply is cut or fails, :meth:`forget` when the turn ends, and
@@ -68,7 +63,6 @@ class TurnEffects:
         volume: VolumePort,
         media: MediaRunner,
         spawn: Spawn,
-        on_tool_done: Callable[[ToolOutcome], None],
     ) -> None:
         self._host = host
         self._provider = provider
@@ -76,7 +70,7 @@ class TurnEffects:
         self._volume = volume
         self._media = media
         self._spawn = spawn
-        self._tools = ToolRunner(host, on_tool_done)
+        self._tools = ToolRunner(host)
         self._awaiting: tuple[str, ...] = ()
         """Calls of the response that just ended, whose outputs the follow-up needs."""
         self._latched_stream: AudioStream | None = None
@@ -91,9 +85,9 @@ class TurnEffects:
         self.answer_all()
         self._tools.reset()
 
-    def start(self, call: ToolCall) -> None:
-        """Run ``call`` now; a duplicate id is ignored."""
-        self._tools.start(call)
+    def start(self, call: ToolCall, *, on_done: Callable[[ToolOutcome], None]) -> None:
+        """Run ``call`` now (``on_done`` hears its outcome); a duplicate id is ignored."""
+        self._tools.start(call, on_done=on_done)
 
     def known(self, call_id: str) -> bool:
         return self._tools.known(call_id)

@@ -4,13 +4,24 @@ The coordinator is pure logic over these ports: the audio engine
 (:class:`AudioPort`), the volume control (:class:`VolumePort`), and the
 provider (:class:`~huxleyd.providers.base.ProviderSession`). Tests pass
 recording fakes; the daemon passes the real engine and connection.
+
+The coordinator's own edges to its parts live beside the part that uses
+them: :class:`~huxleyd.turns.replies.TurnControl` (what the reply may do to
+the turn) and :class:`~huxleyd.turns.proactive.ConversationPort` (what
+injects and claims may see and ask); the coordinator implements both, and
+no part imports the coordinator.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from huxleyd.audio.types import MicFrame, SourceName
+
+Spawn = Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]]
+"""How a part runs a task its owner cancels at close (``Coordinator.spawn``)."""
 
 
 class SourcePort(Protocol):

@@ -1,9 +1,10 @@
-"""Proactive turns and input claims, on top of the coordinator.
+"""Proactive turns and input claims, beside the coordinator.
 
 ``ctx.inject_turn`` queues an announcement in the :class:`InjectQueue`
 (which outlives provider connections); :meth:`Proactive.consider` applies
 the pure firing rule whenever the conversation changes and at the next TTL
-deadline, and asks the coordinator to speak it. ``InputClaim`` (from a tool
+deadline, and asks the conversation (:class:`ConversationPort`, which the
+coordinator implements) to speak it. ``InputClaim`` (from a tool
 at the terminal barrier, or ``ctx.start_input_claim`` at once) suspends the
 provider: the reply is cancelled, the input buffer cleared, mic frames go to
 the skill, its speaker source plays on ``comms``, and the button hangs up.
@@ -11,6 +12,8 @@ the skill, its speaker source plays on ``comms``, and the button hangs up.
 The coordinator calls: :meth:`press` (True = consumed by a claim),
 :meth:`mic_frame` (True = consumed), :meth:`turn_finished`,
 :meth:`consider`, :meth:`start_claim`; and :meth:`close` at shutdown.
+It sees the coordinator only through :class:`ConversationPort` (no import of
+it: the coordinator imports this module, never the other way round).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from huxley_sdk import ClaimEndReason, ClaimHandle, InjectPriority, InputClaim
 from huxleyd.clock import Clock
@@ -31,25 +34,61 @@ from huxleyd.turns.injects import (
     InjectQueue,
     next_to_fire,
 )
+from huxleyd.turns.ports import Spawn
 from huxleyd.turns.state import TurnOutcome, TurnRecord
-
-if TYPE_CHECKING:
-    from huxleyd.turns.coordinator import Coordinator
 
 log = get_logger("huxleyd.turns")
 
 
+class ConversationPort(Protocol):
+    """The conversation, as injects and claims see it (the coordinator implements it)."""
+
+    @property
+    def provider_connected(self) -> bool:
+        """A request sent now reaches the provider."""
+        ...
+
+    @property
+    def turn_active(self) -> bool:
+        """A turn is under way (from the press or request to its end)."""
+        ...
+
+    @property
+    def listening(self) -> bool:
+        """The user holds the button."""
+        ...
+
+    @property
+    def content_in_foreground(self) -> bool:
+        """A stream plays and nothing ducks or pauses it."""
+        ...
+
+    def begin_inject(self, inject_id: str, prompt: str) -> None:
+        """Speak the announcement ``prompt`` now, as a turn."""
+
+    def suspend_for_claim(self) -> None:
+        """A claim took the mic: stop any reply, clear the input, background media."""
+
+    def resume_after_claim(self) -> None:
+        """The claim ended: the mic and the speaker go back to the conversation."""
+
+    async def comms_write(self, pcm: bytes) -> None:
+        """Play a claim's audio on the ``comms`` source."""
+
+
 class Proactive:
-    """Injects and claims of one coordinator."""
+    """Injects and claims of one conversation."""
 
     def __init__(
         self,
-        coordinator: Coordinator,
+        conversation: ConversationPort,
         *,
+        spawn: Spawn,
         clock: Clock,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._c = coordinator
+        self._c = conversation
+        self._spawn = spawn
         self._clock = clock
         self._sleep = sleep
         self.queue = InjectQueue()
@@ -111,7 +150,7 @@ class Proactive:
             return
         self.queue.mark_in_flight(inject.id)
         if decision.action is Action.END_CLAIM_THEN_FIRE:
-            self._c.spawn(self._end_claim_then(inject.id, inject.prompt), "inject-preempt-claim")
+            self._spawn(self._end_claim_then(inject.id, inject.prompt), "inject-preempt-claim")
             return
         self._c.begin_inject(inject.id, inject.prompt)
 
@@ -122,9 +161,9 @@ class Proactive:
     def snapshot(self) -> ConversationSnapshot:
         c = self._c
         return ConversationSnapshot(
-            turn_active=c.turn is not None,
+            turn_active=c.turn_active,
             user_holding_button=c.listening,
-            content_playing=c.media.playing and not c.media.in_background,
+            content_playing=c.content_in_foreground,
             claim_active=self.claims.active is not None,
         )
 
@@ -189,7 +228,7 @@ class Proactive:
         """A press while a claim is live hangs up (after the 300 ms grace). True = consumed."""
         if self.claims.active is None:
             return False
-        self._c.spawn(self.claims.ptt_pressed(self._clock.monotonic()), "claim-ptt")
+        self._spawn(self.claims.ptt_pressed(self._clock.monotonic()), "claim-ptt")
         return True
 
     async def mic_frame(self, pcm: bytes) -> bool:

@@ -7,13 +7,18 @@ ends) and the user's side of it. Everything the provider says back goes to
 side effects (:class:`~huxleyd.turns.effects.TurnEffects`), asks for the
 follow-up once every call has an output (or for the verbatim reader, for
 SpeakVerbatim), retries a reply that stays silent, and gives up one that
-fails or goes stale. Which provider response is the reply, and the timer
-behind "silent" and "stale", are the bookkeeping of its
-:class:`~huxleyd.turns.reply_tracker.ReplyTracker`.
+fails or goes stale. Which provider response is the reply is the
+bookkeeping of its :class:`~huxleyd.turns.reply_tracker.ReplyTracker`; the
+timer behind "silent" and "stale" is its
+:class:`~huxleyd.turns.watchdog.SilenceWatchdog`.
+
+Its parts are built by the owner and handed over built (each of them is
+used here, none is only passed through): the speech output, the effects,
+the tracker and the watchdog.
 
 It may touch: the provider's ``truncate`` (the rest of what it sends goes
-through the tracker and the effects), the speech output, the outputs
-(earcons, SPEAKING), and the current :class:`~huxleyd.turns.state.TurnRecord`'s
+through the tracker and the effects), its parts, the outputs (earcons,
+SPEAKING), and the current :class:`~huxleyd.turns.state.TurnRecord`'s
 timings, tools and retries. It moves the turn only through the narrow
 :class:`TurnControl` the coordinator implements.
 
@@ -24,9 +29,8 @@ the tool runner and ``spawn``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Protocol
 
 from huxley_sdk import AudioStream, InputClaim
@@ -43,14 +47,13 @@ from huxleyd.providers.events import (
     ResponseStatus,
     ToolCall,
 )
-from huxleyd.skillhost import SkillHost, ToolOutcome
-from huxleyd.turns.effects import Spawn, TurnEffects
-from huxleyd.turns.media import MediaRunner
+from huxleyd.skillhost import ToolOutcome
+from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.outputs import Activity, TurnOutputs
-from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.reply_tracker import ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
+from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
 
@@ -90,17 +93,13 @@ class Replies:
         *,
         turn: TurnControl,
         provider: ProviderCommands,
-        audio: AudioPort,
-        volume: VolumePort,
-        host: SkillHost,
-        media: MediaRunner,
         outputs: TurnOutputs,
-        spawn: Spawn,
-        instructions: str,
-        silent_timeout_s: float,
+        speech: SpeechOutput,
+        effects: TurnEffects,
+        tracker: ReplyTracker,
+        watchdog: SilenceWatchdog,
         max_silent_retries: int,
         clock: Clock,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         before_follow_up: Callable[[], None] | None = None,
     ) -> None:
         self._turn = turn
@@ -110,24 +109,12 @@ class Replies:
         self._outputs = outputs
         self._clock = clock
         self._max_silent_retries = max_silent_retries
-        self._speech = SpeechOutput(audio)
-        self._effects = TurnEffects(
-            host=host,
-            provider=provider,
-            audio=audio,
-            volume=volume,
-            media=media,
-            spawn=spawn,
-            on_tool_done=self._on_tool_done,
-        )
-        self._tracker = ReplyTracker(
-            provider,
-            instructions=instructions,
-            timeout_s=silent_timeout_s,
-            on_silent=self._retry_silent,
-            on_stale=self._on_stale_response,
-            sleep=sleep,
-        )
+        self._speech = speech
+        self._effects = effects
+        self._tracker = tracker
+        self._watchdog = watchdog
+        """Armed by each request (expiry: *silent*), re-armed by each chunk and call of
+        the reply (expiry: *stale*), disarmed when the reply ends or is dropped."""
         self.dropped_late_chunks = 0
         """Audio chunks of cancelled responses that arrived after the cut (never played)."""
 
@@ -140,15 +127,28 @@ class Replies:
     def cancel(self) -> None:
         """Shutdown, first step: running calls get their cancelled outputs; no timer."""
         self._effects.cancel_running()
-        self._tracker.stop_timer()
+        self._watchdog.disarm()
 
     async def close(self) -> None:
-        """Shutdown, last step: stop the speech writer."""
+        """Shutdown, last step: stop the speech writer and the watchdog."""
+        await self._watchdog.close()
         await self._speech.close()
 
     def request(self, *, instructions: str | None = None) -> None:
         """Ask for a reply (``instructions`` override the session's for it only)."""
         self._tracker.request(instructions=instructions)
+        self._expect_start()
+
+    def _expect_start(self) -> None:
+        """A request went out: something must come within the timeout, else retry."""
+        self._watchdog.arm(self._on_silent)
+
+    def _expect_more(self) -> None:
+        """A chunk or call of the reply arrived: it must go on, or end, within the timeout."""
+        self._watchdog.arm(self._on_stale_response)
+
+    def _on_silent(self) -> None:
+        self._retry_silent("timeout")
 
     @property
     def busy(self) -> bool:
@@ -162,6 +162,7 @@ class Replies:
     def end_turn(self) -> None:
         """The turn ended: no timer, no reader awaited, nothing latched acts, and
         nothing of its reply is cancelled or truncated later."""
+        self._watchdog.disarm()
         self._tracker.end_turn()
         self._effects.forget()
         if not self._speech.pending:
@@ -170,6 +171,7 @@ class Replies:
     def interrupt(self) -> None:
         """Barge-in: silence now, drop the reply, truncate to what was heard, answer every call."""
         heard = self._speech.cut()
+        self._watchdog.disarm()
         self._tracker.abandon()
         if heard is not None:
             # With truncate the provider cuts its history; without, the core keeps
@@ -220,17 +222,17 @@ class Replies:
             return
         # A response that started and then goes quiet without response.done
         # is stale: the same timer, re-armed by every chunk, ends it.
-        self._tracker.expect_more()
+        self._expect_more()
         turn = self._turn.turn
         if turn is not None and turn.first_audio_at is None:
             turn.first_audio_at = self._clock.monotonic()
-            self._speech.arm_first_write(self._first_audio_played)
+            self._speech.arm_first_heard(lambda: self._first_audio_heard(turn))
         self._speech.enqueue(chunk.item_id, chunk.pcm)
         self._outputs.show(Activity.SPEAKING)
 
-    def _first_audio_played(self) -> None:
-        turn = self._turn.turn
-        if turn is not None and turn.first_played_at is None:
+    def _first_audio_heard(self, turn: TurnRecord) -> None:
+        """The reply's first sample reached the speaker (``first_audio_to_playing_ms``)."""
+        if turn.first_played_at is None:
             turn.first_played_at = self._clock.monotonic()
 
     def _on_stale_response(self) -> None:
@@ -241,6 +243,7 @@ class Replies:
             turn=turn.turn_id if turn else None,
             response=self._tracker.response_id,
         )
+        self._watchdog.disarm()
         self._tracker.abandon()
         self._effects.answer_all()
         self._outputs.earcon("error", before_speech=True)  # after what was already said
@@ -251,15 +254,16 @@ class Replies:
             # The reply was cut; the call still needs an output.
             self._effects.decline(call.call_id)
             return
-        self._tracker.expect_more()  # response.done must follow
+        self._expect_more()  # response.done must follow
         turn = self._turn.turn
         if turn is not None:
             turn.tools.append(call.name)
-        self._effects.start(call)
+        self._effects.start(call, on_done=self._on_tool_done)
 
     def _on_response_done(self, done: ResponseDone) -> None:
         if not self._tracker.finished(done):
             return
+        self._watchdog.disarm()
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
             self._effects.answer_all()
@@ -296,7 +300,7 @@ class Replies:
         if error.code == "conversation_already_has_active_response":
             self._tracker.request_refused()  # no start will come for that request
         if error.code == "input_audio_buffer_commit_empty" and state is TurnState.COMMITTING:
-            self._tracker.stop_timer()
+            self._watchdog.disarm()
             self._outputs.earcon("too_short", before_speech=False)
             self._turn.finish_turn(TurnOutcome.TOO_SHORT)
         elif not error.recoverable and state.replying:
@@ -325,6 +329,7 @@ class Replies:
             if self._before_follow_up is not None:
                 self._before_follow_up()
             self._tracker.request()
+        self._expect_start()
         self._effects.play_sounds()  # after the request, before the model's first audio
         self._turn.set_state(TurnState.AWAITING_NEXT_RESPONSE)
 
@@ -343,3 +348,4 @@ class Replies:
         self._tracker.abandon(late_start_is_stale=False)
         self._turn.set_state(TurnState.COMMITTING)
         self._tracker.retry()
+        self._expect_start()

@@ -9,25 +9,21 @@ it asked for (SpeakVerbatim). It also asks for responses
 (a normal one, one with instructions, or the verbatim reader) and remembers
 the last request, so a reply that stays silent can be asked for again.
 
-One :class:`~huxleyd.turns.watchdog.SilenceWatchdog` guards both ends:
-armed by a request it reports *silent* (nothing came: retry); re-armed by
-each chunk or tool call it reports *stale* (the reply stopped mid-way and
-never ended). What to do then is the owner's decision, through the
-``on_silent`` and ``on_stale`` callbacks.
+It is bookkeeping only: no timer (the owner's
+:class:`~huxleyd.turns.watchdog.SilenceWatchdog` decides "silent" and
+"stale"), no tasks, nothing awaited.
 
 It may touch: the provider's ``request_response``, ``read_aloud`` (when
-``capabilities.verbatim_reader``) and ``cancel_response``, and its own
-timer. It never changes the turn's state, and none of its methods await.
+``capabilities.verbatim_reader``) and ``cancel_response``. It never changes
+the turn's state.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from huxleyd.providers.base import ProviderCommands
 from huxleyd.providers.events import ResponseDone, ResponseStarted
-from huxleyd.turns.watchdog import SilenceWatchdog
 
 READ_VERBATIM = (
     "Read the following text aloud exactly as written, word for word, in your "
@@ -35,35 +31,29 @@ READ_VERBATIM = (
 )
 """The in-band instruction used for SpeakVerbatim when the provider has no reader."""
 
+MAX_GIVEN_UP = 64
+"""Given-up response ids remembered (their late audio and calls are refused). A
+response's late events come within seconds; 64 is many turns of barge-ins."""
+
 
 class ReplyTracker:
     """The reply of the current turn, from request to ``response.done``.
 
     The owner asks with :meth:`request` or :meth:`read_aloud` (and
     :meth:`retry`), reports :meth:`started` / :meth:`finished` for each
-    response, checks :meth:`owns` / :meth:`gave_up` for audio and tool calls
-    (calling :meth:`expect_more` after each of its own), and calls
-    :meth:`abandon` to drop the reply and :meth:`end_turn` when the turn ends.
+    response, checks :meth:`owns` / :meth:`gave_up` for audio and tool calls,
+    and calls :meth:`abandon` to drop the reply and :meth:`end_turn` when the
+    turn ends.
     """
 
-    def __init__(
-        self,
-        provider: ProviderCommands,
-        *,
-        instructions: str,
-        timeout_s: float,
-        on_silent: Callable[[str], None],
-        on_stale: Callable[[], None],
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
+    def __init__(self, provider: ProviderCommands, *, instructions: str) -> None:
         self._provider = provider
         self._instructions = instructions
-        self._on_silent = on_silent
-        self._on_stale = on_stale
-        self._watchdog = SilenceWatchdog(timeout_s, sleep=sleep)
         self.response_id: str | None = None
         """The response adopted as the reply, until it ends or is abandoned."""
-        self._gave_up: set[str] = set()
+        self._gave_up: dict[str, None] = {}
+        """Ids given up, oldest first; forgotten at their ``response.done`` or, for
+        those whose done never comes (a lost connection), past :data:`MAX_GIVEN_UP`."""
         self._retry_request: Callable[[], None] = provider.request_response
         self._retry_in_band = True
         """How to ask again when a reply stays silent (a normal reply, or the reader)."""
@@ -113,7 +103,6 @@ class ReplyTracker:
         if in_band:
             self._unstarted += 1
         request()
-        self._watchdog.arm(lambda: self._on_silent("timeout"))
 
     # ------------------------------------------------------------ responses
 
@@ -128,14 +117,19 @@ class ReplyTracker:
             if self._stale_starts > 0:
                 # It answers a request given up before it started: not this reply.
                 self._stale_starts -= 1
-                self._gave_up.add(event.response_id)
+                self._give_up(event.response_id)
                 return False
         self._reader_pending = False
         if wanted:
             self.response_id = event.response_id
             return True
-        self._gave_up.add(event.response_id)  # we cancelled it, or it is stale
+        self._give_up(event.response_id)  # we cancelled it, or it is stale
         return False
+
+    def _give_up(self, response_id: str) -> None:
+        self._gave_up[response_id] = None
+        while len(self._gave_up) > MAX_GIVEN_UP:
+            del self._gave_up[next(iter(self._gave_up))]  # the oldest: its events are long past
 
     def owns(self, response_id: str) -> bool:
         """Audio of ``response_id`` belongs to the reply (else it is dropped)."""
@@ -145,19 +139,14 @@ class ReplyTracker:
         """``response_id`` was cut or unwanted: its tool calls are declined."""
         return response_id in self._gave_up
 
-    def expect_more(self) -> None:
-        """A chunk or call of the reply arrived: it must go on, or end, within the timeout."""
-        self._watchdog.arm(self._on_stale)
-
     def finished(self, done: ResponseDone) -> bool:
-        """A response ended. True: it was the reply (now over, the timer stopped)."""
+        """A response ended. True: it was the reply (now over)."""
         if done.out_of_band and done.response_id != self.response_id:
             return False
         if done.response_id in self._gave_up or done.response_id != self.response_id:
-            self._gave_up.discard(done.response_id)
+            self._gave_up.pop(done.response_id, None)
             return False
         self.response_id = None
-        self._watchdog.disarm()
         return True
 
     def abandon(self, *, late_start_is_stale: bool = True) -> None:
@@ -172,13 +161,10 @@ class ReplyTracker:
             self._stale_starts += self._unstarted
         self._unstarted = 0
         if self.response_id is not None:
-            self._gave_up.add(self.response_id)
+            self._give_up(self.response_id)
             self.response_id = None
         if self._provider.capabilities.response_cancel:
             self._provider.cancel_response()
-
-    def stop_timer(self) -> None:
-        self._watchdog.disarm()
 
     def request_refused(self) -> None:
         """The provider refused a request (an error instead of a start)."""
@@ -188,15 +174,14 @@ class ReplyTracker:
             self._stale_starts -= 1
 
     def end_turn(self) -> None:
-        """The turn ended: no timer, no reader awaited, and its reply is over.
+        """The turn ended: no reader awaited, and its reply is over.
 
         A reply that never finished (a fatal error, a lost connection) is
         given up without a cancel: whoever ended the turn already stopped it
         or the session it belonged to is gone, so a later barge-in has
         nothing to cancel (a stale ``response.cancel`` only earns an error).
         """
-        self._watchdog.disarm()
         self._reader_pending = False
         if self.response_id is not None:
-            self._gave_up.add(self.response_id)
+            self._give_up(self.response_id)
             self.response_id = None

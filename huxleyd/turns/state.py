@@ -68,7 +68,10 @@ class TurnRecord:
     released_at: float | None = None
     committed_at: float | None = None
     first_audio_at: float | None = None
+    """The reply's first audio chunk arrived from the provider."""
     first_played_at: float | None = None
+    """The reply's first sample reached the speaker (the speech source's played
+    position, from the engine's playout clock; not the hand-off to the ring)."""
     audio_sent_ms: float = 0.0
     tools: list[str] = field(default_factory=list)
     retries: int = 0
@@ -80,6 +83,8 @@ class TurnRecord:
         def span(a: float | None, b: float | None) -> float | None:
             return None if a is None or b is None else round((b - a) * 1000.0, 1)
 
+        # first_audio_to_playing_ms: delta received -> first sample at the DAC
+        # (DESIGN.md's budget row); the journald field name is kept.
         pairs = {
             "press_to_first_frame_ms": span(self.pressed_at, self.first_frame_sent_at),
             "release_to_commit_ms": span(self.released_at, self.committed_at),

@@ -2,9 +2,9 @@
 
 A call starts the moment the provider reports it (not at the end of the
 response), so a slow tool overlaps the rest of the model's output. The
-coordinator learns of each finished call through ``on_done`` and of the
-side effects that must act at once (CancelMedia, SetVolume) in the same
-place. :meth:`ToolRunner.cancel_all` turns every unfinished call into a
+caller learns of each finished call through the ``on_done`` it passed to
+:meth:`ToolRunner.start`, and of the side effects that must act at once
+(CancelMedia, SetVolume) in the same place. :meth:`ToolRunner.cancel_all` turns every unfinished call into a
 ``{"cancelled": true}`` outcome, so an interrupted reply still answers every
 call.
 
@@ -28,16 +28,16 @@ from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 class ToolRunner:
     """The tool calls of the current turn."""
 
-    def __init__(self, host: SkillHost, on_done: Callable[[ToolOutcome], None]) -> None:
+    def __init__(self, host: SkillHost) -> None:
         self._host = host
-        self._on_done = on_done
         self._tasks: dict[str, asyncio.Task[ToolOutcome]] = {}
         self._outcomes: dict[str, ToolOutcome] = {}
         self._calls: dict[str, ToolCall] = {}
         self._answered: set[str] = set()
 
-    def start(self, call: ToolCall) -> None:
-        """Run ``call`` unless it is already running or done (duplicate ids are ignored)."""
+    def start(self, call: ToolCall, *, on_done: Callable[[ToolOutcome], None]) -> None:
+        """Run ``call`` unless it is already running or done (duplicate ids are ignored);
+        ``on_done`` hears its outcome once it finishes (not when it is cancelled)."""
         if call.call_id in self._calls:
             return
         self._calls[call.call_id] = call
@@ -46,9 +46,14 @@ class ToolRunner:
             name=f"tool-{call.name}-{call.call_id}",
         )
         self._tasks[call.call_id] = task
-        task.add_done_callback(functools.partial(self._finished, call.call_id))
+        task.add_done_callback(functools.partial(self._finished, call.call_id, on_done))
 
-    def _finished(self, call_id: str, task: asyncio.Task[ToolOutcome]) -> None:
+    def _finished(
+        self,
+        call_id: str,
+        on_done: Callable[[ToolOutcome], None],
+        task: asyncio.Task[ToolOutcome],
+    ) -> None:
         self._tasks.pop(call_id, None)
         if task.cancelled() or call_id in self._outcomes:
             return
@@ -60,7 +65,7 @@ class ToolRunner:
         else:
             outcome = task.result()
         self._outcomes[call_id] = outcome
-        self._on_done(outcome)
+        on_done(outcome)
 
     def known(self, call_id: str) -> bool:
         return call_id in self._calls or call_id in self._answered

@@ -1,4 +1,6 @@
-"""Recording fakes of the coordinator's ports: provider, audio engine, volume.
+"""Recording fakes of the turn layer's ports: provider, audio engine, volume, and
+the coordinator as its parts see it (:class:`RecordingTurn` for ``TurnControl``,
+:class:`RecordingConversation` for ``ConversationPort``).
 
 Each fake keeps its own record (``RecordingProvider.commands``,
 ``RecordingAudio.log``); given one shared ``timeline`` list, both also append
@@ -11,12 +13,15 @@ coordinator: a PCM that is in no registry (a skill's PlaySound) is ``"sound"``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.audio.types import MicFrame, SourceName
+from huxleyd.errors import AudioError
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 
 OPENAI_LIKE = Capabilities(
     text_input=True,
@@ -228,12 +233,17 @@ class RecordingAudio:
         self.content_drained = self.sources["content"].drained_event
         self.mic: asyncio.Queue[MicFrame] = asyncio.Queue()
         self.capture_rate_hz = 24_000
+        self.earcons: list[tuple[bytes, bool]] = []
+        """Every earcon played: its PCM and ``before_speech``."""
+        self.capture_log: list[tuple[str, object]] = []
+        """``("capture", on)`` and ``("drain_mic", frames)``, in order (apart from ``log``)."""
 
     def source(self, name: SourceName) -> RecordingSource:
         return self.sources[name]
 
     def play_earcon(self, pcm: bytes, *, before_speech: bool = True) -> None:
         self.log.append(("earcon", self.earcon_name(pcm)))
+        self.earcons.append((pcm, before_speech))
 
     def earcon_name(self, pcm: bytes) -> str:
         """The registry's name for ``pcm``; ``"sound"`` for a PCM of no registry."""
@@ -254,6 +264,7 @@ class RecordingAudio:
 
     def set_capture_active(self, active: bool) -> None:
         self.capture_active = active
+        self.capture_log.append(("capture", active))
 
     capture_active = True
 
@@ -262,6 +273,7 @@ class RecordingAudio:
         while not self.mic.empty():
             self.mic.get_nowait()
             n += 1
+        self.capture_log.append(("drain_mic", n))
         return n
 
     def set_capture_rate(self, rate_hz: int) -> None:
@@ -283,3 +295,172 @@ class RecordingVolume:
 
     async def get_level(self) -> int:
         return self.level
+
+
+@dataclass
+class HeldSource(RecordingSource):
+    """A source whose speaker the test drives: ``play_to`` moves the played
+    position; ``hold()`` makes writes wait (a full ring) until ``release()``."""
+
+    played_pos: int = 0
+    closed: bool = False
+    _room: asyncio.Event = field(default_factory=asyncio.Event)
+    _progress: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def __post_init__(self) -> None:
+        self._room.set()
+
+    def hold(self) -> None:
+        self._room.clear()
+
+    def release(self) -> None:
+        self._room.set()
+
+    async def write(self, pcm: bytes, *, item_id: str | None = None) -> None:
+        await self._room.wait()
+        self.writes.append((item_id, len(pcm)))
+        self.position += len(pcm) // 2
+        self.log.append((f"write:{self.name}", item_id))
+
+    def queued_ms(self) -> float:
+        return (self.position - self.played_pos) / 24
+
+    async def play_to(self, position: int) -> None:
+        """The speaker has played up to ``position``: wake who waits for it."""
+        async with self._progress:
+            self.played_pos = position
+            self._progress.notify_all()
+
+    async def close(self) -> None:
+        async with self._progress:
+            self.closed = True
+            self._progress.notify_all()
+
+    async def wait_played(self, position: int) -> None:
+        async with self._progress:
+            await self._progress.wait_for(lambda: self.played_pos >= position or self.closed)
+        if self.played_pos < position:
+            raise AudioError("engine closed")
+
+
+class HeldSpeechAudio(RecordingAudio):
+    """:class:`RecordingAudio` whose ``speech`` source is a :class:`HeldSource`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.speech = HeldSource("speech", self.log, self.played)
+        self.speech.drained_event = self.speech_drained
+        self.sources["speech"] = self.speech
+
+
+class RecordingTurn:
+    """``TurnControl``: the turn and its state, and every move asked of it."""
+
+    def __init__(self, state: TurnState = TurnState.COMMITTING) -> None:
+        self._state = state
+        self._turn: TurnRecord | None = TurnRecord()
+        self.moves: list[tuple[str, object]] = []
+
+    @property
+    def state(self) -> TurnState:
+        return self._state
+
+    @property
+    def turn(self) -> TurnRecord | None:
+        return self._turn
+
+    def set_state(self, state: TurnState) -> None:
+        self._state = state
+        self.moves.append(("state", state))
+
+    def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
+        self.moves.append(("after_speech", (outcome, terminal)))
+
+    def finish_turn(self, outcome: TurnOutcome) -> None:
+        self.moves.append(("finish_turn", outcome))
+        self._turn = None
+        self._state = TurnState.IDLE
+
+    def ends(self) -> list[tuple[str, object]]:
+        return [m for m in self.moves if m[0] != "state"]
+
+
+class RecordingConversation:
+    """``ConversationPort``: the conversation's flags, set by the test; what was asked."""
+
+    def __init__(self) -> None:
+        self.provider_connected = True
+        self.turn_active = False
+        self.listening = False
+        self.content_in_foreground = False
+        self.calls: list[tuple[str, object]] = []
+        self.comms: list[bytes] = []
+
+    def begin_inject(self, inject_id: str, prompt: str) -> None:
+        self.calls.append(("begin_inject", prompt))
+        self.turn_active = True
+
+    def suspend_for_claim(self) -> None:
+        self.calls.append(("suspend_for_claim", None))
+
+    def resume_after_claim(self) -> None:
+        self.calls.append(("resume_after_claim", None))
+
+    async def comms_write(self, pcm: bytes) -> None:
+        self.comms.append(pcm)
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+class Spawner:
+    """``Spawn``: runs tasks and keeps them, so a test can cancel what is left."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    def __call__(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self.tasks.append(task)
+        return task
+
+    def names(self) -> list[str]:
+        return [t.get_name() for t in self.tasks]
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+class GatedSkill(Skill):
+    """A skill whose tools answer what the test set in :attr:`results`, each
+    waiting for its gate in :attr:`gates` first (if any); an exception raises."""
+
+    name = "gated"
+
+    def __init__(self, *tools: str) -> None:
+        self._tool_names = tools
+        self.results: dict[str, ToolResult | Exception] = {}
+        self.gates: dict[str, asyncio.Event] = {}
+        self.calls: list[str] = []
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        return [ToolDefinition(n, n) for n in self._tool_names]
+
+    async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
+        self.calls.append(tool_name)
+        gate = self.gates.get(tool_name)
+        if gate is not None:
+            await gate.wait()
+        result = self.results.get(tool_name, ToolResult("{}"))
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def setup(self, ctx: SkillContext) -> None:
+        pass
+
+    async def teardown(self) -> None:
+        pass
