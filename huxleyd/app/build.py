@@ -44,7 +44,9 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock
 from huxleyd.config import Config
 from huxleyd.hardware.button import PushToTalkButton
-from huxleyd.hardware.leds import LedController, LedState, limits_from_settings, make_led_driver
+from huxleyd.hardware.led_controller import LedController
+from huxleyd.hardware.led_drivers import make_led_driver
+from huxleyd.hardware.led_patterns import LedState, limits_from_settings
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
 from huxleyd.preflight import KeySource, Preflight

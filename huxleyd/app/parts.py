@@ -20,7 +20,7 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.hardware.button import PushToTalkButton
-from huxleyd.hardware.leds import LedController
+from huxleyd.hardware.led_controller import LedController
 from huxleyd.preflight import Preflight
 from huxleyd.providers.base import Session
 from huxleyd.skillhost import SkillHost

@@ -31,7 +31,7 @@ from huxleyd.config import Config, load_persona
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.errors import ConfigError, SkillSetupError
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
-from huxleyd.hardware.leds import LedState
+from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
 from huxleyd.preflight import preflight
 from huxleyd.providers.base import ConnectionState, ConnectionStatus

@@ -38,7 +38,8 @@ def blink_error(config_path: Path, board: str | None, sleep: Callable[[float], N
     try:
         from huxleyd.config import load_config
         from huxleyd.hardware.boards import load_board
-        from huxleyd.hardware.leds import DEFAULT_PATTERNS, LedState, make_led_driver
+        from huxleyd.hardware.led_drivers import make_led_driver
+        from huxleyd.hardware.led_patterns import DEFAULT_PATTERNS, LedState
         from huxleyd.hardware.pins import choose_pin_factory
 
         config = load_config(config_path)

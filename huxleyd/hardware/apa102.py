@@ -1,4 +1,4 @@
-"""APA102 ("DotStar") LEDs over SPI, behind the :class:`~huxleyd.hardware.leds.LedDriver` interface.
+"""APA102 ("DotStar") LEDs over SPI, behind the :class:`~huxleyd.hardware.led_drivers.LedDriver` interface.
 
 The wire format (APA102 datasheet; SK9822 clones need the extra reset bytes):
 
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from gpiozero import DigitalOutputDevice
 
 from huxleyd.hardware.boards import LedProfile
-from huxleyd.hardware.leds import OFF, LedPattern, PatternKind, Rgb, pattern_level
+from huxleyd.hardware.led_patterns import OFF, LedPattern, PatternKind, Rgb, pattern_level
 from huxleyd.hardware.pins import PinFactory
 
 _CHANNEL = {"r": 0, "g": 1, "b": 2}

@@ -15,14 +15,9 @@ from gpiozero.pins.mock import MockPWMPin, MockSPIDevice
 from huxleyd.clock import ManualClock
 from huxleyd.hardware.apa102 import Apa102Driver, BitBangSpi, apa102_frame, global_brightness
 from huxleyd.hardware.boards import LedProfile, load_board
-from huxleyd.hardware.leds import (
-    GpioLedDriver,
-    LedController,
-    LedPattern,
-    LedState,
-    PatternKind,
-    make_led_driver,
-)
+from huxleyd.hardware.led_controller import LedController
+from huxleyd.hardware.led_drivers import GpioLedDriver, make_led_driver
+from huxleyd.hardware.led_patterns import LedPattern, LedState, PatternKind
 
 HW = Path(__file__).resolve().parents[2] / "hw"
 

@@ -11,16 +11,14 @@ from typing import Any
 import pytest
 
 from huxleyd.clock import ManualClock
-from huxleyd.hardware.leds import (
+from huxleyd.hardware.led_controller import LedController
+from huxleyd.hardware.led_drivers import GpioLedDriver, NullLedDriver, RgbLedDriver
+from huxleyd.hardware.led_patterns import (
     DEFAULT_PATTERNS,
     OFF,
-    GpioLedDriver,
-    LedController,
     LedPattern,
     LedState,
-    NullLedDriver,
     PatternKind,
-    RgbLedDriver,
     limits_from_settings,
     pattern_level,
 )
@@ -230,7 +228,6 @@ class CountingDriver:
 
 async def test_run_sleeps_while_static_but_still_expires_a_state_on_time() -> None:
     from huxleyd.clock import MonotonicClock
-    from huxleyd.hardware.leds import LedController, LedState
 
     driver = CountingDriver()
     leds = LedController(
