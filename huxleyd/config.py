@@ -12,6 +12,7 @@ expected (:class:`~huxleyd.errors.ConfigError`).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -65,6 +66,17 @@ class StorageSettings:
         return self.state_dir / "secrets"
 
 
+class PersonaString(enum.StrEnum):
+    """The persona strings the daemon shows, by the key a persona sets them with
+    (``[i18n.<lang>.strings]``). Each stands beside the earcon of the same name:
+    the sound says it aloud, the string says it on text surfaces (``huxleyctl
+    say`` refusals, the ``watch`` feed). A key not named here is a typo and is
+    refused with the allowed keys."""
+
+    TOO_SHORT = "too_short"
+    OFFLINE = "offline"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LanguageOverrides:
     """``[i18n.<lang>]`` of a persona: text in the persona's language."""
@@ -72,8 +84,8 @@ class LanguageOverrides:
     instructions: str | None = None
     tools: dict[str, str] = field(default_factory=dict)
     """Tool name → description in this language."""
-    strings: dict[str, str] = field(default_factory=dict)
-    """Persona strings (``too_short``, ``offline``…) in this language."""
+    strings: dict[PersonaString, str] = field(default_factory=dict)
+    """Persona strings (``too_short``, ``offline``) in this language."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +114,7 @@ class Persona:
     def tool_description(self, tool: str, default: str) -> str:
         return self.overrides.tools.get(tool, default)
 
-    def string(self, key: str, default: str) -> str:
+    def string(self, key: PersonaString, default: str) -> str:
         return self.overrides.strings.get(key, default)
 
 

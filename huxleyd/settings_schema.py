@@ -13,7 +13,8 @@ unknown keys, wrong types and out-of-range values raise
 
 Supported field types: ``str``, ``int``, ``float``, ``bool``, ``Path``,
 ``Literal[...]``, ``Enum`` subclasses (by value), ``X | None``,
-``tuple[X, ...]``, ``dict[str, X]`` and nested settings dataclasses.
+``tuple[X, ...]``, ``dict[str, X]`` (or ``dict[SomeEnum, X]``: keys by value)
+and nested settings dataclasses.
 """
 
 from __future__ import annotations
@@ -145,11 +146,12 @@ def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any
     if origin is dict:
         if not isinstance(value, dict):
             raise wrong()
-        value_tp = typing.get_args(tp)[1]
+        key_tp, value_tp = typing.get_args(tp)
+        keys = {k: _dict_key(k, key_tp, file=file, key=key) for k in value}
         if value_tp is Any:
-            return dict(value)
+            return {keys[k]: v for k, v in value.items()}
         return {
-            k: _convert(v, value_tp, file=file, key=f"{key}.{k}", meta=meta)
+            keys[k]: _convert(v, value_tp, file=file, key=f"{key}.{k}", meta=meta)
             for k, v in value.items()
         }
     if tp is Any:
@@ -159,6 +161,20 @@ def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any
             raise wrong()
         return build(tp, value, file=file, prefix=key)
     raise TypeError(f"settings field {key} has unsupported type {tp!r}")
+
+
+def _dict_key(name: str, tp: Any, *, file: str, key: str) -> Any:
+    """A table's key as ``tp``: a str, or an Enum member by value (one that
+    names something, like a persona string: an unknown name is refused)."""
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(name)
+        except ValueError:
+            allowed = ", ".join(str(m.value) for m in tp)
+            raise ConfigError(
+                file, f"{key}.{name}", f"unknown key (expected one of: {allowed})"
+            ) from None
+    return name
 
 
 def build(cls: type[T], table: Mapping[str, Any], *, file: str, prefix: str = "") -> T:

@@ -135,7 +135,7 @@ SOUNDS: dict[str, Callable[[], Signal]] = {
     "timer": timer,
     "too_short": too_short,
 }
-"""Earcon name → synthesiser. The names are :class:`huxleyd.audio.earcons.Earcon`'s values."""
+"""Earcon name → synthesiser. The names are the values of :data:`huxleyd.audio.types.SHIPPED_EARCONS`."""
 
 
 def render(name: str) -> npt.NDArray[np.int16]:

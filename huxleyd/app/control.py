@@ -16,6 +16,7 @@ from typing import Any
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
+from huxleyd.config import PersonaString
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError
@@ -119,7 +120,7 @@ class RuntimeControl:
             raise CommandFailedError("the daemon is still starting")
         coordinator = self._rt.built.coordinator
         if self._rt.connection_state is ConnectionState.OFFLINE:
-            raise CommandFailedError(self._rt.persona_string("offline"))
+            raise CommandFailedError(self._rt.persona_string(PersonaString.OFFLINE))
         if self._rt.connection_state is ConnectionState.KEY_REFUSED:
             raise CommandFailedError(
                 "the provider refused the API key: fix the key file (it is re-read on every try)"

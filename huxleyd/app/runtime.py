@@ -27,7 +27,7 @@ from huxleyd.app.build import build, skill_context_factory
 from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
 from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.config import Config, load_persona
+from huxleyd.config import Config, PersonaString, load_persona
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.errors import ConfigError, SkillSetupError
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
@@ -64,8 +64,8 @@ RUNTIME_RESTARTS_PER_HOUR = 20
 """A runtime task that died more often than this in an hour stays down (doctor shows it)."""
 
 PERSONA_STRINGS = {
-    "too_short": "Too short: hold the button while you speak.",
-    "offline": "Offline: the provider is unreachable; still trying.",
+    PersonaString.TOO_SHORT: "Too short: hold the button while you speak.",
+    PersonaString.OFFLINE: "Offline: the provider is unreachable; still trying.",
 }
 """The persona strings the daemon shows, with their defaults (a persona's
 ``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
@@ -312,7 +312,7 @@ class Runtime:
             side_effect=effect.kind if effect is not None else None,
         )
 
-    def persona_string(self, key: str) -> str:
+    def persona_string(self, key: PersonaString) -> str:
         """A persona string (``[i18n.<lang>.strings]``) in the persona's language."""
         return self.config.persona.string(key, PERSONA_STRINGS[key])
 
@@ -326,13 +326,15 @@ class Runtime:
         )
         if turn.outcome is TurnOutcome.TOO_SHORT:
             # The earcon is the audible cue; text surfaces get the persona's words.
-            self.feed.publish("notice", turn=turn.turn_id, what=self.persona_string("too_short"))
+            self.feed.publish(
+                "notice", turn=turn.turn_id, what=self.persona_string(PersonaString.TOO_SHORT)
+            )
 
     def on_activity(self, activity: str) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
         self.feed.publish("state", turn=self._current_turn(), state=activity)
         if activity == Activity.OFFLINE:  # a press while offline
-            self.feed.publish("notice", what=self.persona_string("offline"))
+            self.feed.publish("notice", what=self.persona_string(PersonaString.OFFLINE))
         if not self.connection_state.unreachable:
             self._show_leds(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)

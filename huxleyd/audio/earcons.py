@@ -8,23 +8,13 @@ with the file and what was wrong, not later with silence.
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 
 from huxleyd.audio.pcm import RATE_HZ, read_wav
+from huxleyd.audio.types import OPTIONAL_EARCONS, SHIPPED_EARCONS, Earcon
 from huxleyd.errors import AudioError
 
-
-class Earcon(enum.Enum):
-    """A UI sound; the value is its file name without ``.wav``."""
-
-    LISTEN_START = "listen_start"
-    LISTEN_STOP = "listen_stop"
-    THINKING = "thinking"
-    ERROR = "error"
-    OFFLINE = "offline"
-    TIMER = "timer"
-    TOO_SHORT = "too_short"
+__all__ = ["OPTIONAL_EARCONS", "SHIPPED_EARCONS", "Earcon", "load_earcon", "load_earcons"]
 
 
 def default_sounds_dir() -> Path:
@@ -46,8 +36,10 @@ def load_earcon(path: Path) -> bytes:
 
 
 def load_earcons(directory: Path) -> dict[Earcon, bytes]:
-    """Every :class:`Earcon` from ``directory``; AudioError naming what is missing or wrong."""
-    missing = [e.value + ".wav" for e in Earcon if not (directory / f"{e.value}.wav").is_file()]
+    """Every shipped :class:`Earcon` from ``directory``, and the optional ones it
+    holds; AudioError naming what is missing or wrong."""
+    missing = [f"{e}.wav" for e in SHIPPED_EARCONS if not (directory / f"{e}.wav").is_file()]
     if missing:
         raise AudioError(f"{directory}: missing earcon(s) {', '.join(missing)} (run `make sounds`)")
-    return {earcon: load_earcon(directory / f"{earcon.value}.wav") for earcon in Earcon}
+    present = [e for e in OPTIONAL_EARCONS if (directory / f"{e}.wav").is_file()]
+    return {e: load_earcon(directory / f"{e}.wav") for e in (*SHIPPED_EARCONS, *present)}

@@ -13,6 +13,34 @@ SOURCES: tuple[SourceName, ...] = ("speech", "earcon", "content", "comms")
 """All sources, in mixing order (earcon before speech: speech may wait on it)."""
 
 
+class Earcon(enum.StrEnum):
+    """A UI sound the daemon plays; the value is its file name in the sounds
+    directory without ``.wav``.
+
+    A ``StrEnum`` because the name crosses modules as text: it keys the
+    loaded palette (``{name: pcm}``), a close verdict's ``cue`` in the
+    journal, and a file name on disk. ``str(Earcon.ERROR) == "error"``.
+    """
+
+    LISTEN_START = "listen_start"
+    LISTEN_STOP = "listen_stop"
+    THINKING = "thinking"
+    ERROR = "error"
+    OFFLINE = "offline"
+    TIMER = "timer"
+    TOO_SHORT = "too_short"
+    KEY_REFUSED = "key_refused"
+    """Optional (not shipped): played once when the provider refuses the API
+    key; without the file the OFFLINE earcon plays instead."""
+
+
+OPTIONAL_EARCONS = frozenset({Earcon.KEY_REFUSED})
+"""Earcons a sounds directory may leave out (a fallback plays)."""
+
+SHIPPED_EARCONS = tuple(e for e in Earcon if e not in OPTIONAL_EARCONS)
+"""The earcons ``sounds/`` must hold (``scripts/make_sounds.py`` makes them)."""
+
+
 @dataclass(frozen=True, slots=True)
 class MicFrame:
     """One period of microphone audio, already at the consumer's rate.

@@ -23,6 +23,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from huxleyd.audio.types import Earcon
 from huxleyd.providers.models import replacement_for
 
 
@@ -41,12 +42,12 @@ class CloseVerdict:
     """Machine-readable why (``model_refused``, ``session_cap``…)."""
     detail: str = ""
     """What the server said, and for FATAL what to change."""
-    cue: str | None = None
+    cue: Earcon | None = None
     """The earcon the device plays (FATAL only)."""
 
 
-FATAL_CUE = "error"
-"""The earcon a FATAL verdict plays (a sound in ``sounds/``)."""
+FATAL_CUE = Earcon.ERROR
+"""The earcon a FATAL verdict plays."""
 
 GOING_AWAY = 1001
 NO_CLOSE_FRAME = 1006

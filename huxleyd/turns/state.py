@@ -49,6 +49,21 @@ class TurnOutcome(enum.Enum):
     """A provider error or a lost connection ended it."""
 
 
+class TurnSource(enum.StrEnum):
+    """What started a turn. A ``StrEnum``: the value is the journal's
+    ``HUXLEY_SOURCE`` (``turn_done source=ptt``), the ``watch`` feed's
+    ``source`` and ``huxleyctl status``'s text, unchanged."""
+
+    PTT = "ptt"
+    """The push-to-talk button."""
+    TEXT = "text"
+    """``huxleyctl say``."""
+    INJECT = "inject"
+    """A skill's proactive announcement (``ctx.inject_turn``)."""
+    MEDIA = "media"
+    """A stream ended with a completion prompt."""
+
+
 _turn_ids = itertools.count(1)
 
 
@@ -61,8 +76,7 @@ class TurnRecord:
     """
 
     turn_id: str = field(default_factory=lambda: f"t{next(_turn_ids)}")
-    source: str = "ptt"
-    """``ptt``, ``text`` (huxleyctl say), ``inject`` or ``media`` (completion prompt)."""
+    source: TurnSource = TurnSource.PTT
     pressed_at: float | None = None
     first_frame_sent_at: float | None = None
     released_at: float | None = None

@@ -10,7 +10,13 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from huxleyd.audio.earcons import Earcon, default_sounds_dir, load_earcon, load_earcons
+from huxleyd.audio.earcons import (
+    SHIPPED_EARCONS,
+    Earcon,
+    default_sounds_dir,
+    load_earcon,
+    load_earcons,
+)
 from huxleyd.audio.pcm import read_wav, write_wav
 from huxleyd.errors import AudioError
 
@@ -30,13 +36,13 @@ def make_sounds() -> ModuleType:
 
 def test_every_earcon_ships_and_loads() -> None:
     earcons = load_earcons(default_sounds_dir())
-    assert set(earcons) == set(Earcon)
+    assert set(earcons) == set(SHIPPED_EARCONS)
     durations = {e: len(pcm) / 2 / 24000 for e, pcm in earcons.items()}
     assert all(0.1 <= d <= 1.5 for d in durations.values()), durations
     assert durations[Earcon.LISTEN_START] <= 0.25  # a cue, not a tune: it must not delay listening
 
 
-@pytest.mark.parametrize("earcon", list(Earcon))
+@pytest.mark.parametrize("earcon", SHIPPED_EARCONS)
 def test_earcons_are_clean(earcon: Earcon) -> None:
     samples = np.frombuffer(
         load_earcon(default_sounds_dir() / f"{earcon.value}.wav"), "<i2"
@@ -52,7 +58,7 @@ def test_earcons_are_clean(earcon: Earcon) -> None:
 def test_the_committed_files_are_what_the_script_makes(tmp_path: Path) -> None:
     module = make_sounds()
     module.write(tmp_path)
-    for earcon in Earcon:
+    for earcon in SHIPPED_EARCONS:
         fresh = read_wav(tmp_path / f"{earcon.value}.wav").samples
         shipped = read_wav(default_sounds_dir() / f"{earcon.value}.wav").samples
         assert fresh.shape == shipped.shape, earcon
@@ -62,7 +68,7 @@ def test_the_committed_files_are_what_the_script_makes(tmp_path: Path) -> None:
 
 
 def test_the_script_names_match_the_enum() -> None:
-    assert list(make_sounds().SOUNDS) == [e.value for e in Earcon]
+    assert list(make_sounds().SOUNDS) == [e.value for e in SHIPPED_EARCONS]
 
 
 def test_a_wrong_format_is_named(tmp_path: Path) -> None:
@@ -77,3 +83,19 @@ def test_missing_earcons_are_listed(tmp_path: Path) -> None:
     write_wav(tmp_path / "timer.wav", np.ones(100, np.int16))
     with pytest.raises(AudioError, match=r"missing earcon.*listen_start\.wav.*too_short\.wav"):
         load_earcons(tmp_path)
+
+
+def test_an_optional_earcon_is_loaded_when_present(tmp_path: Path) -> None:
+    for earcon in SHIPPED_EARCONS:
+        write_wav(tmp_path / f"{earcon}.wav", np.ones(100, np.int16))
+    assert Earcon.KEY_REFUSED not in load_earcons(tmp_path)
+    write_wav(tmp_path / "key_refused.wav", np.ones(100, np.int16))
+    assert Earcon.KEY_REFUSED in load_earcons(tmp_path)
+
+
+def test_earcon_names_are_the_file_names_and_palette_keys() -> None:
+    """The StrEnum is its text: a palette loaded by file name answers to it."""
+    palette = {"error": b"e", "too_short": b"t"}
+    assert palette[Earcon.ERROR] == b"e" and palette.get(Earcon.TOO_SHORT) == b"t"
+    assert [str(e) for e in Earcon] == [e.value for e in Earcon]
+    assert f"{Earcon.KEY_REFUSED}.wav" == "key_refused.wav"

@@ -122,11 +122,14 @@ async def test_a_slow_watcher_loses_the_oldest_events_and_is_told() -> None:
 async def test_the_personas_strings_are_what_text_surfaces_say(tmp_path: Path) -> None:
     import dataclasses
 
-    from huxleyd.config import LanguageOverrides
+    from huxleyd.config import LanguageOverrides, PersonaString
     from huxleyd.control.errors import CommandFailedError
 
     async with Rig(tmp_path, Scenario()) as rig:
-        strings = {"too_short": "No te he oído.", "offline": "No tengo conexión."}
+        strings = {
+            PersonaString.TOO_SHORT: "No te he oído.",
+            PersonaString.OFFLINE: "No tengo conexión.",
+        }
         persona = dataclasses.replace(
             rig.rt.config.persona,
             language="es",
