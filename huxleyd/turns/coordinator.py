@@ -45,6 +45,7 @@ from typing import Any
 
 from huxley_sdk import AudioStream
 from huxleyd.audio.pcm import ms_to_bytes
+from huxleyd.audio.types import Earcon
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
@@ -60,7 +61,7 @@ from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
-from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource, TurnState
 from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
@@ -93,7 +94,7 @@ class Coordinator:
         instructions: str = "",
         settings: TurnSettings | None = None,
         clock: Clock | None = None,
-        on_activity: Callable[[str], None] | None = None,
+        on_activity: Callable[[Activity], None] | None = None,
         on_turn_done: Callable[[TurnRecord], None] | None = None,
         renew_session_if_due: Callable[[], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -203,18 +204,18 @@ class Coordinator:
             # Nobody would hear the turn: say so now, not after the silent
             # retries (18 s of "thinking", then an error chime).
             log.info("press_while_offline", offline=self._offline)
-            self._outputs.earcon("offline", before_speech=False)
+            self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
             self._outputs.show(Activity.OFFLINE)
             return
         now = self._clock.monotonic()
         if self._busy():
             self._interrupt()
-        self._begin_turn("ptt")
+        self._begin_turn(TurnSource.PTT)
         assert self.turn is not None
         self.turn.pressed_at = now
         self.media.dialog_started()
         self._provider.start_turn()
-        self._outputs.earcon("listen_start", before_speech=False)
+        self._outputs.earcon(Earcon.LISTEN_START, before_speech=False)
         self.set_state(TurnState.LISTENING)  # the mic capture follows
 
     def release(self) -> None:
@@ -225,7 +226,7 @@ class Coordinator:
         turn.released_at = self._clock.monotonic()
         if turn.audio_sent_ms < self._settings.min_turn_ms:
             self._provider.start_turn()  # clear what was sent; nothing is committed
-            self._outputs.earcon("too_short", before_speech=False)
+            self._outputs.earcon(Earcon.TOO_SHORT, before_speech=False)
             self.finish_turn(TurnOutcome.TOO_SHORT)
             return
         self._provider.end_turn()
@@ -241,7 +242,7 @@ class Coordinator:
             self._provider.start_turn()
         if self._busy() or self.state is TurnState.LISTENING:
             self._interrupt()
-        self._begin_turn("text")
+        self._begin_turn(TurnSource.TEXT)
         assert self.turn is not None
         self.media.dialog_started()
         self._provider.send_user_text(text)
@@ -268,7 +269,7 @@ class Coordinator:
 
     def _on_media_failed(self, stream: AudioStream) -> None:
         """A stream broke (its skill raised): the error cue, and no longer "media"."""
-        self._outputs.earcon("error", before_speech=False)
+        self._outputs.earcon(Earcon.ERROR, before_speech=False)
         if self.state is TurnState.IDLE:
             self._outputs.show(Activity.IDLE)
         self.proactive.consider()
@@ -280,7 +281,7 @@ class Coordinator:
             self.proactive.consider()
             return
         if stream.on_complete_prompt:
-            self._begin_turn("media")
+            self._begin_turn(TurnSource.MEDIA)
             instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
             self._replies.request(instructions=instructions)
             if self.turn is not None:
@@ -295,11 +296,11 @@ class Coordinator:
 
     def begin_inject(self, inject_id: str, prompt: str) -> None:
         """Speak a proactive announcement now (the inject rule said it may)."""
-        self._begin_turn("inject")
+        self._begin_turn(TurnSource.INJECT)
         assert self.turn is not None
         self.turn.inject_id = inject_id
         self.media.dialog_started()
-        self._outputs.earcon("timer", before_speech=True)
+        self._outputs.earcon(Earcon.TIMER, before_speech=True)
         self._replies.request(instructions=f"{self._instructions}\n\n{prompt}".strip())
         self.turn.committed_at = self._clock.monotonic()
         self.set_state(TurnState.COMMITTING)
@@ -347,18 +348,17 @@ class Coordinator:
         if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
             # the log line names what to change.
-            self._outputs.earcon("error", before_speech=False)
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
             log.error("provider_failed")
         if state is ConnectionState.KEY_REFUSED and not self._key_refused:
             self._key_refused = True
             # Said once, not on every slow retry: "the key was refused".
-            self._outputs.earcon(
-                "key_refused" if "key_refused" in self._earcons else "offline", before_speech=False
-            )
+            cue = Earcon.KEY_REFUSED if Earcon.KEY_REFUSED in self._earcons else Earcon.OFFLINE
+            self._outputs.earcon(cue, before_speech=False)
             log.error("provider_key_refused_heard")
         if state is ConnectionState.OFFLINE and not self._offline:
             self._offline = True
-            self._outputs.earcon("offline", before_speech=False)
+            self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
             log.warning("provider_offline", attempt=attempt)
         elif state is ConnectionState.CONNECTED and (self._offline or self._key_refused):
             self._offline = self._key_refused = False
@@ -383,7 +383,7 @@ class Coordinator:
         return self._replies.dropped_late_chunks
 
     @property
-    def activity(self) -> str:
+    def activity(self) -> Activity:
         """What the device is doing (an :class:`Activity`), for the LEDs and ``status``."""
         return self._outputs.activity
 
@@ -472,7 +472,7 @@ class Coordinator:
         if self.turn is not None:
             self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
 
-    def _begin_turn(self, source: str) -> None:
+    def _begin_turn(self, source: TurnSource) -> None:
         if self.turn is not None:
             self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
         self.refresh_instructions()

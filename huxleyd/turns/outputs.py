@@ -12,8 +12,10 @@ turn state and never awaits.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 
+from huxleyd.audio.types import Earcon
 from huxleyd.logs import get_logger
 from huxleyd.turns.ports import AudioPort
 from huxleyd.turns.state import TurnRecord
@@ -21,8 +23,11 @@ from huxleyd.turns.state import TurnRecord
 log = get_logger("huxleyd.turns")
 
 
-class Activity:
-    """What the device is doing, for the LEDs (a coarser view than TurnState)."""
+class Activity(enum.StrEnum):
+    """What the device is doing, for the LEDs (a coarser view than TurnState).
+
+    A ``StrEnum``: the value is the journal's ``HUXLEY_STATE``, the ``watch``
+    feed's ``state`` and ``huxleyctl status``'s text, unchanged."""
 
     IDLE = "idle"
     LISTENING = "listening"
@@ -43,7 +48,7 @@ class TurnOutputs:
         audio: AudioPort,
         earcons: Mapping[str, bytes],
         *,
-        on_activity: Callable[[str], None] | None = None,
+        on_activity: Callable[[Activity], None] | None = None,
         on_turn_done: Callable[[TurnRecord], None] | None = None,
     ) -> None:
         self._audio = audio
@@ -53,7 +58,7 @@ class TurnOutputs:
         self._on_turn_done = on_turn_done
         self.activity = Activity.IDLE
 
-    def earcon(self, name: str, *, before_speech: bool) -> None:
+    def earcon(self, name: Earcon, *, before_speech: bool) -> None:
         """Play the earcon ``name`` if the persona has one (else nothing).
 
         ``before_speech``: model speech queued after it waits until it has played."""
@@ -61,7 +66,7 @@ class TurnOutputs:
         if pcm:
             self._audio.play_earcon(pcm, before_speech=before_speech)
 
-    def show(self, activity: str) -> None:
+    def show(self, activity: Activity) -> None:
         """Set the activity; ``on_activity`` hears of changes only."""
         if activity != self.activity:
             self.activity = activity

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from huxley_sdk import AudioStream, InputClaim
+from huxleyd.audio.types import Earcon
 from huxleyd.clock import Clock
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderCommands
@@ -246,7 +247,7 @@ class Replies:
         self._watchdog.disarm()
         self._tracker.abandon()
         self._effects.answer_all()
-        self._outputs.earcon("error", before_speech=True)  # after what was already said
+        self._outputs.earcon(Earcon.ERROR, before_speech=True)  # after what was already said
         self._turn.after_speech(TurnOutcome.FAILED)
 
     def _on_tool_call(self, call: ToolCall) -> None:
@@ -267,7 +268,7 @@ class Replies:
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
             self._effects.answer_all()
-            self._outputs.earcon("error", before_speech=False)
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._turn.after_speech(TurnOutcome.FAILED)
             return
         if done.tool_calls:
@@ -301,11 +302,11 @@ class Replies:
             self._tracker.request_refused()  # no start will come for that request
         if error.code == "input_audio_buffer_commit_empty" and state is TurnState.COMMITTING:
             self._watchdog.disarm()
-            self._outputs.earcon("too_short", before_speech=False)
+            self._outputs.earcon(Earcon.TOO_SHORT, before_speech=False)
             self._turn.finish_turn(TurnOutcome.TOO_SHORT)
         elif not error.recoverable and state.replying:
             self._effects.answer_all()
-            self._outputs.earcon("error", before_speech=False)
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._turn.after_speech(TurnOutcome.FAILED)
 
     # ------------------------------------------------------------ follow-ups and retries
@@ -340,7 +341,7 @@ class Replies:
             return
         if turn.retries >= self._max_silent_retries:
             log.error("response_silent", turn=turn.turn_id, why=why, retries=turn.retries)
-            self._outputs.earcon("error", before_speech=False)
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._turn.finish_turn(TurnOutcome.SILENT)
             return
         turn.retries += 1
