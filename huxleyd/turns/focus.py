@@ -26,41 +26,49 @@ is awaited, then the activity is told NONE/MUST_STOP and removed. Patience
 0 evicts at once, inside the same request, so ``acquire`` returns with the
 preempted activity already gone.
 
-One actor owns the state: :meth:`FocusManager.acquire`, :meth:`release`,
-:meth:`stop_all` put a request on a queue that a single task processes in
-order, so transitions never race. Observers are called from that task,
-losers first (NONE, then BACKGROUND), the new foreground last.
+Every request is a plain call on the loop (:meth:`FocusManager.acquire`,
+:meth:`~FocusManager.release`, :meth:`~FocusManager.stop_all`): the new
+states are computed and applied before it returns, so the mixer hears of a
+change in the same loop callback as the button press that caused it. An
+activity that names its mixer ``source`` is ducked, paused, unducked or
+resumed by the focus manager itself (:func:`apply_mixing`), one call from
+the decision to the source. Observers are called next, losers first (NONE,
+then BACKGROUND), the new foreground last. A request made from inside an
+observer runs right after the current transition, so transitions never
+interleave.
+
+Only what waits is a task: a patience timer, and an ``on_patience_expired``
+callback (the skill's code; the eviction follows it, and :meth:`drain`
+waits for the ones in flight). Patience 0 without a callback evicts inside
+the same request, so ``acquire`` returns with the preempted activity gone.
 
 How the coordinator uses it::
 
     focus = FocusManager()          # sleep= injectable for tests
     focus.start()                   # on the loop; or ``async with focus:``
-    listening = Activity("listening", Channel.DIALOG, on_focus_changed=cb)
-    await focus.acquire(listening)  # PTT pressed
-    await focus.release(listening)  # turn over
+    radio = Activity("radio", Channel.CONTENT, content_type=ContentType.MIXABLE,
+                     source=content, on_focus_changed=cb)
+    focus.acquire(radio)            # a stream starts
+    focus.acquire(listening)        # PTT pressed: the radio is ducked when this returns
+    focus.release(listening)        # the turn is over: unducked
     ...
-    await focus.stop_all(); await focus.close()   # shutdown
+    focus.stop_all(); await focus.close()   # shutdown
 
-``on_focus_changed(state, behavior)`` may be sync or async; map it to the
-mixer: MAY_DUCK → ``duck(source)``, PRIMARY after MAY_DUCK → ``unduck``,
-MUST_PAUSE → ``pause``, PRIMARY after MUST_PAUSE → ``resume``, MUST_STOP →
-stop the media task. Callbacks must not ``await`` a focus request (the
-actor would wait on itself; it raises RuntimeError instead): start a task
-if one must follow. A callback that raises is logged and the transition
-stands.
+``on_focus_changed(state, behavior)`` is called synchronously and must not
+block; MUST_STOP means stop the media task. A callback that raises is
+logged and the transition stands.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
-import inspect
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
-from typing import Any
+from typing import Protocol
 
 from huxley_sdk.types import ContentType
 from huxleyd.logs import get_logger
@@ -101,11 +109,39 @@ DEFAULT_PATIENCE = {
     ContentType.MIXABLE: timedelta(minutes=5),
 }
 
-FocusObserver = Callable[[FocusState, MixingBehavior], Awaitable[None] | None]
+FocusObserver = Callable[[FocusState, MixingBehavior], None]
 
 
 def _ignore_focus(_state: FocusState, _behavior: MixingBehavior) -> None:
     return None
+
+
+class MixedSource(Protocol):
+    """The mixer controls of one playback source (the audio layer's source port)."""
+
+    def duck(self) -> None: ...
+
+    def unduck(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+def apply_mixing(source: MixedSource, old: MixingBehavior, new: MixingBehavior) -> None:
+    """Move ``source`` from ``old`` to ``new``: undo what ``old`` did, then do ``new``.
+
+    PRIMARY and MUST_STOP leave the source at full gain and running."""
+    if old is new:
+        return
+    if old is MixingBehavior.MAY_DUCK:
+        source.unduck()
+    elif old is MixingBehavior.MUST_PAUSE:
+        source.resume()
+    if new is MixingBehavior.MAY_DUCK:
+        source.duck()
+    elif new is MixingBehavior.MUST_PAUSE:
+        source.pause()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -119,6 +155,8 @@ class Activity:
     patience: timedelta | None = None
     """How long it may wait in the background; None: :data:`DEFAULT_PATIENCE`."""
     on_patience_expired: Callable[[], Awaitable[None]] | None = None
+    source: MixedSource | None = None
+    """The mixer source it plays on, if any: ducked/paused by the focus manager."""
 
     @property
     def effective_patience(self) -> timedelta:
@@ -162,58 +200,43 @@ class _StopAll:
 
 
 @dataclass(frozen=True, slots=True)
-class _Drain:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
 class _Expire:
     activity: Activity
     token: int
 
 
-_Op = _Acquire | _Release | _StopAll | _Drain | _Expire
-
-
-@dataclass(slots=True)
-class _Request:
-    op: _Op
-    done: asyncio.Future[Any] | None = field(default=None)
+_Op = _Acquire | _Release | _StopAll | _Expire
 
 
 class FocusManager:
-    """The focus actor. Create, :meth:`start` on the loop, :meth:`close` at exit."""
+    """The focus state. Create, :meth:`start` on the loop, :meth:`close` at exit."""
 
     def __init__(self, *, sleep: Sleep = asyncio.sleep) -> None:
         self._sleep = sleep
         self._channels: dict[Channel, _Record] = {}
-        self._queue: asyncio.Queue[_Request] = asyncio.Queue()
-        self._actor: asyncio.Task[None] | None = None
+        self._ops: deque[_Op] = deque()
+        """Requests made while a transition runs (from an observer): run right after it."""
+        self._running = False
+        self._expiring: set[asyncio.Task[None]] = set()
+        """``on_patience_expired`` callbacks in flight (never cancelled: the skill's code)."""
+        self._started = False
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------
 
     def start(self) -> None:
-        """Start the actor task on the running loop. Idempotent."""
+        """Accept requests from now on. Idempotent."""
         if self._closed:
             raise RuntimeError("focus manager is closed")
-        if self._actor is None:
-            self._actor = asyncio.get_running_loop().create_task(self._run(), name="focus")
+        self._started = True
 
     async def close(self) -> None:
-        """Stop the actor and patience timers; pending requests fail. No notifications:
+        """Stop the patience timers and wait for callbacks in flight. No notifications:
         call :meth:`stop_all` first if the activities must hear MUST_STOP."""
         self._closed = True
         for record in self._channels.values():
             self._stop_patience(record)
-        if self._actor is not None:
-            self._actor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._actor
-        while not self._queue.empty():
-            request = self._queue.get_nowait()
-            if request.done is not None and not request.done.done():
-                request.done.set_exception(RuntimeError("focus manager closed"))
+        await self.drain()
 
     async def __aenter__(self) -> FocusManager:
         self.start()
@@ -227,31 +250,37 @@ class FocusManager:
     ) -> None:
         await self.close()
 
-    # -- requests (any task) ---------------------------------------------
+    # -- requests (on the loop) ------------------------------------------
 
-    async def acquire(self, activity: Activity) -> FocusState:
+    def acquire(self, activity: Activity) -> FocusState:
         """Put ``activity`` on its channel (replacing whatever was there).
 
-        Returns its state once processed: FOREGROUND, BACKGROUND, or NONE
-        when it landed in the background with zero patience and was evicted.
+        Returns its state: FOREGROUND, BACKGROUND, or NONE when it landed in
+        the background with zero patience (and no callback to await) and was
+        evicted. From inside an observer the request runs after the current
+        transition, and the state returned is the one before it.
         """
-        state: FocusState = await self._submit(_Acquire(activity))
-        return state
+        self._submit(_Acquire(activity))
+        return self.state_of(activity)
 
-    async def release(self, activity: Activity) -> bool:
+    def release(self, activity: Activity) -> bool:
         """Remove ``activity`` (told NONE/MUST_STOP). False if it was not there."""
-        released: bool = await self._submit(_Release(activity))
-        return released
+        present = self.state_of(activity) is not FocusState.NONE
+        self._submit(_Release(activity))
+        return present
 
-    async def stop_all(self) -> None:
+    def stop_all(self) -> None:
         """Remove every activity, each told NONE/MUST_STOP (foreground first)."""
-        await self._submit(_StopAll())
+        self._submit(_StopAll())
 
     async def drain(self) -> None:
-        """Return once every request queued before this one has been processed."""
-        await self._submit(_Drain())
+        """Return once the ``on_patience_expired`` callbacks in flight, and the
+        evictions that follow them, are done."""
+        await asyncio.sleep(0)  # a timer that just fired starts its callback
+        while self._expiring:
+            await asyncio.gather(*list(self._expiring), return_exceptions=True)
 
-    # -- reads (any task on the loop) ------------------------------------
+    # -- reads (on the loop) ---------------------------------------------
 
     def snapshot(self) -> tuple[FocusEntry, ...]:
         """The activities by channel priority, with their current state."""
@@ -278,53 +307,44 @@ class FocusManager:
             return FocusState.NONE
         return record.state
 
-    # -- the actor -------------------------------------------------------
+    # -- transitions -----------------------------------------------------
 
-    async def _submit(self, op: _Op) -> Any:
+    def _submit(self, op: _Op) -> None:
         if self._closed:
             raise RuntimeError("focus manager is closed")
-        if self._actor is None:
+        if not self._started:
             raise RuntimeError("focus manager not started: call start() on the loop first")
-        if asyncio.current_task() is self._actor:
-            raise RuntimeError(
-                "a focus callback awaited a focus request; it would wait on itself "
-                "(start a task instead)"
-            )
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Request(op, done))
-        return await done
+        self._ops.append(op)
+        if self._running:
+            return  # an observer asked: runs after the current transition
+        self._running = True
+        try:
+            while self._ops:
+                op = self._ops.popleft()
+                try:
+                    self._handle(op)
+                except Exception:  # a bug here must not wedge the next request
+                    log.exception("focus_request_failed", op=type(op).__name__)
+        finally:
+            self._running = False
 
-    async def _run(self) -> None:
-        while True:
-            request = await self._queue.get()
-            try:
-                result = await self._handle(request.op)
-            except Exception as exc:  # a bug here must not kill the actor
-                log.exception("focus_request_failed", op=type(request.op).__name__)
-                if request.done is not None and not request.done.done():
-                    request.done.set_exception(exc)
-                continue
-            if request.done is not None and not request.done.done():
-                request.done.set_result(result)
-
-    async def _handle(self, op: _Op) -> Any:
+    def _handle(self, op: _Op) -> None:
         if isinstance(op, _Acquire):
-            return await self._do_acquire(op.activity)
-        if isinstance(op, _Release):
-            return await self._do_release(op.activity)
-        if isinstance(op, _StopAll):
-            removed = [self._channels.pop(ch) for ch in sorted(self._channels)]
-            await self._transition(removed)
-            return None
-        if isinstance(op, _Expire):
-            await self._do_expire(op.activity, op.token)
-            return None
-        return None  # _Drain: reaching it is the answer
+            self._do_acquire(op.activity)
+        elif isinstance(op, _Release):
+            record = self._channels.get(op.activity.channel)
+            if record is not None and record.activity is op.activity:
+                del self._channels[op.activity.channel]
+                self._transition([record])
+        elif isinstance(op, _StopAll):
+            self._transition([self._channels.pop(ch) for ch in sorted(self._channels)])
+        else:
+            self._evict(op.activity, op.token)
 
-    async def _do_acquire(self, activity: Activity) -> FocusState:
+    def _do_acquire(self, activity: Activity) -> None:
         current = self._channels.get(activity.channel)
         if current is not None and current.activity is activity:
-            return current.state
+            return
         removed: list[_Record] = []
         if current is not None:
             log.info(
@@ -335,20 +355,11 @@ class FocusManager:
             )
             removed.append(current)
         self._channels[activity.channel] = _Record(activity)
-        await self._transition(removed)
-        return self.state_of(activity)
+        self._transition(removed)
 
-    async def _do_release(self, activity: Activity) -> bool:
-        record = self._channels.get(activity.channel)
-        if record is None or record.activity is not activity:
-            return False
-        del self._channels[activity.channel]
-        await self._transition([record])
-        return True
-
-    async def _transition(self, removed: list[_Record]) -> None:
-        """Recompute every state, then notify: removed, backgrounded, foregrounded."""
-        changed: list[_Record] = []
+    def _transition(self, removed: list[_Record]) -> None:
+        """Recompute every state, mix, then notify: removed, backgrounded, foregrounded."""
+        changed: list[tuple[_Record, MixingBehavior]] = []
         winner = min(self._channels) if self._channels else None
         for channel, record in sorted(self._channels.items()):
             if channel == winner:
@@ -358,29 +369,34 @@ class FocusManager:
             else:
                 new = (FocusState.BACKGROUND, MixingBehavior.MUST_PAUSE)
             if (record.state, record.behavior) != new:
+                changed.append((record, record.behavior))
                 record.state, record.behavior = new
-                changed.append(record)
+        gone = [(record, record.behavior) for record in removed]
         for record in removed:
             self._stop_patience(record)
             record.state, record.behavior = FocusState.NONE, MixingBehavior.MUST_STOP
-        for record in changed:
+        for record, _ in changed:
             if record.state is FocusState.BACKGROUND:
                 self._start_patience(record)
             else:
                 self._stop_patience(record)
-        losers = [r for r in changed if r.state is FocusState.BACKGROUND]
-        winners = [r for r in changed if r.state is FocusState.FOREGROUND]
+        for record, old in [*gone, *changed]:
+            source = record.activity.source
+            if source is not None:
+                apply_mixing(source, old, record.behavior)
+        losers = [r for r, _ in changed if r.state is FocusState.BACKGROUND]
+        winners = [r for r, _ in changed if r.state is FocusState.FOREGROUND]
         for record in [*removed, *losers, *winners]:
-            await self._notify(record)
+            self._notify(record)
         for record in losers:
             if record.activity.effective_patience <= timedelta(0):
-                await self._do_expire(record.activity, record.patience_token)
+                self._expire(record.activity, record.patience_token)
 
     def _start_patience(self, record: _Record) -> None:
         self._stop_patience(record)
         seconds = record.activity.effective_patience.total_seconds()
         if seconds <= 0:
-            return  # evicted inline by _transition
+            return  # expired by _transition itself
         record.patience_task = asyncio.get_running_loop().create_task(
             self._patience_timer(record.activity, record.patience_token, seconds),
             name=f"focus-patience-{record.activity.name}",
@@ -394,9 +410,11 @@ class FocusManager:
 
     async def _patience_timer(self, activity: Activity, token: int, seconds: float) -> None:
         await self._sleep(seconds)
-        self._queue.put_nowait(_Request(_Expire(activity, token)))
+        if not self._closed:
+            self._expire(activity, token)
 
-    async def _do_expire(self, activity: Activity, token: int) -> None:
+    def _waiting(self, activity: Activity, token: int) -> _Record | None:
+        """The record of ``activity`` if its patience ``token`` still runs in the background."""
         record = self._channels.get(activity.channel)
         if (
             record is None
@@ -404,23 +422,44 @@ class FocusManager:
             or record.patience_token != token
             or record.state is not FocusState.BACKGROUND
         ):
-            return  # foreground again, replaced or released since the timer started
+            return None  # foreground again, replaced or released since the timer started
+        return record
+
+    def _expire(self, activity: Activity, token: int) -> None:
+        """Patience ran out: the callback (a task: it is the skill's), then the eviction."""
+        if self._waiting(activity, token) is None:
+            return
         log.info(
             "focus_patience_expired",
             activity=activity.name,
             channel=activity.channel.name,
             patience_s=activity.effective_patience.total_seconds(),
         )
-        if activity.on_patience_expired is not None:
-            try:
-                await activity.on_patience_expired()
-            except Exception:
-                log.exception("focus_patience_callback_failed", activity=activity.name)
-        if self._channels.get(activity.channel) is record:
-            del self._channels[activity.channel]
-            await self._transition([record])
+        if activity.on_patience_expired is None:
+            self._submit(_Expire(activity, token))
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._call_back_then_evict(activity, token), name=f"focus-expired-{activity.name}"
+        )
+        self._expiring.add(task)
+        task.add_done_callback(self._expiring.discard)
 
-    async def _notify(self, record: _Record) -> None:
+    async def _call_back_then_evict(self, activity: Activity, token: int) -> None:
+        assert activity.on_patience_expired is not None
+        try:
+            await activity.on_patience_expired()
+        except Exception:
+            log.exception("focus_patience_callback_failed", activity=activity.name)
+        if not self._closed:
+            self._submit(_Expire(activity, token))
+
+    def _evict(self, activity: Activity, token: int) -> None:
+        record = self._waiting(activity, token)
+        if record is not None:
+            del self._channels[activity.channel]
+            self._transition([record])
+
+    def _notify(self, record: _Record) -> None:
         activity = record.activity
         log.info(
             "focus_changed",
@@ -430,8 +469,6 @@ class FocusManager:
             behavior=record.behavior.value,
         )
         try:
-            result = activity.on_focus_changed(record.state, record.behavior)
-            if inspect.isawaitable(result):
-                await result
+            activity.on_focus_changed(record.state, record.behavior)
         except Exception:
             log.exception("focus_observer_failed", activity=activity.name)

@@ -11,7 +11,11 @@ the focus manager's.
 
 The coordinator calls :meth:`dialog_started` / :meth:`dialog_ended`,
 :meth:`claim_started` / :meth:`claim_ended`, :meth:`start`, :meth:`stop`.
-These never await: focus requests are queued in order on the actor.
+These never await, and neither do the focus requests they make: the
+stream's activity carries the ``content`` source, so the focus manager
+ducks or pauses it inside the very call that changed focus (a press ducks
+the radio before ``dialog_started`` returns). The runner only follows the
+verdict for its own state (MUST_STOP ends the stream).
 
 The skill's iterator is always closed (``aclose``) when the stream stops
 for any reason, so its ``finally`` — where bookmarks are written — runs.
@@ -21,8 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from huxley_sdk import AudioStream
 from huxleyd.logs import get_logger
@@ -68,7 +71,8 @@ class MediaRunner:
         self._claim = Activity("claim", Channel.COMMS)
         self._holding: set[Activity] = set()
         self._current: _Playing | None = None
-        self._requests: set[asyncio.Task[Any]] = set()
+        self._content = audio.source("content")
+        """The source streams play on; the focus manager ducks and pauses it directly."""
 
     def open(self) -> None:
         self.focus.start()
@@ -101,15 +105,9 @@ class MediaRunner:
 
     # ------------------------------------------------------------ focus requests
 
-    def _request(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name="focus-request")
-        self._requests.add(task)
-        task.add_done_callback(self._requests.discard)
-
     async def settled(self) -> None:
-        """Wait until every focus request made so far has been applied (tests, shutdown)."""
-        while self._requests:
-            await asyncio.gather(*list(self._requests), return_exceptions=True)
+        """Wait until patience callbacks in flight and their evictions are done (tests, shutdown)."""
+        await self.focus.drain()
 
     def dialog_started(self) -> None:
         self._hold(self._dialog)
@@ -126,12 +124,12 @@ class MediaRunner:
     def _hold(self, activity: Activity) -> None:
         if activity not in self._holding:
             self._holding.add(activity)
-            self._request(self.focus.acquire(activity))
+            self.focus.acquire(activity)
 
     def _let_go(self, activity: Activity) -> None:
         if activity in self._holding:
             self._holding.discard(activity)
-            self._request(self.focus.release(activity))
+            self.focus.release(activity)
 
     # ------------------------------------------------------------ streams
 
@@ -146,10 +144,11 @@ class MediaRunner:
             content_type=stream.content_type,
             patience=stream.patience,
             on_patience_expired=stream.on_patience_expired,
+            source=self._content,
         )
         self._current = playing
         playing.task = asyncio.get_running_loop().create_task(self._play(playing), name="media")
-        self._request(self.focus.acquire(playing.activity))
+        self.focus.acquire(playing.activity)  # ducked or paused now if dialog holds the speaker
         log.info("media_started", label=stream.label, content_type=stream.content_type.value)
 
     async def stop(self, *, reason: str = "stopped") -> bool:
@@ -170,42 +169,29 @@ class MediaRunner:
             return
         if current.task is not None and not current.task.done():
             current.task.cancel()
-        self._audio.source("content").flush()
-        self._restore_mixer(current)
-        if current.activity is not None:
-            self._request(self.focus.release(current.activity))
+        self._content.flush()
+        self._let_go_of(current)
+
+    def _let_go_of(self, playing: _Playing) -> None:
+        """Release the stream's focus: the focus manager unducks or resumes the source."""
+        playing.behavior = MixingBehavior.PRIMARY
+        if playing.activity is not None:
+            self.focus.release(playing.activity)
 
     def _on_focus(self, playing: _Playing, state: FocusState, behavior: MixingBehavior) -> None:
-        """The focus manager's verdict for one stream, applied to the mixer."""
+        """The focus manager's verdict for one stream (the mixer already follows it)."""
         if playing is not self._current:
             return  # a stream already replaced or stopped
         if behavior is MixingBehavior.MUST_STOP or state is FocusState.NONE:
             log.info("media_evicted", label=playing.stream.label)
             self._end_current()
             return
-        previous, playing.behavior = playing.behavior, behavior
-        if previous is behavior:
-            return
-        self._restore_mixer_from(previous)
-        if behavior is MixingBehavior.MAY_DUCK:
-            self._audio.source("content").duck()
-        elif behavior is MixingBehavior.MUST_PAUSE:
-            self._audio.source("content").pause()
-
-    def _restore_mixer(self, playing: _Playing) -> None:
-        self._restore_mixer_from(playing.behavior)
-        playing.behavior = MixingBehavior.PRIMARY
-
-    def _restore_mixer_from(self, behavior: MixingBehavior) -> None:
-        if behavior is MixingBehavior.MAY_DUCK:
-            self._audio.source("content").unduck()
-        elif behavior is MixingBehavior.MUST_PAUSE:
-            self._audio.source("content").resume()
+        playing.behavior = behavior
 
     async def _play(self, playing: _Playing) -> None:
         stream = playing.stream
         iterator = stream.factory()
-        content = self._audio.source("content")
+        content = self._content
         natural = False
         try:
             async for chunk in iterator:
@@ -218,10 +204,8 @@ class MediaRunner:
             log.error("media_failed", label=stream.label, error=f"{type(exc).__name__}: {exc}")
             if playing is self._current:
                 self._current = None
-                self._audio.source("content").flush()
-                self._restore_mixer(playing)
-                if playing.activity is not None:
-                    self._request(self.focus.release(playing.activity))
+                self._content.flush()
+                self._let_go_of(playing)
                 self._on_failed(stream)
         finally:
             # Close the skill's generator here, not at garbage collection, so
@@ -232,8 +216,7 @@ class MediaRunner:
                     await asyncio.shield(aclose())
         if natural and playing is self._current:
             self._current = None
-            if playing.activity is not None:
-                self._request(self.focus.release(playing.activity))
+            self._let_go_of(playing)
             log.info("media_finished", label=stream.label)
             self._on_natural_end(stream)
 

@@ -28,6 +28,32 @@ PRIMARY, DUCK, PAUSE, STOP = (
 )
 
 
+class RecordingSource:
+    """A mixer source that records what the focus manager told it."""
+
+    def __init__(self, journal: Journal | None = None, name: str = "source") -> None:
+        self.calls: list[str] = []
+        self._journal = journal
+        self._name = name
+
+    def _record(self, what: str) -> None:
+        self.calls.append(what)
+        if self._journal is not None:
+            self._journal.events.append((self._name, what))
+
+    def duck(self) -> None:
+        self._record("duck")
+
+    def unduck(self) -> None:
+        self._record("unduck")
+
+    def pause(self) -> None:
+        self._record("pause")
+
+    def resume(self) -> None:
+        self._record("resume")
+
+
 class Journal:
     """Records every callback of every activity, in the order they happened."""
 
@@ -41,13 +67,10 @@ class Journal:
         content_type: ContentType = ContentType.NONMIXABLE,
         patience: timedelta | None = None,
         *,
-        async_observer: bool = False,
+        source: RecordingSource | None = None,
+        on_expired: bool = True,
     ) -> Activity:
-        def sync_cb(state: FocusState, behavior: MixingBehavior) -> None:
-            self.events.append((name, f"{state.name}/{behavior.name}"))
-
-        async def async_cb(state: FocusState, behavior: MixingBehavior) -> None:
-            await asyncio.sleep(0)
+        def observer(state: FocusState, behavior: MixingBehavior) -> None:
             self.events.append((name, f"{state.name}/{behavior.name}"))
 
         async def expired() -> None:
@@ -57,20 +80,21 @@ class Journal:
         return Activity(
             name,
             channel,
-            on_focus_changed=async_cb if async_observer else sync_cb,
+            on_focus_changed=observer,
             content_type=content_type,
             patience=patience,
-            on_patience_expired=expired,
+            on_patience_expired=expired if on_expired else None,
+            source=source,
         )
 
-    async def book_under(
+    def book_under(
         self, focus: FocusManager, name: str, channel: Channel, *, patience_s: float
     ) -> tuple[Activity, Activity]:
         """A patient book on CONTENT, then activity ``name`` on ``channel`` over it."""
         book = self.activity("book", Channel.CONTENT, patience=timedelta(seconds=patience_s))
         over = self.activity(name, channel)
-        await focus.acquire(book)
-        await focus.acquire(over)
+        focus.acquire(book)
+        focus.acquire(over)
         return book, over
 
     def take(self) -> list[tuple[str, str]]:
@@ -82,10 +106,10 @@ async def test_dialog_over_mixable_content_ducks_then_comes_back() -> None:
     journal = Journal()
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
         radio = journal.activity("radio", Channel.CONTENT, ContentType.MIXABLE)
-        talk = journal.activity("listening", Channel.DIALOG, async_observer=True)
-        assert await focus.acquire(radio) is F
+        talk = journal.activity("listening", Channel.DIALOG)
+        assert focus.acquire(radio) is F
         assert journal.take() == [("radio", "FOREGROUND/PRIMARY")]
-        assert await focus.acquire(talk) is F
+        assert focus.acquire(talk) is F
         # the loser hears first, then the winner
         assert journal.take() == [
             ("radio", "BACKGROUND/MAY_DUCK"),
@@ -95,7 +119,7 @@ async def test_dialog_over_mixable_content_ducks_then_comes_back() -> None:
             FocusEntry(Channel.DIALOG, "listening", F, PRIMARY, ContentType.NONMIXABLE),
             FocusEntry(Channel.CONTENT, "radio", B, DUCK, ContentType.MIXABLE),
         )
-        assert await focus.release(talk) is True
+        assert focus.release(talk) is True
         assert journal.take() == [("listening", "NONE/MUST_STOP"), ("radio", "FOREGROUND/PRIMARY")]
         assert focus.foreground() is radio
 
@@ -105,9 +129,9 @@ async def test_dialog_over_nonmixable_content_pauses_then_resumes() -> None:
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
         book = journal.activity("book", Channel.CONTENT, patience=timedelta(minutes=30))
         talk = journal.activity("listening", Channel.DIALOG)
-        await focus.acquire(book)
-        await focus.acquire(talk)
-        await focus.release(talk)
+        focus.acquire(book)
+        focus.acquire(talk)
+        focus.release(talk)
         assert journal.take() == [
             ("book", "FOREGROUND/PRIMARY"),
             ("book", "BACKGROUND/MUST_PAUSE"),
@@ -121,7 +145,7 @@ async def test_patience_expiry_calls_the_callback_before_eviction() -> None:
     sleeper = FakeSleeper()
     journal = Journal()
     async with FocusManager(sleep=sleeper.sleep) as focus:
-        book, call = await journal.book_under(focus, "call", Channel.COMMS, patience_s=30)
+        book, call = journal.book_under(focus, "call", Channel.COMMS, patience_s=30)
         journal.take()
         await sleeper.advance(29.9)
         assert journal.take() == []
@@ -131,7 +155,7 @@ async def test_patience_expiry_calls_the_callback_before_eviction() -> None:
         assert journal.take() == [("book", "patience_expired"), ("book", "NONE/MUST_STOP")]
         assert [e.name for e in focus.snapshot()] == ["call"]
         # releasing the call now brings nothing back
-        await focus.release(call)
+        focus.release(call)
         assert journal.take() == [("call", "NONE/MUST_STOP")]
         assert focus.foreground() is None
 
@@ -141,8 +165,8 @@ async def test_mixable_default_patience_is_five_minutes() -> None:
     journal = Journal()
     async with FocusManager(sleep=sleeper.sleep) as focus:
         radio = journal.activity("radio", Channel.CONTENT, ContentType.MIXABLE)
-        await focus.acquire(radio)
-        await focus.acquire(journal.activity("call", Channel.COMMS))
+        focus.acquire(radio)
+        focus.acquire(journal.activity("call", Channel.COMMS))
         journal.take()
         await sleeper.advance(299.0)
         assert focus.state_of(radio) is B
@@ -154,9 +178,26 @@ async def test_mixable_default_patience_is_five_minutes() -> None:
 async def test_nonmixable_default_patience_evicts_within_the_acquire() -> None:
     journal = Journal()
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
-        podcast = journal.activity("podcast", Channel.CONTENT)  # NONMIXABLE, patience 0
-        await focus.acquire(podcast)
-        await focus.acquire(journal.activity("alarm", Channel.ALERT))
+        podcast = journal.activity("podcast", Channel.CONTENT, on_expired=False)
+        focus.acquire(podcast)  # NONMIXABLE, patience 0, nothing to call back
+        assert focus.acquire(journal.activity("alarm", Channel.ALERT)) is F
+        assert journal.take() == [
+            ("podcast", "FOREGROUND/PRIMARY"),
+            ("podcast", "BACKGROUND/MUST_PAUSE"),
+            ("alarm", "FOREGROUND/PRIMARY"),
+            ("podcast", "NONE/MUST_STOP"),
+        ]
+        # an activity that arrives under a busier channel is evicted the same way
+        assert focus.acquire(journal.activity("late", Channel.CONTENT, on_expired=False)) is N
+
+
+async def test_zero_patience_awaits_the_callback_then_evicts() -> None:
+    journal = Journal()
+    async with FocusManager(sleep=FakeSleeper().sleep) as focus:
+        podcast = journal.activity("podcast", Channel.CONTENT)  # with on_patience_expired
+        focus.acquire(podcast)
+        focus.acquire(journal.activity("alarm", Channel.ALERT))
+        await focus.drain()
         assert journal.take() == [
             ("podcast", "FOREGROUND/PRIMARY"),
             ("podcast", "BACKGROUND/MUST_PAUSE"),
@@ -164,24 +205,23 @@ async def test_nonmixable_default_patience_evicts_within_the_acquire() -> None:
             ("podcast", "patience_expired"),
             ("podcast", "NONE/MUST_STOP"),
         ]
-        # an activity that arrives under a busier channel is evicted the same way
-        assert await focus.acquire(journal.activity("late", Channel.CONTENT)) is N
+        assert focus.state_of(podcast) is N
 
 
 async def test_foreground_before_patience_runs_out_cancels_the_eviction() -> None:
     sleeper = FakeSleeper()
     journal = Journal()
     async with FocusManager(sleep=sleeper.sleep) as focus:
-        book, talk = await journal.book_under(focus, "listening", Channel.DIALOG, patience_s=10)
+        book, talk = journal.book_under(focus, "listening", Channel.DIALOG, patience_s=10)
         await sleeper.advance(9.0)
-        await focus.release(talk)
+        focus.release(talk)
         assert sleeper.pending == 0  # the timer was cancelled, not left to misfire
         await sleeper.advance(60.0)
         await focus.drain()
         assert ("book", "patience_expired") not in journal.take()
         assert focus.state_of(book) is F
         # a second preemption starts a fresh, full patience
-        await focus.acquire(talk)
+        focus.acquire(talk)
         await sleeper.advance(9.0)
         assert focus.state_of(book) is B
         await sleeper.advance(1.0)
@@ -189,36 +229,32 @@ async def test_foreground_before_patience_runs_out_cancels_the_eviction() -> Non
         assert focus.state_of(book) is N
 
 
-async def test_a_stale_expiry_already_queued_is_ignored() -> None:
-    """The timer fires and queues its expiry, but a release queued first wins."""
+async def test_an_activity_foreground_again_during_its_callback_is_not_evicted() -> None:
+    """The timer fired and the skill's callback runs, but the dialog ended meanwhile."""
     sleeper = FakeSleeper()
-    journal = Journal()
     gate = asyncio.Event()
+    called: list[str] = []
 
-    async def slow_observer(state: FocusState, behavior: MixingBehavior) -> None:
-        if state is N:
-            await gate.wait()  # hold the actor while the timer fires behind it
+    async def slow_expired() -> None:
+        called.append("expired")
+        await gate.wait()
 
     async with FocusManager(sleep=sleeper.sleep) as focus:
-        book = journal.activity("book", Channel.CONTENT, patience=timedelta(seconds=5))
-        blocker = Activity(
-            "blocker", Channel.ALERT, on_focus_changed=slow_observer, patience=timedelta(hours=1)
+        book = Activity(
+            "book",
+            Channel.CONTENT,
+            patience=timedelta(seconds=5),
+            on_patience_expired=slow_expired,
         )
-        talk = journal.activity("listening", Channel.DIALOG)
-        await focus.acquire(book)
-        await focus.acquire(talk)
-        await focus.acquire(blocker)
-        releasing = asyncio.create_task(focus.release(blocker))
-        await asyncio.sleep(0)
-        release_talk = asyncio.create_task(focus.release(talk))
-        await asyncio.sleep(0)
-        await sleeper.advance(5.0)  # expiry queued behind release(talk)
+        talk = Activity("listening", Channel.DIALOG)
+        focus.acquire(book)
+        focus.acquire(talk)
+        await sleeper.advance(5.0)
+        assert called == ["expired"]
+        focus.release(talk)  # foreground again while the callback still runs
         gate.set()
-        await releasing
-        await release_talk
         await focus.drain()
         assert focus.state_of(book) is F
-        assert ("book", "patience_expired") not in journal.take()
 
 
 async def test_same_channel_replaces_the_old_activity() -> None:
@@ -226,26 +262,26 @@ async def test_same_channel_replaces_the_old_activity() -> None:
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
         first = journal.activity("book", Channel.CONTENT)
         second = journal.activity("radio", Channel.CONTENT, ContentType.MIXABLE)
-        await focus.acquire(first)
-        await focus.acquire(second)
+        focus.acquire(first)
+        focus.acquire(second)
         assert journal.take() == [
             ("book", "FOREGROUND/PRIMARY"),
             ("book", "NONE/MUST_STOP"),
             ("radio", "FOREGROUND/PRIMARY"),
         ]
-        assert await focus.release(first) is False  # already gone: no callback
+        assert focus.release(first) is False  # already gone: no callback
         assert journal.take() == []
-        assert await focus.acquire(second) is F  # again: a no-op
+        assert focus.acquire(second) is F  # again: a no-op
         assert journal.take() == []
 
 
 async def test_stop_all_stops_everyone_and_patience_is_not_called() -> None:
     journal = Journal()
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
-        await focus.acquire(journal.activity("radio", Channel.CONTENT, ContentType.MIXABLE))
-        await focus.acquire(journal.activity("listening", Channel.DIALOG))
+        focus.acquire(journal.activity("radio", Channel.CONTENT, ContentType.MIXABLE))
+        focus.acquire(journal.activity("listening", Channel.DIALOG))
         journal.take()
-        await focus.stop_all()
+        focus.stop_all()
         assert journal.take() == [("listening", "NONE/MUST_STOP"), ("radio", "NONE/MUST_STOP")]
         assert focus.snapshot() == ()
 
@@ -259,34 +295,46 @@ async def test_a_raising_observer_does_not_stop_the_transition() -> None:
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
         bad = Activity("bad", Channel.CONTENT, on_focus_changed=broken)
         talk = journal.activity("listening", Channel.DIALOG)
-        await focus.acquire(bad)
-        await focus.acquire(talk)
+        focus.acquire(bad)
+        focus.acquire(talk)
         assert journal.take() == [("listening", "FOREGROUND/PRIMARY")]
 
 
-async def test_an_observer_awaiting_a_request_is_refused_not_deadlocked() -> None:
-    errors: list[BaseException] = []
+async def test_a_request_from_an_observer_runs_after_the_current_transition() -> None:
+    journal = Journal()
     focus = FocusManager(sleep=FakeSleeper().sleep)
+    other = journal.activity("other", Channel.ALERT)
 
-    async def reentrant(state: FocusState, behavior: MixingBehavior) -> None:
-        try:
-            await focus.acquire(Activity("other", Channel.ALERT))
-        except RuntimeError as exc:
-            errors.append(exc)
+    def reentrant(state: FocusState, behavior: MixingBehavior) -> None:
+        journal.events.append(("x", f"{state.name}/{behavior.name}"))
+        if state is F:
+            focus.acquire(other)  # not nested inside this notification round
 
     async with focus:
-        await focus.acquire(Activity("x", Channel.CONTENT, on_focus_changed=reentrant))
-    assert len(errors) == 1 and "wait on itself" in str(errors[0])
+        talk = journal.activity("listening", Channel.DIALOG)
+        focus.acquire(talk)
+        focus.release(talk)  # x becomes foreground: its observer asks for ALERT
+        x = Activity("x", Channel.CONTENT, on_focus_changed=reentrant, patience=timedelta(hours=1))
+        focus.acquire(talk)
+        focus.acquire(x)
+        journal.take()
+        focus.release(talk)
+        assert journal.take() == [
+            ("listening", "NONE/MUST_STOP"),
+            ("x", "FOREGROUND/PRIMARY"),
+            ("x", "BACKGROUND/MUST_PAUSE"),
+            ("other", "FOREGROUND/PRIMARY"),
+        ]
 
 
 async def test_requests_need_a_started_manager() -> None:
     focus = FocusManager()
     with pytest.raises(RuntimeError, match="not started"):
-        await focus.drain()
+        focus.acquire(Activity("x", Channel.CONTENT))
     focus.start()
     await focus.close()
     with pytest.raises(RuntimeError, match="closed"):
-        await focus.drain()
+        focus.acquire(Activity("x", Channel.CONTENT))
 
 
 async def test_concurrent_requests_end_consistent() -> None:
@@ -307,9 +355,9 @@ async def test_concurrent_requests_end_consistent() -> None:
         for _ in range(40):
             act = r.choice(acts)
             if r.random() < 0.6:
-                await focus.acquire(act)
+                focus.acquire(act)
             else:
-                await focus.release(act)
+                focus.release(act)
             if r.random() < 0.3:
                 await asyncio.sleep(0)
 
@@ -339,3 +387,38 @@ async def test_concurrent_requests_end_consistent() -> None:
             seen[name] = what
         # one live patience timer per background activity
         assert sleeper.pending == len(snap) - (1 if snap else 0)
+
+
+async def test_the_source_is_ducked_inside_the_acquire_and_unducked_inside_the_release() -> None:
+    """The ducking decision: one call from the focus change to the source, no task."""
+    journal = Journal()
+    radio_source = RecordingSource(journal, "mixer")
+    async with FocusManager(sleep=FakeSleeper().sleep) as focus:
+        radio = journal.activity("radio", Channel.CONTENT, ContentType.MIXABLE, source=radio_source)
+        talk = journal.activity("listening", Channel.DIALOG)
+        focus.acquire(radio)
+        assert radio_source.calls == []
+        focus.acquire(talk)  # no await: the mixer already knows
+        assert radio_source.calls == ["duck"]
+        focus.release(talk)
+        assert radio_source.calls == ["duck", "unduck"]
+        # the mixer moves before the observers hear of it
+        assert journal.take()[1:3] == [("mixer", "duck"), ("radio", "BACKGROUND/MAY_DUCK")]
+
+
+async def test_a_paused_source_resumes_and_a_removed_one_is_left_at_full_gain() -> None:
+    book_source, radio_source = RecordingSource(), RecordingSource()
+    async with FocusManager(sleep=FakeSleeper().sleep) as focus:
+        book = Activity("book", Channel.CONTENT, patience=timedelta(minutes=1), source=book_source)
+        talk = Activity("listening", Channel.DIALOG)
+        focus.acquire(book)
+        focus.acquire(talk)
+        focus.release(talk)
+        assert book_source.calls == ["pause", "resume"]
+        radio = Activity(
+            "radio", Channel.CONTENT, content_type=ContentType.MIXABLE, source=radio_source
+        )
+        focus.acquire(radio)
+        focus.acquire(talk)
+        focus.release(radio)  # stopped while ducked: the next stream starts at full gain
+        assert radio_source.calls == ["duck", "unduck"]

@@ -1,0 +1,117 @@
+"""The media runner against a recording engine: the mixer follows focus at once.
+
+The ducking decision is one call from the focus change to the source: a
+press (``dialog_started``) ducks a MIXABLE stream before it returns, with no
+task in between, and the end of the dialog unducks it the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from huxley_sdk import AudioStream, ContentType
+from huxleyd.turns.media import MediaRunner
+from tests.fakes.turn_ports import RecordingAudio
+from tests.turns import FakeSleeper, settle
+
+
+def endless(gate: asyncio.Event) -> AudioStream:
+    async def chunks() -> AsyncIterator[bytes]:
+        while True:
+            yield b"\0\0" * 240
+            await gate.wait()  # one chunk, then wait: the test decides when it ends
+
+    return AudioStream(factory=chunks, content_type=ContentType.MIXABLE, label="radio")
+
+
+def mixer_calls(audio: RecordingAudio) -> list[tuple[str, object]]:
+    return [entry for entry in audio.log if entry[0] in ("duck", "unduck", "pause", "resume")]
+
+
+async def test_a_press_ducks_the_stream_before_it_returns_and_its_end_unducks() -> None:
+    audio = RecordingAudio()
+    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
+    media.open()
+    try:
+        media.start(endless(asyncio.Event()))
+        await settle()
+        assert mixer_calls(audio) == []
+        media.dialog_started()  # no await between the press and the mixer
+        assert mixer_calls(audio) == [("duck", "content")]
+        assert media.in_background
+        media.dialog_ended()
+        assert mixer_calls(audio) == [("duck", "content"), ("unduck", "content")]
+        assert not media.in_background
+    finally:
+        await media.close()
+
+
+async def test_a_stream_started_under_dialog_is_ducked_before_its_first_chunk() -> None:
+    audio = RecordingAudio()
+    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
+    media.open()
+    try:
+        media.dialog_started()
+        media.start(endless(asyncio.Event()))
+        assert mixer_calls(audio) == [("duck", "content")]
+        await settle()
+        first_write = audio.names().index("write:content")
+        assert audio.names().index("duck") < first_write
+    finally:
+        await media.close()
+
+
+async def test_stopping_a_ducked_stream_leaves_the_source_at_full_gain() -> None:
+    audio = RecordingAudio()
+    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
+    media.open()
+    try:
+        media.start(endless(asyncio.Event()))
+        media.claim_started()
+        assert await media.stop(reason="test") is True
+        assert mixer_calls(audio) == [("duck", "content"), ("unduck", "content")]
+    finally:
+        await media.close()
+
+
+async def test_a_nonmixable_stream_pauses_and_an_impatient_one_is_evicted_after_its_callback() -> (
+    None
+):
+    sleeper = FakeSleeper()
+    audio = RecordingAudio()
+    events: list[str] = []
+
+    async def expired() -> None:
+        events.append("expired")
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                yield b"\0\0" * 240
+                await asyncio.Event().wait()
+        finally:
+            events.append("finally")
+
+    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=sleeper.sleep)
+    media.open()
+    try:
+        stream = AudioStream(
+            factory=chunks,
+            label="book",
+            patience=timedelta(seconds=2),
+            on_patience_expired=expired,
+        )
+        media.start(stream)
+        await settle()
+        media.dialog_started()
+        assert mixer_calls(audio) == [("pause", "content")]
+        await sleeper.advance(2.0)
+        await media.settled()
+        await settle()
+        assert events == ["expired", "finally"]
+        assert not media.playing
+        assert mixer_calls(audio) == [("pause", "content"), ("resume", "content")]
+    finally:
+        await media.close()
