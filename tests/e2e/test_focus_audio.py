@@ -2,7 +2,10 @@
 
 A MIXABLE stream (a constant level) ducks by the configured depth within the
 attack time while the user holds the button, stays ducked under the answer,
-and comes back once the answer is over. A NONMIXABLE stream whose samples
+and comes back once the answer is over. Every position is a played one: the
+speaker sample at which the focus manager ducked and unducked (read from
+its ``focus_changed`` events, which the duck and unduck precede in the same
+call) and the onset found in the samples, never a wall-clock wait. A NONMIXABLE stream whose samples
 count up pauses and resumes at the very next sample (only the 5 ms fades
 differ from the stream). A preempted stream whose patience runs out hears
 ``on_patience_expired`` before its iterator is closed, and never comes back.
@@ -10,6 +13,7 @@ differ from the stream). A preempted stream whose patience runs out hears
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +62,47 @@ def play(tool: str) -> Scenario:
     )
 
 
+class FocusPositions(logging.Handler):
+    """The speaker position at each ``focus_changed`` of one activity.
+
+    The focus manager moves the mixer and then logs the change, in the same
+    call on the loop; the audio thread waits for the loop after every period
+    (lockstep), so the samples written by then are where the change took
+    effect, to within the period being mixed."""
+
+    def __init__(self, rig: Rig, activity: str) -> None:
+        super().__init__()
+        self.rig = rig
+        self.activity = activity
+        self.seen: list[tuple[str, int]] = []
+        self.logger = logging.getLogger("huxleyd.turns")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        words = record.getMessage().split()
+        fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        if words and words[0] == "focus_changed" and fields.get("activity") == self.activity:
+            self.seen.append((fields["behavior"], len(self.rig.backend.speaker_samples())))
+
+    def last(self) -> str | None:
+        return self.seen[-1][0] if self.seen else None
+
+    def at(self, behavior: str) -> int:
+        """Where ``behavior`` last began (AssertionError if it never did)."""
+        found = [pos for b, pos in self.seen if b == behavior]
+        assert found, (behavior, self.seen)
+        return found[-1]
+
+    def __enter__(self) -> FocusPositions:
+        self.logger.addHandler(self)
+        self._level = self.logger.level
+        self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self._level)
+
+
 def media_playing(rig: Rig) -> bool:
     coordinator = rig.rt.parts.coordinator
     return coordinator is not None and coordinator.media.playing
@@ -73,10 +118,14 @@ async def start_stream(rig: Rig, heard: str) -> None:
     await until(rig.idle, "the first turn is over")
 
 
-async def ask(rig: Rig, *, hold_until: str | None = None) -> int:
+async def ask(
+    rig: Rig, *, hold_until: str | None = None, held_from: FocusPositions | None = None
+) -> int:
     """Press, talk, (wait until ``hold_until`` is in the skill's events), release.
 
-    Returns the speaker position at the press."""
+    With ``held_from``: hold until the speaker has played two attack times
+    past the duck (a played position, not a time). Returns the speaker
+    position at the press."""
     button = rig.rt.parts.button
     pressed_at = len(rig.speaker())
     button.press()
@@ -85,7 +134,11 @@ async def ask(rig: Rig, *, hold_until: str | None = None) -> int:
     if hold_until is not None:
         events = rig.skill("scenario").events
         await until(lambda: hold_until in events, hold_until)
-    await until(lambda: len(rig.speaker()) > pressed_at + 2 * ATTACK, "held past the attack")
+    held_since = pressed_at
+    if held_from is not None:
+        await until(lambda: held_from.last() is not None, "the duck")
+        held_since = held_from.at("may_duck")
+    await until(lambda: len(rig.speaker()) > held_since + 2 * ATTACK, "held past the attack")
     button.release()
     await until(lambda: rig.sim.record.responses_done >= 3, "the answer")
     await until(rig.idle, "the answer is over")
@@ -97,17 +150,19 @@ async def test_mixable_stream_ducks_under_the_button_and_the_answer_then_comes_b
 ) -> None:
     async with Rig(tmp_path, play("radio"), earcons=False) as rig:
         await start_stream(rig, "radio")
-        pressed_at = await ask(rig)
+        with FocusPositions(rig, "radio") as radio:
+            pressed_at = await ask(rig, held_from=radio)
+            await until(lambda: radio.last() == "primary", "the unduck")
+            ducked_at, unducked_at = radio.at("may_duck"), radio.at("primary")
         await until(
-            lambda: (
-                len(rig.speaker())
-                > int(np.max(tone_windows(rig.speaker(), SPEECH_HZ))) + RELEASE + 4 * PERIOD
-            ),
+            lambda: len(rig.speaker()) > unducked_at + RELEASE + 4 * PERIOD,
             "the release ramp is over",
         )
         out = rig.speaker()
         assert np.all(out[pressed_at - PERIOD : pressed_at] == RADIO_LEVEL), "full level before"
-        onset = pressed_at + int(np.flatnonzero(out[pressed_at:] != RADIO_LEVEL)[0])
+        assert pressed_at <= ducked_at
+        onset = ducked_at + int(np.flatnonzero(out[ducked_at:] != RADIO_LEVEL)[0])
+        assert onset - ducked_at <= 2 * PERIOD, "the gain moves within a period of the duck"
         # Down by the configured depth within the attack time (+1 period of
         # granularity: the gain moves once per period), and held there while
         # the button is down (nothing else plays).
@@ -123,7 +178,8 @@ async def test_mixable_stream_ducks_under_the_button_and_the_answer_then_comes_b
         under = np.concatenate([out[w : w + PERIOD] for w in answer])
         assert abs(float(np.mean(under)) - DUCKED) < 150, "still ducked under the answer"
         end_of_answer = int(answer[-1]) + PERIOD
-        back = out[end_of_answer + RELEASE + 2 * PERIOD : end_of_answer + RELEASE + 4 * PERIOD]
+        assert unducked_at >= end_of_answer - PERIOD, "not unducked before the answer ended"
+        back = out[unducked_at + RELEASE + 2 * PERIOD : unducked_at + RELEASE + 4 * PERIOD]
         assert len(back) > 0 and np.all(back == RADIO_LEVEL), "back to full level after"
         assert media_playing(rig), "the radio plays on"
 
