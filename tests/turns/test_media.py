@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from huxley_sdk import AudioStream, ContentType
@@ -26,15 +27,26 @@ def endless(gate: asyncio.Event) -> AudioStream:
     return AudioStream(factory=chunks, content_type=ContentType.MIXABLE, label="radio")
 
 
+@asynccontextmanager
+async def running(
+    audio: RecordingAudio, sleeper: FakeSleeper | None = None
+) -> AsyncIterator[MediaRunner]:
+    sleep = (sleeper or FakeSleeper()).sleep
+    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=sleep)
+    media.open()
+    try:
+        yield media
+    finally:
+        await media.close()
+
+
 def mixer_calls(audio: RecordingAudio) -> list[tuple[str, object]]:
     return [entry for entry in audio.log if entry[0] in ("duck", "unduck", "pause", "resume")]
 
 
 async def test_a_press_ducks_the_stream_before_it_returns_and_its_end_unducks() -> None:
     audio = RecordingAudio()
-    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
-    media.open()
-    try:
+    async with running(audio) as media:
         media.start(endless(asyncio.Event()))
         await settle()
         assert mixer_calls(audio) == []
@@ -44,36 +56,26 @@ async def test_a_press_ducks_the_stream_before_it_returns_and_its_end_unducks() 
         media.dialog_ended()
         assert mixer_calls(audio) == [("duck", "content"), ("unduck", "content")]
         assert not media.in_background
-    finally:
-        await media.close()
 
 
 async def test_a_stream_started_under_dialog_is_ducked_before_its_first_chunk() -> None:
     audio = RecordingAudio()
-    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
-    media.open()
-    try:
+    async with running(audio) as media:
         media.dialog_started()
         media.start(endless(asyncio.Event()))
         assert mixer_calls(audio) == [("duck", "content")]
         await settle()
         first_write = audio.names().index("write:content")
         assert audio.names().index("duck") < first_write
-    finally:
-        await media.close()
 
 
 async def test_stopping_a_ducked_stream_leaves_the_source_at_full_gain() -> None:
     audio = RecordingAudio()
-    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
-    media.open()
-    try:
+    async with running(audio) as media:
         media.start(endless(asyncio.Event()))
         media.claim_started()
         assert await media.stop(reason="test") is True
         assert mixer_calls(audio) == [("duck", "content"), ("unduck", "content")]
-    finally:
-        await media.close()
 
 
 async def test_a_nonmixable_stream_pauses_and_an_impatient_one_is_evicted_after_its_callback() -> (
@@ -94,9 +96,7 @@ async def test_a_nonmixable_stream_pauses_and_an_impatient_one_is_evicted_after_
         finally:
             events.append("finally")
 
-    media = MediaRunner(audio, on_natural_end=lambda s: None, sleep=sleeper.sleep)
-    media.open()
-    try:
+    async with running(audio, sleeper) as media:
         stream = AudioStream(
             factory=chunks,
             label="book",
@@ -113,5 +113,3 @@ async def test_a_nonmixable_stream_pauses_and_an_impatient_one_is_evicted_after_
         assert events == ["expired", "finally"]
         assert not media.playing
         assert mixer_calls(audio) == [("pause", "content"), ("resume", "content")]
-    finally:
-        await media.close()
