@@ -45,6 +45,7 @@ from huxleyd.control.watch import WatchEvent
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import add_log_file, setup
 from huxleyd.providers.base import ConnectionState
+from huxleyd.turns.outputs import Activity
 
 ROOT = Path(__file__).resolve().parents[1]
 MUSIC_S = 40
@@ -183,12 +184,12 @@ class Narrator:
             "notice": "  note      ",
         }
         state = event.fields.get("state") if event.kind == "state" else None
-        if state in ("listening", "speaking") and self.music_playing:
+        if state in (Activity.LISTENING, Activity.SPEAKING) and self.music_playing:
             self._ducked = True
-        if state == "listening":
+        if state == Activity.LISTENING:
             ducks = "; the music ducks" if self.music_playing else ""
             self.say(f"  (chime: it listens; the LEDs show listening{ducks})")
-        elif state == "speaking" and self.music_playing:
+        elif state == Activity.SPEAKING and self.music_playing:
             self.say("  (the music stays ducked under the voice)")
         elif event.kind in labels:
             self.say(labels[event.kind] + watch_text(event))
@@ -199,7 +200,7 @@ class Narrator:
             self.music_playing = event.fields.get("action") == "started"
             if self.music_playing:
                 self.media_started.set()
-        if state in ("idle", "media"):
+        if state in (Activity.IDLE, Activity.MEDIA):
             self.settled.set()
             if self._ducked and self.music_playing:
                 self.say("  (the music comes back to full level)")
