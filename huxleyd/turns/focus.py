@@ -22,9 +22,8 @@ it and forget it.
 Patience: while an activity is BACKGROUND its patience runs (its own
 ``patience``, else 0 for NONMIXABLE and 5 minutes for MIXABLE). Foreground
 again before it runs out: nothing happens. Run out: ``on_patience_expired``
-is awaited, then the activity is told NONE/MUST_STOP and removed. Patience
-0 evicts at once, inside the same request, so ``acquire`` returns with the
-preempted activity already gone.
+is awaited, then (if it is still in the background) the activity is told
+NONE/MUST_STOP and removed.
 
 Every request is a plain call on the loop (:meth:`FocusManager.acquire`,
 :meth:`~FocusManager.release`, :meth:`~FocusManager.stop_all`): the new
