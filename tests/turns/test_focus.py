@@ -422,3 +422,21 @@ async def test_a_paused_source_resumes_and_a_removed_one_is_left_at_full_gain() 
         focus.acquire(talk)
         focus.release(radio)  # stopped while ducked: the next stream starts at full gain
         assert radio_source.calls == ["duck", "unduck"]
+
+
+async def test_an_evicted_source_hears_must_stop_before_it_is_resumed() -> None:
+    """Its owner flushes it on MUST_STOP; a resume first would play it for a period."""
+    journal = Journal()
+    async with FocusManager(sleep=FakeSleeper().sleep) as focus:
+        podcast = journal.activity(
+            "podcast", Channel.CONTENT, source=RecordingSource(journal, "mixer"), on_expired=False
+        )
+        focus.acquire(podcast)
+        focus.acquire(journal.activity("alarm", Channel.ALERT))
+        assert journal.take()[1:] == [
+            ("mixer", "pause"),
+            ("podcast", "BACKGROUND/MUST_PAUSE"),
+            ("alarm", "FOREGROUND/PRIMARY"),
+            ("podcast", "NONE/MUST_STOP"),
+            ("mixer", "resume"),
+        ]

@@ -113,3 +113,5 @@ async def test_a_nonmixable_stream_pauses_and_an_impatient_one_is_evicted_after_
         assert events == ["expired", "finally"]
         assert not media.playing
         assert mixer_calls(audio) == [("pause", "content"), ("resume", "content")]
+        names = audio.names()
+        assert names.index("flush") < names.index("resume"), "flushed before it may play again"
