@@ -379,7 +379,9 @@ class FocusManager:
                 self._start_patience(record)
             else:
                 self._stop_patience(record)
-        self._mix(changed)  # before anyone hears of it: the press ducks at once
+        for record, old in changed:  # before anyone hears of it: the press ducks at once
+            if record.activity.source is not None:
+                apply_mixing(record.activity.source, old, record.behavior)
         losers = [r for r, _ in changed if r.state is FocusState.BACKGROUND]
         winners = [r for r, _ in changed if r.state is FocusState.FOREGROUND]
         for record in [*removed, *losers, *winners]:
@@ -387,17 +389,12 @@ class FocusManager:
         # A removed source goes back to full gain only after its owner heard
         # MUST_STOP (and flushed it): resuming first would play a paused
         # stream's next samples for a period.
-        self._mix(gone)
+        for record, old in gone:
+            if record.activity.source is not None:
+                apply_mixing(record.activity.source, old, record.behavior)
         for record in losers:
             if record.activity.effective_patience <= timedelta(0):
                 self._expire(record.activity, record.patience_token)
-
-    @staticmethod
-    def _mix(moves: list[tuple[_Record, MixingBehavior]]) -> None:
-        for record, old in moves:
-            source = record.activity.source
-            if source is not None:
-                apply_mixing(source, old, record.behavior)
 
     def _start_patience(self, record: _Record) -> None:
         self._stop_patience(record)
