@@ -71,7 +71,7 @@ PERSONA_STRINGS = {
 ``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
 the ``watch`` feed, beside the earcons that say the same aloud."""
 
-ACTIVITY_LEDS = {
+ACTIVITY_LEDS: dict[Activity, LedState] = {
     Activity.IDLE: LedState.IDLE,
     Activity.LISTENING: LedState.LISTENING,
     Activity.THINKING: LedState.THINKING,
@@ -330,7 +330,7 @@ class Runtime:
                 "notice", turn=turn.turn_id, what=self.persona_string(PersonaString.TOO_SHORT)
             )
 
-    def on_activity(self, activity: str) -> None:
+    def on_activity(self, activity: Activity) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
         self.feed.publish("state", turn=self._current_turn(), state=activity)
         if activity == Activity.OFFLINE:  # a press while offline
