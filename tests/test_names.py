@@ -136,11 +136,12 @@ def test_the_activity_crosses_the_control_socket_as_its_text() -> None:
 
 
 def test_outputs_play_an_earcon_by_its_palette_name() -> None:
-    audio = RecordingAudio()
-    outputs = TurnOutputs(audio, {"too_short": b"\1\0" * 10})
+    palette = {"too_short": b"\1\0" * 10}
+    audio = RecordingAudio(earcons=palette)
+    outputs = TurnOutputs(audio, palette)
     outputs.earcon(Earcon.TOO_SHORT, before_speech=False)
     outputs.earcon(Earcon.ERROR, before_speech=False)  # no such sound: nothing plays
-    assert audio.log == [("earcon", 20)]
+    assert audio.log == [("earcon", "too_short")]
 
 
 def write_persona(tmp_path: Path, strings: str) -> Path:
