@@ -6,8 +6,9 @@ import logging
 
 import pytest
 
+from huxleyd.audio.types import Earcon
 from huxleyd.turns.outputs import Activity, TurnOutputs
-from huxleyd.turns.state import TurnOutcome, TurnRecord
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from tests.fakes.turn_ports import RecordingAudio
 
 LISTEN = b"\1\0" * 10
@@ -30,15 +31,15 @@ def outputs(
 
 def test_an_earcon_plays_by_name_with_its_ordering() -> None:
     out, audio, _, _ = outputs()
-    out.earcon("listen_start", before_speech=False)
-    out.earcon("listen_start", before_speech=True)
+    out.earcon(Earcon.LISTEN_START, before_speech=False)
+    out.earcon(Earcon.LISTEN_START, before_speech=True)
     assert audio.earcons == [(LISTEN, False), (LISTEN, True)]
 
 
 def test_an_earcon_the_persona_lacks_is_silence() -> None:
-    out, audio, _, _ = outputs({"empty": b""})
-    out.earcon("timer", before_speech=True)
-    out.earcon("empty", before_speech=True)
+    out, audio, _, _ = outputs({"too_short": b""})
+    out.earcon(Earcon.TIMER, before_speech=True)  # not in the palette
+    out.earcon(Earcon.TOO_SHORT, before_speech=True)  # an empty file
     assert audio.earcons == []
 
 
@@ -46,13 +47,14 @@ def test_earcons_are_read_at_each_play_not_copied() -> None:
     earcons: dict[str, bytes] = {}
     out, audio, _, _ = outputs(earcons)
     earcons["error"] = b"\2\0" * 4  # the persona was reloaded
-    out.earcon("error", before_speech=False)
+    out.earcon(Earcon.ERROR, before_speech=False)
     assert audio.earcons == [(b"\2\0" * 4, False)]
 
 
 def test_on_activity_hears_changes_only() -> None:
     out, _, shown, _ = outputs()
-    assert out.activity == Activity.IDLE
+    initial = out.activity
+    assert initial is Activity.IDLE
     out.show(Activity.IDLE)
     out.show(Activity.LISTENING)
     out.show(Activity.LISTENING)
@@ -64,7 +66,7 @@ def test_on_activity_hears_changes_only() -> None:
 def test_the_journal_line_carries_the_timings(caplog: pytest.LogCaptureFixture) -> None:
     out, _, _, journal = outputs()
     turn = TurnRecord(
-        source="ptt",
+        source=TurnSource.PTT,
         committed_at=10.0,
         first_audio_at=10.5,
         first_played_at=10.52,

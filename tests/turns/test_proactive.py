@@ -12,7 +12,7 @@ import pytest
 
 from huxley_sdk import ClaimEndReason, InjectPriority, InputClaim
 from huxleyd.turns.proactive import Proactive
-from huxleyd.turns.state import TurnOutcome, TurnRecord
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from tests.fakes.turn_ports import RecordingConversation, Spawner
 from tests.turns import FakeSleeper, settle
 
@@ -44,7 +44,7 @@ class Rig:
         """The coordinator ends the inject's turn and reconsiders."""
         flying = self.proactive.queue.in_flight
         assert flying is not None
-        turn = TurnRecord(source="inject", inject_id=flying.id, outcome=outcome)
+        turn = TurnRecord(source=TurnSource.INJECT, inject_id=flying.id, outcome=outcome)
         if heard:
             turn.first_played_at = 1.0
         self.conversation.turn_active = False
