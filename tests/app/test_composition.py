@@ -59,7 +59,7 @@ def overrides(pins: MockFactory, *, url: str, env: dict[str, str] | None = None)
         clock=ScaledClock(SPEED, start_s=1000.0),
         pin_factory=pins,
         provider_url=url,
-        notifier=RecordingNotifier(),  # type: ignore[arg-type]
+        notifier=RecordingNotifier(),
         env=env or {},
     )
 
@@ -148,7 +148,7 @@ async def test_the_simulator_the_daemon_runs_itself_is_in_the_record_and_closed(
             backend=WavBackend(),
             clock=ScaledClock(SPEED, start_s=1000.0),
             pin_factory=pins,
-            notifier=RecordingNotifier(),  # type: ignore[arg-type]
+            notifier=RecordingNotifier(),
             env={},
         ),
     )

@@ -295,7 +295,7 @@ class Rig:
                 clock=self.clock,
                 pin_factory=self.pins,
                 provider_url=self.sim.url,
-                notifier=self.notifier,  # type: ignore[arg-type]
+                notifier=self.notifier,
                 env={},
             ),
         )

@@ -44,7 +44,7 @@ async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: P
                     clock=ScaledClock(SPEED, start_s=1000.0),
                     pin_factory=pins,
                     key_file=key,
-                    notifier=RecordingNotifier(),  # type: ignore[arg-type]
+                    notifier=RecordingNotifier(),
                     env={},
                 ),
             )

@@ -11,26 +11,20 @@ from __future__ import annotations
 
 import socket
 
+from huxleyd.app.systemd import Notifier
 
-class RecordingNotifier:
+
+class RecordingNotifier(Notifier):
+    """The daemon's notifier with the socket taken out: every message is kept as a
+    dict, composed by the real ``ready``/``status``/``stopping``/``watchdog``."""
+
     def __init__(self) -> None:
+        super().__init__(env={})
         self.sent: list[dict[str, str]] = []
 
     def send(self, **fields: str) -> bool:
         self.sent.append(fields)
         return True
-
-    def ready(self, status: str | None = None) -> bool:
-        return self.send(READY="1", **({"STATUS": status} if status else {}))
-
-    def status(self, text: str) -> bool:
-        return self.send(STATUS=text)
-
-    def stopping(self, status: str | None = None) -> bool:
-        return self.send(STOPPING="1")
-
-    def watchdog(self) -> bool:
-        return self.send(WATCHDOG="1")
 
 
 class NotifyListener:

@@ -108,7 +108,7 @@ def ready(
 
 # ---------------------------------------------------------------- the OpenAI core
 
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {
         "name": "get_current_time",
         "description": "Get the time.",

@@ -15,17 +15,9 @@ from huxleyd.sim.gemini_validate import (
 )
 from tests.providers import frames
 
-TOOLS = [
-    {
-        "name": "set_volume",
-        "description": "Set the volume.",
-        "parameters": {
-            "type": "object",
-            "properties": {"level": {"type": "integer"}},
-            "required": ["level"],
-            "additionalProperties": False,
-        },
-    }
+_SET_VOLUME = next(tool for tool in frames.TOOLS if tool["name"] == "set_volume")
+TOOLS = [  # Gemini's declarations are closed objects: no extra arguments
+    {**_SET_VOLUME, "parameters": {**_SET_VOLUME["parameters"], "additionalProperties": False}}
 ]
 
 
