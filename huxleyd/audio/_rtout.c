@@ -6,7 +6,7 @@
  * copies them to the device. The callback never takes the GIL, never allocates,
  * never blocks, so a busy Python thread cannot make the speaker miss its deadline.
  *
- * What the callback does each (short, e.g. 5 ms) period:
+ * What the callback does each short period (2.5 ms at SCHED_FIFO, 5 ms without):
  *
  * - copy what is queued; silence for what is not (an empty ring costs one memset:
  *   the idle path);

@@ -1,13 +1,15 @@
 """The PortAudio *callback* backend: the device's deadlines run in C, out of the GIL.
 
 Device discovery and naming are PyAudio's, as in :mod:`.pyaudio_backend`.
-Capture is a C callback too (:class:`huxleyd.audio._rtout.Input`): it drains the
-card into a deep ring; the engine's read waits for a whole period with the GIL
-released, and paces the engine. Playback is :mod:`huxleyd.audio._rtout`: a PortAudio callback stream
-with short periods (``callback_period_ms``, 5 ms by default) fed through a
-lock-free ring. The engine's ``write`` only copies a mixed period into the ring;
-the callback copies it to the device without the GIL, so a busy Python thread
-can delay the engine by tens of milliseconds without the speaker noticing.
+Capture is a C callback too (:class:`huxleyd.audio._rtout.Input`, in
+``_rtin.c``): it drains the card into a deep ring; the engine's read waits for
+a whole period with the GIL released, and paces the engine. Playback is
+:mod:`huxleyd.audio._rtout`: a PortAudio callback stream with short periods
+(``callback_period_ms``: 2.5 ms at SCHED_FIFO, ``fallback_period_ms``: 5 ms
+when SCHED_FIFO is refused) fed through a lock-free ring. The engine's
+``write`` only copies a mixed period into the ring; the callback copies it to
+the device without the GIL, so a busy Python thread can delay the engine by
+tens of milliseconds without the speaker noticing.
 
 The backend is also the engine's :class:`~.base.OutputClock`: where each
 written frame is at the DAC (from the callback's ``outputBufferDacTime``), a
