@@ -1,62 +1,19 @@
-"""The audio engine: one dedicated thread between the sound device and asyncio.
+"""The audio engine: the facade asyncio uses to reach the audio thread.
 
-Each period (``audio.period_ms``, 20 ms by default) the thread
-
-1. reads one period from the device, takes the mic channel, resamples it to
-   the capture rate (24 kHz, or 16 kHz when a provider asks) and pushes it,
-   with its capture time, into the capture ring;
-2. pulls the four playback sources, mixes them with their gain ramps
-   (ducking, pause, flush), applies the master (software volume) gain and the
-   soft limiter, resamples to the device rate and writes the device;
-3. records what each source contributed for the playout clock, updates the
-   meters and counters, and wakes asyncio waiters that asked to be woken.
-
-**The real-time contract** (STYLE.md rule 4), which every line the thread
-runs follows:
-
-- *No allocation in the steady state.* Every sample buffer is allocated when
-  the device opens; the loop works with in-place numpy operations
-  (``out=``). The only objects it creates are numpy views, scalars and
-  ints, freed at once by reference counting (no cyclic garbage, so the loop
-  never triggers the garbage collector), plus the ``bytes`` PyAudio's
-  blocking ``read`` returns, which is the binding's own and is freed likewise.
-- *No locks shared with asyncio.* Rings are single-producer/single-consumer
-  with one writer per index; controls are request fields stored atomically
-  by asyncio and picked up at the next period.
-- *No blocking* except on the device itself (or, when nothing paces the
-  loop, on the engine clock until the next period).
-- *No logging.* Events for asyncio (a waiter to wake, a device state to
-  report) go through ``loop.call_soon_threadsafe``, only when someone
-  waits for them — never per sample, at most a few per period.
-- *Always a full output buffer*: silence when nothing plays, and when a
-  source runs dry mid-period the rest of its period is zeros.
-- *Everything is counted*: device underruns and overruns, late periods,
-  dropped mic frames, and gaps inside items (a source ran dry, then its
-  item continued).
-
-With the callback backend (:mod:`~huxleyd.audio.backends.callback_backend`)
-the device's own deadline is not this thread's: C callbacks play from a ring
-this thread keeps ``output_lead_ms`` ahead and capture into a ring it reads
-with the GIL released. Step 2 then mixes as many periods as the lead needs
-(after idle: at once), a source's flush is also a cut the callback honours in
-its next short period (``played_ms`` answers at the fade's end at once), and
-the playout clock is published from the callback's DAC stamps.
+:class:`AudioEngine` builds what both sides share (the mixer and its four
+rings, the playout clock, the capture ring, the meters) and hands them to the
+:class:`~huxleyd.audio.audio_thread.AudioThread`, the one loop that owns the
+sound device and runs per period (its real-time contract is in that module).
+Everything here runs on the event loop (or in the caller's thread for
+``step()``) and talks to the thread only through request fields, rings and
+wakers: it never blocks on the thread, and the thread never calls into it
+except through the state, fault and crash reporters it hands to asyncio.
 
 Per-source operations (write, duck, pause, flush, gain, played position,
 drain) live on the :class:`~huxleyd.audio.source.PlaybackSource` that
-:meth:`AudioEngine.source` returns; the engine keeps what spans sources.
-
-**The idle path**: when no source has audio and no ramp runs (and did not
-last period either), a period is only the mixer's bookkeeping: nothing is
-mixed or resampled, a prebuilt zero buffer is written (nothing at all with
-the callback backend), and the unheard mic is only primed. With the callback
-backend, once all that was written has been heard and nobody listens to the
-mic, the thread sleeps until asyncio asks for something (:mod:`.idle`).
-
-**Late periods**: with the C capture ring a late cycle takes every whole mic
-period already captured, not one, and the period's arithmetic is the C
-kernel's (:mod:`.dsp`), which never releases the GIL: a busy Python thread
-costs a bounded number of GIL hand-offs per cycle, however late it runs.
+:meth:`AudioEngine.source` returns; the engine keeps what spans sources:
+earcons, the master gain, mic reads and the capture switch, stats, and
+device state listeners.
 
 Two ways to drive it: :meth:`AudioEngine.start` runs the thread (paced by
 the device, or by the engine clock when the backend is not paced: WAV files,
@@ -67,32 +24,21 @@ run periods synchronously in the caller's thread, for deterministic tests.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Generator
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from huxleyd.audio.backends.base import (
-    AudioBackend,
-    DeviceFormat,
-    IoStatus,
-    OutputClock,
-    QueuedInput,
-)
-from huxleyd.audio.chains import CAPTURE_RATES_HZ, CaptureChain, PlaybackChain
+from huxleyd.audio.audio_thread import AudioThread
+from huxleyd.audio.backends.base import AudioBackend, DeviceFormat
+from huxleyd.audio.chains import CAPTURE_RATES_HZ
 from huxleyd.audio.dsp import KERNEL
-from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
-from huxleyd.audio.pacing import pacer_for
 from huxleyd.audio.pcm import RATE_HZ, db_to_gain, ms_to_samples, period_frames
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
-from huxleyd.audio.timed import TimedOutput
 from huxleyd.audio.types import SOURCES, DeviceState, EngineStats, MicFrame, SourceName
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError, AudioError
@@ -141,14 +87,11 @@ class AudioEngine:
         self._check_capture_rate(capture_rate_hz)
         self._kernel = kernel
         """The C kernel, or None for the numpy path (see :mod:`huxleyd.audio.dsp`)."""
-        self._idle_path = idle_path
-        """Skip the mixing and resampling of silent periods (off only to compare)."""
         self._backend = backend
         self._settings = settings
-        self._clock: Clock = clock or MonotonicClock()
-        self._pace = pacer_for(self._clock)
+        clock = clock or MonotonicClock()
         self.period_ms = settings.period_ms
-        self._period_s = settings.period_ms / 1000.0
+        period_s = settings.period_ms / 1000.0
         self._n = period_frames(RATE_HZ, settings.period_ms)
         self._mixer = self._build_mixer(settings)
         channels = [self._mixer.channels[name] for name in SOURCES]
@@ -162,55 +105,28 @@ class AudioEngine:
         slots = settings.capture_ring_ms // settings.period_ms + 2
         self._capture = FrameRing(slots, self._n)
         self._mic_waker = AsyncWaker()
-        self._req_capture_rate = capture_rate_hz
-        self._capture_active = True
-        """Frames reach the capture ring only while someone listens (set by asyncio)."""
-        self._in_meter = LevelMeter(self._period_s)
-        self._out_meter = LevelMeter(self._period_s)
-        self._format: DeviceFormat | None = None
-        self._capture_chain: CaptureChain | None = None
-        self._playback_chain: PlaybackChain | None = None
-        self._silent_mix = np.zeros(self._n, dtype=np.float32)
-        """What the mixer plays into while the device is lost (to nowhere)."""
-        self.device_state = DeviceState.CLOSED
-        self._reopen_at = 0.0
-        self._thread: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._in_meter = LevelMeter(period_s)
+        self._out_meter = LevelMeter(period_s)
         self._closed = False
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[StateListener] = []
-        self._crash: BaseException | None = None
-        self._periods = 0
-        self._underruns = 0
-        self._overruns = 0
-        self._late = 0
-        self._faults = 0
-        self._last_fault: str | None = None
-        timed = backend if isinstance(backend, OutputClock) else None
-        self._timed = None if timed is None else TimedOutput(timed, self._playout)
-        """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
-        queued = backend if isinstance(backend, QueuedInput) else None
-        self._queued_input = queued
-        """The capture ring a late engine drains (the C capture callback), if any."""
-        self._sleeper = (
-            None
-            if queued is None or self._timed is None or not idle_path
-            else IdleSleeper(
-                self._mixer.doorbell,
-                backend,
-                queued,
-                clock=self._clock,
-                period_s=self._period_s,
-                meters=(self._in_meter, self._out_meter),
-            )
+        self._audio_thread = AudioThread(
+            backend,
+            settings=settings,
+            clock=clock,
+            mixer=self._mixer,
+            playout=self._playout,
+            sources=self._sources,
+            capture=self._capture,
+            mic_waker=self._mic_waker,
+            meters=(self._in_meter, self._out_meter),
+            capture_rate_hz=capture_rate_hz,
+            idle_path=idle_path,
+            kernel=kernel,
+            on_state=self._report_state,
+            on_fault=self._report_fault,
+            on_crash=self._report_crash,
         )
-        """Sleeps the thread while idle (only where C callbacks keep the card going)."""
-        self.caught_up = 0
-        """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
-        self.cycles = 0
-        """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
-        self._idle_streak = 0
-        self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
+        """The device and the per-period loop; it writes the state and counters read here."""
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -223,51 +139,45 @@ class AudioEngine:
         """
         if self._closed:
             raise AudioError("audio engine closed; create a new one")
-        if self._thread is not None:
+        audio = self._audio_thread
+        if audio.thread is not None:
             return
         self._bind_loop()
-        if self.device_state is not DeviceState.OPEN:
+        if audio.device_state is not DeviceState.OPEN:
             try:
-                self._open_device()
+                audio.open_device()
             except AudioDeviceError as exc:
                 log.warning(
                     "audio_device_unavailable",
                     error=str(exc),
                     retry_s=self._settings.reopen_interval_s,
                 )
-                self._set_state(DeviceState.LOST)
-                self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
-        self._thread = threading.Thread(target=self._run, name="huxleyd-audio", daemon=True)
-        self._thread.start()
+                audio.retry_later()
+        audio.start()
 
     def close(self, *, timeout_s: float = 2.0) -> None:
         """Stop the thread (joined with ``timeout_s``), close the device. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        self._stopping.set()
-        self._mixer.doorbell.ring()  # an idle thread sleeps on it
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-            if thread.is_alive():
-                log.error("audio_thread_stuck", timeout_s=timeout_s)
-        else:
-            self._backend.close()
-        self.device_state = DeviceState.CLOSED
+        audio = self._audio_thread
+        if not audio.stop(timeout_s):
+            log.error("audio_thread_stuck", timeout_s=timeout_s)
+        audio.device_state = DeviceState.CLOSED
         self._mic_waker.close()
         for source in self._sources.values():
             source.close()
 
     def step(self) -> None:
         """Run exactly one period now, in the caller's thread (tests, benchmarks)."""
-        if self._thread is not None:
+        audio = self._audio_thread
+        if audio.thread is not None:
             raise AudioError("step() drives the engine by hand; the engine thread is running")
         if self._closed:
             raise AudioError("audio engine closed")
-        if self.device_state is DeviceState.CLOSED:
-            self._open_device()
-        self._cycle()
+        if audio.device_state is DeviceState.CLOSED:
+            audio.open_device()
+        audio.cycle()
 
     def run_periods(self, count: int) -> None:
         """:meth:`step` ``count`` times."""
@@ -339,7 +249,7 @@ class AudioEngine:
         While inactive the device is still read (levels keep moving) but no
         frame is queued, so none is dropped or counted as lost either.
         """
-        self._capture_active = active
+        self._audio_thread.req_capture_active = active
         self._mixer.doorbell.ring()  # an idle thread that slept must read again
 
     def drain_mic(self) -> int:
@@ -349,314 +259,67 @@ class AudioEngine:
     def set_capture_rate(self, rate_hz: int) -> None:
         """Deliver mic frames at ``rate_hz`` (24000 or 16000) from the next period on."""
         self._check_capture_rate(rate_hz)
-        self._req_capture_rate = rate_hz
+        self._audio_thread.req_capture_rate = rate_hz
 
     @property
     def capture_rate_hz(self) -> int:
-        return self._req_capture_rate
+        return self._audio_thread.req_capture_rate
 
     # -- health --------------------------------------------------------------
 
     def stats(self) -> EngineStats:
         gaps = sum(source.gaps for source in self._sources.values())
-        thread = self._thread
-        underruns, overruns = self._underruns, self._overruns
-        if self._timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self._timed.out.xrun_counts()
+        audio = self._audio_thread
+        underruns, overruns = audio.underruns, audio.overruns
+        if audio.timed is not None and audio.device_state is DeviceState.OPEN:
+            device_under, device_over = audio.timed.out.xrun_counts()
             underruns += device_under
             overruns += device_over
         return EngineStats(
-            periods=self._periods,
+            periods=audio.periods,
             underruns=underruns + gaps,
             overruns=overruns,
-            late_periods=self._late,
+            late_periods=audio.late,
             mic_frames_dropped=self._capture.dropped,
             source_gaps=gaps,
-            device_state=self.device_state,
+            device_state=audio.device_state,
             input_peak_dbfs=self._in_meter.peak_dbfs,
             input_rms_dbfs=self._in_meter.rms_dbfs,
             output_peak_dbfs=self._out_meter.peak_dbfs,
             output_rms_dbfs=self._out_meter.rms_dbfs,
             output_latency_ms=self._playout.latency_samples * 1000.0 / RATE_HZ,
-            running=thread is not None and thread.is_alive(),
-            faults=self._faults,
-            last_fault=self._last_fault,
+            running=audio.running,
+            faults=audio.faults,
+            last_fault=audio.last_fault,
         )
 
     @property
+    def device_state(self) -> DeviceState:
+        return self._audio_thread.device_state
+
+    @property
     def device_format(self) -> DeviceFormat | None:
-        return self._format
+        return self._audio_thread.device_format
 
     @property
     def crash(self) -> BaseException | None:
         """The exception that stopped the audio thread, if one did."""
-        return self._crash
+        return self._audio_thread.crash
 
-    # -- the audio thread ----------------------------------------------------
+    @property
+    def caught_up(self) -> int:
+        """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
+        return self._audio_thread.caught_up
 
-    def _run(self) -> None:
-        stopping, clock, period_s = self._stopping, self._clock, self._period_s
-        deadline = clock.monotonic()
-        try:
-            while not stopping.is_set():
-                started = clock.monotonic()
-                self.cycles += 1
-                try:
-                    self._cycle()
-                except Exception as exc:  # a device or backend fault: recover, never die
-                    self._fault(exc)
-                fmt = self._format
-                if self._may_sleep() and self._sleep_idle():
-                    deadline = clock.monotonic()
-                    continue
-                if self.device_state is DeviceState.OPEN and fmt is not None and fmt.paced:
-                    if started - deadline > 1.5 * period_s:
-                        self._late += 1
-                    deadline = started
-                    continue
-                deadline += period_s
-                now = clock.monotonic()
-                if now - deadline > period_s:
-                    self._late += 1
-                    deadline = now  # re-anchor rather than burst to catch up
-                self._pace(deadline, stopping)
-        except BaseException as exc:  # handed to asyncio, which logs it
-            self._crash = exc
-            self._hand_off(self._report_crash, exc)
-        finally:
-            self._backend.close()
-
-    def _may_sleep(self) -> bool:
-        """Nothing for the thread to do until asyncio asks (see :mod:`.idle`)."""
-        timed = self._timed
-        return (
-            self._sleeper is not None
-            and timed is not None
-            and self._idle_streak > 1
-            and not self._capture_active
-            and self.device_state is DeviceState.OPEN
-            and self._mixer.idle()
-            and timed.settled()
-        )
-
-    def _sleep_idle(self) -> bool:
-        """Sleep until rung (or housekeeping); then catch the mic up. True if slept."""
-        sleeper, capture = self._sleeper, self._capture_chain
-        if sleeper is None or capture is None:
-            return False
-        periods = sleeper.sleep(self._may_sleep, self._stopping)
-        if periods is None:
-            return False
-        self._periods += periods  # the card's periods went on meanwhile
-        sleeper.resync(capture, self._req_capture_rate)
-        return True
-
-    def _cycle(self) -> None:
-        if self.device_state is not DeviceState.OPEN and self._clock.monotonic() >= self._reopen_at:
-            self._try_reopen()
-        self._period()
-
-    def _period(self) -> None:
-        open_ = self.device_state is DeviceState.OPEN
-        capture, playback = self._capture_chain, self._playback_chain
-        if open_ and capture is not None:
-            status = self._backend.read(capture.buffer)
-            if status is IoStatus.LOST:
-                self._lose()
-                open_ = False
-            else:
-                if status is IoStatus.XRUN:
-                    self._overruns += 1
-                self._push_mic(capture)
-                self._catch_up(capture)
-        if open_ and playback is not None and self._timed is not None:
-            self._play_timed(self._timed, playback)
-        else:
-            self._play(playback if open_ else None)
-        self._periods += 1
-        self._wake_waiters()
-
-    def _idle_period(self) -> bool:
-        """True when this period can take the idle path: the mixer is idle and was
-        already idle last period (so the output resampler's history is zeros too)."""
-        if not self._idle_path or not self._mixer.idle():
-            self._idle_streak = 0
-            return False
-        self._idle_streak += 1
-        return self._idle_streak > 1
-
-    def _play(self, playback: PlaybackChain | None) -> None:
-        """One period to a device paced by its blocking write (or to nowhere)."""
-        if playback is None:
-            self._mixer.mix(self._silent_mix)
-        elif self._idle_period():
-            self._mixer.skip_idle()
-            self._out_meter.update_silent()
-            self._write(playback.silence)
-        else:
-            self._mixer.mix(playback.mix)
-            self._write(playback.process())
-        self._playout.record_period()
-
-    def _write(self, data: np.ndarray[Any, Any]) -> None:
-        status = self._backend.write(data)
-        if status is IoStatus.XRUN:
-            self._underruns += 1
-        elif status is IoStatus.LOST:
-            self._lose()
-
-    def _play_timed(self, timed: TimedOutput, playback: PlaybackChain) -> None:
-        """Mix into the C callback's ring, ``lead`` ahead of the DAC; nothing when idle."""
-        seq = timed.pending_cut()
-        for _ in range(4):  # this period, plus catching up to the lead after idle
-            if self._idle_period():
-                self._mixer.skip_idle()
-                self._out_meter.update_silent()
-                self._playout.record_period(-1)
-                idle = True
-            else:
-                self._mixer.mix(playback.mix)
-                # recorded before the write, so a flush from asyncio always finds
-                # the period whose frames its fade may end in
-                self._playout.record_period(timed.out.written_frames())
-                self._write(playback.process())
-                idle = False
-            timed.acknowledge(seq)
-            if idle or self.device_state is not DeviceState.OPEN or timed.lead_reached():
-                break
-        timed.publish()
-
-    def _catch_up(self, capture: CaptureChain) -> None:
-        """Late (a busy Python thread held the GIL): take every whole mic period the
-        capture ring already holds, oldest first, so none is overwritten while the ring
-        still has it. Bounded by the ring's depth; playback then mixes to its lead."""
-        queued = self._queued_input
-        if queued is None:
-            return
-        frames = capture.buffer.shape[0]
-        for _ in range(self._catch_up_limit):
-            if queued.input_queued_frames() < frames:
-                return
-            if self._backend.read(capture.buffer) is not IoStatus.OK:
-                return  # a lost device shows in the next cycle's read
-            self.caught_up += 1
-            self._push_mic(capture)
-
-    def _push_mic(self, capture: CaptureChain) -> None:
-        rate = self._req_capture_rate
-        if not self._capture_active:
-            # Nobody listens: keep the meter and the resampler's history
-            # running (no resampling), but do not queue frames or wake the
-            # event loop 50x/s.
-            capture.prime(rate)
-            return
-        fmt = self._format
-        latency = fmt.input_latency_s if fmt is not None else 0.0
-        queued = self._queued_input
-        if queued is not None and fmt is not None:  # newer periods wait behind this one
-            latency += queued.input_queued_frames() / fmt.input_rate_hz
-        captured_at = self._clock.monotonic() - self._period_s - latency
-        self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
-        self._mic_waker.notify()
-
-    def _wake_waiters(self) -> None:
-        for source in self._sources.values():
-            channel = source.channel
-            if channel.pull_count:
-                source.room.notify()
-            if channel.playout.wake_due():
-                source.progress.notify()
-
-    # -- device state (thread or start(); never per period) -------------------
-
-    def _open_device(self) -> None:
-        fmt = self._backend.open(period_ms=self._settings.period_ms)
-        try:
-            capture = CaptureChain(
-                fmt,
-                period_ms=self.period_ms,
-                mic_channel=self._settings.mic_channel,
-                meter=self._in_meter,
-                kernel=self._kernel,
-            )
-            playback = PlaybackChain(
-                fmt, period_ms=self.period_ms, meter=self._out_meter, kernel=self._kernel
-            )
-        except (ValueError, AudioError) as exc:
-            self._backend.close()
-            raise AudioDeviceError(f"{fmt.description}: unusable format: {exc}") from exc
-        self._format = fmt
-        self._capture_chain = capture
-        self._playback_chain = playback
-        self._playout.latency_samples = (
-            round(fmt.output_latency_s * RATE_HZ) + playback.delay_samples
-        )
-        if self._timed is not None:  # positions restart at 0 with each open
-            self._timed.opened(
-                frames=playback.buffer.shape[0],
-                delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
-                lead_frames=round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000),
-            )
-            self._idle_streak = 0
-        self._set_state(DeviceState.OPEN)
-
-    def _try_reopen(self) -> None:
-        self._set_state(DeviceState.REOPENING)
-        self._backend.close()
-        try:
-            self._open_device()
-        except AudioDeviceError:
-            self._set_state(DeviceState.LOST)
-            self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
-
-    def _fault(self, exc: Exception) -> None:
-        """A period raised (a write error on the speaker, a backend bug): close the
-        device, report, and reopen it after ``reopen_interval_s`` like a lost one.
-
-        The thread itself stays alive, so turns never stick waiting on audio that
-        will not move; the fault is counted in :meth:`stats` for status and doctor.
-        """
-        self._faults += 1
-        self._last_fault = repr(exc)
-        self._hand_off(self._report_fault, exc)
-        try:
-            self._lose()
-        except Exception as close_exc:  # the device is already broken: only log it
-            self._hand_off(self._report_fault, close_exc)
-            self._set_state(DeviceState.LOST)
-            self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
-
-    def _lose(self) -> None:
-        if self._timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self._timed.out.xrun_counts()  # kept past the close
-            self._underruns += device_under
-            self._overruns += device_over
-        self._backend.close()
-        self._set_state(DeviceState.LOST)
-        self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
-
-    def _set_state(self, state: DeviceState) -> None:
-        if state is self.device_state:
-            return
-        self.device_state = state
-        self._hand_off(self._report_state, state)
-
-    def _hand_off(self, callback: Callable[..., None], arg: object) -> None:
-        loop = self._loop
-        if loop is None:
-            return
-        if threading.current_thread() is not self._thread:
-            callback(arg)
-            return
-        try:  # noqa: SIM105 - no context-manager object in the audio thread
-            loop.call_soon_threadsafe(callback, arg)
-        except RuntimeError:  # loop closed: nobody left to tell
-            pass
+    @property
+    def cycles(self) -> int:
+        """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
+        return self._audio_thread.cycles
 
     # -- asyncio-side reporting ----------------------------------------------
 
     def _report_state(self, state: DeviceState) -> None:
-        fmt = self._format
+        fmt = self._audio_thread.device_format
         if state is DeviceState.LOST:
             log.warning("audio_device_lost", retry_s=self._settings.reopen_interval_s)
         elif state is DeviceState.OPEN and fmt is not None:
@@ -674,7 +337,7 @@ class AudioEngine:
         log.error(
             "audio_period_failed",
             error=repr(exc),
-            faults=self._faults,
+            faults=self._audio_thread.faults,
             retry_s=self._settings.reopen_interval_s,
         )
 
@@ -688,27 +351,29 @@ class AudioEngine:
     # -- helpers -------------------------------------------------------------
 
     def _bind_loop(self) -> None:
-        if self._loop is None:
+        audio = self._audio_thread
+        if audio.loop is None:
             try:
-                self._loop = asyncio.get_running_loop()
+                audio.loop = asyncio.get_running_loop()
             except RuntimeError:
-                self._loop = None
+                audio.loop = None
 
     def _cut_output(self) -> list[int] | None:
         """asyncio, after a flush request: fade the timed output out now (the C
         callback honours it in its next short period); each source's ring
         position at the fade's end. ``None`` without a timed, open output."""
-        timed = self._timed
-        if timed is None or self.device_state is not DeviceState.OPEN:
+        audio = self._audio_thread
+        timed = audio.timed
+        if timed is None or audio.device_state is not DeviceState.OPEN:
             return None
         return timed.cut()
 
     def _is_closed(self) -> bool:
         """Closed, or the thread died: either way no audio will move again."""
-        return self._closed or self._crash is not None
+        return self._closed or self._audio_thread.crash is not None
 
     def _ended(self) -> str:
-        return "closed" if self._closed else f"thread crashed ({self._crash!r})"
+        return "closed" if self._closed else f"thread crashed ({self._audio_thread.crash!r})"
 
     def _ring_ms(self, name: SourceName) -> int:
         s = self._settings

@@ -142,7 +142,8 @@ async def idle(kind: str, rate: int, seconds: float) -> dict[str, Any]:
     periods = stats.periods - periods_before
     # older engines ran one cycle per period
     cycles = getattr(engine, "cycles", cycles_before + periods) - cycles_before
-    sleeper = getattr(engine, "_sleeper", None)  # older engines: none
+    # the thread that owns the device holds the sleeper (older engines: the engine; none)
+    sleeper = getattr(getattr(engine, "_audio_thread", engine), "_sleeper", None)
     engine.close()
     sleeps = -1 if sleeper is None else sleeper.sleeps
     return {

@@ -1,0 +1,492 @@
+"""The audio thread: the one loop that owns the sound device and runs per period.
+
+Each period (``audio.period_ms``, 20 ms by default) :meth:`AudioThread.cycle`
+
+1. reads one period from the device, takes the mic channel, resamples it to
+   the capture rate (24 kHz, or 16 kHz when a provider asks) and pushes it,
+   with its capture time, into the capture ring;
+2. pulls the four playback sources, mixes them with their gain ramps
+   (ducking, pause, flush), applies the master (software volume) gain and the
+   soft limiter, resamples to the device rate and writes the device;
+3. records what each source contributed for the playout clock, updates the
+   meters and counters, and wakes asyncio waiters that asked to be woken.
+
+This module knows nothing of the facade asyncio calls
+(:class:`~huxleyd.audio.engine.AudioEngine`): the engine builds the shared
+parts (mixer, playout clock, sources, capture ring, meters) and passes them in,
+with the three asyncio-side reporters the thread hands events to.
+
+**The real-time contract** (STYLE.md rule 4), which every line the thread
+runs per period follows:
+
+- *No allocation in the steady state.* Every sample buffer is allocated when
+  the device opens; the loop works with in-place numpy operations
+  (``out=``). The only objects it creates are numpy views, scalars and
+  ints, freed at once by reference counting (no cyclic garbage, so the loop
+  never triggers the garbage collector), plus the ``bytes`` PyAudio's
+  blocking ``read`` returns, which is the binding's own and is freed likewise.
+- *No locks shared with asyncio.* Rings are single-producer/single-consumer
+  with one writer per index; controls are request fields stored atomically
+  by asyncio and picked up at the next period.
+- *No blocking* except on the device itself (or, when nothing paces the
+  loop, on the engine clock until the next period; or, idle, on the doorbell).
+- *No logging.* Events for asyncio (a waiter to wake, a device state to
+  report, a fault, a crash) go through ``loop.call_soon_threadsafe``, only
+  when someone waits for them — never per sample, at most a few per period.
+- *Always a full output buffer*: silence when nothing plays, and when a
+  source runs dry mid-period the rest of its period is zeros.
+- *Everything is counted*: device underruns and overruns, late periods,
+  dropped mic frames, and gaps inside items (a source ran dry, then its
+  item continued).
+- *No new attribute hops or calls on the hot path*: per-period code reads
+  its own fields directly; what it needs from elsewhere is bound once here.
+
+**What the thread writes** (asyncio only reads them): ``device_state``,
+``device_format``, the counters ``periods``, ``underruns``, ``overruns``,
+``late``, ``faults``, ``last_fault``, ``cycles``, ``caught_up``, and
+``crash``; plus the capture ring's write side, the sources' read sides (via
+the mixer), the meters and the playout clock's periods.
+
+**What it reads from asyncio** (request fields, picked up next period):
+``req_capture_rate``, ``req_capture_active``, the mixer's ``req_*`` fields
+(gain, duck, pause, flush, the earcon gate), the timed output's pending cut,
+and the stop event; the mixer's doorbell wakes it from the idle sleep.
+
+With the callback backend (:mod:`~huxleyd.audio.backends.callback_backend`)
+the device's own deadline is not this thread's: C callbacks play from a ring
+this thread keeps ``output_lead_ms`` ahead and capture into a ring it reads
+with the GIL released. Step 2 then mixes as many periods as the lead needs
+(after idle: at once), a source's flush is also a cut the callback honours in
+its next short period (``played_ms`` answers at the fade's end at once), and
+the playout clock is published from the callback's DAC stamps.
+
+**The idle path**: when no source has audio and no ramp runs (and did not
+last period either), a period is only the mixer's bookkeeping: nothing is
+mixed or resampled, a prebuilt zero buffer is written (nothing at all with
+the callback backend), and the unheard mic is only primed. With the callback
+backend, once all that was written has been heard and nobody listens to the
+mic, the thread sleeps until asyncio asks for something (:mod:`.idle`).
+
+**Late periods**: with the C capture ring a late cycle takes every whole mic
+period already captured, not one, and the period's arithmetic is the C
+kernel's (:mod:`.dsp`), which never releases the GIL: a busy Python thread
+costs a bounded number of GIL hand-offs per cycle, however late it runs.
+
+Device state changes (open, reopen, lose, fault) happen in the thread or in
+the engine's ``start()``/``step()``, never per period of a healthy device.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from huxleyd.audio.backends.base import (
+    AudioBackend,
+    DeviceFormat,
+    IoStatus,
+    OutputClock,
+    QueuedInput,
+)
+from huxleyd.audio.chains import CaptureChain, PlaybackChain
+from huxleyd.audio.idle import IdleSleeper
+from huxleyd.audio.levels import LevelMeter
+from huxleyd.audio.mixer import Mixer
+from huxleyd.audio.pacing import pacer_for
+from huxleyd.audio.pcm import RATE_HZ, period_frames
+from huxleyd.audio.playout import PlayoutClock
+from huxleyd.audio.ring import AsyncWaker, FrameRing
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.audio.source import PlaybackSource
+from huxleyd.audio.timed import TimedOutput
+from huxleyd.audio.types import DeviceState, SourceName
+from huxleyd.clock import Clock
+from huxleyd.errors import AudioDeviceError, AudioError
+
+Reporter = Callable[[Any], None]
+"""An asyncio-side callback the thread hands an event to (state, fault, crash)."""
+
+
+class AudioThread:
+    """The device and the per-period loop; :meth:`start` runs it in its own thread.
+
+    :meth:`cycle` runs one period in the caller's thread instead (the engine's
+    ``step()``, for deterministic tests and benchmarks).
+    """
+
+    def __init__(
+        self,
+        backend: AudioBackend,
+        *,
+        settings: AudioSettings,
+        clock: Clock,
+        mixer: Mixer,
+        playout: PlayoutClock,
+        sources: dict[SourceName, PlaybackSource],
+        capture: FrameRing,
+        mic_waker: AsyncWaker,
+        meters: tuple[LevelMeter, LevelMeter],
+        capture_rate_hz: int,
+        idle_path: bool,
+        kernel: ModuleType | None,
+        on_state: Reporter,
+        on_fault: Reporter,
+        on_crash: Reporter,
+    ) -> None:
+        self._backend = backend
+        self._settings = settings
+        self._clock = clock
+        self._pace = pacer_for(clock)
+        self._mixer = mixer
+        self._playout = playout
+        self._sources = sources
+        self._capture = capture
+        self._mic_waker = mic_waker
+        self._in_meter, self._out_meter = meters
+        self._idle_path = idle_path
+        """Skip the mixing and resampling of silent periods (off only to compare)."""
+        self._kernel = kernel
+        """The C kernel, or None for the numpy path (see :mod:`huxleyd.audio.dsp`)."""
+        self._on_state, self._on_fault, self._on_crash = on_state, on_fault, on_crash
+        self._period_s = settings.period_ms / 1000.0
+        self._silent_mix = np.zeros(period_frames(RATE_HZ, settings.period_ms), dtype=np.float32)
+        """What the mixer plays into while the device is lost (to nowhere)."""
+        self.req_capture_rate = capture_rate_hz
+        """The capture rate asyncio asks for (set by asyncio, read each period)."""
+        self.req_capture_active = True
+        """Frames reach the capture ring only while someone listens (set by asyncio)."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop events are handed to (bound by the engine)."""
+        self.device_state = DeviceState.CLOSED
+        self.device_format: DeviceFormat | None = None
+        self._capture_chain: CaptureChain | None = None
+        self._playback_chain: PlaybackChain | None = None
+        self._reopen_at = 0.0
+        self.thread: threading.Thread | None = None
+        """The OS thread once :meth:`start` ran (``step()`` refuses to run beside it)."""
+        self._stopping = threading.Event()
+        self.crash: BaseException | None = None
+        """The exception that stopped the thread, if one did."""
+        self.periods = 0
+        self.underruns = 0
+        self.overruns = 0
+        self.late = 0
+        self.faults = 0
+        self.last_fault: str | None = None
+        timed = backend if isinstance(backend, OutputClock) else None
+        self.timed = None if timed is None else TimedOutput(timed, playout)
+        """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
+        queued = backend if isinstance(backend, QueuedInput) else None
+        self._queued_input = queued
+        """The capture ring a late engine drains (the C capture callback), if any."""
+        self._sleeper = (
+            None
+            if queued is None or self.timed is None or not idle_path
+            else IdleSleeper(
+                mixer.doorbell,
+                backend,
+                queued,
+                clock=clock,
+                period_s=self._period_s,
+                meters=meters,
+            )
+        )
+        """Sleeps the thread while idle (only where C callbacks keep the card going)."""
+        self.caught_up = 0
+        """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
+        self.cycles = 0
+        """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
+        self._idle_streak = 0
+        self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
+
+    # -- lifecycle (called by the engine, not per period) -------------------------
+
+    @property
+    def running(self) -> bool:
+        thread = self.thread
+        return thread is not None and thread.is_alive()
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="huxleyd-audio", daemon=True)
+        self.thread.start()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop and join the thread (or close the device if it never ran); False if stuck."""
+        self._stopping.set()
+        self._mixer.doorbell.ring()  # an idle thread sleeps on it
+        thread = self.thread
+        if thread is None:
+            self._backend.close()
+            return True
+        thread.join(timeout_s)
+        return not thread.is_alive()
+
+    # -- the loop ------------------------------------------------------------
+
+    def _run(self) -> None:
+        stopping, clock, period_s = self._stopping, self._clock, self._period_s
+        deadline = clock.monotonic()
+        try:
+            while not stopping.is_set():
+                started = clock.monotonic()
+                self.cycles += 1
+                try:
+                    self.cycle()
+                except Exception as exc:  # a device or backend fault: recover, never die
+                    self._fault(exc)
+                fmt = self.device_format
+                if self._may_sleep() and self._sleep_idle():
+                    deadline = clock.monotonic()
+                    continue
+                if self.device_state is DeviceState.OPEN and fmt is not None and fmt.paced:
+                    if started - deadline > 1.5 * period_s:
+                        self.late += 1
+                    deadline = started
+                    continue
+                deadline += period_s
+                now = clock.monotonic()
+                if now - deadline > period_s:
+                    self.late += 1
+                    deadline = now  # re-anchor rather than burst to catch up
+                self._pace(deadline, stopping)
+        except BaseException as exc:  # handed to asyncio, which logs it
+            self.crash = exc
+            self._hand_off(self._on_crash, exc)
+        finally:
+            self._backend.close()
+
+    def _may_sleep(self) -> bool:
+        """Nothing for the thread to do until asyncio asks (see :mod:`.idle`)."""
+        timed = self.timed
+        return (
+            self._sleeper is not None
+            and timed is not None
+            and self._idle_streak > 1
+            and not self.req_capture_active
+            and self.device_state is DeviceState.OPEN
+            and self._mixer.idle()
+            and timed.settled()
+        )
+
+    def _sleep_idle(self) -> bool:
+        """Sleep until rung (or housekeeping); then catch the mic up. True if slept."""
+        sleeper, capture = self._sleeper, self._capture_chain
+        if sleeper is None or capture is None:
+            return False
+        periods = sleeper.sleep(self._may_sleep, self._stopping)
+        if periods is None:
+            return False
+        self.periods += periods  # the card's periods went on meanwhile
+        sleeper.resync(capture, self.req_capture_rate)
+        return True
+
+    def cycle(self) -> None:
+        """One period, reopening a lost device first when its retry is due."""
+        if self.device_state is not DeviceState.OPEN and self._clock.monotonic() >= self._reopen_at:
+            self._try_reopen()
+        self._period()
+
+    def _period(self) -> None:
+        open_ = self.device_state is DeviceState.OPEN
+        capture, playback = self._capture_chain, self._playback_chain
+        if open_ and capture is not None:
+            status = self._backend.read(capture.buffer)
+            if status is IoStatus.LOST:
+                self._lose()
+                open_ = False
+            else:
+                if status is IoStatus.XRUN:
+                    self.overruns += 1
+                self._push_mic(capture)
+                self._catch_up(capture)
+        if open_ and playback is not None and self.timed is not None:
+            self._play_timed(self.timed, playback)
+        else:
+            self._play(playback if open_ else None)
+        self.periods += 1
+        self._wake_waiters()
+
+    def _idle_period(self) -> bool:
+        """True when this period can take the idle path: the mixer is idle and was
+        already idle last period (so the output resampler's history is zeros too)."""
+        if not self._idle_path or not self._mixer.idle():
+            self._idle_streak = 0
+            return False
+        self._idle_streak += 1
+        return self._idle_streak > 1
+
+    def _play(self, playback: PlaybackChain | None) -> None:
+        """One period to a device paced by its blocking write (or to nowhere)."""
+        if playback is None:
+            self._mixer.mix(self._silent_mix)
+        elif self._idle_period():
+            self._mixer.skip_idle()
+            self._out_meter.update_silent()
+            self._write(playback.silence)
+        else:
+            self._mixer.mix(playback.mix)
+            self._write(playback.process())
+        self._playout.record_period()
+
+    def _write(self, data: np.ndarray[Any, Any]) -> None:
+        status = self._backend.write(data)
+        if status is IoStatus.XRUN:
+            self.underruns += 1
+        elif status is IoStatus.LOST:
+            self._lose()
+
+    def _play_timed(self, timed: TimedOutput, playback: PlaybackChain) -> None:
+        """Mix into the C callback's ring, ``lead`` ahead of the DAC; nothing when idle."""
+        seq = timed.pending_cut()
+        for _ in range(4):  # this period, plus catching up to the lead after idle
+            if self._idle_period():
+                self._mixer.skip_idle()
+                self._out_meter.update_silent()
+                self._playout.record_period(-1)
+                idle = True
+            else:
+                self._mixer.mix(playback.mix)
+                # recorded before the write, so a flush from asyncio always finds
+                # the period whose frames its fade may end in
+                self._playout.record_period(timed.out.written_frames())
+                self._write(playback.process())
+                idle = False
+            timed.acknowledge(seq)
+            if idle or self.device_state is not DeviceState.OPEN or timed.lead_reached():
+                break
+        timed.publish()
+
+    def _catch_up(self, capture: CaptureChain) -> None:
+        """Late (a busy Python thread held the GIL): take every whole mic period the
+        capture ring already holds, oldest first, so none is overwritten while the ring
+        still has it. Bounded by the ring's depth; playback then mixes to its lead."""
+        queued = self._queued_input
+        if queued is None:
+            return
+        frames = capture.buffer.shape[0]
+        for _ in range(self._catch_up_limit):
+            if queued.input_queued_frames() < frames:
+                return
+            if self._backend.read(capture.buffer) is not IoStatus.OK:
+                return  # a lost device shows in the next cycle's read
+            self.caught_up += 1
+            self._push_mic(capture)
+
+    def _push_mic(self, capture: CaptureChain) -> None:
+        rate = self.req_capture_rate
+        if not self.req_capture_active:
+            # Nobody listens: keep the meter and the resampler's history
+            # running (no resampling), but do not queue frames or wake the
+            # event loop 50x/s.
+            capture.prime(rate)
+            return
+        fmt = self.device_format
+        latency = fmt.input_latency_s if fmt is not None else 0.0
+        queued = self._queued_input
+        if queued is not None and fmt is not None:  # newer periods wait behind this one
+            latency += queued.input_queued_frames() / fmt.input_rate_hz
+        captured_at = self._clock.monotonic() - self._period_s - latency
+        self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
+        self._mic_waker.notify()
+
+    def _wake_waiters(self) -> None:
+        for source in self._sources.values():
+            channel = source.channel
+            if channel.pull_count:
+                source.room.notify()
+            if channel.playout.wake_due():
+                source.progress.notify()
+
+    # -- device state (thread or the engine's start()/step(); never per period) ----
+
+    def open_device(self) -> None:
+        """Open the backend and build the chains; raise AudioDeviceError if unusable."""
+        fmt = self._backend.open(period_ms=self._settings.period_ms)
+        try:
+            capture = CaptureChain(
+                fmt,
+                period_ms=self._settings.period_ms,
+                mic_channel=self._settings.mic_channel,
+                meter=self._in_meter,
+                kernel=self._kernel,
+            )
+            playback = PlaybackChain(
+                fmt, period_ms=self._settings.period_ms, meter=self._out_meter, kernel=self._kernel
+            )
+        except (ValueError, AudioError) as exc:
+            self._backend.close()
+            raise AudioDeviceError(f"{fmt.description}: unusable format: {exc}") from exc
+        self.device_format = fmt
+        self._capture_chain = capture
+        self._playback_chain = playback
+        self._playout.latency_samples = (
+            round(fmt.output_latency_s * RATE_HZ) + playback.delay_samples
+        )
+        if self.timed is not None:  # positions restart at 0 with each open
+            self.timed.opened(
+                frames=playback.buffer.shape[0],
+                delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
+                lead_frames=round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000),
+            )
+            self._idle_streak = 0
+        self._set_state(DeviceState.OPEN)
+
+    def retry_later(self) -> None:
+        """The device is lost: play to nowhere, try again after ``reopen_interval_s``."""
+        self._set_state(DeviceState.LOST)
+        self._reopen_at = self._clock.monotonic() + self._settings.reopen_interval_s
+
+    def _try_reopen(self) -> None:
+        self._set_state(DeviceState.REOPENING)
+        self._backend.close()
+        try:
+            self.open_device()
+        except AudioDeviceError:
+            self.retry_later()
+
+    def _fault(self, exc: Exception) -> None:
+        """A period raised (a write error on the speaker, a backend bug): close the
+        device, report, and reopen it after ``reopen_interval_s`` like a lost one.
+
+        The thread itself stays alive, so turns never stick waiting on audio that
+        will not move; the fault is counted in the engine's stats for status and doctor.
+        """
+        self.faults += 1
+        self.last_fault = repr(exc)
+        self._hand_off(self._on_fault, exc)
+        try:
+            self._lose()
+        except Exception as close_exc:  # the device is already broken: only log it
+            self._hand_off(self._on_fault, close_exc)
+            self.retry_later()
+
+    def _lose(self) -> None:
+        if self.timed is not None and self.device_state is DeviceState.OPEN:
+            device_under, device_over = self.timed.out.xrun_counts()  # kept past the close
+            self.underruns += device_under
+            self.overruns += device_over
+        self._backend.close()
+        self.retry_later()
+
+    def _set_state(self, state: DeviceState) -> None:
+        if state is self.device_state:
+            return
+        self.device_state = state
+        self._hand_off(self._on_state, state)
+
+    def _hand_off(self, callback: Reporter, arg: object) -> None:
+        loop = self.loop
+        if loop is None:
+            return
+        if threading.current_thread() is not self.thread:
+            callback(arg)
+            return
+        try:  # noqa: SIM105 - no context-manager object in the audio thread
+            loop.call_soon_threadsafe(callback, arg)
+        except RuntimeError:  # loop closed: nobody left to tell
+            pass
