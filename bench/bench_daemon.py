@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from bench import Row
-from tests.audio.test_engine_thread import stall_scenario
 from tests.e2e.process import DaemonProcess, write_daemon_config
+from tests.fakes.audio_stall import stall_scenario
 
 AREA = "daemon"
 IDLE_WINDOW_S = 10.0
