@@ -9,7 +9,7 @@ unset and every call here is a no-op, so the daemon calls them unconditionally::
     notify_status("opening audio devices")
     ...
     notify_ready()                      # skills set up, audio running
-    watchdog = Watchdog.from_environment(audio_progress=engine.periods_processed)
+    watchdog = Watchdog.from_environment(audio_progress=lambda: engine.stats().periods)
     if watchdog:
         heartbeat = asyncio.create_task(watchdog.heartbeat())
         watchdog.start()

@@ -79,29 +79,19 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def xruns_in_words(x: XrunCounts) -> str:
     """The engine's trouble counters as a person reads them."""
-    parts = []
-    if x.underruns:
-        parts.append(
-            _plural(x.underruns, "underrun", "underruns")
-            + " (the speaker ran dry: a click or a gap was heard)"
-        )
-    if x.overruns:
-        parts.append(
-            _plural(x.overruns, "overrun", "overruns") + " (the mic overflowed: audio was lost)"
-        )
-    if x.late_periods:
-        parts.append(
-            _plural(x.late_periods, "late period", "late periods")
-            + " (the audio thread missed its deadline)"
-        )
-    if x.dropped_mic_frames:
-        parts.append(
-            _plural(x.dropped_mic_frames, "mic frame", "mic frames")
-            + " dropped (nobody read them in time)"
-        )
-    if not parts:
-        return "no glitches since start"
-    return "; ".join(parts)
+    counters = (
+        (
+            x.underruns,
+            "underrun",
+            "underruns",
+            " (the speaker ran dry: a click or a gap was heard)",
+        ),
+        (x.overruns, "overrun", "overruns", " (the mic overflowed: audio was lost)"),
+        (x.late_periods, "late period", "late periods", " (the audio thread missed its deadline)"),
+        (x.dropped_mic_frames, "mic frame", "mic frames", " dropped (nobody read them in time)"),
+    )
+    parts = [_plural(n, one, many) + meaning for n, one, many, meaning in counters if n]
+    return "; ".join(parts) if parts else "no glitches since start"
 
 
 def provider_explanation(report: StatusReport) -> str:
