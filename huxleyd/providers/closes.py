@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 
 from huxleyd.audio.types import Earcon
 from huxleyd.providers.models import replacement_for
+from huxleyd.providers.retry import retryable_status
 
 
 class CloseAction(enum.StrEnum):
@@ -115,6 +116,9 @@ def openai_close(
 
 # ---------------------------------------------------------------- Gemini
 
+NOT_FOUND_FOR_NOW = "not_found_for_now"
+"""The reason of a RETRY verdict for a generic "not found" before the setup completed."""
+
 GEMINI_AUDIO_SESSION_CAP_S = 15 * 60
 """Gemini Live audio sessions without context window compression end at 15 minutes."""
 GEMINI_CONNECTION_CAP_S = 10 * 60
@@ -122,9 +126,14 @@ GEMINI_CONNECTION_CAP_S = 10 * 60
 
 _MODEL_REFUSALS = (
     "is not found",
+    "not found for api version",
     "not supported for bidigeneratecontent",
-    "requested entity was not found",
 )
+"""The server named the model as unknown for this API: a refusal, whatever the code."""
+_MAYBE_TRANSIENT_NOT_FOUND = "requested entity was not found"
+"""Google's generic NOT_FOUND: public reports see it pass on a retry, so it is a
+model refusal only once it came :data:`NOT_FOUND_RETRIES` + 1 times in a row."""
+NOT_FOUND_RETRIES = 2
 _KEY_REFUSALS = ("api key", "api_key", "permission denied", "unauthenticated")
 _TRANSIENT_1008 = ("not implemented, or supported, or enabled",)
 
@@ -137,11 +146,14 @@ def gemini_close(
     resumed: bool,
     go_away: bool,
     model: str,
+    not_found_before: int = 0,
 ) -> CloseVerdict:
     """Gemini Live reports errors only as close codes (1007, 1008, 1011…).
 
     ``resumed``: this connection's setup carried a resumption handle;
-    ``go_away``: the server sent ``goAway`` before closing.
+    ``go_away``: the server sent ``goAway`` before closing;
+    ``not_found_before``: how many tries in a row before this one ended in a
+    generic "Requested entity was not found" before the setup completed.
     """
     said = f"close {code}: {reason}".strip(": ") if code is not None else "no close frame"
     text = reason.lower()
@@ -155,8 +167,15 @@ def gemini_close(
             return renew("resumption_refused", said)
         if code == 1008 and any(k in text for k in _TRANSIENT_1008):
             return retry("server_refused_for_now", said)
-        if code == 1008 and any(k in text for k in _MODEL_REFUSALS):
+        if any(k in text for k in _MODEL_REFUSALS):
+            # 1008, or 1007 (INVALID_ARGUMENT: "… not found for API version …").
             return fatal("model_refused", f"{said}: {_model_hint(model)}")
+        if _MAYBE_TRANSIENT_NOT_FOUND in text:
+            if not_found_before < NOT_FOUND_RETRIES:
+                return retry(NOT_FOUND_FOR_NOW, said)
+            return fatal(
+                "model_refused", f"{said} ({not_found_before + 1} times): {_model_hint(model)}"
+            )
         # The setup itself was refused: it will be refused again.
         return fatal("setup_refused", f"{said}: the setup for {model!r} was refused")
     if code == 1011 or code == 1013:
@@ -170,7 +189,8 @@ def gemini_close(
 def handshake_verdict(status: int) -> CloseVerdict:
     """An HTTP status refusing the websocket handshake (every provider alike:
     OpenAI, xAI and Gemini all answer a bad key, URL or request before the
-    upgrade). Matches :func:`huxleyd.providers.retry.classify`'s split."""
+    upgrade). Retry or not is :func:`huxleyd.providers.retry.retryable_status`,
+    the rule :func:`~huxleyd.providers.retry.classify` follows too."""
     said = f"HTTP {status} at the handshake"
     if status in (401, 403):
         return fatal("key_refused", f"{said}: check provider.key_file (the key was refused)")
@@ -178,6 +198,6 @@ def handshake_verdict(status: int) -> CloseVerdict:
         return fatal("not_found", f"{said}: check provider.url and provider.model")
     if status == 429:
         return retry("rate_limited", said)
-    if status in (408, 425) or status >= 500:
+    if retryable_status(status):
         return retry("server_error", said)
     return fatal("request_refused", f"{said}: check the [provider] settings")

@@ -47,7 +47,7 @@ from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
-from huxleyd.providers.closes import CloseVerdict, gemini_close
+from huxleyd.providers.closes import NOT_FOUND_FOR_NOW, CloseVerdict, gemini_close
 from huxleyd.providers.core import (
     CANCELLED_OUTPUT,
     CutReplyNotes,
@@ -166,6 +166,8 @@ class GeminiLiveProtocol(SansIOCore):
         """This connection's setup carried a resumption handle."""
         self._go_away = False
         """The server sent ``goAway`` on this connection."""
+        self._not_found_closes = 0
+        """Tries in a row refused with a generic "not found" before setupComplete."""
 
     # ------------------------------------------------------------ connection
 
@@ -217,14 +219,20 @@ class GeminiLiveProtocol(SansIOCore):
 
     def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict:
         """What the end of this connection means (see :mod:`~huxleyd.providers.closes`)."""
-        return gemini_close(
+        verdict = gemini_close(
             code,
             reason,
             ready=ready,
             resumed=self._resuming,
             go_away=self._go_away,
             model=self._model,
+            not_found_before=self._not_found_closes,
         )
+        if verdict.reason == NOT_FOUND_FOR_NOW:
+            self._not_found_closes += 1
+        else:
+            self._not_found_closes = 0
+        return verdict
 
     def _reset_connection(self) -> None:
         self._out.clear()

@@ -29,7 +29,14 @@ BACKOFF_S = (1.0, 3.0, 10.0, 30.0)
 """The first waits between tries, in seconds; then :data:`STEADY_BACKOFF_S` forever."""
 STEADY_BACKOFF_S = 60.0
 
-_RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+_RETRYABLE_STATUS = frozenset({408, 425, 429})
+"""The 4xx answers worth another try (timeout, too early, rate limit); every 5xx is too."""
+
+
+def retryable_status(status: int) -> bool:
+    """An HTTP status at the handshake that a later try may not get (the one rule:
+    :func:`classify` and :func:`huxleyd.providers.closes.handshake_verdict` both ask it)."""
+    return status in _RETRYABLE_STATUS or status >= 500
 
 
 def classify(exc: BaseException) -> Retry:
@@ -43,7 +50,7 @@ def classify(exc: BaseException) -> Retry:
     """
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
-        return RETRYABLE if status in _RETRYABLE_STATUS or status >= 500 else FATAL
+        return RETRYABLE if retryable_status(status) else FATAL
     if isinstance(exc, InvalidURI):
         return FATAL
     if isinstance(exc, OSError | TimeoutError | EOFError | ConnectionClosed | InvalidHandshake):

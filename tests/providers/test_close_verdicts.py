@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import InvalidStatus
+from websockets.http11 import Response
 
 from huxleyd.errors import ProviderConnectionError
 from huxleyd.providers import closes
@@ -26,6 +29,7 @@ from huxleyd.providers.closes import CloseAction
 from huxleyd.providers.events import SessionReady
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.retry import RETRYABLE, classify
 from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
@@ -90,6 +94,45 @@ async def test_gemini_refusing_a_shut_down_model_is_fatal_and_names_the_replacem
     assert connections == [1]
     assert rec.states[-1].state is ConnectionState.FAILED
     assert sleep.delays == []
+
+
+ENTITY_NOT_FOUND = "Requested entity was not found."
+
+
+@pytest.mark.parametrize("refusals", [2, 3])
+async def test_gemini_generic_not_found_before_setup_is_retried_twice(refusals: int) -> None:
+    # Public reports call this close transient: two retries, then a model refusal.
+    async def play(ws: ServerConnection, n: int) -> None:
+        await ws.recv()  # the setup
+        if n <= refusals:
+            await ws.close(1008, ENTITY_NOT_FOUND)
+        else:
+            await ws.send(json.dumps({"setupComplete": {}}))
+            await ws.wait_closed()
+
+    rec, sleep = Recorder(), InstantSleep()
+    async with peer(play) as (url, connections):
+        conn = connect(GeminiLiveProtocol(), url, rec, sleep, GONE_MODEL)
+        task = asyncio.create_task(conn.run())
+        if refusals == 2:
+            await rec.wait_for(SessionReady, 1)
+            await conn.close()
+            await asyncio.wait_for(task, 20)
+            assert connections == [1, 2, 3] and len(sleep.delays) == 2
+            return
+        with pytest.raises(ProviderConnectionError, match="model_refused") as caught:
+            await asyncio.wait_for(task, 20)
+    assert connections == [1, 2, 3]
+    assert "3 times" in str(caught.value)
+    assert "gemini-2.5-flash-native-audio-preview-12-2025" in str(caught.value)
+
+
+def test_a_not_found_for_the_api_version_with_invalid_argument_names_the_replacement() -> None:
+    verdict = closes.gemini_close(
+        1007, NOT_FOUND, ready=False, resumed=False, go_away=False, model=GONE_MODEL
+    )
+    assert (verdict.action, verdict.reason) == (CloseAction.FATAL, "model_refused")
+    assert "gemini-2.5-flash-native-audio-preview-12-2025" in verdict.detail
 
 
 async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> None:
@@ -236,7 +279,16 @@ def test_going_away_before_the_session_was_ready_is_a_failed_try() -> None:
         (404, CloseAction.FATAL, "not_found"),
         (400, CloseAction.FATAL, "request_refused"),
         (429, CloseAction.RETRY, "rate_limited"),
+        # The boundaries (a mutation audit found only 503 tested): a plain 500
+        # during an outage must be retried, not fatal until a restart.
+        (408, CloseAction.RETRY, "server_error"),
+        (425, CloseAction.RETRY, "server_error"),
+        (500, CloseAction.RETRY, "server_error"),
+        (502, CloseAction.RETRY, "server_error"),
         (503, CloseAction.RETRY, "server_error"),
+        (504, CloseAction.RETRY, "server_error"),
+        (499, CloseAction.FATAL, "request_refused"),
+        (409, CloseAction.FATAL, "request_refused"),
     ],
 )
 def test_handshake_statuses_have_a_stated_reason(
@@ -245,6 +297,16 @@ def test_handshake_statuses_have_a_stated_reason(
     verdict = closes.handshake_verdict(status)
     assert (verdict.action, verdict.reason) == (action, why)
     assert f"HTTP {status}" in verdict.detail
+
+
+@pytest.mark.parametrize("status", range(400, 600))
+def test_the_handshake_verdict_and_the_reconnect_classifier_agree(status: int) -> None:
+    # One rule, two readers: the transport's retry (classify) and the words
+    # the journal and doctor give (handshake_verdict) must never disagree.
+    exc = InvalidStatus(Response(status, "whatever", Headers()))
+    retried = classify(exc) is RETRYABLE
+    assert (closes.handshake_verdict(status).action is CloseAction.RETRY) == retried
+    assert retried == (status in (408, 425, 429) or status >= 500)
 
 
 async def test_a_refused_key_at_the_handshake_says_what_to_check() -> None:
