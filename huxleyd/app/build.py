@@ -138,6 +138,8 @@ async def build(
         on_turn_done=hooks.on_turn_done,
         renew_session_if_due=hooks.renew_if_due,
     )
+    # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
+    connection.hold_renewals_until(coordinator.reply_heard)
     if overrides.pin_factory is not None:
         pin_factory, pins_description = overrides.pin_factory, "injected"
     else:

@@ -19,7 +19,7 @@ Who implements what::
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -301,7 +301,12 @@ class Session(ProviderSession, VerbatimReader, Protocol):
         """Stop: end ``run``. Idempotent."""
 
     def renew(self, why: str = "session renewal") -> None:
-        """Open a fresh session now (between turns); a no-op where there is none to renew."""
+        """Open a fresh session between turns, once the last reply has been heard;
+        a no-op where there is none to renew."""
+
+    def hold_renewals_until(self, heard: Callable[[], Awaitable[None]]) -> None:
+        """Every renewal waits for ``heard()`` (the reply played out), bounded by
+        the time the server gave; a no-op where nothing is renewed."""
 
     def session_age_s(self) -> float | None:
         """Seconds since the current session opened; None: disconnected or never capped."""

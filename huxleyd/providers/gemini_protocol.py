@@ -168,6 +168,8 @@ class GeminiLiveProtocol(SansIOCore):
         """The server sent ``goAway`` on this connection."""
         self._not_found_closes = 0
         """Tries in a row refused with a generic "not found" before setupComplete."""
+        self._time_left_s: float | None = None
+        """``goAway``'s time left, until the transport took it."""
 
     # ------------------------------------------------------------ connection
 
@@ -188,6 +190,7 @@ class GeminiLiveProtocol(SansIOCore):
         self._connections += 1
         self._reconnect_reason = None
         self._resuming = self._go_away = False
+        self._time_left_s = None
         self._in_turn = in_turn  # the user is still holding the button: start again
         self._send_setup()
 
@@ -269,6 +272,12 @@ class GeminiLiveProtocol(SansIOCore):
     def resumption_handle(self) -> str | None:
         """The newest resumable session handle the server gave."""
         return self._handle
+
+    def take_time_left_s(self) -> float | None:
+        """The time left a ``goAway`` just gave (once): a renewal that waits for
+        the listener must still close before it runs out."""
+        left, self._time_left_s = self._time_left_s, None
+        return left
 
     @property
     def reconnect_wanted(self) -> str | None:
@@ -585,6 +594,7 @@ class GeminiLiveProtocol(SansIOCore):
 
     def _on_go_away(self, body: dict[str, Any]) -> None:
         time_left_s = wire.parse_duration_s(wire.get(body, "timeLeft"))
+        self._time_left_s = time_left_s
         self._reconnect_reason = "go_away"
         self._go_away = True
         self._log.info(

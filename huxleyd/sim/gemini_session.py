@@ -349,6 +349,8 @@ class GeminiSimSession:
                 _log.info("sim_dropping_connection", dialect="gemini", chunks=index + 1)
                 self._abort()
                 return False
+            if spec.go_away_after_deltas == index + 1:
+                await self._go_away(spec.go_away_s or 60.0)
             await self._sleep_ms(len(piece) / BYTES_PER_MS)
         self._history("model:speech")
         return True
@@ -375,12 +377,18 @@ class GeminiSimSession:
             self._gemini.handles_sent[handle] = self._conversation
             update = {"newHandle": handle, "resumable": True}
             await self.emit({"sessionResumptionUpdate": update})
-        if spec.go_away_s is not None:
-            self._gemini.go_aways_sent += 1
-            await self.emit({"goAway": {"timeLeft": f"{spec.go_away_s:g}s"}})
-            timer = asyncio.create_task(self._expire(spec.go_away_s))
-            self._timers.add(timer)
-            timer.add_done_callback(self._timers.discard)
+        if spec.go_away_s is not None and spec.go_away_after_deltas is None:
+            await self._go_away(spec.go_away_s)
+        if spec.close_after is not None:
+            await self.fail(spec.close_after, "going away")
+
+    async def _go_away(self, time_left_s: float) -> None:
+        """``goAway``, then the close once the time left has run out."""
+        self._gemini.go_aways_sent += 1
+        await self.emit({"goAway": {"timeLeft": f"{time_left_s:g}s"}})
+        timer = asyncio.create_task(self._expire(time_left_s))
+        self._timers.add(timer)
+        timer.add_done_callback(self._timers.discard)
 
     async def _expire(self, time_left_s: float) -> None:
         await self._sleep_ms(time_left_s * 1000.0)

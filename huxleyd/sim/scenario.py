@@ -86,6 +86,12 @@ class ResponseSpec:
     """Gemini: after this response, send ``goAway`` with this much time left and
     close the socket when it runs out (at the sim's speed). Other dialects
     have no goAway and ignore it."""
+    go_away_after_deltas: int | None = field(default=None, metadata=bounds(1, 1_000_000))
+    """Gemini: send that ``goAway`` (``go_away_s`` left, default 60 s) after this
+    many audio chunks, in the middle of the reply, instead of after it."""
+    close_after: int | None = field(default=None, metadata=bounds(1000, 4999))
+    """Close the socket with this code right after the response's last frame
+    (``response.done``, or Gemini's ``turnComplete``): a session cap, a restart."""
 
     def __post_init__(self) -> None:
         if self.tone_hz is not None and self.duration_ms is None:

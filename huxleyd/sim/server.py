@@ -251,6 +251,7 @@ class SimServer(LoopbackServer):
         model = _model_of(query)
         if dialect == "gemini":
             return GeminiSimSession(close_socket=connection.close, model="", **common)
+        common["close_socket"] = connection.close
         if dialect == "xai":
             return XaiSimSession(model=model or "grok-voice-think-fast-1.0", **common)
         return SimSession(model=model or "gpt-realtime", **common)

@@ -73,6 +73,7 @@ class SimSession:
         record: SimRecord,
         send: Callable[[str], Awaitable[None]],
         abort: Callable[[], None],
+        close_socket: Callable[[int, str], Awaitable[None]] | None = None,
         model: str,
         speed: float,
         chunk_ms: int,
@@ -81,6 +82,8 @@ class SimSession:
         self._record = record
         self._send_text = send
         self._abort = abort
+        self._close_socket = close_socket
+        self._closing: asyncio.Future[None] | None = None
         self._speed = speed
         self._chunk_ms = chunk_ms
         self._synth = synth
@@ -354,6 +357,18 @@ class SimSession:
         for call in spec.tool_calls:
             await self._call(running, call)
         await self._end(running, spec.status)
+        if spec.close_after is not None:
+            await self._close_now(spec.close_after)
+
+    async def _close_now(self, code: int) -> None:
+        """End the connection with ``code`` (a cap, a restart), in its own task:
+        the close cancels the streams, never itself."""
+        if self._close_socket is None or self._closed:
+            return
+        _log.info("sim_closing_connection", code=code)
+        self._record.closes_sent.append((code, "going away"))
+        self._closing = asyncio.ensure_future(self._close_socket(code, "going away"))
+        await asyncio.shield(self._closing)
 
     def _response_event(
         self, event_type: str, running: _Running, status: str, reason: str | None = None

@@ -113,6 +113,9 @@ class Coordinator:
         self.state = TurnState.IDLE
         self.turn: TurnRecord | None = None
         self.last_turn: TurnRecord | None = None
+        self._no_turn = asyncio.Event()
+        """Set while no turn runs (``turn`` is None)."""
+        self._no_turn.set()
 
         self._outputs = TurnOutputs(
             audio, self._earcons, on_activity=on_activity, on_turn_done=on_turn_done
@@ -336,15 +339,21 @@ class Coordinator:
         """The transport's connection state (``connected``, ``offline``…).
 
         Leaving ``connected`` ends a reply in progress: a response that was
-        requested but never started gets no event from the dead socket.
+        requested but never started gets no event from the dead socket. A reply
+        the provider had finished sending (the terminal barrier plays it out)
+        is not touched: the listener hears all of it, and the turn ends with
+        its own outcome.
         """
         if self._closed:
             return
         self._link_down = state.link_down
         if state is not ConnectionState.CONNECTED and self.state.replying:
-            log.warning("turn_lost_with_connection", state=state)
-            self._replies.lose()
-            self.finish_turn(TurnOutcome.FAILED)
+            if self.state is TurnState.APPLYING_SIDE_EFFECTS:
+                log.info("turn_outlives_connection", state=state)
+            else:
+                log.warning("turn_lost_with_connection", state=state)
+                self._replies.lose()
+                self.finish_turn(TurnOutcome.FAILED)
         if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
             # the log line names what to change.
@@ -367,6 +376,17 @@ class Coordinator:
             self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
         if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
+
+    async def reply_heard(self) -> None:
+        """Return once no turn runs and no reply is still on its way to the
+        listener (the speech source drained, by its played position: a reply
+        arrives faster than it plays). The transport's renewals wait
+        for it (:meth:`~huxleyd.providers.transport.ProviderConnection.hold_renewals_until`)."""
+        while True:
+            await self._no_turn.wait()  # a reply still streaming is not heard yet
+            await self._replies.played_out()
+            if self.turn is None:
+                return
 
     @property
     def offline(self) -> bool:
@@ -451,6 +471,7 @@ class Coordinator:
             self._outputs.journal(turn)
             self.last_turn = turn
             self.turn = None
+            self._no_turn.set()
             self.proactive.turn_finished(turn)
         if next_turn_follows:
             return
@@ -478,6 +499,7 @@ class Coordinator:
         self.refresh_instructions()
         self._replies.new_turn()
         self.turn = TurnRecord(source=source)
+        self._no_turn.clear()
 
     def refresh_instructions(self) -> None:
         """Collect the skills' context now; the provider hears of it only if it changed."""

@@ -1,0 +1,132 @@
+"""A renewal waits for the listener, bounded by the time the server gave (issue 25).
+
+A bare websockets peer plays Gemini Live: a reply, ``turnComplete`` and a
+``goAway``. The real transport and core decide when to leave; "the reply
+has been heard" is a gate the test opens (the daemon hands the turn layer's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from huxleyd.clock import ManualClock
+from huxleyd.providers.events import AudioChunk, Event, ResponseDone, SessionReady
+from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.transport import RENEW_MARGIN_S, ProviderConnection
+from tests.fakes.clock import InstantSleep
+from tests.fakes.provider_callbacks import Recorder
+
+PCM = base64.b64encode(bytes(4800)).decode()
+TIME_LEFT_S = 20.0
+SPENT_S = 5.0
+"""The clock moves this much between the goAway (mid-reply) and turnComplete."""
+
+
+@asynccontextmanager
+async def gemini_peer() -> AsyncIterator[tuple[str, list[int]]]:
+    """Connection 1: a reply with a goAway in its middle; later ones just serve."""
+    connections: list[int] = []
+
+    async def one(ws: ServerConnection) -> None:
+        connections.append(len(connections) + 1)
+        await ws.recv()  # the setup
+        await ws.send(json.dumps({"setupComplete": {}}))
+        update = {"newHandle": f"h{len(connections)}", "resumable": True}
+        await ws.send(json.dumps({"sessionResumptionUpdate": update}))
+        if len(connections) == 1:
+            await ws.recv()  # the user's text turn
+            part = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": PCM}}
+            chunk = {"serverContent": {"modelTurn": {"parts": [part]}}}
+            await ws.send(json.dumps(chunk))
+            await ws.send(json.dumps({"goAway": {"timeLeft": f"{TIME_LEFT_S:g}s"}}))
+            await ws.send(json.dumps(chunk))  # its arrival moves the clock (ClockedRecorder)
+            await ws.send(json.dumps({"serverContent": {"turnComplete": True}}))
+        await ws.wait_closed()
+
+    async with serve(one, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/ws", connections
+
+
+class ClockedRecorder(Recorder):
+    """Moves the clock by SPENT_S when the reply's second chunk (after the goAway) arrives."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def on_event(self, event: Event) -> None:
+        super().on_event(event)
+        if isinstance(event, AudioChunk) and len(self.of(AudioChunk)) == 2:
+            self._clock.advance(SPENT_S)
+
+
+def connect(url: str, rec: Recorder, clock: ManualClock, sleep: InstantSleep) -> ProviderConnection:
+    conn = rec.connection(
+        url, core=GeminiLiveProtocol(), model="m", api_key="k", sleep=sleep, clock=clock
+    )
+    conn.configure(instructions="Be brief.", tools=[], voice="Puck")
+    return conn
+
+
+async def ask(conn: ProviderConnection, rec: Recorder) -> None:
+    await rec.wait_for(SessionReady, 1)
+    conn.send_user_text("hello")
+    conn.request_response()
+    await rec.wait_for(ResponseDone, 1)
+
+
+async def test_a_go_away_renews_only_once_the_reply_was_heard() -> None:
+    clock = ManualClock()
+    rec = ClockedRecorder(clock)
+    async def never(delays: list[float]) -> None:
+        await asyncio.Event().wait()  # the bound never runs out here
+
+    sleep = InstantSleep(hook=never)
+    heard, asked = asyncio.Event(), asyncio.Event()
+
+    async def until_heard() -> None:
+        asked.set()
+        await heard.wait()
+
+    async with gemini_peer() as (url, connections):
+        conn = connect(url, rec, clock, sleep)
+        conn.hold_renewals_until(until_heard)
+        task = asyncio.create_task(conn.run())
+        await ask(conn, rec)
+        await asyncio.wait_for(asked.wait(), 20)
+        # turnComplete came and the core wants to resume: the socket stays while
+        # the reply plays (a barge-in now still reaches this session).
+        assert connections == [1] and conn.connected
+        heard.set()
+        await rec.wait_for(SessionReady, 2)
+        assert connections == [1, 2]
+        await conn.close()
+        await asyncio.wait_for(task, 20)
+
+
+async def test_a_go_away_renewal_leaves_before_the_time_the_server_gave_runs_out() -> None:
+    clock, sleep = ManualClock(), InstantSleep()
+    rec = ClockedRecorder(clock)
+
+    async def never_heard() -> None:
+        await asyncio.Event().wait()
+
+    async with gemini_peer() as (url, connections):
+        conn = connect(url, rec, clock, sleep)
+        conn.hold_renewals_until(never_heard)
+        task = asyncio.create_task(conn.run())
+        await ask(conn, rec)
+        await rec.wait_for(SessionReady, 2)  # renewed anyway, at the bound
+        await conn.close()
+        await asyncio.wait_for(task, 20)
+    # Counted from the goAway (mid-reply), not from turnComplete.
+    assert sleep.delays[:1] == [pytest.approx(TIME_LEFT_S - SPENT_S - RENEW_MARGIN_S)]
+    assert connections == [1, 2]
