@@ -304,7 +304,14 @@ class Replies:
             self._watchdog.disarm()
             self._outputs.earcon(Earcon.TOO_SHORT, before_speech=False)
             self._turn.finish_turn(TurnOutcome.TOO_SHORT)
-        elif not error.recoverable and state.replying:
+        elif (
+            not error.recoverable
+            and state.replying
+            and state is not TurnState.APPLYING_SIDE_EFFECTS
+        ):
+            # In APPLYING_SIDE_EFFECTS the reply has all arrived and is playing
+            # out (or is already ending as it should): the session's end (a
+            # session cap) takes nothing from it, so no error cue and no FAILED.
             self._effects.answer_all()
             self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._turn.after_speech(TurnOutcome.FAILED)
