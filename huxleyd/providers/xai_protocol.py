@@ -5,7 +5,8 @@ exactly like the OpenAI core. It is the shared OpenAI dialect
 (:mod:`~huxleyd.providers.openai_dialect`) with these differences:
 
 - the first server event is ``conversation.created``; the session is flat
-  (:mod:`xai_wire`); the text stream is ``response.text.*``;
+  (:mod:`xai_wire`); the text stream is ``response.text.*`` or
+  ``response.output_text.*`` (both are handled);
 - no out-of-band responses and no response metadata (logged once, ignored);
 - barge-in is a *local cut* (``LOCAL_CUT_ASYNC_CONFIRMATION``).
 
@@ -68,8 +69,13 @@ class XaiRealtimeProtocol(OpenAIDialectCore):
         self._handlers.update(
             {
                 "conversation.created": self._on_conversation_created,
+                # xAI documents its text stream under both names (the beta
+                # ``response.text.*`` and the GA ``response.output_text.*``) as
+                # the same thing; whichever comes, the words are kept.
                 "response.text.delta": self._on_assistant_delta,
                 "response.text.done": self._on_assistant_done,
+                "response.output_text.delta": self._on_assistant_delta,
+                "response.output_text.done": self._on_assistant_done,
             }
         )
         self._deferred: dict[str, Any] | None = None

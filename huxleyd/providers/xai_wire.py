@@ -9,10 +9,16 @@ docs.x.ai excerpts and third-party integrations, not a typed SDK):
 - the session is flat: ``voice``, ``turn_detection`` and ``instructions``
   sit at the top level of ``session``, there is no ``session.type``, and the
   audio formats are ``audio.input.format`` / ``audio.output.format``;
-- there is no ``conversation.item.truncate`` (and we do not rely on
-  ``response.cancel``): barge-in is a local cut;
-- the text stream is ``response.text.delta``/``.done``; the server pings
-  with ``{"type": "ping"}``.
+- we send no ``conversation.item.truncate`` (and do not rely on
+  ``response.cancel``): barge-in is a local cut, and the model hears what
+  was heard as a context note. xAI's guide (docs.x.ai/docs/guides/voice/agent)
+  does not list truncate; a third-party client cites xAI's machine-readable
+  reference (docs.x.ai/voice-realtime.ws.json) as listing it, while an
+  AsyncAPI transcription of the docs leaves it out. Until xAI's own page
+  settles it, the note works either way (docs/providers.md);
+- the text stream is ``response.text.delta``/``.done``, or under its GA name
+  ``response.output_text.*`` (xAI calls them the same; both are handled);
+  the server pings with ``{"type": "ping"}``.
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ def full_session(config: SessionConfig) -> dict[str, Any]:
     return {
         "instructions": config.instructions,
         "voice": config.voice,
-        # The documented push-to-talk form (docs.x.ai): a type of null, not a null object.
+        # Push-to-talk: a type of null, not a null object. xAI's session
+        # parameters table gives ``turn_detection.type`` null for manual turns
+        # (as cited by a third-party client of its reference; docs/providers.md).
         "turn_detection": {"type": None},
         "audio": {
             "input": {"format": dict(PCM_FORMAT)},

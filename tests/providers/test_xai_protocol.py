@@ -17,6 +17,7 @@ from huxleyd.providers.events import (
     SessionReady,
     ToolCall,
     TranscriptDelta,
+    TranscriptDone,
 )
 from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT, XaiRealtimeProtocol
 from huxleyd.sim import wire
@@ -197,6 +198,23 @@ def test_text_stream_and_ping_are_understood() -> None:
     core.receive(json.dumps(delta))
     core.receive(json.dumps({"type": "ping", "event_id": "e", "timestamp": 1}))
     assert core.events_received() == [TranscriptDelta(Role.ASSISTANT, "item_1", "hi")]
+    assert core.protocol_errors == 0
+
+
+@pytest.mark.parametrize("stream", ["response.text", "response.output_text"])
+def test_both_names_of_the_text_stream_carry_the_text(stream: str) -> None:
+    # xAI's reference calls the beta and GA names functionally identical: if
+    # the server sends the GA name the words must not be lost as "unknown".
+    core = ready_core()
+    start_response(core)
+    core.events_received()
+    where = {"response_id": "resp_1", "item_id": "item_1", "output_index": 0, "content_index": 0}
+    core.receive(json.dumps({"type": f"{stream}.delta", **where, "delta": "hi"}))
+    core.receive(json.dumps({"type": f"{stream}.done", **where, "text": "hi"}))
+    assert core.events_received() == [
+        TranscriptDelta(Role.ASSISTANT, "item_1", "hi"),
+        TranscriptDone(Role.ASSISTANT, "item_1", "hi"),
+    ]
     assert core.protocol_errors == 0
 
 
