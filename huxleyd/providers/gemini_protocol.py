@@ -483,6 +483,10 @@ class GeminiLiveProtocol(SansIOCore):
         return self._turn
 
     def _on_server_content(self, content: dict[str, Any]) -> None:
+        for key in content:
+            if wire.snake(key) not in _CONTENT_USED:
+                # groundingMetadata, interimInputTranscription…: not used, said once.
+                self._unused(f"serverContent.{key}")
         self._on_input_transcription(wire.get_dict(content, "inputTranscription"))
         model_turn = wire.get_dict(content, "modelTurn")
         if model_turn is not None:
@@ -506,9 +510,22 @@ class GeminiLiveProtocol(SansIOCore):
                 return
             self._on_turn_complete()
 
+    def _unused(self, what: str) -> None:
+        """Something the server sent that the device does not use: logged once per connection."""
+        self._once(
+            f"{what}@{self._connections}",
+            "provider_content_unused",
+            note="logged once per connection",
+            field=what,
+        )
+
     def _on_part(self, part: object) -> None:
         if not isinstance(part, dict) or wire.get(part, "thought"):
             return
+        if wire.get(part, "text"):
+            # An audio-only session should not get text parts; if one comes, the
+            # words are not spoken (outputTranscription carries what is said).
+            self._unused("serverContent.modelTurn.parts.text")
         blob = wire.get_dict(part, "inlineData")
         if blob is not None:
             turn = self._open_turn()
@@ -606,6 +623,19 @@ class GeminiLiveProtocol(SansIOCore):
         if wire.get(body, "resumable") and isinstance(handle, str) and handle:
             self._handle = handle
 
+
+_CONTENT_USED = frozenset(
+    {
+        "model_turn",
+        "turn_complete",
+        "interrupted",
+        "input_transcription",
+        "output_transcription",
+        "interaction_status",
+        "generation_complete",
+    }
+)
+"""``serverContent`` fields the core acts on; any other is logged as unused, once."""
 
 _IGNORED_KEYS = frozenset({"usage_metadata", "voice_activity_detection_signal", "voice_activity"})
 """Top-level server keys the core understands and deliberately does nothing with."""
