@@ -359,7 +359,7 @@ def check_models(models: Iterable[str], *, today: date, warn_days: int = 90) -> 
     A model the table does not know is reported as such, never passed: the
     table is the only thing looked at.
     """
-    from huxleyd.providers.models import lifecycle, shutdown_warning
+    from huxleyd.providers.models import lifecycle, replacement_for, shutdown_warning
 
     name = "model"
     names = [m for m in dict.fromkeys(models) if m]
@@ -374,7 +374,12 @@ def check_models(models: Iterable[str], *, today: date, warn_days: int = 90) -> 
         )
     found = (shutdown_warning(m, today=today, within_days=warn_days) for m in known)
     warnings = [w for w in found if w is not None]
-    also = f"; not in the table: {', '.join(unknown)}" if unknown else ""
+    warned = {w.model for w in warnings}
+    # Information, not a fault: the provider names a newer model (a model that
+    # is also due to shut down says so in its warning instead).
+    newer = {m: replacement_for(m) for m in known if m.removeprefix("models/") not in warned}
+    also = "".join(f"; a newer model exists for {m}: {n}" for m, n in newer.items() if n)
+    also += f"; not in the table: {', '.join(unknown)}" if unknown else ""
     if not warnings:
         return DoctorCheck.passed(
             name, f"no announced shutdown within {warn_days} days for {', '.join(known)}{also}"

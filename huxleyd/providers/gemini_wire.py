@@ -56,7 +56,11 @@ def function_declarations(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, 
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError(f"tool declaration needs a non-empty 'name', got {tool!r}")
-        declaration: dict[str, Any] = {"name": name}
+        # BLOCKING: the model waits for the tool's answer, as the turn layer
+        # expects. gemini-3.8-live makes NON_BLOCKING the default (its model
+        # page, "Migrating from Gemini 3.1 Flash Live"); earlier Live models
+        # block by default, so saying it changes nothing there.
+        declaration: dict[str, Any] = {"name": name, "behavior": "BLOCKING"}
         if tool.get("description") is not None:
             declaration["description"] = str(tool["description"])
         parameters = tool.get("parameters")

@@ -29,34 +29,75 @@ class ModelLifecycle:
     shutdown: dt.date | None
     """The announced shutdown date; None: none announced in the cited sources."""
     replacement: str | None
-    """The provider's recommended replacement, where it names one."""
+    """The provider's recommended replacement or named successor, where it names
+    one (a model with no shutdown may still have one: ``doctor`` says so)."""
     source: str
     """Where the date comes from."""
 
 
-_OPENAI_SDK = "openai 3.54 package, types/realtime (model docstrings: 'Deprecated values')"
-_OPENAI_SDK_CHAT = "openai 3.54 package, types/shared/chat_model.py ('Deprecated values')"
-_OPENAI_SDK_ASR = "openai 3.54 package, types/realtime/audio_transcription.py"
+_OPENAI_SDK = "openai 3.57 package, types/realtime (model docstrings: 'Deprecated values')"
+_OPENAI_SDK_CHAT = "openai 3.57 package, types/shared/chat_model.py ('Deprecated values')"
+_OPENAI_SDK_ASR = "openai 3.57 package, types/realtime/audio_transcription.py"
+_OPENAI_DEPRECATIONS = "OpenAI deprecations page (developers.openai.com/api/docs/deprecations)"
+_OPENAI_REALTIME_NEXT = (
+    f"{_OPENAI_SDK}; replacement: {_OPENAI_DEPRECATIONS}, gpt-realtime -> gpt-realtime-2.1"
+)
+_OPENAI_ASR_NEXT = (
+    f"{_OPENAI_SDK_ASR}; replacement: {_OPENAI_DEPRECATIONS} ('gpt-live-transcribe or"
+    " gpt-transcribe'; gpt-transcribe for committed turns, OpenAI cookbook"
+    " migrating_from_whisper_to_gpt_transcribe)"
+)
+_OPENAI_CHAT_NEXT = f"{_OPENAI_SDK_CHAT}; replacement: {_OPENAI_DEPRECATIONS} (gpt-6-luna)"
 _GEMINI_DEPRECATIONS = "Gemini API deprecations page (ai.google.dev/gemini-api/docs/deprecations)"
-_GEMINI_CHANGELOG = "Gemini API changelog, 2025-12-12 (ai.google.dev/gemini-api/docs/changelog)"
+_GEMINI_31_PAGE = (
+    "ai.google.dev/gemini-api/docs/models/gemini-3.1-flash-live-preview"
+    " ('Migrating from gemini-2.5-flash-native-audio-preview-12-2025')"
+)
+_GEMINI_38_PAGE = (
+    "ai.google.dev/gemini-api/docs/models/gemini-3.8-live (stable, September 2026;"
+    " 'Migrating from gemini-3.1-flash-live-preview'); released 2026-09-15 per "
+    + _GEMINI_DEPRECATIONS
+)
+_XAI_MODELS = "docs.x.ai/developers/models/grok-voice-think-fast-2.0 (alias grok-voice-latest)"
 
 MODELS: tuple[ModelLifecycle, ...] = (
     # OpenAI Realtime: the SDK's session model docstring lists these as deprecated.
-    ModelLifecycle("openai", "gpt-realtime", dt.date(2027, 1, 20), None, _OPENAI_SDK),
-    ModelLifecycle("openai", "gpt-realtime-2025-08-28", dt.date(2027, 1, 20), None, _OPENAI_SDK),
-    ModelLifecycle("openai", "gpt-realtime-mini", dt.date(2027, 1, 20), None, _OPENAI_SDK),
+    ModelLifecycle(
+        "openai", "gpt-realtime", dt.date(2027, 1, 20), "gpt-realtime-2.1", _OPENAI_REALTIME_NEXT
+    ),
+    ModelLifecycle(
+        "openai",
+        "gpt-realtime-2025-08-28",
+        dt.date(2027, 1, 20),
+        "gpt-realtime-2.1",
+        _OPENAI_REALTIME_NEXT,
+    ),
+    ModelLifecycle(
+        "openai",
+        "gpt-realtime-mini",
+        dt.date(2027, 1, 20),
+        "gpt-realtime-2.1-mini",
+        f"{_OPENAI_SDK}; replacement: {_OPENAI_DEPRECATIONS}",
+    ),
     ModelLifecycle("openai", "gpt-realtime-2.1", None, None, _OPENAI_SDK),
+    ModelLifecycle("openai", "gpt-realtime-2.1-mini", None, None, _OPENAI_SDK),
     # Input transcription (OpenAI realtime) and the cascade's recogniser.
-    ModelLifecycle("openai", "gpt-4o-mini-transcribe", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
-    ModelLifecycle("openai", "gpt-4o-transcribe", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
-    ModelLifecycle("openai", "whisper-1", dt.date(2027, 2, 26), None, _OPENAI_SDK_ASR),
+    ModelLifecycle(
+        "openai", "gpt-4o-mini-transcribe", dt.date(2027, 2, 26), "gpt-transcribe", _OPENAI_ASR_NEXT
+    ),
+    ModelLifecycle(
+        "openai", "gpt-4o-transcribe", dt.date(2027, 2, 26), "gpt-transcribe", _OPENAI_ASR_NEXT
+    ),
+    ModelLifecycle("openai", "whisper-1", dt.date(2027, 2, 26), "gpt-transcribe", _OPENAI_ASR_NEXT),
     ModelLifecycle("openai", "gpt-transcribe", None, None, _OPENAI_SDK_ASR),
     ModelLifecycle("openai", "gpt-live-transcribe", None, None, _OPENAI_SDK_ASR),
     # The cascade's chat model: the old default, and today's.
-    ModelLifecycle("cascade", "gpt-4o-mini", dt.date(2027, 1, 14), None, _OPENAI_SDK_CHAT),
+    ModelLifecycle("cascade", "gpt-4o-mini", dt.date(2027, 1, 14), "gpt-6-luna", _OPENAI_CHAT_NEXT),
     ModelLifecycle("cascade", "gpt-5.4-mini", None, None, _OPENAI_SDK_CHAT),
-    ModelLifecycle("cascade", "gpt-4o", dt.date(2027, 1, 14), None, _OPENAI_SDK_CHAT),
-    # Gemini Live: both older Live models were shut down on 2025-12-09.
+    ModelLifecycle("cascade", "gpt-4o", dt.date(2027, 1, 14), "gpt-6-luna", _OPENAI_CHAT_NEXT),
+    ModelLifecycle("cascade", "gpt-6-luna", None, None, _OPENAI_SDK_CHAT),
+    # Gemini Live: both older Live models were shut down on 2025-12-09; the
+    # deprecations page names the 12-2025 preview, whose own successors follow.
     ModelLifecycle(
         "gemini",
         "gemini-live-2.5-flash-preview",
@@ -72,16 +113,35 @@ MODELS: tuple[ModelLifecycle, ...] = (
         _GEMINI_DEPRECATIONS,
     ),
     ModelLifecycle(
-        "gemini", "gemini-2.5-flash-native-audio-preview-12-2025", None, None, _GEMINI_CHANGELOG
+        "gemini",
+        "gemini-2.5-flash-native-audio-preview-12-2025",
+        None,
+        "gemini-3.1-flash-live-preview",
+        _GEMINI_31_PAGE,
     ),
+    ModelLifecycle(
+        "gemini", "gemini-3.1-flash-live-preview", None, "gemini-3.8-live", _GEMINI_38_PAGE
+    ),
+    ModelLifecycle("gemini", "gemini-3.8-live", None, None, _GEMINI_38_PAGE),
     # xAI publishes no lifecycle dates for its voice models in the sources we have.
-    ModelLifecycle("xai", "grok-voice-think-fast-1.0", None, None, "docs.x.ai (no date published)"),
+    ModelLifecycle(
+        "xai", "grok-voice-think-fast-1.0", None, "grok-voice-think-fast-2.0", _XAI_MODELS
+    ),
+    ModelLifecycle("xai", "grok-voice-think-fast-2.0", None, None, _XAI_MODELS),
 )
 
 DEFAULT_MODELS: dict[Dialect, str] = {
+    # The current GA realtime model (the openai package's newest; gpt-realtime,
+    # its predecessor, shuts down on 2027-01-20).
     "openai": "gpt-realtime-2.1",
-    "xai": "grok-voice-think-fast-1.0",
-    "gemini": "gemini-2.5-flash-native-audio-preview-12-2025",
+    # Pinned, not the alias grok-voice-latest: an alias moves under a running
+    # device (voice, tool habits) without anyone changing its configuration.
+    "xai": "grok-voice-think-fast-2.0",
+    # Generally available (stable) since 2026-09-15 and Google's stated
+    # default for low-latency voice agents; it replaces the two previews
+    # (gemini-3.1-flash-live-preview, and the 12-2025 native-audio preview
+    # before it), which may be retired at short notice.
+    "gemini": "gemini-3.8-live",
 }
 """What each realtime kind uses when ``provider.model`` is unset (settings read this)."""
 
@@ -94,9 +154,16 @@ def lifecycle(model: str) -> ModelLifecycle | None:
 
 
 def replacement_for(model: str) -> str | None:
-    """The recommended replacement for a model, where its provider names one."""
+    """The newest model the provider's chain of named replacements leads to from
+    ``model`` (what to configure instead); None when it names none."""
+    seen = {model.removeprefix("models/")}
     entry = lifecycle(model)
-    return entry.replacement if entry is not None else None
+    newest = None
+    while entry is not None and entry.replacement and entry.replacement not in seen:
+        newest = entry.replacement
+        seen.add(newest)
+        entry = lifecycle(newest)
+    return newest
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,4 +199,6 @@ def shutdown_warning(model: str, *, today: dt.date, within_days: int) -> Shutdow
     days_left = (entry.shutdown - today).days
     if days_left > within_days:
         return None
-    return ShutdownWarning(entry.model, entry.shutdown, days_left, entry.replacement, entry.source)
+    return ShutdownWarning(
+        entry.model, entry.shutdown, days_left, replacement_for(entry.model), entry.source
+    )

@@ -313,12 +313,19 @@ def test_model_shutdown_dates_come_from_the_provider_table() -> None:
     today = date(2026, 11, 24)
     shut_down = check_models(["gemini-live-2.5-flash-preview"], today=today)
     assert shut_down.status == "fail" and "2025-12-09" in shut_down.detail
-    assert "gemini-2.5-flash-native-audio-preview-12-2025" in shut_down.fix
+    assert "gemini-3.8-live" in shut_down.fix  # the end of the chain of named successors
     soon = check_models(["gpt-realtime-2.1", "gpt-4o-mini"], today=today)
     assert soon.status == "warn" and "gpt-4o-mini" in soon.detail and "2027-01-14" in soon.detail
     fine = check_models(["gpt-realtime-2.1", "my-own-model"], today=today)
     assert fine.status == "ok" and "not in the table: my-own-model" in fine.detail
     assert check_models(["my-own-model"], today=today).status == "skipped"
+    # A newer model is information, not a fault (issue 25 item 2).
+    superseded = check_models(["gemini-2.5-flash-native-audio-preview-12-2025"], today=today)
+    assert superseded.status == "ok"
+    assert "a newer model exists for gemini-2.5-flash-native-audio-preview-12-2025: " in (
+        superseded.detail
+    )
+    assert superseded.detail.endswith("gemini-3.8-live")
     assert check_models([], today=today).status == "skipped"
 
 

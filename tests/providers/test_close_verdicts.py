@@ -41,6 +41,9 @@ NOT_FOUND = (  # a close reason holds at most 123 bytes
     "for bidiGenerateContent."
 )
 
+NEWEST_LIVE = "gemini-3.8-live"
+"""Where the shut-down model's chain of named replacements ends."""
+
 Handler = Callable[[ServerConnection, int], Awaitable[None]]
 
 
@@ -90,7 +93,7 @@ async def test_gemini_refusing_a_shut_down_model_is_fatal_and_names_the_replacem
         conn = connect(GeminiLiveProtocol(), url, rec, sleep, GONE_MODEL)
         with pytest.raises(ProviderConnectionError, match="model_refused") as caught:
             await asyncio.wait_for(conn.run(), 20)  # safety net: the old code retried forever
-    assert "gemini-2.5-flash-native-audio-preview-12-2025" in str(caught.value)
+    assert NEWEST_LIVE in str(caught.value)
     assert connections == [1]
     assert rec.states[-1].state is ConnectionState.FAILED
     assert sleep.delays == []
@@ -124,7 +127,7 @@ async def test_gemini_generic_not_found_before_setup_is_retried_twice(refusals: 
             await asyncio.wait_for(task, 20)
     assert connections == [1, 2, 3]
     assert "3 times" in str(caught.value)
-    assert "gemini-2.5-flash-native-audio-preview-12-2025" in str(caught.value)
+    assert NEWEST_LIVE in str(caught.value)
 
 
 def test_a_not_found_for_the_api_version_with_invalid_argument_names_the_replacement() -> None:
@@ -132,7 +135,7 @@ def test_a_not_found_for_the_api_version_with_invalid_argument_names_the_replace
         1007, NOT_FOUND, ready=False, resumed=False, go_away=False, model=GONE_MODEL
     )
     assert (verdict.action, verdict.reason) == (CloseAction.FATAL, "model_refused")
-    assert "gemini-2.5-flash-native-audio-preview-12-2025" in verdict.detail
+    assert NEWEST_LIVE in verdict.detail
 
 
 async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import typing
 
 import pytest
+from openai.types.realtime import realtime_session_create_request_param as session_param
 
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.models import MODELS, lifecycle, replacement_for, shutdown_warning
@@ -29,7 +31,8 @@ def test_the_gemini_default_is_not_the_model_shut_down_on_2025_12_09() -> None:
 def test_the_shut_down_gemini_model_names_its_replacement() -> None:
     warning = shutdown_warning("models/gemini-live-2.5-flash-preview", today=TODAY, within_days=0)
     assert warning is not None and warning.days_left < 0
-    assert warning.replacement == "gemini-2.5-flash-native-audio-preview-12-2025"
+    # Google names the 12-2025 preview, whose model pages name their successors in turn.
+    assert warning.replacement == "gemini-3.8-live"
     assert "was shut down on 2025-12-09" in warning.message()
     assert replacement_for("gemini-live-2.5-flash-preview") == warning.replacement
 
@@ -67,3 +70,58 @@ def test_doctor_finds_no_announced_shutdown_for_the_defaults() -> None:
         [ProviderSettings().model, cascade.llm_model, cascade.asr_model], today=TODAY
     )
     assert fine.status == "ok", fine.detail
+
+
+# ---------------------------------------------------------------- issue 25 item 2: successors
+
+
+def openai_realtime_models() -> set[str]:
+    """The model names the ``openai`` package's realtime session type lists."""
+    hints = typing.get_type_hints(
+        session_param.RealtimeSessionCreateRequestParam,
+        globalns={**vars(session_param), "ClassVar": typing.ClassVar},
+    )
+    names: set[str] = set()
+    for arm in typing.get_args(hints["model"]):
+        names.update(a for a in typing.get_args(arm) if isinstance(a, str))
+    return names
+
+
+def test_each_shutdown_of_the_providers_we_cite_names_what_to_use_instead() -> None:
+    instead = {e.model: replacement_for(e.model) for e in MODELS if e.shutdown is not None}
+    assert instead["gpt-realtime"] == "gpt-realtime-2.1"
+    assert instead["gpt-realtime-mini"] == "gpt-realtime-2.1-mini"
+    assert instead["gpt-4o-mini"] == "gpt-6-luna"
+    assert instead["whisper-1"] == "gpt-transcribe"
+    assert all(instead.values()), [m for m, r in instead.items() if not r]
+
+
+def test_every_named_successor_is_in_the_table_and_not_itself_going_away() -> None:
+    for entry in MODELS:
+        if entry.replacement is None:
+            continue
+        successor = lifecycle(entry.replacement)
+        assert successor is not None, f"{entry.model} -> {entry.replacement}: not in the table"
+        assert successor.provider == entry.provider
+        newest = replacement_for(entry.model)
+        assert newest is not None
+        assert shutdown_warning(newest, today=TODAY, within_days=365) is None, newest
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_each_default_is_the_newest_its_provider_names(dialect: str) -> None:
+    model = ProviderSettings(kind=dialect).model  # type: ignore[arg-type]
+    assert replacement_for(model) is None, f"{model} has a named successor"
+
+
+def test_the_superseded_defaults_point_at_the_current_ones() -> None:
+    assert replacement_for("grok-voice-think-fast-1.0") == "grok-voice-think-fast-2.0"
+    assert replacement_for("gemini-2.5-flash-native-audio-preview-12-2025") == "gemini-3.8-live"
+    assert replacement_for("gemini-3.1-flash-live-preview") == "gemini-3.8-live"
+
+
+def test_the_openai_realtime_rows_are_models_the_openai_package_knows() -> None:
+    known = openai_realtime_models()
+    rows = {e.model for e in MODELS if e.provider == "openai" and "realtime" in e.model}
+    assert "gpt-realtime-2.1" in known
+    assert rows <= known, rows - known

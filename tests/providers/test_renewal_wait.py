@@ -86,6 +86,7 @@ async def ask(conn: ProviderConnection, rec: Recorder) -> None:
 async def test_a_go_away_renews_only_once_the_reply_was_heard() -> None:
     clock = ManualClock()
     rec = ClockedRecorder(clock)
+
     async def never(delays: list[float]) -> None:
         await asyncio.Event().wait()  # the bound never runs out here
 
