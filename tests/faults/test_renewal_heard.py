@@ -22,15 +22,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from huxleyd.sim.scenario import ResponseSpec, Scenario, TurnSpec
 from huxleyd.sim.server import SimDialect
+from huxleyd.sim.speech import tone
 from tests.e2e.harness import RATE, SPEED, Rig, scenario_skill_installed, tone_windows, until
 
 KINDS: list[SimDialect] = ["openai", "xai", "gemini"]
 REPLY_HZ = 440.0
 REPLY_MS = 1200
+REPLY_SAMPLES = RATE * REPLY_MS // 1000
 WINDOW = RATE // 50
 EDGE_MS = 60
 """The tone's first and last windows may hold its fade and a period boundary."""
@@ -47,8 +50,22 @@ def reply(**more: Any) -> ResponseSpec:
 
 
 def heard_ms(rig: Rig) -> int:
-    """How much of the reply's tone reached the speaker."""
+    """How much of the reply's tone reached the speaker (20 ms windows)."""
     return len(tone_windows(rig.speaker(), REPLY_HZ, window=WINDOW)) * 1000 // 50
+
+
+def samples_heard(rig: Rig) -> int:
+    """How many of the reply's samples reached the speaker, in order and exact
+    (the speaker plays at 0 dB: a sample out is the sample the provider sent)."""
+    sent = np.frombuffer(tone(REPLY_HZ, REPLY_MS), dtype="<i2").astype(np.float64)
+    out = rig.speaker()
+    starts = np.flatnonzero(out == sent[1]) - 1  # sample 0 of a tone is 0
+    for start in starts[starts >= 0]:
+        window = out[start : start + len(sent)]
+        if len(window) > 8 and np.array_equal(window[:8], sent[:8]):
+            same = window == sent[: len(window)]
+            return int(np.argmin(same)) if not same.all() else len(window)
+    return 0
 
 
 async def answered(rig: Rig) -> str:
@@ -79,6 +96,7 @@ async def test_a_close_right_after_the_last_frame_plays_everything_that_arrived(
         assert await answered(rig) == "answered"
         assert rig.sim.record.closes_sent[:1] == [(1001, "going away")]
         assert heard_ms(rig) >= REPLY_MS - EDGE_MS, f"heard {heard_ms(rig)} of {REPLY_MS} ms"
+        assert samples_heard(rig) == REPLY_SAMPLES
         await next_turn_works(rig)
         assert rig.sim.violations == []
 
@@ -100,6 +118,7 @@ async def test_a_renewal_due_in_the_middle_of_a_reply_waits_until_it_was_heard(
             rig.rt.parts.connection.renew("session cap near")
         assert await answered(rig) == "answered"
         assert heard_ms(rig) >= REPLY_MS - EDGE_MS, f"heard {heard_ms(rig)} of {REPLY_MS} ms"
+        assert samples_heard(rig) == REPLY_SAMPLES
         await until(lambda: rig.sim.connection_count >= 2, "renewed once it was heard")
         if kind == "gemini":
             assert rig.sim.record.gemini.go_away_expired == 0, "we left before the server cut"
