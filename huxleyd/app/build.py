@@ -139,7 +139,7 @@ async def build(
         renew_session_if_due=hooks.renew_if_due,
     )
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
-    connection.hold_renewals_until(coordinator.reply_heard)
+    connection.hold_renewals_until(coordinator)
     if overrides.pin_factory is not None:
         pin_factory, pins_description = overrides.pin_factory, "injected"
     else:

@@ -19,7 +19,7 @@ Who implements what::
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -269,6 +269,18 @@ class ConnectionStatus:
     detail: str = ""
 
 
+class ReplyListener(Protocol):
+    """The turn layer, as a renewal sees it: has the last reply been heard?"""
+
+    @property
+    def reply_heard_now(self) -> bool:
+        """No turn runs, so nothing is on its way to the speaker."""
+        ...
+
+    async def reply_heard(self) -> None:
+        """Return once no turn runs and the reply's speech has played out."""
+
+
 @runtime_checkable
 class Session(ProviderSession, VerbatimReader, Protocol):
     """A provider connection as the daemon holds it, whatever is behind it.
@@ -304,8 +316,8 @@ class Session(ProviderSession, VerbatimReader, Protocol):
         """Open a fresh session between turns, once the last reply has been heard;
         a no-op where there is none to renew."""
 
-    def hold_renewals_until(self, heard: Callable[[], Awaitable[None]]) -> None:
-        """Every renewal waits for ``heard()`` (the reply played out), bounded by
+    def hold_renewals_until(self, listener: ReplyListener) -> None:
+        """Every renewal waits until ``listener`` has heard the reply, bounded by
         the time the server gave; a no-op where nothing is renewed."""
 
     def session_age_s(self) -> float | None:

@@ -484,7 +484,7 @@ class GeminiLiveProtocol(SansIOCore):
 
     def _on_server_content(self, content: dict[str, Any]) -> None:
         for key in content:
-            if wire.snake(key) not in _CONTENT_USED:
+            if wire.snake(key) not in wire.CONTENT_USED:
                 # groundingMetadata, interimInputTranscription…: not used, said once.
                 self._unused(f"serverContent.{key}")
         self._on_input_transcription(wire.get_dict(content, "inputTranscription"))
@@ -623,19 +623,6 @@ class GeminiLiveProtocol(SansIOCore):
         if wire.get(body, "resumable") and isinstance(handle, str) and handle:
             self._handle = handle
 
-
-_CONTENT_USED = frozenset(
-    {
-        "model_turn",
-        "turn_complete",
-        "interrupted",
-        "input_transcription",
-        "output_transcription",
-        "interaction_status",
-        "generation_complete",
-    }
-)
-"""``serverContent`` fields the core acts on; any other is logged as unused, once."""
 
 _IGNORED_KEYS = frozenset({"usage_metadata", "voice_activity_detection_signal", "voice_activity"})
 """Top-level server keys the core understands and deliberately does nothing with."""

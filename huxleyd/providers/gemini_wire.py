@@ -214,3 +214,17 @@ def close_code_name(code: int | None) -> str:
     if code is None:
         return "no_close_frame"
     return CLOSE_CODE_NAMES.get(code, f"close_{code}")
+
+
+CONTENT_USED = frozenset(
+    {
+        "model_turn",
+        "turn_complete",
+        "interrupted",
+        "input_transcription",
+        "output_transcription",
+        "interaction_status",
+        "generation_complete",
+    }
+)
+"""``serverContent`` fields the core acts on; any other is logged as unused, once."""

@@ -28,6 +28,7 @@ from huxleyd.providers.base import (
     ConnectionState,
     ConnectionStatus,
     RealtimeProtocol,
+    ReplyListener,
     SessionReports,
     failure_state,
 )
@@ -38,6 +39,7 @@ from huxleyd.providers.closes import (
     handshake_verdict,
 )
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
+from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
     KEY_RETRY_S,
@@ -46,13 +48,6 @@ from huxleyd.providers.retry import (
     classify,
     key_refused,
 )
-
-RENEW_MARGIN_S = 3.0
-"""A renewal waiting for the listener keeps this much of the time the server
-gave (``goAway.timeLeft``) unused: our close and the new setup come first."""
-RENEW_WAIT_MAX_S = 120.0
-"""Without a time from the server, a renewal waits at most this long for the
-reply to be heard (far below any provider's session cap left after renewing)."""
 
 CLOSE_TIMEOUT_S = 1.5
 """Wait this long for the peer's close frame, then drop the socket (a peer that
@@ -158,12 +153,11 @@ class ProviderConnection(SessionReports):
     turns before the provider's session cap; ``await conn.close()`` to stop.
 
     Renewals wait for the listener: with :meth:`hold_renewals_until` given
-    (the daemon hands the turn layer's "the reply has been heard"), a renewal
-    the core asks for or :meth:`renew` closes the socket only once the last
-    reply has played out, or when the time the server gave (``goAway``'s
-    time left) minus :data:`RENEW_MARGIN_S` runs out, at most
-    :data:`RENEW_WAIT_MAX_S`. The server may still close first; what was
-    received plays out anyway (the turn layer does not cut it).
+    (the daemon hands the turn layer), a renewal the core asks for or
+    :meth:`renew` closes the socket only once the last reply has been heard,
+    or when the time the server gave runs out (:mod:`huxleyd.providers.renewal`).
+    The server may still close first; what was received plays out anyway
+    (the turn layer does not cut it).
     ``run`` returns after ``close`` and raises
     :class:`~huxleyd.errors.ProviderConnectionError` on a fatal error.
 
@@ -220,11 +214,7 @@ class ProviderConnection(SessionReports):
         self._close_observer = protocol if isinstance(protocol, ObservesClose) else None
         self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
         self._timer = protocol if isinstance(protocol, ReportsTimeLeft) else None
-        self._until_heard: Callable[[], Awaitable[None]] | None = None
-        self._server_deadline: float | None = None
-        """When the server said it ends this connection (our clock), if it did."""
-        self._renewal_pending = False
-        """A renewal waits for the reply to be heard."""
+        self._gate = HeardGate(clock=self._clock, sleep=sleep)
         self._close_judge = protocol if isinstance(protocol, ClassifiesClose) else None
         self._last_close: tuple[int | None, str] = (None, "")
         self._ws: ClientConnection | None = None
@@ -340,10 +330,10 @@ class ProviderConnection(SessionReports):
     def _stopping(self) -> bool:
         return self._closing
 
-    def hold_renewals_until(self, heard: Callable[[], Awaitable[None]]) -> None:
-        """``heard()`` returns once nothing said is still on its way to the
-        listener: every renewal waits for it (bounded; see the class docstring)."""
-        self._until_heard = heard
+    def hold_renewals_until(self, listener: ReplyListener) -> None:
+        """Every renewal waits until ``listener`` has heard the reply (bounded;
+        see the class docstring)."""
+        self._gate.hold_for(listener)
 
     def renew(self, why: str = "session renewal") -> None:
         """Open a fresh session once the last reply has been heard; instructions
@@ -356,40 +346,22 @@ class ProviderConnection(SessionReports):
 
     def _request_renewal(self, why: str, *, asked_by_core: bool) -> None:
         ws = self._ws
-        if ws is None or self._closing or self._renewing or self._renewal_pending:
+        if ws is None or self._closing or self._renewing or self._gate.pending:
             return
-        bound_s = self._renewal_bound_s()
-        if self._until_heard is None or bound_s <= 0:
+        if self._gate.closes_now():
             self._close_for_renewal(ws, why)
-            return
-        self._renewal_pending = True
-        self._spawn(self._renew_when_heard(ws, why, self._until_heard, bound_s, asked_by_core))
+        else:
+            self._spawn(self._renew_when_heard(ws, why, asked_by_core))
 
-    def _renewal_bound_s(self) -> float:
-        """How long a renewal may wait for the listener on this connection."""
-        if self._server_deadline is None:
-            return RENEW_WAIT_MAX_S
-        left = self._server_deadline - self._clock.monotonic() - RENEW_MARGIN_S
-        return min(RENEW_WAIT_MAX_S, left)
-
-    async def _renew_when_heard(
-        self,
-        ws: ClientConnection,
-        why: str,
-        heard: Callable[[], Awaitable[None]],
-        bound_s: float,
-        asked_by_core: bool,
-    ) -> None:
-        try:
-            in_time = await self._first_or_timeout(heard(), bound_s)
-        finally:
-            self._renewal_pending = False
+    async def _renew_when_heard(self, ws: ClientConnection, why: str, asked_by_core: bool) -> None:
+        waited_s = self._gate.bound_s()
+        in_time = await self._gate.wait()
         if self._ws is not ws or self._closing or self._renewing:
             return  # the server closed first, or we are stopping anyway
         if asked_by_core and self._reconnector and self._reconnector.reconnect_wanted is None:
             return  # a new turn began meanwhile: the core asks again once idle
         if not in_time:
-            self._log.warning("provider_renew_before_heard", why=why, waited_s=round(bound_s, 1))
+            self._log.warning("provider_renew_before_heard", why=why, waited_s=round(waited_s, 1))
         self._close_for_renewal(ws, why)
 
     def _close_for_renewal(self, ws: ClientConnection, why: str) -> None:
@@ -398,18 +370,6 @@ class ProviderConnection(SessionReports):
             "provider_session_renew", why=why, age_s=round(self.session_age_s() or 0.0, 1)
         )
         self._spawn(ws.close(1000, why))
-
-    async def _first_or_timeout(self, awaitable: Awaitable[None], timeout_s: float) -> bool:
-        """Await ``awaitable`` for at most ``timeout_s`` (the injected sleep); True if it
-        finished first. Either way nothing is left running."""
-        done = asyncio.ensure_future(awaitable)
-        timer = asyncio.ensure_future(self._sleep(timeout_s))
-        await asyncio.wait({done, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finished = done.done() and not done.cancelled() and done.exception() is None
-        for task in (done, timer):
-            task.cancel()
-        await asyncio.gather(done, timer, return_exceptions=True)
-        return finished
 
     async def close(self) -> None:
         """Stop: close the socket, end ``run``. Idempotent."""
@@ -497,7 +457,7 @@ class ProviderConnection(SessionReports):
         self._ws = ws
         self._outbox = asyncio.Queue(self._max_queued)
         self._connected_at = self._clock.monotonic()
-        self._server_deadline = None
+        self._gate.new_connection()
         self.connects += 1
         self._protocol.connection_opened()
         self._report(ConnectionStatus(ConnectionState.CONNECTED))
@@ -534,10 +494,8 @@ class ProviderConnection(SessionReports):
         ConnectionClosed; whether the session got ready is kept either way)."""
         async for frame in ws:
             self._protocol.receive(frame)
-            if self._timer is not None:
-                left_s = self._timer.take_time_left_s()
-                if left_s is not None:
-                    self._server_deadline = self._clock.monotonic() + left_s
+            if self._timer is not None and (left_s := self._timer.take_time_left_s()) is not None:
+                self._gate.server_time_left(left_s)
             events = self._protocol.events_received()
             if any(isinstance(e, SessionReady) for e in events):
                 self._session_ready = True

@@ -377,6 +377,11 @@ class Coordinator:
         if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
 
+    @property
+    def reply_heard_now(self) -> bool:
+        """No turn runs: a turn ends only once its speech has played out (or was cut)."""
+        return self.turn is None
+
     async def reply_heard(self) -> None:
         """Return once no turn runs and no reply is still on its way to the
         listener (the speech source drained, by its played position: a reply

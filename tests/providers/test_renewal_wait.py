@@ -19,7 +19,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from huxleyd.clock import ManualClock
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, SessionReady
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.transport import RENEW_MARGIN_S, ProviderConnection
+from huxleyd.providers.renewal import RENEW_MARGIN_S
+from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
 
@@ -76,6 +77,22 @@ def connect(url: str, rec: Recorder, clock: ManualClock, sleep: InstantSleep) ->
     return conn
 
 
+class Listener:
+    """The turn layer as a renewal sees it: a reply is playing until ``heard`` is set."""
+
+    def __init__(self) -> None:
+        self.heard = asyncio.Event()
+        self.asked = asyncio.Event()
+
+    @property
+    def reply_heard_now(self) -> bool:
+        return self.heard.is_set()
+
+    async def reply_heard(self) -> None:
+        self.asked.set()
+        await self.heard.wait()
+
+
 async def ask(conn: ProviderConnection, rec: Recorder) -> None:
     await rec.wait_for(SessionReady, 1)
     conn.send_user_text("hello")
@@ -91,22 +108,17 @@ async def test_a_go_away_renews_only_once_the_reply_was_heard() -> None:
         await asyncio.Event().wait()  # the bound never runs out here
 
     sleep = InstantSleep(hook=never)
-    heard, asked = asyncio.Event(), asyncio.Event()
-
-    async def until_heard() -> None:
-        asked.set()
-        await heard.wait()
-
+    listener = Listener()
     async with gemini_peer() as (url, connections):
         conn = connect(url, rec, clock, sleep)
-        conn.hold_renewals_until(until_heard)
+        conn.hold_renewals_until(listener)
         task = asyncio.create_task(conn.run())
         await ask(conn, rec)
-        await asyncio.wait_for(asked.wait(), 20)
+        await asyncio.wait_for(listener.asked.wait(), 20)
         # turnComplete came and the core wants to resume: the socket stays while
         # the reply plays (a barge-in now still reaches this session).
         assert connections == [1] and conn.connected
-        heard.set()
+        listener.heard.set()
         await rec.wait_for(SessionReady, 2)
         assert connections == [1, 2]
         await conn.close()
@@ -117,12 +129,9 @@ async def test_a_go_away_renewal_leaves_before_the_time_the_server_gave_runs_out
     clock, sleep = ManualClock(), InstantSleep()
     rec = ClockedRecorder(clock)
 
-    async def never_heard() -> None:
-        await asyncio.Event().wait()
-
     async with gemini_peer() as (url, connections):
         conn = connect(url, rec, clock, sleep)
-        conn.hold_renewals_until(never_heard)
+        conn.hold_renewals_until(Listener())  # never heard
         task = asyncio.create_task(conn.run())
         await ask(conn, rec)
         await rec.wait_for(SessionReady, 2)  # renewed anyway, at the bound

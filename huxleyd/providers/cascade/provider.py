@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import itertools
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import openai
@@ -51,6 +51,7 @@ from huxleyd.providers.base import (
     ConnectionState,
     ConnectionStatus,
     InterruptAcceptance,
+    ReplyListener,
     SessionReports,
     failure_state,
 )
@@ -185,7 +186,7 @@ class CascadeConnection(SessionReports):
     def renew(self, why: str = "session renewal") -> None:
         """Nothing to renew; the history is trimmed as it grows."""
 
-    def hold_renewals_until(self, heard: Callable[[], Awaitable[None]]) -> None:
+    def hold_renewals_until(self, listener: ReplyListener) -> None:
         """Nothing is ever renewed, so nothing waits."""
 
     async def run(self) -> None:
