@@ -215,6 +215,8 @@ class ProviderConnection(SessionReports):
         self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
         self._timer = protocol if isinstance(protocol, ReportsTimeLeft) else None
         self._gate = HeardGate(clock=self._clock, sleep=sleep)
+        self._renewal: asyncio.Future[None] | None = None
+        """A renewal waiting for the listener (ended when its connection does)."""
         self._close_judge = protocol if isinstance(protocol, ClassifiesClose) else None
         self._last_close: tuple[int | None, str] = (None, "")
         self._ws: ClientConnection | None = None
@@ -351,7 +353,9 @@ class ProviderConnection(SessionReports):
         if self._gate.closes_now():
             self._close_for_renewal(ws, why)
         else:
-            self._spawn(self._renew_when_heard(ws, why, asked_by_core))
+            self._renewal = asyncio.ensure_future(self._renew_when_heard(ws, why, asked_by_core))
+            self._background.add(self._renewal)
+            self._renewal.add_done_callback(self._background.discard)
 
     async def _renew_when_heard(self, ws: ClientConnection, why: str, asked_by_core: bool) -> None:
         waited_s = self._gate.bound_s()
@@ -457,6 +461,8 @@ class ProviderConnection(SessionReports):
         self._ws = ws
         self._outbox = asyncio.Queue(self._max_queued)
         self._connected_at = self._clock.monotonic()
+        if self._renewal is not None:
+            self._renewal.cancel()  # it was for the connection that ended
         self._gate.new_connection()
         self.connects += 1
         self._protocol.connection_opened()

@@ -140,3 +140,38 @@ async def test_a_go_away_renewal_leaves_before_the_time_the_server_gave_runs_out
     # Counted from the goAway (mid-reply), not from turnComplete.
     assert sleep.delays[:1] == [pytest.approx(TIME_LEFT_S - SPENT_S - RENEW_MARGIN_S)]
     assert connections == [1, 2]
+
+
+async def test_a_wait_ends_with_its_connection_and_blocks_no_later_renewal() -> None:
+    # The server closed while a renewal waited for the listener (the reply was
+    # still playing): the next connection renews as soon as it is asked to.
+    async def never(delays: list[float]) -> None:
+        await asyncio.Event().wait()
+
+    clock, sleep = ManualClock(), InstantSleep(hook=never)
+    rec, listener = ClockedRecorder(clock), Listener()
+    served: list[int] = []
+
+    async def one(ws: ServerConnection) -> None:
+        served.append(len(served) + 1)
+        await ws.recv()  # the setup
+        await ws.send(json.dumps({"setupComplete": {}}))
+        if len(served) == 1:
+            await ws.send(json.dumps({"goAway": {"timeLeft": "20s"}}))
+            await listener.asked.wait()  # the renewal waits for the listener
+            await ws.close(1001, "going away")  # the server closes first
+            return
+        await ws.wait_closed()
+
+    async with serve(one, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        conn = connect(f"ws://127.0.0.1:{port}/ws", rec, clock, sleep)
+        conn.hold_renewals_until(listener)
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady, 2)
+        listener.heard.set()  # nothing plays any more
+        conn.renew("session renewal")
+        await rec.wait_for(SessionReady, 3)
+        assert served == [1, 2, 3]
+        await conn.close()
+        await asyncio.wait_for(task, 20)
