@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+import itertools
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -29,7 +31,8 @@ from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config, PersonaString, load_persona
 from huxleyd.control.watch import EventFeed, FeedLogTap
-from huxleyd.errors import ConfigError, SkillSetupError
+from huxleyd.degraded import Degraded
+from huxleyd.errors import ConfigError
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
@@ -59,6 +62,9 @@ STOP_BUDGET_S = 15.0
 STORAGE_GRACE_S = 2.0
 """The database gets this much past the budget: a checkpoint cut short loses nothing,
 but a clean close spares the next start a WAL recovery."""
+
+SKILL_RETRY_DELAYS_S = (10.0, 30.0, 90.0, 300.0)
+"""A skill whose setup failed is tried again after these delays, then every 5 minutes."""
 
 RUNTIME_RESTARTS_PER_HOUR = 20
 """A runtime task that died more often than this in an hour stays down (doctor shows it)."""
@@ -104,6 +110,9 @@ class Runtime:
         self.supervisor = Supervisor(clock=self.clock)
         """The skills' background tasks."""
         self.client_events = ClientEvents()
+        self.degraded = Degraded()
+        """What runs degraded (storage, skills left out, a refused reload): status,
+        doctor, the journal and the first press read it."""
         self.feed = EventFeed()
         """What ``huxleyctl watch`` streams: state, transcripts, tools, media."""
         self.connection_status = ConnectionStatus(ConnectionState.CONNECTING)
@@ -149,6 +158,7 @@ class Runtime:
             key_file=self.overrides.key_file,
             env=self.overrides.env,
             uses_simulator_url=self.overrides.provider_url is not None,
+            leave_out_failing_skills=True,
         )
         self.built = parts = await build(
             config,
@@ -158,12 +168,11 @@ class Runtime:
             notifier=self.notifier,
             hooks=self,
             resources=self.resources,
+            degraded=self.degraded,
         )
         self.notifier.status("setting up skills")
-        try:
-            await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
-        except SkillSetupError as exc:
-            raise SkillSetupError(f"{config.persona_path}: {exc}") from exc
+        await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
+        self._report_failed_skills(parts)
         await parts.coordinator.start()
         parts.instructions.refresh()  # the first configure: persona + skills' context
         self._spawn(parts.connection.run, "provider")
@@ -184,6 +193,50 @@ class Runtime:
         )
         self.notifier.ready(
             "listening for the button" + (" (simulator)" if parts.is_simulator else "")
+        )
+
+    def _report_failed_skills(self, parts: Parts) -> None:
+        """Each skill left out is degraded; those whose setup failed are retried."""
+        host = parts.host
+        for name, reason in host.failed.items():
+            self.supervisor.cancel_owner(name)  # what a failed setup started, it does not run
+            retry = name in host.retryable
+            what = reason + ("; retried with backoff" if retry else "; fix it, then restart")
+            self.degraded.report(f"skill:{name}", what, file=str(self.config.persona_path))
+            if retry:
+                self._spawn_once(functools.partial(self._retry_skill, parts, name), f"retry-{name}")
+
+    async def _retry_skill(self, parts: Parts, name: str) -> None:
+        """Set a failed skill up again with backoff until it works (the network is up)."""
+        delays = self.overrides.skill_retry_delays_s or SKILL_RETRY_DELAYS_S
+        for attempt in itertools.count(1):
+            delay_s = delays[min(attempt - 1, len(delays) - 1)]
+            await asyncio.sleep(delay_s)
+            if await parts.host.retry_setup(name, self._context_factory(parts)):
+                self.degraded.clear(f"skill:{name}")
+                log.info("skill_recovered", skill=name, attempt=attempt)
+                self.configure_session(parts.instructions.refresh())  # its tools, offered now
+                return
+            self.supervisor.cancel_owner(name)
+            next_s = delays[min(attempt, len(delays) - 1)]
+            log.warning(
+                "skill_setup_retry_failed",
+                skill=name,
+                attempt=attempt,
+                reason=parts.host.failed[name],
+                next_try_in_s=next_s,
+            )
+            self.degraded.report(
+                f"skill:{name}",
+                f"{parts.host.failed[name]}; retried with backoff ({attempt} tries so far)",
+                file=str(self.config.persona_path),
+            )
+
+    def _spawn_once(self, factory: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+        """A runtime task that ends when its work is done (closed with the others;
+        not in :meth:`task_health`, where an ended task means one that is down)."""
+        self.tasks.background_task(
+            name, factory, owner="runtime", max_restarts_per_hour=RUNTIME_RESTARTS_PER_HOUR
         )
 
     def _context_factory(self, parts: Parts) -> Callable[[str, dict[str, Any]], SkillContext]:
