@@ -48,15 +48,19 @@ class Degraded:
         self._unheard: set[str] = set()
         """Parts reported since the last press: the next press plays the cue."""
 
-    def report(self, part: str, what: str, *, file: str | None = None) -> Problem:
-        """Record (or update) ``part``'s problem; logged when it is new or changed."""
+    def report(self, part: str, what: str, *, file: str | None = None, cue: bool = True) -> Problem:
+        """Record (or update) ``part``'s problem; logged when it is new or changed.
+
+        ``cue=False``: an admin's problem the device works around unchanged (a
+        refused reload): status and doctor show it, the button does not."""
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._wall()))
         old = self._problems.get(part)
         if old is not None and (old.what, old.file) == (what, file):
             return old
         problem = Problem(part, what, file, since if old is None else old.since)
         self._problems[part] = problem
-        self._unheard.add(part)
+        if cue:
+            self._unheard.add(part)
         log.error("part_degraded", part=part, problem=what, file=file or "")
         return problem
 

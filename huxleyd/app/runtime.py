@@ -16,7 +16,6 @@ daemon that runs on a Pi.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import itertools
 import logging
@@ -27,12 +26,12 @@ from huxley_sdk import SkillContext
 from huxleyd import __version__
 from huxleyd.app.build import build, skill_context_factory
 from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
+from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.config import Config, PersonaString, load_persona
+from huxleyd.config import Config, PersonaString
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded
-from huxleyd.errors import ConfigError
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
@@ -48,7 +47,6 @@ from huxleyd.providers.events import (
 )
 from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import ToolOutcome
-from huxleyd.skillsources import SOURCE_KEY
 from huxleyd.turns.coordinator import Activity, Coordinator
 from huxleyd.turns.state import TurnOutcome, TurnRecord
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
@@ -252,62 +250,65 @@ class Runtime:
     # ------------------------------------------------------------ reload
 
     async def reload(self) -> list[str]:
-        """Re-read the persona file (SIGHUP, ``systemctl reload huxleyd``).
+        """Re-read ``huxleyd.toml`` and the persona (SIGHUP, ``systemctl reload huxleyd``).
 
-        Skills whose ``[skills.NAME]`` table changed get ``reconfigure(ctx)``
-        with the new config (all of them when the language or time zone
-        changed); the persona's instructions and the skills' context are
-        re-sent if they changed. Adding or removing a skill, or changing its
-        ``from``, needs a restart (one warning says so). A persona file that
-        does not parse is refused with one line; the running one stays.
-        Returns the skills reconfigured.
+        All or nothing: everything is read and checked first
+        (:func:`~huxleyd.app.reload.read_for_reload`); on any error the whole
+        running configuration stays, instructions included, with one line
+        (``reload_refused``) and a ``reload`` problem in status until a reload
+        works. Then skills whose table changed get ``reconfigure(ctx)`` (all
+        of them when the language or time zone changed), the instructions
+        and tools are re-sent if they changed, :data:`~huxleyd.app.reload.
+        LIVE_KEYS` are applied, and every other changed key is logged as
+        ``reload_needs_restart``. Never raises. Returns the skills reconfigured.
         """
         if self.built is None:
             return []
-        parts = self.built
-        host = parts.host
-        old = self.config.persona
+        file = str(self.config.path)
         try:
-            persona = load_persona(self.config.persona_path)
-        except ConfigError as exc:
-            log.error("reload_refused", error=str(exc), effect="the running persona stays")
+            plan = await asyncio.to_thread(read_for_reload, self.config, self.built.host)
+        except Exception as exc:  # any bytes, any nesting: never a stray traceback
+            why = refusal(exc)
+            log.error("reload_refused", error=why, effect="the running configuration stays")
+            self.degraded.report("reload", f"refused: {why}", file=file, cue=False)
             return []
-        loaded = [s.name for s in host.skills]
-        moved = [
-            n
-            for n in loaded
-            if n in persona.skills
-            and persona.skills[n].get(SOURCE_KEY) != old.skills.get(n, {}).get(SOURCE_KEY)
-        ]
-        if list(persona.skills) != loaded or moved:
+        self.degraded.clear("reload")
+        try:
+            return await self._apply(self.built, plan)
+        except Exception as exc:
+            log.exception("reload_failed", error=refusal(exc))
+            return []
+
+    async def _apply(self, parts: Parts, plan: ReloadPlan) -> list[str]:
+        old, persona = self.config.persona, plan.config.persona
+        if plan.needs_restart:
             log.warning(
                 "reload_needs_restart",
-                added=",".join(n for n in persona.skills if n not in loaded),
-                removed=",".join(n for n in loaded if n not in persona.skills),
-                source_changed=",".join(moved),
-                effect="only the config of loaded skills is applied; restart to load others",
+                keys=",".join(plan.needs_restart),
+                effect="the rest is applied; restart for these",
             )
-        configs = {n: persona.skills.get(n, old.skills.get(n, {})) for n in loaded}
         everyone = (persona.language, persona.timezone) != (old.language, old.timezone)
+        host = parts.host
         host.language = persona.language
-        changed = host.changed_configs(configs, force=everyone)
-        self.config = dataclasses.replace(
-            self.config, persona=dataclasses.replace(persona, skills=configs)
+        changed = host.changed_configs(plan.configs, force=everyone)
+        self.config = plan.config
+        if "daemon.log_level" in plan.applied:
+            logging.getLogger().setLevel(plan.config.daemon.log_level.upper())
+        host.tool_timeout_s = plan.config.provider.tool_timeout_s
+        done = await host.reconfigure(
+            self._context_factory(parts),
+            plan.configs,
+            changed,
+            persona_file=str(self.config.persona_path),
         )
-        try:
-            done = await host.reconfigure(
-                self._context_factory(parts),
-                configs,
-                changed,
-                persona_file=str(self.config.persona_path),
-            )
-        except ConfigError as exc:
-            log.error("reload_config_rejected", error=str(exc))
-            done = []
         parts.instructions.set_base(persona.effective_instructions)
         # tools may have changed too (a skill's descriptions follow its language)
         self.configure_session(parts.instructions.refresh())
-        log.info("persona_reloaded", reconfigured=",".join(done) or "none")
+        log.info(
+            "persona_reloaded",
+            reconfigured=",".join(done) or "none",
+            applied=",".join(plan.applied) or "none",
+        )
         return done
 
     # ------------------------------------------------------------ hooks (build.Hooks)

@@ -185,3 +185,20 @@ def test_a_read_only_state_directory_runs_in_memory_and_says_so(tmp_path: Path) 
     assert "system" in skills
     assert "storage_in_memory" in daemon.output()
     assert sorted(p.name for p in state.iterdir()) == ["default.db"]  # left as it was
+
+
+async def test_the_first_press_after_a_part_degraded_plays_the_cue_once() -> None:
+    from huxleyd.degraded import Degraded
+    from tests.fakes.turn_rig import Rig as TurnRig
+
+    degraded = Degraded()
+    async with TurnRig(degraded=degraded) as rig:
+        degraded.report("storage", "moved aside, started fresh", file="default.db")
+        rig.coordinator.press()
+        rig.coordinator.release()
+        rig.coordinator.press()  # heard once: the next press is a plain one
+        assert rig.audio.earcon_names() == ["error", "listen_start", "too_short", "listen_start"]
+        degraded.report("skill:radio", "setup failed: no network")  # a new problem: cue again
+        rig.coordinator.release()
+        rig.coordinator.press()
+        assert rig.audio.earcon_names()[-2:] == ["error", "listen_start"]
