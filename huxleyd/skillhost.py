@@ -327,6 +327,11 @@ class SkillHost:
         return None
 
     @property
+    def every_skill(self) -> list[Skill]:
+        """The loaded skills and those left out that may come back (their code runs)."""
+        return [*self.skills, *self._retryable.values()]
+
+    @property
     def retryable(self) -> list[str]:
         """Failed skills :meth:`retry_setup` can try again."""
         return list(self._retryable)

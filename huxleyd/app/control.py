@@ -200,6 +200,19 @@ class RuntimeControl:
         checks.append(lambda: check_runtime_tasks(health))
         problems = rt.degraded.lines()
         checks.append(lambda: check_degraded(problems))
+        watch = rt.loop_watch
+        checks.append(
+            lambda: (
+                DoctorCheck.warning(
+                    "event loop",
+                    watch.summary(),
+                    "see `huxleyctl logs` for loop_stalled: a skill or tool blocks the loop "
+                    "(time.sleep, blocking I/O); it should await or use asyncio.to_thread",
+                )
+                if watch.worst is not None
+                else DoctorCheck.passed("event loop", watch.summary())
+            )
+        )
         return await run_checks(checks)
 
 

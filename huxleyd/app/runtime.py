@@ -25,6 +25,7 @@ from typing import Any
 from huxley_sdk import SkillContext
 from huxleyd import __version__
 from huxleyd.app.build import build, skill_context_factory
+from huxleyd.app.loopwatch import LoopWatch, skill_files
 from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
 from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
@@ -108,6 +109,8 @@ class Runtime:
         self.supervisor = Supervisor(clock=self.clock)
         """The skills' background tasks."""
         self.client_events = ClientEvents()
+        self.loop_watch = LoopWatch(clock=self.clock)
+        """Loop stalls (doctor shows the worst) and skills' own tasks that die."""
         self.degraded = Degraded()
         """What runs degraded (storage, skills left out, a refused reload): status,
         doctor, the journal and the first press read it."""
@@ -145,6 +148,8 @@ class Runtime:
     async def start(self) -> None:
         config = self.config
         self.notifier.status("starting")
+        self.loop_watch.install(asyncio.get_running_loop())
+        self.resources.opened("loop-watch", self.loop_watch.uninstall)
         logging.getLogger("huxleyd").addHandler(self._log_tap)
         self.resources.opened(
             "log-tap", lambda: logging.getLogger("huxleyd").removeHandler(self._log_tap)
@@ -169,6 +174,7 @@ class Runtime:
             degraded=self.degraded,
         )
         self.notifier.status("setting up skills")
+        self.loop_watch.owner_of = skill_files(parts.host.every_skill)
         await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
         self._report_failed_skills(parts)
         await parts.coordinator.start()
@@ -189,6 +195,7 @@ class Runtime:
             pins=parts.pins_description,
             provider="simulator (not an AI)" if parts.is_simulator else config.provider.url,
         )
+        self.loop_watch.arm()
         self.notifier.ready(
             "listening for the button" + (" (simulator)" if parts.is_simulator else "")
         )
