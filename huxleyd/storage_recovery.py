@@ -135,7 +135,8 @@ def _move_aside_and_start_fresh(
     except StorageError as exc:  # the disk is full, say: at least keep running
         db = Database.open_memory(path)
         fresh = f"a fresh file failed too ({exc.__cause__}), running on a database in memory"
-    carried = _carry_over(aside, db, immutable=False)
+    # Without a WAL beside it, read the file as it is: no -wal/-shm next to the kept file.
+    carried = _carry_over(aside, db, immutable=not Path(f"{aside}-wal").exists())
     what = f"the database could not be used ({cause}); moved aside to {aside.name}, {fresh}"
     log.error(
         "storage_moved_aside",

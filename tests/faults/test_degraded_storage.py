@@ -9,6 +9,7 @@ directory that cannot be written runs the daemon on a database in memory.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -30,19 +31,22 @@ BOOKMARK = ("audiobooks", "bookmark:b1", '{"position_s": 61.5}')
 
 def _good_db(path: Path, rows: int = 0) -> None:
     """A database as this huxleyd writes it, with a timer, a bookmark and ``rows`` more."""
-    db = Database.open_sync(path)
-    try:
 
-        def fill(c: sqlite3.Connection) -> None:
-            c.executemany("INSERT INTO settings VALUES (?, ?, ?)", [TIMER, BOOKMARK])
-            c.executemany(
-                "INSERT INTO settings VALUES ('memos', ?, ?)",
-                [(f"memo:{i:05d}", "x" * 200) for i in range(rows)],
-            )
+    def fill(c: sqlite3.Connection) -> None:
+        c.executemany("INSERT INTO settings VALUES (?, ?, ?)", [TIMER, BOOKMARK])
+        c.executemany(
+            "INSERT INTO settings VALUES ('memos', ?, ?)",
+            [(f"memo:{i:05d}", "x" * 200) for i in range(rows)],
+        )
 
-        db.run_sync(fill)
-    finally:
-        db.close_sync()  # the last connection's close checkpoints: all in the main file
+    async def write() -> None:
+        db = await Database.open(path)
+        try:
+            await db.run(fill)
+        finally:
+            await db.close()  # the last connection's close checkpoints: all in the main file
+
+    asyncio.run(write())
 
 
 def garbage(path: Path) -> None:
