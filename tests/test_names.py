@@ -54,6 +54,7 @@ WIRE_TEXT: dict[type[enum.StrEnum], list[str]] = {
         "timer",
         "too_short",
         "key_refused",
+        "degraded",
     ],
     PersonaString: ["too_short", "offline"],
 }
