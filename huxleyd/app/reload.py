@@ -84,8 +84,18 @@ def read_for_reload(running: Config, host: SkillHost) -> ReloadPlan:
         check_config(skill, skill_config(configs[skill.name], persona.language), persona_file=file)
     restart = [k for k in changed if k not in LIVE_KEYS]
     restart += _skill_changes(host.order, persona, old)
+    # A skill left out keeps its running table: its fix is a restart, named here.
+    left_out = {n: old.skills.get(n, {}) for n in host.failed}
+    restart += [
+        f"skills.{n}"
+        for n, table in left_out.items()
+        if n in persona.skills and persona.skills[n] != table and f"skills.{n}" not in restart
+    ]
+    tables = {
+        n: configs[n] if n in configs else left_out[n] for n in host.order if n in persona.skills
+    }
     return ReloadPlan(
-        config=dataclasses.replace(new, persona=dataclasses.replace(persona, skills=configs)),
+        config=dataclasses.replace(new, persona=dataclasses.replace(persona, skills=tables)),
         configs=configs,
         applied=[k for k in changed if k in LIVE_KEYS],
         needs_restart=restart,

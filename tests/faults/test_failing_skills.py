@@ -162,3 +162,30 @@ def test_the_unit_never_ends_failed_after_crashes() -> None:
     assert "RestartPreventExitStatus=78" in lines
     assert "StartLimitIntervalSec=0" in lines
     assert not any(line.startswith("StartLimitBurst=") for line in lines)
+
+
+async def test_a_setup_past_its_budget_is_left_out_and_abandoned() -> None:
+    from huxley_sdk import ToolDefinition
+    from huxley_sdk.testing import make_test_context
+    from huxleyd.skillhost import SkillHost
+
+    class Hangs:
+        name = "hangs"
+        tools = [ToolDefinition("hang_tool", "x")]  # noqa: RUF012 - read-only
+        cancelled = False
+
+        async def setup(self, ctx: object) -> None:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                Hangs.cancelled = True
+                raise
+
+        async def handle(self, tool_name: str, args: dict[str, object]) -> object:
+            raise AssertionError("never called")
+
+    host = SkillHost([Hangs()])  # type: ignore[list-item]
+    await host.setup_all(lambda name, cfg: make_test_context(name=name), {}, budget_s=0.05)
+    assert host.failed == {"hangs": "setup did not finish within 0.05 s"}
+    assert host.tools == [] and host.retryable == ["hangs"]
+    await until(lambda: Hangs.cancelled, "the setup is cancelled")

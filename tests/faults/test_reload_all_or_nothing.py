@@ -184,3 +184,26 @@ def test_a_persona_that_cannot_be_read_stops_the_start_with_the_config_status(
     assert run.returncode == EX_CONFIG, run.stderr[-2000:]
     [line] = run.stderr.strip().splitlines()
     assert why in line and "default.toml" in line
+
+
+@pytest.mark.usefixtures("scenario_skill")
+async def test_a_fixed_table_of_a_skill_left_out_is_named_as_needing_a_restart(
+    tmp_path: Path,
+) -> None:
+    from huxleyd.app.reload import read_for_reload
+
+    async with Rig(
+        tmp_path,
+        Scenario(),
+        skills=("system", "memos"),
+        skill_config={"memos": 'max_seconds = "x"'},
+    ) as rig:
+        host = rig.rt.parts.host
+        assert list(host.failed) == ["memos"]
+        persona = tmp_path / "personas" / "default.toml"
+        persona.write_text(persona.read_text().replace('max_seconds = "x"', "max_seconds = 5"))
+        plan = read_for_reload(rig.rt.config, host)
+        assert plan.needs_restart == ["skills.memos"]
+        assert plan.config.persona.skills["memos"] == {"max_seconds": "x"}  # what runs (nothing)
+        await rig.rt.reload()
+        assert read_for_reload(rig.rt.config, host).needs_restart == ["skills.memos"]
