@@ -91,11 +91,9 @@ def _not_writable(path: Path) -> str | None:
         if path.exists():
             with path.open("r+b"):
                 pass
-    except OSError as exc:
-        if exc.errno in READ_ONLY_ERRNOS:
-            where = path.parent if ".probe-" in str(exc.filename) else exc.filename or path
-            return f"{exc.strerror}: {where}"
-        raise StorageError(f"{path}: cannot prepare the database: {exc}") from exc
+    except OSError as exc:  # read-only, not ours, full: whatever it is, run in memory
+        where = path.parent if ".probe-" in str(exc.filename) else exc.filename or path
+        return f"{exc.strerror or exc}: {where}"
     return None
 
 
