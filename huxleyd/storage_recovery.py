@@ -123,10 +123,20 @@ def _move_aside_and_start_fresh(
     reason = _reason(cause)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(wall()))
     aside = path.with_name(f"{path.stem}.{reason}-{stamp}{path.suffix}")
-    for suffix in ("", "-wal", "-shm"):  # the WAL holds committed rows: it goes along
-        src = Path(f"{path}{suffix}")
-        if src.exists():
-            os.replace(src, f"{aside}{suffix}")
+    try:
+        for suffix in ("", "-wal", "-shm"):  # the WAL holds committed rows: it goes along
+            src = Path(f"{path}{suffix}")
+            if src.exists():
+                os.replace(src, f"{aside}{suffix}")
+    except OSError as exc:  # it cannot be moved (not ours): leave it, run in memory
+        db = Database.open_memory(path)
+        carried = _carry_over(path, db, immutable=True)
+        what = (
+            f"the database could not be used ({cause}) nor moved aside ({exc.strerror}): "
+            "running on a database in memory"
+        )
+        log.error("storage_in_memory", file=str(path), reason=str(cause), carried_rows=carried)
+        return Opened(db, Recovered(what + _carried(carried), None, carried))
     try:
         db = Database.open_sync(path)
         fresh = "started fresh"

@@ -204,7 +204,7 @@ class Runtime:
         """Each skill left out is degraded; those whose setup failed are retried."""
         host = parts.host
         for name, reason in host.failed.items():
-            self.supervisor.cancel_owner(name)  # what a failed setup started, it does not run
+            self._forget(name)
             retry = name in host.retryable
             what = reason + ("; retried with backoff" if retry else "; fix it, then restart")
             self.degraded.report(f"skill:{name}", what, file=str(self.config.persona_path))
@@ -222,7 +222,7 @@ class Runtime:
                 log.info("skill_recovered", skill=name, attempt=attempt)
                 self.configure_session(parts.instructions.refresh())  # its tools, offered now
                 return
-            self.supervisor.cancel_owner(name)
+            self._forget(name)
             next_s = delays[min(attempt, len(delays) - 1)]
             log.warning(
                 "skill_setup_retry_failed",
@@ -236,6 +236,11 @@ class Runtime:
                 f"{parts.host.failed[name]}; retried with backoff ({attempt} tries so far)",
                 file=str(self.config.persona_path),
             )
+
+    def _forget(self, skill: str) -> None:
+        """What a failed setup started (tasks, client event handlers) does not run on."""
+        self.supervisor.cancel_owner(skill)
+        self.client_events.drop(skill)
 
     def _spawn_once(self, factory: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
         """A runtime task that ends when its work is done (closed with the others;
