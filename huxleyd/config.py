@@ -75,6 +75,7 @@ class PersonaString(enum.StrEnum):
 
     TOO_SHORT = "too_short"
     OFFLINE = "offline"
+    DEGRADED = "degraded"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +86,7 @@ class LanguageOverrides:
     tools: dict[str, str] = field(default_factory=dict)
     """Tool name → description in this language."""
     strings: dict[PersonaString, str] = field(default_factory=dict)
-    """Persona strings (``too_short``, ``offline``) in this language."""
+    """Persona strings (``too_short``, ``offline``, ``degraded``) in this language."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

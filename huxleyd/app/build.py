@@ -43,7 +43,7 @@ from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock
 from huxleyd.config import Config
-from huxleyd.degraded import Degraded
+from huxleyd.degraded import Degraded, Problem
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
@@ -80,6 +80,7 @@ class Hooks(Protocol):
     def on_connection_state(self, status: ConnectionStatus) -> None: ...
     def on_tool_outcome(self, outcome: ToolOutcome) -> None: ...
     def on_activity(self, activity: Activity) -> None: ...
+    def on_degraded_press(self, problems: list[Problem]) -> None: ...
     def on_turn_done(self, turn: TurnRecord) -> None: ...
     def configure_session(self, instructions: str) -> None: ...
     def renew_if_due(self) -> None: ...
@@ -146,6 +147,7 @@ async def build(
         on_turn_done=hooks.on_turn_done,
         renew_session_if_due=hooks.renew_if_due,
         degraded=degraded,
+        on_degraded=hooks.on_degraded_press,
     )
     if overrides.pin_factory is not None:
         pin_factory, pins_description = overrides.pin_factory, "injected"

@@ -32,7 +32,7 @@ from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.config import Config, PersonaString
 from huxleyd.control.watch import EventFeed, FeedLogTap
-from huxleyd.degraded import Degraded
+from huxleyd.degraded import Degraded, Problem
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
@@ -71,6 +71,7 @@ RUNTIME_RESTARTS_PER_HOUR = 20
 PERSONA_STRINGS = {
     PersonaString.TOO_SHORT: "Too short: hold the button while you speak.",
     PersonaString.OFFLINE: "Offline: the provider is unreachable; still trying.",
+    PersonaString.DEGRADED: "Something is wrong: `huxleyctl doctor` says what.",
 }
 """The persona strings the daemon shows, with their defaults (a persona's
 ``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
@@ -395,6 +396,14 @@ class Runtime:
             self.feed.publish(
                 "notice", turn=turn.turn_id, what=self.persona_string(PersonaString.TOO_SHORT)
             )
+
+    def on_degraded_press(self, problems: list[Problem]) -> None:
+        """The first press after a part degraded: its cue played; the text says it too."""
+        self.feed.publish(
+            "notice",
+            what=self.persona_string(PersonaString.DEGRADED),
+            problems=" | ".join(p.line() for p in problems),
+        )
 
     def on_activity(self, activity: Activity) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking

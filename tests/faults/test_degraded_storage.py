@@ -157,6 +157,8 @@ def test_a_corrupt_database_starts_the_daemon_and_status_doctor_journal_say_so(
         daemon.wait_for_log("daemon_started")
         status = json.loads(ctl(daemon.socket, "status", "--json"))
         doctor = ctl(daemon.socket, "doctor")
+        ctl(daemon.socket, "ptt", "tap")  # the first press says something is wrong
+        daemon.wait_for_log("press_while_degraded")
     finally:
         assert daemon.terminate() == 0
     [aside] = (tmp_path / "state").glob("default.corrupt-*.db")
@@ -197,6 +199,8 @@ async def test_the_first_press_after_a_part_degraded_plays_the_cue_once() -> Non
 
     degraded = Degraded()
     async with TurnRig(degraded=degraded) as rig:
+        told: list[list[str]] = []
+        rig.coordinator._on_degraded = lambda problems: told.append([p.part for p in problems])
         degraded.report("storage", "moved aside, started fresh", file="default.db")
         rig.coordinator.press()
         rig.coordinator.release()
@@ -206,3 +210,4 @@ async def test_the_first_press_after_a_part_degraded_plays_the_cue_once() -> Non
         rig.coordinator.release()
         rig.coordinator.press()
         assert rig.audio.earcon_names()[-2:] == ["error", "listen_start"]
+        assert told == [["storage"], ["skill:radio"]]  # the text surfaces: once per problem
