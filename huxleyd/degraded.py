@@ -49,19 +49,20 @@ class Degraded:
         """Parts reported since the last press: the next press plays the cue."""
 
     def report(self, part: str, what: str, *, file: str | None = None, cue: bool = True) -> Problem:
-        """Record (or update) ``part``'s problem; logged when it is new or changed.
+        """Record ``part``'s problem, or update its text (a retry that failed again).
 
-        ``cue=False``: an admin's problem the device works around unchanged (a
-        refused reload): status and doctor show it, the button does not."""
+        A new problem is logged (``part_degraded``) and cued at the next press;
+        an update is neither (the caller logs what changed). ``cue=False``: an
+        admin's problem the device works around unchanged (a refused reload):
+        status and doctor show it, the button does not."""
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._wall()))
         old = self._problems.get(part)
-        if old is not None and (old.what, old.file) == (what, file):
-            return old
         problem = Problem(part, what, file, since if old is None else old.since)
         self._problems[part] = problem
-        if cue:
-            self._unheard.add(part)
-        log.error("part_degraded", part=part, problem=what, file=file or "")
+        if old is None:
+            if cue:
+                self._unheard.add(part)
+            log.error("part_degraded", part=part, problem=what, file=file or "")
         return problem
 
     def clear(self, part: str) -> None:

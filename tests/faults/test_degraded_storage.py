@@ -211,3 +211,20 @@ async def test_the_first_press_after_a_part_degraded_plays_the_cue_once() -> Non
         rig.coordinator.press()
         assert rig.audio.earcon_names()[-2:] == ["error", "listen_start"]
         assert told == [["storage"], ["skill:radio"]]  # the text surfaces: once per problem
+
+
+def test_a_problem_updated_by_a_failed_retry_is_not_cued_again() -> None:
+    from huxleyd.degraded import Degraded
+
+    degraded = Degraded(wall=lambda: 1_800_000_000.0)
+    degraded.report("skill:radio", "setup failed: no network; retried with backoff")
+    assert [p.part for p in degraded.take_unheard()] == ["skill:radio"]
+    degraded.report("skill:radio", "setup failed: no network; retried (2 tries so far)")
+    assert degraded.take_unheard() == []
+    assert degraded.lines() == [
+        "skill:radio: setup failed: no network; retried (2 tries so far), "
+        "since 2027-01-15T08:00:00Z"
+    ]
+    degraded.clear("skill:radio")
+    degraded.report("skill:radio", "setup failed: no network")  # back again: new, cued
+    assert [p.part for p in degraded.take_unheard()] == ["skill:radio"]
