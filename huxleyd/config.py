@@ -75,6 +75,7 @@ class PersonaString(enum.StrEnum):
 
     TOO_SHORT = "too_short"
     OFFLINE = "offline"
+    DEGRADED = "degraded"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +86,7 @@ class LanguageOverrides:
     tools: dict[str, str] = field(default_factory=dict)
     """Tool name → description in this language."""
     strings: dict[PersonaString, str] = field(default_factory=dict)
-    """Persona strings (``too_short``, ``offline``) in this language."""
+    """Persona strings (``too_short``, ``offline``, ``degraded``) in this language."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,8 +167,20 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "", "file not found") from None
     except PermissionError:
         raise ConfigError(str(path), "", "permission denied") from None
+    except IsADirectoryError:
+        raise ConfigError(str(path), "", "is a directory, expected a TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(path),
+            "",
+            f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}",
+        ) from None
+    except RecursionError:
+        raise ConfigError(str(path), "", "nested too deeply to be a configuration") from None
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
 
 
 def resolve_paths(settings: T, base: Path) -> T:
@@ -252,7 +265,7 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
         sections[name] = resolve_paths(build(cls, raw, file=file, prefix=name), path.parent)
     daemon: DaemonSettings = sections["daemon"]
     persona_path = daemon.personas_dir / f"{daemon.persona}.toml"
-    if not persona_path.is_file():
+    if not persona_path.exists():  # not a file: read_toml says what it is
         available = sorted(p.stem for p in daemon.personas_dir.glob("*.toml"))
         raise ConfigError(
             file,

@@ -28,6 +28,7 @@ from huxleyd.errors import ConfigError, SkillCollisionError, SkillError
 from huxleyd.files import Reader, check_directory, check_file
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.skillhost import SkillHost, installed_skills
+from huxleyd.skillsources import Installed
 
 CREDENTIAL_NAME = "openai-key"
 """The systemd credential (``LoadCredential=openai-key:…``) holding the API key."""
@@ -101,13 +102,16 @@ def preflight(
     env: Mapping[str, str] | None = None,
     reader: Reader | None = None,
     uses_simulator_url: bool = False,
+    leave_out_failing_skills: bool = False,
 ) -> Preflight:
     """Check ``config`` as the start will use it; raise on the first problem.
 
     ``reader`` defaults to this process; ``--check-config`` and ``doctor``
     pass :meth:`Reader.for_service`. ``uses_simulator_url``: the caller runs
     the simulator itself (tests, ``RuntimeParts.provider_url``), so no key
-    is read.
+    is read. ``leave_out_failing_skills``: the daemon's start, where a skill that
+    does not load is left out (:attr:`SkillHost.failed`) instead of raising;
+    ``--check-config`` raises, as a validator must.
     """
     who = reader or Reader.this_process()
     file = str(config.path)
@@ -126,7 +130,8 @@ def preflight(
         if key is not None:
             check_file(key.path, file=key.file, key=key.key, reader=who, what="the API key")
     _check_provider(config, key, who)
-    return Preflight(key=key, reader=who, host=check_skills(config))
+    host = check_skills(config, leave_out=leave_out_failing_skills)
+    return Preflight(key=key, reader=who, host=host)
 
 
 def _check_socket_directory(config: Config) -> None:
@@ -232,10 +237,13 @@ def check_cascade(cascade: CascadeSettings, *, file: str, reader: Reader, has_ke
         )
 
 
-def check_skills(config: Config) -> SkillHost:
+def check_skills(config: Config, *, leave_out: bool = False) -> SkillHost:
     """Load the persona's skills and check each table against the skill's ``config_schema``.
 
     Every error names the persona file and the skill's key (``skills.radio``).
+    ``leave_out``: a skill that fails (not installed, does not import, the wrong
+    shape, its table refused, a tool name another skill has) is recorded in
+    the host's ``failed`` with that one line, and the others load.
     Which distribution provides a name two register is the persona's choice
     (``from``, :mod:`huxleyd.skillsources`); a table is checked as the skill
     will see it (without ``from``, its ``i18n`` merged), see
@@ -247,26 +255,27 @@ def check_skills(config: Config) -> SkillHost:
     skills = []
     sources: dict[str, str] = {}
     namespaces: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    tools: dict[str, str] = {}
     for name in persona.skills:
         try:
-            one = SkillHost.load(
-                [name],
-                installed=available,
-                configs=persona.skills,
-                persona_file=persona_file,
-                language=persona.language,
-            )
-        except (ConfigError, SkillCollisionError):
-            raise  # these name the persona file and the key already
-        except SkillError as exc:
-            raise type(exc)(f"{persona_file}: skills.{name}: {exc}") from exc
+            one = _load_one(name, config, available, tools)
+        except (ConfigError, SkillError) as exc:
+            if not leave_out:
+                raise
+            failed[name] = " ".join(str(exc).split())
+            continue
         skills.extend(one.skills)
         sources.update(one.sources)
         namespaces.update(one.namespaces)
+        tools.update({t.name: name for s in one.skills for t in s.tools})
+    descriptions = dict(persona.overrides.tools)
+    if failed:  # overrides of a left-out skill's tools have nothing to override
+        descriptions = {t: d for t, d in descriptions.items() if t in tools}
     try:
         host = SkillHost(
             skills,
-            descriptions=persona.overrides.tools,
+            descriptions=descriptions,
             tool_timeout_s=config.provider.tool_timeout_s,
             sources=sources,
             language=persona.language,
@@ -274,4 +283,33 @@ def check_skills(config: Config) -> SkillHost:
     except SkillError as exc:
         raise type(exc)(f"{persona_file}: skills: {exc}") from exc
     host.namespaces = namespaces
+    host.order = list(persona.skills)
+    for name, reason in failed.items():
+        host.leave_out(name, reason)
     return host
+
+
+def _load_one(
+    name: str, config: Config, available: Installed, tools: Mapping[str, str]
+) -> SkillHost:
+    """One skill, loaded and checked; ``tools``: tool name → skill already loaded."""
+    persona_file = str(config.persona_path)
+    try:
+        one = SkillHost.load(
+            [name],
+            installed=available,
+            configs=config.persona.skills,
+            persona_file=persona_file,
+            language=config.persona.language,
+        )
+    except (ConfigError, SkillCollisionError):
+        raise  # these name the persona file and the key already
+    except SkillError as exc:
+        raise type(exc)(f"{persona_file}: skills.{name}: {exc}") from exc
+    for tool in (t for s in one.skills for t in s.tools):
+        if tool.name in tools:
+            raise SkillCollisionError(
+                f"{persona_file}: skills: tool {tool.name!r} is defined by both skill "
+                f"{tools[tool.name]!r} and {name!r}"
+            )
+    return one

@@ -40,7 +40,6 @@ from huxleyd.argcheck import check_arguments, check_value
 from huxleyd.errors import (
     ConfigError,
     SkillCollisionError,
-    SkillSetupError,
     SkillShapeError,
 )
 from huxleyd.logs import get_logger
@@ -170,6 +169,10 @@ def error_output(error: str, **details: Any) -> str:
 CANCELLED_OUTPUT = json.dumps({"cancelled": True})
 
 
+SETUP_BUDGET_S = 30.0
+"""How long one skill's ``setup`` may take before it is left out (and retried)."""
+
+
 class SkillHost:
     """The loaded skills of a persona, their lifecycle, and the tool dispatcher."""
 
@@ -195,6 +198,12 @@ class SkillHost:
         self._configs: dict[str, dict[str, Any]] = {}
         self._context_failed: set[str] = set()
         self._abandoned: set[asyncio.Task[object]] = set()
+        self.failed: dict[str, str] = {}
+        """Skills left out (persona order): name → why, one line. They offer no tools."""
+        self._retryable: dict[str, Skill] = {}
+        """Failed skills whose ``setup`` may succeed later (the network was not up)."""
+        self.order: list[str] = [s.name for s in self.skills]
+        """Every skill the persona names, loaded or failed, in persona order."""
         self._index_tools()
         self.on_outcome: Callable[[ToolOutcome], None] | None = None
         """Told of every finished call (the runtime publishes it to ``huxleyctl watch``)."""
@@ -266,28 +275,84 @@ class SkillHost:
         """The namespace of skill ``name``'s ``ctx.storage``."""
         return self.namespaces.get(name, name)
 
+    def leave_out(self, name: str, reason: str) -> None:
+        """Record that ``name`` failed to load (import, shape, its persona table)."""
+        if name not in self.order:
+            self.order.append(name)
+        self.failed[name] = reason
+        log.error("skill_left_out", skill=name, reason=reason, effect="its tools are not offered")
+
     async def setup_all(
-        self, make_context: ContextFactory, configs: Mapping[str, Mapping[str, Any]]
+        self,
+        make_context: ContextFactory,
+        configs: Mapping[str, Mapping[str, Any]],
+        *,
+        budget_s: float = SETUP_BUDGET_S,
     ) -> None:
-        """Run every skill's ``setup`` (when it has one); the first that raises stops the start."""
-        for skill in self.skills:
+        """Run every skill's ``setup`` (when it has one), each within ``budget_s``.
+
+        A skill whose setup raises or overruns is left out (:attr:`failed`,
+        ``skill_left_out``): its tools are not offered; :meth:`retry_setup`
+        tries it again. The other skills run."""
+        for skill in list(self.skills):
             config = skill_config(configs.get(skill.name, {}), self.language)
             self._configs[skill.name] = dict(config)
-            setup = getattr(skill, "setup", None)
-            try:
-                if setup is not None:
-                    await setup(make_context(skill.name, dict(config)))
-            except Exception as exc:
-                # The skill's own message is for the admin; its class name is not.
-                reason = " ".join(str(exc).split()) or type(exc).__name__
-                raise SkillSetupError(f"skills.{skill.name}: setup failed: {reason}") from exc
-            log.info(
-                "skill_ready",
-                skill=skill.name,
-                distribution=self.sources.get(skill.name, "?"),
-                tools=",".join(t.name for t in skill.tools),
-            )
+            reason = await self._setup(skill, make_context, budget_s)
+            if reason is not None:
+                self.skills.remove(skill)
+                self._retryable[skill.name] = skill
+                self.leave_out(skill.name, reason)
         self._index_tools()
+
+    async def _setup(
+        self, skill: Skill, make_context: ContextFactory, budget_s: float
+    ) -> str | None:
+        """Run ``skill.setup``; None when it worked, else why not (one line)."""
+        setup = getattr(skill, "setup", None)
+        try:
+            if setup is not None:
+                context = make_context(skill.name, dict(self._configs.get(skill.name, {})))
+                await self._run_within(setup(context), budget_s, f"{skill.name}.setup")
+        except TimeoutError:
+            return f"setup did not finish within {budget_s:g} s"
+        except Exception as exc:
+            # The skill's own message is for the admin; its class name is not.
+            return "setup failed: " + (" ".join(str(exc).split()) or type(exc).__name__)
+        log.info(
+            "skill_ready",
+            skill=skill.name,
+            distribution=self.sources.get(skill.name, "?"),
+            tools=",".join(t.name for t in skill.tools),
+        )
+        return None
+
+    @property
+    def every_skill(self) -> list[Skill]:
+        """The loaded skills and those left out that may come back (their code runs)."""
+        return [*self.skills, *self._retryable.values()]
+
+    @property
+    def retryable(self) -> list[str]:
+        """Failed skills :meth:`retry_setup` can try again."""
+        return list(self._retryable)
+
+    async def retry_setup(
+        self, name: str, make_context: ContextFactory, *, budget_s: float = SETUP_BUDGET_S
+    ) -> bool:
+        """Try a failed skill's ``setup`` again; True once it runs (its tools are offered)."""
+        skill = self._retryable.get(name)
+        if skill is None:
+            return name not in self.failed
+        reason = await self._setup(skill, make_context, budget_s)
+        if reason is not None:
+            self.failed[name] = reason
+            return False
+        del self._retryable[name]
+        del self.failed[name]
+        rank = {n: i for i, n in enumerate(self.order)}
+        self.skills = sorted([*self.skills, skill], key=lambda s: rank.get(s.name, len(rank)))
+        self._index_tools()
+        return True
 
     def changed_configs(
         self, configs: Mapping[str, Mapping[str, Any]], *, force: bool = False

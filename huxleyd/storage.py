@@ -15,6 +15,7 @@ later migrations add what other layers need (bookmarks, turns).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import sqlite3
@@ -59,11 +60,26 @@ class Database:
 
     @classmethod
     def open_sync(cls, path: Path) -> Database:
-        """Open (creating and migrating) the database at ``path``."""
+        """Open (creating and migrating) the database at ``path``.
+
+        Raises :class:`StorageError` whose ``__cause__`` is the ``sqlite3``
+        error (:mod:`huxleyd.storage_recovery` tells a read-only disk from a
+        broken file by it)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        return cls._open(path, str(path))
+
+    @classmethod
+    def open_memory(cls, stands_for: Path) -> Database:
+        """A fresh database in memory, for a state directory that cannot be written.
+
+        ``stands_for`` is the file it replaces (``path``, for the messages)."""
+        return cls._open(stands_for, ":memory:")
+
+    @classmethod
+    def _open(cls, path: Path, target: str) -> Database:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="huxleyd-db")
         try:
-            conn = executor.submit(_connect_and_migrate, path).result()
+            conn = executor.submit(_connect_and_migrate, target).result()
         except sqlite3.Error as exc:
             executor.shutdown(wait=False)
             raise StorageError(f"{path}: cannot open the database: {exc}") from exc
@@ -87,8 +103,20 @@ class Database:
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
 
+    def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """:meth:`run` for the start, before the loop runs anything else."""
+        return self._executor.submit(_transaction, self._conn, fn).result()
+
     def schema_version(self) -> int:
         return self._executor.submit(_version, self._conn).result()
+
+    def close_sync(self) -> None:
+        """:meth:`close` off the loop (tools and tests). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.submit(self._conn.close).result()
+        self._executor.shutdown(wait=True)
 
     async def close(self) -> None:
         """Checkpoint and close. Idempotent."""
@@ -142,20 +170,76 @@ def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
     return result
 
 
-def _connect_and_migrate(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=5000")
-    _transaction(conn, _migrate)
+def _connect_and_migrate(target: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA busy_timeout=5000")
+        # A torn or overwritten page shows here, at the start, not in the
+        # middle of a turn (the database is small: this is milliseconds).
+        problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise CorruptDatabaseError(f"quick_check: {'; '.join(problems[:3])}")
+        _transaction(conn, _migrate_and_check)
+        # WAL only now: a file refused above is left byte for byte as it was.
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+class CorruptDatabaseError(sqlite3.DatabaseError):
+    """SQLite opened the file, but its pages or tables are not what they must be."""
+
+
+class NewerSchemaError(sqlite3.DatabaseError):
+    """The file was written by a newer huxleyd (its schema version is higher)."""
+
+
+@functools.cache
+def expected_columns() -> dict[str, list[tuple[str, str]]]:
+    """Each table's ``(column, type)`` as :data:`MIGRATIONS` make them (run in memory)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        _transaction(conn, _migrate)
+        return _columns(conn)
+    finally:
+        conn.close()
+
+
+def _columns(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
+    tables = [
+        str(r[0])
+        for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    ]
+    return {
+        t: [(str(c[1]), str(c[2]).upper()) for c in conn.execute(f'PRAGMA table_info("{t}")')]
+        for t in tables
+    }
+
+
+def _migrate_and_check(conn: sqlite3.Connection) -> None:
+    _migrate(conn)
+    _check_columns(conn)  # in the transaction: a refused file is rolled back
+
+
+def _check_columns(conn: sqlite3.Connection) -> None:
+    """The tables are those the migrations make (a file edited by hand, or by
+    another program, fails here rather than at the first bookmark)."""
+    found = _columns(conn)
+    for table, columns in expected_columns().items():
+        if found.get(table) != columns:
+            raise CorruptDatabaseError(
+                f"table {table!r} has columns {found.get(table)}, expected {columns}"
+            )
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
     current = _version(conn)
     if current > len(MIGRATIONS):
-        raise sqlite3.DatabaseError(
+        raise NewerSchemaError(
             f"schema version {current} is newer than this huxleyd knows ({len(MIGRATIONS)})"
         )
     for script in MIGRATIONS[current:]:

@@ -54,8 +54,9 @@ WIRE_TEXT: dict[type[enum.StrEnum], list[str]] = {
         "timer",
         "too_short",
         "key_refused",
+        "degraded",
     ],
-    PersonaString: ["too_short", "offline"],
+    PersonaString: ["too_short", "offline", "degraded"],
 }
 """The text each name had when it was a plain string: journals, scripts and
 persona files written before the enums must keep working."""

@@ -43,6 +43,7 @@ from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock
 from huxleyd.config import Config
+from huxleyd.degraded import Degraded, Problem
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
@@ -58,6 +59,7 @@ from huxleyd.providers.transport import read_api_key
 from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import SkillHost, ToolOutcome
 from huxleyd.storage import Database, FileSecrets
+from huxleyd.storage_recovery import open_or_recover
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.outputs import Activity
@@ -78,6 +80,7 @@ class Hooks(Protocol):
     def on_connection_state(self, status: ConnectionStatus) -> None: ...
     def on_tool_outcome(self, outcome: ToolOutcome) -> None: ...
     def on_activity(self, activity: Activity) -> None: ...
+    def on_degraded_press(self, problems: list[Problem]) -> None: ...
     def on_turn_done(self, turn: TurnRecord) -> None: ...
     def configure_session(self, instructions: str) -> None: ...
     def renew_if_due(self) -> None: ...
@@ -92,11 +95,17 @@ async def build(
     notifier: Notifier,
     hooks: Hooks,
     resources: Resources,
+    degraded: Degraded,
 ) -> Parts:
     """Every part, opened and wired; what was opened is in ``resources`` even when
-    this raises half-way (the caller closes it)."""
-    db = await Database.open(config.storage.database_path(config.daemon.persona))
+    this raises half-way (the caller closes it). What runs degraded (a database
+    moved aside or in memory) is reported to ``degraded``."""
+    db_path = config.storage.database_path(config.daemon.persona)
+    opened = await asyncio.to_thread(open_or_recover, db_path)
+    db = opened.db
     resources.opened("storage", db.close)
+    if opened.recovered is not None:
+        degraded.report("storage", opened.recovered.what, file=str(db_path))
     earcons = load_earcons(config)
     if overrides.backend is not None:
         backend, audio_description = overrides.backend, "injected backend"
@@ -137,6 +146,8 @@ async def build(
         on_activity=hooks.on_activity,
         on_turn_done=hooks.on_turn_done,
         renew_session_if_due=hooks.renew_if_due,
+        degraded=degraded,
+        on_degraded=hooks.on_degraded_press,
     )
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
@@ -322,7 +333,10 @@ def skill_context_factory(
     """Makes each skill's :class:`~huxley_sdk.SkillContext` (at setup and at reload)."""
     persona = config.persona
     data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only disk: a skill that needs it fails its own setup
+        log.error("persona_data_dir_unavailable", path=str(data_dir), error=str(exc))
     proactive = coordinator.proactive
 
     def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:

@@ -56,6 +56,19 @@ def check_runtime_tasks(health: dict[str, str]) -> DoctorCheck:
     return DoctorCheck("runtime tasks", True, detail)
 
 
+def check_degraded(problems: list[str]) -> DoctorCheck:
+    """Parts that run degraded (the database moved aside, a skill left out…)."""
+    if not problems:
+        return DoctorCheck("degraded parts", True, "none: every part runs as configured")
+    return DoctorCheck(
+        "degraded parts",
+        False,
+        "; ".join(problems),
+        "see `huxleyctl logs` for part_degraded; fix the file or the skill named, then "
+        "restart (a skill whose setup failed is retried by itself)",
+    )
+
+
 class RuntimeControl:
     """``ControlHandler`` for the running daemon."""
 
@@ -77,6 +90,7 @@ class RuntimeControl:
             provider_attempt=conn.attempt,
             provider_detail=conn.detail,
             provider_retry_in_s=rt.next_try_in_s(),
+            problems=tuple(rt.degraded.lines()),
         )
         parts = rt.built
         if parts is None:
@@ -140,7 +154,14 @@ class RuntimeControl:
         parts = self._rt.built
         if parts is None:
             return []
-        return [SkillInfo(s.name, tuple(t.name for t in s.tools)) for s in parts.host.skills]
+        host = parts.host
+        loaded = {s.name: s for s in host.skills}
+        return [
+            SkillInfo(name, tuple(t.name for t in loaded[name].tools))
+            if name in loaded
+            else SkillInfo(name, failed=True, reason=host.failed.get(name, "not loaded"))
+            for name in host.order
+        ]
 
     async def ptt(self, action: PttAction) -> None:
         button = self._parts("the button").button
@@ -177,6 +198,21 @@ class RuntimeControl:
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))
+        problems = rt.degraded.lines()
+        checks.append(lambda: check_degraded(problems))
+        watch = rt.loop_watch
+        checks.append(
+            lambda: (
+                DoctorCheck.warning(
+                    "event loop",
+                    watch.summary(),
+                    "see `huxleyctl logs` for loop_stalled: a skill or tool blocks the loop "
+                    "(time.sleep, blocking I/O); it should await or use asyncio.to_thread",
+                )
+                if watch.worst is not None
+                else DoctorCheck.passed("event loop", watch.summary())
+            )
+        )
         return await run_checks(checks)
 
 

@@ -67,7 +67,12 @@ async def run(
     def reload() -> None:  # SIGHUP, `systemctl reload huxleyd`: re-read the persona
         task = loop.create_task(runtime.reload(), name="reload")
         reloads.add(task)
-        task.add_done_callback(reloads.discard)
+        task.add_done_callback(reload_done)
+
+    def reload_done(task: asyncio.Task[list[str]]) -> None:
+        reloads.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # reload() never raises
+            log.error("reload_failed", error=repr(task.exception()))
 
     loop.add_signal_handler(signal.SIGHUP, reload)
     native = NativeStderr()  # ALSA/JACK chatter: into the rate-limited log

@@ -43,6 +43,8 @@ class Overrides:
     notifier: Notifier | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     led_spi: Any = None
+    skill_retry_delays_s: tuple[float, ...] | None = None
+    """How long a failed skill's setup waits before each retry (None: the daemon's)."""
 
 
 class LocalSimulator(Protocol):

@@ -16,7 +16,8 @@ daemon that runs on a Pi.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import functools
+import itertools
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -24,12 +25,14 @@ from typing import Any
 from huxley_sdk import SkillContext
 from huxleyd import __version__
 from huxleyd.app.build import build, skill_context_factory
+from huxleyd.app.loopwatch import LoopWatch, skill_files
 from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
+from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.config import Config, PersonaString, load_persona
+from huxleyd.config import Config, PersonaString
 from huxleyd.control.watch import EventFeed, FeedLogTap
-from huxleyd.errors import ConfigError, SkillSetupError
+from huxleyd.degraded import Degraded, Problem
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
@@ -45,7 +48,6 @@ from huxleyd.providers.events import (
 )
 from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import ToolOutcome
-from huxleyd.skillsources import SOURCE_KEY
 from huxleyd.turns.coordinator import Activity, Coordinator
 from huxleyd.turns.state import TurnOutcome, TurnRecord
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
@@ -60,12 +62,16 @@ STORAGE_GRACE_S = 2.0
 """The database gets this much past the budget: a checkpoint cut short loses nothing,
 but a clean close spares the next start a WAL recovery."""
 
+SKILL_RETRY_DELAYS_S = (10.0, 30.0, 90.0, 300.0)
+"""A skill whose setup failed is tried again after these delays, then every 5 minutes."""
+
 RUNTIME_RESTARTS_PER_HOUR = 20
 """A runtime task that died more often than this in an hour stays down (doctor shows it)."""
 
 PERSONA_STRINGS = {
     PersonaString.TOO_SHORT: "Too short: hold the button while you speak.",
     PersonaString.OFFLINE: "Offline: the provider is unreachable; still trying.",
+    PersonaString.DEGRADED: "Something is wrong: `huxleyctl doctor` says what.",
 }
 """The persona strings the daemon shows, with their defaults (a persona's
 ``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
@@ -104,6 +110,11 @@ class Runtime:
         self.supervisor = Supervisor(clock=self.clock)
         """The skills' background tasks."""
         self.client_events = ClientEvents()
+        self.loop_watch = LoopWatch(clock=self.clock)
+        """Loop stalls (doctor shows the worst) and skills' own tasks that die."""
+        self.degraded = Degraded()
+        """What runs degraded (storage, skills left out, a refused reload): status,
+        doctor, the journal and the first press read it."""
         self.feed = EventFeed()
         """What ``huxleyctl watch`` streams: state, transcripts, tools, media."""
         self.connection_status = ConnectionStatus(ConnectionState.CONNECTING)
@@ -138,6 +149,8 @@ class Runtime:
     async def start(self) -> None:
         config = self.config
         self.notifier.status("starting")
+        self.loop_watch.install(asyncio.get_running_loop())
+        self.resources.opened("loop-watch", self.loop_watch.uninstall)
         logging.getLogger("huxleyd").addHandler(self._log_tap)
         self.resources.opened(
             "log-tap", lambda: logging.getLogger("huxleyd").removeHandler(self._log_tap)
@@ -149,6 +162,7 @@ class Runtime:
             key_file=self.overrides.key_file,
             env=self.overrides.env,
             uses_simulator_url=self.overrides.provider_url is not None,
+            leave_out_failing_skills=True,
         )
         self.built = parts = await build(
             config,
@@ -158,12 +172,12 @@ class Runtime:
             notifier=self.notifier,
             hooks=self,
             resources=self.resources,
+            degraded=self.degraded,
         )
         self.notifier.status("setting up skills")
-        try:
-            await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
-        except SkillSetupError as exc:
-            raise SkillSetupError(f"{config.persona_path}: {exc}") from exc
+        self.loop_watch.owner_of = skill_files(parts.host.every_skill)
+        await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
+        self._report_failed_skills(parts)
         await parts.coordinator.start()
         parts.instructions.refresh()  # the first configure: persona + skills' context
         self._spawn(parts.connection.run, "provider")
@@ -182,8 +196,58 @@ class Runtime:
             pins=parts.pins_description,
             provider="simulator (not an AI)" if parts.is_simulator else config.provider.url,
         )
+        self.loop_watch.arm()
         self.notifier.ready(
             "listening for the button" + (" (simulator)" if parts.is_simulator else "")
+        )
+
+    def _report_failed_skills(self, parts: Parts) -> None:
+        """Each skill left out is degraded; those whose setup failed are retried."""
+        host = parts.host
+        for name, reason in host.failed.items():
+            self._forget(name)
+            retry = name in host.retryable
+            what = reason + ("; retried with backoff" if retry else "; fix it, then restart")
+            self.degraded.report(f"skill:{name}", what, file=str(self.config.persona_path))
+            if retry:
+                self._spawn_once(functools.partial(self._retry_skill, parts, name), f"retry-{name}")
+
+    async def _retry_skill(self, parts: Parts, name: str) -> None:
+        """Set a failed skill up again with backoff until it works (the network is up)."""
+        delays = self.overrides.skill_retry_delays_s or SKILL_RETRY_DELAYS_S
+        for attempt in itertools.count(1):
+            delay_s = delays[min(attempt - 1, len(delays) - 1)]
+            await asyncio.sleep(delay_s)
+            if await parts.host.retry_setup(name, self._context_factory(parts)):
+                self.degraded.clear(f"skill:{name}")
+                log.info("skill_recovered", skill=name, attempt=attempt)
+                self.configure_session(parts.instructions.refresh())  # its tools, offered now
+                return
+            self._forget(name)
+            next_s = delays[min(attempt, len(delays) - 1)]
+            log.warning(
+                "skill_setup_retry_failed",
+                skill=name,
+                attempt=attempt,
+                reason=parts.host.failed[name],
+                next_try_in_s=next_s,
+            )
+            self.degraded.report(
+                f"skill:{name}",
+                f"{parts.host.failed[name]}; retried with backoff ({attempt} tries so far)",
+                file=str(self.config.persona_path),
+            )
+
+    def _forget(self, skill: str) -> None:
+        """What a failed setup started (tasks, client event handlers) does not run on."""
+        self.supervisor.cancel_owner(skill)
+        self.client_events.drop(skill)
+
+    def _spawn_once(self, factory: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+        """A runtime task that ends when its work is done (closed with the others;
+        not in :meth:`task_health`, where an ended task means one that is down)."""
+        self.tasks.background_task(
+            name, factory, owner="runtime", max_restarts_per_hour=RUNTIME_RESTARTS_PER_HOUR
         )
 
     def _context_factory(self, parts: Parts) -> Callable[[str, dict[str, Any]], SkillContext]:
@@ -199,62 +263,65 @@ class Runtime:
     # ------------------------------------------------------------ reload
 
     async def reload(self) -> list[str]:
-        """Re-read the persona file (SIGHUP, ``systemctl reload huxleyd``).
+        """Re-read ``huxleyd.toml`` and the persona (SIGHUP, ``systemctl reload huxleyd``).
 
-        Skills whose ``[skills.NAME]`` table changed get ``reconfigure(ctx)``
-        with the new config (all of them when the language or time zone
-        changed); the persona's instructions and the skills' context are
-        re-sent if they changed. Adding or removing a skill, or changing its
-        ``from``, needs a restart (one warning says so). A persona file that
-        does not parse is refused with one line; the running one stays.
-        Returns the skills reconfigured.
+        All or nothing: everything is read and checked first
+        (:func:`~huxleyd.app.reload.read_for_reload`); on any error the whole
+        running configuration stays, instructions included, with one line
+        (``reload_refused``) and a ``reload`` problem in status until a reload
+        works. Then skills whose table changed get ``reconfigure(ctx)`` (all
+        of them when the language or time zone changed), the instructions
+        and tools are re-sent if they changed, :data:`~huxleyd.app.reload.
+        LIVE_KEYS` are applied, and every other changed key is logged as
+        ``reload_needs_restart``. Never raises. Returns the skills reconfigured.
         """
         if self.built is None:
             return []
-        parts = self.built
-        host = parts.host
-        old = self.config.persona
+        file = str(self.config.path)
         try:
-            persona = load_persona(self.config.persona_path)
-        except ConfigError as exc:
-            log.error("reload_refused", error=str(exc), effect="the running persona stays")
+            plan = await asyncio.to_thread(read_for_reload, self.config, self.built.host)
+        except Exception as exc:  # any bytes, any nesting: never a stray traceback
+            why = refusal(exc)
+            log.error("reload_refused", error=why, effect="the running configuration stays")
+            self.degraded.report("reload", f"refused: {why}", file=file, cue=False)
             return []
-        loaded = [s.name for s in host.skills]
-        moved = [
-            n
-            for n in loaded
-            if n in persona.skills
-            and persona.skills[n].get(SOURCE_KEY) != old.skills.get(n, {}).get(SOURCE_KEY)
-        ]
-        if list(persona.skills) != loaded or moved:
+        self.degraded.clear("reload")
+        try:
+            return await self._apply(self.built, plan)
+        except Exception as exc:
+            log.exception("reload_failed", error=refusal(exc))
+            return []
+
+    async def _apply(self, parts: Parts, plan: ReloadPlan) -> list[str]:
+        old, persona = self.config.persona, plan.config.persona
+        if plan.needs_restart:
             log.warning(
                 "reload_needs_restart",
-                added=",".join(n for n in persona.skills if n not in loaded),
-                removed=",".join(n for n in loaded if n not in persona.skills),
-                source_changed=",".join(moved),
-                effect="only the config of loaded skills is applied; restart to load others",
+                keys=",".join(plan.needs_restart),
+                effect="the rest is applied; restart for these",
             )
-        configs = {n: persona.skills.get(n, old.skills.get(n, {})) for n in loaded}
         everyone = (persona.language, persona.timezone) != (old.language, old.timezone)
+        host = parts.host
         host.language = persona.language
-        changed = host.changed_configs(configs, force=everyone)
-        self.config = dataclasses.replace(
-            self.config, persona=dataclasses.replace(persona, skills=configs)
+        changed = host.changed_configs(plan.configs, force=everyone)
+        self.config = plan.config
+        if "daemon.log_level" in plan.applied:
+            logging.getLogger().setLevel(plan.config.daemon.log_level.upper())
+        host.tool_timeout_s = plan.config.provider.tool_timeout_s
+        done = await host.reconfigure(
+            self._context_factory(parts),
+            plan.configs,
+            changed,
+            persona_file=str(self.config.persona_path),
         )
-        try:
-            done = await host.reconfigure(
-                self._context_factory(parts),
-                configs,
-                changed,
-                persona_file=str(self.config.persona_path),
-            )
-        except ConfigError as exc:
-            log.error("reload_config_rejected", error=str(exc))
-            done = []
         parts.instructions.set_base(persona.effective_instructions)
         # tools may have changed too (a skill's descriptions follow its language)
         self.configure_session(parts.instructions.refresh())
-        log.info("persona_reloaded", reconfigured=",".join(done) or "none")
+        log.info(
+            "persona_reloaded",
+            reconfigured=",".join(done) or "none",
+            applied=",".join(plan.applied) or "none",
+        )
         return done
 
     # ------------------------------------------------------------ hooks (build.Hooks)
@@ -329,6 +396,14 @@ class Runtime:
             self.feed.publish(
                 "notice", turn=turn.turn_id, what=self.persona_string(PersonaString.TOO_SHORT)
             )
+
+    def on_degraded_press(self, problems: list[Problem]) -> None:
+        """The first press after a part degraded: its cue played; the text says it too."""
+        self.feed.publish(
+            "notice",
+            what=self.persona_string(PersonaString.DEGRADED),
+            problems=" | ".join(p.line() for p in problems),
+        )
 
     def on_activity(self, activity: Activity) -> None:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking

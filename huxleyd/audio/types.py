@@ -32,9 +32,13 @@ class Earcon(enum.StrEnum):
     KEY_REFUSED = "key_refused"
     """Optional (not shipped): played once when the provider refuses the API
     key; without the file the OFFLINE earcon plays instead."""
+    DEGRADED = "degraded"
+    """Optional (not shipped): "something is wrong", at the first press after a
+    part started degraded (the database, a skill); without the file the ERROR
+    earcon plays instead."""
 
 
-OPTIONAL_EARCONS = frozenset({Earcon.KEY_REFUSED})
+OPTIONAL_EARCONS = frozenset({Earcon.KEY_REFUSED, Earcon.DEGRADED})
 """Earcons a sounds directory may leave out (a fallback plays)."""
 
 SHIPPED_EARCONS = tuple(e for e in Earcon if e not in OPTIONAL_EARCONS)

@@ -115,6 +115,9 @@ class StatusReport:
     """Why the last try failed (one line), or ''."""
     provider_retry_in_s: float | None = None
     """Seconds until the next try, when one is scheduled."""
+    problems: tuple[str, ...] = ()
+    """Parts running degraded, one line each (the database moved aside, a skill
+    left out…): what, which file, since when."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +135,7 @@ class StatusReport:
             "provider_attempt": self.provider_attempt,
             "provider_detail": self.provider_detail,
             "provider_retry_in_s": self.provider_retry_in_s,
+            "problems": list(self.problems),
         }
 
     @classmethod
@@ -166,25 +170,44 @@ class StatusReport:
             provider_retry_in_s=None
             if d.get("provider_retry_in_s") is None
             else _number(d, "provider_retry_in_s", what),
+            problems=_strings(d, "problems", what) if "problems" in d else (),
         )
+
+
+def _strings(d: Mapping[str, Any], key: str, what: str) -> tuple[str, ...]:
+    items = _get(d, key, list, what)
+    if not all(isinstance(t, str) for t in items):
+        raise ControlProtocolError(f"{what}: {key!r} expected strings, got {items!r}")
+    return tuple(items)
 
 
 @dataclass(frozen=True, slots=True)
 class SkillInfo:
-    """A loaded skill and the tool names it gives the model."""
+    """A persona's skill and the tool names it gives the model.
+
+    ``failed``: left out (it did not import, its setup raised or overran, its
+    persona table was refused): it offers no tools; ``reason`` says why."""
 
     name: str
     tools: tuple[str, ...] = ()
+    failed: bool = False
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "tools": list(self.tools)}
+        d: dict[str, Any] = {"name": self.name, "tools": list(self.tools)}
+        if self.failed:  # a loaded skill's line stays as it was
+            d.update(failed=True, reason=self.reason)
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SkillInfo:
-        tools = _get(d, "tools", list, "skill")
-        if not all(isinstance(t, str) for t in tools):
-            raise ControlProtocolError(f"skill: 'tools' expected strings, got {tools!r}")
-        return cls(_get(d, "name", str, "skill"), tuple(tools))
+        return cls(
+            _get(d, "name", str, "skill"),
+            _strings(d, "tools", "skill"),
+            # Optional: an older daemon does not send them.
+            failed=_get(d, "failed", bool, "skill") if "failed" in d else False,
+            reason=_get(d, "reason", str, "skill") if "reason" in d else "",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,8 @@ def status_table(report: StatusReport) -> Table:
     if why:
         table.add_row("", Text(why, style="yellow"))
     table.add_row("Persona", Text(report.persona))
+    for i, problem in enumerate(report.problems):
+        table.add_row("Degraded" if i == 0 else "", Text(problem, style="red"))
     table.add_row("Media", Text(report.media) if report.media else Text("nothing playing", "dim"))
     volume = Text(f"{report.volume}") if report.volume >= 0 else Text("not open yet", "dim")
     table.add_row("Volume", volume)
@@ -115,7 +117,11 @@ def skills_table(skills: Iterable[SkillInfo]) -> Table:
     table.add_column("skill", style="bold")
     table.add_column("tools")
     for skill in skills:
-        table.add_row(Text(skill.name), Text(", ".join(skill.tools) or "(no tools)"))
+        if skill.failed:
+            tools = Text(f"failed, left out: {skill.reason}", style="red")
+        else:
+            tools = Text(", ".join(skill.tools) or "(no tools)")
+        table.add_row(Text(skill.name), tools)
     return table
 
 

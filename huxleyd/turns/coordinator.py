@@ -47,6 +47,7 @@ from huxley_sdk import AudioStream
 from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.audio.types import Earcon
 from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.degraded import Degraded, Problem
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
@@ -99,8 +100,14 @@ class Coordinator:
         renew_session_if_due: Callable[[], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         session_instructions: SessionInstructions | None = None,
+        degraded: Degraded | None = None,
+        on_degraded: Callable[[list[Problem]], None] | None = None,
     ) -> None:
         self._provider = provider
+        self._degraded = degraded
+        """Parts running degraded: the first press after a new one plays the cue."""
+        self._on_degraded = on_degraded
+        """Told of the problems a press just signalled (the text surfaces say them)."""
         self._audio = audio
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
@@ -218,8 +225,20 @@ class Coordinator:
         self.turn.pressed_at = now
         self.media.dialog_started()
         self._provider.start_turn()
+        self._cue_degraded()
         self._outputs.earcon(Earcon.LISTEN_START, before_speech=False)
         self.set_state(TurnState.LISTENING)  # the mic capture follows
+
+    def _cue_degraded(self) -> None:
+        """ "Something is wrong" once per new problem (the turn goes on: the rest works)."""
+        unheard = self._degraded.take_unheard() if self._degraded is not None else []
+        if not unheard:
+            return
+        log.warning("press_while_degraded", problems=" | ".join(p.line() for p in unheard))
+        cue = Earcon.DEGRADED if Earcon.DEGRADED in self._earcons else Earcon.ERROR
+        self._outputs.earcon(cue, before_speech=False)
+        if self._on_degraded is not None:
+            self._on_degraded(unheard)
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""

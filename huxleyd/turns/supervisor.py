@@ -79,6 +79,7 @@ class SupervisedTask:
         self._on_permanent_failure = on_permanent_failure
         self._clock = clock
         self._sleep = sleep
+        self.owner = owner
         self._log = log.bind(task=name, skill=owner) if owner else log.bind(task=name)
         self._restart_times: deque[float] = deque()
         self.state = TaskState.RUNNING
@@ -242,6 +243,12 @@ class Supervisor:
         self._tasks.add(task)
         task._task.add_done_callback(lambda _t: self._tasks.discard(task))
         return task
+
+    def cancel_owner(self, owner: str) -> None:
+        """Stop every task ``owner`` started (a skill left out after a failed setup)."""
+        for task in list(self._tasks):
+            if task.owner == owner:
+                task.cancel()
 
     def tasks(self) -> tuple[SupervisedTask, ...]:
         """The tasks not finished yet, by name (for status)."""

@@ -44,6 +44,7 @@ CLOSE_ORDER = [
     "audio",
     "storage",
     "log-tap",
+    "loop-watch",
 ]
 """Turns first (media bookmarks need storage and audio), then the session,
 the tasks, the skills; then what build opened, last opened first."""
@@ -133,7 +134,14 @@ async def test_a_start_that_fails_half_way_closes_what_it_opened(tmp_path: Path)
             assert audio_threads()  # the engine was running when the button failed
         finally:
             await runtime.close()
-    assert runtime.stopped_steps == ["runtime-tasks", "skill-tasks", "audio", "storage", "log-tap"]
+    assert runtime.stopped_steps == [
+        "runtime-tasks",
+        "skill-tasks",
+        "audio",
+        "storage",
+        "log-tap",
+        "loop-watch",
+    ]
     assert not audio_threads()
 
 
@@ -168,6 +176,7 @@ async def test_the_simulator_the_daemon_runs_itself_is_in_the_record_and_closed(
         "audio",
         "storage",
         "log-tap",
+        "loop-watch",
     ]
     with pytest.raises(OSError):  # nobody listens there any more
         _, writer = await asyncio.open_connection("127.0.0.1", port)

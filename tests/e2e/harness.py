@@ -243,6 +243,7 @@ class Rig:
         kind: SimDialect = "openai",
         provider_lines: str = "",
         sim_speed: float | None = None,
+        skill_retry_delays_s: tuple[float, ...] | None = None,
     ) -> None:
         """``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
         ``math.inf`` sends each reply's audio in one burst, as a fast link does)."""
@@ -253,6 +254,7 @@ class Rig:
         self.scenario = scenario
         self.skills = skills
         self.skill_config = skill_config
+        self.skill_retry_delays_s = skill_retry_delays_s
         self.provider_lines = provider_lines
         """Extra TOML lines of ``[provider]`` (``transcription_model = "…"``)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
@@ -297,6 +299,7 @@ class Rig:
                 provider_url=self.sim.url,
                 notifier=self.notifier,
                 env={},
+                skill_retry_delays_s=self.skill_retry_delays_s,
             ),
         )
         await self.runtime.start()

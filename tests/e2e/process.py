@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,8 +59,15 @@ class DaemonProcess:
     would fill up and block the daemon's logging)."""
 
     def __init__(
-        self, config: Path, *, env: Mapping[str, str] | None = None, log: Path | None = None
+        self,
+        config: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        log: Path | None = None,
+        wrap: Sequence[str] = (),
     ) -> None:
+        """``wrap``: a command that execs the daemon (``unshare -m …``: a test as
+        root that needs a file system it cannot write)."""
         self.config = config
         self.log = log or config.with_suffix(".log")
         self.socket = config.parent / "control.sock"
@@ -70,7 +77,7 @@ class DaemonProcess:
             environment.pop("NOTIFY_SOCKET", None)
         with self.log.open("w") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "huxleyd", "--config", str(config)],
+                [*wrap, sys.executable, "-m", "huxleyd", "--config", str(config)],
                 env=environment,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
 from huxleyd.app.control import RuntimeControl, daemon_facts
@@ -69,8 +68,8 @@ async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: P
     assert checks["provider"].status == "fail" and "127.0.0.1" in checks["provider"].detail
 
 
-async def test_a_failing_skill_setup_names_the_persona_file_and_key(tmp_path: Path) -> None:
-    from huxleyd.errors import SkillSetupError
+async def test_a_failing_skill_setup_is_left_out_and_doctor_names_it(tmp_path: Path) -> None:
+    from huxleyd.app.control import RuntimeControl
     from tests.e2e.harness import Rig
 
     missing = tmp_path / "no-brain.key"
@@ -80,13 +79,20 @@ async def test_a_failing_skill_setup_names_the_persona_file_and_key(tmp_path: Pa
         skills=("system", "brain"),
         skill_config={"brain": f'key_file = "{missing}"'},
     )
-    try:
-        with pytest.raises(SkillSetupError) as info:
-            await rig.__aenter__()
-    finally:
-        await rig.__aexit__(None, None, None)  # as the daemon closes after a failed start
+    async with rig:  # the daemon starts without the skill
+        control = RuntimeControl(rig.rt)
+        skills = {s.name: s for s in await control.skills()}
+        checks = {c.name: c for c in await control.doctor()}
+        status = await control.status()
+    assert skills["system"].failed is False
+    brain = skills["brain"]
+    assert brain.failed and brain.tools == ()
+    assert brain.reason.startswith("setup failed: "), brain.reason
+    assert "No such file" in brain.reason
+    assert "Error:" not in brain.reason  # no class names (ValueError: …)
     persona = tmp_path / "personas" / "default.toml"
-    message = str(info.value)
-    assert message.startswith(f"{persona}: skills.brain: setup failed: "), message
-    assert "No such file" in message
-    assert "Error:" not in message  # no class names (ValueError: …)
+    assert not checks["degraded parts"].ok
+    assert "skill:brain: setup failed" in checks["degraded parts"].detail
+    assert str(persona) in checks["degraded parts"].detail
+    [problem] = status.problems
+    assert problem.startswith("skill:brain: setup failed")

@@ -32,6 +32,7 @@ from huxley_sdk import (
     ToolResult,
 )
 from huxleyd.audio.types import MicFrame
+from huxleyd.degraded import Degraded
 from huxleyd.providers.events import (
     AudioChunk,
     ResponseDone,
@@ -161,6 +162,7 @@ class Rig:
         timeout_s: float = 30.0,
         tool_timeout_s: float = 5.0,
         provider: RecordingProvider | None = None,
+        degraded: Degraded | None = None,
     ) -> None:
         self.sleeper = FakeSleeper()
         self.clock = self.sleeper.clock
@@ -182,6 +184,7 @@ class Rig:
             settings=TurnSettings(silent_response_timeout_s=timeout_s, max_silent_retries=2),
             clock=self.clock,
             sleep=self.sleeper.sleep,
+            degraded=degraded,
         )
         self.seq = 0
 

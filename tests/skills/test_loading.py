@@ -19,7 +19,6 @@ from huxley_sdk.testing import make_test_context
 from huxleyd.errors import (
     SkillCollisionError,
     SkillNotInstalledError,
-    SkillSetupError,
     SkillShapeError,
 )
 from huxleyd.skillhost import SkillHost, installed_skills
@@ -271,11 +270,17 @@ def test_description_override_for_an_unknown_tool() -> None:
         SkillHost.load(["system"], installed=installed, descriptions={"get_wether": "x"})
 
 
-async def test_setup_that_raises_names_the_skill() -> None:
-    host = SkillHost.load(["failing"], installed={"failing": ep("failing", f"{HERE}:Failing")})
-    with pytest.raises(SkillSetupError) as info:
-        await host.setup_all(lambda name, cfg: make_test_context(name=name), {})
-    assert str(info.value) == "skills.failing: setup failed: no network"  # no class name
+async def test_a_setup_that_raises_leaves_the_skill_out_with_why() -> None:
+    installed = {
+        "failing": ep("failing", f"{HERE}:Failing"),
+        "system": ep("system", "huxleyd.skills.system:SystemSkill"),
+    }
+    host = SkillHost.load(["failing", "system"], installed=installed)
+    await host.setup_all(lambda name, cfg: make_test_context(name=name), {})
+    assert host.failed == {"failing": "setup failed: no network"}  # no class name
+    assert [s.name for s in host.skills] == ["system"]
+    assert "fail_now" not in {t.name for t in host.tools}  # none of its tools is offered
+    assert host.retryable == ["failing"]
 
 
 def test_persona_language_sets_tool_descriptions() -> None:

@@ -1,0 +1,84 @@
+"""What runs degraded, in one place: the storage, a skill left out, a reload refused.
+
+Layer: pure (no I/O but the log line). A part that could not start as
+configured and runs without (or around) it calls :meth:`Degraded.report`
+once; every surface reads this one record, so they cannot disagree:
+``huxleyctl status`` (``problems``), ``huxleyctl doctor`` (the "degraded
+parts" check), the journal (``part_degraded``, at the moment it happens) and
+the first press after it (the coordinator plays the "something is wrong"
+cue once per new problem). :meth:`Degraded.clear` is called when the part
+recovers (a skill whose setup succeeded on a retry).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from huxleyd.logs import get_logger
+
+log = get_logger("huxleyd.daemon")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One part that runs degraded, and why."""
+
+    part: str
+    """``storage``, ``skill:radio``, ``reload``…"""
+    what: str
+    """One line: what happened and what the daemon does instead."""
+    file: str | None
+    """The file concerned (the database, the persona), when there is one."""
+    since: str
+    """When it was reported, UTC, ``2026-11-27T10:02:03Z``."""
+
+    def line(self) -> str:
+        where = f" ({self.file})" if self.file else ""
+        return f"{self.part}: {self.what}{where}, since {self.since}"
+
+
+class Degraded:
+    """The degraded parts of this daemon (see the module docstring)."""
+
+    def __init__(self, *, wall: Callable[[], float] = time.time) -> None:
+        self._wall = wall
+        self._problems: dict[str, Problem] = {}
+        self._unheard: set[str] = set()
+        """Parts reported since the last press: the next press plays the cue."""
+
+    def report(self, part: str, what: str, *, file: str | None = None, cue: bool = True) -> Problem:
+        """Record ``part``'s problem, or update its text (a retry that failed again).
+
+        A new problem is logged (``part_degraded``) and cued at the next press;
+        an update is neither (the caller logs what changed). ``cue=False``: an
+        admin's problem the device works around unchanged (a refused reload):
+        status and doctor show it, the button does not."""
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._wall()))
+        old = self._problems.get(part)
+        problem = Problem(part, what, file, since if old is None else old.since)
+        self._problems[part] = problem
+        if old is None:
+            if cue:
+                self._unheard.add(part)
+            log.error("part_degraded", part=part, problem=what, file=file or "")
+        return problem
+
+    def clear(self, part: str) -> None:
+        """``part`` works again."""
+        if self._problems.pop(part, None) is not None:
+            self._unheard.discard(part)
+            log.info("part_recovered", part=part)
+
+    def problems(self) -> list[Problem]:
+        return sorted(self._problems.values(), key=lambda p: p.part)
+
+    def lines(self) -> list[str]:
+        return [p.line() for p in self.problems()]
+
+    def take_unheard(self) -> list[Problem]:
+        """The problems no press has signalled yet; they count as heard from now."""
+        unheard = [self._problems[p] for p in sorted(self._unheard) if p in self._problems]
+        self._unheard.clear()
+        return unheard

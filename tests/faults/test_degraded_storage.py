@@ -1,0 +1,230 @@
+"""Storage cannot kill the start (issue 22, item 1).
+
+Before: a database that did not open, read or migrate was "exit 1 with one
+line", ten restarts, then a dead device. Now the file is moved aside (kept,
+its reason and time in its name), a fresh one takes its place with the rows
+SQLite can still read, and status, doctor and the journal say so. A state
+directory that cannot be written runs the daemon on a database in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from huxleyd.storage import MIGRATIONS, Database
+from huxleyd.storage_recovery import open_or_recover
+from tests.e2e.process import DaemonProcess, write_daemon_config
+
+SCENARIO = 'name = "idle"\n'
+TIMER = ("timers", "timer:t1", '{"id": "t1", "label": "tea"}')
+BOOKMARK = ("audiobooks", "bookmark:b1", '{"position_s": 61.5}')
+
+
+def _good_db(path: Path, rows: int = 0) -> None:
+    """A database as this huxleyd writes it, with a timer, a bookmark and ``rows`` more."""
+
+    def fill(c: sqlite3.Connection) -> None:
+        c.executemany("INSERT INTO settings VALUES (?, ?, ?)", [TIMER, BOOKMARK])
+        c.executemany(
+            "INSERT INTO settings VALUES ('memos', ?, ?)",
+            [(f"memo:{i:05d}", "x" * 200) for i in range(rows)],
+        )
+
+    async def write() -> None:
+        db = await Database.open(path)
+        try:
+            await db.run(fill)
+        finally:
+            await db.close()  # the last connection's close checkpoints: all in the main file
+
+    asyncio.run(write())
+
+
+def garbage(path: Path) -> None:
+    """Zero pages readable: the header is not SQLite's."""
+    path.write_bytes(os.urandom(8192))
+
+
+def newer_schema(path: Path) -> None:
+    _good_db(path)
+    with sqlite3.connect(path) as c:
+        c.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS) + 5,))
+
+
+def wrong_columns(path: Path) -> None:
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        c.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
+        c.execute("CREATE TABLE settings (name TEXT, blob BLOB)")
+        c.execute("CREATE TABLE daemon_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def torn_page(path: Path) -> None:
+    """A page in the middle overwritten (an SD card's torn write)."""
+    _good_db(path, rows=400)
+    page = 4096
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        f.seek((size // page // 2) * page)
+        f.write(b"\xa5" * page)
+
+
+CASES: dict[str, tuple[Callable[[Path], None], str, bool]] = {
+    # case: (break the file, the reason in the moved file's name, timer readable)
+    "zero pages readable": (garbage, "corrupt", False),
+    "newer schema": (newer_schema, "newer-schema", True),
+    "wrong columns": (wrong_columns, "wrong-columns", False),
+    "a torn page": (torn_page, "corrupt", True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_broken_database_is_moved_aside_and_readable_rows_carried_over(
+    tmp_path: Path, case: str
+) -> None:
+    breaks, reason, carried = CASES[case]
+    path = tmp_path / "default.db"
+    breaks(path)
+    before = path.read_bytes()
+    opened = open_or_recover(path, wall=lambda: 1_800_000_000.0)  # 2027-01-15T08:00:00Z
+    try:
+        aside = tmp_path / f"default.{reason}-20270115T080000Z.db"
+        assert opened.recovered is not None
+        assert opened.recovered.moved_to == aside
+        assert aside.read_bytes() == before  # kept as it was, never deleted
+        assert aside.name in opened.recovered.what
+        rows = opened.db.run_sync(
+            lambda c: c.execute("SELECT skill, key, value FROM settings").fetchall()
+        )
+        assert (TIMER in rows and BOOKMARK in rows) is carried, rows
+        assert opened.db.schema_version() == len(MIGRATIONS)  # fresh, and usable
+    finally:
+        opened.db.close_sync()
+
+
+def read_only(directory: Path) -> list[str]:
+    """A command prefix under which ``directory`` cannot be written by the daemon.
+
+    Root writes anywhere a mode says not to: as root, the directory is bind
+    mounted read-only in a mount namespace of the daemon's own (EROFS, as an
+    SD card remounted read-only gives); otherwise its mode is enough."""
+    if os.geteuid() != 0:
+        directory.chmod(0o555)
+        return []
+    wrap = [
+        "unshare",
+        "-m",
+        "sh",
+        "-c",
+        'mount --bind -o ro "$0" "$0" && exec "$@"',
+        str(directory),
+    ]
+    probe = subprocess.run([*wrap, "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"no read-only bind mount here: {probe.stderr.strip()}")
+    return wrap
+
+
+def ctl(socket: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(socket), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr  # doctor exits 1 on a failed check
+    return done.stdout
+
+
+def test_a_corrupt_database_starts_the_daemon_and_status_doctor_journal_say_so(
+    tmp_path: Path,
+) -> None:
+    config = write_daemon_config(tmp_path, scenario=SCENARIO)
+    (tmp_path / "state").mkdir()
+    torn_page(tmp_path / "state" / "default.db")
+    daemon = DaemonProcess(config)
+    try:
+        daemon.wait_for_log("daemon_started")
+        status = json.loads(ctl(daemon.socket, "status", "--json"))
+        doctor = ctl(daemon.socket, "doctor")
+        ctl(daemon.socket, "ptt", "tap")  # the first press says something is wrong
+        daemon.wait_for_log("press_while_degraded")
+    finally:
+        assert daemon.terminate() == 0
+    [aside] = (tmp_path / "state").glob("default.corrupt-*.db")
+    [problem] = status["problems"]
+    assert problem.startswith("storage: the database could not be used")
+    assert aside.name in problem and str(tmp_path / "state" / "default.db") in problem
+    assert "degraded parts" in doctor and aside.name in doctor
+    log = daemon.output()
+    assert "storage_moved_aside" in log and "part_degraded" in log
+    with sqlite3.connect(tmp_path / "state" / "default.db") as c:
+        assert TIMER in c.execute("SELECT skill, key, value FROM settings").fetchall()
+
+
+def test_a_read_only_state_directory_runs_in_memory_and_says_so(tmp_path: Path) -> None:
+    config = write_daemon_config(tmp_path, scenario=SCENARIO)
+    state = tmp_path / "state"
+    state.mkdir()
+    _good_db(state / "default.db")
+    daemon = DaemonProcess(config, wrap=read_only(state))
+    try:
+        daemon.wait_for_log("daemon_started")
+        status = json.loads(ctl(daemon.socket, "status", "--json"))
+        skills = ctl(daemon.socket, "skills")
+    finally:
+        assert daemon.terminate() == 0
+        state.chmod(0o755)
+    [problem] = status["problems"]
+    assert problem.startswith("storage: the state directory cannot be written"), problem
+    assert "in memory" in problem and "2 row(s) carried over" in problem
+    assert "system" in skills
+    assert "storage_in_memory" in daemon.output()
+    assert sorted(p.name for p in state.iterdir()) == ["default.db"]  # left as it was
+
+
+async def test_the_first_press_after_a_part_degraded_plays_the_cue_once() -> None:
+    from huxleyd.degraded import Degraded
+    from tests.fakes.turn_rig import Rig as TurnRig
+
+    degraded = Degraded()
+    async with TurnRig(degraded=degraded) as rig:
+        told: list[list[str]] = []
+        rig.coordinator._on_degraded = lambda problems: told.append([p.part for p in problems])
+        degraded.report("storage", "moved aside, started fresh", file="default.db")
+        rig.coordinator.press()
+        rig.coordinator.release()
+        rig.coordinator.press()  # heard once: the next press is a plain one
+        assert rig.audio.earcon_names() == ["error", "listen_start", "too_short", "listen_start"]
+        degraded.report("skill:radio", "setup failed: no network")  # a new problem: cue again
+        rig.coordinator.release()
+        rig.coordinator.press()
+        assert rig.audio.earcon_names()[-2:] == ["error", "listen_start"]
+        assert told == [["storage"], ["skill:radio"]]  # the text surfaces: once per problem
+
+
+def test_a_problem_updated_by_a_failed_retry_is_not_cued_again() -> None:
+    from huxleyd.degraded import Degraded
+
+    degraded = Degraded(wall=lambda: 1_800_000_000.0)
+    degraded.report("skill:radio", "setup failed: no network; retried with backoff")
+    assert [p.part for p in degraded.take_unheard()] == ["skill:radio"]
+    degraded.report("skill:radio", "setup failed: no network; retried (2 tries so far)")
+    assert degraded.take_unheard() == []
+    assert degraded.lines() == [
+        "skill:radio: setup failed: no network; retried (2 tries so far), "
+        "since 2027-01-15T08:00:00Z"
+    ]
+    degraded.clear("skill:radio")
+    degraded.report("skill:radio", "setup failed: no network")  # back again: new, cued
+    assert [p.part for p in degraded.take_unheard()] == ["skill:radio"]
