@@ -87,6 +87,8 @@ class RuntimeControl:
             starting,
             state=coordinator.activity,
             media=coordinator.media.label,
+            provider_stalls=parts.connection.stalls,
+            provider_unlogged_notes=parts.connection.unlogged_notes,
             volume=await parts.volume.get_level(),
             xruns=XrunCounts(
                 underruns=stats.underruns,

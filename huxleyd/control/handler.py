@@ -115,6 +115,10 @@ class StatusReport:
     """Why the last try failed (one line), or ''."""
     provider_retry_in_s: float | None = None
     """Seconds until the next try, when one is scheduled."""
+    provider_stalls: int = 0
+    """Connections dropped since start because a due reply stalled."""
+    provider_unlogged_notes: int = 0
+    """Provider notes (new unknown event types) counted past the logged-once bound."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +136,8 @@ class StatusReport:
             "provider_attempt": self.provider_attempt,
             "provider_detail": self.provider_detail,
             "provider_retry_in_s": self.provider_retry_in_s,
+            "provider_stalls": self.provider_stalls,
+            "provider_unlogged_notes": self.provider_unlogged_notes,
         }
 
     @classmethod
@@ -166,6 +172,10 @@ class StatusReport:
             provider_retry_in_s=None
             if d.get("provider_retry_in_s") is None
             else _number(d, "provider_retry_in_s", what),
+            provider_stalls=_get(d, "provider_stalls", int, what) if "provider_stalls" in d else 0,
+            provider_unlogged_notes=_get(d, "provider_unlogged_notes", int, what)
+            if "provider_unlogged_notes" in d
+            else 0,
         )
 
 
