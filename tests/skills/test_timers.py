@@ -20,7 +20,7 @@ from huxleyd.skills.timers import (
     parse_clock_time,
     spoken_duration,
 )
-from tests.fakes.clock import FakeWallClock
+from tests.fakes.clock import FakeSystemClock
 
 START = datetime(2024, 3, 10, 12, 0, tzinfo=UTC)
 
@@ -31,12 +31,12 @@ def announced(ctx: SkillContext) -> list[Any]:
 
 
 async def started(
-    clock: FakeWallClock,
+    clock: FakeSystemClock,
     storage: MemoryStorage | None = None,
     config: dict[str, Any] | None = None,
     poll_s: float = 1.0,
 ) -> tuple[TimersSkill, SkillContext]:
-    skill = TimersSkill(now=clock, poll_s=poll_s)
+    skill = TimersSkill(clock=clock, poll_s=poll_s)
     ctx = make_test_context(name="timers", storage=storage, config=config)
     await skill.setup(ctx)
     return skill, ctx
@@ -59,7 +59,7 @@ async def eventually(predicate: Callable[[], bool], steps: int = 2000) -> None:
 
 
 async def test_set_list_and_cancel() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, _ = await started(clock)
     assert await call(skill, "set_timer", minutes=10, name="pasta") == {
         "set": "timer",
@@ -87,7 +87,7 @@ async def test_set_list_and_cancel() -> None:
 
 
 async def test_cancel_without_name_takes_the_most_recent_and_all_takes_all() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock)
     await call(skill, "set_timer", minutes=5, name="eggs")
     clock.advance(seconds=1)
@@ -101,7 +101,7 @@ async def test_cancel_without_name_takes_the_most_recent_and_all_takes_all() -> 
 
 
 async def test_a_due_timer_is_announced_then_deleted() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock)
     await call(skill, "set_timer", minutes=10, name="pasta")
     clock.advance(minutes=9, seconds=59)
@@ -119,7 +119,7 @@ async def test_a_due_timer_is_announced_then_deleted() -> None:
 
 
 async def test_the_background_loop_fires_by_itself() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock, poll_s=0.001)
     await call(skill, "set_timer", seconds=30)
     await asyncio.sleep(0.01)
@@ -132,7 +132,7 @@ async def test_the_background_loop_fires_by_itself() -> None:
 
 async def test_reminder_times_are_local_to_the_persona() -> None:
     # 12:00 UTC on the day New York moves to daylight time is 08:00 EDT (UTC-4).
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock, config={"timezone": "America/New_York"})
     later = await call(skill, "set_reminder", time="09:15", text="take the pills")
     assert later == {
@@ -162,7 +162,7 @@ async def test_reminder_times_are_local_to_the_persona() -> None:
 
 
 async def test_timers_survive_a_restart_and_fire_after_it() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     storage = MemoryStorage()
     first, _ = await started(clock, storage)
     await call(first, "set_timer", minutes=3, name="tea")
@@ -178,7 +178,7 @@ async def test_timers_survive_a_restart_and_fire_after_it() -> None:
 
 
 async def test_a_timer_due_during_downtime_fires_once_saying_it_is_late() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     storage = MemoryStorage()
     first, _ = await started(clock, storage)
     await call(first, "set_timer", minutes=5, name="oven")
@@ -201,7 +201,7 @@ async def test_a_timer_due_during_downtime_fires_once_saying_it_is_late() -> Non
 
 
 async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     storage = MemoryStorage()
     seen_in_storage: list[int] = []
 
@@ -209,7 +209,7 @@ async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
         seen_in_storage.append(len(await storage.list_settings(KEY_PREFIX)))
         raise ConnectionError("runtime went away")
 
-    skill = TimersSkill(now=clock)
+    skill = TimersSkill(clock=clock)
     ctx = dataclasses.replace(
         make_test_context(storage=storage),
         inject_turn_and_wait=cast(InjectTurnAndWait, failing_inject),
@@ -242,7 +242,7 @@ async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
 async def test_invalid_arguments_get_a_clear_output(
     tool: str, args: dict[str, Any], error: str
 ) -> None:
-    skill, ctx = await started(FakeWallClock(START))
+    skill, ctx = await started(FakeSystemClock(START))
     data = await call(skill, tool, **args)
     assert data["error"] == error
     assert data["message"]
@@ -251,7 +251,7 @@ async def test_invalid_arguments_get_a_clear_output(
 
 
 async def test_cancelling_an_unknown_name_lists_what_exists() -> None:
-    skill, _ = await started(FakeWallClock(START))
+    skill, _ = await started(FakeSystemClock(START))
     await call(skill, "set_timer", minutes=4, name="eggs")
     data = await call(skill, "cancel_timer", name="laundry")
     assert (data["error"], data["timers"]) == ("no_such_timer", ["eggs"])
@@ -262,7 +262,7 @@ async def test_cancelling_an_unknown_name_lists_what_exists() -> None:
 async def test_a_corrupt_stored_timer_is_dropped_not_fatal() -> None:
     storage = MemoryStorage()
     await storage.set_setting(KEY_PREFIX + "bad", "{not json")
-    skill, _ = await started(FakeWallClock(START), storage)
+    skill, _ = await started(FakeSystemClock(START), storage)
     assert (await call(skill, "list_timers"))["count"] == 0
     assert await storage.list_settings(KEY_PREFIX) == []
     await skill.teardown()
@@ -270,7 +270,7 @@ async def test_a_corrupt_stored_timer_is_dropped_not_fatal() -> None:
 
 async def test_an_unknown_time_zone_fails_setup_naming_the_key() -> None:
     with pytest.raises(ValueError, match=r"'timezone'.*Mars/Olympus"):
-        await started(FakeWallClock(START), config={"timezone": "Mars/Olympus"})
+        await started(FakeSystemClock(START), config={"timezone": "Mars/Olympus"})
 
 
 def test_parse_clock_time() -> None:
