@@ -8,9 +8,19 @@ moves time itself instead of waiting it out.
 from __future__ import annotations
 
 import asyncio
+import logging
+from pathlib import Path
+from typing import Any
 
+import pytest
+
+from huxleyd.app.control import RuntimeControl
+from huxleyd.control.render import provider_link_in_words
 from huxleyd.providers.base import ConnectionState
+from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnOutcome, TurnState
+from tests.e2e import harness
+from tests.e2e.harness import until
 from tests.fakes.clock import FakeSleeper
 from tests.fakes.provider_callbacks import Recorder
 from tests.fakes.provider_peer import Fault, FaultPeer
@@ -81,3 +91,31 @@ async def test_a_stall_mid_reply_fails_the_turn_at_once_with_the_offline_cue() -
         last = rig.coordinator.last_turn
         assert last is not None and last.outcome is TurnOutcome.FAILED
         assert rig.audio.earcon_names()[-1] == "offline"
+
+
+async def test_the_daemon_fails_the_turn_on_a_stall_and_status_names_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The whole path: the config key, the real runtime and coordinator, a real
+    # crawling peer. The stall time is the smallest the key allows.
+    rig = harness.Rig(
+        tmp_path, Scenario(), skills=("system",), provider_lines="stall_timeout_s = 0.5"
+    )
+    peer = FaultPeer([Fault(trickle_s=0.1), Fault()])
+    sim: Any = peer  # the rig starts and stops it, and points the daemon at its url
+    rig.sim = sim
+    with caplog.at_level(logging.INFO):
+        async with rig:
+            coordinator = rig.rt.parts.coordinator
+            coordinator.say("what time is it")
+            await until(lambda: peer.sessions_ready == 2, "the stalled session is replaced")
+            await until(lambda: rig.rt.connection_state == "connected", "connected again")
+            last = coordinator.last_turn
+            assert last is not None and last.outcome is TurnOutcome.FAILED
+            report = await RuntimeControl(rig.rt).status()
+            assert report.provider_stalls == 1
+            assert "1 stall" in provider_link_in_words(report)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("provider_stalled " in m for m in messages)
+    assert any("provider_stalled_heard" in m for m in messages)  # the offline cue played
+    assert any("turn_lost_with_connection state=stalled" in m for m in messages)
