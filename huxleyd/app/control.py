@@ -16,6 +16,7 @@ from typing import Any
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
+from huxleyd.clock import WallClockWatch
 from huxleyd.config import PersonaString
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
@@ -31,6 +32,7 @@ from huxleyd.control.protocol import PttAction
 from huxleyd.control.watch import WatchEvent
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
+from huxleyd.skills.skillclock import SystemClock
 
 log = get_logger("huxleyd.control")
 
@@ -54,6 +56,26 @@ def check_runtime_tasks(health: dict[str, str]) -> DoctorCheck:
     if restarted:
         detail += " (" + "; ".join(f"{n}: {s}" for n, s in restarted.items()) + ")"
     return DoctorCheck("runtime tasks", True, detail)
+
+
+def check_wall_clock(watch: WallClockWatch, *, synced: bool) -> DoctorCheck:
+    """Whether the wall clock can be trusted (reminders wait until it can), and its steps."""
+    steps = watch.steps
+    seen = (
+        f"; set {len(steps)}x since start, last by {steps[-1]:+.0f} s"
+        if steps
+        else "; not set since start"
+    )
+    if synced:
+        return DoctorCheck.passed("clock", "synchronised" + seen)
+    return DoctorCheck(
+        "clock",
+        True,
+        "not synchronised (no time sync since boot, no real-time clock): "
+        "reminders wait for it; timers run" + seen,
+        "check the network and the time service (`timedatectl status`)",
+        "warn",
+    )
 
 
 class RuntimeControl:
@@ -179,6 +201,8 @@ class RuntimeControl:
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))
+        synced = SystemClock().wall_plausible()
+        checks.append(lambda: check_wall_clock(rt.clock_watch, synced=synced))
         return await run_checks(checks)
 
 

@@ -19,6 +19,7 @@ import pytest
 from huxley_sdk import SkillContext
 from huxley_sdk.context import InjectTurnAndWait
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
+from huxleyd.app.control import check_wall_clock
 from huxleyd.clock import STEP_THRESHOLD_S, WallClockWatch
 from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
 from tests.fakes.clock import FakeSystemClock
@@ -179,3 +180,15 @@ def test_a_step_of_more_than_a_minute_is_logged_with_its_size(
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2 and all("clock_stepped" in line for line in lines)
     assert "step_s=7200.0" in lines[0] and "step_s=-7200.0" in lines[1]
+
+
+def test_doctor_says_whether_the_clock_is_synchronised_and_how_it_was_set() -> None:
+    wall, steady = [1_700_000_000.0], [500.0]
+    watch = WallClockWatch(wall=lambda: wall[0], steady=lambda: steady[0])
+    fresh = check_wall_clock(watch, synced=True)
+    assert fresh.status == "ok" and "not set since start" in fresh.detail
+    wall[0] += 7200.0
+    watch.check()
+    waiting = check_wall_clock(watch, synced=False)
+    assert waiting.status == "warn" and "reminders wait" in waiting.detail
+    assert "set 1x since start, last by +7200 s" in waiting.detail

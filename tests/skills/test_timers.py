@@ -14,12 +14,8 @@ import pytest
 from huxley_sdk import InjectPriority, SkillContext
 from huxley_sdk.context import InjectTurnAndWait
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
-from huxleyd.skills.timers import (
-    KEY_PREFIX,
-    TimersSkill,
-    parse_clock_time,
-    spoken_duration,
-)
+from huxleyd.skills.clocktext import parse_clock_time, spoken_duration
+from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
 from tests.fakes.clock import FakeSystemClock
 
 START = datetime(2024, 3, 10, 12, 0, tzinfo=UTC)
