@@ -32,7 +32,7 @@ from huxleyd.control.protocol import PttAction
 from huxleyd.control.watch import WatchEvent
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
-from huxleyd.skills.skillclock import SystemClock
+from huxleyd.skills.skillclock import system_clock_for
 
 log = get_logger("huxleyd.control")
 
@@ -201,7 +201,8 @@ class RuntimeControl:
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))
-        synced = SystemClock().wall_plausible()
+        # Asked as the timers skill asks it (its time_sync_flag, if set).
+        synced = system_clock_for(rt.config.persona.skills.get("timers", {})).wall_plausible()
         checks.append(lambda: check_wall_clock(rt.clock_watch, synced=synced))
         return await run_checks(checks)
 

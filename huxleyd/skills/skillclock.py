@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import ctypes
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 SYNC_FLAG = Path("/run/systemd/timesync/synchronized")
@@ -112,3 +112,10 @@ class SystemClock:
                 self._sync_flag.exists() or self._kernel_synced() is True or self._rtc.exists()
             )
         return self._plausible
+
+
+def system_clock_for(config: Mapping[str, Any]) -> SystemClock:
+    """The machine's clocks as a skill's settings table configures them
+    (``time_sync_flag``); the doctor asks the same question the same way."""
+    flag = config.get("time_sync_flag")
+    return SystemClock(sync_flag=Path(str(flag)) if flag else SYNC_FLAG)

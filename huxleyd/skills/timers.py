@@ -33,7 +33,6 @@ import json
 import secrets
 from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -47,7 +46,7 @@ from huxley_sdk import (
 
 from .clocktext import next_occurrence, parse_clock_time, spoken_duration
 from .media import best_match
-from .skillclock import SYNC_FLAG, SkillClock, SystemClock
+from .skillclock import SkillClock, SystemClock, system_clock_for
 
 KEY_PREFIX = "timer:"
 """Storage key prefix; the rest of the key is the timer's id."""
@@ -229,8 +228,7 @@ class TimersSkill:
         """Load persisted timers and start the firing loop (which fires overdue ones first)."""
         self._ctx = ctx
         if self._given_clock is None:
-            flag = ctx.config.get("time_sync_flag")
-            self._clock = SystemClock(sync_flag=Path(flag) if flag else SYNC_FLAG)
+            self._clock = system_clock_for(ctx.config)
         zone = str(ctx.config.get("timezone", ctx.timezone))
         try:
             self._tz = ZoneInfo(zone)

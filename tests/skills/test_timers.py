@@ -7,6 +7,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, time
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -15,6 +16,7 @@ from huxley_sdk import InjectPriority, SkillContext
 from huxley_sdk.context import InjectTurnAndWait
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
 from huxleyd.skills.clocktext import parse_clock_time, spoken_duration
+from huxleyd.skills.skillclock import SystemClock, system_clock_for
 from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
 from tests.fakes.clock import FakeSystemClock
 
@@ -285,3 +287,24 @@ def test_spoken_duration() -> None:
     assert spoken_duration(720) == "12 minutes"
     assert spoken_duration(3600 + 300 + 7) == "1 hour 5 minutes"
     assert spoken_duration(2 * 86400 + 3 * 3600) == "2 days 3 hours"
+
+
+def test_the_system_clock_trusts_the_wall_clock_only_on_evidence(tmp_path: Path) -> None:
+    flag, rtc, boot = tmp_path / "synchronized", tmp_path / "rtc0", tmp_path / "boot_id"
+    boot.write_text("5d2c0b1e-aaaa-bbbb-cccc-000000000001\n")
+    kernel: list[bool | None] = [None]  # adjtimex cannot be asked (a sandbox)
+    clock = SystemClock(sync_flag=flag, rtc=rtc, boot_id_file=boot, kernel_synced=lambda: kernel[0])
+    assert clock.boot_id() == "5d2c0b1e-aaaa-bbbb-cccc-000000000001"
+    assert not clock.wall_plausible()  # no flag, no kernel word, no RTC
+    kernel[0] = False
+    assert not clock.wall_plausible()
+    flag.touch()  # systemd-timesyncd synced
+    assert clock.wall_plausible()
+    flag.unlink()
+    assert clock.wall_plausible()  # once trusted, later steps are corrections
+    assert SystemClock(sync_flag=flag, rtc=rtc, kernel_synced=lambda: True).wall_plausible()
+    rtc.mkdir()
+    assert SystemClock(sync_flag=flag, rtc=rtc, kernel_synced=lambda: None).wall_plausible()
+    configured = system_clock_for({"time_sync_flag": str(tmp_path / "elsewhere")})
+    (tmp_path / "elsewhere").touch()
+    assert configured.wall_plausible()
