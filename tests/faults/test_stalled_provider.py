@@ -97,10 +97,12 @@ async def test_the_daemon_fails_the_turn_on_a_stall_and_status_names_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The whole path: the config key, the real runtime and coordinator, a real
-    # crawling peer. The stall time is the smallest the key allows.
-    rig = harness.Rig(
-        tmp_path, Scenario(), skills=("system",), provider_lines="stall_timeout_s = 0.5"
-    )
+    # crawling peer. As with the defaults (6 s, 8 s), the reply watchdog's
+    # silent retry (a cancel, then the same request again) comes before the
+    # stall time: a retry must not restart the stall clock, or the 18 s of
+    # silent retries would run out first and the link would stay "connected".
+    lines = "silent_response_timeout_s = 0.5\nstall_timeout_s = 0.8"
+    rig = harness.Rig(tmp_path, Scenario(), skills=("system",), provider_lines=lines)
     peer = FaultPeer([Fault(trickle_s=0.1), Fault()])
     sim: Any = peer  # the rig starts and stops it, and points the daemon at its url
     rig.sim = sim
@@ -119,3 +121,5 @@ async def test_the_daemon_fails_the_turn_on_a_stall_and_status_names_it(
     assert any("provider_stalled " in m for m in messages)
     assert any("provider_stalled_heard" in m for m in messages)  # the offline cue played
     assert any("turn_lost_with_connection state=stalled" in m for m in messages)
+    assert any("response_retry" in m for m in messages)  # the retry came first
+    assert not any("response_silent" in m for m in messages)  # the stall ended it
