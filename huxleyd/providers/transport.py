@@ -150,7 +150,10 @@ class ProviderConnection(SessionReports):
 
     Reconnecting follows a :class:`~huxleyd.providers.retry.ReconnectPolicy`:
     a session that became ready and then dropped starts the backoff over; only
-    failed tries in a row climb it (and from the fourth report OFFLINE). A
+    failed tries in a row climb it (and from the fourth report OFFLINE).
+    While a reply is due (the core's ``response_active``), a socket that
+    delivers no complete frame for ``stall_timeout_s`` is STALLED: aborted and
+    tried again (:meth:`_watch_stall`; ``stalls`` counts them). A
     refused key (HTTP 401/403) is the KEY_REFUSED state, retried every
     ``key_retry_s``; ``key_source``, when given, is called before every try
     (it re-reads the key file, so a fixed key is picked up without a restart).
