@@ -481,6 +481,7 @@ class ProviderConnection(SessionReports):
             if any(isinstance(e, SessionReady) for e in events):
                 self._session_ready = True
             self._deliver(events)
+            self._note_reply_due(peer_spoke=True)
             self._flush()
             fatal = next(
                 (e for e in events if isinstance(e, ProviderErrorEvent) and not e.recoverable),
@@ -490,14 +491,22 @@ class ProviderConnection(SessionReports):
                 self._log.warning("provider_session_ended", code=fatal.code)
                 break
 
-    def _note_reply_due(self) -> None:
-        """Start the stall clock when a reply becomes due; stop it when none is."""
-        if not self._protocol.response_active:
+    def _note_reply_due(self, *, peer_spoke: bool = False) -> None:
+        """Start the stall clock when a reply becomes due; stop it only when the
+        peer's own frame ended it (``peer_spoke``).
+
+        A reply given up on our side before anything came (a cancel, a silent
+        retry about to ask again) leaves the clock running from the first
+        request: the peer still owes a frame, and a retry must not buy a
+        stalled link another ``stall_timeout_s``.
+        """
+        if self._protocol.response_active:
+            if self._reply_due_at is None:
+                self._reply_due_at = self._clock.monotonic()
+                self._reply_due.set()
+        elif peer_spoke:
             self._reply_due_at = None
             self._reply_due.clear()
-        elif self._reply_due_at is None:
-            self._reply_due_at = self._clock.monotonic()
-            self._reply_due.set()
 
     def quiet_for_s(self) -> float | None:
         """Seconds a due reply has gone without one complete frame (None: none is due)."""

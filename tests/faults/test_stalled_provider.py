@@ -17,6 +17,7 @@ import pytest
 from huxleyd.app.control import RuntimeControl
 from huxleyd.control.render import provider_link_in_words
 from huxleyd.providers.base import ConnectionState
+from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.e2e import harness
@@ -58,6 +59,51 @@ async def test_a_reply_trickled_byte_by_byte_is_a_stall_reconnected_and_named() 
         await sleeper.advance(1.0)  # the first backoff delay: a fresh session
         await peer.wait_until(lambda: peer.sessions_ready == 2)
         await rec.wait_until(lambda: rec.state_names().count(ConnectionState.CONNECTED) == 2)
+        await conn.close()
+        await asyncio.wait_for(task, 10)
+
+
+class ForgetsOnCancel(OpenAIRealtimeProtocol):
+    """A core that drops an unstarted request on cancel (as a local-cut dialect
+    does): between a silent retry's cancel and its new request nothing is due."""
+
+    forgotten = False
+
+    @property
+    def response_active(self) -> bool:
+        return super().response_active and not self.forgotten
+
+    def cancel_response(self) -> bool:
+        self.forgotten = True
+        return super().cancel_response()
+
+    def request_response(self, **kwargs: Any) -> None:
+        self.forgotten = False
+        super().request_response(**kwargs)
+
+
+async def test_a_retried_request_does_not_restart_the_stall_clock() -> None:
+    rec, sleeper = Recorder(), FakeSleeper()
+    async with FaultPeer([Fault(trickle_s=0.1), Fault()]) as peer:
+        conn = rec.connection(
+            peer.url,
+            core=ForgetsOnCancel(),
+            sleep=sleeper.sleep,
+            stall_sleep=sleeper.sleep,
+            clock=sleeper.clock,
+            stall_timeout_s=STALL_S,
+        )
+        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+        task = asyncio.create_task(conn.run())
+        await peer.wait_until(lambda: peer.sessions_ready == 1)
+        await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+        conn.request_response()
+        await peer.wait_until(lambda: peer.trickled_bytes >= 1)
+        await sleeper.advance(STALL_S * 3 / 4)
+        conn.cancel_response()  # the reply watchdog's silent retry: cancel, ask again
+        conn.request_response()
+        await sleeper.advance(STALL_S / 4)  # the stall time since the first request
+        await rec.wait_until(lambda: ConnectionState.STALLED in rec.state_names())
         await conn.close()
         await asyncio.wait_for(task, 10)
 
