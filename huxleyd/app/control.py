@@ -16,6 +16,7 @@ from typing import Any
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
+from huxleyd.clock import WallClockWatch
 from huxleyd.config import PersonaString
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
@@ -31,6 +32,7 @@ from huxleyd.control.protocol import PttAction
 from huxleyd.control.watch import WatchEvent
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
+from huxleyd.skills.skillclock import system_clock_for
 
 log = get_logger("huxleyd.control")
 
@@ -69,6 +71,26 @@ def check_degraded(problems: list[str]) -> DoctorCheck:
     )
 
 
+def check_wall_clock(watch: WallClockWatch, *, synced: bool) -> DoctorCheck:
+    """Whether the wall clock can be trusted (reminders wait until it can), and its steps."""
+    steps = watch.steps
+    seen = (
+        f"; set {len(steps)}x since start, last by {steps[-1]:+.0f} s"
+        if steps
+        else "; not set since start"
+    )
+    if synced:
+        return DoctorCheck.passed("clock", "synchronised" + seen)
+    return DoctorCheck(
+        "clock",
+        True,
+        "not synchronised (no time sync since boot, no real-time clock): "
+        "reminders wait for it; timers run" + seen,
+        "check the network and the time service (`timedatectl status`)",
+        "warn",
+    )
+
+
 class RuntimeControl:
     """``ControlHandler`` for the running daemon."""
 
@@ -101,6 +123,8 @@ class RuntimeControl:
             starting,
             state=coordinator.activity,
             media=coordinator.media.label,
+            provider_stalls=parts.connection.stalls,
+            provider_unlogged_notes=parts.connection.unlogged_notes,
             volume=await parts.volume.get_level(),
             xruns=XrunCounts(
                 underruns=stats.underruns,
@@ -213,6 +237,9 @@ class RuntimeControl:
                 else DoctorCheck.passed("event loop", watch.summary())
             )
         )
+        # Asked as the timers skill asks it (its time_sync_flag, if set).
+        synced = system_clock_for(rt.config.persona.skills.get("timers", {})).wall_plausible()
+        checks.append(lambda: check_wall_clock(rt.clock_watch, synced=synced))
         return await run_checks(checks)
 
 

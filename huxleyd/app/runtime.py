@@ -29,7 +29,7 @@ from huxleyd.app.loopwatch import LoopWatch, skill_files
 from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
 from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
-from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.clock import Clock, MonotonicClock, WallClockWatch
 from huxleyd.config import Config, PersonaString
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded, Problem
@@ -104,6 +104,8 @@ class Runtime:
         self.built: Parts | None = None
         self.resources = Resources()
         """What is open; closed in reverse at :meth:`close` (a failed start included)."""
+        self.clock_watch = WallClockWatch()
+        """Logs ``clock_stepped`` when the wall clock is set (NTP after boot…)."""
         self.tasks = Supervisor(clock=self.clock)
         """The runtime's own long-running tasks (button, provider, LEDs, heartbeat),
         supervised: one that dies is logged and restarted; ``task_health`` shows it."""
@@ -184,6 +186,7 @@ class Runtime:
         button, coordinator = parts.button, parts.coordinator
         self._spawn(lambda: pump_button(button, coordinator), "button")
         self._spawn(parts.leds.run, "leds")
+        self._spawn(self.clock_watch.run, "clock")
         if parts.watchdog is not None:
             self._spawn(parts.watchdog.heartbeat, "watchdog-heartbeat")
             parts.watchdog.start()

@@ -118,6 +118,10 @@ class StatusReport:
     problems: tuple[str, ...] = ()
     """Parts running degraded, one line each (the database moved aside, a skill
     left out…): what, which file, since when."""
+    provider_stalls: int = 0
+    """Connections dropped since start because a due reply stalled."""
+    provider_unlogged_notes: int = 0
+    """Provider notes (new unknown event types) counted past the logged-once bound."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +140,8 @@ class StatusReport:
             "provider_detail": self.provider_detail,
             "provider_retry_in_s": self.provider_retry_in_s,
             "problems": list(self.problems),
+            "provider_stalls": self.provider_stalls,
+            "provider_unlogged_notes": self.provider_unlogged_notes,
         }
 
     @classmethod
@@ -171,6 +177,10 @@ class StatusReport:
             if d.get("provider_retry_in_s") is None
             else _number(d, "provider_retry_in_s", what),
             problems=_strings(d, "problems", what) if "problems" in d else (),
+            provider_stalls=_get(d, "provider_stalls", int, what) if "provider_stalls" in d else 0,
+            provider_unlogged_notes=_get(d, "provider_unlogged_notes", int, what)
+            if "provider_unlogged_notes" in d
+            else 0,
         )
 
 

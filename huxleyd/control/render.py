@@ -59,6 +59,8 @@ def status_table(report: StatusReport) -> Table:
     why = provider_explanation(report)
     if why:
         table.add_row("", Text(why, style="yellow"))
+    link = provider_link_in_words(report)
+    table.add_row("Link", Text(link, style="yellow" if link != LINK_CLEAN else ""))
     table.add_row("Persona", Text(report.persona))
     for i, problem in enumerate(report.problems):
         table.add_row("Degraded" if i == 0 else "", Text(problem, style="red"))
@@ -94,6 +96,25 @@ def xruns_in_words(x: XrunCounts) -> str:
     )
     parts = [_plural(n, one, many) + meaning for n, one, many, meaning in counters if n]
     return "; ".join(parts) if parts else "no glitches since start"
+
+
+LINK_CLEAN = "no stalls since start"
+
+
+def provider_link_in_words(report: StatusReport) -> str:
+    """The provider link's trouble counters as a person reads them."""
+    parts = []
+    if report.provider_stalls:
+        parts.append(
+            _plural(report.provider_stalls, "stall", "stalls")
+            + " (a reply stopped arriving: the connection was dropped and tried again)"
+        )
+    if report.provider_unlogged_notes:
+        parts.append(
+            _plural(report.provider_unlogged_notes, "unknown server event", "unknown server events")
+            + " counted, not logged (past the first few dozen kinds)"
+        )
+    return "; ".join(parts) if parts else LINK_CLEAN
 
 
 def provider_explanation(report: StatusReport) -> str:

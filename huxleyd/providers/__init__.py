@@ -41,7 +41,8 @@ websocket :class:`~huxleyd.providers.transport.ProviderConnection` and the
 cascade's connection alike). Through ``on_state`` it reports
 :class:`~huxleyd.providers.base.ConnectionStatus`, whose state is a
 :class:`~huxleyd.providers.base.ConnectionState`: CONNECTING, CONNECTED
-(once per successful connect), RECONNECTING, OFFLINE (from the fourth
+(once per successful connect), STALLED (a due reply delivered no complete
+frame for ``stall_timeout_s``: dropped and tried again), RECONNECTING, OFFLINE (from the fourth
 failed try in a row: play the earcon), KEY_REFUSED (retried slowly),
 FAILED (fatal, e.g. a wrong model: ``run()`` raises) and CLOSED. Their
 values are the words ``huxleyctl status`` prints.

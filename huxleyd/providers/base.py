@@ -217,6 +217,9 @@ class ConnectionState(enum.StrEnum):
     """First try, or a renewal in progress."""
     CONNECTED = "connected"
     """Session up, configuration sent. Reported once per successful connect."""
+    STALLED = "stalled"
+    """The socket is open but a due reply delivered no complete frame for
+    ``provider.stall_timeout_s``: it is being dropped and tried again."""
     RECONNECTING = "reconnecting"
     """Lost or refused; waiting ``retry_in_s`` before the next try."""
     OFFLINE = "offline"
@@ -323,6 +326,16 @@ class Session(ProviderSession, VerbatimReader, Protocol):
     def session_age_s(self) -> float | None:
         """Seconds since the current session opened; None: disconnected or never capped."""
 
+    @property
+    def stalls(self) -> int:
+        """Connections given up because a due reply stalled."""
+        ...
+
+    @property
+    def unlogged_notes(self) -> int:
+        """Provider notes counted past the "logged once" bound."""
+        ...
+
 
 class SessionReports:
     """What every :class:`Session` shares: its URL, its last status, and
@@ -342,10 +355,22 @@ class SessionReports:
         self._on_state = on_state
         self._log = logger
         self._status = ConnectionStatus(ConnectionState.CONNECTING)
+        self._stalls = 0
 
     @property
     def url(self) -> str:
         return self._url
+
+    @property
+    def stalls(self) -> int:
+        """Connections given up because a due reply stalled (0 where none can)."""
+        return self._stalls
+
+    @property
+    def unlogged_notes(self) -> int:
+        """Provider notes (unknown event types…) counted but not logged; 0 where
+        nothing is ever held back."""
+        return 0
 
     @property
     def status(self) -> ConnectionStatus:

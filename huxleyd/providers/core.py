@@ -29,6 +29,13 @@ CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the repl
 (local-cut dialects): every call needs an output, and nobody else will give it."""
 
 
+ONCE_TAGS_MAX = 32
+"""At most this many distinct things are "logged once" per core; past that
+they are only counted (:attr:`SansIOCore.unlogged_notes`): a server that
+sends a new unknown event type in every frame must not flood the journal
+or grow a set without bound."""
+
+
 def dumps(message: Mapping[str, Any]) -> str:
     """Compact JSON, the way every frame goes out."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
@@ -82,6 +89,9 @@ class SansIOCore(ABC):
         """Audio the user no longer wants (cut, cancelled or superseded replies), not reported."""
         self.protocol_errors = 0
         """Frames we could not understand (each logged and reported)."""
+        self.unlogged_notes = 0
+        """"Logged once" notes (an unknown event type…) past :data:`ONCE_TAGS_MAX`
+        distinct ones: counted, not logged (``huxleyctl status`` shows the count)."""
 
     def events_received(self) -> list[Event]:
         """Events understood since the last call, oldest first."""
@@ -110,10 +120,21 @@ class SansIOCore(ABC):
         KeyError/TypeError/ValueError/AttributeError) when it makes no sense."""
 
     def _once(self, tag: str, event: str, *, note: str = "logged once", **fields: Any) -> None:
-        """Log ``event`` the first time ``tag`` is seen in this core's life only."""
-        if tag not in self._logged_once:
-            self._logged_once.add(tag)
-            self._log.info(event, note=note, **fields)
+        """Log ``event`` the first time ``tag`` is seen in this core's life only.
+
+        The memory is bounded: once :data:`ONCE_TAGS_MAX` tags were logged,
+        a new one is counted in ``unlogged_notes`` instead; the line that
+        fills the set says so, so the journal tells where the count starts.
+        """
+        if tag in self._logged_once:
+            return
+        if len(self._logged_once) >= ONCE_TAGS_MAX:
+            self.unlogged_notes += 1
+            return
+        self._logged_once.add(tag)
+        if len(self._logged_once) == ONCE_TAGS_MAX:
+            note += "; the last such note: further new ones are only counted (status)"
+        self._log.info(event, note=note, **fields)
 
     def _protocol_error(self, message: str) -> None:
         self.protocol_errors += 1

@@ -107,6 +107,7 @@ def create_connection(
         open_timeout_s=settings.connect_timeout_s,
         ping_interval_s=settings.ping_interval_s,
         ping_timeout_s=pong_wait_s(settings),
+        stall_timeout_s=settings.stall_timeout_s,
         key_source=key_source,
     )
 

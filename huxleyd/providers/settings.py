@@ -98,6 +98,10 @@ class ProviderSettings:
     minutes."""
     session_renew_s: float = field(default=25 * 60.0, metadata=bounds(60.0, 4 * 3600.0))
     """Renew the session (between turns) before the provider's session cap."""
+    stall_timeout_s: float = field(default=8.0, metadata=bounds(0.5, 120.0))
+    """While a reply is due, a connection that delivers no complete frame for
+    this long is stalled: dropped and tried again, the turn fails with the
+    offline cue."""
     tool_timeout_s: float = field(default=8.0, metadata=bounds(0.5, 120.0))
     silent_response_timeout_s: float = field(default=6.0, metadata=bounds(0.5, 60.0))
     sim_scenario: Path | None = None

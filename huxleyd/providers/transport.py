@@ -38,6 +38,7 @@ from huxleyd.providers.closes import (
     CloseVerdict,
     handshake_verdict,
 )
+from huxleyd.providers.core import SansIOCore
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
@@ -52,6 +53,10 @@ from huxleyd.providers.retry import (
 CLOSE_TIMEOUT_S = 1.5
 """Wait this long for the peer's close frame, then drop the socket (a peer that
 never answers the close must not hold a shutdown or a renewal)."""
+
+STALL_TIMEOUT_S = 8.0
+"""While a reply is due, this long without one complete frame is a stalled
+connection (``provider.stall_timeout_s``)."""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
@@ -163,7 +168,10 @@ class ProviderConnection(SessionReports):
 
     Reconnecting follows a :class:`~huxleyd.providers.retry.ReconnectPolicy`:
     a session that became ready and then dropped starts the backoff over; only
-    failed tries in a row climb it (and from the fourth report OFFLINE). A
+    failed tries in a row climb it (and from the fourth report OFFLINE).
+    While a reply is due (the core's ``response_active``), a socket that
+    delivers no complete frame for ``stall_timeout_s`` is STALLED: aborted and
+    tried again (:meth:`_watch_stall`; ``stalls`` counts them). A
     refused key (HTTP 401/403) is the KEY_REFUSED state, retried every
     ``key_retry_s``; ``key_source``, when given, is called before every try
     (it re-reads the key file, so a fixed key is picked up without a restart).
@@ -184,10 +192,12 @@ class ProviderConnection(SessionReports):
         max_message_bytes: int = 16 * 1024 * 1024,
         max_queued_messages: int = 1000,
         close_timeout_s: float = CLOSE_TIMEOUT_S,
+        stall_timeout_s: float = STALL_TIMEOUT_S,
         key_source: Callable[[], str | None] | None = None,
         key_retry_s: float = KEY_RETRY_S,
         backoff: Callable[[], Iterator[float]] = backoff_delays,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        stall_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Clock | None = None,
         logger: EventLogger | None = None,
     ) -> None:
@@ -206,10 +216,12 @@ class ProviderConnection(SessionReports):
         self._max_message_bytes = max_message_bytes
         self._max_queued = max_queued_messages
         self._close_timeout_s = close_timeout_s
+        self._stall_timeout_s = stall_timeout_s
         self._key_source = key_source
         self._key_retry_s = key_retry_s
         self._backoff = backoff
         self._sleep = sleep
+        self._stall_sleep = stall_sleep
         self._clock = clock or MonotonicClock()
         self._close_observer = protocol if isinstance(protocol, ObservesClose) else None
         self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
@@ -225,6 +237,11 @@ class ProviderConnection(SessionReports):
         self._closing = False
         self._renewing = False
         self._session_ready = False
+        self._last_frame_at = 0.0
+        self._reply_due_at: float | None = None
+        self._reply_due = asyncio.Event()
+        self._stall: str | None = None
+        """Why the current socket was given up as stalled (None: it was not)."""
         self._wake = asyncio.Event()
         self._background: set[asyncio.Task[Any]] = set()
         self.dropped_messages = 0
@@ -247,6 +264,12 @@ class ProviderConnection(SessionReports):
         """A command given now reaches the current session (not while a renewal
         is closing it: what is sent then would be lost with it)."""
         return self._outbox is not None and not self._renewing
+
+    @property
+    def unlogged_notes(self) -> int:
+        """The core's notes past its "logged once" bound (counted, not logged)."""
+        core = self._protocol
+        return core.unlogged_notes if isinstance(core, SansIOCore) else 0
 
     def session_age_s(self) -> float | None:
         """Seconds since the current socket opened; None while disconnected."""
@@ -286,7 +309,8 @@ class ProviderConnection(SessionReports):
                     policy.reset()
                     self._report(ConnectionStatus(ConnectionState.CONNECTING, detail="renew"))
                     continue
-                verdict = self._judge_close(was_ready)
+                # A stalled socket was ours to drop: no close frame to judge.
+                verdict = None if self._stall else self._judge_close(was_ready)
                 if verdict is not None and verdict.action is CloseAction.FATAL:
                     self._fail_verdict(verdict)
                 if verdict is not None and verdict.action is CloseAction.RENEW:
@@ -303,7 +327,7 @@ class ProviderConnection(SessionReports):
                 # A ready session that dropped (however it closed) is not a failed
                 # try: the schedule starts over. Dropped before ready: one more failure.
                 delay = policy.session_ended(was_ready=was_ready)
-                await self._wait_after_failure(policy.failures, delay, None)
+                await self._wait_after_failure(policy.failures, delay, None, self._stall)
         finally:
             if self._status.state is not ConnectionState.FAILED:
                 self._report(ConnectionStatus(ConnectionState.CLOSED))
@@ -416,10 +440,10 @@ class ProviderConnection(SessionReports):
         raise ProviderConnectionError(f"cannot use provider at {self._url}: {detail}") from exc
 
     async def _wait_after_failure(
-        self, failures: int, delay_s: float, exc: Exception | None
+        self, failures: int, delay_s: float, exc: Exception | None, why: str | None = None
     ) -> None:
         state = failure_state(failures)
-        detail = _describe(exc) if exc is not None else "connection lost"
+        detail = _describe(exc) if exc is not None else why or "connection lost"
         self._report(ConnectionStatus(state, failures, round(delay_s, 3), detail))
         self._log.info(
             "provider_retry",
@@ -470,8 +494,12 @@ class ProviderConnection(SessionReports):
         self._log.info(
             "provider_connected", url=self._url, model=self._model, connects=self.connects
         )
+        self._stall, self._reply_due_at = None, None
+        self._reply_due.clear()
+        self._last_frame_at = self._connected_at
         self._flush()
         writer = asyncio.create_task(self._write(ws, self._outbox))
+        watchdog = asyncio.create_task(self._watch_stall(ws))
         self._session_ready = False
         try:
             await self._read(ws)
@@ -484,7 +512,8 @@ class ProviderConnection(SessionReports):
             )
         finally:
             writer.cancel()
-            await asyncio.gather(writer, return_exceptions=True)
+            watchdog.cancel()
+            await asyncio.gather(writer, watchdog, return_exceptions=True)
             self.dropped_messages += self._outbox.qsize()
             self._ws, self._outbox, self._connected_at = None, None, None
             self._last_close = (ws.close_code, ws.close_reason or "")
@@ -499,6 +528,7 @@ class ProviderConnection(SessionReports):
         """Feed frames to the core until the socket ends (an abnormal close raises
         ConnectionClosed; whether the session got ready is kept either way)."""
         async for frame in ws:
+            self._last_frame_at = self._clock.monotonic()
             self._protocol.receive(frame)
             if self._timer is not None and (left_s := self._timer.take_time_left_s()) is not None:
                 self._gate.server_time_left(left_s)
@@ -506,6 +536,7 @@ class ProviderConnection(SessionReports):
             if any(isinstance(e, SessionReady) for e in events):
                 self._session_ready = True
             self._deliver(events)
+            self._note_reply_due(peer_spoke=True)
             self._flush()
             fatal = next(
                 (e for e in events if isinstance(e, ProviderErrorEvent) and not e.recoverable),
@@ -515,12 +546,69 @@ class ProviderConnection(SessionReports):
                 self._log.warning("provider_session_ended", code=fatal.code)
                 break
 
+    def _note_reply_due(self, *, peer_spoke: bool = False) -> None:
+        """Start the stall clock when a reply becomes due; stop it only when the
+        peer's own frame ended it (``peer_spoke``).
+
+        A reply given up on our side before anything came (a cancel, a silent
+        retry about to ask again) leaves the clock running from the first
+        request: the peer still owes a frame, and a retry must not buy a
+        stalled link another ``stall_timeout_s``.
+        """
+        if self._protocol.response_active:
+            if self._reply_due_at is None:
+                self._reply_due_at = self._clock.monotonic()
+                self._reply_due.set()
+        elif peer_spoke:
+            self._reply_due_at = None
+            self._reply_due.clear()
+
+    def quiet_for_s(self) -> float | None:
+        """Seconds a due reply has gone without one complete frame (None: none is due)."""
+        if self._reply_due_at is None or self._outbox is None:
+            return None
+        return self._clock.monotonic() - max(self._reply_due_at, self._last_frame_at)
+
+    async def _watch_stall(self, ws: ClientConnection) -> None:
+        """Give up a socket that delivers no complete frame while a reply is due.
+
+        A peer that trickles a frame byte by byte (or a link that silently
+        stopped) keeps TCP and even the keepalive content for a long while;
+        without this the connection stays "connected" and every turn waits in
+        silence. The socket is aborted (a stalled peer would not answer a
+        close either), the state says STALLED, and the run loop reconnects.
+        """
+        while True:
+            await self._reply_due.wait()  # idle costs no wake-ups
+            quiet = self.quiet_for_s()
+            if quiet is None:
+                await asyncio.sleep(0)  # the flag is being cleared by _flush
+                continue
+            if quiet < self._stall_timeout_s:
+                await self._stall_sleep(self._stall_timeout_s - quiet)
+                continue
+            self._stalls += 1
+            self._stall = (
+                f"stalled: no complete frame for {quiet:.1f} s while a reply was due "
+                f"(provider.stall_timeout_s = {self._stall_timeout_s:g})"
+            )
+            self._log.warning(
+                "provider_stalled",
+                quiet_s=round(quiet, 1),
+                stall_timeout_s=self._stall_timeout_s,
+                stalls=self._stalls,
+            )
+            self._report(ConnectionStatus(ConnectionState.STALLED, detail=self._stall))
+            ws.transport.abort()
+            return
+
     async def _write(self, ws: ClientConnection, outbox: asyncio.Queue[str | bytes]) -> None:
         with contextlib.suppress(ConnectionClosed):
             while True:
                 await ws.send(await outbox.get())
 
     def _flush(self) -> None:
+        self._note_reply_due()
         messages = self._protocol.messages_to_send()
         if self._reconnector is not None and self._outbox is not None:
             reason = self._reconnector.reconnect_wanted

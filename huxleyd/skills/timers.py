@@ -1,8 +1,14 @@
 """The timers skill: kitchen timers and reminders at a local time.
 
 Every timer or reminder is one JSON value in the skill's storage under
-``timer:<id>``, holding its due time as UTC epoch seconds, so it survives a
-reboot. ``setup`` loads them and starts one supervised background task that
+``timer:<id>``, so it survives a reboot. A reminder (a time of day) is due
+at a wall-clock instant (UTC epoch seconds). A timer (a duration) is due at
+a reading of ``CLOCK_BOOTTIME`` in the boot it was set in, so a wall-clock
+step (NTP after boot on a Pi with no RTC) neither fires it early nor holds
+it back; after a reboot that reading means nothing, and the timer falls back
+to its wall-clock due time once the wall clock is plausible, then is
+re-anchored to the new boot (:mod:`huxleyd.skills.skillclock`). Nothing that
+depends on the wall clock fires before it is plausible. ``setup`` loads them and starts one supervised background task that
 fires whatever is due through ``ctx.inject_turn_and_wait`` (BLOCK_BEHIND_COMMS:
 a book pauses for it, a live call does not). One that came due while the
 device was off fires once on start and says how late it is. A fired entry is
@@ -11,9 +17,11 @@ it waits in the inject queue, and a restart before then fires it again on
 start instead of losing it; one that expired unheard is announced again
 (late) on the next pass. The dedup key ``timer:<id>`` keeps a repeat from doubling.
 
-The loop re-reads the clock at least every ``poll_s`` seconds instead of
-sleeping until the due time: a Raspberry Pi has no real-time clock, and its
-wall clock jumps when NTP syncs after boot. Tests inject ``now``.
+The loop re-reads the clocks at least every ``poll_s`` seconds instead of
+sleeping until the due time: a reminder follows a wall clock that can jump.
+Whatever is due in one pass is announced in one turn (a clock that jumps
+over three reminders, or the first plausible clock after boot, gives one
+announcement, not a burst). Tests inject the clocks (``clock=``).
 """
 
 from __future__ import annotations
@@ -22,11 +30,9 @@ import asyncio
 import contextlib
 import enum
 import json
-import re
 import secrets
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from dataclasses import asdict, dataclass, replace
+from datetime import date, datetime
 from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -38,7 +44,9 @@ from huxley_sdk import (
     ToolResult,
 )
 
+from .clocktext import next_occurrence, parse_clock_time, spoken_duration
 from .media import best_match
+from .skillclock import SkillClock, SystemClock, system_clock_for
 
 KEY_PREFIX = "timer:"
 """Storage key prefix; the rest of the key is the timer's id."""
@@ -46,10 +54,6 @@ LATE_GRACE_S = 30.0
 """Fired later than this after its due time, a timer says how late it is."""
 MAX_TIMER_S = 24 * 3600
 """Longer than a day is a reminder, not a timer."""
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class Kind(enum.Enum):
@@ -70,6 +74,11 @@ class Alarm:
     """Timers: the duration asked for."""
     text: str | None = None
     """Reminders: what to remind the user of."""
+    boot_id: str | None = None
+    """Timers: the boot ``due_steady_s`` was read in (None: stored by an older
+    version, which knew only the wall clock)."""
+    due_steady_s: float | None = None
+    """Timers: the due time on CLOCK_BOOTTIME of ``boot_id``."""
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "kind": self.kind.value})
@@ -86,6 +95,8 @@ class Alarm:
             name=data.get("name"),
             duration_s=None if data.get("duration_s") is None else float(data["duration_s"]),
             text=data.get("text"),
+            boot_id=None if data.get("boot_id") is None else str(data["boot_id"]),
+            due_steady_s=None if data.get("due_steady_s") is None else float(data["due_steady_s"]),
         )
 
     @property
@@ -98,56 +109,29 @@ class Alarm:
         return spoken_duration(self.duration_s or 0) + " timer"
 
 
-def _plural(n: int, unit: str) -> str:
-    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """The clocks, read once for one decision."""
 
+    wall_ts: float
+    steady_s: float
+    boot_id: str
+    plausible: bool
 
-def spoken_duration(seconds: float) -> str:
-    """``"4 minutes 30 seconds"``, ``"2 hours 5 minutes"``: precise where it matters."""
-    total = max(0, round(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        parts = [_plural(days, "day")] + ([_plural(hours, "hour")] if hours else [])
-    elif hours:
-        parts = [_plural(hours, "hour")] + ([_plural(minutes, "minute")] if minutes else [])
-    elif minutes:
-        show_secs = secs and minutes < 10
-        parts = [_plural(minutes, "minute")] + ([_plural(secs, "second")] if show_secs else [])
-    else:
-        parts = [_plural(secs, "second")]
-    return " ".join(parts)
+    def due_in_s(self, alarm: Alarm) -> float | None:
+        """Seconds until ``alarm`` is due (<= 0: due); None until the wall clock is plausible."""
+        if alarm.due_steady_s is not None and alarm.boot_id == self.boot_id:
+            return alarm.due_steady_s - self.steady_s
+        if not self.plausible:
+            return None
+        return alarm.due_ts - self.wall_ts
 
-
-_TIME_RE = re.compile(r"^\s*(\d{1,2})(?:[:.h](\d{2}))?\s*([ap])?\.?\s*m?\.?\s*$", re.IGNORECASE)
-
-
-def parse_clock_time(text: str) -> time:
-    """``"07:30"``, ``"7:30 pm"``, ``"19h30"``, ``"7pm"`` → a time; ValueError otherwise."""
-    match = _TIME_RE.match(text)
-    if not match:
-        raise ValueError(f"expected a time like 07:30 or 19:30, got {text!r}")
-    hour, minute = int(match.group(1)), int(match.group(2) or 0)
-    meridiem = (match.group(3) or "").lower()
-    if meridiem:
-        if not 1 <= hour <= 12:
-            raise ValueError(f"expected an hour 1-12 with am/pm, got {text!r}")
-        hour = hour % 12 + (12 if meridiem == "p" else 0)
-    if hour > 23 or minute > 59:
-        raise ValueError(f"expected a time between 00:00 and 23:59, got {text!r}")
-    return time(hour, minute)
-
-
-def next_occurrence(at: time, now: datetime, tz: ZoneInfo, on: date | None = None) -> datetime:
-    """The local ``at`` on ``on`` (default: today, or tomorrow when already past), as UTC."""
-    local_now = now.astimezone(tz)
-    day = on or local_now.date()
-    when = datetime.combine(day, at, tzinfo=tz)
-    if on is None and when <= local_now:
-        when = datetime.combine(day + timedelta(days=1), at, tzinfo=tz)
-    # Round-trip through UTC so a time in a DST gap lands on a real instant.
-    return when.astimezone(UTC)
+    def anchored(self, alarm: Alarm) -> Alarm | None:
+        """A timer of another boot re-anchored to this one (None: nothing to do yet)."""
+        if alarm.kind is not Kind.TIMER or alarm.boot_id == self.boot_id or not self.plausible:
+            return None
+        left = alarm.due_ts - self.wall_ts
+        return replace(alarm, boot_id=self.boot_id, due_steady_s=self.steady_s + left)
 
 
 def _error(code: str, message: str, **details: Any) -> ToolResult:
@@ -161,15 +145,21 @@ class TimersSkill:
 
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
-        "properties": {"timezone": {"type": "string", "minLength": 1}},
+        "properties": {
+            "timezone": {"type": "string", "minLength": 1},
+            "time_sync_flag": {"type": "string", "minLength": 1},
+        },
         "additionalProperties": False,
     }
     """``[skills.timers]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
-    def __init__(self, *, now: Callable[[], datetime] = _utc_now, poll_s: float = 1.0) -> None:
-        """``now`` returns an aware datetime; ``poll_s`` bounds how stale the clock may get."""
-        self._now = now
+    def __init__(self, *, clock: SkillClock | None = None, poll_s: float = 1.0) -> None:
+        """``clock``: the clocks to read (default: the machine's, see
+        :mod:`~huxleyd.skills.skillclock`); ``poll_s`` bounds how stale a reading may get."""
+        self._given_clock = clock
+        self._clock: SkillClock = clock or SystemClock()
         self._poll_s = poll_s
+        self._waiting_for_clock = False
         self._ctx: SkillContext | None = None
         self._tz = ZoneInfo("UTC")
         self._alarms: dict[str, Alarm] = {}
@@ -237,6 +227,8 @@ class TimersSkill:
     async def setup(self, ctx: SkillContext) -> None:
         """Load persisted timers and start the firing loop (which fires overdue ones first)."""
         self._ctx = ctx
+        if self._given_clock is None:
+            self._clock = system_clock_for(ctx.config)
         zone = str(ctx.config.get("timezone", ctx.timezone))
         try:
             self._tz = ZoneInfo(zone)
@@ -280,49 +272,100 @@ class TimersSkill:
             self._wake.clear()
             await self.fire_due()
             delay = self._poll_s
-            if self._alarms:
-                soonest = min(a.due_ts for a in self._alarms.values())
-                left = soonest - self._now_ts()
-                # One still due was not heard: try again after a poll, not at once.
-                delay = min(delay, left) if left > 0 else delay
+            reading = self._read()
+            waits = [reading.due_in_s(a) for a in self._alarms.values()]
+            ahead = [w for w in waits if w is not None and w > 0]
+            # One still due was not heard: try again after a poll, not at once.
+            delay = min([delay, *ahead])
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
 
     async def fire_due(self) -> int:
-        """Announce every timer due by now, oldest first; delete each once heard.
+        """Announce everything due by now in one turn; delete it once heard.
 
-        Returns how many were heard. All due timers are queued together (the
-        inject queue orders them); one not heard (expired, failed, the daemon
-        stopping) stays stored and comes round again. The firing loop calls
-        this; it is safe to call concurrently (tests do).
+        Returns how many were heard. One announcement for all that is due
+        (several at once are one turn, not a burst); not heard (expired,
+        failed, the daemon stopping), they stay stored and come round again.
+        Nothing that needs the wall clock fires before it is plausible. The
+        firing loop calls this; it is safe to call concurrently (tests do).
         """
-        self._require_ctx()
-        async with self._fire_lock:
-            now = self._now_ts()
-            due = sorted((a for a in self._alarms.values() if a.due_ts <= now), key=_due_key)
-            heard = await asyncio.gather(
-                *(self._announce(alarm, now - alarm.due_ts) for alarm in due)
-            )
-        return sum(heard)
-
-    async def _announce(self, alarm: Alarm, late_s: float) -> bool:
         ctx = self._require_ctx()
-        key = f"timer:{alarm.id}"
-        prompt = self._prompt(alarm, late_s)
+        async with self._fire_lock:
+            reading = self._read()
+            await self._anchor_to_this_boot(reading)
+            due: list[tuple[Alarm, float]] = []
+            waiting = 0
+            for alarm in sorted(self._alarms.values(), key=_due_key):
+                left = reading.due_in_s(alarm)
+                if left is None:
+                    waiting += 1
+                elif left <= 0:
+                    due.append((alarm, -left))
+            self._note_clock_wait(ctx, waiting)
+            if not due:
+                return 0
+            heard = await self._announce(due)
+        return len(due) if heard else 0
+
+    async def _anchor_to_this_boot(self, reading: Reading) -> None:
+        """Timers of another boot: their wall due time, once that clock is plausible,
+        becomes a steady due time of this boot (later steps do not move them)."""
+        ctx = self._require_ctx()
+        for alarm in list(self._alarms.values()):
+            anchored = reading.anchored(alarm)
+            if anchored is None:
+                continue
+            await ctx.storage.set_setting(KEY_PREFIX + alarm.id, anchored.to_json())
+            self._alarms[alarm.id] = anchored
+            ctx.logger.info(
+                "timer_reanchored",
+                id=alarm.id,
+                from_boot=alarm.boot_id or "unknown",
+                left_s=round(alarm.due_ts - reading.wall_ts, 1),
+            )
+
+    def _note_clock_wait(self, ctx: SkillContext, waiting: int) -> None:
+        """Say once that alarms wait for the wall clock, and once when they stop waiting."""
+        if waiting and not self._waiting_for_clock:
+            ctx.logger.warning(
+                "timers_wait_for_clock",
+                waiting=waiting,
+                why="the wall clock is not synchronised yet (no RTC, no time sync since boot)",
+            )
+        elif not waiting and self._waiting_for_clock:
+            ctx.logger.info("timers_clock_plausible")
+        self._waiting_for_clock = bool(waiting)
+
+    async def _announce(self, due: list[tuple[Alarm, float]]) -> bool:
+        ctx = self._require_ctx()
+        key = KEY_PREFIX + "+".join(alarm.id for alarm, _ in due)
+        prompt = self._group_prompt(due)
         await ctx.inject_turn(prompt, dedup_key=key, priority=InjectPriority.BLOCK_BEHIND_COMMS)
         # huxleyd answers whether it was heard (False: expired, failed, shut
         # down first); a runtime that answers nothing is taken at its word.
         outcome: object = await ctx.inject_turn_and_wait(prompt, dedup_key=key)  # type: ignore[func-returns-value]
-        heard = outcome is not False
-        if not heard:
-            ctx.logger.warning("timer_not_heard", id=alarm.id, kind=alarm.kind.value)
+        if outcome is False:
+            for alarm, _ in due:
+                ctx.logger.warning("timer_not_heard", id=alarm.id, kind=alarm.kind.value)
             return False
         # Only now: a restart before this line repeats the announcement on the
         # next start instead of losing it.
-        await ctx.storage.delete_setting(KEY_PREFIX + alarm.id)
-        self._alarms.pop(alarm.id, None)
-        ctx.logger.info("timer_fired", id=alarm.id, kind=alarm.kind.value, late_s=round(late_s, 1))
+        for alarm, late_s in due:
+            await ctx.storage.delete_setting(KEY_PREFIX + alarm.id)
+            self._alarms.pop(alarm.id, None)
+            ctx.logger.info(
+                "timer_fired", id=alarm.id, kind=alarm.kind.value, late_s=round(late_s, 1)
+            )
         return True
+
+    def _group_prompt(self, due: list[tuple[Alarm, float]]) -> str:
+        if len(due) == 1:
+            return self._prompt(*due[0])
+        items = " ".join(f"({n}) {self._prompt(a, late)}" for n, (a, late) in enumerate(due, 1))
+        return (
+            f"{len(due)} timers and reminders came due together; tell the user about all "
+            f"of them in one short answer, in this order. {items}"
+        )
 
     def _prompt(self, alarm: Alarm, late_s: float) -> str:
         if alarm.kind is Kind.REMINDER:
@@ -359,8 +402,17 @@ class TimersSkill:
                 seconds=total,
             )
         name = str(args.get("name") or "").strip() or None
-        now = self._now_ts()
-        alarm = Alarm(_new_id(), Kind.TIMER, now + total, now, name=name, duration_s=total)
+        at = self._read()
+        alarm = Alarm(
+            _new_id(),
+            Kind.TIMER,
+            at.wall_ts + total,
+            at.wall_ts,
+            name=name,
+            duration_s=total,
+            boot_id=at.boot_id,
+            due_steady_s=at.steady_s + total,
+        )
         await self._add(alarm)
         return ToolResult(
             output=json.dumps(
@@ -381,13 +433,19 @@ class TimersSkill:
             at = parse_clock_time(str(args.get("time") or ""))
         except ValueError as exc:
             return _error("invalid_time", str(exc))
+        if not self._clock.wall_plausible():
+            return _error(
+                "clock_not_set",
+                "the clock is not set yet (no time sync since the speaker started); "
+                "a reminder at a time of day cannot be set until it is: try again shortly",
+            )
         on: date | None = None
         if args.get("date"):
             try:
                 on = date.fromisoformat(str(args["date"]))
             except ValueError:
                 return _error("invalid_date", f"expected YYYY-MM-DD, got {args['date']!r}")
-        now = self._now()
+        now = self._clock.utc_now()
         due = next_occurrence(at, now, self._tz, on)
         if due <= now:
             return _error("time_passed", f"{on} {at:%H:%M} has already passed")
@@ -409,17 +467,27 @@ class TimersSkill:
         )
 
     def _list(self) -> ToolResult:
-        now = self._now_ts()
-        items = []
+        reading = self._read()
+        items: list[dict[str, Any]] = []
         for alarm in sorted(self._alarms.values(), key=_due_key):
-            left = max(0.0, alarm.due_ts - now)
+            due_in = reading.due_in_s(alarm)
+            if due_in is None:
+                items.append(
+                    {
+                        "kind": alarm.kind.value,
+                        "name": alarm.label,
+                        "remaining": "unknown until the clock is set (no time sync yet)",
+                    }
+                )
+                continue
+            left = max(0.0, due_in)
             items.append(
                 {
                     "kind": alarm.kind.value,
                     "name": alarm.label,
                     "remaining": spoken_duration(left),
                     "remaining_s": round(left),
-                    "at": self._local(alarm.due_ts).strftime("%H:%M"),
+                    "at": self._local(reading.wall_ts + left).strftime("%H:%M"),
                 }
             )
         return ToolResult(output=json.dumps({"count": len(items), "timers": items}))
@@ -463,10 +531,22 @@ class TimersSkill:
         await ctx.storage.set_setting(KEY_PREFIX + alarm.id, alarm.to_json())
         self._alarms[alarm.id] = alarm
         self._wake.set()
-        ctx.logger.info("timer_set", id=alarm.id, kind=alarm.kind.value, due_ts=alarm.due_ts)
+        ctx.logger.info(
+            "timer_set",
+            id=alarm.id,
+            kind=alarm.kind.value,
+            due_ts=alarm.due_ts,
+            due_in_s=round(alarm.due_ts - alarm.created_ts, 1),
+        )
 
-    def _now_ts(self) -> float:
-        return self._now().timestamp()
+    def _read(self) -> Reading:
+        clock = self._clock
+        return Reading(
+            wall_ts=clock.utc_now().timestamp(),
+            steady_s=clock.steady_s(),
+            boot_id=clock.boot_id(),
+            plausible=clock.wall_plausible(),
+        )
 
     def _local(self, ts: float) -> datetime:
         return datetime.fromtimestamp(ts, self._tz)

@@ -373,6 +373,11 @@ class Coordinator:
                 log.warning("turn_lost_with_connection", state=state)
                 self._replies.lose()
                 self.finish_turn(TurnOutcome.FAILED)
+        if state is ConnectionState.STALLED:
+            # The reply that was due will not come: the offline cue now, not
+            # a silence the user has to wait out.
+            self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
+            log.warning("provider_stalled_heard")
         if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
             # the log line names what to change.

@@ -98,6 +98,7 @@ async def test_build_returns_every_part_and_close_runs_in_order(tmp_path: Path) 
                 "provider",
                 "button",
                 "leds",
+                "clock",
                 "watchdog-heartbeat",
             }
             assert [s.name for s in parts.host.skills] == ["system"]

@@ -206,6 +206,8 @@ def write_config(
         f'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n{skill_tables}\n'
     )
     path = tmp / "huxleyd.toml"
+    if "silent_response_timeout_s" not in provider_lines:
+        provider_lines = f"silent_response_timeout_s = 20.0\n{provider_lines}"
     path.write_text(
         f"""
 [daemon]
@@ -214,7 +216,6 @@ sounds_dir = "{sounds_dir or ROOT / "sounds"}"
 state_dir = "{tmp / "state"}"
 [provider]
 kind = "{provider_kind}"
-silent_response_timeout_s = 20.0
 {provider_lines}
 [audio]
 backend = "wav"

@@ -135,7 +135,8 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
 
 
 def shift_timers_into_the_past(db_path: Path, seconds: float) -> int:
-    """The device was off: every stored timer came due ``seconds`` ago."""
+    """The device was off: every stored timer came due ``seconds`` ago, in the
+    boot before this one (its steady due time means nothing now)."""
     now = time.time()
     with contextlib.closing(sqlite3.connect(db_path)) as db, db:
         rows = db.execute(
@@ -146,6 +147,7 @@ def shift_timers_into_the_past(db_path: Path, seconds: float) -> int:
             length = alarm["due_ts"] - alarm["created_ts"]
             alarm["due_ts"] = now - seconds
             alarm["created_ts"] = now - seconds - length
+            alarm["boot_id"] = "an-earlier-boot"
             db.execute(
                 "UPDATE settings SET value = ? WHERE skill = 'timers' AND key = ?",
                 (json.dumps(alarm), key),
@@ -167,8 +169,12 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
     tmp_path: Path,
 ) -> None:
     skills = ("system", "scenario", "timers")
+    # The clock was synchronised after this boot (the time-sync probe's flag).
+    synced = tmp_path / "synchronized"
+    synced.touch()
+    config = {"timers": f'time_sync_flag = "{synced}"'}
     setting = Scenario(turns=(turn(call("set_timer", minutes=10, name="pasta"), speech()),))
-    async with Rig(tmp_path, setting, skills=skills, earcons=False) as rig:
+    async with Rig(tmp_path, setting, skills=skills, earcons=False, skill_config=config) as rig:
         coordinator = rig.rt.parts.coordinator
         coordinator.say("set a pasta timer for ten minutes")
         await until(lambda: len(rig.sim.record.tool_outputs) == 1, "the timer is set")
@@ -178,7 +184,9 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
     # Off for a while: the ten minutes ran out two minutes ago.
     assert await asyncio.to_thread(shift_timers_into_the_past, db_path, 120.0) == 1
 
-    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
+    async with Rig(
+        tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills, skill_config=config
+    ) as rig:
         await until(lambda: len(tone_windows(rig.speaker(), ANNOUNCE_HZ)) >= 3, "announced")
         await until(rig.idle, "idle")
         (prompt,) = timer_requests(rig)
@@ -191,7 +199,9 @@ async def test_a_timer_due_while_the_device_was_off_fires_once_on_the_next_start
         # The skill deletes the timer once the announcement was heard, just after idle.
         await until_async(deleted, "the heard timer deleted")
 
-    async with Rig(tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills) as rig:
+    async with Rig(
+        tmp_path, Scenario(default_reply=ANNOUNCE), skills=skills, skill_config=config
+    ) as rig:
         mark = len(rig.speaker())
         await until(lambda: len(rig.speaker()) > mark + RATE, "a second of audio")
         assert timer_requests(rig) == [], "announced once, not on every start"

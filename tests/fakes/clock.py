@@ -8,6 +8,10 @@
 - :class:`InstantSleep` records the delays asked for and returns at once
   (a reconnect schedule read without waiting it out).
 - :class:`FakeWallClock` is an aware UTC ``now()`` that moves only when told.
+- :class:`FakeSystemClock` is a machine's clocks for a timekeeping skill
+  (:class:`~huxleyd.skills.skillclock.SkillClock`): time passing moves the
+  wall and the steady clock together; a step moves the wall clock only; a
+  reboot starts a new boot; the time-sync probe is a flag the test sets.
 - :func:`settle` lets every ready task run (no time passes).
 """
 
@@ -103,3 +107,48 @@ class FakeWallClock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+class FakeSystemClock(FakeWallClock):
+    """Wall clock, CLOCK_BOOTTIME, boot id and time-sync probe that move only when told."""
+
+    def __init__(self, start: datetime, *, plausible: bool = True) -> None:
+        super().__init__(start)
+        self.steady = 1_000.0
+        self.boot = "boot-1"
+        self.plausible = plausible
+        self.steps: list[timedelta] = []
+
+    # -- SkillClock
+
+    def utc_now(self) -> datetime:
+        return self.now
+
+    def steady_s(self) -> float:
+        return self.steady
+
+    def boot_id(self) -> str:
+        return self.boot
+
+    def wall_plausible(self) -> bool:
+        return self.plausible
+
+    # -- what happens to the machine
+
+    def advance(self, **delta: float) -> None:
+        """Time passes: both clocks move."""
+        step = timedelta(**delta)
+        self.now += step
+        self.steady += step.total_seconds()
+
+    def step(self, **delta: float) -> None:
+        """The wall clock is set (NTP, an admin): only it moves, by ``delta``."""
+        self.steps.append(timedelta(**delta))
+        self.now += timedelta(**delta)
+
+    def reboot(self, *, off_for: timedelta, wall_at_boot: datetime | None = None) -> None:
+        """A new boot ``off_for`` later; the wall clock as the RTC-less board has it
+        (``wall_at_boot``), else right."""
+        self.boot = f"boot-{int(self.boot.split('-')[1]) + 1}"
+        self.steady = 5.0
+        self.now = wall_at_boot if wall_at_boot is not None else self.now + off_for

@@ -38,6 +38,10 @@ class Fault:
     stall_handshake: bool = False
     """Read the client's handshake request and never answer it (a peer that
     accepted the TCP connection and hung: only the client's open timeout ends it)."""
+    trickle_s: float | None = None
+    """Answer ``response.create`` with a frame sent one byte every ``trickle_s``
+    seconds (a link that crawls: the socket stays open, no frame completes),
+    and send nothing else on that connection from then on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,8 @@ class FaultPeer:
         """The close frames the client sent: ``(code, reason)``, in order."""
         self.stalled = 0
         """Handshakes read and left unanswered (``stall_handshake``)."""
+        self.trickled_bytes = 0
+        """Bytes of trickled frames sent so far (``trickle_s``)."""
         self._server: asyncio.Server | None = None
         self._changed = asyncio.Event()
         self._handlers: set[asyncio.Task[None]] = set()
@@ -128,6 +134,8 @@ class FaultPeer:
         self._send(proto, {"type": "session.created", "session": {"id": "sess_fault"}})
         await self._flush(proto, writer)
         ready = False
+        trickling: asyncio.Task[None] | None = None
+        first_event = len(self.events)
         while True:
             data = await reader.read(65536)
             if not data:
@@ -147,6 +155,17 @@ class FaultPeer:
                     return
                 if frame.opcode is Opcode.TEXT:
                     ready = self._on_event(proto, json.loads(bytes(frame.data))) or ready
+            if (
+                fault.trickle_s is not None
+                and trickling is None
+                and "response.create" in self.events[first_event:]
+            ):
+                await self._flush(proto, writer)  # what came before is sent whole
+                trickling = asyncio.create_task(self._trickle(proto, writer, fault.trickle_s))
+                self._handlers.add(trickling)
+            if trickling is not None:
+                proto.data_to_send()  # nothing else gets through the crawl
+                continue
             if fault.ignore_close:
                 proto.data_to_send()
                 continue
@@ -165,6 +184,18 @@ class FaultPeer:
             self.sessions_ready += 1
             return True
         return False
+
+    async def _trickle(
+        self, proto: ServerProtocol, writer: asyncio.StreamWriter, every_s: float
+    ) -> None:
+        """Send a ``response.created`` frame one byte at a time (never completes in a test)."""
+        self._send(proto, {"type": "response.created", "response": {"id": "resp_slow"}})
+        data = b"".join(proto.data_to_send())
+        for byte in data:
+            writer.write(bytes([byte]))
+            self.trickled_bytes += 1
+            self._seen()
+            await asyncio.sleep(every_s)
 
     @staticmethod
     def _send(proto: ServerProtocol, event: dict[str, Any]) -> None:

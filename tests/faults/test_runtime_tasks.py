@@ -28,7 +28,7 @@ async def test_a_dead_provider_task_is_logged_restarted_and_shown_by_doctor(
         assert [h.status for h in peer.handshakes] == [404, 101]
         health = rig.rt.task_health()
         assert health["provider"].startswith("running, restarted 1x"), health
-        assert set(health) == {"button", "leds", "provider"}
+        assert set(health) == {"button", "leds", "provider", "clock"}
         checks = await RuntimeControl(rig.rt).doctor()
         [tasks] = [c for c in checks if c.name == "runtime tasks"]
         assert tasks.ok and "provider: running, restarted 1x" in tasks.detail

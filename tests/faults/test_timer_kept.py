@@ -17,14 +17,14 @@ from huxley_sdk.testing import MemoryStorage, make_test_context
 from huxleyd.providers.events import AudioChunk, ResponseDone, ResponseStarted, ResponseStatus
 from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
 from tests.e2e.harness import until
-from tests.fakes.clock import FakeWallClock, settle
+from tests.fakes.clock import FakeSystemClock, settle
 from tests.fakes.turn_rig import Rig
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def wired(rig: Rig, storage: MemoryStorage, clock: FakeWallClock) -> tuple[TimersSkill, object]:
-    skill = TimersSkill(now=clock, poll_s=0.01)
+def wired(rig: Rig, storage: MemoryStorage, clock: FakeSystemClock) -> tuple[TimersSkill, object]:
+    skill = TimersSkill(clock=clock, poll_s=0.01)
     proactive = rig.coordinator.proactive
     ctx = dataclasses.replace(
         make_test_context(storage=storage),
@@ -35,7 +35,7 @@ def wired(rig: Rig, storage: MemoryStorage, clock: FakeWallClock) -> tuple[Timer
 
 
 async def test_a_timer_due_while_offline_survives_a_restart_and_is_deleted_once_heard() -> None:
-    storage, clock = MemoryStorage(), FakeWallClock(START)
+    storage, clock = MemoryStorage(), FakeSystemClock(START)
     async with Rig() as rig:
         rig.provider.connected = False  # the provider is down
         skill, ctx = wired(rig, storage, clock)

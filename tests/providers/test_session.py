@@ -98,6 +98,7 @@ async def test_both_built_connections_are_sessions_at_run_time() -> None:
 CONTROL_WORDS = [
     "connecting",
     "connected",
+    "stalled",
     "reconnecting",
     "offline",
     "key_refused",
@@ -134,7 +135,7 @@ def test_a_state_round_trips_through_the_control_socket(state: ConnectionState) 
 
 def test_link_down_and_unreachable_split_the_states_as_the_turns_need() -> None:
     down = {s for s in ConnectionState if s.link_down}
-    assert down == {"reconnecting", "offline", "key_refused", "failed", "closed"}
+    assert down == {"stalled", "reconnecting", "offline", "key_refused", "failed", "closed"}
     assert {s for s in ConnectionState if s.unreachable} == {"offline", "key_refused"}
 
 

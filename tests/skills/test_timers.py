@@ -7,6 +7,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, time
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -14,13 +15,10 @@ import pytest
 from huxley_sdk import InjectPriority, SkillContext
 from huxley_sdk.context import InjectTurnAndWait
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
-from huxleyd.skills.timers import (
-    KEY_PREFIX,
-    TimersSkill,
-    parse_clock_time,
-    spoken_duration,
-)
-from tests.fakes.clock import FakeWallClock
+from huxleyd.skills.clocktext import parse_clock_time, spoken_duration
+from huxleyd.skills.skillclock import SystemClock, system_clock_for
+from huxleyd.skills.timers import KEY_PREFIX, TimersSkill
+from tests.fakes.clock import FakeSystemClock
 
 START = datetime(2024, 3, 10, 12, 0, tzinfo=UTC)
 
@@ -31,12 +29,12 @@ def announced(ctx: SkillContext) -> list[Any]:
 
 
 async def started(
-    clock: FakeWallClock,
+    clock: FakeSystemClock,
     storage: MemoryStorage | None = None,
     config: dict[str, Any] | None = None,
     poll_s: float = 1.0,
 ) -> tuple[TimersSkill, SkillContext]:
-    skill = TimersSkill(now=clock, poll_s=poll_s)
+    skill = TimersSkill(clock=clock, poll_s=poll_s)
     ctx = make_test_context(name="timers", storage=storage, config=config)
     await skill.setup(ctx)
     return skill, ctx
@@ -59,7 +57,7 @@ async def eventually(predicate: Callable[[], bool], steps: int = 2000) -> None:
 
 
 async def test_set_list_and_cancel() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, _ = await started(clock)
     assert await call(skill, "set_timer", minutes=10, name="pasta") == {
         "set": "timer",
@@ -87,7 +85,7 @@ async def test_set_list_and_cancel() -> None:
 
 
 async def test_cancel_without_name_takes_the_most_recent_and_all_takes_all() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock)
     await call(skill, "set_timer", minutes=5, name="eggs")
     clock.advance(seconds=1)
@@ -101,7 +99,7 @@ async def test_cancel_without_name_takes_the_most_recent_and_all_takes_all() -> 
 
 
 async def test_a_due_timer_is_announced_then_deleted() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock)
     await call(skill, "set_timer", minutes=10, name="pasta")
     clock.advance(minutes=9, seconds=59)
@@ -119,7 +117,7 @@ async def test_a_due_timer_is_announced_then_deleted() -> None:
 
 
 async def test_the_background_loop_fires_by_itself() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock, poll_s=0.001)
     await call(skill, "set_timer", seconds=30)
     await asyncio.sleep(0.01)
@@ -132,7 +130,7 @@ async def test_the_background_loop_fires_by_itself() -> None:
 
 async def test_reminder_times_are_local_to_the_persona() -> None:
     # 12:00 UTC on the day New York moves to daylight time is 08:00 EDT (UTC-4).
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     skill, ctx = await started(clock, config={"timezone": "America/New_York"})
     later = await call(skill, "set_reminder", time="09:15", text="take the pills")
     assert later == {
@@ -162,7 +160,7 @@ async def test_reminder_times_are_local_to_the_persona() -> None:
 
 
 async def test_timers_survive_a_restart_and_fire_after_it() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     storage = MemoryStorage()
     first, _ = await started(clock, storage)
     await call(first, "set_timer", minutes=3, name="tea")
@@ -178,7 +176,7 @@ async def test_timers_survive_a_restart_and_fire_after_it() -> None:
 
 
 async def test_a_timer_due_during_downtime_fires_once_saying_it_is_late() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     storage = MemoryStorage()
     first, _ = await started(clock, storage)
     await call(first, "set_timer", minutes=5, name="oven")
@@ -201,7 +199,7 @@ async def test_a_timer_due_during_downtime_fires_once_saying_it_is_late() -> Non
 
 
 async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
-    clock = FakeWallClock(START)
+    clock = FakeSystemClock(START)
     storage = MemoryStorage()
     seen_in_storage: list[int] = []
 
@@ -209,7 +207,7 @@ async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
         seen_in_storage.append(len(await storage.list_settings(KEY_PREFIX)))
         raise ConnectionError("runtime went away")
 
-    skill = TimersSkill(now=clock)
+    skill = TimersSkill(clock=clock)
     ctx = dataclasses.replace(
         make_test_context(storage=storage),
         inject_turn_and_wait=cast(InjectTurnAndWait, failing_inject),
@@ -242,7 +240,7 @@ async def test_the_timer_is_deleted_only_after_inject_turn_returned() -> None:
 async def test_invalid_arguments_get_a_clear_output(
     tool: str, args: dict[str, Any], error: str
 ) -> None:
-    skill, ctx = await started(FakeWallClock(START))
+    skill, ctx = await started(FakeSystemClock(START))
     data = await call(skill, tool, **args)
     assert data["error"] == error
     assert data["message"]
@@ -251,7 +249,7 @@ async def test_invalid_arguments_get_a_clear_output(
 
 
 async def test_cancelling_an_unknown_name_lists_what_exists() -> None:
-    skill, _ = await started(FakeWallClock(START))
+    skill, _ = await started(FakeSystemClock(START))
     await call(skill, "set_timer", minutes=4, name="eggs")
     data = await call(skill, "cancel_timer", name="laundry")
     assert (data["error"], data["timers"]) == ("no_such_timer", ["eggs"])
@@ -262,7 +260,7 @@ async def test_cancelling_an_unknown_name_lists_what_exists() -> None:
 async def test_a_corrupt_stored_timer_is_dropped_not_fatal() -> None:
     storage = MemoryStorage()
     await storage.set_setting(KEY_PREFIX + "bad", "{not json")
-    skill, _ = await started(FakeWallClock(START), storage)
+    skill, _ = await started(FakeSystemClock(START), storage)
     assert (await call(skill, "list_timers"))["count"] == 0
     assert await storage.list_settings(KEY_PREFIX) == []
     await skill.teardown()
@@ -270,7 +268,7 @@ async def test_a_corrupt_stored_timer_is_dropped_not_fatal() -> None:
 
 async def test_an_unknown_time_zone_fails_setup_naming_the_key() -> None:
     with pytest.raises(ValueError, match=r"'timezone'.*Mars/Olympus"):
-        await started(FakeWallClock(START), config={"timezone": "Mars/Olympus"})
+        await started(FakeSystemClock(START), config={"timezone": "Mars/Olympus"})
 
 
 def test_parse_clock_time() -> None:
@@ -289,3 +287,24 @@ def test_spoken_duration() -> None:
     assert spoken_duration(720) == "12 minutes"
     assert spoken_duration(3600 + 300 + 7) == "1 hour 5 minutes"
     assert spoken_duration(2 * 86400 + 3 * 3600) == "2 days 3 hours"
+
+
+def test_the_system_clock_trusts_the_wall_clock_only_on_evidence(tmp_path: Path) -> None:
+    flag, rtc, boot = tmp_path / "synchronized", tmp_path / "rtc0", tmp_path / "boot_id"
+    boot.write_text("5d2c0b1e-aaaa-bbbb-cccc-000000000001\n")
+    kernel: list[bool | None] = [None]  # adjtimex cannot be asked (a sandbox)
+    clock = SystemClock(sync_flag=flag, rtc=rtc, boot_id_file=boot, kernel_synced=lambda: kernel[0])
+    assert clock.boot_id() == "5d2c0b1e-aaaa-bbbb-cccc-000000000001"
+    assert not clock.wall_plausible()  # no flag, no kernel word, no RTC
+    kernel[0] = False
+    assert not clock.wall_plausible()
+    flag.touch()  # systemd-timesyncd synced
+    assert clock.wall_plausible()
+    flag.unlink()
+    assert clock.wall_plausible()  # once trusted, later steps are corrections
+    assert SystemClock(sync_flag=flag, rtc=rtc, kernel_synced=lambda: True).wall_plausible()
+    rtc.mkdir()
+    assert SystemClock(sync_flag=flag, rtc=rtc, kernel_synced=lambda: None).wall_plausible()
+    configured = system_clock_for({"time_sync_flag": str(tmp_path / "elsewhere")})
+    (tmp_path / "elsewhere").touch()
+    assert configured.wall_plausible()
