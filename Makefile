@@ -1,7 +1,7 @@
 # huxleyd — every target sets itself up: a fresh machine needs only Python 3.11+ and apt.
 #   make run    start the daemon (mock pins + simulator when no Pi / no API key)
 #   make test   lint + the whole test suite
-#   make bench  the performance table (DESIGN.md budgets; real-time rows on a clocked fake card)
+#   make bench  the performance table (the budgets of docs/conventions.md; real-time rows on a clocked fake card)
 #   make image  a Raspberry Pi image (root, ~1 h emulated); make image-test boots it (docs/image.md)
 
 SHELL   := /bin/bash

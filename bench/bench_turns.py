@@ -1,4 +1,4 @@
-"""Turn latencies of DESIGN.md, through the real runtime in real time.
+"""Turn latencies of docs/conventions.md, through the real runtime in real time.
 
 The daemon's Runtime runs with the WAV sound card paced by a real-time
 clock, mock pins and the simulator on loopback (speed 1.0), exactly as the

@@ -1,4 +1,4 @@
-"""Injectable clocks (STYLE.md rule 3: inject the clock).
+"""Injectable clocks (conventions rule 3, docs/conventions.md: inject the clock).
 
 Everything that measures time takes a :class:`Clock`; production uses
 :class:`MonotonicClock`, tests use :class:`ManualClock` and advance it.

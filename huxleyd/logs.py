@@ -18,7 +18,7 @@ fields as journal fields (``HUXLEY_TURN=…``, ``HUXLEY_TOOL=…``) plus
 ``HUXLEY_EVENT``; elsewhere events go to stderr as ``event k=v`` lines.
 One fact, one event: ``journalctl HUXLEY_EVENT=claim_started`` counts
 claims. Secret-named fields are redacted before any handler sees them.
-Never log from the audio thread (STYLE.md rule 4).
+Never log from the audio thread (conventions rule 4, docs/conventions.md).
 
 A fault that repeats (a missing sound card retried every few seconds, a
 flapping network) must not flood the journal: :class:`RepeatLimiter` lets

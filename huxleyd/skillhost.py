@@ -5,7 +5,7 @@ entry-point group (:mod:`huxleyd.skillsources` picks the distribution when
 two provide one name), instantiated, checked against the Skill protocol,
 its config checked against its ``config_schema``, and set up with its own
 :class:`~huxley_sdk.SkillContext`. Everything that can be wrong fails at
-start, one line each (STYLE.md rule 11).
+start, one line each (conventions rule 11, docs/conventions.md).
 
 Lifecycle, as Huxley's SDK documents it: ``name``, ``tools`` and ``handle``
 are required; ``setup``, ``reconfigure``, ``teardown`` and

@@ -16,7 +16,7 @@ This module knows nothing of the facade asyncio calls
 parts (mixer, playout clock, sources, capture ring, meters) and passes them in,
 with the three asyncio-side reporters the thread hands events to.
 
-**The real-time contract** (STYLE.md rule 4), which every line the thread
+**The real-time contract** (conventions rule 4, docs/conventions.md), which every line the thread
 runs per period follows:
 
 - *No allocation in the steady state.* Every sample buffer is allocated when

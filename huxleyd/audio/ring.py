@@ -1,6 +1,6 @@
 """Lock-free single-producer/single-consumer rings between asyncio and the audio thread.
 
-Two shapes, each with a stated bound and drop policy (STYLE.md rule 5):
+Two shapes, each with a stated bound and drop policy (conventions rule 5, docs/conventions.md):
 
 - :class:`SampleRing` — a FIFO of PCM16 samples for one playback source.
   Producer: one asyncio task. Consumer: the audio thread. When full the

@@ -1,6 +1,6 @@
 """User volume: the ALSA hardware mixer, or the engine's software gain when a card has none.
 
-Three small interfaces (STYLE.md rule 3):
+Three small interfaces (conventions rule 3, docs/conventions.md):
 
 - :class:`VolumeControl` — ``set_level(percent)`` returns the level read
   back from the control; ``get_level()``. Implemented by

@@ -248,7 +248,7 @@ class ConnectionState(enum.StrEnum):
 
 
 OFFLINE_AFTER_FAILURES = 4
-"""From the fourth failed try in a row the state is OFFLINE (DESIGN.md)."""
+"""From the fourth failed try in a row the state is OFFLINE (docs/reliability.md)."""
 
 
 def failure_state(failures: int) -> ConnectionState:

@@ -1,4 +1,4 @@
-"""Retry policy: a pure classifier and a backoff generator (STYLE.md rule 7).
+"""Retry policy: a pure classifier and a backoff generator (conventions rule 7, docs/conventions.md).
 
 Layer: pure functions. The transport loops over :func:`backoff_delays` and
 asks :func:`classify` whether an error is worth another try.

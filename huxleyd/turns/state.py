@@ -72,7 +72,7 @@ class TurnRecord:
     """What one turn did and how long each step took (journald, ``huxleyctl status``).
 
     Times are the coordinator clock's monotonic seconds; ``timings_ms``
-    turns them into the named intervals of DESIGN.md.
+    turns them into the named intervals of docs/conventions.md.
     """
 
     turn_id: str = field(default_factory=lambda: f"t{next(_turn_ids)}")
@@ -98,7 +98,7 @@ class TurnRecord:
             return None if a is None or b is None else round((b - a) * 1000.0, 1)
 
         # first_audio_to_playing_ms: delta received -> first sample at the DAC
-        # (DESIGN.md's budget row); the journald field name is kept.
+        # (the budget row in docs/conventions.md); the journald field name is kept.
         pairs = {
             "press_to_first_frame_ms": span(self.pressed_at, self.first_frame_sent_at),
             "release_to_commit_ms": span(self.released_at, self.committed_at),

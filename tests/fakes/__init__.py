@@ -1,1 +1,1 @@
-"""Fakes that record and assert (STYLE.md rule 12)."""
+"""Fakes that record and assert (conventions rule 12, docs/conventions.md)."""
