@@ -238,9 +238,10 @@ def test_doctor_lines_and_exit_status(daemon: ControlServer, fake: FakeControlHa
         "✓ config: /etc/huxleyd/huxleyd.toml is valid",
         "✗ provider: no answer from api.openai.com:443  → check the network",
     ]
-    assert lines[3].split()[1] == "service:"  # the unit's state, read by huxleyctl itself
+    # Read by huxleyctl itself: the SDK of this venv, the unit's state.
+    assert [line.split()[1] for line in lines[3:]] == ["sdk:", "service:"]
     raw = json.loads(huxleyctl("doctor", "--json", socket_path=daemon.path).stdout)
-    assert [DoctorCheck.from_dict(c) for c in raw["checks"]][:-1] == fake.checks
+    assert [DoctorCheck.from_dict(c) for c in raw["checks"]][:-2] == fake.checks
     assert raw["source"].startswith("the running daemon")
     fake.checks = [DoctorCheck("disk", True, "900 MB free")]
     assert huxleyctl("doctor", socket_path=daemon.path).returncode == 0
