@@ -507,6 +507,14 @@ def cmd_skill_package(args: argparse.Namespace) -> int:
     """``skills install|remove``: works on this environment, no daemon needed."""
     from huxleyd.sdkcheck import sdk_problem
 
+    owner = Path(sys.prefix).stat().st_uid
+    if os.geteuid() not in (0, owner):  # a developer's own venv is theirs to change
+        print(
+            f"huxleyctl: skills {args.action} (installing) is root's: the daemon's venv "
+            f"{sys.prefix} belongs to uid {owner}; run it with sudo",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     problem = sdk_problem() if args.action == "install" else None
     if problem is not None:  # before pip plans anything against a foreign SDK
         print(f"huxleyctl: skills install: {problem}; nothing was installed", file=sys.stderr)

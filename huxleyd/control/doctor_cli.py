@@ -20,7 +20,7 @@ from pathlib import Path
 
 from huxleyd.control.client import ControlClient
 from huxleyd.control.doctor import check_sdk, check_systemd_unit
-from huxleyd.control.errors import DaemonUnreachableError
+from huxleyd.control.errors import CommandFailedError, DaemonUnreachableError
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import HuxleydError
@@ -57,6 +57,9 @@ def run_doctor(args: argparse.Namespace, control: ControlSettings) -> int:
         ) as client:
             checks = client.doctor()
         source = f"the running daemon ({control.socket_path})"
+    except CommandFailedError as exc:  # refused (rights) or failed: say it, no traceback
+        print(f"huxleyctl: doctor: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except DaemonUnreachableError as exc:
         source = f"{args.config}, without the daemon ({' '.join(str(exc).split())})"
         # The other checks load the configuration, which imports huxley_sdk.

@@ -49,6 +49,9 @@ def test_unit_states_the_contract() -> None:
         "DevicePolicy": ["closed"],
         "CapabilityBoundingSet": [""],
         "RestrictAddressFamilies": ["AF_UNIX AF_INET AF_INET6 AF_NETLINK"],
+        # The state (persona database, voice memos) is the daemon user's alone.
+        "StateDirectoryMode": ["0700"],
+        "UMask": ["0077"],
     }
     for key, values in expect.items():
         assert d.get(key) == values, key
@@ -126,8 +129,9 @@ def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
         line.split(":")[0]: line.split(":")[3].split(",")
         for line in (tmp_path / "etc/group").read_text().splitlines()
     }
-    for group in ("audio", "gpio", "spi"):
+    for group in ("audio", "gpio", "spi", "huxley-control"):
         assert "huxley" in groups[group], group
+    assert groups["huxley-operator"] == [""]  # huxleyctl's groups: the admin adds people
     passwd = {
         line.split(":")[0]: line for line in (tmp_path / "etc/passwd").read_text().splitlines()
     }
@@ -146,7 +150,7 @@ def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
         timeout=60,
     )
     state = (tmp_path / "var/lib/huxleyd").stat()
-    assert (stat.S_IMODE(state.st_mode), state.st_uid) == (0o750, uid)
+    assert (stat.S_IMODE(state.st_mode), state.st_uid) == (0o700, uid)
     key = (tmp_path / "etc/huxleyd/openai.key").stat()
     assert (stat.S_IMODE(key.st_mode), key.st_uid, key.st_size) == (0o600, 0, 0)
 

@@ -14,7 +14,8 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from huxleyd.control.settings import ControlSettings
 from huxleyd.control.watch import WatchEvent
 from tests.fakes.control_handler import FakeControlHandler
 
-from .threaded import huxleyctl, serve_in_thread
+from .threaded import READERS_GID, TEST_RIGHTS, huxleyctl, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -428,10 +429,15 @@ def test_logs_follows_the_log_file_as_it_grows(tmp_path: Path) -> None:
             follower.terminate()
 
 
-def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
-    """Run cli.main in a forked child (optionally as uid/gid 65534); return (status, stderr)."""
+def _cli_in_child(
+    argv: list[str], *, as_nobody: bool, groups: Sequence[int] = ()
+) -> tuple[int, str]:
+    """Run cli.main in a forked child (optionally as uid/gid 65534 in ``groups``);
+    return (status, stdout and stderr)."""
     from huxleyd.control import cli
+    from huxleyd.sdkcheck import sdk_problem
 
+    sdk_problem()  # its imports, now: nobody cannot read this interpreter's stdlib here
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns into pytest
@@ -440,10 +446,14 @@ def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
         sys.stdout = sys.stderr = os.fdopen(write_fd, "w")
         try:
             if as_nobody:
-                os.setgroups([])
+                os.setgroups(list(groups))
                 os.setgid(65534)
                 os.setuid(65534)
             code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 98
+        except BaseException:
+            traceback.print_exc()  # into the pipe: the test shows it
         finally:
             sys.stdout.flush()
             os._exit(code)
@@ -464,16 +474,17 @@ def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_pat
     settings = ControlSettings(socket_path=path, socket_group=None)
     argv = ["--socket", str(path), "--config", str(tmp_path / "none.toml"), "volume"]
     try:
-        with serve_in_thread(fake, settings):
+        with serve_in_thread(fake, settings, rights=TEST_RIGHTS):
             if not as_nobody:
                 path.chmod(0o000)  # the owner too is refused by the mode
             code, err = _cli_in_child(argv, as_nobody=as_nobody)
             assert code == 3
-            assert (
-                err == f"huxleyctl: permission denied on {path}: add yourself to the huxley group\n"
+            assert err == (
+                f"huxleyctl: permission denied on {path}: add yourself to the huxley-control "
+                "group\n"
             )
             path.chmod(0o666)  # the same client, a looser mode: it gets in
-            code, out = _cli_in_child(argv, as_nobody=as_nobody)
+            code, out = _cli_in_child(argv, as_nobody=as_nobody, groups=[READERS_GID])
             assert (code, out) == (0, "55\n")
             assert stat.S_IMODE(path.stat().st_mode) == 0o666
     finally:
