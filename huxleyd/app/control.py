@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+import importlib.metadata as metadata
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from huxley_sdk import Skill
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
@@ -140,7 +142,7 @@ class RuntimeControl:
         parts = self._rt.built
         if parts is None:
             return []
-        return [SkillInfo(s.name, tuple(t.name for t in s.tools)) for s in parts.host.skills]
+        return skill_infos(parts.host.skills, parts.host.sources)
 
     async def ptt(self, action: PttAction) -> None:
         button = self._parts("the button").button
@@ -232,3 +234,32 @@ def daemon_facts(rt: Runtime) -> Facts:
         pins_mock=is_mock(parts.pin_factory),
         pins_in_use={"button": parts.button.pin_name},
     )
+
+
+def skill_infos(
+    skills: Iterable[Skill],
+    sources: Mapping[str, str],
+    failures: Mapping[str, str] | None = None,
+) -> list[SkillInfo]:
+    """What ``huxleyctl skills`` lists: each skill's distribution, its version, and
+    ``ready`` or ``failed`` with the reason (``failures``: skill name → reason)."""
+    failures = failures or {}
+    rows: list[SkillInfo] = []
+    for skill in skills:
+        distribution = sources.get(skill.name, "")
+        try:
+            version = metadata.version(distribution) if distribution else ""
+        except metadata.PackageNotFoundError:
+            version = ""
+        reason = failures.get(skill.name, "")
+        rows.append(
+            SkillInfo(
+                skill.name,
+                tuple(t.name for t in skill.tools),
+                distribution=distribution,
+                version=version,
+                state="failed" if reason else "ready",
+                reason=reason,
+            )
+        )
+    return rows

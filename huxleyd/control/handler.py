@@ -27,6 +27,9 @@ from huxleyd.control.watch import WatchEvent
 DBFS_FLOOR = -120.0
 """Levels below this (digital silence is -inf) are sent as this value."""
 
+SkillState = Literal["ready", "failed"]
+SKILL_STATES: tuple[SkillState, ...] = ("ready", "failed")
+
 T = TypeVar("T")
 
 
@@ -171,20 +174,45 @@ class StatusReport:
 
 @dataclass(frozen=True, slots=True)
 class SkillInfo:
-    """A loaded skill and the tool names it gives the model."""
+    """A skill of the persona: where it came from, whether it runs, its tools.
+
+    ``state`` is ``ready``, or ``failed`` with the ``reason`` (a skill that
+    did not set up); the daemon fills it from what the skill host knows."""
 
     name: str
     tools: tuple[str, ...] = ()
+    distribution: str = ""
+    """The installed distribution that provides it (``huxley-skill-timers``)."""
+    version: str = ""
+    state: SkillState = "ready"
+    reason: str = ""
+    """Why it failed (empty when ready)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "tools": list(self.tools)}
+        return {
+            "name": self.name,
+            "tools": list(self.tools),
+            "distribution": self.distribution,
+            "version": self.version,
+            "state": self.state,
+            "reason": self.reason,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SkillInfo:
         tools = _get(d, "tools", list, "skill")
         if not all(isinstance(t, str) for t in tools):
             raise ControlProtocolError(f"skill: 'tools' expected strings, got {tools!r}")
-        return cls(_get(d, "name", str, "skill"), tuple(tools))
+        state = d.get("state", "ready")
+        if state not in SKILL_STATES:
+            raise ControlProtocolError(
+                f"skill: 'state' expected one of {SKILL_STATES}, got {state!r}"
+            )
+        # An older daemon sends name and tools only.
+        extra = {
+            k: _get(d, k, str, "skill") for k in ("distribution", "version", "reason") if k in d
+        }
+        return cls(_get(d, "name", str, "skill"), tuple(tools), state=state, **extra)
 
 
 @dataclass(frozen=True, slots=True)

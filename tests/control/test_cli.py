@@ -214,11 +214,33 @@ def test_stop(daemon: ControlServer, fake: FakeControlHandler) -> None:
 
 
 def test_skills(daemon: ControlServer) -> None:
-    table = huxleyctl("skills", socket_path=daemon.path)
+    wide = {**os.environ, "COLUMNS": "200"}  # one line per row
+    table = huxleyctl("skills", socket_path=daemon.path, env=wide)
     assert table.returncode == 0
-    assert "system" in table.stdout and "get_current_time, set_volume" in table.stdout
+    rows = [line.split() for line in table.stdout.splitlines()]
+    assert ["system", "huxleyd", "0.1.0", "ready", "get_current_time,", "set_volume"] in rows
+    assert [
+        "audiobooks",
+        "huxley-skill-audiobooks",
+        "0.1.0",
+        "failed:",
+        "setup",
+        "failed:",
+        "no",
+        "library",
+        "folder",
+        "play_book,",
+        "list_books",
+    ] in rows
     raw = json.loads(huxleyctl("skills", "--json", socket_path=daemon.path).stdout)
-    assert raw["skills"][1] == {"name": "audiobooks", "tools": ["play_book", "list_books"]}
+    assert raw["skills"][1] == {
+        "name": "audiobooks",
+        "tools": ["play_book", "list_books"],
+        "distribution": "huxley-skill-audiobooks",
+        "version": "0.1.0",
+        "state": "failed",
+        "reason": "setup failed: no library folder",
+    }
 
 
 def test_ptt(daemon: ControlServer, fake: FakeControlHandler) -> None:
