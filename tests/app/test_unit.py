@@ -69,6 +69,22 @@ def test_unit_states_the_contract() -> None:
     assert not any("KEY" in v.upper() for v in d.get("Environment", []))
 
 
+def _mib(value: str) -> int:
+    number, unit = int(value[:-1]), value[-1]
+    return number * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit] // 1024
+
+
+def test_a_runaway_skill_ends_in_a_restart() -> None:
+    """Memory and tasks are bounded; the limits leave room above the measured soak."""
+    d = _directives(UNIT.read_text())
+    assert d["MemorySwapMax"] == ["0"]
+    high, hard = _mib(d["MemoryHigh"][0]), _mib(d["MemoryMax"][0])
+    measured_peak_mib = 58  # tests/e2e/test_soak_limits.py, as the unit's comment says
+    assert 3 * measured_peak_mib <= high < hard <= 512 // 2
+    assert 16 <= int(d["TasksMax"][0]) <= 128
+    assert d["Restart"] == ["on-failure"]  # a cgroup OOM kill is a failure: restarted
+
+
 def _verifiable_copy(tmp_path: Path) -> Path:
     """The unit with ExecStart pointing at an executable that exists here.
 
