@@ -19,12 +19,21 @@ IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
 setup: $(VENV)/.installed
 
+# A venv set up before can have lost our SDK since (`pip install huxley-sdk`
+# by hand puts Huxley's in its place): then the stamp no longer counts, and
+# setup says so and runs again (step 4 puts ours back).
+SDK_BROKEN = $(shell test -f $(VENV)/.installed && ! $(PY) -m huxleyd.sdkcheck >/dev/null 2>&1 && echo yes)
+
+.PHONY: sdk-broken
+sdk-broken:
+	@$(PY) -m huxleyd.sdkcheck || echo "setup: reinstalling, the venv's huxley_sdk is not ours"
+
 # Re-run when the dependency list changes; system packages first, because
 # PyAudio compiles against PortAudio and systemd-python against libsystemd.
 # Each step says what it does; pip shows one line per package (its full
 # output goes to $(VENV)/pip.log, shown when it fails). The SDK (sdk/, its
 # own distribution) goes in first: huxleyd requires it.
-$(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps.sh
+$(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps.sh $(if $(SDK_BROKEN),sdk-broken)
 	@echo "setup 1/5: system packages (scripts/ensure-system-deps.sh)"
 	@scripts/ensure-system-deps.sh
 	@echo "setup 2/5: virtualenv $(VENV)"

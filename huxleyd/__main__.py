@@ -1,5 +1,5 @@
 """``python -m huxleyd``: the same as the ``huxleyd`` console script."""
 
-from huxleyd.app.main import main
+from huxleyd.start import main
 
 raise SystemExit(main())

@@ -501,8 +501,18 @@ class SkillHost:
             msg = error_output("timeout", message=f"{tool} did not answer within {budget_s:g} s")
             return ToolOutcome(call_id, tool, msg, error="timeout")
         except Exception as exc:
-            log.exception("tool_failed", tool=tool, skill=skill.name)
-            msg = error_output("tool_failed", message=f"{type(exc).__name__}: {exc}")
+            # The message and the arguments may hold what the user said or a
+            # secret the skill read; they go to the journal, never to the cloud
+            # model, which gets the exception's class only.
+            log.exception(
+                "tool_failed",
+                tool=tool,
+                skill=skill.name,
+                exception=type(exc).__name__,
+                message=" ".join(str(exc).split()),
+                arguments=arguments_json,
+            )
+            msg = error_output("tool_failed", exception=type(exc).__name__)
             return ToolOutcome(call_id, tool, msg, error="tool_failed")
         if not isinstance(result, ToolResult):
             log.error("tool_bad_result", tool=tool, skill=skill.name, got=type(result).__name__)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+import importlib.metadata as metadata
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
+from huxley_sdk import Skill
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
@@ -179,13 +181,7 @@ class RuntimeControl:
         if parts is None:
             return []
         host = parts.host
-        loaded = {s.name: s for s in host.skills}
-        return [
-            SkillInfo(name, tuple(t.name for t in loaded[name].tools))
-            if name in loaded
-            else SkillInfo(name, failed=True, reason=host.failed.get(name, "not loaded"))
-            for name in host.order
-        ]
+        return skill_infos(host.skills, host.sources, host.failed, order=host.order)
 
     async def ptt(self, action: PttAction) -> None:
         button = self._parts("the button").button
@@ -295,3 +291,39 @@ def daemon_facts(rt: Runtime) -> Facts:
         pins_mock=is_mock(parts.pin_factory),
         pins_in_use={"button": parts.button.pin_name},
     )
+
+
+def skill_infos(
+    skills: Iterable[Skill],
+    sources: Mapping[str, str],
+    failures: Mapping[str, str] | None = None,
+    *,
+    order: Sequence[str] | None = None,
+) -> list[SkillInfo]:
+    """What ``huxleyctl skills`` lists: each skill's distribution, its version, and
+    ``ready`` or ``failed`` with the reason (``failures``: skill name → reason).
+
+    ``order``: the persona's skill names, so a skill that was left out (it
+    offers no tools) is listed in its place; without it, the loaded skills."""
+    failures = failures or {}
+    loaded = {skill.name: skill for skill in skills}
+    rows: list[SkillInfo] = []
+    for name in order if order is not None else list(loaded):
+        skill = loaded.get(name)
+        distribution = sources.get(name, "")
+        try:
+            version = metadata.version(distribution) if distribution else ""
+        except metadata.PackageNotFoundError:
+            version = ""
+        reason = failures.get(name, "") or ("" if skill else "not loaded")
+        rows.append(
+            SkillInfo(
+                name,
+                tuple(t.name for t in skill.tools) if skill and not reason else (),
+                distribution=distribution,
+                version=version,
+                state="failed" if reason else "ready",
+                reason=reason,
+            )
+        )
+    return rows

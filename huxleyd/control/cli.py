@@ -8,6 +8,7 @@
     huxleyctl stop                    stop the media that is playing
     huxleyctl skills [--json]         loaded skills and their tools
     huxleyctl skills install PACKAGE  add a Huxley skill package to the daemon's venv
+                                      (wheels only; --allow-sdist, --allow-url to widen)
     huxleyctl skills remove PACKAGE   remove it (see huxleyd.control.skillpkgs)
     huxleyctl ptt press|release|tap   drive the push-to-talk button
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
@@ -168,6 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--find-links", action="append", default=[], metavar="DIR", help="also look here (pip)"
     )
     skills.add_argument("--no-index", action="store_true", help="only --find-links (pip)")
+    skills.add_argument(
+        "--allow-sdist",
+        action="store_true",
+        help="build source packages (as an unprivileged user; default: wheels only)",
+    )
+    skills.add_argument(
+        "--allow-url", action="store_true", help="accept a URL or a path as PACKAGE or a dependency"
+    )
     command("ptt", "drive the push-to-talk button").add_argument(
         "action", choices=[a.value for a in PttAction]
     )
@@ -496,12 +505,26 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
 
 def cmd_skill_package(args: argparse.Namespace) -> int:
     """``skills install|remove``: works on this environment, no daemon needed."""
-    from huxleyd.control.skillpkgs import IndexOptions, SkillPackageError, install, remove
+    from huxleyd.sdkcheck import sdk_problem
+
+    owner = Path(sys.prefix).stat().st_uid
+    if os.geteuid() not in (0, owner):  # a developer's own venv is theirs to change
+        print(
+            f"huxleyctl: skills {args.action} (installing) is root's: the daemon's venv "
+            f"{sys.prefix} belongs to uid {owner}; run it with sudo",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    problem = sdk_problem() if args.action == "install" else None
+    if problem is not None:  # before pip plans anything against a foreign SDK
+        print(f"huxleyctl: skills install: {problem}; nothing was installed", file=sys.stderr)
+        return EXIT_FAILED
+    from huxleyd.control.skillpkgs import IndexOptions, Policy, SkillPackageError, install, remove
 
     try:
         if args.action == "install":
             index = IndexOptions(args.index_url, tuple(args.find_links), args.no_index)
-            outcome = install(args.package, index)
+            outcome = install(args.package, index, Policy(args.allow_sdist, args.allow_url))
         else:
             outcome = remove(args.package)
     except SkillPackageError as exc:
@@ -512,9 +535,21 @@ def cmd_skill_package(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _say_if_sdk_broken(args: argparse.Namespace) -> None:
+    """One line when huxley_sdk is not ours (``doctor`` and ``skills install`` say it their way)."""
+    if args.command == "doctor" or (args.command == "skills" and args.action == "install"):
+        return
+    from huxleyd.sdkcheck import sdk_problem
+
+    problem = sdk_problem()
+    if problem is not None:
+        print(f"huxleyctl: {problem}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _say_if_sdk_broken(args)
     if args.command == "logs":
         return cmd_logs(args)
     if args.command == "skills" and args.action is not None:

@@ -20,6 +20,7 @@ worker thread. No check ever puts a secret in what it returns.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata as metadata
 import os
 import shutil
 import stat
@@ -35,6 +36,7 @@ from urllib.parse import quote, urlsplit
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import HuxleydError
 from huxleyd.files import Reader, owner_and_mode
+from huxleyd.sdkcheck import SDK_DISTRIBUTION, sdk_problem
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Below this much free space in the state directory, doctor fails."""
@@ -430,6 +432,14 @@ def check_disk_space(state_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -
             "free space: `journalctl --vacuum-size=50M`, remove old files, or a bigger card",
         )
     return DoctorCheck.passed(name, f"{free_mb:.0f} MB free for {state_dir}")
+
+
+def check_sdk() -> DoctorCheck:
+    """``huxley_sdk`` is ours and imports (:mod:`huxleyd.sdkcheck`); this venv is the daemon's."""
+    problem = sdk_problem()
+    if problem is not None:
+        return DoctorCheck.failed("sdk", problem.what, problem.fix)
+    return DoctorCheck.passed("sdk", f"{SDK_DISTRIBUTION} {metadata.version(SDK_DISTRIBUTION)}")
 
 
 SYSTEMD_BOOTED = Path("/run/systemd/system")

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from huxleyd.control.client import ControlClient
-from huxleyd.control.doctor import check_systemd_unit
-from huxleyd.control.errors import DaemonUnreachableError
+from huxleyd.control.doctor import check_sdk, check_systemd_unit
+from huxleyd.control.errors import CommandFailedError, DaemonUnreachableError
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import HuxleydError
@@ -50,16 +50,23 @@ def checks_without_daemon(config_path: Path, key_file: Path | None) -> list[Doct
 def run_doctor(args: argparse.Namespace, control: ControlSettings) -> int:
     """``huxleyctl doctor [--json] [--key-file PATH]``."""
     source: str
+    sdk = check_sdk()
     try:
         with ControlClient(
             control.socket_path, timeout_s=args.timeout, group=control.socket_group
         ) as client:
             checks = client.doctor()
         source = f"the running daemon ({control.socket_path})"
+    except CommandFailedError as exc:  # refused (rights) or failed: say it, no traceback
+        print(f"huxleyctl: doctor: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except DaemonUnreachableError as exc:
         source = f"{args.config}, without the daemon ({' '.join(str(exc).split())})"
-        checks = checks_without_daemon(args.config, getattr(args, "key_file", None))
-    checks.append(check_systemd_unit())
+        # The other checks load the configuration, which imports huxley_sdk.
+        checks = (
+            checks_without_daemon(args.config, getattr(args, "key_file", None)) if sdk.ok else []
+        )
+    checks += [sdk, check_systemd_unit()]
     failed = any(not c.ok for c in checks)
     if args.json:
         print(json.dumps({"source": source, "checks": [c.to_dict() for c in checks]}, indent=2))

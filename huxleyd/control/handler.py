@@ -27,6 +27,9 @@ from huxleyd.control.watch import WatchEvent
 DBFS_FLOOR = -120.0
 """Levels below this (digital silence is -inf) are sent as this value."""
 
+SkillState = Literal["ready", "failed"]
+SKILL_STATES: tuple[SkillState, ...] = ("ready", "failed")
+
 T = TypeVar("T")
 
 
@@ -193,31 +196,45 @@ def _strings(d: Mapping[str, Any], key: str, what: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class SkillInfo:
-    """A persona's skill and the tool names it gives the model.
+    """A skill of the persona: where it came from, whether it runs, its tools.
 
-    ``failed``: left out (it did not import, its setup raised or overran, its
-    persona table was refused): it offers no tools; ``reason`` says why."""
+    ``state`` is ``ready``, or ``failed`` with the ``reason`` (a skill that
+    did not set up); the daemon fills it from what the skill host knows."""
 
     name: str
     tools: tuple[str, ...] = ()
-    failed: bool = False
+    distribution: str = ""
+    """The installed distribution that provides it (``huxley-skill-timers``)."""
+    version: str = ""
+    state: SkillState = "ready"
     reason: str = ""
+    """Why it failed (empty when ready)."""
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name, "tools": list(self.tools)}
-        if self.failed:  # a loaded skill's line stays as it was
-            d.update(failed=True, reason=self.reason)
-        return d
+        return {
+            "name": self.name,
+            "tools": list(self.tools),
+            "distribution": self.distribution,
+            "version": self.version,
+            "state": self.state,
+            "reason": self.reason,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SkillInfo:
-        return cls(
-            _get(d, "name", str, "skill"),
-            _strings(d, "tools", "skill"),
-            # Optional: an older daemon does not send them.
-            failed=_get(d, "failed", bool, "skill") if "failed" in d else False,
-            reason=_get(d, "reason", str, "skill") if "reason" in d else "",
-        )
+        tools = _get(d, "tools", list, "skill")
+        if not all(isinstance(t, str) for t in tools):
+            raise ControlProtocolError(f"skill: 'tools' expected strings, got {tools!r}")
+        state = d.get("state", "ready")
+        if state not in SKILL_STATES:
+            raise ControlProtocolError(
+                f"skill: 'state' expected one of {SKILL_STATES}, got {state!r}"
+            )
+        # An older daemon sends name and tools only.
+        extra = {
+            k: _get(d, k, str, "skill") for k in ("distribution", "version", "reason") if k in d
+        }
+        return cls(_get(d, "name", str, "skill"), tuple(tools), state=state, **extra)
 
 
 @dataclass(frozen=True, slots=True)

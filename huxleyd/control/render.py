@@ -136,13 +136,23 @@ def provider_explanation(report: StatusReport) -> str:
 def skills_table(skills: Iterable[SkillInfo]) -> Table:
     table = Table(box=box.SIMPLE)
     table.add_column("skill", style="bold")
+    table.add_column("distribution")
+    table.add_column("version")
+    table.add_column("state")
     table.add_column("tools")
     for skill in skills:
-        if skill.failed:
-            tools = Text(f"failed, left out: {skill.reason}", style="red")
-        else:
-            tools = Text(", ".join(skill.tools) or "(no tools)")
-        table.add_row(Text(skill.name), tools)
+        state = Text("ready", style="green")
+        if skill.state != "ready":
+            state = Text(
+                f"{skill.state}, left out: {skill.reason}" if skill.reason else skill.state, "red"
+            )
+        table.add_row(
+            Text(skill.name),
+            Text(skill.distribution or "?"),
+            Text(skill.version or "?"),
+            state,
+            Text(", ".join(skill.tools) or "(no tools)"),
+        )
     return table
 
 

@@ -8,10 +8,12 @@ and a :class:`~huxleyd.control.handler.ControlHandler` (the daemon). ::
     ...
     await server.close()        # idempotent; removes the socket file
 
-Access is decided by the socket file's mode (0660) and group, never by
-code: the kernel refuses ``connect`` to anyone outside the group. The file
-is bound under a temporary name, given its mode and group, then renamed
-into place, so it is never reachable with a looser mode.
+Who may connect is decided by the socket file's mode (0660) and group: the
+kernel refuses ``connect`` to anyone outside the group. The file is bound
+under a temporary name, given its mode and group, then renamed into place,
+so it is never reachable with a looser mode. What a connected peer may run
+is decided by :mod:`~huxleyd.control.rights` from its credentials
+(``SO_PEERCRED``): reading, changing the device, each its own group.
 
 Each connection is served by its own task; its requests are answered in
 order, each under ``request_timeout_s``. A bad line gets an error reply and
@@ -31,6 +33,7 @@ import asyncio
 import contextlib
 import grp
 import os
+import pwd
 import socket
 import stat
 import struct
@@ -61,6 +64,7 @@ from huxleyd.control.protocol import (
     VolumeArgs,
     parse_request,
 )
+from huxleyd.control.rights import DEFAULT_READERS, Group, Peer, Rights
 from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import get_logger
@@ -82,10 +86,25 @@ class _Client:
     uid: int | None
     last_active: float
     busy: bool = False
+    peer: Peer | None = None
 
 
-def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
-    """The connecting process's uid (Linux ``SO_PEERCRED``); None if unknown."""
+SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
+"""Linux (4.13+): the peer's supplementary groups; Python names it from 3.13 on."""
+MAX_PEER_GROUPS = 256
+
+
+def _peer_groups(sock: socket.socket) -> frozenset[int] | None:
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * MAX_PEER_GROUPS)
+    except OSError:
+        return None
+    return frozenset(struct.unpack(f"{len(raw) // 4}I", raw[: len(raw) // 4 * 4]))
+
+
+def peer_of(writer: asyncio.StreamWriter) -> Peer | None:
+    """The connecting process's credentials (``SO_PEERCRED``, ``SO_PEERGROUPS``); None
+    if unknown. Without SO_PEERGROUPS, the user's groups from the group database."""
     sock = writer.get_extra_info("socket")
     peercred = getattr(socket, "SO_PEERCRED", None)
     if sock is None or peercred is None:
@@ -94,8 +113,32 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
         creds = sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
     except OSError:
         return None
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)
+    _pid, uid, gid = struct.unpack("3i", creds)
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = ""
+    groups = _peer_groups(sock)
+    if groups is None:
+        groups = frozenset(os.getgrouplist(user, gid)) if user else frozenset()
+    return Peer(uid=uid, gid=gid, groups=groups, user=user)
+
+
+def _gid(name: str) -> int | None:
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        return None
+
+
+def rights_from(settings: ControlSettings) -> Rights:
+    """The daemon's user, the socket's group (reading) and the operator group (changing)."""
+    readers = settings.socket_group or DEFAULT_READERS
+    return Rights(
+        daemon_uid=os.geteuid(),
+        readers=Group(readers, _gid(readers)),
+        operators=Group(settings.operator_group, _gid(settings.operator_group)),
+    )
 
 
 class _Encodable(Protocol):
@@ -107,9 +150,12 @@ class _Encodable(Protocol):
 class ControlServer:
     """Serves ``handler`` on ``settings.socket_path`` until :meth:`close`."""
 
-    def __init__(self, handler: ControlHandler, settings: ControlSettings) -> None:
+    def __init__(
+        self, handler: ControlHandler, settings: ControlSettings, *, rights: Rights | None = None
+    ) -> None:
         self._handler = handler
         self._settings = settings
+        self._rights = rights or rights_from(settings)
         self._path = Path(settings.socket_path)
         self._server: asyncio.AbstractServer | None = None
         self._inode: int | None = None
@@ -300,7 +346,8 @@ class ControlServer:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
-        client = _Client(task, _peer_uid(writer), loop.time())
+        peer = peer_of(writer)
+        client = _Client(task, peer.uid if peer else None, loop.time(), peer=peer)
         self._clients[task] = client
         try:
             if not self._make_room(client):
@@ -368,17 +415,24 @@ class ControlServer:
             assert isinstance(line, bytes)
             client.busy = True
             try:
-                await self._answer(line, writer)
+                await self._answer(line, writer, client.peer)
             finally:
                 client.busy = False
                 client.last_active = loop.time()
 
-    async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+    async def _answer(
+        self, line: bytes, writer: asyncio.StreamWriter, peer: Peer | None = None
+    ) -> None:
         try:
             request = parse_request(line)
         except ControlProtocolError as exc:
             log.debug("control_bad_request", error=str(exc))
             await self._send(writer, ErrorReply(exc.request_id, str(exc)))
+            return
+        refusal = self._rights.refusal(peer, request)
+        if refusal is not None:
+            log.info("control_request_denied", cmd=request.cmd.value, uid=peer.uid if peer else -1)
+            await self._send(writer, ErrorReply(request.id, refusal))
             return
         log.debug("control_request", id=request.id, cmd=request.cmd.value)
         if request.cmd is Command.LEVELS:

@@ -10,16 +10,21 @@ from huxleyd.settings_schema import bounds
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControlSettings:
-    """Where ``huxleyctl`` finds the daemon. Mode 0660, group ``huxley``.
+    """Where ``huxleyctl`` finds the daemon, and who may do what there.
 
-    Who may talk to the daemon is decided by the socket file's mode and
-    group alone: members of ``socket_group`` (and root) connect, others get
-    "permission denied" from the kernel.
+    Members of ``socket_group`` (and root) connect and may read (status,
+    watch, levels, doctor, skills); members of ``operator_group`` may also
+    change the device (volume N, say, ptt, stop, event). See
+    :mod:`huxleyd.control.rights`.
     """
 
     socket_path: Path = Path("/run/huxleyd/control.sock")
-    socket_group: str | None = "huxley"
-    """Group owning the socket; None (or a group that does not exist) leaves the daemon's own."""
+    socket_group: str | None = "huxley-control"
+    """Group owning the socket (mode 0660): who may connect and read. Not the daemon's
+    own group, whose members could read its state files. None (or a group that does
+    not exist) leaves the daemon's own."""
+    operator_group: str = "huxley-operator"
+    """Members may also change the device; they must be in ``socket_group`` to connect."""
     request_timeout_s: float = field(default=10.0, metadata=bounds(0.1, 120.0))
     """Longest a command may take (for ``levels``: the longest wait for one sample)."""
     idle_timeout_s: float = field(default=600.0, metadata=bounds(1.0, 86400.0))

@@ -1,71 +1,61 @@
 """``huxleyctl skills install|remove PACKAGE``: Huxley skill packages in the daemon's venv.
 
 The daemon's environment is the one ``huxleyctl`` runs in (``sys.prefix``;
-``/opt/huxleyd/venv`` when installed). Installing a skill there must never
-replace our ``huxley-sdk`` (a skill requires ``huxley-sdk>=0.1.1,<0.2``, and
-pip would otherwise happily fetch Huxley's from PyPI, whose ``huxley_sdk``
-shadows ours and stops the daemon). So:
+``/opt/huxleyd/venv`` when installed). A skill package must never change
+what the daemon runs on: a skill declaring ``websockets==10.0`` once
+downgraded the daemon's websockets and the daemon no longer imported. So:
 
-1. pip resolves the package with a constraint pinning the installed
-   ``huxley-sdk`` version (``pip install --dry-run --report``); a package
-   that needs another ``huxley-sdk`` is refused with pip's reason;
-2. Huxley's packages declare ``requires-python >=3.13`` although they run
-   on 3.11; that marker is tolerated (``--ignore-requires-python``) only
-   when every distribution in the plan is pure Python: a ``*-none-any``
-   wheel, or an sdist without C, Cython, Rust or Fortran sources. Anything
-   native is refused, since it may really need the newer Python;
-3. the plan must not touch ``huxley-sdk`` or ``huxleyd``; then pip installs
-   with the same constraint, and the ``huxley-sdk`` version is checked
-   again afterwards;
-4. the answer says which skills the package registers and what to add to
-   the persona (with ``from = ...`` when the name collides with another
-   installed skill).
-
-``remove`` uninstalls the package (not its dependencies) and says which
-persona tables to delete.
+1. the SDK must be ours (:mod:`huxleyd.sdkcheck`), or pip would plan
+   against a foreign one;
+2. the request is a name (``huxley-skill-x``, ``huxley-skill-x==0.2``); a
+   URL or a path is refused unless ``allow_url`` (also for a dependency
+   that pip would fetch from a URL);
+3. pip plans the install (``--dry-run --report``, metadata only) against a
+   constraints file pinning every installed distribution
+   (:mod:`huxleyd.control.pins`). A plan that fails is planned again
+   without the pins to say, in one line, which requirement would change
+   which pin: the daemon's (refused) or another installed package's (a
+   skill install only adds distributions);
+4. wheels only (``--only-binary :all:``): building from source runs the
+   package's code. With ``allow_sdist`` the sources are built into wheels
+   first, as an unprivileged user when this runs as root, and only wheels
+   are installed;
+5. Huxley's packages declare ``requires-python >=3.13`` although they run
+   on 3.11; that marker is tolerated only for pure-Python wheels
+   (``*-none-any``);
+6. the install is checked against a snapshot of the environment: a failed
+   install is rolled back to it (uninstalling what it added), a successful
+   one records what it added, and ``remove`` uninstalls exactly that (what
+   another installed package still needs stays).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata as metadata
 import json
-import re
+import os
+import pwd
 import subprocess
 import sys
-import tarfile
 import tempfile
-import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from huxleyd.control import pins
+from huxleyd.control.requests import (
+    PlannedDistribution,
+    SkillPackageError,
+    requested_name,
+    why_refused,
+)
+from huxleyd.sdkcheck import sdk_problem
 from huxleyd.skillsources import ENTRY_POINT_GROUP, normalize, skill_sources
 
-SDK_DISTRIBUTION = "huxley-sdk"
-PROTECTED = frozenset({SDK_DISTRIBUTION, "huxleyd"})
-"""Distributions a skill install must never add, replace or remove."""
+__all__ = ["IndexOptions", "Outcome", "SkillPackageError", "install", "remove"]
 
-NATIVE_SOURCES = (".c", ".cc", ".cpp", ".cxx", ".pyx", ".pxd", ".rs", ".f", ".f90", ".go", ".m")
-NATIVE_MARKERS = ("Cargo.toml", "meson.build", "CMakeLists.txt")
-
-
-class SkillPackageError(Exception):
-    """The install or removal was refused or failed; the message says why, in one line."""
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedDistribution:
-    """One distribution pip would install."""
-
-    name: str
-    version: str
-    url: str
-    requires_python: str | None
-
-    @property
-    def is_wheel(self) -> bool:
-        return self.url.endswith(".whl")
+BUILD_USER = "nobody"
+"""Who builds source packages (``allow_sdist``) when huxleyctl runs as root."""
 
 
 @dataclass(slots=True)
@@ -99,13 +89,37 @@ class IndexOptions:
         return out
 
 
-def _pip(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What the admin allowed beyond wheels from an index."""
+
+    allow_sdist: bool = False
+    allow_url: bool = False
+
+
+def _pip(
+    args: Sequence[str], *, as_builder: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run pip here; ``as_builder``: a scratch HOME, and as :data:`BUILD_USER` when root."""
+    extra: dict[str, Any] = {}
+    if as_builder is not None:
+        extra["env"] = {**os.environ, "HOME": str(as_builder), "PIP_NO_CACHE_DIR": "1"}
+        extra["cwd"] = str(as_builder)
+        if os.geteuid() == 0:
+            user = pwd.getpwnam(BUILD_USER)
+            os.chown(as_builder, user.pw_uid, user.pw_gid)
+            extra.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            **extra,
+        )
+    except OSError as exc:  # e.g. the build user may not run this interpreter
+        who = f" as {BUILD_USER}" if "user" in extra else ""
+        raise SkillPackageError(f"cannot run pip{who}: {exc}") from exc
 
 
 def _last_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -114,135 +128,89 @@ def _last_error(result: subprocess.CompletedProcess[str]) -> str:
     return (errors or lines or ["pip failed with no output"])[-1]
 
 
-def installed_version(name: str) -> str | None:
-    importlib.invalidate_caches()
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
+@dataclass(frozen=True, slots=True)
+class _Planner:
+    """The pip calls of one install, all with the same index, policy and scratch folder."""
 
+    index: IndexOptions
+    policy: Policy
+    scratch: Path
 
-def _python_allows(requires_python: str | None) -> bool:
-    """Whether this interpreter satisfies ``requires_python`` (unknown: assume not)."""
-    if not requires_python:
-        return True
-    try:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    except ImportError:  # no parser here: treat every marker as one to tolerate
-        return False
-    try:
-        return SpecifierSet(requires_python).contains(
-            ".".join(map(str, sys.version_info[:3])), prereleases=True
+    @property
+    def binary_args(self) -> list[str]:
+        return ["--only-binary", ":all:", "--ignore-requires-python"]
+
+    def build_sources(self, package: str, constraints: Path) -> IndexOptions:
+        """``allow_sdist``: build every package as wheels, unprivileged; they join the index."""
+        home = self.scratch / "build"
+        built = home / "wheels"
+        built.mkdir(parents=True)
+        home.chmod(0o755)
+        args = ["wheel", "--wheel-dir", str(built), "--ignore-requires-python"]
+        result = _pip(
+            [*args, "--constraint", str(constraints), *self.index.args(), package], as_builder=home
         )
-    except InvalidSpecifier:
-        return False
-
-
-def _sdist_is_pure(path: Path) -> bool:
-    names: list[str]
-    if path.name.endswith(".zip"):
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-    else:
-        with tarfile.open(path) as tf:
-            names = tf.getnames()
-    for name in names:
-        base = name.rsplit("/", 1)[-1]
-        if base.endswith(NATIVE_SOURCES) or base in NATIVE_MARKERS:
-            return False
-    return True
-
-
-def _is_pure(item: PlannedDistribution, index: IndexOptions, scratch: Path) -> bool:
-    if item.is_wheel:
-        return item.url.rsplit("/", 1)[-1].endswith("-none-any.whl")
-    target = scratch / normalize(item.name)
-    result = _pip(
-        [
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--ignore-requires-python",
-            "--dest",
-            str(target),
-            *index.args(),
-            f"{item.name}=={item.version}",
-        ]
-    )
-    files = list(target.glob("*")) if target.exists() else []
-    if result.returncode != 0 or not files:
-        raise SkillPackageError(
-            f"cannot fetch the sdist of {item.name} {item.version} to check it is pure Python: "
-            f"{_last_error(result)}"
+        if result.returncode != 0:
+            raise SkillPackageError(f"cannot build {package} from source: {_last_error(result)}")
+        return IndexOptions(
+            self.index.index_url, (*self.index.find_links, str(built)), self.index.no_index
         )
-    return _sdist_is_pure(files[0])
+
+    def plan(
+        self, package: str, index: IndexOptions, constraints: Path | None
+    ) -> tuple[list[PlannedDistribution] | None, str]:
+        """pip's plan (metadata only, wheels only), or None and pip's reason."""
+        report = self.scratch / ("report.json" if constraints else "report-unpinned.json")
+        args = ["install", "--dry-run", "--report", str(report), *self.binary_args]
+        if constraints is not None:
+            args += ["--constraint", str(constraints)]
+        result = _pip([*args, *index.args(), package])
+        if result.returncode != 0:
+            return None, _last_error(result)
+        entries = json.loads(report.read_text()).get("install", [])
+        return [PlannedDistribution.from_report(e) for e in entries], ""
 
 
-def plan(
-    package: str, index: IndexOptions, scratch: Path, sdk_version: str
-) -> list[PlannedDistribution]:
-    """What ``pip install package`` would install, with huxley-sdk pinned. Refuses a conflict."""
-    constraints = scratch / "constraints.txt"
-    constraints.write_text(f"{SDK_DISTRIBUTION}=={sdk_version}\n")
-    report = scratch / "report.json"
-    result = _pip(
-        [
-            "install",
-            "--dry-run",
-            "--report",
-            str(report),
-            "--ignore-requires-python",
-            "--constraint",
-            str(constraints),
-            *index.args(),
-            package,
-        ]
-    )
-    if result.returncode != 0:
-        why = _last_error(result)
-        wants_sdk = [
-            ln.strip()
-            for ln in (result.stdout + result.stderr).splitlines()
-            if "depends on " + SDK_DISTRIBUTION in ln
-        ]
-        if wants_sdk:
-            raise SkillPackageError(
-                f"refused: {package} needs a {SDK_DISTRIBUTION} other than the daemon's "
-                f"({sdk_version}), so installing it would replace ours: {wants_sdk[0]}"
-            )
-        raise SkillPackageError(f"pip cannot install {package}: {why}")
-    items: list[PlannedDistribution] = []
-    for entry in json.loads(report.read_text()).get("install", []):
-        meta = entry.get("metadata", {})
-        items.append(
-            PlannedDistribution(
-                name=str(meta.get("name", "?")),
-                version=str(meta.get("version", "?")),
-                url=str(entry.get("download_info", {}).get("url", "")),
-                requires_python=meta.get("requires_python"),
-            )
-        )
-    return items
+def _refuse_failed_plan(
+    package: str,
+    planner: _Planner,
+    index: IndexOptions,
+    present: Mapping[str, pins.Installed],
+    why: str,
+) -> SkillPackageError:
+    """The pinned plan failed: say which pin it would change, else pip's reason."""
+    unpinned, _ = planner.plan(package, index, None)
+    if unpinned is not None:
+        reason = why_refused(package, unpinned, present, pins.daemon_needs(present))
+        if reason is not None:
+            return SkillPackageError(reason)
+    hint = "" if planner.policy.allow_sdist else " (wheels only; --allow-sdist builds from source)"
+    return SkillPackageError(f"pip cannot install {package}: {why}{hint}")
 
 
 def check_plan(
-    package: str, items: Sequence[PlannedDistribution], index: IndexOptions, scratch: Path
+    package: str,
+    items: Sequence[PlannedDistribution],
+    present: Mapping[str, pins.Installed],
+    policy: Policy,
 ) -> list[str]:
-    """Refuse what would touch the daemon or a native package past its requires-python.
-
-    Returns the distributions whose requires-python is tolerated."""
-    for item in items:
-        if normalize(item.name) in PROTECTED:
-            raise SkillPackageError(
-                f"refused: installing {package} would replace {item.name} "
-                f"(with {item.version}); the daemon's own must stay"
-            )
+    """Refuse a plan that changes an installed distribution, fetches from a URL unasked,
+    or takes a native wheel past its requires-python. Returns the tolerated markers."""
+    reason = why_refused(package, items, present, pins.daemon_needs(present))
+    if reason is not None:
+        raise SkillPackageError(reason)
+    if not policy.allow_url:
+        for item in items:
+            if item.is_direct:
+                raise SkillPackageError(
+                    f"refused: {item.name} would come from {item.url}, not from the index; "
+                    "--allow-url installs from a URL or a path"
+                )
     tolerated: list[str] = []
     for item in items:
-        if _python_allows(item.requires_python):
+        if item.python_allows():
             continue
-        if not _is_pure(item, index, scratch):
+        if not item.is_pure_wheel:
             here = ".".join(map(str, sys.version_info[:2]))
             raise SkillPackageError(
                 f"refused: {item.name} {item.version} requires Python {item.requires_python} "
@@ -253,21 +221,13 @@ def check_plan(
 
 
 def _skills_of(distribution: str) -> list[str]:
-    importlib.invalidate_caches()
+    from importlib import metadata
+
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:
         return []
     return sorted(ep.name for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
-
-
-def _requirement_name(package: str) -> str:
-    match = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)", package)
-    if match is None:
-        raise SkillPackageError(
-            f"expected a package name (e.g. huxley-skill-reminders), got {package!r}"
-        )
-    return match.group(1)
 
 
 def persona_lines(distribution: str, skills: Sequence[str]) -> list[str]:
@@ -281,34 +241,74 @@ def persona_lines(distribution: str, skills: Sequence[str]) -> list[str]:
     return lines
 
 
-def install(package: str, index: IndexOptions = IndexOptions()) -> Outcome:
+def records_dir() -> Path:
+    """Where each install records what it added (inside the daemon's venv)."""
+    return Path(sys.prefix) / "huxleyd-skills"
+
+
+def _rollback(before: Mapping[str, str]) -> str:
+    """Uninstall what appeared since ``before``; say whether the environment is back."""
+    added = sorted(set(pins.freeze(pins.installed())) - set(before))
+    if added:
+        _pip(["uninstall", "--yes", "--quiet", *added])
+    now = pins.freeze(pins.installed())
+    if now == dict(before):
+        return "the environment is as before"
+    changed = sorted(n for n in set(now) | set(before) if now.get(n) != before.get(n))
+    return f"the environment still differs in {', '.join(changed)}: reinstall the daemon"
+
+
+def _pip_install(package: str, planner: _Planner, index: IndexOptions, constraints: Path) -> None:
+    before = pins.freeze(pins.installed())
+    args = ["install", "--quiet", *planner.binary_args, "--constraint", str(constraints)]
+    result = _pip([*args, *index.args(), package])
+    if result.returncode != 0:
+        state = _rollback(before)
+        raise SkillPackageError(f"pip failed to install {package}: {_last_error(result)}; {state}")
+
+
+def _record(name: str, version: str, added: Mapping[str, str]) -> None:
+    folder = records_dir()
+    folder.mkdir(mode=0o755, exist_ok=True)
+    record = {"distribution": name, "version": version, "added": dict(sorted(added.items()))}
+    (folder / f"{normalize(name)}.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+def install(
+    package: str, index: IndexOptions = IndexOptions(), policy: Policy = Policy()
+) -> Outcome:
     """Install ``package`` into this interpreter's environment, as the module docstring says."""
-    name = _requirement_name(package)
-    if normalize(name) in PROTECTED:
-        raise SkillPackageError(f"refused: {name} is part of the daemon, not a skill package")
-    sdk_version = installed_version(SDK_DISTRIBUTION)
-    if sdk_version is None:
+    problem = sdk_problem()
+    if problem is not None:
+        raise SkillPackageError(f"{problem}; nothing was installed")
+    present = pins.installed()
+    name = requested_name(package, allow_url=policy.allow_url)
+    if name is not None and normalize(name) in present:
+        have = present[normalize(name)]
+        if normalize(name) in pins.daemon_needs(present):
+            raise SkillPackageError(f"refused: {name} is part of the daemon, not a skill package")
         raise SkillPackageError(
-            f"{SDK_DISTRIBUTION} is not installed in {sys.prefix}; run `make install` "
-            f"(or `make setup`) first, or pip would fetch Huxley's and replace ours"
+            f"{have.name} {have.version} is already installed; "
+            f"`huxleyctl skills remove {have.name}` first"
         )
     with tempfile.TemporaryDirectory(prefix="huxleyctl-skills-") as tmp:
-        scratch = Path(tmp)
-        items = plan(package, index, scratch, sdk_version)
-        tolerated = check_plan(package, items, index, scratch)
-        args = ["install", "--quiet", "--constraint", str(scratch / "constraints.txt")]
-        if tolerated:
-            args.append("--ignore-requires-python")
-        result = _pip([*args, *index.args(), package])
-        if result.returncode != 0:
-            raise SkillPackageError(f"pip failed to install {package}: {_last_error(result)}")
-    after = installed_version(SDK_DISTRIBUTION)
-    if after != sdk_version:
-        raise SkillPackageError(
-            f"{SDK_DISTRIBUTION} changed from {sdk_version} to {after} during the install; "
-            "reinstall the daemon (make install) before restarting it"
-        )
-    version = installed_version(name) or "?"
+        planner = _Planner(index, policy, Path(tmp))
+        constraints = pins.write_constraints(planner.scratch / "constraints.txt", present)
+        use = planner.build_sources(package, constraints) if policy.allow_sdist else index
+        items, why = planner.plan(package, use, constraints)
+        if items is None:
+            raise _refuse_failed_plan(package, planner, use, present, why)
+        tolerated = check_plan(package, items, present, policy)
+        _pip_install(package, planner, use, constraints)
+    added = {n: v for n, v in pins.freeze(pins.installed()).items() if n not in present}
+    top = next((i for i in items if i.requested), None)
+    name = top.name if top is not None else (name or package)
+    version = added.get(normalize(name), "?")
+    _record(name, version, added)
+    return _installed_outcome(name, version, tolerated)
+
+
+def _installed_outcome(name: str, version: str, tolerated: list[str]) -> Outcome:
     skills = _skills_of(name)
     outcome = Outcome(name, version, skills, tolerated)
     outcome.lines.append(
@@ -323,20 +323,42 @@ def install(package: str, index: IndexOptions = IndexOptions()) -> Outcome:
     return outcome
 
 
+def _to_uninstall(name: str, present: Mapping[str, pins.Installed]) -> tuple[list[str], bool]:
+    """What removing ``name`` uninstalls: what its install added, less what others need.
+
+    The bool says whether the install was recorded (else only ``name`` goes)."""
+    record = records_dir() / f"{normalize(name)}.json"
+    if not record.is_file():
+        return [normalize(name)], False
+    added = {normalize(n) for n in json.loads(record.read_text()).get("added", {})}
+    added.add(normalize(name))
+    others = [n for n in present if n not in added]
+    still_needed = pins.closure(others, present)
+    return sorted(n for n in added if n in present and n not in still_needed), True
+
+
 def remove(package: str) -> Outcome:
-    """Uninstall ``package`` (its dependencies stay); say which persona tables to delete."""
-    name = _requirement_name(package)
-    if normalize(name) in PROTECTED:
+    """Uninstall ``package`` and what its install added; say which persona tables to delete."""
+    name = requested_name(package, allow_url=False) or package
+    present = pins.installed()
+    if normalize(name) in pins.daemon_needs(present):
         raise SkillPackageError(f"refused: {name} is part of the daemon, not a skill package")
-    version = installed_version(name)
-    if version is None:
+    have = present.get(normalize(name))
+    if have is None:
         raise SkillPackageError(f"{name} is not installed in {sys.prefix}")
     skills = _skills_of(name)
-    result = _pip(["uninstall", "--yes", "--quiet", name])
+    names, recorded = _to_uninstall(name, present)
+    result = _pip(["uninstall", "--yes", "--quiet", *names])
     if result.returncode != 0:
         raise SkillPackageError(f"pip failed to uninstall {name}: {_last_error(result)}")
-    outcome = Outcome(name, version, skills)
-    outcome.lines.append(f"removed {name} {version} from {sys.prefix}")
+    (records_dir() / f"{normalize(name)}.json").unlink(missing_ok=True)
+    outcome = Outcome(have.name, have.version, skills)
+    others = [n for n in names if n != normalize(name)]
+    outcome.lines.append(
+        f"removed {have.name} {have.version} from {sys.prefix}"
+        + (f" (and what its install added: {', '.join(others)})" if others else "")
+        + ("" if recorded else " (its install was not recorded: its dependencies stay)")
+    )
     if skills:
         tables = ", ".join(f"[skills.{s}]" for s in skills)
         outcome.lines.append(

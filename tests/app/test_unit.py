@@ -49,6 +49,9 @@ def test_unit_states_the_contract() -> None:
         "DevicePolicy": ["closed"],
         "CapabilityBoundingSet": [""],
         "RestrictAddressFamilies": ["AF_UNIX AF_INET AF_INET6 AF_NETLINK"],
+        # The state (persona database, voice memos) is the daemon user's alone.
+        "StateDirectoryMode": ["0700"],
+        "UMask": ["0077"],
     }
     for key, values in expect.items():
         assert d.get(key) == values, key
@@ -64,6 +67,22 @@ def test_unit_states_the_contract() -> None:
     for device in ("char-alsa", "char-gpiochip", "char-spi", "/dev/gpiomem"):
         assert device in allowed
     assert not any("KEY" in v.upper() for v in d.get("Environment", []))
+
+
+def _mib(value: str) -> int:
+    number, unit = int(value[:-1]), value[-1]
+    return number * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit] // 1024
+
+
+def test_a_runaway_skill_ends_in_a_restart() -> None:
+    """Memory and tasks are bounded; the limits leave room above the measured soak."""
+    d = _directives(UNIT.read_text())
+    assert d["MemorySwapMax"] == ["0"]
+    high, hard = _mib(d["MemoryHigh"][0]), _mib(d["MemoryMax"][0])
+    measured_peak_mib = 58  # tests/e2e/test_soak_limits.py, as the unit's comment says
+    assert 3 * measured_peak_mib <= high < hard <= 512 // 2
+    assert 16 <= int(d["TasksMax"][0]) <= 128
+    assert d["Restart"] == ["on-failure"]  # a cgroup OOM kill is a failure: restarted
 
 
 def _verifiable_copy(tmp_path: Path) -> Path:
@@ -126,8 +145,9 @@ def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
         line.split(":")[0]: line.split(":")[3].split(",")
         for line in (tmp_path / "etc/group").read_text().splitlines()
     }
-    for group in ("audio", "gpio", "spi"):
+    for group in ("audio", "gpio", "spi", "huxley-control"):
         assert "huxley" in groups[group], group
+    assert groups["huxley-operator"] == [""]  # huxleyctl's groups: the admin adds people
     passwd = {
         line.split(":")[0]: line for line in (tmp_path / "etc/passwd").read_text().splitlines()
     }
@@ -146,7 +166,7 @@ def test_sysusers_and_tmpfiles_in_a_scratch_root(tmp_path: Path) -> None:
         timeout=60,
     )
     state = (tmp_path / "var/lib/huxleyd").stat()
-    assert (stat.S_IMODE(state.st_mode), state.st_uid) == (0o750, uid)
+    assert (stat.S_IMODE(state.st_mode), state.st_uid) == (0o700, uid)
     key = (tmp_path / "etc/huxleyd/openai.key").stat()
     assert (stat.S_IMODE(key.st_mode), key.st_uid, key.st_size) == (0o600, 0, 0)
 

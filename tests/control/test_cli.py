@@ -14,7 +14,8 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from huxleyd.control.settings import ControlSettings
 from huxleyd.control.watch import WatchEvent
 from tests.fakes.control_handler import FakeControlHandler
 
-from .threaded import huxleyctl, serve_in_thread
+from .threaded import READERS_GID, TEST_RIGHTS, huxleyctl, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,11 +214,33 @@ def test_stop(daemon: ControlServer, fake: FakeControlHandler) -> None:
 
 
 def test_skills(daemon: ControlServer) -> None:
-    table = huxleyctl("skills", socket_path=daemon.path)
+    wide = {**os.environ, "COLUMNS": "200"}  # one line per row
+    table = huxleyctl("skills", socket_path=daemon.path, env=wide)
     assert table.returncode == 0
-    assert "system" in table.stdout and "get_current_time, set_volume" in table.stdout
+    rows = [line.split() for line in table.stdout.splitlines()]
+    assert ["system", "huxleyd", "0.1.0", "ready", "get_current_time,", "set_volume"] in rows
+    assert [
+        "audiobooks",
+        "huxley-skill-audiobooks",
+        "0.1.0",
+        "failed:",
+        "setup",
+        "failed:",
+        "no",
+        "library",
+        "folder",
+        "play_book,",
+        "list_books",
+    ] in rows
     raw = json.loads(huxleyctl("skills", "--json", socket_path=daemon.path).stdout)
-    assert raw["skills"][1] == {"name": "audiobooks", "tools": ["play_book", "list_books"]}
+    assert raw["skills"][1] == {
+        "name": "audiobooks",
+        "tools": ["play_book", "list_books"],
+        "distribution": "huxley-skill-audiobooks",
+        "version": "0.1.0",
+        "state": "failed",
+        "reason": "setup failed: no library folder",
+    }
 
 
 def test_ptt(daemon: ControlServer, fake: FakeControlHandler) -> None:
@@ -238,9 +261,10 @@ def test_doctor_lines_and_exit_status(daemon: ControlServer, fake: FakeControlHa
         "✓ config: /etc/huxleyd/huxleyd.toml is valid",
         "✗ provider: no answer from api.openai.com:443  → check the network",
     ]
-    assert lines[3].split()[1] == "service:"  # the unit's state, read by huxleyctl itself
+    # Read by huxleyctl itself: the SDK of this venv, the unit's state.
+    assert [line.split()[1] for line in lines[3:]] == ["sdk:", "service:"]
     raw = json.loads(huxleyctl("doctor", "--json", socket_path=daemon.path).stdout)
-    assert [DoctorCheck.from_dict(c) for c in raw["checks"]][:-1] == fake.checks
+    assert [DoctorCheck.from_dict(c) for c in raw["checks"]][:-2] == fake.checks
     assert raw["source"].startswith("the running daemon")
     fake.checks = [DoctorCheck("disk", True, "900 MB free")]
     assert huxleyctl("doctor", socket_path=daemon.path).returncode == 0
@@ -427,10 +451,15 @@ def test_logs_follows_the_log_file_as_it_grows(tmp_path: Path) -> None:
             follower.terminate()
 
 
-def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
-    """Run cli.main in a forked child (optionally as uid/gid 65534); return (status, stderr)."""
+def _cli_in_child(
+    argv: list[str], *, as_nobody: bool, groups: Sequence[int] = ()
+) -> tuple[int, str]:
+    """Run cli.main in a forked child (optionally as uid/gid 65534 in ``groups``);
+    return (status, stdout and stderr)."""
     from huxleyd.control import cli
+    from huxleyd.sdkcheck import sdk_problem
 
+    sdk_problem()  # its imports, now: nobody cannot read this interpreter's stdlib here
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns into pytest
@@ -439,10 +468,14 @@ def _cli_in_child(argv: list[str], *, as_nobody: bool) -> tuple[int, str]:
         sys.stdout = sys.stderr = os.fdopen(write_fd, "w")
         try:
             if as_nobody:
-                os.setgroups([])
+                os.setgroups(list(groups))
                 os.setgid(65534)
                 os.setuid(65534)
             code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 98
+        except BaseException:
+            traceback.print_exc()  # into the pipe: the test shows it
         finally:
             sys.stdout.flush()
             os._exit(code)
@@ -463,16 +496,17 @@ def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_pat
     settings = ControlSettings(socket_path=path, socket_group=None)
     argv = ["--socket", str(path), "--config", str(tmp_path / "none.toml"), "volume"]
     try:
-        with serve_in_thread(fake, settings):
+        with serve_in_thread(fake, settings, rights=TEST_RIGHTS):
             if not as_nobody:
                 path.chmod(0o000)  # the owner too is refused by the mode
             code, err = _cli_in_child(argv, as_nobody=as_nobody)
             assert code == 3
-            assert (
-                err == f"huxleyctl: permission denied on {path}: add yourself to the huxley group\n"
+            assert err == (
+                f"huxleyctl: permission denied on {path}: add yourself to the huxley-control "
+                "group\n"
             )
             path.chmod(0o666)  # the same client, a looser mode: it gets in
-            code, out = _cli_in_child(argv, as_nobody=as_nobody)
+            code, out = _cli_in_child(argv, as_nobody=as_nobody, groups=[READERS_GID])
             assert (code, out) == (0, "55\n")
             assert stat.S_IMODE(path.stat().st_mode) == 0o666
     finally:

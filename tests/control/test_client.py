@@ -44,7 +44,9 @@ def test_typed_commands_on_one_connection(daemon: ControlServer, fake: FakeContr
         assert client.get_volume() == 12
         assert client.say("hello") == "turn-1"
         assert client.stop() is True
-        assert client.skills()[0] == SkillInfo("system", ("get_current_time", "set_volume"))
+        assert client.skills()[0] == SkillInfo(
+            "system", ("get_current_time", "set_volume"), "huxleyd", "0.1.0"
+        )
         client.ptt(PttAction.PRESS)
         assert [c.name for c in client.doctor()] == ["config", "provider"]
         # A finished stream leaves the connection usable.

@@ -79,8 +79,14 @@ def test_levels_are_clamped_to_json_safe_values() -> None:
 
 
 def test_skill_and_doctor_round_trip() -> None:
-    skill = SkillInfo("timers", ("set_timer", "cancel_timer"))
+    skill = SkillInfo("timers", ("set_timer", "cancel_timer"), "huxley-skill-timers", "0.2.0")
     assert SkillInfo.from_dict(wire(skill.to_dict())) == skill
+    failed = SkillInfo("news", (), "huxley-skill-news", "0.1.0", state="failed", reason="no key")
+    assert SkillInfo.from_dict(wire(failed.to_dict())) == failed
+    # An older daemon sends name and tools only: nothing is made up for it.
+    assert SkillInfo.from_dict({"name": "x", "tools": []}) == SkillInfo("x")
+    with pytest.raises(ControlProtocolError, match="'state' expected one of"):
+        SkillInfo.from_dict({"name": "x", "tools": [], "state": "sleepy"})
     check = DoctorCheck("gpio", False, "GPIO17 busy", "stop the other process")
     assert DoctorCheck.from_dict(wire(check.to_dict())) == check
     with pytest.raises(ControlProtocolError, match="'tools' expected strings"):

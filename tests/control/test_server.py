@@ -66,7 +66,14 @@ async def test_every_command_round_trips(sock_path: Path) -> None:
         assert (await client.call(6, "stop"))["result"] == {"stopped": True}
         assert (await client.call(7, "stop"))["result"] == {"stopped": False}
         skills = (await client.call(8, "skills"))["result"]["skills"]
-        assert skills[0] == {"name": "system", "tools": ["get_current_time", "set_volume"]}
+        assert skills[0] == {
+            "name": "system",
+            "tools": ["get_current_time", "set_volume"],
+            "distribution": "huxleyd",
+            "version": "0.1.0",
+            "state": "ready",
+            "reason": "",
+        }
         for i, action in enumerate(("press", "release", "tap")):
             reply = await client.call(10 + i, "ptt", action=action)
             assert reply == {"id": 10 + i, "ok": True, "result": {"action": action}}

@@ -13,14 +13,25 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from huxleyd.control.handler import ControlHandler
+from huxleyd.control.rights import Group, Rights
 from huxleyd.control.server import ControlServer
 from huxleyd.control.settings import ControlSettings
 
+READERS_GID, OPERATORS_GID = 64001, 64002
+"""Made-up gids: a forked client joins them with setgroups(), the server sees them."""
+TEST_RIGHTS = Rights(
+    daemon_uid=os.geteuid(),
+    readers=Group("huxley-control", READERS_GID),
+    operators=Group("huxley-operator", OPERATORS_GID),
+)
+
 
 @contextmanager
-def serve_in_thread(handler: ControlHandler, settings: ControlSettings) -> Iterator[ControlServer]:
+def serve_in_thread(
+    handler: ControlHandler, settings: ControlSettings, *, rights: Rights | None = None
+) -> Iterator[ControlServer]:
     loop = asyncio.new_event_loop()
-    server = ControlServer(handler, settings)
+    server = ControlServer(handler, settings, rights=rights)
     loop.run_until_complete(server.start())
     thread = threading.Thread(target=loop.run_forever, name="control-server", daemon=True)
     thread.start()

@@ -84,9 +84,9 @@ async def test_a_failing_skill_setup_is_left_out_and_doctor_names_it(tmp_path: P
         skills = {s.name: s for s in await control.skills()}
         checks = {c.name: c for c in await control.doctor()}
         status = await control.status()
-    assert skills["system"].failed is False
+    assert skills["system"].state == "ready"
     brain = skills["brain"]
-    assert brain.failed and brain.tools == ()
+    assert brain.state == "failed" and brain.tools == ()
     assert brain.reason.startswith("setup failed: "), brain.reason
     assert "No such file" in brain.reason
     assert "Error:" not in brain.reason  # no class names (ValueError: …)

@@ -36,8 +36,15 @@ class FakeControlHandler:
     provider_retry_in_s: float | None = None
     skill_list: list[SkillInfo] = field(
         default_factory=lambda: [
-            SkillInfo("system", ("get_current_time", "set_volume")),
-            SkillInfo("audiobooks", ("play_book", "list_books")),
+            SkillInfo("system", ("get_current_time", "set_volume"), "huxleyd", "0.1.0"),
+            SkillInfo(
+                "audiobooks",
+                ("play_book", "list_books"),
+                "huxley-skill-audiobooks",
+                "0.1.0",
+                state="failed",
+                reason="setup failed: no library folder",
+            ),
         ]
     )
     checks: list[DoctorCheck] = field(

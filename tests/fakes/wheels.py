@@ -15,9 +15,11 @@ import base64
 import getpass
 import hashlib
 import importlib.metadata as metadata
+import io
 import os
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -76,6 +78,25 @@ def build_wheel(
         for path, data in content.items():
             zf.writestr(path, data)
     return wheel
+
+
+def build_sdist(dest: Path, *, name: str, version: str, setup_py: str) -> Path:
+    """Write ``<name>-<version>.tar.gz``, a legacy sdist whose ``setup.py`` is ``setup_py``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    stem = f"{name.replace('-', '_')}-{version}"
+    files = {
+        "setup.py": setup_py,
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    }
+    sdist = dest / f"{stem}.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tf:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{stem}/{path}")
+            info.size = len(data)
+            info.mode = 0o644
+            tf.addfile(info, io.BytesIO(data))
+    return sdist
 
 
 def daemon_venv(where: Path, *, with_sdk: bool = True) -> Path:

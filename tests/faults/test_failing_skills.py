@@ -105,15 +105,13 @@ def test_failing_skills_are_left_out_and_the_daemon_starts(tmp_path: Path) -> No
             assert daemon.terminate() == 0, daemon.output()[-3000:]
     by_name = {s["name"]: s for s in listed}
     assert list(by_name) == ["system", "flaky", "broken", "memos"]  # persona order
-    assert "failed" not in by_name["system"]
-    assert by_name["flaky"] == {
-        "name": "flaky",
-        "tools": [],
-        "failed": True,
-        "reason": "setup failed: the network is not up yet",
-    }
-    assert by_name["broken"]["failed"] and "wifi_helper" in by_name["broken"]["reason"]
-    assert by_name["memos"]["failed"] and "skills.memos.max_seconds" in by_name["memos"]["reason"]
+    assert by_name["system"]["state"] == "ready"
+    assert by_name["flaky"]["tools"] == []
+    assert by_name["flaky"]["state"] == "failed"
+    assert by_name["flaky"]["reason"] == "setup failed: the network is not up yet"
+    assert by_name["broken"]["state"] == "failed" and "wifi_helper" in by_name["broken"]["reason"]
+    assert by_name["memos"]["state"] == "failed"
+    assert "skills.memos.max_seconds" in by_name["memos"]["reason"]
     assert "failed, left out: setup failed: the network is not up yet" in table
     problems = status["problems"]
     assert [p.split(":")[0:2] for p in problems] == [
@@ -149,7 +147,7 @@ async def test_a_failed_setup_is_retried_and_its_tools_offered_once_it_works(
             assert "flaky_ping" in {t.name for t in host.tools}
             assert (await control.status()).problems == ()
             [flaky] = [s for s in await control.skills() if s.name == "flaky"]
-            assert not flaky.failed and flaky.tools == ("flaky_ping",)
+            assert flaky.state == "ready" and flaky.tools == ("flaky_ping",)
             await asyncio.sleep(0)
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
+
+import pytest
 
 from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.skillhost import SkillHost
@@ -47,7 +50,7 @@ class Moody(Skill):
     async def handle(self, tool_name: str, args: dict[str, Any]) -> ToolResult:
         self.handled.append((tool_name, args))
         if tool_name == "explode":
-            raise KeyError("battery")
+            raise KeyError("battery", args)
         if tool_name == "hang":
             await asyncio.sleep(3600)
         if tool_name == "wrong_return":
@@ -95,11 +98,18 @@ async def test_invalid_arguments_never_reach_the_skill() -> None:
     assert skill.handled == []
 
 
-async def test_a_raising_skill_gives_a_tool_failed_output() -> None:
+async def test_a_raising_skill_gives_the_model_its_class_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exception's text and the call's arguments may be private: journal only."""
     h, _ = host()
-    outcome = await h.call("c", "explode", "{}")
+    with caplog.at_level(logging.ERROR, logger="huxleyd.skills"):
+        outcome = await h.call("c", "explode", '{"pin": "4711"}')
     assert outcome.error == "tool_failed"
-    assert json.loads(outcome.output) == {"error": "tool_failed", "message": "KeyError: 'battery'"}
+    assert json.loads(outcome.output) == {"error": "tool_failed", "exception": "KeyError"}
+    assert "battery" not in outcome.output and "4711" not in outcome.output
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("tool_failed")]
+    assert "battery" in record.getMessage() and "4711" in record.getMessage()
 
 
 async def test_a_hanging_skill_times_out() -> None:
