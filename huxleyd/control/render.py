@@ -138,14 +138,14 @@ def skills_table(skills: Iterable[SkillInfo]) -> Table:
     table.add_column("skill", style="bold")
     table.add_column("distribution")
     table.add_column("version")
-    table.add_column("state")
-    table.add_column("tools")
+    # A failure's reason is long: wrap it (and the tools) rather than let a
+    # narrow terminal collapse the whole table into "…".
+    table.add_column("state", overflow="fold", ratio=2)
+    table.add_column("tools", overflow="fold", ratio=1)
     for skill in skills:
         state = Text("ready", style="green")
         if skill.state != "ready":
-            state = Text(
-                f"{skill.state}, left out: {skill.reason}" if skill.reason else skill.state, "red"
-            )
+            state = Text(f"{skill.state}: {skill.reason}" if skill.reason else skill.state, "red")
         table.add_row(
             Text(skill.name),
             Text(skill.distribution or "?"),

@@ -112,7 +112,8 @@ def test_failing_skills_are_left_out_and_the_daemon_starts(tmp_path: Path) -> No
     assert by_name["broken"]["state"] == "failed" and "wifi_helper" in by_name["broken"]["reason"]
     assert by_name["memos"]["state"] == "failed"
     assert "skills.memos.max_seconds" in by_name["memos"]["reason"]
-    assert "failed, left out: setup failed: the network is not up yet" in table
+    flaky_row = next(line for line in table.splitlines() if line.strip().startswith("flaky"))
+    assert "failed: setup" in flaky_row  # the reason wraps below; the JSON has it whole
     problems = status["problems"]
     assert [p.split(":")[0:2] for p in problems] == [
         ["skill", "broken"],
