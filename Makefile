@@ -1,6 +1,7 @@
 # huxleyd — every target sets itself up: a fresh machine needs only Python 3.11+ and apt.
 #   make run    start the daemon (mock pins + simulator when no Pi / no API key)
 #   make test   lint + the whole test suite
+#   make mutate mutation testing: MODULES="huxleyd/x.py …" (default: what this branch changed)
 #   make bench  the performance table (DESIGN.md budgets; real-time rows on a clocked fake card)
 #   make image  a Raspberry Pi image (root, ~1 h emulated); make image-test boots it (docs/image.md)
 
@@ -15,7 +16,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint bench clockcard sounds install uninstall clean image image-test image-check image-deps
+.PHONY: setup run demo test lint mutate bench clockcard sounds install uninstall clean image image-test image-check image-deps
 
 setup: $(VENV)/.installed
 
@@ -64,6 +65,11 @@ test: lint
 	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is missing" >&2; exit 1; fi; \
 	  exit $$rc
+
+# Mutation testing (mutmut) of MODULES with their mirrored tests; prints each
+# survivor's diff. Without MODULES: the huxleyd/ modules changed against main.
+mutate: setup
+	$(PY) scripts/mutate.py $(MODULES)
 
 # The clocked fake sound card (hw/clockcard) the real-time rows run on.
 clockcard: setup
