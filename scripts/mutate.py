@@ -98,12 +98,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"mutate: {module} is not a module under huxleyd/")
     tests = sorted({mirrored_tests(m) for m in modules})
     print(f"mutate: {' '.join(modules)}\n  tests: {' '.join(tests)}", flush=True)
-    # A new selection starts over: mutmut's cache is per scratch folder.
-    marker = SCRATCH / "selection.txt"
-    selection = "\n".join(modules + tests)
-    fresh = not marker.is_file() or marker.read_text(encoding="utf-8") != selection
-    prepare(modules, tests, fresh=fresh)
-    marker.write_text(selection, encoding="utf-8")
+    # Every run starts over: mutmut's cache keeps a verdict when only a test
+    # changed, and a new test is exactly what a rerun is for.
+    prepare(modules, tests, fresh=True)
     mutmut = [sys.executable, "-m", "mutmut"]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     run = subprocess.run([*mutmut, "run", f"--max-children={args.jobs}"], cwd=SCRATCH, env=env)
