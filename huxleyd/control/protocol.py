@@ -232,9 +232,33 @@ def _decode_object(line: bytes | str, what: str) -> dict[str, Any]:
     except (json.JSONDecodeError, ValueError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ControlProtocolError(f"{what} is not JSON: {msg}") from None
+    except RecursionError:
+        raise ControlProtocolError(f"{what} nests arrays or objects too deeply") from None
     if not isinstance(obj, dict):
         raise ControlProtocolError(f"{what} is {_json_type(obj)}, expected a JSON object")
     return obj
+
+
+def _check_unicode(obj: Any, what: str) -> None:
+    """Refuse a lone surrogate (``"\\ud800"``) anywhere: JSON allows the escape,
+    but the text cannot be encoded, so it would break whatever sends it on
+    (the provider's websocket, a reply, the journal)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ControlProtocolError(
+                    f"{what} has a lone UTF-16 surrogate at character {exc.start} of a "
+                    "string (expected Unicode text)"
+                ) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -259,6 +283,7 @@ def parse_request(line: bytes | str) -> Request:
     obj = _decode_object(line, "request")
     rid = _read_id(obj)
     try:
+        _check_unicode(obj, "request")
         for key in obj:
             if key not in _REQUEST_KEYS:
                 raise ControlProtocolError(
