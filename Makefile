@@ -67,9 +67,10 @@ test: lint
 	  exit $$rc
 
 # Mutation testing (mutmut) of MODULES with their mirrored tests; prints each
-# survivor's diff. Without MODULES: the huxleyd/ modules changed against main.
+# survivor's diff. Without MODULES: the huxleyd/ modules changed against main;
+# TESTS="…" replaces the mirrored tests (tests/a/test_b.py for huxleyd/a/b.py).
 mutate: setup
-	$(PY) scripts/mutate.py $(MODULES)
+	$(PY) scripts/mutate.py $(if $(TESTS),--tests "$(TESTS)",) $(MODULES)
 
 # The clocked fake sound card (hw/clockcard) the real-time rows run on.
 clockcard: setup

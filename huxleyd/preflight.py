@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from huxleyd.config import Config
 from huxleyd.errors import ConfigError, SkillCollisionError, SkillError
 from huxleyd.files import Reader, check_directory, check_file
+from huxleyd.keyfile import ParsedKey, is_blank, parse_key
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.skillhost import SkillHost, installed_skills
 
@@ -75,8 +76,9 @@ def key_source(
 ) -> KeySource | None:
     """The key file the daemon uses: ``--key-file``, the systemd credential, ``provider.key_file``.
 
-    An empty credential file (the installer creates one) means "no key yet"
-    and falls through, as the daemon does.
+    A credential with no token (the installer creates an empty one; blank
+    lines or a lone BOM count as empty, as :func:`~huxleyd.keyfile.is_blank`
+    says) means "no key yet" and falls through, as the daemon does.
     """
     environ = os.environ if env is None else env
     if key_file is not None:
@@ -85,7 +87,7 @@ def key_source(
     if cred_dir:
         cred = Path(cred_dir) / CREDENTIAL_NAME
         try:
-            if cred.is_file() and cred.stat().st_size and cred.read_bytes().strip():
+            if cred.is_file() and not is_blank(cred.read_bytes()):
                 return KeySource(cred, f"credential {CREDENTIAL_NAME}", "systemd")
         except OSError:
             pass
@@ -124,9 +126,21 @@ def preflight(
     if not uses_simulator_url and config.provider.kind != "sim":
         key = key_source(config, key_file=key_file, env=env)
         if key is not None:
-            check_file(key.path, file=key.file, key=key.key, reader=who, what="the API key")
+            check_key_file(key.path, file=key.file, key=key.key, reader=who)
     _check_provider(config, key, who)
     return Preflight(key=key, reader=who, host=check_skills(config))
+
+
+def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> ParsedKey:
+    """``path`` is a key file ``reader`` can read, holding one token: the same
+    :func:`~huxleyd.keyfile.parse_key` the start reads it with."""
+    # Emptiness is the token's question: parse_key answers it in the start's words.
+    check_file(path, file=file, key=key, reader=reader, what="the API key", non_empty=False)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # readable by the reader, not by us (not root)
+        raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
+    return parse_key(data, file=str(path), key=key)
 
 
 def _check_socket_directory(config: Config) -> None:
@@ -201,7 +215,7 @@ def check_cascade(cascade: CascadeSettings, *, file: str, reader: Reader, has_ke
         ("elevenlabs_key_file", cascade.elevenlabs_key_file),
     ):
         if path is not None:
-            check_file(path, file=file, key=f"{prefix}.{setting}", reader=reader, what="an API key")
+            check_key_file(path, file=file, key=f"{prefix}.{setting}", reader=reader)
     if cascade.asr == "command":
         _check_command(
             cascade.asr_command, file=file, key=f"{prefix}.asr_command", stage='asr = "command"'

@@ -2,6 +2,7 @@
 
     make mutate MODULES="huxleyd/preflight.py huxleyd/control/server.py"
     make mutate                 # the modules this branch changed against main
+    make mutate MODULES=huxleyd/preflight.py TESTS="tests/test_preflight.py tests/config"
 
 mutmut (3.x) reads its settings from the ``pyproject.toml`` of the folder
 it runs in and copies the code into ``mutants/`` there. So each run gets a
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help="huxleyd/….py (default: changed vs main)")
     parser.add_argument("--base", default="main", help="the branch to diff against")
     parser.add_argument("--jobs", type=int, default=2, help="mutmut's workers (default 2)")
+    parser.add_argument(
+        "--tests", default="", help="test files or folders to use instead of the mirrored ones"
+    )
     args = parser.parse_args(argv)
     modules = args.modules or changed_modules(args.base)
     if not modules:
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in modules:
         if not module.startswith("huxleyd/") or not (ROOT / module).is_file():
             raise SystemExit(f"mutate: {module} is not a module under huxleyd/")
-    tests = sorted({mirrored_tests(m) for m in modules})
+    tests = args.tests.split() or sorted({mirrored_tests(m) for m in modules})
     print(f"mutate: {' '.join(modules)}\n  tests: {' '.join(tests)}", flush=True)
     # Every run starts over: mutmut's cache keeps a verdict when only a test
     # changed, and a new test is exactly what a rerun is for.

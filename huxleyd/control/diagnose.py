@@ -35,7 +35,7 @@ from huxleyd.control.doctor import (
     run_command,
 )
 from huxleyd.control.handler import DoctorCheck
-from huxleyd.errors import HuxleydError
+from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.files import Reader
 from huxleyd.preflight import key_source, preflight
 
@@ -111,6 +111,10 @@ def offline_facts(
     )
 
 
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def provider_target(config: Config, facts: Facts) -> tuple[ModelEndpoint | None, str]:
     """The authenticated request for the provider check, or why there is none."""
     provider = config.provider
@@ -118,8 +122,11 @@ def provider_target(config: Config, facts: Facts) -> tuple[ModelEndpoint | None,
         return None, "the daemon talks to the built-in simulator, not a provider"
     try:
         key = facts.read_key()
+    except ConfigError:
+        return None, "the key file is not usable (see the key file line)"
     except (OSError, HuxleydError) as exc:
-        return None, f"cannot read the key as uid {os.geteuid()} ({exc}); run doctor as root"
+        hint = "" if os.geteuid() == 0 else "; run doctor as root"
+        return None, f"cannot read the key as uid {os.geteuid()} ({_one_line(exc)}){hint}"
     if provider.kind == "cascade":
         cascade = provider.cascade
         if key is None:

@@ -33,8 +33,9 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from huxleyd.control.handler import DoctorCheck
-from huxleyd.errors import HuxleydError
+from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.files import Reader, owner_and_mode
+from huxleyd.keyfile import parse_key
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Below this much free space in the state directory, doctor fails."""
@@ -110,8 +111,6 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
         return DoctorCheck.failed(name, f"{where}: {exc.strerror}", f"check {path}")
     if not stat.S_ISREG(st.st_mode):
         return DoctorCheck.failed(name, f"{where} is not a regular file", f"check {path}")
-    if st.st_size == 0:
-        return DoctorCheck.failed(name, f"{where} is empty", f"put the API key in {path}")
     who = reader or Reader.this_process()
     if not who.can_read(path):
         return DoctorCheck.failed(
@@ -119,14 +118,32 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
             f"{where} cannot be read by {who.describe()} ({owner_and_mode(path)})",
             f"chown {who.name} {path} (mode 0600), or pass it as a systemd credential",
         )
+    try:
+        parsed = parse_key(path.read_bytes(), file=str(path), key=facts.origin)
+    except ConfigError as exc:  # the start's own words; they never quote the key
+        return DoctorCheck.failed(
+            name, f"{where}: {exc.problem}", f"put only the API key, on one line, in {path}"
+        )
+    except OSError as exc:
+        return DoctorCheck.skipped(
+            name,
+            f"{where}: {who.describe()} may read it, but not uid {os.geteuid()} "
+            f"({exc.strerror}); run doctor as root or as {who.name} to check its content",
+        )
     mode = stat.S_IMODE(st.st_mode)
+    if parsed.had_bom:
+        return DoctorCheck.warning(
+            name,
+            f"{where} starts with a UTF-8 byte order mark (the daemon strips it)",
+            f"save {path} as plain text without a BOM",
+        )
     if mode & 0o077:
         return DoctorCheck.warning(
             name,
             f"{where} may be read by others (mode {mode:04o})",
             f"chmod 600 {path}",
         )
-    return DoctorCheck.passed(name, f"{where}: mode {mode:04o}, {st.st_size} bytes")
+    return DoctorCheck.passed(name, f"{where}: one token, mode {mode:04o}, {st.st_size} bytes")
 
 
 # ---------------------------------------------------------------- audio

@@ -100,22 +100,30 @@ def test_unknown_board(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize(
-    ("make", "problem"),
+    ("make", "in_key_file", "problem"),
     [
-        (lambda p: None, "does not exist"),
-        (lambda p: p.mkdir(), "is a directory"),
-        (lambda p: p.write_text(""), "is empty"),
-        (lambda p: p.write_text("  \n"), "is empty"),
+        (lambda p: None, False, "does not exist"),
+        (lambda p: p.mkdir(), False, "is a directory"),
+        (lambda p: p.write_text(""), True, "is empty"),
+        (lambda p: p.write_text("  \n"), True, "is empty"),
+        (lambda p: p.write_bytes(b"sk-a\r\nX-Injected: yes"), True, "more than one line"),
+        (lambda p: p.write_bytes(b"sk-\xff"), True, "non-ASCII byte"),
     ],
-    ids=["missing", "directory", "empty", "blank"],
+    ids=["missing", "directory", "empty", "blank", "two-lines", "non-utf8"],
 )
 def test_key_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: object, problem: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: object,
+    in_key_file: bool,
+    problem: str,
 ) -> None:
+    # What the file holds is named in the key file's own name, as the start says it.
     key = tmp_path / "openai.key"
     make(key)  # type: ignore[operator]
     path = write(tmp_path, provider=f'key_file = "{key}"')
-    assert problem in fails(path, capsys, path, "provider.key_file")
+    line = fails(path, capsys, key if in_key_file else path, "provider.key_file")
+    assert problem in line and "Injected" not in line
 
 
 def test_key_file_unreadable_by_the_service_user(
