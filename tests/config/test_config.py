@@ -29,6 +29,12 @@ def write_config(tmp_path: Path, body: str, persona: str = PERSONA) -> Path:
     if not (tmp_path / "hw").exists():
         (tmp_path / "hw").symlink_to(ROOT / "hw")
     (tmp_path / "personas" / "default.toml").write_text(persona)
+    # The default boards_dir is the installed one; these tests use the repo's.
+    if "boards_dir" not in body:
+        if "[hardware]\n" in body:
+            body = body.replace("[hardware]\n", '[hardware]\nboards_dir = "hw"\n', 1)
+        else:
+            body += '\n[hardware]\nboards_dir = "hw"\n'
     path = tmp_path / "huxleyd.toml"
     path.write_text(body)
     return path

@@ -510,3 +510,17 @@ def test_help_is_the_same_from_a_real_process() -> None:
     done = huxleyctl("volume", "--help")
     assert done.returncode == 0, done.stderr
     assert "new volume, 0-100" in done.stdout
+
+
+def test_the_readme_lists_every_huxleyctl_command() -> None:
+    # The README's admin list is the parser's list: a new command cannot be left out.
+    import re
+
+    from huxleyd.control.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    listed = re.search(r"`huxleyctl ((?:[a-z]+\|)+[a-z]+)`", readme)
+    assert listed is not None, "the README's `huxleyctl a|b|c` line"
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(listed.group(1).split("|")) == sorted(subparsers.choices)
