@@ -166,6 +166,14 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "", "file not found") from None
     except PermissionError:
         raise ConfigError(str(path), "", "permission denied") from None
+    except IsADirectoryError:
+        raise ConfigError(str(path), "", "expected a TOML file, found a directory") from None
+    except OSError as exc:  # a symlink loop, a name too long, an I/O error
+        raise ConfigError(str(path), "", f"cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(path), "", f"not valid TOML: not UTF-8 text (byte {exc.start})"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
 

@@ -73,6 +73,17 @@ class Reader:
             return bool(st.st_mode & group_bit)
         return bool(st.st_mode & other_bit)
 
+    def can_write(self, directory: Path) -> bool:
+        """True when this reader may create files in ``directory``."""
+        if self.is_self:
+            return os.access(directory, os.W_OK | os.X_OK)
+        try:
+            st = os.stat(directory)
+        except OSError:
+            return False
+        writable = self._allowed(st, stat.S_IWUSR, stat.S_IWGRP, stat.S_IWOTH)
+        return writable and self._allowed(st, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+
     def can_read(self, path: Path) -> bool:
         """True when this reader may open ``path`` for reading (and reach it)."""
         return self.blocked_at(path) is None

@@ -27,6 +27,7 @@ from huxleyd.config import Config
 from huxleyd.errors import ConfigError, SkillCollisionError, SkillError
 from huxleyd.files import Reader, check_directory, check_file
 from huxleyd.keyfile import ParsedKey, is_blank, parse_key
+from huxleyd.preflight_io import check_devices
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.skillhost import SkillHost, installed_skills
 
@@ -120,8 +121,7 @@ def preflight(
         reader=who,
         what="the earcons (WAV files)",
     )
-    _check_socket_directory(config)
-    _check_state_directory(config)
+    check_devices(config, who)
     key: KeySource | None = None
     if not uses_simulator_url and config.provider.kind != "sim":
         key = key_source(config, key_file=key_file, env=env)
@@ -141,30 +141,6 @@ def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> Parsed
     except OSError as exc:  # readable by the reader, not by us (not root)
         raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
     return parse_key(data, file=str(path), key=key)
-
-
-def _check_socket_directory(config: Config) -> None:
-    # The directory is the unit's RuntimeDirectory= (or ./var for make run):
-    # created with the right owner and mode by whoever owns it, never by us as root.
-    parent = config.control.socket_path.parent
-    if not parent.is_dir():
-        what = "does not exist" if not parent.exists() else "is not a directory"
-        raise ConfigError(
-            str(config.path),
-            "control.socket_path",
-            f"expected the socket in an existing directory: {parent} {what} "
-            "(under systemd, RuntimeDirectory=huxleyd creates /run/huxleyd)",
-        )
-
-
-def _check_state_directory(config: Config) -> None:
-    state = config.storage.state_dir
-    if state.exists() and not state.is_dir():
-        raise ConfigError(
-            str(config.path),
-            "storage.state_dir",
-            f"expected a directory for the database: {state} is not a directory",
-        )
 
 
 def _check_provider(config: Config, key: KeySource | None, who: Reader) -> None:
