@@ -66,9 +66,12 @@ class Preflight:
         else:
             key = f"{self.key.path} ({self.key.key})"
         skills = ", ".join(s.name for s in self.host.skills) or "none"
+        who = self.reader.describe()
+        if os.geteuid() == 0 and self.reader.name != config.daemon.service_user:
+            who += f" (service user {config.daemon.service_user!r} does not exist)"
         return (
             f"persona {config.persona.name!r}, board {config.board.name!r}, skills: {skills}; "
-            f"key: {key}; files checked as {self.reader.describe()}"
+            f"key: {key}; files checked as {who}"
         )
 
 

@@ -31,6 +31,7 @@ from huxleyd.control.doctor import (
     check_mixer,
     check_models,
     check_provider,
+    check_service_user,
     model_endpoint,
     run_command,
 )
@@ -155,6 +156,7 @@ def doctor_checks(
     models = configured_models(config)
     return [
         partial(check_config, partial(_summary, config_path, key_file, environ), config_path),
+        partial(check_service_user, config.daemon.service_user),
         partial(check_key_file, facts.key, reader=facts.reader),
         partial(check_audio_device, "audio", facts.audio_state, facts.audio_description),
         partial(
@@ -178,7 +180,12 @@ def doctor_checks(
         # The devices under the pins, opened as the service user.
         *device_checks(config.board.name, real_pins=not facts.pins_mock),
         partial(check_provider, endpoint, skipped_because=why),
-        partial(check_models, models, today=today or datetime.now(UTC).date()),
+        partial(
+            check_models,
+            models,
+            today=today or datetime.now(UTC).date(),
+            simulator=facts.simulator or config.provider.kind == "sim",
+        ),
         partial(check_disk_space, config.storage.state_dir),
     ]
 
