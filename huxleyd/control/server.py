@@ -318,6 +318,11 @@ class ControlServer:
             await self._client_loop(reader, writer, client)
         except (ConnectionError, TimeoutError):
             pass  # the client left or stopped reading; nothing to answer
+        except asyncio.CancelledError:
+            # Only close() and _make_room cancel a client. Ending "cancelled"
+            # would make asyncio's stream callback (3.11) log a traceback for
+            # every connected client at each stop: end quietly instead.
+            pass
         finally:
             self._clients.pop(task, None)
             writer.close()

@@ -428,3 +428,28 @@ async def test_hostile_lines_get_an_error_and_nothing_else_changes(
         assert (await client.call(2, "say", text="hello"))["ok"] is True
         assert server.client_count == 1
         await client.close()
+
+
+async def test_stopping_with_clients_connected_leaves_no_traceback(sock_path: Path) -> None:
+    # asyncio's stream callback logs a traceback for a client task that ends
+    # cancelled: a stop with a watch, a request in flight and an idle client.
+    errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+    fake = FakeControlHandler(hang={"say"})
+    server = ControlServer(fake, settings(sock_path, request_timeout_s=30))
+    await server.start()
+    watcher = await LineClient.connect(sock_path)
+    await watcher.send({"id": 1, "cmd": "watch"})
+    assert (await watcher.recv())["result"]["kind"] == "watching"
+    asking = await LineClient.connect(sock_path)
+    await asking.send({"id": 2, "cmd": "say", "args": {"text": "hello"}})
+    await wait_for(lambda: fake.called("say"), "say in flight")
+    idle = await LineClient.connect(sock_path)
+    await wait_for(lambda: server.client_count == 3, "three clients")
+    await server.close()
+    for _ in range(3):
+        await asyncio.sleep(0)  # let the stream callbacks run
+    assert errors == []
+    for client in (watcher, asking, idle):
+        assert await hung_up(client)
+        await client.close()
