@@ -121,6 +121,11 @@ def provider_target(config: Config, facts: Facts) -> tuple[ModelEndpoint | None,
     provider = config.provider
     if provider.kind == "sim" or facts.simulator:
         return None, "the daemon talks to the built-in simulator, not a provider"
+    if facts.key.refused is not None:  # its own request would only say less
+        return (
+            None,
+            "the provider refused the daemon's key at the handshake (see the key file line)",
+        )
     try:
         key = facts.read_key()
     except ConfigError:

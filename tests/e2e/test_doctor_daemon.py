@@ -126,3 +126,4 @@ async def test_doctor_fails_the_key_the_provider_refused_in_its_words(tmp_path: 
     assert line.status == "fail"
     assert "the provider refused this key" in line.detail and words in line.detail
     assert "sk-wrong" not in line.detail
+    assert checks["provider"].status == "skipped" and "refused" in checks["provider"].detail
