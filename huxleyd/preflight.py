@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from huxleyd.audio.earcons import load_earcons
 from huxleyd.config import Config
-from huxleyd.errors import ConfigError, SkillCollisionError, SkillError
+from huxleyd.errors import AudioError, ConfigError, SkillCollisionError, SkillError
 from huxleyd.files import Reader, check_directory, check_file
 from huxleyd.keyfile import ParsedKey, is_blank, parse_key
 from huxleyd.preflight_io import check_devices
@@ -56,6 +57,8 @@ class Preflight:
     """Whose access was checked."""
     host: SkillHost
     """The persona's skills, loaded and checked (not set up yet)."""
+    warnings: tuple[str, ...] = ()
+    """What the start will only warn about (it degrades, it does not stop)."""
 
     def summary(self, config: Config) -> str:
         """``persona 'Huxley', skills: …, key: …`` — what ``--check-config`` prints."""
@@ -69,9 +72,10 @@ class Preflight:
         who = self.reader.describe()
         if os.geteuid() == 0 and self.reader.name != config.daemon.service_user:
             who += f" (service user {config.daemon.service_user!r} does not exist)"
+        warned = "".join(f"; warning: {w}" for w in self.warnings)
         return (
             f"persona {config.persona.name!r}, board {config.board.name!r}, skills: {skills}; "
-            f"key: {key}; files checked as {who}"
+            f"key: {key}; files checked as {who}{warned}"
         )
 
 
@@ -131,7 +135,12 @@ def preflight(
         if key is not None:
             check_key_file(key.path, file=key.file, key=key.key, reader=who)
     _check_provider(config, key, who)
-    return Preflight(key=key, reader=who, host=check_skills(config))
+    warnings: list[str] = []
+    try:  # the start's own reader of them; without earcons it runs silent, and says so
+        load_earcons(config.daemon.sounds_dir)
+    except AudioError as exc:
+        warnings.append(f"no earcons will play: {' '.join(str(exc).split())}")
+    return Preflight(key=key, reader=who, host=check_skills(config), warnings=tuple(warnings))
 
 
 def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> ParsedKey:

@@ -15,7 +15,7 @@ from huxleyd.config import load_config
 from huxleyd.errors import ConfigError
 from huxleyd.keyfile import BOM
 from huxleyd.preflight import CREDENTIAL_NAME, key_source, preflight
-from tests.config.test_check_config import fails, write
+from tests.config.test_check_config import ROOT, fails, write
 
 
 def credentials(tmp_path: Path, content: bytes) -> dict[str, str]:
@@ -76,3 +76,22 @@ def test_a_state_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"storage\.state_dir: expected a directory") as caught:
         preflight(config, env={})
     assert str(tmp_path / "state") in str(caught.value)
+
+
+def test_an_empty_sounds_dir_passes_with_a_warning_the_start_gives_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The start runs without earcons (degrade, never die) and both say so.
+    from huxleyd.app.build import load_earcons
+
+    sounds = tmp_path / "no-sounds"
+    sounds.mkdir()
+    path = write(tmp_path)
+    path.write_text(path.read_text().replace(str(ROOT / "sounds"), str(sounds)))
+    config = load_config(path)
+    checked = preflight(config, env={})
+    assert "warning: no earcons will play" in checked.summary(config)
+    assert "missing earcon(s)" in checked.summary(config)
+    with caplog.at_level("WARNING"):
+        assert load_earcons(config) == {}
+    assert "earcons_missing" in caplog.text
