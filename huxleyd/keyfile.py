@@ -42,24 +42,25 @@ def parse_key(data: bytes, *, file: str, key: str) -> ParsedKey:
     """The one token in ``data`` (a key file's bytes), or a :class:`ConfigError`.
 
     ``file`` is the key file's path and ``key`` the setting that named it
-    (``provider.key_file``); the error names both and says where the bad
-    byte is (its line), never what it is.
+    (``provider.key_file``); the error names both and what kind of byte is
+    wrong, never the byte or the key.
     """
     had_bom = data.startswith(BOM)
     token = data.removeprefix(BOM).strip(b" \t\r\n")
     if is_blank(data):
         raise ConfigError(file, key, "expected an API key: the file is empty or only whitespace")
-    for index, byte in enumerate(token):
+    for byte in token:
         if byte in _PRINTABLE:
             continue
-        line = token.count(b"\n", 0, index) + 1
+        # The token is stripped, so the first bad byte is on its first line:
+        # a line break inside it is the second line beginning.
         if byte in b"\r\n":
             problem = "more than one line (a key file holds one token on one line)"
         elif byte >= 0x80:
-            problem = f"a non-ASCII byte at line {line} (an API key is plain ASCII)"
+            problem = "a non-ASCII byte (an API key is plain ASCII)"
         elif byte in b" \t":
-            problem = f"a space inside the token at line {line} (one token, no spaces)"
+            problem = "a space inside the token (one token, no spaces)"
         else:
-            problem = f"a control character at line {line} (an API key is printable ASCII)"
+            problem = "a control character (an API key is printable ASCII)"
         raise ConfigError(file, key, f"expected one API key token: the file has {problem}")
     return ParsedKey(token.decode("ascii"), had_bom)

@@ -45,6 +45,10 @@ REFUSED = {
     "an escape": (b"sk-\x1b[31m", "control character"),
     "a space inside": (b"Bearer " + TOKEN.encode(), "space inside the token"),
     "a BOM in the middle": (TOKEN.encode() + BOM, "non-ASCII byte"),
+    "the first non-ASCII byte": (TOKEN.encode() + b"\x80", "non-ASCII byte"),
+    "a form feed after it": (TOKEN.encode() + b"\x0c", "control character"),
+    "a vertical tab before it": (b"\x0b" + TOKEN.encode(), "control character"),
+    "a DEL": (TOKEN.encode() + b"\x7f", "control character"),
 }
 
 
