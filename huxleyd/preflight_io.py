@@ -31,37 +31,37 @@ def check_devices(config: Config, reader: Reader) -> None:
 
 
 def check_state_directory(config: Config, reader: Reader) -> None:
-    """``storage.state_dir`` exists (created here as the start creates it) and
-    ``reader`` may write in it."""
+    """``storage.state_dir`` is a directory ``reader`` may write in.
+
+    As this process (the start, ``--check-config`` by hand) it is created as
+    the start creates it. For another reader (root checking for the service
+    user) a missing one is left to the unit's ``StateDirectory=``, which
+    creates it owned by that user: only its place is checked. Nothing here
+    changes an owner.
+    """
     state, file = config.storage.state_dir, str(config.path)
     key = "storage.state_dir"
     if state.exists() and not state.is_dir():
         raise ConfigError(
             file, key, f"expected a directory for the database: {state} is not a directory"
         )
-    created = _missing_parents(state)
+    if not state.exists() and not reader.is_self:
+        ancestor = next((p for p in state.parents if p.exists()), None)
+        if ancestor is not None and not ancestor.is_dir():
+            raise ConfigError(
+                file, key, f"expected a directory the daemon can create: {ancestor} is a file"
+            )
+        return
     try:
         state.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(
             file, key, f"expected a directory the daemon can create: {state}: {exc.strerror}"
         ) from None
-    for made in created:  # ours only: what the unit's StateDirectory= would own
-        if not reader.is_self:
-            os.chown(made, reader.uid, -1)
     if not reader.can_write(state):
         raise ConfigError(
             file, key, f"expected a directory {reader.describe()} can write: {state} is not"
         )
-
-
-def _missing_parents(path: Path) -> list[Path]:
-    missing = []
-    for candidate in (path, *path.parents):
-        if candidate.exists() or candidate.is_symlink():
-            break
-        missing.append(candidate)
-    return list(reversed(missing))
 
 
 def socket_path_problem(path: Path) -> str | None:

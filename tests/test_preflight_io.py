@@ -42,7 +42,10 @@ def wav(path: Path, *, channels: int = 1, rate: int = 24_000) -> Path:
 
 
 def refused(key: str, fragment: str) -> pytest.RaisesExc[ConfigError]:
-    return pytest.raises(ConfigError, match=re.escape(key) + ": .*" + re.escape(fragment))
+    """The error names the config file (tests write it as huxleyd.toml), the key, the problem."""
+    return pytest.raises(
+        ConfigError, match="^/.*/huxleyd\\.toml: " + re.escape(key) + ": .*" + re.escape(fragment)
+    )
 
 
 def test_the_valid_base_passes_every_check(config: Config) -> None:
@@ -80,6 +83,8 @@ def test_the_mic_wav_is_read_as_the_wav_backend_reads_it(config: Config, tmp_pat
     with refused("audio.mic_wav", "expected a PCM16 WAV file"):
         check_audio(with_audio(config, mic_wav=tmp_path / "missing.wav"))
     check_audio(with_audio(config, backend="pyaudio", mic_wav=toml))  # not read by a card
+    with refused("audio.mic_wav", "expected a PCM16 WAV file"):
+        check_audio(with_audio(config, backend="auto", mic_wav=toml))  # the fallback reads it
 
 
 def test_the_speaker_wav_must_be_creatable(config: Config, tmp_path: Path) -> None:
@@ -152,3 +157,15 @@ def test_the_socket_path(tmp_path: Path) -> None:
         assert socket_path_problem(tmp_path / "left.sock") is None  # a stale socket is replaced
     finally:
         bound.close()
+
+
+def test_for_the_service_user_a_missing_state_directory_is_left_to_systemd(
+    config: Config, tmp_path: Path
+) -> None:
+    stranger = Reader("stranger", os.getuid() + 4242, frozenset({4242}), is_self=False)
+    state = tmp_path / "lib" / "huxleyd"
+    check_state_directory(with_state(config, state), stranger)
+    assert not state.exists()  # StateDirectory= creates it, owned by the service user
+    (tmp_path / "file").write_text("x")
+    with refused("storage.state_dir", "is a file"):
+        check_state_directory(with_state(config, tmp_path / "file" / "state"), stranger)
