@@ -55,9 +55,10 @@ class Reader:
     @classmethod
     def for_service(cls, service_user: str, *, euid: int | None = None) -> Reader:
         """The service user when running as root and it exists; else this process."""
-        if (os.geteuid() if euid is None else euid) == 0:
+        uid = os.geteuid() if euid is None else euid
+        if uid == 0:
             other = cls.user(service_user)
-            if other is not None:
+            if other is not None and other.uid != uid:
                 return other
         return cls.this_process()
 

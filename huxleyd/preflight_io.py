@@ -45,6 +45,10 @@ def check_state_directory(config: Config, reader: Reader) -> None:
         raise ConfigError(
             file, key, f"expected a directory for the database: {state} is not a directory"
         )
+    if state.is_symlink() and not state.exists():
+        raise ConfigError(
+            file, key, f"expected a directory for the database: {state} is a broken symlink"
+        )
     if not state.exists() and not reader.is_self:
         ancestor = next((p for p in state.parents if p.exists()), None)
         if ancestor is not None and not ancestor.is_dir():
