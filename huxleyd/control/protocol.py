@@ -181,10 +181,14 @@ def one_line(text: str, limit: int = MAX_ERROR_CHARS) -> str:
 def _dump(obj: Mapping[str, Any]) -> bytes:
     # allow_nan=False: NaN/Infinity are not JSON; a client in another
     # language would choke on them, so refuse at the source.
-    return (
-        json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-        + b"\n"
-    )
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError as exc:  # a lone surrogate: from argv bytes, or a bug
+        raise ControlProtocolError(
+            f"a string holds a lone UTF-16 surrogate at character {exc.start} "
+            "(not Unicode text: was it typed in a non-UTF-8 locale?)"
+        ) from None
 
 
 def _args_dict(args: Args) -> dict[str, Any]:
