@@ -340,7 +340,11 @@ async def test_the_per_uid_cap_is_exact(sock_path: Path) -> None:
         assert await hung_up(a)
         assert server.evictions == 1
         await wait_for(lambda: server.client_count == 2, "two clients left")
-        for client in (a, b, c):
+        d = await LineClient.connect(sock_path)  # and b, the longest idle now
+        assert (await d.call(4, "volume"))["ok"] is True
+        assert await hung_up(b)
+        assert server.evictions == 2
+        for client in (a, b, c, d):
             await client.close()
 
 
@@ -370,6 +374,8 @@ async def test_a_client_in_the_middle_of_a_request_is_never_cut_off(sock_path: P
 
 async def test_watch_clients_that_left_are_gone_at_once(sock_path: Path) -> None:
     # Eight `huxleyctl watch` that exited must neither count nor lock their user out.
+    errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
     fake = FakeControlHandler()
     cap = settings(sock_path, max_clients_per_uid=8, request_timeout_s=30)
     async with ControlServer(fake, cap) as server:
@@ -385,6 +391,7 @@ async def test_watch_clients_that_left_are_gone_at_once(sock_path: Path) -> None
         assert (await late.call(9, "volume"))["ok"] is True
         assert server.evictions == 0
         await late.close()
+    assert errors == []  # each left cleanly, not through an exception
 
 
 async def test_a_line_sent_during_a_watch_ends_it_and_is_answered(sock_path: Path) -> None:
@@ -452,4 +459,19 @@ async def test_stopping_with_clients_connected_leaves_no_traceback(sock_path: Pa
     assert errors == []
     for client in (watcher, asking, idle):
         assert await hung_up(client)
+        await client.close()
+
+
+async def test_a_levels_stream_that_stalls_ends_with_a_timeout_error(sock_path: Path) -> None:
+    # levels must deliver each sample within the request timeout (watch may be quiet).
+    fake = FakeControlHandler(hang={"levels"})
+    async with ControlServer(fake, settings(sock_path, request_timeout_s=0.2)):
+        client = await LineClient.connect(sock_path)
+        await client.send({"id": 5, "cmd": "levels"})
+        assert await client.recv() == {
+            "id": 5,
+            "ok": False,
+            "error": "levels timed out after 0.2 s",
+        }
+        assert (await client.call(6, "volume"))["ok"] is True  # the connection goes on
         await client.close()
