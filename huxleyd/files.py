@@ -55,9 +55,10 @@ class Reader:
     @classmethod
     def for_service(cls, service_user: str, *, euid: int | None = None) -> Reader:
         """The service user when running as root and it exists; else this process."""
-        if (os.geteuid() if euid is None else euid) == 0:
+        uid = os.geteuid() if euid is None else euid
+        if uid == 0:
             other = cls.user(service_user)
-            if other is not None:
+            if other is not None and other.uid != uid:
                 return other
         return cls.this_process()
 
@@ -72,6 +73,17 @@ class Reader:
         if st.st_gid in self.gids:
             return bool(st.st_mode & group_bit)
         return bool(st.st_mode & other_bit)
+
+    def can_write(self, directory: Path) -> bool:
+        """True when this reader may create files in ``directory``."""
+        if self.is_self:
+            return os.access(directory, os.W_OK | os.X_OK)
+        try:
+            st = os.stat(directory)
+        except OSError:
+            return False
+        writable = self._allowed(st, stat.S_IWUSR, stat.S_IWGRP, stat.S_IWOTH)
+        return writable and self._allowed(st, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
 
     def can_read(self, path: Path) -> bool:
         """True when this reader may open ``path`` for reading (and reach it)."""

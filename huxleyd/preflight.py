@@ -23,9 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from huxleyd.audio.earcons import load_earcons
 from huxleyd.config import Config
-from huxleyd.errors import ConfigError, SkillCollisionError, SkillError
+from huxleyd.errors import AudioError, ConfigError, SkillCollisionError, SkillError
 from huxleyd.files import Reader, check_directory, check_file
+from huxleyd.keyfile import ParsedKey, is_blank, parse_key
+from huxleyd.preflight_io import check_devices
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.skillhost import SkillHost, installed_skills
 from huxleyd.skillsources import Installed
@@ -55,6 +58,8 @@ class Preflight:
     """Whose access was checked."""
     host: SkillHost
     """The persona's skills, loaded and checked (not set up yet)."""
+    warnings: tuple[str, ...] = ()
+    """What the start will only warn about (it degrades, it does not stop)."""
 
     def summary(self, config: Config) -> str:
         """``persona 'Huxley', skills: …, key: …`` — what ``--check-config`` prints."""
@@ -65,9 +70,13 @@ class Preflight:
         else:
             key = f"{self.key.path} ({self.key.key})"
         skills = ", ".join(s.name for s in self.host.skills) or "none"
+        who = self.reader.describe()
+        if os.geteuid() == 0 and self.reader.name != config.daemon.service_user:
+            who += f" (service user {config.daemon.service_user!r} does not exist)"
+        warned = "".join(f"; warning: {w}" for w in self.warnings)
         return (
             f"persona {config.persona.name!r}, board {config.board.name!r}, skills: {skills}; "
-            f"key: {key}; files checked as {self.reader.describe()}"
+            f"key: {key}; files checked as {who}{warned}"
         )
 
 
@@ -76,8 +85,9 @@ def key_source(
 ) -> KeySource | None:
     """The key file the daemon uses: ``--key-file``, the systemd credential, ``provider.key_file``.
 
-    An empty credential file (the installer creates one) means "no key yet"
-    and falls through, as the daemon does.
+    A credential with no token (the installer creates an empty one; blank
+    lines or a lone BOM count as empty, as :func:`~huxleyd.keyfile.is_blank`
+    says) means "no key yet" and falls through, as the daemon does.
     """
     environ = os.environ if env is None else env
     if key_file is not None:
@@ -86,7 +96,7 @@ def key_source(
     if cred_dir:
         cred = Path(cred_dir) / CREDENTIAL_NAME
         try:
-            if cred.is_file() and cred.stat().st_size and cred.read_bytes().strip():
+            if cred.is_file() and not is_blank(cred.read_bytes()):
                 return KeySource(cred, f"credential {CREDENTIAL_NAME}", "systemd")
         except OSError:
             pass
@@ -122,40 +132,32 @@ def preflight(
         reader=who,
         what="the earcons (WAV files)",
     )
-    _check_socket_directory(config)
-    _check_state_directory(config)
+    check_devices(config, who)
     key: KeySource | None = None
     if not uses_simulator_url and config.provider.kind != "sim":
         key = key_source(config, key_file=key_file, env=env)
         if key is not None:
-            check_file(key.path, file=key.file, key=key.key, reader=who, what="the API key")
+            check_key_file(key.path, file=key.file, key=key.key, reader=who)
     _check_provider(config, key, who)
+    warnings: list[str] = []
+    try:  # the start's own reader of them; without earcons it runs silent, and says so
+        load_earcons(config.daemon.sounds_dir)
+    except AudioError as exc:
+        warnings.append(f"no earcons will play: {' '.join(str(exc).split())}")
     host = check_skills(config, leave_out=leave_out_failing_skills)
-    return Preflight(key=key, reader=who, host=host)
+    return Preflight(key=key, reader=who, host=host, warnings=tuple(warnings))
 
 
-def _check_socket_directory(config: Config) -> None:
-    # The directory is the unit's RuntimeDirectory= (or ./var for make run):
-    # created with the right owner and mode by whoever owns it, never by us as root.
-    parent = config.control.socket_path.parent
-    if not parent.is_dir():
-        what = "does not exist" if not parent.exists() else "is not a directory"
-        raise ConfigError(
-            str(config.path),
-            "control.socket_path",
-            f"expected the socket in an existing directory: {parent} {what} "
-            "(under systemd, RuntimeDirectory=huxleyd creates /run/huxleyd)",
-        )
-
-
-def _check_state_directory(config: Config) -> None:
-    state = config.storage.state_dir
-    if state.exists() and not state.is_dir():
-        raise ConfigError(
-            str(config.path),
-            "storage.state_dir",
-            f"expected a directory for the database: {state} is not a directory",
-        )
+def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> ParsedKey:
+    """``path`` is a key file ``reader`` can read, holding one token: the same
+    :func:`~huxleyd.keyfile.parse_key` the start reads it with."""
+    # Emptiness is the token's question: parse_key answers it in the start's words.
+    check_file(path, file=file, key=key, reader=reader, what="the API key", non_empty=False)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # readable by the reader, not by us (not root)
+        raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
+    return parse_key(data, file=str(path), key=key)
 
 
 def _check_provider(config: Config, key: KeySource | None, who: Reader) -> None:
@@ -206,7 +208,7 @@ def check_cascade(cascade: CascadeSettings, *, file: str, reader: Reader, has_ke
         ("elevenlabs_key_file", cascade.elevenlabs_key_file),
     ):
         if path is not None:
-            check_file(path, file=file, key=f"{prefix}.{setting}", reader=reader, what="an API key")
+            check_key_file(path, file=file, key=f"{prefix}.{setting}", reader=reader)
     if cascade.asr == "command":
         _check_command(
             cascade.asr_command, file=file, key=f"{prefix}.asr_command", stage='asr = "command"'

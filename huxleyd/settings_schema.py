@@ -127,14 +127,12 @@ def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any
             )
             raise ConfigError(file, key, f"expected a value {span}, got {value!r}")
         return number
-    if tp is str:
-        if not isinstance(value, str):
+    if tp is str or tp is Path:
+        if not isinstance(value, str) or (tp is Path and not value):
             raise wrong()
-        return value
-    if tp is Path:
-        if not isinstance(value, str) or not value:
-            raise wrong()
-        return Path(value)
+        if "\x00" in value:  # no name, path or text of ours can hold one (the OS refuses it)
+            raise ConfigError(file, key, "expected text without a NUL character (\\u0000)")
+        return value if tp is str else Path(value)
     if origin is tuple:
         if not isinstance(value, list):
             raise wrong()

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from huxley_sdk import BackgroundTaskHandle, SkillContext
-from huxley_sdk.audio import PaletteError, read_palette
 from huxley_sdk.context import InjectTurnAndWait
 from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
 from huxleyd.app.systemd import Notifier, Watchdog
@@ -38,12 +37,14 @@ from huxleyd.app.volume import make_volume
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.earcons import load_earcons as read_earcons
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock
 from huxleyd.config import Config
 from huxleyd.degraded import Degraded, Problem
+from huxleyd.errors import AudioError
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
@@ -229,9 +230,11 @@ def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
 
 
 def load_earcons(config: Config) -> dict[str, bytes]:
+    """The earcons, read as ``--check-config`` reads them
+    (:func:`huxleyd.audio.earcons.load_earcons`); a missing one only warns."""
     try:
-        return read_palette(config.daemon.sounds_dir)
-    except PaletteError as exc:
+        return {str(role): pcm for role, pcm in read_earcons(config.daemon.sounds_dir).items()}
+    except AudioError as exc:
         log.warning("earcons_missing", error=str(exc), effect="no earcons will play")
         return {}
 

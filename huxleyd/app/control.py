@@ -247,7 +247,9 @@ def daemon_facts(rt: Runtime) -> Facts:
     parts = rt.built
     source = parts.checked.key if parts is not None else None
     if source is not None and not rt.is_simulator:
-        key = KeyFacts(source.path, source.key)
+        status = rt.connection_status
+        refused = status.detail if status.state is ConnectionState.KEY_REFUSED else None
+        key = KeyFacts(source.path, source.key, refused=refused)
     elif rt.config.provider.kind == "sim":
         key = KeyFacts(None, "provider.kind is sim: no key needed")
     elif rt.is_simulator:

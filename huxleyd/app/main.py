@@ -7,15 +7,16 @@ skills (``reconfigure``); see :meth:`~huxleyd.app.runtime.Runtime.reload`.
 This module only wires; behaviour lives in the layers it connects.
 ``huxleyd --check-config`` does everything the start does short of opening
 devices and the network (:func:`huxleyd.preflight.preflight`), then exits 0
-(valid, with what it found) or 1 (the problem, one line naming the file,
-the key and what was expected). Run as root, it checks that the service user
-can read every file.
+(valid, with what it found) or 78 (the problem, one line naming the file,
+the key and what was expected), as the start does. Run as root, it checks
+that the service user can read every file.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
@@ -40,24 +41,31 @@ from huxleyd.firstrun import next_steps
 from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
 from huxleyd.native_stderr import NativeStderr
 from huxleyd.preflight import preflight
+from huxleyd.preflight_io import check_socket_path
 
 log = get_logger("huxleyd.daemon")
 
 EX_CONFIG = 78
 """sysexits.h: the configuration is wrong. The unit's RestartPreventExitStatus."""
+EX_SOFTWARE = 70
+"""sysexits.h: an internal error (a bug), never a configuration problem."""
 CONFIG_ERRORS = (ConfigError, SkillNotInstalledError, SkillCollisionError, SkillShapeError)
 """What only an edit of the configuration fixes (a skill's setup may fail for
 a passing reason, such as the network, so SkillSetupError is not here)."""
 
 
 async def run(
-    config: Config, overrides: Overrides | None = None, *, config_arg: Path | None = None
+    config: Config,
+    overrides: Overrides | None = None,
+    *,
+    config_arg: Path | None = None,
+    stop: asyncio.Event | None = None,
 ) -> int:
-    """Run the daemon until SIGTERM/SIGINT. Returns the exit status.
+    """Run the daemon until SIGTERM/SIGINT (or ``stop`` is set). Returns the exit status.
 
     ``config_arg``: the ``--config`` as typed; when given and not under
     systemd, the next steps are printed once the daemon is ready."""
-    stop = asyncio.Event()
+    stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -81,6 +89,9 @@ async def run(
         # The control socket first: a second instance finds the first one
         # here, before it opens the sound card or logs daemon_started. While
         # the runtime starts, huxleyctl already answers ("starting").
+        # The socket's path is checked before the server binds it: a file in
+        # its place is a configuration error (78), as --check-config says.
+        check_socket_path(config)
         async with ControlServer(RuntimeControl(runtime), config.control):
             await runtime.start()
             if config_arg is not None and not running_under_systemd():
@@ -153,7 +164,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    overrides: Overrides | None = None,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """``huxleyd``: check the configuration, or run the daemon.
+
+    ``overrides`` and ``stop`` are for tests that drive the real start
+    in-process (a notifier that sets ``stop`` at READY)."""
     args = parse_args(argv)
     try:
         config = load_config(args.config)
@@ -166,13 +186,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not running_under_systemd():
             # No journal to ask: `huxleyctl logs` reads this file instead.
             add_log_file(config.storage.state_dir / LOG_FILE_NAME)
-        overrides = Overrides(key_file=args.key_file)
-        return run_bounded(run(config, overrides, config_arg=args.config))
-    except HuxleydError as exc:
+        given = overrides or Overrides()
+        if args.key_file is not None:
+            given = dataclasses.replace(given, key_file=args.key_file)
+        return run_bounded(run(config, given, config_arg=args.config, stop=stop))
+    except Exception as exc:
+        return refusal(exc)
+
+
+def refusal(exc: Exception) -> int:
+    """One line on stderr and the exit status for what stopped ``huxleyd``.
+
+    A configuration error is 78, for ``--check-config`` and the start alike:
+    the unit does not restart on it (a retry cannot fix an edit). Any other
+    error of ours is 1. Anything else is a bug: one line too, never a
+    traceback on the admin's terminal (the journal has it at DEBUG).
+    """
+    if isinstance(exc, HuxleydError):
         print(f"huxleyd: {' '.join(str(exc).split())}", file=sys.stderr)
-        if isinstance(exc, CONFIG_ERRORS) and not args.check_config:
-            return EX_CONFIG  # the unit does not restart on this: a retry cannot fix it
-        return 1
+        return EX_CONFIG if isinstance(exc, CONFIG_ERRORS) else 1
+    log.debug("daemon_crashed", exc_info=exc)
+    detail = " ".join(str(exc).split()) or "no message"
+    print(
+        f"huxleyd: internal error, a bug: {type(exc).__name__}: {detail} "
+        "(please report it with the output of `huxleyctl logs`)",
+        file=sys.stderr,
+    )
+    return EX_SOFTWARE
 
 
 if __name__ == "__main__":

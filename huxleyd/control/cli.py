@@ -562,6 +562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("say: TEXT is empty")
         if len(args.say_text) > MAX_SAY_CHARS:
             parser.error(f"say: TEXT is longer than {MAX_SAY_CHARS} characters")
+        if any("\ud800" <= ch <= "\udfff" for ch in args.say_text):  # argv's undecodable bytes
+            parser.error("say: TEXT is not UTF-8 text (check the terminal's locale)")
     control = resolve_socket(args.socket, args.config)
     args.socket_group = control.socket_group
     if args.command == "doctor":  # runs without a daemon too

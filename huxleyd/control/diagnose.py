@@ -31,11 +31,12 @@ from huxleyd.control.doctor import (
     check_mixer,
     check_models,
     check_provider,
+    check_service_user,
     model_endpoint,
     run_command,
 )
 from huxleyd.control.handler import DoctorCheck
-from huxleyd.errors import HuxleydError
+from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.files import Reader
 from huxleyd.preflight import key_source, preflight
 
@@ -111,15 +112,27 @@ def offline_facts(
     )
 
 
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def provider_target(config: Config, facts: Facts) -> tuple[ModelEndpoint | None, str]:
     """The authenticated request for the provider check, or why there is none."""
     provider = config.provider
     if provider.kind == "sim" or facts.simulator:
         return None, "the daemon talks to the built-in simulator, not a provider"
+    if facts.key.refused is not None:  # its own request would only say less
+        return (
+            None,
+            "the provider refused the daemon's key at the handshake (see the key file line)",
+        )
     try:
         key = facts.read_key()
+    except ConfigError:
+        return None, "the key file is not usable (see the key file line)"
     except (OSError, HuxleydError) as exc:
-        return None, f"cannot read the key as uid {os.geteuid()} ({exc}); run doctor as root"
+        hint = "" if os.geteuid() == 0 else "; run doctor as root"
+        return None, f"cannot read the key as uid {os.geteuid()} ({_one_line(exc)}){hint}"
     if provider.kind == "cascade":
         cascade = provider.cascade
         if key is None:
@@ -148,6 +161,7 @@ def doctor_checks(
     models = configured_models(config)
     return [
         partial(check_config, partial(_summary, config_path, key_file, environ), config_path),
+        partial(check_service_user, config.daemon.service_user),
         partial(check_key_file, facts.key, reader=facts.reader),
         partial(check_audio_device, "audio", facts.audio_state, facts.audio_description),
         partial(
@@ -171,7 +185,12 @@ def doctor_checks(
         # The devices under the pins, opened as the service user.
         *device_checks(config.board.name, real_pins=not facts.pins_mock),
         partial(check_provider, endpoint, skipped_because=why),
-        partial(check_models, models, today=today or datetime.now(UTC).date()),
+        partial(
+            check_models,
+            models,
+            today=today or datetime.now(UTC).date(),
+            simulator=facts.simulator or config.provider.kind == "sim",
+        ),
         partial(check_disk_space, config.storage.state_dir),
     ]
 

@@ -34,8 +34,9 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from huxleyd.control.handler import DoctorCheck
-from huxleyd.errors import HuxleydError
+from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.files import Reader, owner_and_mode
+from huxleyd.keyfile import parse_key
 from huxleyd.sdkcheck import SDK_DISTRIBUTION, sdk_problem
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
@@ -88,6 +89,8 @@ class KeyFacts:
     """``--key-file``, ``credential openai-key``, ``provider.key_file``, or why there is none."""
     simulator: bool = False
     """True when no key is used because the built-in simulator answers."""
+    refused: str | None = None
+    """The provider's words when the running daemon's key was refused (``key_refused``)."""
 
 
 def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCheck:
@@ -112,8 +115,6 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
         return DoctorCheck.failed(name, f"{where}: {exc.strerror}", f"check {path}")
     if not stat.S_ISREG(st.st_mode):
         return DoctorCheck.failed(name, f"{where} is not a regular file", f"check {path}")
-    if st.st_size == 0:
-        return DoctorCheck.failed(name, f"{where} is empty", f"put the API key in {path}")
     who = reader or Reader.this_process()
     if not who.can_read(path):
         return DoctorCheck.failed(
@@ -121,14 +122,64 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
             f"{where} cannot be read by {who.describe()} ({owner_and_mode(path)})",
             f"chown {who.name} {path} (mode 0600), or pass it as a systemd credential",
         )
+    try:
+        parsed = parse_key(path.read_bytes(), file=str(path), key=facts.origin)
+    except ConfigError as exc:  # the start's own words; they never quote the key
+        return DoctorCheck.failed(
+            name, f"{where}: {exc.problem}", f"put only the API key, on one line, in {path}"
+        )
+    except OSError as exc:
+        return DoctorCheck.skipped(
+            name,
+            f"{where}: {who.describe()} may read it, but not uid {os.geteuid()} "
+            f"({exc.strerror}); run doctor as root or as {who.name} to check its content",
+        )
     mode = stat.S_IMODE(st.st_mode)
+    if facts.refused is not None:
+        return DoctorCheck.failed(
+            name,
+            f"{where}: the provider refused this key: {_one_line(facts.refused) or 'no reason given'}",
+            f"put a valid API key in {path}; the daemon re-reads it before each try",
+        )
+    if parsed.had_bom:
+        return DoctorCheck.warning(
+            name,
+            f"{where} starts with a UTF-8 byte order mark (the daemon strips it)",
+            f"save {path} as plain text without a BOM",
+        )
     if mode & 0o077:
         return DoctorCheck.warning(
             name,
             f"{where} may be read by others (mode {mode:04o})",
             f"chmod 600 {path}",
         )
-    return DoctorCheck.passed(name, f"{where}: mode {mode:04o}, {st.st_size} bytes")
+    return DoctorCheck.passed(name, f"{where}: one token, mode {mode:04o}, {st.st_size} bytes")
+
+
+# ---------------------------------------------------------------- service user
+
+
+def check_service_user(name: str, *, euid: int | None = None) -> DoctorCheck:
+    """The account the unit runs the daemon as exists; as root, doctor checks the
+    files as that user, so a missing one must never pass as "checked as root"."""
+    label = "service user"
+    uid = os.geteuid() if euid is None else euid
+    reader = Reader.user(name)
+    if reader is None:
+        return DoctorCheck.failed(
+            label,
+            f"daemon.service_user {name!r} does not exist: the unit cannot start the daemon "
+            "as it, and no file could be checked as it",
+            "sudo make install creates it (systemd/huxleyd.sysusers), or set "
+            "daemon.service_user to the account that runs huxleyd",
+        )
+    if uid != 0 and uid != reader.uid:
+        return DoctorCheck.warning(
+            label,
+            f"{name!r} exists (uid {reader.uid}); files were checked as uid {uid}, not as it",
+            f"run doctor as root (sudo) or as {name} to check what it can read",
+        )
+    return DoctorCheck.passed(label, f"{name!r} exists (uid {reader.uid}); files checked as it")
 
 
 # ---------------------------------------------------------------- audio
@@ -196,10 +247,11 @@ def check_mixer(
         found = mixer_controls(card, amixer=amixer, run=run)
     except (OSError, subprocess.SubprocessError) as exc:
         if daemon_volume is not None:
+            install = "install alsa-utils and " if shutil.which(amixer) is None else ""
             return DoctorCheck.warning(
                 name,
                 f"cannot read card {card!r} ({_one_line(exc)}); the daemon uses {daemon_volume}",
-                "install alsa-utils and check audio.mixer_card",
+                f"{install}check audio.mixer_card",
             )
         if backend == "auto":
             return DoctorCheck.warning(
@@ -354,7 +406,9 @@ def check_provider(
     return DoctorCheck.passed(name, f"{where} accepted the key; model {endpoint.model!r} exists")
 
 
-def check_models(models: Iterable[str], *, today: date, warn_days: int = 90) -> DoctorCheck:
+def check_models(
+    models: Iterable[str], *, today: date, warn_days: int = 90, simulator: bool = False
+) -> DoctorCheck:
     """The configured models (realtime, transcription, cascade stages) against
     the announced shutdowns in :mod:`huxleyd.providers.models`.
 
@@ -365,6 +419,10 @@ def check_models(models: Iterable[str], *, today: date, warn_days: int = 90) -> 
 
     name = "model"
     names = [m for m in dict.fromkeys(models) if m]
+    if simulator and names:
+        return DoctorCheck.skipped(
+            name, f"not in use: the simulator answers ({', '.join(names)} is configured)"
+        )
     known = [m for m in names if lifecycle(m) is not None]
     unknown = [m for m in names if m not in known]
     if not names:
@@ -384,7 +442,9 @@ def check_models(models: Iterable[str], *, today: date, warn_days: int = 90) -> 
     also += f"; not in the table: {', '.join(unknown)}" if unknown else ""
     if not warnings:
         return DoctorCheck.passed(
-            name, f"no announced shutdown within {warn_days} days for {', '.join(known)}{also}"
+            name,
+            f"in use: {', '.join(names)}; no announced shutdown within {warn_days} days "
+            f"for {', '.join(known)}{also}",
         )
     first = warnings[0]
     fix = (

@@ -181,10 +181,14 @@ def one_line(text: str, limit: int = MAX_ERROR_CHARS) -> str:
 def _dump(obj: Mapping[str, Any]) -> bytes:
     # allow_nan=False: NaN/Infinity are not JSON; a client in another
     # language would choke on them, so refuse at the source.
-    return (
-        json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-        + b"\n"
-    )
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError as exc:  # a lone surrogate: from argv bytes, or a bug
+        raise ControlProtocolError(
+            f"a string holds a lone UTF-16 surrogate at character {exc.start} "
+            "(not Unicode text: was it typed in a non-UTF-8 locale?)"
+        ) from None
 
 
 def _args_dict(args: Args) -> dict[str, Any]:
@@ -232,9 +236,33 @@ def _decode_object(line: bytes | str, what: str) -> dict[str, Any]:
     except (json.JSONDecodeError, ValueError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ControlProtocolError(f"{what} is not JSON: {msg}") from None
+    except RecursionError:
+        raise ControlProtocolError(f"{what} nests arrays or objects too deeply") from None
     if not isinstance(obj, dict):
         raise ControlProtocolError(f"{what} is {_json_type(obj)}, expected a JSON object")
     return obj
+
+
+def _check_unicode(obj: Any, what: str) -> None:
+    """Refuse a lone surrogate (``"\\ud800"``) anywhere: JSON allows the escape,
+    but the text cannot be encoded, so it would break whatever sends it on
+    (the provider's websocket, a reply, the journal)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ControlProtocolError(
+                    f"{what} has a lone UTF-16 surrogate at character {exc.start} of a "
+                    "string (expected Unicode text)"
+                ) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -259,6 +287,7 @@ def parse_request(line: bytes | str) -> Request:
     obj = _decode_object(line, "request")
     rid = _read_id(obj)
     try:
+        _check_unicode(obj, "request")
         for key in obj:
             if key not in _REQUEST_KEYS:
                 raise ControlProtocolError(

@@ -76,6 +76,8 @@ MAX_SOCKET_PATH_BYTES = 107
 """``sun_path`` is 108 bytes on Linux, NUL included."""
 
 _TOO_LONG = object()
+_GONE = object()
+"""The client closed its end while a stream ran."""
 
 
 @dataclass(slots=True)
@@ -363,6 +365,11 @@ class ControlServer:
             await self._client_loop(reader, writer, client)
         except (ConnectionError, TimeoutError):
             pass  # the client left or stopped reading; nothing to answer
+        except asyncio.CancelledError:
+            # Only close() and _make_room cancel a client. Ending "cancelled"
+            # would make asyncio's stream callback (3.11) log a traceback for
+            # every connected client at each stop: end quietly instead.
+            pass
         finally:
             self._clients.pop(task, None)
             writer.close()
@@ -398,16 +405,19 @@ class ControlServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: _Client
     ) -> None:
         loop = asyncio.get_running_loop()
+        line: bytes | object | None = None
         while True:
-            try:
-                async with asyncio.timeout(self._settings.idle_timeout_s):
-                    line = await _read_line(reader)
-            except TimeoutError:
-                log.debug("control_client_idle", timeout_s=self._settings.idle_timeout_s)
-                return
             if line is None:
+                try:
+                    async with asyncio.timeout(self._settings.idle_timeout_s):
+                        line = await _read_line(reader)
+                except TimeoutError:
+                    log.debug("control_client_idle", timeout_s=self._settings.idle_timeout_s)
+                    return
+            if line is None or line is _GONE:
                 return
             if line is _TOO_LONG:
+                line = None
                 await self._send(
                     writer, ErrorReply(None, f"request longer than {MAX_LINE_BYTES} bytes")
                 )
@@ -415,32 +425,40 @@ class ControlServer:
             assert isinstance(line, bytes)
             client.busy = True
             try:
-                await self._answer(line, writer, client.peer)
+                # A stream hands back what the client sent meanwhile (or _GONE).
+                line = await self._answer(line, reader, writer, client.peer)
             finally:
                 client.busy = False
                 client.last_active = loop.time()
 
     async def _answer(
-        self, line: bytes, writer: asyncio.StreamWriter, peer: Peer | None = None
-    ) -> None:
+        self,
+        line: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        peer: Peer | None = None,
+    ) -> bytes | object | None:
+        """Answer one request line, if the peer has the right to ask it. A
+        stream returns the line that ended it (or ``_GONE`` when the client
+        left); any other request None."""
         try:
             request = parse_request(line)
         except ControlProtocolError as exc:
             log.debug("control_bad_request", error=str(exc))
             await self._send(writer, ErrorReply(exc.request_id, str(exc)))
-            return
+            return None
         refusal = self._rights.refusal(peer, request)
         if refusal is not None:
             log.info("control_request_denied", cmd=request.cmd.value, uid=peer.uid if peer else -1)
             await self._send(writer, ErrorReply(request.id, refusal))
-            return
+            return None
         log.debug("control_request", id=request.id, cmd=request.cmd.value)
         if request.cmd is Command.LEVELS:
-            await self._stream(request, writer, self._handler.levels(), quiet_ok=False)
-            return
+            return await self._stream(
+                request, reader, writer, self._handler.levels(), quiet_ok=False
+            )
         if request.cmd is Command.WATCH:
-            await self._stream(request, writer, self._handler.watch(), quiet_ok=True)
-            return
+            return await self._stream(request, reader, writer, self._handler.watch(), quiet_ok=True)
         reply: Reply
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):
@@ -448,6 +466,7 @@ class ControlServer:
         except Exception as exc:
             reply = self._failure(request, exc)
         await self._send(writer, reply)
+        return None
 
     def _failure(self, request: Request, exc: Exception) -> ErrorReply:
         """The error reply for a handler failure (and a log line for surprises)."""
@@ -496,26 +515,40 @@ class ControlServer:
     async def _stream(
         self,
         request: Request,
+        reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         samples: AsyncIterator[_Encodable],
         *,
         quiet_ok: bool,
-    ) -> None:
+    ) -> bytes | object | None:
         """Send each item of ``samples`` as a result line, then ``done``.
 
         ``quiet_ok``: the stream may say nothing for a long time (``watch``);
-        otherwise each item must come within the request timeout.
+        otherwise each item must come within the request timeout. The client
+        is listened to meanwhile: when it leaves, the stream ends at once (a
+        ``watch`` nobody reads must not count as a client, nor hold a place);
+        a line it sends ends the stream too, and is returned to be answered.
         """
         assert isinstance(request.args, LevelsArgs)
         count = request.args.count
         timeout_s = None if quiet_ok else self._settings.request_timeout_s
         final: Reply = DoneReply(request.id)
         sent = 0
+        listen = asyncio.ensure_future(_read_line(reader))
         try:
             while count is None or sent < count:
+                item = asyncio.ensure_future(_next(samples))
+                done, _ = await asyncio.wait(
+                    {item, listen}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                if item not in done:
+                    await _cancelled(item)
+                    if listen in done:
+                        break
+                    final = self._failure(request, TimeoutError())
+                    break
                 try:
-                    async with asyncio.timeout(timeout_s):
-                        sample = await anext(samples)
+                    sample = item.result()
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
@@ -529,7 +562,13 @@ class ControlServer:
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
+            if not listen.done():
+                await _cancelled(listen)
+        after = None if listen.cancelled() else listen.result()
+        if after is None and not listen.cancelled():
+            return _GONE  # EOF: nobody is there to read the final line
         await self._send(writer, final)
+        return after
 
     async def _send(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
         try:
@@ -541,6 +580,23 @@ class ControlServer:
         # A client that stops reading must not pin this task forever.
         async with asyncio.timeout(self._settings.request_timeout_s):
             await writer.drain()
+
+
+async def _next(samples: AsyncIterator[_Encodable]) -> _Encodable:
+    return await anext(samples)
+
+
+async def _cancelled(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait for it; whatever it raised is of no interest now."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # we are being cancelled ourselves: pass it on
+    except Exception:
+        pass
 
 
 async def _read_line(reader: asyncio.StreamReader) -> bytes | object | None:

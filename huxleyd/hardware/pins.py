@@ -52,13 +52,35 @@ def _load_named(name: str) -> PinFactory:
     """Instantiate the gpiozero factory registered under ``name`` (case-insensitive)."""
     if name.lower() == "mock":
         return mock_factory(make_global=True)
+    return pin_factory_class(name)()
+
+
+def pin_factory_class(name: str) -> Callable[[], PinFactory]:
+    """The gpiozero factory class registered under ``name``, imported but not
+    instantiated (no pin is opened): what ``--check-config`` can check.
+    Raises LookupError (no such name) or what importing it raises."""
     group = entry_points(group="gpiozero_pin_factories")
     for candidate in (name, name.lower()):
         for ep in group:
             if ep.name == candidate:
-                return ep.load()()
+                loaded: Callable[[], PinFactory] = ep.load()
+                return loaded
     known = ", ".join(sorted({ep.name for ep in group}))
     raise LookupError(f"no gpiozero pin factory named {name!r} (installed: {known})")
+
+
+def check_pin_factory(settings: HardwareSettings, *, config_file: str) -> None:
+    """``hardware.pin_factory``, when set, names a factory that loads; the same
+    lookup :func:`choose_pin_factory` makes, short of opening the pins."""
+    name = settings.pin_factory
+    if not name or name.lower() == "mock":
+        return
+    try:
+        pin_factory_class(name)
+    except Exception as exc:
+        raise ConfigError(
+            config_file, "hardware.pin_factory", f"{name!r} could not be loaded: {exc}"
+        ) from exc
 
 
 def choose_pin_factory(

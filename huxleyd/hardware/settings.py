@@ -34,7 +34,8 @@ class HardwareSettings:
     """
 
     board: str = "gpio-basic"
-    boards_dir: Path = Path("hw")
+    boards_dir: Path = Path("/opt/huxleyd/share/hw")
+    """Where the installer puts the shipped profiles (hw/ in the repo)."""
     pin_factory: str | None = None
     max_hold_s: float = field(default=30.0, metadata=bounds(1.0, 600.0))
     """A hold longer than this ends the turn instead of streaming forever."""

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
+from huxleyd.keyfile import parse_key
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import (
     Capabilities,
@@ -60,24 +61,29 @@ connection (``provider.stall_timeout_s``)."""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
-    """The API key in ``path`` (whitespace stripped). Never log the result.
+    """The API key in ``path`` (one token, see :func:`huxleyd.keyfile.parse_key`).
+    Never log the result.
 
     Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is
-    missing, unreadable or empty. Warns when others may read it.
+    missing, unreadable, empty or not one token. Warns when others may read
+    it, and when a byte order mark was stripped.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
         mode = path.stat().st_mode
     except OSError as exc:
         raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
-    secret = text.strip()
-    if not secret:
-        raise ConfigError(str(path), key, "the API key file is empty")
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        get_logger("huxleyd.providers").warning(
-            "api_key_file_readable_by_others", file=str(path), mode=oct(mode & 0o777)
+    parsed = parse_key(data, file=str(path), key=key)
+    logger = get_logger("huxleyd.providers")
+    if parsed.had_bom:
+        logger.warning(
+            "api_key_file_bom_stripped",
+            file=str(path),
+            detail="the file starts with a UTF-8 byte order mark; save it as plain text",
         )
-    return secret
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        logger.warning("api_key_file_readable_by_others", file=str(path), mode=oct(mode & 0o777))
+    return parsed.token
 
 
 SECRET_HEADERS = frozenset({"authorization", "x-goog-api-key", "api-key", "xi-api-key"})

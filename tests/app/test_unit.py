@@ -204,4 +204,4 @@ def test_the_daemon_exits_with_the_config_status_on_a_bad_config(tmp_path: Path)
         text=True,
         timeout=60,
     )
-    assert check.returncode == 1, "--check-config keeps its 0/1 contract"
+    assert check.returncode == EX_CONFIG, "--check-config says what the start says"

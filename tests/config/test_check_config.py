@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.app.main import main
+from huxleyd.app.main import EX_CONFIG, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +78,7 @@ def check(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[i
 
 def fails(path: Path, capsys: pytest.CaptureFixture[str], file: Path, key: str, *args: str) -> str:
     rc, line = check(path, capsys, *args)
-    assert rc == 1, line
+    assert rc == EX_CONFIG, line
     assert "\n" not in line, "one line"
     assert line.startswith(f"huxleyd: {file}: {key}: expected"), line
     return line
@@ -95,27 +95,35 @@ def test_a_good_config_says_ok_and_what_it_found(
 def test_unknown_board(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, hardware='board = "respeaker-4mic"')
     rc, line = check(path, capsys)
-    assert rc == 1 and f"{path}: hardware.board: unknown board 'respeaker-4mic'" in line
+    assert rc == EX_CONFIG and f"{path}: hardware.board: unknown board 'respeaker-4mic'" in line
     assert "respeaker-2mic" in line
 
 
 @pytest.mark.parametrize(
-    ("make", "problem"),
+    ("make", "in_key_file", "problem"),
     [
-        (lambda p: None, "does not exist"),
-        (lambda p: p.mkdir(), "is a directory"),
-        (lambda p: p.write_text(""), "is empty"),
-        (lambda p: p.write_text("  \n"), "is empty"),
+        (lambda p: None, False, "does not exist"),
+        (lambda p: p.mkdir(), False, "is a directory"),
+        (lambda p: p.write_text(""), True, "is empty"),
+        (lambda p: p.write_text("  \n"), True, "is empty"),
+        (lambda p: p.write_bytes(b"sk-a\r\nX-Injected: yes"), True, "more than one line"),
+        (lambda p: p.write_bytes(b"sk-\xff"), True, "non-ASCII byte"),
     ],
-    ids=["missing", "directory", "empty", "blank"],
+    ids=["missing", "directory", "empty", "blank", "two-lines", "non-utf8"],
 )
 def test_key_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: object, problem: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: object,
+    in_key_file: bool,
+    problem: str,
 ) -> None:
+    # What the file holds is named in the key file's own name, as the start says it.
     key = tmp_path / "openai.key"
     make(key)  # type: ignore[operator]
     path = write(tmp_path, provider=f'key_file = "{key}"')
-    assert problem in fails(path, capsys, path, "provider.key_file")
+    line = fails(path, capsys, key if in_key_file else path, "provider.key_file")
+    assert problem in line and "Injected" not in line
 
 
 def test_key_file_unreadable_by_the_service_user(
@@ -151,7 +159,7 @@ def test_key_file_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
     path = write(tmp_path)
     missing = tmp_path / "nope.key"
     rc, line = check(path, capsys, "--key-file", str(missing))
-    assert rc == 1 and line.startswith("huxleyd: command line: --key-file: expected"), line
+    assert rc == EX_CONFIG and line.startswith("huxleyd: command line: --key-file: expected"), line
 
 
 def test_sounds_dir_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,7 +181,7 @@ def test_memos_max_seconds_negative(tmp_path: Path, capsys: pytest.CaptureFixtur
     rc, line = check(path, capsys)
     persona = tmp_path / "personas" / "default.toml"
     assert (
-        rc == 1
+        rc == EX_CONFIG
         and line
         == f"huxleyd: {persona}: skills.memos.max_seconds: expected a value above 0, got -5"
     )
@@ -183,14 +191,14 @@ def test_radio_station_that_is_a_number(tmp_path: Path, capsys: pytest.CaptureFi
     persona = PERSONA.replace('jazz = "https://example.org/jazz.mp3"', "jazz = 5")
     rc, line = check(write(tmp_path, persona=persona), capsys)
     file = tmp_path / "personas" / "default.toml"
-    assert rc == 1
+    assert rc == EX_CONFIG
     assert line == f"huxleyd: {file}: skills.radio.stations.jazz: expected string, got 5"
 
 
 def test_unknown_skill_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     persona = PERSONA.replace("max_seconds = 60", "max_second = 60")
     rc, line = check(write(tmp_path, persona=persona), capsys)
-    assert rc == 1 and "skills.memos.max_second: unknown key" in line
+    assert rc == EX_CONFIG and "skills.memos.max_second: unknown key" in line
     assert "max_seconds" in line  # what was expected
 
 
@@ -199,7 +207,7 @@ def test_skill_not_installed_names_the_persona_file_and_key(
 ) -> None:
     rc, line = check(write(tmp_path, persona=PERSONA + "[skills.weather]\n"), capsys)
     file = tmp_path / "personas" / "default.toml"
-    assert rc == 1 and line.startswith(f"huxleyd: {file}: skills.weather: "), line
+    assert rc == EX_CONFIG and line.startswith(f"huxleyd: {file}: skills.weather: "), line
     assert "not installed" in line
 
 
@@ -239,7 +247,7 @@ def test_simulator_scenario_is_parsed(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "scenario.toml").write_text("[[turns]]\nnonsense = 1\n")
     path = write(tmp_path, provider='sim_scenario = "scenario.toml"')
     rc, line = check(path, capsys)
-    assert rc == 1 and "scenario.toml" in line and "nonsense" in line
+    assert rc == EX_CONFIG and "scenario.toml" in line and "nonsense" in line
 
 
 def test_provider_url_must_be_a_websocket(

@@ -29,6 +29,12 @@ def write_config(tmp_path: Path, body: str, persona: str = PERSONA) -> Path:
     if not (tmp_path / "hw").exists():
         (tmp_path / "hw").symlink_to(ROOT / "hw")
     (tmp_path / "personas" / "default.toml").write_text(persona)
+    # The default boards_dir is the installed one; these tests use the repo's.
+    if "boards_dir" not in body:
+        if "[hardware]\n" in body:
+            body = body.replace("[hardware]\n", '[hardware]\nboards_dir = "hw"\n', 1)
+        else:
+            body += '\n[hardware]\nboards_dir = "hw"\n'
     path = tmp_path / "huxleyd.toml"
     path.write_text(body)
     return path
@@ -163,14 +169,14 @@ def test_check_config_exit_codes(tmp_path: Path) -> None:
     assert good.returncode == 0, good.stderr
     assert "ok" in good.stdout
     bad = check_config(write_config(tmp_path, "[audio]\nperiod_ms = 0\n"))
-    assert bad.returncode == 1
+    assert bad.returncode == 78  # EX_CONFIG, as the start
     assert "audio.period_ms" in bad.stderr and "between 5 and 100" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1, "one clear line, no traceback"
 
 
 def test_check_config_reports_a_missing_skill(tmp_path: Path) -> None:
     result = check_config(write_config(tmp_path, RUNNABLE, persona=PERSONA + "[skills.weather]\n"))
-    assert result.returncode == 1
+    assert result.returncode == 78  # EX_CONFIG, as the start
     assert "skill 'weather' is not installed" in result.stderr
     assert "system" in result.stderr  # lists what is installed
 

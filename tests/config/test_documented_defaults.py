@@ -56,3 +56,25 @@ def test_sub_tables_are_documented_too() -> None:
 def test_the_shipped_config_parses_with_its_comments_uncommented_defaults() -> None:
     # The values shown are the defaults: parsing the file must give a valid config.
     tomllib.loads(SHIPPED.read_text())
+
+
+def test_every_value_the_shipped_config_shows_is_the_codes_default() -> None:
+    # "Every key is optional; the value shown is the default": each value set in
+    # the file, read as the daemon reads it, equals what the code uses without it.
+    from huxleyd.config import resolve_paths
+    from huxleyd.settings_schema import build
+
+    table = tomllib.loads(SHIPPED.read_text())
+    base = Path("/etc/huxleyd")
+    wrong = []
+    for section, cls in _SECTIONS.items():
+        raw = table.get(section, {})
+        default = resolve_paths(build(cls, {}, file=str(SHIPPED), prefix=section), base)
+        shown = resolve_paths(build(cls, raw, file=str(SHIPPED), prefix=section), base)
+        for field in dataclasses.fields(cls):
+            if field.name in raw and getattr(shown, field.name) != getattr(default, field.name):
+                wrong.append(
+                    f"[{section}] {field.name}: shown {getattr(shown, field.name)!r}, "
+                    f"code {getattr(default, field.name)!r}"
+                )
+    assert wrong == []

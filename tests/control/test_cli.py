@@ -544,3 +544,37 @@ def test_help_is_the_same_from_a_real_process() -> None:
     done = huxleyctl("volume", "--help")
     assert done.returncode == 0, done.stderr
     assert "new volume, 0-100" in done.stdout
+
+
+def test_the_readme_lists_every_huxleyctl_command() -> None:
+    # The README's admin list is the parser's list: a new command cannot be left out.
+    import re
+
+    from huxleyd.control.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    listed = re.search(r"`huxleyctl ((?:[a-z]+\|)+[a-z]+)`", readme)
+    assert listed is not None, "the README's `huxleyctl a|b|c` line"
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(listed.group(1).split("|")) == sorted(subparsers.choices)
+
+
+def test_say_with_bytes_that_are_not_utf8_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Python hands undecodable argv bytes over as lone surrogates; they cannot be sent.
+    from huxleyd.control.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["say", "hi \udcff"])
+    assert exited.value.code == 2
+    assert "say: TEXT is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_a_request_that_cannot_be_encoded_is_a_protocol_error_not_a_crash() -> None:
+    from huxleyd.control.errors import ControlProtocolError
+    from huxleyd.control.protocol import Command, Request, SayArgs
+
+    with pytest.raises(ControlProtocolError, match="lone UTF-16 surrogate"):
+        Request(1, Command.SAY, SayArgs("hi \udcff")).encode()

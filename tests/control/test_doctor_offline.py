@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 
@@ -12,12 +13,12 @@ from huxleyd.control.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def write_config(tmp_path: Path, provider: str = "") -> Path:
+def write_config(tmp_path: Path, provider: str = "", service_user: str = getpass.getuser()) -> Path:
     (tmp_path / "personas").mkdir(exist_ok=True)
     (tmp_path / "personas" / "default.toml").write_text('name = "T"\n[skills.system]\n')
     path = tmp_path / "huxleyd.toml"
     path.write_text(
-        f'[daemon]\nsounds_dir = "{ROOT / "sounds"}"\n'
+        f'[daemon]\nsounds_dir = "{ROOT / "sounds"}"\nservice_user = "{service_user}"\n'
         f'[storage]\nstate_dir = "state"\n[provider]\nkind = "openai"\n{provider}\n'
         '[audio]\nbackend = "wav"\n'
         f'[hardware]\nboards_dir = "{ROOT / "hw"}"\npin_factory = "mock"\n'
@@ -78,3 +79,32 @@ def test_a_config_that_does_not_load(tmp_path: Path, capsys: pytest.CaptureFixtu
     rc, _, checks = doctor(path, capsys)
     assert rc == 1 and checks["config"]["status"] == "fail"
     assert "hardware.led_limits.listening_s" in checks["config"]["detail"]
+
+
+def test_a_missing_service_user_is_a_failure_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, _, checks = doctor(write_config(tmp_path, service_user="nobody-here"), capsys)
+    user = checks["service user"]
+    assert user["status"] == "fail" and "'nobody-here' does not exist" in user["detail"]
+    assert rc == 1
+
+
+def test_the_model_line_says_the_simulator_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, checks = doctor(write_config(tmp_path), capsys)  # no key: the simulator answers
+    model = checks["model"]
+    assert model["status"] == "skipped"
+    assert "not in use: the simulator answers" in model["detail"]
+
+
+def test_doctor_as_root_is_not_told_to_run_as_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "openai.key"
+    key.write_bytes(b"sk-a\xff")
+    _, _, checks = doctor(write_config(tmp_path, provider=f'key_file = "{key}"'), capsys)
+    assert checks["key file"]["status"] == "fail"
+    assert "non-ASCII byte" in checks["key file"]["detail"]
+    assert "run doctor as root" not in checks["provider"]["detail"]

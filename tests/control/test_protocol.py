@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from huxleyd.control.errors import ControlProtocolError
 from huxleyd.control.protocol import (
@@ -211,3 +213,61 @@ def test_bad_replies_are_refused(line: str, fragment: str) -> None:
     with pytest.raises(ControlProtocolError) as caught:
         parse_reply(line)
     assert fragment in str(caught.value)
+
+
+# -- any input: a ControlProtocolError with a reply that can be sent, nothing else
+
+
+def _refused_or_parsed(line: bytes) -> None:
+    """parse_request either parses ``line`` or refuses it with a ControlProtocolError
+    whose error reply encodes (the reply is what the client gets back)."""
+    try:
+        request = parse_request(line)
+    except ControlProtocolError as exc:
+        encoded = ErrorReply(exc.request_id, str(exc)).encode()
+        assert encoded.endswith(b"\n") and encoded.count(b"\n") == 1
+        return
+    assert request.encode().decode("utf-8")  # what parsed can be sent on
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_get_a_reply(line: bytes) -> None:
+    _refused_or_parsed(line)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([c.value for c in Command] + ["nope"]),
+    st.dictionaries(
+        st.sampled_from(["text", "level", "count", "action", "key", "data", "x"]),
+        _json_values,
+        max_size=3,
+    ),
+)
+def test_any_json_arguments_get_a_reply(cmd: str, args: dict[str, object]) -> None:
+    line = json.dumps({"id": 1, "cmd": cmd, "args": args}).encode()
+    _refused_or_parsed(line)
+
+
+@pytest.mark.parametrize("surrogate", ["\\ud800", "\\udfff", "a\\udc80b"])
+def test_a_lone_surrogate_is_refused_by_name(surrogate: str) -> None:
+    line = '{"id": 7, "cmd": "say", "args": {"text": "hi ' + surrogate + '"}}'
+    with pytest.raises(ControlProtocolError, match="lone UTF-16 surrogate") as caught:
+        parse_request(line.encode())
+    assert caught.value.request_id == 7
+    ErrorReply(7, str(caught.value)).encode()  # the refusal itself can be sent
+
+
+@pytest.mark.parametrize("depth", [1_000, 5_000, 100_000])
+def test_deep_nesting_is_refused_by_name(depth: int) -> None:
+    line = '{"id": 1, "cmd": "say", "args": {"text": ' + "[" * depth + "]" * depth + "}}"
+    with pytest.raises(ControlProtocolError, match=r"too deeply|longer than"):
+        parse_request(line.encode())

@@ -325,3 +325,160 @@ async def test_request_bodies_are_not_logged(
     assert "control_request" in messages  # the request was logged (at DEBUG, cmd only)
     assert "4711" not in messages
     assert all("say" not in r.getMessage() or r.levelno <= logging.DEBUG for r in caplog.records)
+
+
+# -- client bookkeeping: the per-uid cap is exact, busy clients are never cut off
+
+
+async def hung_up(client: LineClient) -> bool:
+    """True once the server closed ``client`` (bounded: a mutant must fail, not hang)."""
+    return await asyncio.wait_for(client.reader.read(), 10) == b""
+
+
+async def test_the_per_uid_cap_is_exact(sock_path: Path) -> None:
+    cap = settings(sock_path, max_clients_per_uid=2, max_clients=16)
+    async with ControlServer(FakeControlHandler(), cap) as server:
+        a = await LineClient.connect(sock_path)
+        assert (await a.call(1, "volume"))["ok"] is True
+        b = await LineClient.connect(sock_path)
+        assert (await b.call(2, "volume"))["ok"] is True
+        c = await LineClient.connect(sock_path)  # the third of one uid: a makes room
+        assert (await c.call(3, "volume"))["ok"] is True
+        assert await hung_up(a)
+        assert server.evictions == 1
+        await wait_for(lambda: server.client_count == 2, "two clients left")
+        d = await LineClient.connect(sock_path)  # and b, the longest idle now
+        assert (await d.call(4, "volume"))["ok"] is True
+        assert await hung_up(b)
+        assert server.evictions == 2
+        for client in (a, b, c, d):
+            await client.close()
+
+
+async def test_a_client_in_the_middle_of_a_request_is_never_cut_off(sock_path: Path) -> None:
+    fake = FakeControlHandler(hang={"doctor"})
+    cap = settings(sock_path, max_clients_per_uid=2, request_timeout_s=30)
+    async with ControlServer(fake, cap) as server:
+        busy = await LineClient.connect(sock_path)  # the longest idle, but busy
+        await busy.send({"id": 1, "cmd": "doctor"})
+        await wait_for(lambda: fake.called("doctor"), "doctor started")
+        idle = await LineClient.connect(sock_path)
+        assert (await idle.call(2, "volume"))["ok"] is True
+        newcomer = await LineClient.connect(sock_path)
+        assert (await newcomer.call(3, "volume"))["ok"] is True
+        assert await hung_up(idle)  # the idle one made room
+        assert server.evictions == 1
+        # Now both held connections are busy: the next is refused, nobody is cut.
+        await newcomer.send({"id": 4, "cmd": "doctor"})
+        await wait_for(lambda: len(fake.called("doctor")) == 2, "second doctor started")
+        refused = await LineClient.connect(sock_path)
+        reply = await asyncio.wait_for(refused.recv(), 10)
+        assert reply["ok"] is False and "too many huxleyctl clients" in reply["error"]
+        assert server.evictions == 1
+        for client in (busy, idle, newcomer, refused):
+            await client.close()
+
+
+async def test_watch_clients_that_left_are_gone_at_once(sock_path: Path) -> None:
+    # Eight `huxleyctl watch` that exited must neither count nor lock their user out.
+    errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+    fake = FakeControlHandler()
+    cap = settings(sock_path, max_clients_per_uid=8, request_timeout_s=30)
+    async with ControlServer(fake, cap) as server:
+        watchers = [await LineClient.connect(sock_path) for _ in range(8)]
+        for n, watcher in enumerate(watchers):
+            await watcher.send({"id": n, "cmd": "watch"})
+            assert (await watcher.recv())["result"]["kind"] == "watching"
+        for watcher in watchers:
+            await watcher.close()
+        await wait_for(lambda: server.client_count == 0, "the watchers' connections ended")
+        assert fake.watch_closed == 8
+        late = await LineClient.connect(sock_path)
+        assert (await late.call(9, "volume"))["ok"] is True
+        assert server.evictions == 0
+        await late.close()
+    assert errors == []  # each left cleanly, not through an exception
+
+
+async def test_a_line_sent_during_a_watch_ends_it_and_is_answered(sock_path: Path) -> None:
+    fake = FakeControlHandler()
+    async with ControlServer(fake, settings(sock_path)):
+        client = await LineClient.connect(sock_path)
+        await client.send({"id": 1, "cmd": "watch"})
+        assert (await client.recv())["result"]["kind"] == "watching"
+        await client.send({"id": 2, "cmd": "volume"})
+        assert await client.recv() == {"id": 1, "ok": True, "done": True}
+        assert await client.recv() == {"id": 2, "ok": True, "result": {"volume": 55}}
+        await wait_for(lambda: fake.watch_closed == 1, "the watch subscription closed")
+        await client.close()
+
+
+# -- any input: an error reply, the connection and the handler untouched
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        (b'{"id": 1, "cmd": "say", "args": {"text": "hi \\ud800"}}\n', "lone UTF-16 surrogate"),
+        (
+            b'{"id": 1, "cmd": "say", "args": {"text": ' + b"[" * 5000 + b"]" * 5000 + b"}}\n",
+            "too deeply",
+        ),
+        (b"\xff\xfe\x00garbage\n", "not UTF-8"),
+        (b'{"id": 1, "cmd": "say", "args": {"text": 1e999999}}\n', "bad args"),
+    ],
+)
+async def test_hostile_lines_get_an_error_and_nothing_else_changes(
+    sock_path: Path, line: bytes, fragment: str
+) -> None:
+    fake = FakeControlHandler()
+    async with ControlServer(fake, settings(sock_path)) as server:
+        client = await LineClient.connect(sock_path)
+        await client.send_raw(line)
+        reply = await client.recv()
+        assert reply["ok"] is False and fragment in reply["error"]
+        assert fake.called("say") == []
+        assert (await client.call(2, "say", text="hello"))["ok"] is True
+        assert server.client_count == 1
+        await client.close()
+
+
+async def test_stopping_with_clients_connected_leaves_no_traceback(sock_path: Path) -> None:
+    # asyncio's stream callback logs a traceback for a client task that ends
+    # cancelled: a stop with a watch, a request in flight and an idle client.
+    errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+    fake = FakeControlHandler(hang={"say"})
+    server = ControlServer(fake, settings(sock_path, request_timeout_s=30))
+    await server.start()
+    watcher = await LineClient.connect(sock_path)
+    await watcher.send({"id": 1, "cmd": "watch"})
+    assert (await watcher.recv())["result"]["kind"] == "watching"
+    asking = await LineClient.connect(sock_path)
+    await asking.send({"id": 2, "cmd": "say", "args": {"text": "hello"}})
+    await wait_for(lambda: fake.called("say"), "say in flight")
+    idle = await LineClient.connect(sock_path)
+    await wait_for(lambda: server.client_count == 3, "three clients")
+    await server.close()
+    for _ in range(3):
+        await asyncio.sleep(0)  # let the stream callbacks run
+    assert errors == []
+    for client in (watcher, asking, idle):
+        assert await hung_up(client)
+        await client.close()
+
+
+async def test_a_levels_stream_that_stalls_ends_with_a_timeout_error(sock_path: Path) -> None:
+    # levels must deliver each sample within the request timeout (watch may be quiet).
+    fake = FakeControlHandler(hang={"levels"})
+    async with ControlServer(fake, settings(sock_path, request_timeout_s=0.2)):
+        client = await LineClient.connect(sock_path)
+        await client.send({"id": 5, "cmd": "levels"})
+        assert await client.recv() == {
+            "id": 5,
+            "ok": False,
+            "error": "levels timed out after 0.2 s",
+        }
+        assert (await client.call(6, "volume"))["ok"] is True  # the connection goes on
+        await client.close()

@@ -87,7 +87,7 @@ def test_install_check_config_and_remove(tmp_path: Path) -> None:
         "then: systemctl restart huxleyd"
     )
     missing = check_config(python, tmp_path, "[skills.demo]\n")
-    assert missing.returncode == 1 and "skill 'demo' is not installed" in missing.stderr
+    assert missing.returncode == 78 and "skill 'demo' is not installed" in missing.stderr
 
 
 def test_a_skill_needing_another_sdk_is_refused(tmp_path: Path) -> None:

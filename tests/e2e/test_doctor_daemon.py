@@ -96,3 +96,40 @@ async def test_a_failing_skill_setup_is_left_out_and_doctor_names_it(tmp_path: P
     assert str(persona) in checks["degraded parts"].detail
     [problem] = status.problems
     assert problem.startswith("skill:brain: setup failed")
+
+
+async def test_doctor_fails_the_key_the_provider_refused_in_its_words(tmp_path: Path) -> None:
+    key = tmp_path / "openai.key"
+    key.write_text("sk-wrong\n")
+    key.chmod(0o600)
+    pins = MockFactory(pin_class=MockPWMPin)
+    with scenario_skill_installed(tmp_path):
+        async with SimServer(Scenario(turns=()), speed=SPEED, api_key="sk-right") as sim:
+            path = write_config(tmp_path)
+            path.write_text(
+                path.read_text().replace("[provider]\n", f'[provider]\nurl = "{sim.url}"\n')
+            )
+            runtime = Runtime(
+                load_config(path),
+                Overrides(
+                    backend=WavBackend(),
+                    clock=ScaledClock(SPEED, start_s=1000.0),
+                    pin_factory=pins,
+                    key_file=key,
+                    notifier=RecordingNotifier(),
+                    env={},
+                ),
+            )
+            await runtime.start()
+            try:
+                await until(lambda: runtime.connection_state == "key_refused", "key refused")
+                words = runtime.connection_status.detail
+                checks = {c.name: c for c in await RuntimeControl(runtime).doctor()}
+            finally:
+                await runtime.close()
+                pins.close()
+    line = checks["key file"]
+    assert line.status == "fail"
+    assert "the provider refused this key" in line.detail and words in line.detail
+    assert "sk-wrong" not in line.detail
+    assert checks["provider"].status == "skipped" and "refused" in checks["provider"].detail

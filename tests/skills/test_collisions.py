@@ -146,7 +146,7 @@ def test_check_config_fails_on_a_collision_and_passes_with_a_choice(
 ) -> None:
     failed = _check_config(tmp_path, their_timers, "[skills.timers]\n")
     persona = tmp_path / "personas" / "default.toml"
-    assert failed.returncode == 1
+    assert failed.returncode == 78  # EX_CONFIG, as the start
     assert failed.stderr.strip() == (
         f"huxleyd: {persona}: skill 'timers' is provided by 2 distributions: {THEIRS} and "
         f'{OURS}; pick one in [skills.timers] with from = "huxley-skill-timers" or from = "huxleyd"'

@@ -96,3 +96,62 @@ async def test_reset_forgets_the_turn_so_an_id_may_come_again() -> None:
     tools.start(call("c1", "info"), on_done=done.append)  # a new turn's call
     await settle()
     assert skill.calls == ["info", "info"]
+
+
+async def test_a_call_cancelled_after_it_finished_but_before_it_reported_stays_cancelled() -> None:
+    # A barge-in can land between a tool's last step and its done callback: the
+    # call is then answered "cancelled", so its result (and its side effect,
+    # which on_done starts) must not follow.
+    tools, _, done = runner()
+    errors: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+    tools.start(call("c1", "info"), on_done=done.append)
+    task = tools._tasks["c1"]
+    # One loop step at a time: stop exactly between the task's end and its callback.
+    while not task.done():  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    cancelled = tools.cancel_all()
+    await settle()
+    assert [(o.tool, o.output, o.error) for o in cancelled] == [
+        ("info", CANCELLED_OUTPUT, "cancelled")
+    ]
+    assert done == []
+    assert tools.outcome("c1") == cancelled[0]
+    assert errors == []  # the late done callback ran cleanly
+
+
+class RaisingHost(SkillHost):
+    """A host whose call raises, which SkillHost.call itself never does."""
+
+    async def call(self, call_id: str, tool: str, arguments_json: str) -> ToolOutcome:
+        raise RuntimeError("host bug")
+
+
+async def test_a_host_that_raises_still_gives_the_call_a_tool_failed_outcome() -> None:
+    _, skill, done = runner()
+    tools = ToolRunner(RaisingHost([skill], tool_timeout_s=60.0))
+    tools.start(call("c1", "info"), on_done=done.append)
+    await settle()
+    assert [(o.call_id, o.tool, o.error) for o in done] == [("c1", "info", "tool_failed")]
+    assert json.loads(done[0].output) == {"error": "tool_failed"}
+    assert tools.outcome("c1") == done[0]
+
+
+class RecordingHost(SkillHost):
+    """Records what the runner hands the host."""
+
+    seen: list[tuple[str, str, str]]
+
+    async def call(self, call_id: str, tool: str, arguments_json: str) -> ToolOutcome:
+        self.seen.append((call_id, tool, arguments_json))
+        return ToolOutcome(call_id, tool, "{}")
+
+
+async def test_the_call_reaches_the_host_with_its_id_name_and_arguments() -> None:
+    _, skill, done = runner()
+    host = RecordingHost([skill], tool_timeout_s=60.0)
+    host.seen = []
+    tools = ToolRunner(host)
+    tools.start(ToolCall("r1", "c1", "info", '{"city": "Oslo"}'), on_done=done.append)
+    await settle()
+    assert host.seen == [("c1", "info", '{"city": "Oslo"}')]

@@ -170,10 +170,17 @@ class WavBackend:
             self._record(data[first:])
 
     def _load_mic(self, path: Path) -> Int16Array:
-        wav = read_wav(path)
-        if wav.channels != self.input_channels:
-            raise AudioError(
-                f"{path}: mic WAV has {wav.channels} channel(s); audio.input_channels is "
-                f"{self.input_channels}"
-            )
-        return resample(wav.samples, wav.rate_hz, self.rate_hz)
+        return load_mic_wav(path, input_channels=self.input_channels, rate_hz=self.rate_hz)
+
+
+def load_mic_wav(path: Path, *, input_channels: int, rate_hz: int) -> Int16Array:
+    """The mic WAV's samples at ``rate_hz``; :class:`AudioError` naming the file when it
+    is not a PCM16 WAV with ``input_channels`` channels. The backend and
+    ``--check-config`` (:mod:`huxleyd.preflight_io`) both read it with this."""
+    wav = read_wav(path)
+    if wav.channels != input_channels:
+        raise AudioError(
+            f"{path}: mic WAV has {wav.channels} channel(s); audio.input_channels is "
+            f"{input_channels}"
+        )
+    return resample(wav.samples, wav.rate_hz, rate_hz)

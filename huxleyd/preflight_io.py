@@ -1,0 +1,143 @@
+"""What the start opens, checked without opening it: the part of preflight that
+looks at the state directory, the control socket's path, the pin factory and
+the audio files and arithmetic.
+
+Each check calls the function the start itself calls (``period_frames``,
+``load_mic_wav``, ``pin_factory_class``, ``socket_path_problem``), so the two
+cannot drift apart. Every problem is a :class:`~huxleyd.errors.ConfigError`
+naming the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from huxleyd.audio.backends.wav_backend import load_mic_wav
+from huxleyd.audio.pcm import period_frames
+from huxleyd.config import Config
+from huxleyd.errors import AudioError, ConfigError
+from huxleyd.files import Reader
+from huxleyd.hardware.pins import check_pin_factory
+
+
+def check_devices(config: Config, reader: Reader) -> None:
+    """Everything below, in the order the start meets it."""
+    check_state_directory(config, reader)
+    check_socket_path(config)
+    check_pin_factory(config.hardware, config_file=str(config.path))
+    check_audio(config)
+
+
+def check_state_directory(config: Config, reader: Reader) -> None:
+    """``storage.state_dir`` is a directory ``reader`` may write in.
+
+    As this process (the start, ``--check-config`` by hand) it is created as
+    the start creates it. For another reader (root checking for the service
+    user) a missing one is left to the unit's ``StateDirectory=``, which
+    creates it owned by that user: only its place is checked. Nothing here
+    changes an owner.
+    """
+    state, file = config.storage.state_dir, str(config.path)
+    key = "storage.state_dir"
+    if state.exists() and not state.is_dir():
+        raise ConfigError(
+            file, key, f"expected a directory for the database: {state} is not a directory"
+        )
+    if state.is_symlink() and not state.exists():
+        raise ConfigError(
+            file, key, f"expected a directory for the database: {state} is a broken symlink"
+        )
+    if not state.exists() and not reader.is_self:
+        ancestor = next((p for p in state.parents if p.exists()), None)
+        if ancestor is not None and not ancestor.is_dir():
+            raise ConfigError(
+                file, key, f"expected a directory the daemon can create: {ancestor} is a file"
+            )
+        return
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            file, key, f"expected a directory the daemon can create: {state}: {exc.strerror}"
+        ) from None
+    if not reader.can_write(state):
+        raise ConfigError(
+            file, key, f"expected a directory {reader.describe()} can write: {state} is not"
+        )
+
+
+def socket_path_problem(path: Path) -> str | None:
+    """Why the control socket cannot be bound at ``path`` (None: it can).
+
+    :class:`~huxleyd.control.server.ControlServer` asks the same question
+    before it binds."""
+    parent = path.parent
+    if not parent.is_dir():
+        what = "does not exist" if not parent.exists() else "is not a directory"
+        return (
+            f"expected the socket in an existing directory: {parent} {what} "
+            "(under systemd, RuntimeDirectory=huxleyd creates /run/huxleyd)"
+        )
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"expected a socket path: {path}: {exc.strerror}"
+    if not stat.S_ISSOCK(mode):
+        return (
+            f"expected a socket (or nothing) at {path}: it exists and is not a socket; "
+            "move it away or change control.socket_path"
+        )
+    return None
+
+
+def check_socket_path(config: Config) -> None:
+    problem = socket_path_problem(config.control.socket_path)
+    if problem is not None:
+        raise ConfigError(str(config.path), "control.socket_path", problem)
+
+
+def check_audio(config: Config) -> None:
+    """The period divides the rates known before a card opens, and the WAV
+    backend's files are usable (when that backend may run)."""
+    audio, file = config.audio, str(config.path)
+    rates = [("audio.device_rate_hz", audio.device_rate_hz)]
+    if audio.backend in ("wav", "auto"):
+        rates.append(("audio.wav_rate_hz", audio.wav_rate_hz))
+    for key, rate in rates:
+        if rate is None:
+            continue
+        try:
+            period_frames(rate, audio.period_ms)
+        except AudioError as exc:
+            raise ConfigError(file, key, f"expected a rate the period divides: {exc}") from None
+    if audio.backend not in ("wav", "auto"):
+        return
+    if audio.mic_wav is not None:
+        try:
+            load_mic_wav(
+                audio.mic_wav, input_channels=audio.input_channels, rate_hz=audio.wav_rate_hz
+            )
+        except (AudioError, OSError, ValueError, EOFError) as exc:
+            raise ConfigError(file, "audio.mic_wav", f"expected a PCM16 WAV file: {exc}") from None
+    if audio.speaker_wav is not None:
+        _check_creatable_file(audio.speaker_wav, file=file, key="audio.speaker_wav")
+
+
+def _check_creatable_file(path: Path, *, file: str, key: str) -> None:
+    """``path`` is a regular file or can be created (its first existing
+    ancestor is a directory)."""
+    if path.is_dir():
+        raise ConfigError(file, key, f"expected a file to write: {path} is a directory")
+    if path.is_symlink() and not path.exists():
+        raise ConfigError(file, key, f"expected a file to write: {path} is a broken symlink")
+    for ancestor in path.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise ConfigError(
+                    file, key, f"expected a file to write: {ancestor} is not a directory"
+                )
+            return
