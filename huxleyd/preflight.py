@@ -132,14 +132,13 @@ def preflight(
         reader=who,
         what="the earcons (WAV files)",
     )
-    check_devices(config, who)
+    warnings = check_devices(config, who)
     key: KeySource | None = None
     if not uses_simulator_url and config.provider.kind != "sim":
         key = key_source(config, key_file=key_file, env=env)
         if key is not None:
             check_key_file(key.path, file=key.file, key=key.key, reader=who)
     _check_provider(config, key, who)
-    warnings: list[str] = []
     try:  # the start's own reader of them; without earcons it runs silent, and says so
         load_earcons(config.daemon.sounds_dir)
     except AudioError as exc:

@@ -22,15 +22,17 @@ from huxleyd.files import Reader
 from huxleyd.hardware.pins import check_pin_factory
 
 
-def check_devices(config: Config, reader: Reader) -> None:
-    """Everything below, in the order the start meets it."""
-    check_state_directory(config, reader)
+def check_devices(config: Config, reader: Reader) -> list[str]:
+    """Everything below, in the order the start meets it; returns the warnings
+    (parts the start will run degraded)."""
+    warnings = [w for w in [check_state_directory(config, reader)] if w]
     check_socket_path(config)
     check_pin_factory(config.hardware, config_file=str(config.path))
     check_audio(config)
+    return warnings
 
 
-def check_state_directory(config: Config, reader: Reader) -> None:
+def check_state_directory(config: Config, reader: Reader) -> str | None:
     """``storage.state_dir`` is a directory ``reader`` may write in.
 
     As this process (the start, ``--check-config`` by hand) it is created as
@@ -38,6 +40,12 @@ def check_state_directory(config: Config, reader: Reader) -> None:
     user) a missing one is left to the unit's ``StateDirectory=``, which
     creates it owned by that user: only its place is checked. Nothing here
     changes an owner.
+
+    A place that cannot be a directory (a file, a broken symlink, under a
+    file) is an error in ``huxleyd.toml``: raised. A directory that cannot be
+    created or written (an SD card remounted read-only, a wrong owner) is a
+    fault of the device, not of the file: the daemon runs on a database in
+    memory and says so, so this returns that warning instead of stopping it.
     """
     state, file = config.storage.state_dir, str(config.path)
     key = "storage.state_dir"
@@ -49,23 +57,22 @@ def check_state_directory(config: Config, reader: Reader) -> None:
         raise ConfigError(
             file, key, f"expected a directory for the database: {state} is a broken symlink"
         )
-    if not state.exists() and not reader.is_self:
+    if not state.exists():
         ancestor = next((p for p in state.parents if p.exists()), None)
         if ancestor is not None and not ancestor.is_dir():
             raise ConfigError(
                 file, key, f"expected a directory the daemon can create: {ancestor} is a file"
             )
-        return
+        if not reader.is_self:
+            return None
+    in_memory = "the daemon will run on a database in memory (nothing it learns is kept)"
     try:
         state.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(
-            file, key, f"expected a directory the daemon can create: {state}: {exc.strerror}"
-        ) from None
+        return f"{key}: {state} cannot be created ({exc.strerror}): {in_memory}"
     if not reader.can_write(state):
-        raise ConfigError(
-            file, key, f"expected a directory {reader.describe()} can write: {state} is not"
-        )
+        return f"{key}: {reader.describe()} cannot write {state}: {in_memory}"
+    return None
 
 
 def socket_path_problem(path: Path) -> str | None:

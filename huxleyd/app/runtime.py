@@ -169,6 +169,8 @@ class Runtime:
             uses_simulator_url=self.overrides.provider_url is not None,
             leave_out_failing_skills=True,
         )
+        for warning in checked.warnings:  # what --check-config prints, in the journal
+            log.warning("preflight_warning", warning=warning)
         self.built = parts = await build(
             config,
             self.overrides,
