@@ -44,11 +44,11 @@ typedef struct {
 	PyObject_HEAD
 	PaStream *stream;
 	int pa_ready;
-	int channels;
+	uint64_t channels; /* 0 until __init__ succeeded: every method checks (output_open) */
 	int rate;
 	int16_t *ring;
 	uint64_t mask; /* capacity - 1 (capacity a power of two, in frames) */
-	int fade_frames;
+	uint64_t fade_frames;
 	/* producer (Python) */
 	_Atomic uint64_t wpos;
 	_Atomic uint64_t cut_end_req;  /* where the requested fade should end (see cut()) */
@@ -61,7 +61,7 @@ typedef struct {
 	uint32_t cut_started;
 	int phase;         /* PLAYING, FADING or MUTED (callback only) */
 	uint64_t fade_end; /* ring position where the fade ends (callback only) */
-	int fade_in;       /* frames of fade-in left after a cut (callback only) */
+	uint64_t fade_in;  /* frames of fade-in left after a cut (callback only) */
 	_Atomic uint64_t cut_end;      /* published: last cut's fade end */
 	_Atomic uint64_t drop_from;    /* published: last cut dropped [drop_from, drop_to) */
 	_Atomic uint64_t drop_to;
@@ -95,26 +95,28 @@ static void copy_out(Output *o, int16_t *out, uint64_t pos, uint64_t n)
 /* Gain of the fade-out at ring position `pos` (1 → 0 over fade_frames, ending at fade_end). */
 static float fade_gain(Output *o, uint64_t pos)
 {
+	if (pos >= o->fade_end) /* past the end: silent (unsigned, so tested, not clamped) */
+		return 0.0f;
 	double g = (double)(o->fade_end - pos - 1) / (double)o->fade_frames;
-	return g < 0.0 ? 0.0f : g > 1.0 ? 1.0f : (float)g;
+	return g > 1.0 ? 1.0f : (float)g;
 }
 
 static void apply_gain_ramp(Output *o, int16_t *out, uint64_t n, uint64_t pos, int fade_out)
 {
-	int ch = o->channels;
+	uint64_t ch = o->channels;
 	for (uint64_t i = 0; i < n; i++) {
 		float g;
 		if (fade_out) {
 			g = fade_gain(o, pos + i);
-		} else {
-			int done = o->fade_frames - o->fade_in + (int)i + 1;
+		} else { /* fade_in <= fade_frames: no wrap */
+			uint64_t done = o->fade_frames - o->fade_in + i + 1;
 			g = done >= o->fade_frames ? 1.0f : (float)done / (float)o->fade_frames;
 		}
-		for (int c = 0; c < ch; c++)
+		for (uint64_t c = 0; c < ch; c++)
 			out[i * ch + c] = (int16_t)((float)out[i * ch + c] * g);
 	}
 	if (!fade_out)
-		o->fade_in = (uint64_t)o->fade_in > n ? o->fade_in - (int)n : 0;
+		o->fade_in = o->fade_in > n ? o->fade_in - n : 0;
 }
 
 /* A cut was requested: start its fade where Python predicted it (see cut()). */
@@ -124,8 +126,8 @@ static void begin_cut(Output *o, uint32_t req, uint64_t rpos, uint64_t wpos)
 	if (o->phase != PLAYING)
 		return; /* already fading or muted: the newer cut extends the mute */
 	uint64_t end = atomic_load_explicit(&o->cut_end_req, memory_order_acquire);
-	if (end < rpos || end - rpos > (uint64_t)o->fade_frames)
-		end = rpos + (uint64_t)o->fade_frames; /* raced with a callback: one period late */
+	if (end < rpos || end - rpos > o->fade_frames)
+		end = rpos + o->fade_frames; /* raced with a callback: one period late */
 	if (end > wpos)
 		end = wpos;
 	o->fade_end = end;
@@ -141,7 +143,7 @@ static int on_device(const void *input, void *output, unsigned long frames,
 {
 	Output *o = user;
 	int16_t *out = output;
-	int ch = o->channels;
+	uint64_t ch = o->channels;
 	(void)input;
 	if (atomic_fetch_add_explicit(&o->callbacks, 1, memory_order_relaxed) == 0)
 		atomic_store(&o->policy, sched_getscheduler(0)); /* once: did SCHED_FIFO take? */
@@ -285,8 +287,15 @@ int rt_open_stream(PaStream **out, int input, int device, int channels, double r
 		rt_pa_error(what, err);
 		return -1;
 	}
+	err = Pa_SetStreamFinishedCallback(stream, finished);
+	if (err != paNoError) { /* without it a dead stream would never be noticed: refuse */
+		Py_BEGIN_ALLOW_THREADS
+		Pa_CloseStream(stream);
+		Py_END_ALLOW_THREADS
+		rt_pa_error("Pa_SetStreamFinishedCallback", err);
+		return -1;
+	}
 	*out = stream;
-	Pa_SetStreamFinishedCallback(stream, finished);
 	const PaDeviceInfo *info = Pa_GetDeviceInfo(device);
 	const PaHostApiInfo *host = info ? Pa_GetHostApiInfo(info->hostApi) : NULL;
 	if (realtime && host && host->type == paALSA)
@@ -330,16 +339,16 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 	uint64_t cap = 1;
 	while (cap < (uint64_t)ring_frames)
 		cap <<= 1;
-	o->ring = PyMem_Calloc(cap * channels, sizeof(int16_t));
+	o->ring = PyMem_Calloc((size_t)cap * (size_t)channels, sizeof(int16_t));
 	if (!o->ring) {
 		PyErr_NoMemory();
 		return -1;
 	}
 	o->mask = cap - 1;
-	o->channels = channels;
 	o->rate = rate;
 	atomic_store(&o->policy, -1);
-	o->fade_frames = fade;
+	o->fade_frames = (uint64_t)fade;
+	o->channels = (uint64_t)channels; /* last: from here on the methods may use the ring */
 
 	PaError err = Pa_Initialize();
 	if (err != paNoError) {
@@ -351,9 +360,21 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 			   o, stream_gone, "Pa_OpenStream (playback callback)");
 }
 
+/* Methods that touch the ring or divide by the frame size need a successful __init__:
+ * Output.__new__(Output) alone leaves channels 0 (a division by zero, SIGFPE). */
+static int output_open(Output *o)
+{
+	if (o->channels)
+		return 1;
+	PyErr_SetString(PyExc_RuntimeError, "_rtout.Output is not open: __init__ did not run or failed");
+	return 0;
+}
+
 static PyObject *Output_start(Output *o, PyObject *unused)
 {
 	(void)unused;
+	if (!output_open(o))
+		return NULL;
 	return rt_start_stream(o->stream, "output");
 }
 
@@ -367,10 +388,18 @@ static PyObject *Output_close(Output *o, PyObject *unused)
 /* write(frames: int16 buffer, C-contiguous, whole frames) -> frames queued (never blocks) */
 static PyObject *Output_write(Output *o, PyObject *arg)
 {
+	if (!output_open(o))
+		return NULL;
 	Py_buffer view;
 	if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0)
 		return NULL;
 	size_t fb = (size_t)o->channels * sizeof(int16_t);
+	if ((size_t)view.len % fb) {
+		PyErr_Format(PyExc_ValueError, "write: %zd bytes is not whole frames of %d int16 channels",
+			     view.len, (int)o->channels);
+		PyBuffer_Release(&view);
+		return NULL;
+	}
 	uint64_t n = (uint64_t)view.len / fb;
 	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_relaxed);
 	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
@@ -393,9 +422,11 @@ static PyObject *Output_write(Output *o, PyObject *arg)
 static PyObject *Output_cut(Output *o, PyObject *unused)
 {
 	(void)unused;
+	if (!output_open(o))
+		return NULL;
 	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
 	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_acquire);
-	uint64_t end = r + ((uint64_t)o->fade_frames < w - r ? (uint64_t)o->fade_frames : w - r);
+	uint64_t end = r + (o->fade_frames < w - r ? o->fade_frames : w - r);
 	atomic_store_explicit(&o->cut_end_req, end, memory_order_release);
 	uint32_t seq = atomic_fetch_add_explicit(&o->cut_req, 1, memory_order_acq_rel) + 1;
 	return Py_BuildValue("(IK)", (unsigned)seq, (unsigned long long)end);
@@ -406,7 +437,7 @@ static PyObject *Output_resume(Output *o, PyObject *args)
 {
 	unsigned int seq;
 	unsigned long long at;
-	if (!PyArg_ParseTuple(args, "IK", &seq, &at))
+	if (!output_open(o) || !PyArg_ParseTuple(args, "IK", &seq, &at))
 		return NULL;
 	atomic_store_explicit(&o->resume_at, (uint64_t)at, memory_order_release);
 	atomic_store_explicit(&o->resume_seq, (uint32_t)seq, memory_order_release);
@@ -561,7 +592,22 @@ static PyObject *set_alsa_periods(PyObject *self, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
+/* _set_copy_pause_ns(ns): tests only. The next Input.read copy sleeps ns half-way,
+ * so a test can hold a late reader inside its copy while the callback writes. */
+static PyObject *set_copy_pause_ns(PyObject *self, PyObject *arg)
+{
+	(void)self;
+	long ns = PyLong_AsLong(arg);
+	if (ns == -1 && PyErr_Occurred())
+		return NULL;
+	if (ns < 0 || ns > 1000000000L)
+		return PyErr_Format(PyExc_ValueError, "_set_copy_pause_ns: %ld ns is not 0 to 1 s", ns);
+	rt_set_copy_pause_ns(ns);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+	{"_set_copy_pause_ns", set_copy_pause_ns, METH_O, "Tests only: pause the next mic copy half-way."},
 	{"set_alsa_periods", set_alsa_periods, METH_O, "Periods per ALSA buffer for new streams."},
 	{NULL, NULL, 0, NULL},
 };
@@ -581,10 +627,8 @@ PyMODINIT_FUNC PyInit__rtout(void)
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
-	Py_INCREF(&OutputType);
-	Py_INCREF(&InputType);
-	if (PyModule_AddObject(m, "Output", (PyObject *)&OutputType) < 0 ||
-	    PyModule_AddObject(m, "Input", (PyObject *)&InputType) < 0) {
+	/* PyModule_AddType takes its own reference and drops nothing on failure */
+	if (PyModule_AddType(m, &OutputType) < 0 || PyModule_AddType(m, &InputType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

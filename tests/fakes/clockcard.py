@@ -51,7 +51,19 @@ def build_plugin(build_dir: Path = BUILD_DIR) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=build_dir)
     os.close(fd)
     # PIC: alsa-lib's plugin symbol macros need it to export the versioned entry point
-    command = [cc, "-O2", "-Wall", "-DPIC", "-fPIC", "-shared", "-o", tmp, str(SOURCE), "-lasound"]
+    command = [
+        cc,
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-DPIC",
+        "-fPIC",
+        "-shared",
+        "-o",
+        tmp,
+        str(SOURCE),
+        "-lasound",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         os.unlink(tmp)

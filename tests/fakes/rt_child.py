@@ -1,0 +1,125 @@
+"""The mic extension alone on the clocked fake card, in a child (``python -m tests.fakes.rt_child``).
+
+The parent writes the card's ``.asoundrc`` (:func:`tests.fakes.clockcard.write_asoundrc`)
+and runs this module with ``HOME`` pointing at it; each mode prints one JSON object.
+
+- ``wait <ms>``: skip to the newest frame, then read ``ms`` of audio with a 2 s
+  timeout; reports whether it came and how long the wait took (monotonic ns).
+  With ``CLOCK_SHIM`` set (a library also in ``LD_PRELOAD`` that exports
+  ``wall_clock_behind``), the wall clock is set an hour behind just before the
+  read: it shows which clock the wait used.
+- ``late <reads>``: the card's mic plays a ramp (sample k is k mod 32768); the reader
+  lets the ring fill to one device period short of full, then reads one period, its
+  copy paused half-way (``_set_copy_pause_ns``) while the callback writes on.
+  Reports whether every period read was a contiguous piece of the ramp, and the
+  frames the extension counted as overwritten.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+RATE_HZ = 48_000
+PERIOD = 480  # the capture callback's period: 10 ms
+RAMP = 32_768
+
+
+def mic_index() -> int:
+    import pyaudio
+
+    audio = pyaudio.PyAudio()
+    try:
+        for index in range(audio.get_device_count()):
+            info = audio.get_device_info_by_index(index)
+            if info["name"] == "hux_mic" and int(info["maxInputChannels"]) > 0:
+                return index
+    finally:
+        audio.terminate()
+    raise SystemExit("no hux_mic device: is HOME the card's directory?")
+
+
+def rtout() -> Any:
+    return importlib.import_module("huxleyd.audio._rtout")
+
+
+def open_input(ring_frames: int) -> Any:
+    stream = rtout().Input(
+        device=mic_index(),
+        rate_hz=RATE_HZ,
+        channels=1,
+        period_frames=PERIOD,
+        ring_frames=ring_frames,
+        latency_s=0.02,
+        realtime=False,
+    )
+    stream.start()
+    return stream
+
+
+def wait(ms: int) -> dict[str, Any]:
+    stream = open_input(16_384)
+    out = np.zeros(RATE_HZ * ms // 1000, dtype=np.int16)
+    stream.read(np.zeros(PERIOD, dtype=np.int16), 2.0)  # the card runs
+    shim = os.environ.get("CLOCK_SHIM")
+    if shim:
+        ctypes.CDLL(shim).wall_clock_behind(ctypes.c_long(3600))
+    stream.discard(0)
+    began = time.monotonic_ns()
+    ok = bool(stream.read(out, 2.0))
+    waited = time.monotonic_ns() - began
+    stream.close()
+    return {"ok": ok, "waited_ns": waited}
+
+
+def late(reads: int) -> dict[str, Any]:
+    _rtout = rtout()
+    ring = 2048  # a power of two: the capacity is exactly this
+    stream = open_input(ring)
+    out = np.zeros(PERIOD, dtype=np.int16)
+    stream.read(out, 2.0)
+    torn = 0
+    try:
+        for _ in range(reads):
+            stream.discard(0)
+            while stream.queued() < ring - PERIOD + 32:  # one period short of full
+                time.sleep(0.0005)
+            # 25 ms: two or three callbacks write over the copy's second half meanwhile
+            _rtout._set_copy_pause_ns(25_000_000)
+            if not stream.read(out, 2.0):
+                raise SystemExit("the card stopped delivering")
+            steps = np.remainder(np.diff(out.astype(np.int64)), RAMP)
+            torn += int(np.any(steps != 1))
+    finally:
+        _rtout._set_copy_pause_ns(0)
+    _, overwritten = stream.counters()
+    stream.close()
+    return {"reads": reads, "torn": torn, "overwritten": int(overwritten)}
+
+
+def ramp_pcm(seconds: int = 4) -> bytes:
+    """The mic file for ``late``: a counter, so any seam shows (a whole number of ramps)."""
+    count = RATE_HZ * seconds // RAMP * RAMP
+    return np.remainder(np.arange(count, dtype=np.int64), RAMP).astype("<i2").tobytes()
+
+
+def main(argv: list[str]) -> int:
+    if argv[0] == "wait":
+        result = wait(int(argv[1]))
+    elif argv[0] == "late":
+        result = late(int(argv[1]))
+    else:
+        raise SystemExit(f"unknown mode {argv[0]!r}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
