@@ -15,7 +15,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint bench clockcard sounds install uninstall clean image image-test image-check image-deps
+.PHONY: setup run demo test lint sanitize bench clockcard sounds install uninstall clean image image-test image-check image-deps
 
 setup: $(VENV)/.installed
 
@@ -64,6 +64,11 @@ test: lint
 	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is missing" >&2; exit 1; fi; \
 	  exit $$rc
+
+# The C extensions under AddressSanitizer + UBSan, then tests/audio (scripts/sanitize.sh);
+# after any change to huxleyd/audio/*.c or _rt.h. Rebuilds the optimised ones after.
+sanitize: setup clockcard
+	scripts/sanitize.sh $(PY) $(PYTEST_ARGS)
 
 # The clocked fake sound card (hw/clockcard) the real-time rows run on.
 clockcard: setup

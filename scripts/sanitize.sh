@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make sanitize: the C audio extensions built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, then tests/audio run against them (the C-vs-numpy
+# kernel comparison, the callbacks on the clocked card, the safety tests).
+# Every finding aborts the process that made it and is written to
+# build/sanitize/reports/ (children's stderr is not always shown): any report
+# fails the run, and the summary says how many there were.
+# The optimised extensions are rebuilt afterwards, pass or fail.
+#
+# Python itself is not instrumented, so the ASan runtime must be loaded first:
+# LD_PRELOAD of the compiler's libasan, inherited by every child the tests start.
+#
+# Under ASan everything runs 2-3x slower: the clocked-card tests that judge
+# timing against a bound may then fail for time, not for memory; the summary
+# tells the two apart (a report is memory; a failure without one is time).
+set -uo pipefail
+main() {
+	local py=${1:-.venv/bin/python}
+	shift || true
+	local cc=${CC:-cc} asan reports=build/sanitize/reports
+	asan=$($cc -print-file-name=libasan.so)
+	if [ ! -e "$asan" ]; then
+		echo "sanitize: $cc has no libasan.so (apt-get install gcc)" >&2
+		return 1
+	fi
+	trap 'echo "sanitize: rebuilding the optimised extensions"; "$py" setup.py -q build_ext --inplace --force >/dev/null' EXIT
+	echo "sanitize: building the extensions with -fsanitize=address,undefined"
+	HUXLEYD_SANITIZE=1 "$py" setup.py -q build_ext --inplace --force \
+		--build-temp build/sanitize >/dev/null || return 1
+	# a check that cannot see a build without the sanitizers would be a lie
+	for so in huxleyd/audio/_rtout.*.so huxleyd/audio/_dsp.*.so; do
+		if ! ldd "$so" | grep -q libasan; then
+			echo "sanitize: $so is not linked with ASan" >&2
+			return 1
+		fi
+	done
+	rm -rf "$reports" && mkdir -p "$reports"
+	# Python leaks by design at exit: leak checks off, everything else fatal
+	export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$PWD/$reports/asan"
+	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$PWD/$reports/ubsan"
+	export LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
+	# espeak-ng hangs with the ASan runtime preloaded, and runs none of our C: left out
+	"$py" -m pytest -q -p no:cacheprovider tests/audio \
+		--deselect tests/audio/test_pcm.py::test_espeak_ngs_streaming_wav_parses_to_its_end "$@"
+	local rc=$? found
+	unset LD_PRELOAD
+	found=$(find "$reports" -type f | wc -l)
+	echo "sanitize: $found sanitizer reports (ASan + UBSan) in $reports; pytest exit $rc"
+	for report in "$reports"/*; do
+		[ -f "$report" ] && head -n 20 "$report"
+	done
+	[ "$found" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+main "$@"
