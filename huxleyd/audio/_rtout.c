@@ -14,7 +14,10 @@
  *   `fade_frames` of what plays next, then everything queued after the fade is
  *   dropped. Where the fade ended and which frames were dropped are published, so
  *   the engine truncates the item exactly where the listener stopped hearing it;
- * - count xruns from PortAudio's status flags (never by closing the stream);
+ * - count xruns from PortAudio's status flags (never by closing the stream), and
+ *   count a dropout: a period the ring could not fill while Python said more audio
+ *   was queued behind it (expect()), be it part way or at a period boundary. The
+ *   card never sees those (it is fed silence), so its xruns alone would lie;
  * - stamp which ring position reaches the DAC when (outputBufferDacTime), so the
  *   playout clock is the device's, not a latency guessed at open.
  *
@@ -55,6 +58,8 @@ typedef struct {
 	_Atomic uint32_t cut_req;
 	_Atomic uint64_t resume_at;    /* post-cut audio starts here ... */
 	_Atomic uint32_t resume_seq;   /* ... for cuts up to this one */
+	_Atomic int expect;            /* a source has audio queued: an empty ring is a dropout
+					  (relaxed both ways: a hint, one period late at worst) */
 	/* consumer (callback) */
 	_Atomic uint64_t rpos;
 	_Atomic uint32_t cut_done;
@@ -68,6 +73,8 @@ typedef struct {
 	_Atomic uint64_t callbacks;
 	_Atomic uint64_t xruns;        /* status flags: output underflow/overflow */
 	_Atomic uint64_t starved;      /* callbacks that found part of a period queued */
+	_Atomic uint64_t dropouts;     /* callbacks short of audio while `expect` was set */
+	_Atomic uint64_t dropout_frames; /* the silence they played instead, in frames */
 	_Atomic uint32_t stamp_seq;    /* seqlock over stamps */
 	stamp_t stamps[STAMPS];
 	_Atomic int aborted;
@@ -188,6 +195,11 @@ static int on_device(const void *input, void *output, unsigned long frames,
 		if (take == 0) {
 			if (o->phase == PLAYING && queued == 0 && played > 0)
 				atomic_fetch_add_explicit(&o->starved, 1, memory_order_relaxed);
+			/* ran dry, part way or at the boundary, with more audio on its way */
+			if (o->phase == PLAYING && atomic_load_explicit(&o->expect, memory_order_relaxed)) {
+				atomic_fetch_add_explicit(&o->dropouts, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&o->dropout_frames, want, memory_order_relaxed);
+			}
 			memset(out + done * ch, 0, want * ch * sizeof(int16_t));
 			done = frames;
 			break;
@@ -444,6 +456,25 @@ static PyObject *Output_resume(Output *o, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* expect(flag): the engine's sources have (True) or have no (False) audio queued behind
+ * what was written. While True, a period the ring cannot fill is a dropout. */
+static PyObject *Output_expect(Output *o, PyObject *arg)
+{
+	int flag = PyObject_IsTrue(arg);
+	if (flag < 0)
+		return NULL;
+	atomic_store_explicit(&o->expect, flag, memory_order_relaxed);
+	Py_RETURN_NONE;
+}
+
+/* dropouts() -> (periods short of audio while expected, frames of silence played) */
+static PyObject *Output_dropouts(Output *o, PyObject *unused)
+{
+	(void)unused;
+	return Py_BuildValue("(KK)", (unsigned long long)atomic_load(&o->dropouts),
+			     (unsigned long long)atomic_load(&o->dropout_frames));
+}
+
 /* The ring position at the DAC now: the newest stamp whose first frame has been heard. */
 static uint64_t heard_now(Output *o, double now)
 {
@@ -476,12 +507,14 @@ static PyObject *Output_status(Output *o, PyObject *unused)
 	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
 	uint64_t heard = heard_now(o, now);
 	return Py_BuildValue(
-		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
+		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
 		(unsigned long long)atomic_load(&o->wpos), "read", (unsigned long long)atomic_load(&o->rpos),
 		"heard", (unsigned long long)heard, "callbacks",
 		(unsigned long long)atomic_load(&o->callbacks), "xruns",
 		(unsigned long long)atomic_load(&o->xruns), "starved",
-		(unsigned long long)atomic_load(&o->starved), "cut_end",
+		(unsigned long long)atomic_load(&o->starved), "dropouts",
+		(unsigned long long)atomic_load(&o->dropouts), "dropout_frames",
+		(unsigned long long)atomic_load(&o->dropout_frames), "cut_end",
 		(unsigned long long)atomic_load(&o->cut_end), "drop_from",
 		(unsigned long long)atomic_load(&o->drop_from), "drop_to",
 		(unsigned long long)atomic_load(&o->drop_to), "cut_req", (unsigned)atomic_load(&o->cut_req),
@@ -560,6 +593,8 @@ static PyMethodDef Output_methods[] = {
 	{"heard", (PyCFunction)Output_heard, METH_NOARGS, "The ring position at the DAC now."},
 	{"drops", (PyCFunction)Output_drops, METH_NOARGS, "(cuts done, drop_from, drop_to)."},
 	{"xruns", (PyCFunction)Output_xruns, METH_NOARGS, "Underflows/overflows the callback saw."},
+	{"expect", (PyCFunction)Output_expect, METH_O, "expect(flag): more audio is queued upstream."},
+	{"dropouts", (PyCFunction)Output_dropouts, METH_NOARGS, "(periods short while expected, frames)."},
 	{"realtime", (PyCFunction)Output_realtime, METH_NOARGS, "Does the callback run SCHED_FIFO?"},
 	{"queued", (PyCFunction)Output_queued, METH_NOARGS, "Frames queued, not yet played."},
 	{"latency_s", (PyCFunction)Output_latency, METH_NOARGS, "PortAudio's output latency."},
