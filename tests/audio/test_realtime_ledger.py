@@ -32,3 +32,16 @@ def test_a_gap_in_a_tone_is_found_and_a_zero_crossing_is_not() -> None:
     tone[1000:1480] = 0  # 10 ms of silence: the speaker fed zeros
     assert longest_gap(tone, 0, len(tone)) >= 480
     assert longest_gap(tone, 2000, len(tone)) <= 2
+
+
+def test_the_speakers_silences_are_counted_from_the_recording() -> None:
+    from tests.fakes.clockcard import speaker_silences
+
+    rate = 48_000
+    tone = (16_000 * np.sin(2 * np.pi * 440 * np.arange(rate) / rate)).astype(np.int16)
+    recording = np.concatenate([np.zeros(rate // 2, np.int16), tone, np.zeros(rate, np.int16)])
+    assert speaker_silences(recording, rate_hz=rate) == (0, 0.0)  # lead-in and tail are not
+    recording[rate : rate + 960] = 0  # 20 ms dropout
+    recording[rate + 4800 : rate + 4800 + 120] = 0  # 2.5 ms: one short period
+    count, ms = speaker_silences(recording, rate_hz=rate)
+    assert count == 2 and 22 <= ms <= 23

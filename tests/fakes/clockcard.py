@@ -174,6 +174,21 @@ def silent_from(samples: np.ndarray, start: int, *, rate_hz: int, threshold: int
     return int(loud[long_gap[0]]) + start + 1
 
 
+def speaker_silences(
+    samples: np.ndarray, *, rate_hz: int, threshold: int = 160
+) -> tuple[int, float]:
+    """(count, total ms) of the silences inside what the speaker played: runs below
+    ``threshold`` longer than 1 ms between the first and the last loud sample. The
+    engine's test tones never go quiet for that long (a zero crossing is a sample
+    or two), so each is the speaker fed zeros: a dropout the listener heard."""
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) >= threshold)
+    if len(loud) < 2:
+        return 0, 0.0
+    gaps = np.diff(loud) - 1  # quiet samples between consecutive loud ones
+    long = gaps[gaps > rate_hz // 1000]
+    return len(long), float(long.sum()) * 1000 / rate_hz
+
+
 def largest_step(samples: np.ndarray, start: int, end: int) -> int:
     """The largest sample-to-sample jump in ``[start, end)``: a click is a big one."""
     piece = samples[max(start, 0) : end].astype(np.int32)
