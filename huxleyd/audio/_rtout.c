@@ -66,6 +66,7 @@ typedef struct {
 	uint32_t cut_started;
 	int phase;         /* PLAYING, FADING or MUTED (callback only) */
 	uint64_t fade_end; /* ring position where the fade ends (callback only) */
+	uint64_t fade_len; /* frames the fade spans, from where it began (callback only) */
 	uint64_t fade_in;  /* frames of fade-in left after a cut (callback only) */
 	_Atomic uint64_t cut_end;      /* published: last cut's fade end */
 	_Atomic uint64_t drop_from;    /* published: last cut dropped [drop_from, drop_to) */
@@ -99,12 +100,14 @@ static void copy_out(Output *o, int16_t *out, uint64_t pos, uint64_t n)
 		memcpy(out + first * o->channels, o->ring, (n - first) * fb);
 }
 
-/* Gain of the fade-out at ring position `pos` (1 → 0 over fade_frames, ending at fade_end). */
+/* Gain of the fade-out at ring position `pos`: 1 → 0 over fade_len frames, ending at
+ * fade_end. fade_len is fade_frames, or what was queued when the ring held less: a
+ * shorter ramp from 1, never a fade that starts part way down (a step: a click). */
 static float fade_gain(Output *o, uint64_t pos)
 {
 	if (pos >= o->fade_end) /* past the end: silent (unsigned, so tested, not clamped) */
 		return 0.0f;
-	double g = (double)(o->fade_end - pos - 1) / (double)o->fade_frames;
+	double g = (double)(o->fade_end - pos - 1) / (double)o->fade_len;
 	return g > 1.0 ? 1.0f : (float)g;
 }
 
@@ -138,6 +141,7 @@ static void begin_cut(Output *o, uint32_t req, uint64_t rpos, uint64_t wpos)
 	if (end > wpos)
 		end = wpos;
 	o->fade_end = end;
+	o->fade_len = end - rpos; /* from gain 1 at the next frame played */
 	o->fade_in = 0;
 	o->phase = end > rpos ? FADING : MUTED;
 	atomic_store_explicit(&o->cut_end, end, memory_order_relaxed);

@@ -146,3 +146,24 @@ def test_a_reader_nearly_a_ring_behind_gets_no_torn_period_and_the_loss_is_count
     )
     assert result["torn"] == 0, result
     assert result["overwritten"] > 0, result
+
+
+def test_a_cut_with_the_ring_nearly_empty_fades_from_full_gain_without_a_click(
+    card: ClockCard,
+) -> None:
+    """A cut when the speaker's ring holds less than the fade (measured: steps 3.6x
+    and 10.9x the tone's own). The fade spans what is queued, from gain 1: a shorter
+    ramp, never one that starts part way down."""
+    from tests.fakes.clockcard import largest_step
+
+    result = run_json_child(
+        ["-m", "tests.fakes.rt_child", "drycut", "6"], child_env(card.directory), timeout_s=60
+    )
+    heard, t0 = card.speaker()
+    rate = 48_000
+    tone_step = 16384 * 2 * np.pi * 440 / rate  # the tone's own largest step
+    steps = []
+    for asked in result["asked_ns"]:
+        at = (asked - t0) * rate // 10**9
+        steps.append(largest_step(heard, at - rate // 100, at + rate // 50) / tone_step)
+    assert max(steps) < 1.5, ([round(s, 2) for s in steps], result["queued"])

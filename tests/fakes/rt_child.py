@@ -13,6 +13,10 @@ and runs this module with ``HOME`` pointing at it; each mode prints one JSON obj
   copy paused half-way (``_set_copy_pause_ns``) while the callback writes on.
   Reports whether every period read was a contiguous piece of the ramp, and the
   frames the extension counted as overwritten.
+- ``drycut <cuts>``: the speaker plays a -6 dBFS 440 Hz tone and is cut when its
+  ring holds less than the fade (one short period left); reports when each cut
+  was asked (monotonic ns), so the parent finds it in the card's recording, and
+  the frames queued then.
 """
 
 from __future__ import annotations
@@ -32,18 +36,58 @@ PERIOD = 480  # the capture callback's period: 10 ms
 RAMP = 32_768
 
 
-def mic_index() -> int:
+def device_index(name: str, key: str) -> int:
     import pyaudio
 
     audio = pyaudio.PyAudio()
     try:
         for index in range(audio.get_device_count()):
             info = audio.get_device_info_by_index(index)
-            if info["name"] == "hux_mic" and int(info["maxInputChannels"]) > 0:
+            if info["name"] == name and int(info[key]) > 0:
                 return index
     finally:
         audio.terminate()
-    raise SystemExit("no hux_mic device: is HOME the card's directory?")
+    raise SystemExit(f"no {name} device: is HOME the card's directory?")
+
+
+def mic_index() -> int:
+    return device_index("hux_mic", "maxInputChannels")
+
+
+FADE = 240  # 5 ms, the engine's default
+SHORT = 120  # the speaker callback's period: 2.5 ms
+
+
+def drycut(cuts: int) -> dict[str, Any]:
+    out = rtout().Output(
+        device=device_index("hux_spk", "maxOutputChannels"),
+        rate_hz=RATE_HZ,
+        channels=1,
+        period_frames=SHORT,
+        ring_frames=RATE_HZ,
+        fade_frames=FADE,
+        latency_s=0.01,
+    )
+    out.start()
+    t = np.arange(RATE_HZ // 5) / RATE_HZ
+    tone = (16384 * np.sin(2 * np.pi * 440 * t)).astype("<i2")
+    asked: list[int] = []
+    left: list[int] = []
+    for index in range(cuts):
+        # not a whole number of callbacks (PortAudio may ask 2 short periods at once),
+        # so the ring is left with less than the fade (35-120 frames: a ramp over 2
+        # frames is a click whatever the fade does); the cut at another phase each time
+        out.write(tone[: len(tone) - SHORT - index * 17])
+        until = time.monotonic() + 2.0
+        while not 0 < out.queued() < FADE and time.monotonic() < until:
+            time.sleep(0.0001)
+        asked.append(time.monotonic_ns())
+        left.append(int(out.queued()))
+        seq, _ = out.cut()
+        time.sleep(0.05)
+        out.resume(seq, out.written())
+    out.close()
+    return {"asked_ns": asked, "queued": left}
 
 
 def rtout() -> Any:
@@ -115,6 +159,8 @@ def main(argv: list[str]) -> int:
         result = wait(int(argv[1]))
     elif argv[0] == "late":
         result = late(int(argv[1]))
+    elif argv[0] == "drycut":
+        result = drycut(int(argv[1]))
     else:
         raise SystemExit(f"unknown mode {argv[0]!r}")
     print(json.dumps(result))
