@@ -52,15 +52,33 @@ typedef struct {
 	int16_t *ring;
 	uint64_t mask; /* capacity - 1 (capacity a power of two, in frames) */
 	uint64_t fade_frames;
-	/* producer (Python) */
+	/* Written by Python (the audio thread; cut() from asyncio), read by the callback.
+	 * wpos: release store after the frames are copied in (write); the callback's
+	 *   acquire load pairs with it, so it never plays a slot before its data.
+	 * cut_end_req then cut_req: cut() stores the fade end (release), then bumps
+	 *   cut_req (acq_rel); the callback's acquire load of cut_req pairs, and only
+	 *   then loads cut_end_req (acquire), so it sees the end that goes with the cut.
+	 * resume_at then resume_seq: resume() stores both with release, the callback
+	 *   loads resume_seq then resume_at with acquire (a new seq comes with its at).
+	 * expect: relaxed both ways: a hint about the sources, one period late at worst. */
 	_Atomic uint64_t wpos;
-	_Atomic uint64_t cut_end_req;  /* where the requested fade should end (see cut()) */
+	_Atomic uint64_t cut_end_req;
 	_Atomic uint32_t cut_req;
-	_Atomic uint64_t resume_at;    /* post-cut audio starts here ... */
-	_Atomic uint32_t resume_seq;   /* ... for cuts up to this one */
-	_Atomic int expect;            /* a source has audio queued: an empty ring is a dropout
-					  (relaxed both ways: a hint, one period late at worst) */
-	/* consumer (callback) */
+	_Atomic uint64_t resume_at;
+	_Atomic uint32_t resume_seq;
+	_Atomic int expect;
+	/* Written by the callback, read by Python.
+	 * rpos: release store at the end of each callback, after the slots were read;
+	 *   write()'s acquire load pairs with it, so Python never overwrites a slot the
+	 *   callback is still reading.
+	 * cut_done: release store after drop_from/drop_to (relaxed) are published;
+	 *   drops() loads it with acquire first, so the pair it reads is that cut's.
+	 * cut_end: relaxed, informational (status()).
+	 * callbacks, xruns, starved, dropouts, dropout_frames: relaxed counters, no order.
+	 * stamp_seq: a seqlock over stamps[]: odd (release) while the callback writes
+	 *   a stamp, even (release) after; heard_now() reads it with acquire before and
+	 *   after its copy and retries on a change or an odd value.
+	 * aborted: PortAudio's finished callback, seq_cst. policy: once, seq_cst. */
 	_Atomic uint64_t rpos;
 	_Atomic uint32_t cut_done;
 	uint32_t cut_started;
@@ -68,15 +86,16 @@ typedef struct {
 	uint64_t fade_end; /* ring position where the fade ends (callback only) */
 	uint64_t fade_len; /* frames the fade spans, from where it began (callback only) */
 	uint64_t fade_in;  /* frames of fade-in left after a cut (callback only) */
-	_Atomic uint64_t cut_end;      /* published: last cut's fade end */
-	_Atomic uint64_t drop_from;    /* published: last cut dropped [drop_from, drop_to) */
+	_Atomic uint64_t cut_end;      /* last cut's fade end */
+	_Atomic uint64_t drop_from;    /* last cut dropped [drop_from, drop_to) */
 	_Atomic uint64_t drop_to;
 	_Atomic uint64_t callbacks;
 	_Atomic uint64_t xruns;        /* status flags: output underflow/overflow */
 	_Atomic uint64_t starved;      /* callbacks that found part of a period queued */
 	_Atomic uint64_t dropouts;     /* callbacks short of audio while `expect` was set */
 	_Atomic uint64_t dropout_frames; /* the silence they played instead, in frames */
-	_Atomic uint32_t stamp_seq;    /* seqlock over stamps */
+	_Atomic uint32_t stamp_seq;
+	uint64_t heard_last; /* heard_now()'s last consistent answer (readers hold the GIL) */
 	stamp_t stamps[STAMPS];
 	_Atomic int aborted;
 	_Atomic int policy; /* the callback thread's scheduling policy, -1 until it ran */
@@ -491,18 +510,21 @@ static uint64_t heard_now(Output *o, double now)
 		atomic_thread_fence(memory_order_acquire);
 		after = atomic_load_explicit(&o->stamp_seq, memory_order_acquire);
 	} while ((before != after || (before & 1)) && ++tries < 100);
+	if (before != after || (before & 1))
+		return o->heard_last; /* never a torn copy: the last consistent answer */
 	uint64_t newest = before / 2; /* stamps written so far */
 	uint64_t count = newest < STAMPS ? newest : STAMPS;
 	for (uint64_t k = 0; k < count; k++) {
 		stamp_t *s = &copy[(newest - 1 - k) % STAMPS];
 		if (s->dac <= now) {
 			uint64_t into = (uint64_t)((now - s->dac) * o->rate);
-			return s->pos + (into < s->frames ? into : s->frames);
+			o->heard_last = s->pos + (into < s->frames ? into : s->frames);
+			return o->heard_last;
 		}
 	}
-	if (count)
-		return copy[(newest - count) % STAMPS].pos; /* nothing reached the DAC yet */
-	return 0;
+	if (count) /* nothing reached the DAC yet */
+		o->heard_last = copy[(newest - count) % STAMPS].pos;
+	return o->heard_last;
 }
 
 static PyObject *Output_status(Output *o, PyObject *unused)
