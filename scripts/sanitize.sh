@@ -14,16 +14,25 @@
 # timing against a bound may then fail for time, not for memory; the summary
 # tells the two apart (a report is memory; a failure without one is time).
 set -uo pipefail
+PY=${1:-.venv/bin/python}
+shift || true
+
+restore() {
+	echo "sanitize: rebuilding the optimised extensions"
+	if ! "$PY" setup.py -q build_ext --inplace --force >/dev/null; then
+		echo "sanitize: the optimised rebuild failed: run make setup" >&2
+		return 1
+	fi
+}
+
 main() {
-	local py=${1:-.venv/bin/python}
-	shift || true
+	local py=$PY
 	local cc=${CC:-cc} asan reports=build/sanitize/reports
 	asan=$($cc -print-file-name=libasan.so)
 	if [ ! -e "$asan" ]; then
 		echo "sanitize: $cc has no libasan.so (apt-get install gcc)" >&2
 		return 1
 	fi
-	trap 'echo "sanitize: rebuilding the optimised extensions"; "$py" setup.py -q build_ext --inplace --force >/dev/null' EXIT
 	echo "sanitize: building the extensions with -fsanitize=address,undefined"
 	HUXLEYD_SANITIZE=1 "$py" setup.py -q build_ext --inplace --force \
 		--build-temp build/sanitize >/dev/null || return 1
@@ -51,4 +60,8 @@ main() {
 	done
 	[ "$found" -eq 0 ] && [ "$rc" -eq 0 ]
 }
+trap 'restore; exit 130' INT TERM # never leave the instrumented build behind
 main "$@"
+rc=$?
+restore || rc=1
+exit $rc
