@@ -19,14 +19,14 @@ from tests.fakes.children import run_json_child
 from tests.fakes.clockcard import (
     ClockCard,
     ClockCardUnavailable,
+    bargein_cuts,
     build_plugin,
     child_env,
     freeze_once,
     largest_step,
-    silent_from,
     write_asoundrc,
 )
-from tests.fakes.realtime import RealTime, longest_gap
+from tests.fakes.realtime import RealTime
 
 pytestmark = pytest.mark.clockcard
 
@@ -128,32 +128,6 @@ def test_a_busy_python_thread_loses_no_mic_period(card: ClockCard, realtime: Rea
     assert result["periods"] + result["caught_up"] >= 20 * 50  # it really read 20 s
 
 
-def cuts_kept_in_time(
-    card: ClockCard, result: dict[str, Any]
-) -> list[tuple[int, int, float, float]]:
-    """The cuts of one ``bargein`` run that the machine kept in time: (press index,
-    silence index, ms heard by the card, ms the engine says were heard) of each cut whose tone reached the card
-    without a gap before the press. A gap is the speaker fed silence because the
-    engine was not run in time (a loaded machine; counted as an underrun since
-    issue 26): the card then heard the item for longer than it lasts, so the
-    truncate cannot be compared with it (measured once: 306.8 ms heard, 232 ms
-    sent, at load 5 on a 2-core CI host)."""
-    heard, t0 = card.speaker()
-    rate = 48000
-    kept = []
-    cuts = zip(result["press_ns"], result["write_ns"], result["audio_end_ms"], strict=True)
-    for press, wrote, end_ms in cuts:
-        at = (press - t0) * rate // 10**9
-        silent = silent_from(heard, at, rate_hz=rate)
-        assert silent < len(heard)  # the cut happened: never a matter of load
-        start = (wrote - t0) * rate // 10**9
-        onset = start + int(np.flatnonzero(np.abs(heard[start:]) >= 160)[0])
-        if longest_gap(heard, onset, at) > rate // 2000:  # 0.5 ms: more than a zero crossing
-            continue
-        kept.append((at, silent, (silent - onset) * 1000 / rate, end_ms))
-    return kept
-
-
 def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
     card: ClockCard, realtime: RealTime
 ) -> None:
@@ -165,7 +139,9 @@ def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
     while True:
         tries += 1
         result = run(card, "bargein", "callback", "48000", "6")
-        kept = cuts_kept_in_time(card, result)
+        cuts = bargein_cuts(card, result, rate_hz=48000)
+        assert all(cut.silent < len(card.speaker()[0]) for cut in cuts)  # never load
+        kept = [cut for cut in cuts if cut.kept]
         if card.xruns()[0] == 0 and len(kept) >= 3:
             break
         # The card underran, or the tone had gaps: this machine did not run the
@@ -177,11 +153,11 @@ def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
         card = write_asoundrc(card.directory)  # a new run starts from nothing
     realtime.judged(tries)
     heard, _ = card.speaker()
-    for at, silent, heard_ms, end_ms in kept:
+    for cut in kept:
         # the fade (5 ms of a -6 dBFS tone) never jumps more than the tone itself
-        assert largest_step(heard, at, silent + 48000 // 100) < 1000
+        assert largest_step(heard, cut.at, cut.silent + 48000 // 100) < 1000
         # exact to the device period, not to the engine period (20 ms) or the buffer
-        assert abs(end_ms - heard_ms) <= 5
+        assert abs(cut.end_ms - cut.heard_ms) <= 5
 
 
 @pytest.mark.parametrize("kind", ["blocking", "callback"])

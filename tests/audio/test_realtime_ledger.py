@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.fakes.realtime import LOAD_SKIP_SHARE, Ledger, longest_gap
+from tests.fakes.clockcard import longest_gap
+from tests.fakes.realtime import LOAD_SKIP_SHARE, Ledger
 
 
 def test_a_session_whose_real_time_tests_mostly_skipped_for_load_fails() -> None:

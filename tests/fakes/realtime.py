@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn, TypeVar
 
-import numpy as np
 import pytest
 
 LOAD_SKIP_SHARE = 1 / 3
@@ -88,14 +87,3 @@ class RealTime:
                 return result
             why = disturbed
         self.skip_for_load(why)
-
-
-def longest_gap(samples: np.ndarray, start: int, end: int, *, threshold: int = 160) -> int:
-    """The longest run of samples below ``threshold`` in ``[start, end)``, in samples:
-    inside a tone the engine kept fed, any run longer than a zero crossing is the
-    speaker going silent (the card is fed zeros when the callback's ring runs dry)."""
-    piece = np.abs(samples[max(start, 0) : end].astype(np.int32)) < threshold
-    if not piece.any():
-        return 0
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], piece.astype(np.int8), [0]])))
-    return int((edges[1::2] - edges[::2]).max())
