@@ -2,9 +2,11 @@
 # make sanitize: the C audio extensions built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, then tests/audio run against them (the C-vs-numpy
 # kernel comparison, the callbacks on the clocked card, the safety tests).
-# Every finding aborts the process that made it and is written to
-# build/sanitize/reports/ (children's stderr is not always shown): any report
-# fails the run, and the summary says how many there were.
+# Every finding ends the process that made it. ASan writes it to
+# build/sanitize/reports/; UBSan, loaded beside the preloaded ASan runtime,
+# ignores log_path and prints to stderr, which pytest shows for the failed test
+# (a child's stderr comes with its failure): the summary counts both, and any
+# finding or failed test fails the run.
 # The optimised extensions are rebuilt afterwards, pass or fail.
 #
 # Python itself is not instrumented, so the ASan runtime must be loaded first:
@@ -50,15 +52,17 @@ main() {
 	export LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
 	# espeak-ng hangs with the ASan runtime preloaded, and runs none of our C: left out
 	"$py" -m pytest -q -p no:cacheprovider tests/audio \
-		--deselect tests/audio/test_pcm.py::test_espeak_ngs_streaming_wav_parses_to_its_end "$@"
-	local rc=$? found
+		--deselect tests/audio/test_pcm.py::test_espeak_ngs_streaming_wav_parses_to_its_end "$@" \
+		2>&1 | tee "$reports/pytest.out"
+	local rc=${PIPESTATUS[0]} files printed
 	unset LD_PRELOAD
-	found=$(find "$reports" -type f | wc -l)
-	echo "sanitize: $found sanitizer reports (ASan + UBSan) in $reports; pytest exit $rc"
-	for report in "$reports"/*; do
+	files=$(find "$reports" -type f -name 'asan*' | wc -l)
+	printed=$(grep -cE 'runtime error:|ERROR: AddressSanitizer' "$reports/pytest.out")
+	echo "sanitize: $files ASan report files, $printed findings in the test output; pytest exit $rc"
+	for report in "$reports"/asan*; do
 		[ -f "$report" ] && head -n 20 "$report"
 	done
-	[ "$found" -eq 0 ] && [ "$rc" -eq 0 ]
+	[ "$files" -eq 0 ] && [ "$printed" -eq 0 ] && [ "$rc" -eq 0 ]
 }
 trap 'restore; exit 130' INT TERM # never leave the instrumented build behind
 main "$@"
