@@ -17,7 +17,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint mutate config-fuzz bench clockcard sounds install uninstall clean image image-test image-check image-deps
+.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-check image-deps
 
 setup: $(VENV)/.installed
 
@@ -87,6 +87,11 @@ mutate: setup
 # make test runs a sample of them.
 config-fuzz: setup
 	$(PY) -m tests.config.fuzzcases
+
+# The C extensions under AddressSanitizer + UBSan, then tests/audio (scripts/sanitize.sh);
+# after any change to huxleyd/audio/*.c or _rt.h. Rebuilds the optimised ones after.
+sanitize: setup clockcard
+	scripts/sanitize.sh $(PY) $(PYTEST_ARGS)
 
 # The clocked fake sound card (hw/clockcard) the real-time rows run on.
 clockcard: setup

@@ -2,6 +2,10 @@
 
 ``async def`` tests run on a fresh event loop each (no pytest-asyncio: the
 hook below is all we need). Fakes live in ``tests/fakes``.
+
+Real-time tests account for how they were judged (``realtime`` fixture, see
+``tests/fakes/realtime.py``): the session prints the counts and fails when too
+many skipped for load.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.realtime import LEDGER_KEY, Ledger, RealTime
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
@@ -21,3 +27,28 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     kwargs: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
     asyncio.run(asyncio.wait_for(pyfuncitem.obj(**kwargs), timeout=60))
     return True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[LEDGER_KEY] = Ledger()
+
+
+@pytest.fixture
+def realtime(request: pytest.FixtureRequest) -> RealTime:
+    return RealTime(request.config.stash[LEDGER_KEY], request.node.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    ledger = config.stash.get(LEDGER_KEY, None)
+    if ledger is None or not (ledger.first or ledger.retried or ledger.skipped):
+        return
+    terminalreporter.write_line(ledger.summary())
+    why = ledger.verdict()
+    if why:
+        terminalreporter.write_line(f"FAILED: {why}", red=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    ledger = session.config.stash.get(LEDGER_KEY, None)
+    if ledger is not None and ledger.verdict() and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -282,6 +282,11 @@ def daemon_facts(rt: Runtime) -> Facts:
         audio_description += (
             f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
         )
+    if stats.speaker_dropouts:  # the card saw nothing: only this counter did
+        audio_description += (
+            f" (the speaker went silent in {stats.speaker_dropouts} device period(s) while"
+            " audio was queued: the audio thread was not run in time)"
+        )
     return Facts(
         key=key,
         read_key=lambda: read_key(source),

@@ -30,7 +30,21 @@ typedef struct {
 	int held;
 } buf_t;
 
-/* Take `obj`'s buffer as `itemsize`-byte items; writable if asked. 0 or -1 (error set). */
+/* Does a buffer format string name the native-order item `code` ('f' float32, 'h' int16)?
+ * numpy writes "f"/"h"; struct-style prefixes for native or little-endian order are
+ * the same thing on the little-endian machines this runs on. A NULL format is bytes. */
+static int format_is(const char *format, char code)
+{
+	if (!format)
+		return 0;
+	if (*format == '@' || *format == '=' || (*format == '<' && PY_LITTLE_ENDIAN))
+		format++;
+	return format[0] == code && format[1] == '\0';
+}
+
+/* Take `obj`'s buffer as float32 (itemsize 4) or int16 (itemsize 2) items; writable if
+ * asked. The format is checked, not only the size: an int32 array is not float32.
+ * 0 or -1 (error set). */
 static int take(buf_t *b, PyObject *obj, Py_ssize_t itemsize, int writable, const char *name)
 {
 	b->held = 0;
@@ -38,9 +52,11 @@ static int take(buf_t *b, PyObject *obj, Py_ssize_t itemsize, int writable, cons
 	if (PyObject_GetBuffer(obj, &b->view, flags) < 0)
 		return -1;
 	b->held = 1;
-	if (b->view.itemsize != itemsize) {
-		PyErr_Format(PyExc_TypeError, "%s: expected %zd-byte items, got %zd", name, itemsize,
-			     b->view.itemsize);
+	char code = itemsize == 4 ? 'f' : 'h';
+	if (b->view.itemsize != itemsize || !format_is(b->view.format, code)) {
+		PyErr_Format(PyExc_TypeError, "%s: expected %s items (format '%c'), got format '%s' of %zd bytes",
+			     name, itemsize == 4 ? "float32" : "int16", code,
+			     b->view.format ? b->view.format : "B", b->view.itemsize);
 		return -1;
 	}
 	return 0;

@@ -22,6 +22,9 @@ PyObject *rt_start_stream(PaStream *stream, const char *which);
  * idempotent. 1 when PortAudio was released by this call. */
 int rt_close_stream(PaStream **stream, int *pa_ready);
 
+/* Test seam: the next Input copy pauses `ns` half-way (0: none). See _rtin.c. */
+void rt_set_copy_pause_ns(long ns);
+
 /* huxleyd.audio._rtout.Input, defined in _rtin.c */
 extern PyTypeObject InputType;
 

@@ -7,6 +7,17 @@
  * every whole period queued); later than that, the oldest frames are overwritten
  * and counted, never an xrun at the card. After an idle sleep, discard() skips to
  * the newest frames without counting them (nobody listened).
+ *
+ * The ring is a single-producer (the callback) / single-consumer (the reader) one.
+ * The reader cannot stop the callback, so a reader nearly a ring behind may copy
+ * slots the callback is rewriting: the callback announces how far it is about to
+ * write (`wend`) before it writes, and the reader checks `wend` after its copy, like
+ * a seqlock reader checks the sequence: a copy the writer reached is thrown away
+ * and the frames it lost are counted, never handed on torn.
+ *
+ * The reader waits on CLOCK_MONOTONIC (sem_clockwait): a Pi has no RTC and NTP
+ * steps the wall clock after boot; a wall-clock deadline would end a wait early
+ * (a "lost" device, reopened) or stretch it.
  */
 #include "_rt.h"
 #include <errno.h>
@@ -20,16 +31,27 @@ typedef struct {
 	PyObject_HEAD
 	PaStream *stream;
 	int pa_ready;
-	int channels;
+	int sem_ready; /* `ready` initialised: destroyed in dealloc, never while a read may wait */
+	uint64_t channels; /* 0 until __init__ succeeded: every reading method checks */
 	int16_t *ring;
 	uint64_t mask;
-	_Atomic uint64_t wpos; /* callback */
-	_Atomic uint64_t rpos; /* Python */
-	_Atomic uint64_t xruns;
-	_Atomic uint64_t overwritten;
-	_Atomic int aborted;
-	_Atomic uint64_t wake_at; /* the reader sleeps until wpos reaches this ... */
-	_Atomic int armed;        /* ... and only then is posted: one wake-up per read */
+	/* Written by the callback only. wend: relaxed store, then a release fence, before
+	 * the slots are written; the reader's acquire fence after its copy pairs with it.
+	 * wpos: release store after the slots are written; pairs with the reader's
+	 * acquire load before it copies. */
+	_Atomic uint64_t wend;
+	_Atomic uint64_t wpos;
+	/* Written by the reader only (read, discard); release, read back relaxed by it and
+	 * acquire by queued(). The callback never reads it: it overwrites, the reader counts. */
+	_Atomic uint64_t rpos;
+	_Atomic uint64_t xruns;       /* callback, relaxed: a counter, no order */
+	_Atomic uint64_t overwritten; /* reader, relaxed: a counter, no order */
+	_Atomic int aborted;          /* PortAudio's finished callback; seq_cst */
+	/* The reader sleeps until wpos reaches wake_at, and is posted only then, once:
+	 * the reader stores wake_at then armed (release); the callback loads wake_at
+	 * (acquire) and takes armed with an acq_rel exchange, so one wake-up per read. */
+	_Atomic uint64_t wake_at;
+	_Atomic int armed;
 	sem_t ready;
 } Input;
 
@@ -45,6 +67,9 @@ static int on_mic(const void *input, void *output, unsigned long frames,
 	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_relaxed);
 	uint64_t cap = in->mask + 1;
 	size_t fb = (size_t)in->channels * sizeof(int16_t);
+	/* announce the slots about to be rewritten before touching them (see take_period) */
+	atomic_store_explicit(&in->wend, w + frames, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
 	for (uint64_t done = 0; done < frames;) {
 		uint64_t at = (w + done) & in->mask;
 		uint64_t n = frames - done < cap - at ? frames - done : cap - at;
@@ -70,13 +95,14 @@ static void mic_gone(void *user)
 
 static void input_close_stream(Input *in)
 {
-	if (rt_close_stream(&in->stream, &in->pa_ready))
-		sem_destroy(&in->ready);
+	rt_close_stream(&in->stream, &in->pa_ready);
 }
 
 static void Input_dealloc(Input *in)
 {
 	input_close_stream(in);
+	if (in->sem_ready) /* here, not at close(): a read() after close() still waits on it */
+		sem_destroy(&in->ready);
 	PyMem_Free(in->ring);
 	Py_TYPE(in)->tp_free((PyObject *)in);
 }
@@ -102,27 +128,42 @@ static int Input_init(Input *in, PyObject *args, PyObject *kwargs)
 	uint64_t cap = 1;
 	while (cap < (uint64_t)ring_frames)
 		cap <<= 1;
-	in->ring = PyMem_Calloc(cap * channels, sizeof(int16_t));
+	if (sem_init(&in->ready, 0, 0) != 0) {
+		PyErr_SetFromErrno(PyExc_OSError);
+		return -1;
+	}
+	in->sem_ready = 1;
+	in->ring = PyMem_Calloc((size_t)cap * (size_t)channels, sizeof(int16_t));
 	if (!in->ring) {
 		PyErr_NoMemory();
 		return -1;
 	}
 	in->mask = cap - 1;
-	in->channels = channels;
+	in->channels = (uint64_t)channels; /* from here on the methods may use the ring */
 	PaError err = Pa_Initialize();
 	if (err != paNoError) {
 		rt_pa_error("Pa_Initialize", err);
 		return -1;
 	}
 	in->pa_ready = 1;
-	sem_init(&in->ready, 0, 0);
 	return rt_open_stream(&in->stream, 1, device, channels, rate, period, latency, realtime, on_mic, in,
 			   mic_gone, "Pa_OpenStream (capture callback)");
+}
+
+/* Input.__new__(Input) alone leaves channels 0: a division by zero (SIGFPE) in read(). */
+static int input_open(Input *in)
+{
+	if (in->channels)
+		return 1;
+	PyErr_SetString(PyExc_RuntimeError, "_rtout.Input is not open: __init__ did not run or failed");
+	return 0;
 }
 
 static PyObject *Input_start(Input *in, PyObject *unused)
 {
 	(void)unused;
+	if (!input_open(in))
+		return NULL;
 	return rt_start_stream(in->stream, "input");
 }
 
@@ -133,28 +174,68 @@ static PyObject *Input_close(Input *in, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* Copy `want` frames from the ring at the read position into buf, if they are there
- * (the oldest kept when the reader fell a whole ring behind); 1 if copied. Any thread. */
-static int take_period(Input *in, char *buf, uint64_t want)
+/* Test seam (_set_copy_pause_ns): the next copy sleeps this long half-way, so a test
+ * can hold a reader inside its copy while the callback writes. 0 in the daemon. */
+static _Atomic long copy_pause_ns;
+
+void rt_set_copy_pause_ns(long ns)
+{
+	atomic_store_explicit(&copy_pause_ns, ns, memory_order_relaxed);
+}
+
+static void copy_frames(Input *in, char *buf, uint64_t r, uint64_t want)
 {
 	size_t fb = (size_t)in->channels * sizeof(int16_t);
 	uint64_t cap = in->mask + 1;
-	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
-	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
-	if (w - r > cap) { /* the reader fell a whole ring behind: keep the newest */
-		atomic_fetch_add_explicit(&in->overwritten, w - r - cap + want, memory_order_relaxed);
-		r = w - cap + want;
-	}
-	if (w - r < want)
-		return 0;
+	long pause = 0;
+	if (atomic_load_explicit(&copy_pause_ns, memory_order_relaxed)) /* one copy only */
+		pause = atomic_exchange_explicit(&copy_pause_ns, 0, memory_order_relaxed);
 	for (uint64_t done = 0; done < want;) {
 		uint64_t at = (r + done) & in->mask;
 		uint64_t n = want - done < cap - at ? want - done : cap - at;
+		if (pause && n > 1)
+			n /= 2; /* a copy in two halves, paused between them */
 		memcpy(buf + done * fb, in->ring + at * in->channels, n * fb);
 		done += n;
+		if (pause && done < want) {
+			struct timespec ts = {.tv_sec = pause / 1000000000L, .tv_nsec = pause % 1000000000L};
+			nanosleep(&ts, NULL);
+			pause = 0;
+		}
 	}
-	atomic_store_explicit(&in->rpos, r + want, memory_order_release);
-	return 1;
+}
+
+/* Copy `want` frames (at most half the ring) from the ring at the read position into
+ * buf, if they are there; 1 if copied. A reader whose oldest frames the callback has
+ * rewritten, or rewrote while they were copied, keeps the newest instead and counts
+ * what it skipped: never a torn period. Reader thread only. */
+static int take_period(Input *in, char *buf, uint64_t want)
+{
+	uint64_t cap = in->mask + 1;
+	uint64_t r = atomic_load_explicit(&in->rpos, memory_order_relaxed);
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t w = atomic_load_explicit(&in->wpos, memory_order_acquire);
+		uint64_t end = atomic_load_explicit(&in->wend, memory_order_relaxed);
+		if (end < w) /* wend is stored first: a stale read of it */
+			end = w;
+		if (end - r > cap) { /* slots from r on were (or are being) rewritten */
+			/* end - w <= one callback <= cap / 2 and want <= cap / 2: stays <= w */
+			uint64_t keep = end - cap + want;
+			atomic_fetch_add_explicit(&in->overwritten, keep - r, memory_order_relaxed);
+			r = keep;
+			atomic_store_explicit(&in->rpos, r, memory_order_release);
+		}
+		if (w - r < want || r > w)
+			return 0;
+		copy_frames(in, buf, r, want);
+		atomic_thread_fence(memory_order_acquire); /* pairs with on_mic's release fence */
+		if (atomic_load_explicit(&in->wend, memory_order_relaxed) - r <= cap) {
+			atomic_store_explicit(&in->rpos, r + want, memory_order_release);
+			return 1;
+		}
+		/* the callback reached the copied slots: discard the copy, skip ahead (counted) */
+	}
+	return 0;
 }
 
 /* read(out, timeout_s) -> True when `out` (whole frames, int16) was filled; False when the
@@ -167,11 +248,24 @@ static PyObject *Input_read(Input *in, PyObject *args)
 	double timeout;
 	if (!PyArg_ParseTuple(args, "Od", &target, &timeout))
 		return NULL;
+	if (!input_open(in))
+		return NULL;
+	if (!(timeout >= 0.0 && timeout < 3600.0)) {
+		PyErr_Format(PyExc_ValueError, "read: timeout_s must be in [0, 3600), got %R", PyTuple_GET_ITEM(args, 1));
+		return NULL;
+	}
 	Py_buffer view;
 	if (PyObject_GetBuffer(target, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
 		return NULL;
 	size_t fb = (size_t)in->channels * sizeof(int16_t);
 	uint64_t want = (uint64_t)view.len / fb;
+	if ((size_t)view.len % fb || want == 0 || want > (in->mask + 1) / 2) {
+		PyErr_Format(PyExc_ValueError,
+			     "read: %zd bytes is not 1 to %llu whole frames of %d int16 channels (half the ring)",
+			     view.len, (unsigned long long)(in->mask + 1) / 2, (int)in->channels);
+		PyBuffer_Release(&view);
+		return NULL;
+	}
 	int ok = 1;
 	if (take_period(in, view.buf, want)) {
 		PyBuffer_Release(&view);
@@ -179,7 +273,7 @@ static PyObject *Input_read(Input *in, PyObject *args)
 	}
 	Py_BEGIN_ALLOW_THREADS
 	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until); /* not the wall clock: NTP steps it */
 	until.tv_sec += (time_t)timeout;
 	until.tv_nsec += (long)((timeout - (double)(time_t)timeout) * 1e9);
 	if (until.tv_nsec >= 1000000000L) {
@@ -195,7 +289,8 @@ static PyObject *Input_read(Input *in, PyObject *args)
 		atomic_store_explicit(&in->armed, 1, memory_order_release);
 		if (atomic_load_explicit(&in->wpos, memory_order_acquire) - r >= want)
 			continue;
-		if (atomic_load(&in->aborted) || (sem_timedwait(&in->ready, &until) != 0 && errno == ETIMEDOUT)) {
+		if (atomic_load(&in->aborted) ||
+		    (sem_clockwait(&in->ready, CLOCK_MONOTONIC, &until) != 0 && errno == ETIMEDOUT)) {
 			ok = 0;
 			break;
 		}
@@ -219,6 +314,8 @@ static PyObject *Input_queued(Input *in, PyObject *unused)
  * counted as lost (nobody listened: the idle engine resynchronising after a sleep). */
 static PyObject *Input_discard(Input *in, PyObject *arg)
 {
+	if (!input_open(in))
+		return NULL;
 	unsigned long long keep = PyLong_AsUnsignedLongLong(arg);
 	if (keep == (unsigned long long)-1 && PyErr_Occurred())
 		return NULL;

@@ -14,7 +14,10 @@
  *   `fade_frames` of what plays next, then everything queued after the fade is
  *   dropped. Where the fade ended and which frames were dropped are published, so
  *   the engine truncates the item exactly where the listener stopped hearing it;
- * - count xruns from PortAudio's status flags (never by closing the stream);
+ * - count xruns from PortAudio's status flags (never by closing the stream), and
+ *   count a dropout: a period the ring could not fill while Python said more audio
+ *   was queued behind it (expect()), be it part way or at a period boundary. The
+ *   card never sees those (it is fed silence), so its xruns alone would lie;
  * - stamp which ring position reaches the DAC when (outputBufferDacTime), so the
  *   playout clock is the device's, not a latency guessed at open.
  *
@@ -44,31 +47,55 @@ typedef struct {
 	PyObject_HEAD
 	PaStream *stream;
 	int pa_ready;
-	int channels;
+	uint64_t channels; /* 0 until __init__ succeeded: every method checks (output_open) */
 	int rate;
 	int16_t *ring;
 	uint64_t mask; /* capacity - 1 (capacity a power of two, in frames) */
-	int fade_frames;
-	/* producer (Python) */
+	uint64_t fade_frames;
+	/* Written by Python (the audio thread; cut() from asyncio), read by the callback.
+	 * wpos: release store after the frames are copied in (write); the callback's
+	 *   acquire load pairs with it, so it never plays a slot before its data.
+	 * cut_end_req then cut_req: cut() stores the fade end (release), then bumps
+	 *   cut_req (acq_rel); the callback's acquire load of cut_req pairs, and only
+	 *   then loads cut_end_req (acquire), so it sees the end that goes with the cut.
+	 * resume_at then resume_seq: resume() stores both with release, the callback
+	 *   loads resume_seq then resume_at with acquire (a new seq comes with its at).
+	 * expect: relaxed both ways: a hint about the sources, one period late at worst. */
 	_Atomic uint64_t wpos;
-	_Atomic uint64_t cut_end_req;  /* where the requested fade should end (see cut()) */
+	_Atomic uint64_t cut_end_req;
 	_Atomic uint32_t cut_req;
-	_Atomic uint64_t resume_at;    /* post-cut audio starts here ... */
-	_Atomic uint32_t resume_seq;   /* ... for cuts up to this one */
-	/* consumer (callback) */
+	_Atomic uint64_t resume_at;
+	_Atomic uint32_t resume_seq;
+	_Atomic int expect;
+	/* Written by the callback, read by Python.
+	 * rpos: release store at the end of each callback, after the slots were read;
+	 *   write()'s acquire load pairs with it, so Python never overwrites a slot the
+	 *   callback is still reading.
+	 * cut_done: release store after drop_from/drop_to (relaxed) are published;
+	 *   drops() loads it with acquire first, so the pair it reads is that cut's.
+	 * cut_end: relaxed, informational (status()).
+	 * callbacks, xruns, starved, dropouts, dropout_frames: relaxed counters, no order.
+	 * stamp_seq: a seqlock over stamps[]: odd (release) while the callback writes
+	 *   a stamp, even (release) after; heard_now() reads it with acquire before and
+	 *   after its copy and retries on a change or an odd value.
+	 * aborted: PortAudio's finished callback, seq_cst. policy: once, seq_cst. */
 	_Atomic uint64_t rpos;
 	_Atomic uint32_t cut_done;
 	uint32_t cut_started;
 	int phase;         /* PLAYING, FADING or MUTED (callback only) */
 	uint64_t fade_end; /* ring position where the fade ends (callback only) */
-	int fade_in;       /* frames of fade-in left after a cut (callback only) */
-	_Atomic uint64_t cut_end;      /* published: last cut's fade end */
-	_Atomic uint64_t drop_from;    /* published: last cut dropped [drop_from, drop_to) */
+	uint64_t fade_len; /* frames the fade spans, from where it began (callback only) */
+	uint64_t fade_in;  /* frames of fade-in left after a cut (callback only) */
+	_Atomic uint64_t cut_end;      /* last cut's fade end */
+	_Atomic uint64_t drop_from;    /* last cut dropped [drop_from, drop_to) */
 	_Atomic uint64_t drop_to;
 	_Atomic uint64_t callbacks;
 	_Atomic uint64_t xruns;        /* status flags: output underflow/overflow */
 	_Atomic uint64_t starved;      /* callbacks that found part of a period queued */
-	_Atomic uint32_t stamp_seq;    /* seqlock over stamps */
+	_Atomic uint64_t dropouts;     /* callbacks short of audio while `expect` was set */
+	_Atomic uint64_t dropout_frames; /* the silence they played instead, in frames */
+	_Atomic uint32_t stamp_seq;
+	uint64_t heard_last; /* heard_now()'s last consistent answer (readers hold the GIL) */
 	stamp_t stamps[STAMPS];
 	_Atomic int aborted;
 	_Atomic int policy; /* the callback thread's scheduling policy, -1 until it ran */
@@ -92,29 +119,33 @@ static void copy_out(Output *o, int16_t *out, uint64_t pos, uint64_t n)
 		memcpy(out + first * o->channels, o->ring, (n - first) * fb);
 }
 
-/* Gain of the fade-out at ring position `pos` (1 → 0 over fade_frames, ending at fade_end). */
+/* Gain of the fade-out at ring position `pos`: 1 → 0 over fade_len frames, ending at
+ * fade_end. fade_len is fade_frames, or what was queued when the ring held less: a
+ * shorter ramp from 1, never a fade that starts part way down (a step: a click). */
 static float fade_gain(Output *o, uint64_t pos)
 {
-	double g = (double)(o->fade_end - pos - 1) / (double)o->fade_frames;
-	return g < 0.0 ? 0.0f : g > 1.0 ? 1.0f : (float)g;
+	if (pos >= o->fade_end) /* past the end: silent (unsigned, so tested, not clamped) */
+		return 0.0f;
+	double g = (double)(o->fade_end - pos - 1) / (double)o->fade_len;
+	return g > 1.0 ? 1.0f : (float)g;
 }
 
 static void apply_gain_ramp(Output *o, int16_t *out, uint64_t n, uint64_t pos, int fade_out)
 {
-	int ch = o->channels;
+	uint64_t ch = o->channels;
 	for (uint64_t i = 0; i < n; i++) {
 		float g;
 		if (fade_out) {
 			g = fade_gain(o, pos + i);
-		} else {
-			int done = o->fade_frames - o->fade_in + (int)i + 1;
+		} else { /* fade_in <= fade_frames: no wrap */
+			uint64_t done = o->fade_frames - o->fade_in + i + 1;
 			g = done >= o->fade_frames ? 1.0f : (float)done / (float)o->fade_frames;
 		}
-		for (int c = 0; c < ch; c++)
+		for (uint64_t c = 0; c < ch; c++)
 			out[i * ch + c] = (int16_t)((float)out[i * ch + c] * g);
 	}
 	if (!fade_out)
-		o->fade_in = (uint64_t)o->fade_in > n ? o->fade_in - (int)n : 0;
+		o->fade_in = o->fade_in > n ? o->fade_in - n : 0;
 }
 
 /* A cut was requested: start its fade where Python predicted it (see cut()). */
@@ -124,11 +155,12 @@ static void begin_cut(Output *o, uint32_t req, uint64_t rpos, uint64_t wpos)
 	if (o->phase != PLAYING)
 		return; /* already fading or muted: the newer cut extends the mute */
 	uint64_t end = atomic_load_explicit(&o->cut_end_req, memory_order_acquire);
-	if (end < rpos || end - rpos > (uint64_t)o->fade_frames)
-		end = rpos + (uint64_t)o->fade_frames; /* raced with a callback: one period late */
+	if (end < rpos || end - rpos > o->fade_frames)
+		end = rpos + o->fade_frames; /* raced with a callback: one period late */
 	if (end > wpos)
 		end = wpos;
 	o->fade_end = end;
+	o->fade_len = end - rpos; /* from gain 1 at the next frame played */
 	o->fade_in = 0;
 	o->phase = end > rpos ? FADING : MUTED;
 	atomic_store_explicit(&o->cut_end, end, memory_order_relaxed);
@@ -141,7 +173,7 @@ static int on_device(const void *input, void *output, unsigned long frames,
 {
 	Output *o = user;
 	int16_t *out = output;
-	int ch = o->channels;
+	uint64_t ch = o->channels;
 	(void)input;
 	if (atomic_fetch_add_explicit(&o->callbacks, 1, memory_order_relaxed) == 0)
 		atomic_store(&o->policy, sched_getscheduler(0)); /* once: did SCHED_FIFO take? */
@@ -186,6 +218,11 @@ static int on_device(const void *input, void *output, unsigned long frames,
 		if (take == 0) {
 			if (o->phase == PLAYING && queued == 0 && played > 0)
 				atomic_fetch_add_explicit(&o->starved, 1, memory_order_relaxed);
+			/* ran dry, part way or at the boundary, with more audio on its way */
+			if (o->phase == PLAYING && atomic_load_explicit(&o->expect, memory_order_relaxed)) {
+				atomic_fetch_add_explicit(&o->dropouts, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&o->dropout_frames, want, memory_order_relaxed);
+			}
 			memset(out + done * ch, 0, want * ch * sizeof(int16_t));
 			done = frames;
 			break;
@@ -285,8 +322,15 @@ int rt_open_stream(PaStream **out, int input, int device, int channels, double r
 		rt_pa_error(what, err);
 		return -1;
 	}
+	err = Pa_SetStreamFinishedCallback(stream, finished);
+	if (err != paNoError) { /* without it a dead stream would never be noticed: refuse */
+		Py_BEGIN_ALLOW_THREADS
+		Pa_CloseStream(stream);
+		Py_END_ALLOW_THREADS
+		rt_pa_error("Pa_SetStreamFinishedCallback", err);
+		return -1;
+	}
 	*out = stream;
-	Pa_SetStreamFinishedCallback(stream, finished);
 	const PaDeviceInfo *info = Pa_GetDeviceInfo(device);
 	const PaHostApiInfo *host = info ? Pa_GetHostApiInfo(info->hostApi) : NULL;
 	if (realtime && host && host->type == paALSA)
@@ -330,16 +374,16 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 	uint64_t cap = 1;
 	while (cap < (uint64_t)ring_frames)
 		cap <<= 1;
-	o->ring = PyMem_Calloc(cap * channels, sizeof(int16_t));
+	o->ring = PyMem_Calloc((size_t)cap * (size_t)channels, sizeof(int16_t));
 	if (!o->ring) {
 		PyErr_NoMemory();
 		return -1;
 	}
 	o->mask = cap - 1;
-	o->channels = channels;
 	o->rate = rate;
 	atomic_store(&o->policy, -1);
-	o->fade_frames = fade;
+	o->fade_frames = (uint64_t)fade;
+	o->channels = (uint64_t)channels; /* last: from here on the methods may use the ring */
 
 	PaError err = Pa_Initialize();
 	if (err != paNoError) {
@@ -351,9 +395,21 @@ static int Output_init(Output *o, PyObject *args, PyObject *kwargs)
 			   o, stream_gone, "Pa_OpenStream (playback callback)");
 }
 
+/* Methods that touch the ring or divide by the frame size need a successful __init__:
+ * Output.__new__(Output) alone leaves channels 0 (a division by zero, SIGFPE). */
+static int output_open(Output *o)
+{
+	if (o->channels)
+		return 1;
+	PyErr_SetString(PyExc_RuntimeError, "_rtout.Output is not open: __init__ did not run or failed");
+	return 0;
+}
+
 static PyObject *Output_start(Output *o, PyObject *unused)
 {
 	(void)unused;
+	if (!output_open(o))
+		return NULL;
 	return rt_start_stream(o->stream, "output");
 }
 
@@ -367,10 +423,18 @@ static PyObject *Output_close(Output *o, PyObject *unused)
 /* write(frames: int16 buffer, C-contiguous, whole frames) -> frames queued (never blocks) */
 static PyObject *Output_write(Output *o, PyObject *arg)
 {
+	if (!output_open(o))
+		return NULL;
 	Py_buffer view;
 	if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0)
 		return NULL;
 	size_t fb = (size_t)o->channels * sizeof(int16_t);
+	if ((size_t)view.len % fb) {
+		PyErr_Format(PyExc_ValueError, "write: %zd bytes is not whole frames of %d int16 channels",
+			     view.len, (int)o->channels);
+		PyBuffer_Release(&view);
+		return NULL;
+	}
 	uint64_t n = (uint64_t)view.len / fb;
 	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_relaxed);
 	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
@@ -393,9 +457,11 @@ static PyObject *Output_write(Output *o, PyObject *arg)
 static PyObject *Output_cut(Output *o, PyObject *unused)
 {
 	(void)unused;
+	if (!output_open(o))
+		return NULL;
 	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
 	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_acquire);
-	uint64_t end = r + ((uint64_t)o->fade_frames < w - r ? (uint64_t)o->fade_frames : w - r);
+	uint64_t end = r + (o->fade_frames < w - r ? o->fade_frames : w - r);
 	atomic_store_explicit(&o->cut_end_req, end, memory_order_release);
 	uint32_t seq = atomic_fetch_add_explicit(&o->cut_req, 1, memory_order_acq_rel) + 1;
 	return Py_BuildValue("(IK)", (unsigned)seq, (unsigned long long)end);
@@ -406,11 +472,30 @@ static PyObject *Output_resume(Output *o, PyObject *args)
 {
 	unsigned int seq;
 	unsigned long long at;
-	if (!PyArg_ParseTuple(args, "IK", &seq, &at))
+	if (!output_open(o) || !PyArg_ParseTuple(args, "IK", &seq, &at))
 		return NULL;
 	atomic_store_explicit(&o->resume_at, (uint64_t)at, memory_order_release);
 	atomic_store_explicit(&o->resume_seq, (uint32_t)seq, memory_order_release);
 	Py_RETURN_NONE;
+}
+
+/* expect(flag): the engine's sources have (True) or have no (False) audio queued behind
+ * what was written. While True, a period the ring cannot fill is a dropout. */
+static PyObject *Output_expect(Output *o, PyObject *arg)
+{
+	int flag = PyObject_IsTrue(arg);
+	if (flag < 0)
+		return NULL;
+	atomic_store_explicit(&o->expect, flag, memory_order_relaxed);
+	Py_RETURN_NONE;
+}
+
+/* dropouts() -> (periods short of audio while expected, frames of silence played) */
+static PyObject *Output_dropouts(Output *o, PyObject *unused)
+{
+	(void)unused;
+	return Py_BuildValue("(KK)", (unsigned long long)atomic_load(&o->dropouts),
+			     (unsigned long long)atomic_load(&o->dropout_frames));
 }
 
 /* The ring position at the DAC now: the newest stamp whose first frame has been heard. */
@@ -425,18 +510,21 @@ static uint64_t heard_now(Output *o, double now)
 		atomic_thread_fence(memory_order_acquire);
 		after = atomic_load_explicit(&o->stamp_seq, memory_order_acquire);
 	} while ((before != after || (before & 1)) && ++tries < 100);
+	if (before != after || (before & 1))
+		return o->heard_last; /* never a torn copy: the last consistent answer */
 	uint64_t newest = before / 2; /* stamps written so far */
 	uint64_t count = newest < STAMPS ? newest : STAMPS;
 	for (uint64_t k = 0; k < count; k++) {
 		stamp_t *s = &copy[(newest - 1 - k) % STAMPS];
 		if (s->dac <= now) {
 			uint64_t into = (uint64_t)((now - s->dac) * o->rate);
-			return s->pos + (into < s->frames ? into : s->frames);
+			o->heard_last = s->pos + (into < s->frames ? into : s->frames);
+			return o->heard_last;
 		}
 	}
-	if (count)
-		return copy[(newest - count) % STAMPS].pos; /* nothing reached the DAC yet */
-	return 0;
+	if (count) /* nothing reached the DAC yet */
+		o->heard_last = copy[(newest - count) % STAMPS].pos;
+	return o->heard_last;
 }
 
 static PyObject *Output_status(Output *o, PyObject *unused)
@@ -445,12 +533,14 @@ static PyObject *Output_status(Output *o, PyObject *unused)
 	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
 	uint64_t heard = heard_now(o, now);
 	return Py_BuildValue(
-		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
+		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
 		(unsigned long long)atomic_load(&o->wpos), "read", (unsigned long long)atomic_load(&o->rpos),
 		"heard", (unsigned long long)heard, "callbacks",
 		(unsigned long long)atomic_load(&o->callbacks), "xruns",
 		(unsigned long long)atomic_load(&o->xruns), "starved",
-		(unsigned long long)atomic_load(&o->starved), "cut_end",
+		(unsigned long long)atomic_load(&o->starved), "dropouts",
+		(unsigned long long)atomic_load(&o->dropouts), "dropout_frames",
+		(unsigned long long)atomic_load(&o->dropout_frames), "cut_end",
 		(unsigned long long)atomic_load(&o->cut_end), "drop_from",
 		(unsigned long long)atomic_load(&o->drop_from), "drop_to",
 		(unsigned long long)atomic_load(&o->drop_to), "cut_req", (unsigned)atomic_load(&o->cut_req),
@@ -529,6 +619,8 @@ static PyMethodDef Output_methods[] = {
 	{"heard", (PyCFunction)Output_heard, METH_NOARGS, "The ring position at the DAC now."},
 	{"drops", (PyCFunction)Output_drops, METH_NOARGS, "(cuts done, drop_from, drop_to)."},
 	{"xruns", (PyCFunction)Output_xruns, METH_NOARGS, "Underflows/overflows the callback saw."},
+	{"expect", (PyCFunction)Output_expect, METH_O, "expect(flag): more audio is queued upstream."},
+	{"dropouts", (PyCFunction)Output_dropouts, METH_NOARGS, "(periods short while expected, frames)."},
 	{"realtime", (PyCFunction)Output_realtime, METH_NOARGS, "Does the callback run SCHED_FIFO?"},
 	{"queued", (PyCFunction)Output_queued, METH_NOARGS, "Frames queued, not yet played."},
 	{"latency_s", (PyCFunction)Output_latency, METH_NOARGS, "PortAudio's output latency."},
@@ -561,7 +653,22 @@ static PyObject *set_alsa_periods(PyObject *self, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
+/* _set_copy_pause_ns(ns): tests only. The next Input.read copy sleeps ns half-way,
+ * so a test can hold a late reader inside its copy while the callback writes. */
+static PyObject *set_copy_pause_ns(PyObject *self, PyObject *arg)
+{
+	(void)self;
+	long ns = PyLong_AsLong(arg);
+	if (ns == -1 && PyErr_Occurred())
+		return NULL;
+	if (ns < 0 || ns > 1000000000L)
+		return PyErr_Format(PyExc_ValueError, "_set_copy_pause_ns: %ld ns is not 0 to 1 s", ns);
+	rt_set_copy_pause_ns(ns);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+	{"_set_copy_pause_ns", set_copy_pause_ns, METH_O, "Tests only: pause the next mic copy half-way."},
 	{"set_alsa_periods", set_alsa_periods, METH_O, "Periods per ALSA buffer for new streams."},
 	{NULL, NULL, 0, NULL},
 };
@@ -581,10 +688,8 @@ PyMODINIT_FUNC PyInit__rtout(void)
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
-	Py_INCREF(&OutputType);
-	Py_INCREF(&InputType);
-	if (PyModule_AddObject(m, "Output", (PyObject *)&OutputType) < 0 ||
-	    PyModule_AddObject(m, "Input", (PyObject *)&InputType) < 0) {
+	/* PyModule_AddType takes its own reference and drops nothing on failure */
+	if (PyModule_AddType(m, &OutputType) < 0 || PyModule_AddType(m, &InputType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -174,6 +174,8 @@ class AudioThread:
         """The exception that stopped the thread, if one did."""
         self.periods = 0
         self.underruns = 0
+        self.speaker_dropouts = 0
+        """Dropouts of devices closed since start (the open one's are its own)."""
         self.overruns = 0
         self.late = 0
         self.faults = 0
@@ -359,6 +361,8 @@ class AudioThread:
             timed.acknowledge(seq)
             if idle or self.device_state is not DeviceState.OPEN or timed.lead_reached():
                 break
+        # a source still holding audio means the callback's ring must not run dry
+        timed.out.expect_audio(not self._mixer.idle())
         timed.publish()
 
     def _catch_up(self, capture: CaptureChain) -> None:
@@ -470,6 +474,7 @@ class AudioThread:
             device_under, device_over = self.timed.out.xrun_counts()  # kept past the close
             self.underruns += device_under
             self.overruns += device_over
+            self.speaker_dropouts += self.timed.out.dropouts()
         self._backend.close()
         self.retry_later()
 

@@ -271,10 +271,12 @@ class AudioEngine:
         gaps = sum(source.gaps for source in self._sources.values())
         audio = self._audio_thread
         underruns, overruns = audio.underruns, audio.overruns
+        dropouts = audio.speaker_dropouts
         if audio.timed is not None and audio.device_state is DeviceState.OPEN:
             device_under, device_over = audio.timed.out.xrun_counts()
             underruns += device_under
             overruns += device_over
+            dropouts += audio.timed.out.dropouts()
         return EngineStats(
             periods=audio.periods,
             underruns=underruns + gaps,
@@ -289,6 +291,7 @@ class AudioEngine:
             output_rms_dbfs=self._out_meter.rms_dbfs,
             output_latency_ms=self._playout.latency_samples * 1000.0 / RATE_HZ,
             running=audio.running,
+            speaker_dropouts=dropouts,
             faults=audio.faults,
             last_fault=audio.last_fault,
         )

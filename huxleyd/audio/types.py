@@ -108,6 +108,10 @@ class EngineStats:
     """Device output latency plus resampler delay, as used by the playout clock."""
     running: bool
     """True while the audio thread is alive."""
+    speaker_dropouts: int = 0
+    """Device periods the speaker went (partly) silent while a source had audio
+    queued: the C callback's ring ran dry because the engine was not run in time.
+    The card saw no xrun (it was fed silence); counted in ``underruns`` too."""
     faults: int = 0
     """Periods that raised (e.g. a write error on the speaker); each closed the
     device, which was then reopened like a lost one. The thread kept running."""

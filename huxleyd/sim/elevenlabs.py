@@ -41,7 +41,7 @@ from websockets.http11 import Request, Response
 
 from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.sim.loopback import LoopbackServer
-from huxleyd.sim.pacing import audio_chunks, check_speed, sleep_script_ms
+from huxleyd.sim.pacing import AudioPacer, audio_chunks, check_speed
 from huxleyd.sim.speech import SynthMode, synthesize
 
 PATH = re.compile(r"^/v1/text-to-speech/(?P<voice>[^/]+)/stream-input$")
@@ -219,6 +219,7 @@ class ElevenLabsSim(LoopbackServer):
     async def _speak(
         self, connection: ServerConnection, session: TtsSession, batches: asyncio.Queue[str | None]
     ) -> None:
+        pacer = AudioPacer(self._speed)  # one schedule for the session's audio
         while (text := await batches.get()) is not None:
             if not any(c.isalnum() for c in text):
                 continue
@@ -230,7 +231,7 @@ class ElevenLabsSim(LoopbackServer):
                 await connection.send(json.dumps(_audio_message(piece, chars)))
                 session.audio_bytes += len(piece)
                 self._on_change()
-                await sleep_script_ms(self._chunk_ms, self._speed)
+                await pacer.sent(len(piece) / BYTES_PER_MS)
             session.batches_done += 1
             self._on_change()
         await connection.send(json.dumps({"audio": None, "isFinal": True, "alignment": None}))

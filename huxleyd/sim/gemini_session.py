@@ -37,7 +37,7 @@ from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,
 )
-from huxleyd.sim.pacing import audio_chunks, sleep_script_ms
+from huxleyd.sim.pacing import AudioPacer, audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord
 from huxleyd.sim.scenario import ResponseSpec
 from huxleyd.sim.session import words_for_chunk
@@ -338,6 +338,7 @@ class GeminiSimSession:
         pcm = await response_speech(spec, self._synth)
         chunks = audio_chunks(pcm, self._chunk_ms)
         words = spec.say.split()
+        pacer = AudioPacer(self._speed)  # ahead of real time, as Gemini sends
         for index, piece in enumerate(chunks):
             data = base64.b64encode(piece).decode("ascii")
             part = {"inlineData": {"mimeType": OUTPUT_MIME, "data": data}}
@@ -351,7 +352,7 @@ class GeminiSimSession:
                 return False
             if spec.go_away_after_deltas == index + 1:
                 await self._go_away(spec.go_away_s or 60.0)
-            await self._sleep_ms(len(piece) / BYTES_PER_MS)
+            await pacer.sent(len(piece) / BYTES_PER_MS)
         self._history("model:speech")
         return True
 

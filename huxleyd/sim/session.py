@@ -30,7 +30,7 @@ from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import get_logger
 from huxleyd.sim import wire
-from huxleyd.sim.pacing import audio_chunks, sleep_script_ms
+from huxleyd.sim.pacing import AudioPacer, audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord, Truncation
 from huxleyd.sim.scenario import ResponseSpec, ToolCallSpec
 from huxleyd.sim.speech import SynthMode, response_speech
@@ -424,6 +424,7 @@ class SimSession:
         chunks = audio_chunks(pcm, self._chunk_ms)
         words = spec.say.split()
         item = self._items[item_id]
+        pacer = AudioPacer(self._speed)  # ahead of real time, as the real service sends
         for index, piece in enumerate(chunks):
             delta = base64.b64encode(piece).decode("ascii")
             await self.emit(
@@ -444,7 +445,7 @@ class SimSession:
                 _log.info("sim_dropping_connection", response=rid, deltas=index + 1)
                 self._abort()
                 return False
-            await self._sleep_ms(len(piece) / BYTES_PER_MS)
+            await pacer.sent(len(piece) / BYTES_PER_MS)
         return True
 
     async def _call(self, running: _Running, call: ToolCallSpec) -> None:

@@ -67,10 +67,18 @@ static void note(struct card *c, const char *event, int64_t ns)
 	fflush(c->log);
 }
 
+/* Frames in `ns` nanoseconds at `rate`, rounded down: whole seconds and the rest apart,
+ * since ns * rate overflows int64 after about 53 h at 48 kHz. ns >= 0. */
+static int64_t frames_in(int64_t ns, unsigned int rate)
+{
+	return ns / 1000000000LL * (int64_t)rate + ns % 1000000000LL * (int64_t)rate / 1000000000LL;
+}
+
 /* Frames the clock has reached in this run, in whole periods (the DMA pointer). */
 static uint64_t clock_hw(struct card *c)
 {
-	int64_t frames = (mono_ns() - c->start_ns) * (int64_t)c->io.rate / 1000000000LL;
+	int64_t elapsed = mono_ns() - c->start_ns;
+	int64_t frames = elapsed < 0 ? 0 : frames_in(elapsed, c->io.rate);
 	frames -= frames % (int64_t)c->io.period_size;
 	return frames < 0 ? 0 : (uint64_t)frames;
 }
@@ -185,7 +193,7 @@ static int card_start(snd_pcm_ioplug_t *io)
 		c->first_ns = c->start_ns;
 		note(c, "t0", c->first_ns);
 	}
-	c->run_base = (c->start_ns - c->first_ns) * (int64_t)io->rate / 1000000000LL;
+	c->run_base = frames_in(c->start_ns - c->first_ns, io->rate);
 	c->running = 1;
 	note(c, "start", c->start_ns);
 	tick(c, TICK_PERIODS);

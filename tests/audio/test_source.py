@@ -74,6 +74,22 @@ async def test_a_sources_flush_cuts_a_timed_output_and_answers_at_the_fade_end()
     engine.close()
 
 
+async def test_the_speaker_is_told_while_a_source_holds_audio_behind_the_ring() -> None:
+    """While a source has audio queued the callback's ring must not run dry (a dry
+    period then is a dropout, counted); once the source is drained, it may."""
+    backend = TimedWavBackend(dac_delay_frames=2 * N)
+    engine = engine_on(backend)
+    speech = engine.source("speech")
+    await speech.write(tone(440, 0.2, -6), item_id="r")  # 10 periods
+    engine.run_periods(3)
+    playing = backend.expecting[-1]
+    engine.run_periods(15)
+    drained = backend.expecting[-1]
+    assert (playing, drained) == (True, False)
+    assert speech.idle()
+    engine.close()
+
+
 async def test_a_flush_without_a_timed_output_asks_for_no_cut() -> None:
     backend = WavBackend(keep_speaker=True)
     engine = engine_on(backend)

@@ -217,6 +217,8 @@ class TimedWavBackend(WavBackend):
         self._written = self._seen = self._heard = 0
         self._cut_seq = 0
         self._done = (0, 0, 0)
+        self.expecting: list[bool] = []
+        """What the engine said of its sources after each period's writes."""
 
     def open(self, *, period_ms: int) -> DeviceFormat:
         self._written = self._seen = self._heard = 0
@@ -253,6 +255,12 @@ class TimedWavBackend(WavBackend):
 
     def drops(self) -> tuple[int, int, int]:
         return self._done
+
+    def expect_audio(self, queued: bool) -> None:
+        self.expecting.append(queued)
+
+    def dropouts(self) -> int:
+        return 0
 
     def xrun_counts(self) -> tuple[int, int]:
         return 0, 0

@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,19 @@ def build_plugin(build_dir: Path = BUILD_DIR) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=build_dir)
     os.close(fd)
     # PIC: alsa-lib's plugin symbol macros need it to export the versioned entry point
-    command = [cc, "-O2", "-Wall", "-DPIC", "-fPIC", "-shared", "-o", tmp, str(SOURCE), "-lasound"]
+    command = [
+        cc,
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-DPIC",
+        "-fPIC",
+        "-shared",
+        "-o",
+        tmp,
+        str(SOURCE),
+        "-lasound",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         os.unlink(tmp)
@@ -160,6 +173,69 @@ def silent_from(samples: np.ndarray, start: int, *, rate_hz: int, threshold: int
         last = int(loud[-1]) + start + 1
         return last if len(samples) - last >= hold else len(samples)
     return int(loud[long_gap[0]]) + start + 1
+
+
+def speaker_silences(
+    samples: np.ndarray, *, rate_hz: int, threshold: int = 160
+) -> tuple[int, float]:
+    """(count, total ms) of the silences inside what the speaker played: runs below
+    ``threshold`` longer than 1 ms between the first and the last loud sample. The
+    engine's test tones never go quiet for that long (a zero crossing is a sample
+    or two), so each is the speaker fed zeros: a dropout the listener heard."""
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) >= threshold)
+    if len(loud) < 2:
+        return 0, 0.0
+    gaps = np.diff(loud) - 1  # quiet samples between consecutive loud ones
+    long = gaps[gaps > rate_hz // 1000]
+    return len(long), float(long.sum()) * 1000 / rate_hz
+
+
+def longest_gap(samples: np.ndarray, start: int, end: int, *, threshold: int = 160) -> int:
+    """The longest run of samples below ``threshold`` in ``[start, end)``, in samples:
+    inside a tone the engine kept fed, any run longer than a zero crossing is the
+    speaker going silent (the card is fed zeros when the callback's ring runs dry)."""
+    piece = np.abs(samples[max(start, 0) : end].astype(np.int32)) < threshold
+    if not piece.any():
+        return 0
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], piece.astype(np.int8), [0]])))
+    return int((edges[1::2] - edges[::2]).max())
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """One barge-in of a ``bargein`` run, placed on the card's recording."""
+
+    at: int
+    """Recording index of the press."""
+    silent: int
+    """Recording index from which the speaker stayed silent."""
+    heard_ms: float
+    """What the card heard of the item, onset to silence."""
+    end_ms: float
+    """What the engine said was heard (the truncate's ``audio_end_ms``)."""
+    kept: bool
+    """The item's tone reached the card without a gap before the press: the
+    machine ran the engine in time, so this cut can be judged. A gap is the
+    speaker fed silence (a loaded machine; an underrun since issue 26): the card
+    then heard the item for longer than it lasts (measured once: 306.8 ms heard,
+    232 ms sent, at load 5 on a 2-core CI host)."""
+
+
+def bargein_cuts(card: ClockCard, result: dict[str, Any], *, rate_hz: int) -> list[Cut]:
+    """Each cut of a ``bargein`` child's ``result``, as the card's recording has it."""
+    heard, t0 = card.speaker()
+    cuts = []
+    for press, wrote, end_ms in zip(
+        result["press_ns"], result["write_ns"], result["audio_end_ms"], strict=True
+    ):
+        at = (press - t0) * rate_hz // 10**9
+        silent = silent_from(heard, at, rate_hz=rate_hz)
+        start = (wrote - t0) * rate_hz // 10**9
+        onset = start + int(np.flatnonzero(np.abs(heard[start:]) >= 160)[0])
+        kept = longest_gap(heard, onset, at) <= rate_hz // 2000  # 0.5 ms: a zero crossing
+        heard_ms = (silent - onset) * 1000 / rate_hz
+        cuts.append(Cut(at, silent, heard_ms, float(end_ms), kept))
+    return cuts
 
 
 def largest_step(samples: np.ndarray, start: int, end: int) -> int:

@@ -14,6 +14,10 @@ the C playback callback):
   ``seconds``, with ``busy`` busy Python threads (0, 1, 2…); reports stats.
 - ``idle <kind> <rate> <seconds>``: nothing plays; reports CPU seconds used.
 - ``first <kind> <rate> <count>``: from idle, a delta arrives; reports when.
+- ``stall <kind> <rate> <hold_ms>``: speech plays 2 s of tone; 0.5 s in, a Python
+  thread holds the GIL for ``hold_ms`` (the switch interval raised to that), so
+  the audio thread cannot refill the speaker; reports when the hold began and
+  ended, and the engine's stats.
 """
 
 from __future__ import annotations
@@ -172,6 +176,33 @@ async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
     return {"sent_ns": sent, **describe(stats)}
 
 
+async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    speech = engine.source("speech")
+    await speech.write(tone(2.0), item_id="s")
+    await asyncio.sleep(0.5)
+    span: list[int] = []
+
+    def hold() -> None:  # pure Python for hold_ms: nobody else gets the GIL meanwhile
+        sys.setswitchinterval(hold_ms / 1000)
+        span.append(time.monotonic_ns())
+        until = span[0] + hold_ms * 1_000_000
+        while time.monotonic_ns() < until:
+            pass
+        span.append(time.monotonic_ns())
+        sys.setswitchinterval(0.005)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    await asyncio.to_thread(holder.join)
+    await speech.drained()
+    stats = engine.stats()
+    engine.close()
+    return {"hold_ns": span, **describe(stats)}
+
+
 def describe(stats: Any) -> dict[str, Any]:
     return {
         "periods": stats.periods,
@@ -180,6 +211,7 @@ def describe(stats: Any) -> dict[str, Any]:
         "late_periods": stats.late_periods,
         "mic_frames_dropped": stats.mic_frames_dropped,
         "source_gaps": stats.source_gaps,
+        "speaker_dropouts": getattr(stats, "speaker_dropouts", 0),  # older engines: blind
         "faults": getattr(stats, "faults", 0),  # older engines (the bench's "before")
         "device_state": stats.device_state.value,
         "output_latency_ms": stats.output_latency_ms,
@@ -196,6 +228,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "stall":
+        result = asyncio.run(stall(kind, rate, int(argv[3])))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     import huxleyd

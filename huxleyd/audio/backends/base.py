@@ -104,9 +104,21 @@ class OutputClock(Protocol):
         """``(cuts completed, first dropped frame, first frame played after)``."""
         ...
 
+    def expect_audio(self, queued: bool) -> None:
+        """Say, once a period, whether a source has audio queued behind what was
+        written: while it has, a device period the ring cannot fill is a dropout."""
+        ...
+
+    def dropouts(self) -> int:
+        """Device periods since the open that went (partly) silent while a source
+        had audio queued (see :meth:`expect_audio`): what the listener heard as gaps."""
+        ...
+
     def xrun_counts(self) -> tuple[int, int]:
         """(output underruns, input overruns) since the open: the callbacks' status
-        flags, plus mic frames lost because the engine read too late."""
+        flags and the periods the speaker went silent while audio was queued (the
+        card never sees those: it is fed silence), plus mic periods lost because
+        the engine read too late."""
         ...
 
 

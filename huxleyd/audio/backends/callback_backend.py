@@ -210,8 +210,19 @@ class CallbackBackend(PyAudioBackend):
         done, start, end = self._output.drops()
         return int(done), int(start), int(end)
 
+    def expect_audio(self, queued: bool) -> None:
+        if self._output is not None:
+            self._output.expect(queued)
+
+    def dropouts(self) -> int:
+        return int(self._output.dropouts()[0]) if self._output is not None else 0
+
     def xrun_counts(self) -> tuple[int, int]:
-        underruns = int(self._output.xruns()) if self._output is not None else 0
+        underruns = 0
+        if self._output is not None:
+            # the card's xruns, and the periods the ring ran dry while a source had
+            # audio queued (the callback fed silence: the card saw nothing wrong)
+            underruns = int(self._output.xruns()) + self.dropouts()
         overruns, lost_frames = self.input_counters()
         lost_periods = -(-lost_frames // max(1, self._frames_in))
         return underruns, overruns + lost_periods

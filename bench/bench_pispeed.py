@@ -1,0 +1,153 @@
+"""Pi speed: the engine on the clocked card with only a Pi's share of this CPU.
+
+Scaling: this VM runs Python about 3.5-4x faster per core than a Pi 4 (and a
+Zero 2 W is slower still), so a Pi 4 is about 25 % of one core here and a
+Zero 2 W under 10 %. Each row runs the ``load`` scenario (speech and ducked
+media, as ``bench_realtime``) in a CPU cgroup with that share: cgroup v2's
+``cpu.max`` where there is cgroup v2, else the v1 cpu controller's CFS quota,
+with ``cpu.rt_runtime_us`` so SCHED_FIFO is still granted to the callbacks (the
+quota throttles the Python threads; a FIFO thread is bounded by its RT runtime,
+as on a Pi). The figure is the share of the time the speaker was silent, from
+the card's recording, with and without a busy Python thread.
+
+"after" is this checkout; "before" is ``HUXLEYD_BENCH_BEFORE_ROOT``'s huxleyd
+(the callback design both ways), so the two are measured in the same run.
+``HUXLEYD_BENCH_PI_S`` sets each run's length (20 s by default). Needs root
+(a cgroup of its own); without one the rows say why, never a made-up figure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from bench import Row
+from tests.fakes.clockcard import (
+    ClockCardUnavailable,
+    build_plugin,
+    child_env,
+    speaker_silences,
+    write_asoundrc,
+)
+
+AREA = "pi speed"
+RATE = 48_000
+CHILD = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "clockcard_child.py"
+V1 = Path("/sys/fs/cgroup/cpu")
+V2 = Path("/sys/fs/cgroup")
+SHARES = (  # (label, share of one core, CFS period in µs)
+    ("100 %", 1.0, 10_000),
+    ("50 %", 0.5, 10_000),
+    ("25 % (a Pi 4)", 0.25, 10_000),
+    ("25 % as 25 ms in every 100 ms", 0.25, 100_000),
+    ("5 %", 0.05, 10_000),
+)
+RT_RUNTIME_US = 50_000
+"""SCHED_FIFO time the group may use per second (the callbacks need ~1 %)."""
+
+
+class NoCgroup(RuntimeError):
+    """No CPU cgroup can be made here (not root, or no cpu controller)."""
+
+
+@contextlib.contextmanager
+def cpu_group(share: float, period_us: int) -> Iterator[Path]:
+    """A CPU cgroup limited to ``share`` of one core; yields its ``cgroup.procs``."""
+    quota = max(1000, round(share * period_us))
+    v2 = (V2 / "cgroup.controllers").exists() and "cpu" in (V2 / "cgroup.controllers").read_text()
+    root = V2 if v2 else V1
+    if not (root / "cgroup.procs").exists():
+        raise NoCgroup("no cgroup cpu controller mounted")
+    group = root / f"huxleyd-bench-{os.getpid()}"
+    try:
+        group.mkdir()
+        if v2:
+            (group / "cpu.max").write_text(f"{quota if share < 1 else 'max'} {period_us}")
+        else:
+            (group / "cpu.cfs_period_us").write_text(str(period_us))
+            (group / "cpu.cfs_quota_us").write_text(str(quota if share < 1 else -1))
+            rt = group / "cpu.rt_runtime_us"
+            if rt.exists():
+                rt.write_text(str(RT_RUNTIME_US))
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        raise NoCgroup(f"cannot make a CPU cgroup: {exc}") from exc
+    try:
+        yield group / "cgroup.procs"
+    finally:
+        with contextlib.suppress(OSError):
+            group.rmdir()  # empty again once the child exited
+
+
+def _silent_share(samples: np.ndarray) -> float:
+    """% of the speech's span (first to last loud sample) the speaker was silent."""
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) >= 160)
+    if len(loud) < 2:
+        return 100.0
+    _, silent_ms = speaker_silences(samples, rate_hz=RATE)
+    return 100.0 * silent_ms / (float(loud[-1] - loud[0]) * 1000 / RATE)
+
+
+def _run(root: str | None, share: float, period_us: int, busy: bool, seconds: float) -> float:
+    with tempfile.TemporaryDirectory() as tmp, cpu_group(share, period_us) as procs:
+        directory = Path(tmp)
+        card = write_asoundrc(directory)
+        env = child_env(directory)
+        if root:
+            env["PYTHONPATH"] = root
+        args = ["load", "callback", str(RATE), str(seconds), "1" if busy else "0"]
+        done = subprocess.run(
+            [sys.executable, str(CHILD), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600 + 20 * seconds,
+            check=False,
+            # join the group before exec: every thread of the child is in it
+            preexec_fn=lambda: procs.write_text(str(os.getpid())),
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"child failed: {done.stderr[-300:]}")
+        json.loads(done.stdout.strip().splitlines()[-1])
+        share_silent = _silent_share(card.speaker()[0])
+    return share_silent
+
+
+def _rows() -> list[Row]:
+    seconds = float(os.environ.get("HUXLEYD_BENCH_PI_S", "20"))
+    before_root = os.environ.get("HUXLEYD_BENCH_BEFORE_ROOT")
+    rows = []
+    for label, share, period_us in SHARES:
+        for busy in (True, False):
+            after = _run(None, share, period_us, busy, seconds)
+            before = _run(before_root, share, period_us, busy, seconds)
+            thread = "with a busy Python thread" if busy else "no busy thread"
+            rows.append(
+                Row(
+                    AREA,
+                    f"speaker silent, CPU {label}, {thread}, {seconds:g} s (after; ref = before)",
+                    after,
+                    "% of the time",
+                    before,
+                    "% before",
+                    "0 at a Pi 4's share" if share >= 0.25 else "",
+                )
+            )
+    return rows
+
+
+def run() -> list[Row]:
+    try:
+        build_plugin()
+        return _rows()
+    except (ClockCardUnavailable, NoCgroup, RuntimeError, OSError) as exc:  # say so
+        return [Row(AREA, f"pi speed rows not measured: {exc}"[:100], float("nan"), "")]

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# make sanitize: the C audio extensions built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, then tests/audio run against them (the C-vs-numpy
+# kernel comparison, the callbacks on the clocked card, the safety tests).
+# Every finding ends the process that made it. ASan writes it to
+# build/sanitize/reports/; UBSan, loaded beside the preloaded ASan runtime,
+# ignores log_path and prints to stderr, which pytest shows for the failed test
+# (a child's stderr comes with its failure): the summary counts both, and any
+# finding or failed test fails the run.
+# The optimised extensions are rebuilt afterwards, pass or fail.
+#
+# Python itself is not instrumented, so the ASan runtime must be loaded first:
+# LD_PRELOAD of the compiler's libasan, inherited by every child the tests start.
+#
+# Under ASan everything runs 2-3x slower: the clocked-card tests that judge
+# timing against a bound may then fail for time, not for memory; the summary
+# tells the two apart (a report is memory; a failure without one is time).
+set -uo pipefail
+PY=${1:-.venv/bin/python}
+shift || true
+
+restore() {
+	echo "sanitize: rebuilding the optimised extensions"
+	if ! "$PY" setup.py -q build_ext --inplace --force >/dev/null; then
+		echo "sanitize: the optimised rebuild failed: run make setup" >&2
+		return 1
+	fi
+}
+
+main() {
+	local py=$PY
+	local cc=${CC:-cc} asan reports=build/sanitize/reports
+	asan=$($cc -print-file-name=libasan.so)
+	if [ ! -e "$asan" ]; then
+		echo "sanitize: $cc has no libasan.so (apt-get install gcc)" >&2
+		return 1
+	fi
+	echo "sanitize: building the extensions with -fsanitize=address,undefined"
+	HUXLEYD_SANITIZE=1 "$py" setup.py -q build_ext --inplace --force \
+		--build-temp build/sanitize >/dev/null || return 1
+	# a check that cannot see a build without the sanitizers would be a lie
+	for so in huxleyd/audio/_rtout.*.so huxleyd/audio/_dsp.*.so; do
+		if ! ldd "$so" | grep -q libasan; then
+			echo "sanitize: $so is not linked with ASan" >&2
+			return 1
+		fi
+	done
+	rm -rf "$reports" && mkdir -p "$reports"
+	# Python leaks by design at exit: leak checks off, everything else fatal
+	export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$PWD/$reports/asan"
+	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$PWD/$reports/ubsan"
+	export LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
+	# espeak-ng hangs with the ASan runtime preloaded, and runs none of our C: left out
+	"$py" -m pytest -q -p no:cacheprovider tests/audio \
+		--deselect tests/audio/test_pcm.py::test_espeak_ngs_streaming_wav_parses_to_its_end "$@" \
+		2>&1 | tee "$reports/pytest.out"
+	local rc=${PIPESTATUS[0]} files printed
+	unset LD_PRELOAD
+	files=$(find "$reports" -type f -name 'asan*' | wc -l)
+	printed=$(grep -cE 'runtime error:|ERROR: AddressSanitizer' "$reports/pytest.out")
+	echo "sanitize: $files ASan report files, $printed findings in the test output; pytest exit $rc"
+	for report in "$reports"/asan*; do
+		[ -f "$report" ] && head -n 20 "$report"
+	done
+	[ "$files" -eq 0 ] && [ "$printed" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+trap 'restore; exit 130' INT TERM # never leave the instrumented build behind
+main "$@"
+rc=$?
+restore || rc=1
+exit $rc
