@@ -46,7 +46,7 @@ $(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps
 	@extras=dev; if pkg-config --exists libsystemd 2>/dev/null; then extras=dev,journal; fi; \
 	  echo "setup 5/5: pip install -e .[$$extras] (1-3 min: PyAudio and systemd-python compile)"; \
 	  set -o pipefail; \
-	  if ! $(PY) -m pip install --progress-bar off -e ".[$$extras]" 2>&1 | tee $(VENV)/pip.log \
+	  if ! HUXLEYD_WERROR=1 $(PY) -m pip install --progress-bar off -e ".[$$extras]" 2>&1 | tee $(VENV)/pip.log \
 	      | { grep --line-buffered -E '^(Collecting|  Building wheel for|Installing collected|Successfully)' || true; } \
 	      | sed -u -e 's/^  //' -e 's/^/  /'; then \
 	    tail -n 30 $(VENV)/pip.log >&2; echo "setup failed: the whole pip output is in $(VENV)/pip.log" >&2; exit 1; \
