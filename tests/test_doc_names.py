@@ -8,9 +8,10 @@ the promise. Read from the page:
   ``Class.member`` (members include inherited ones, ``self.x`` attributes
   and dataclass fields), a module (``providers.base``) and its names, a
   configuration key (``audio.period_ms``, against the shipped
-  ``config/huxleyd.toml``), a ``make`` target, or a bare name, which must be
-  defined in ``huxleyd`` or the SDK, or appear there as a string (a task's,
-  a thread's or a log event's name);
+  ``config/huxleyd.toml``), a ``make`` target, or a bare name: a class, a
+  constant or a private name must be defined in ``huxleyd`` or the SDK;
+  another word (a task's, a thread's or a log event's name, a state's
+  value) must appear there, as a name or a string;
 - inside the hop-by-hop diagrams: every ``Class.member``, and every bare
   ``_private`` name, looked up in the class last named on its line.
 
@@ -66,6 +67,8 @@ class Index:
     """Class name → (members, base names) of each class of that name."""
     anywhere: set[str] = field(default_factory=set)
     """Every identifier defined, attribute, keyword and string constant."""
+    defined: set[str] = field(default_factory=set)
+    """Every name a module, a class or an instance defines (or imports)."""
 
     def members(self, cls: str, seen: frozenset[str] = frozenset()) -> set[str]:
         found: set[str] = set()
@@ -131,6 +134,7 @@ def build_index(roots: tuple[Path, ...] = SOURCES) -> Index:
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             index.modules[".".join(parts)] = _top_level(tree)
+            index.defined |= index.modules[".".join(parts)]
             index.anywhere |= set(_mentions(tree))
             for node in ast.walk(tree):
                 if isinstance(node, ast.ClassDef):
@@ -138,9 +142,11 @@ def build_index(roots: tuple[Path, ...] = SOURCES) -> Index:
                         b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases
                     ]
                     index.classes[node.name].append((_class_members(node), bases))
+                    index.defined |= index.classes[node.name][-1][0] | {node.name}
                     index.anywhere.add(node.name)
                 elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     index.anywhere.add(node.name)
+                    index.defined.add(node.name)
     return index
 
 
@@ -227,6 +233,8 @@ def check_span(index: Index, span: str, config: set[str]) -> str | None:
         return None
     if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", bare):
         return _resolve_dotted(index, bare.split("."))
+    if re.fullmatch(r"_?[A-Z]\w*|_\w+", bare):  # a class, a constant, a private name
+        return None if bare in index.defined else "not defined in the code"
     if bare in index.anywhere or _modules_named(index, bare):
         return None
     return "not defined or named in the code"
@@ -255,7 +263,7 @@ def wrong_names(text: str, index: Index) -> list[str]:
     wrong = [f"`{s}`: {why}" for s in spans if (why := check_span(index, s, config))]
     for member, cls in pairs:
         if cls is None:
-            ok = member in index.anywhere
+            ok = member in index.defined
         else:
             ok = cls in index.classes and member in index.members(cls)
         if not ok:
@@ -274,17 +282,21 @@ def test_the_page_names_enough_code_to_be_worth_checking() -> None:
 
 def test_a_moved_name_is_caught(tmp_path: Path) -> None:
     index = build_index()
+    index.anywhere.add("LogOnly")
     page = (
         "The `Runtime.no_such_member` and `audio/no_such.py`, `providers.base.Nope`,"
-        " `NoSuchClass`, `audio.no_such_key`, `make no-such-target`.\n"
+        " `NoSuchClass`, `audio.no_such_key`, `make no-such-target`, `no_such_event`.\n"
+        " `LogOnly`, said in a string by the code but defined nowhere.\n"
         "```\n AudioEngine._no_such → _nor_this\n Runtime.close → _neither\n```\n"
     )
     assert wrong_names(page, index) == [
-        "`NoSuchClass`: not defined or named in the code",
+        "`LogOnly`: not defined in the code",
+        "`NoSuchClass`: not defined in the code",
         "`Runtime.no_such_member`: class Runtime has no member 'no_such_member'",
         "`audio.no_such_key`: module huxleyd.audio defines no 'no_such_key'",
         "`audio/no_such.py`: no such file",
         "`make no-such-target`: no make target",
+        "`no_such_event`: not defined or named in the code",
         "`providers.base.Nope`: module huxleyd.providers.base defines no 'Nope'",
         "diagram: AudioEngine._no_such: no such member",
         "diagram: AudioEngine._nor_this: no such member",
