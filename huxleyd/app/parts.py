@@ -21,6 +21,7 @@ from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
+from huxleyd.hardware.pins import PinFactory
 from huxleyd.preflight import Preflight
 from huxleyd.providers.base import Session
 from huxleyd.skillhost import SkillHost
@@ -35,7 +36,7 @@ class Overrides:
 
     backend: AudioBackend | None = None
     clock: Clock | None = None
-    pin_factory: Any = None
+    pin_factory: PinFactory | None = None
     key_file: Path | None = None
     """Overrides the configured key file (``huxleyd --key-file``)."""
     provider_url: str | None = None
@@ -74,7 +75,7 @@ class Parts:
     instructions: SessionInstructions
     """Refreshed by the coordinator before each turn; re-based on reload."""
     coordinator: Coordinator
-    pin_factory: Any
+    pin_factory: PinFactory
     """The gpiozero pin factory the button and LEDs use (doctor reports it)."""
     pins_description: str
     button: PushToTalkButton

@@ -22,7 +22,7 @@ import os
 import warnings
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol
 
 from gpiozero import Device, InputDevice
 from gpiozero.pins.mock import MockFactory, MockPWMPin
@@ -33,8 +33,44 @@ from huxleyd.logs import get_logger
 
 log = get_logger("huxleyd.hardware")
 
-PinFactory = Any
-"""A ``gpiozero.Factory`` (gpiozero ships no type hints)."""
+
+class PinFactory(Protocol):
+    """The part of gpiozero's ``Factory`` huxleyd relies on, typed at our seam.
+
+    gpiozero ships no type hints, so this names what we use: ``spi`` (the
+    APA102 LEDs' bus) directly, and what the devices we hand the factory to
+    (``Button``, ``InputDevice``, ``DigitalOutputDevice``, the LED boards)
+    call on it: ``pin`` for a line, ``reserve_pins``/``release_pins`` to claim
+    and free it (how the doctor's probe finds a busy line), ``release_all``
+    and ``close`` when they close. gpiozero's ``MockFactory`` and every
+    factory it registers (lgpio, rpigpio, pigpio, native) satisfy it
+    (``tests/hardware/test_pin_factory_protocol.py`` checks their
+    signatures); mypy strict then refuses anything else at our seam.
+    """
+
+    def pin(self, name: Any, /) -> Any:
+        """The ``gpiozero.Pin`` for ``name`` (a number or ``"GPIO17"``, ``"BOARD11"``)."""
+        ...
+
+    def spi(self, **spi_args: Any) -> Any:
+        """A ``gpiozero.SPI`` for ``port``/``device`` or for explicit pins."""
+        ...
+
+    def reserve_pins(self, requester: Any, /, *names: Any) -> None:
+        """Claim ``names`` for ``requester``; raises ``GPIOPinInUse`` if held."""
+        ...
+
+    def release_pins(self, reserver: Any, /, *names: Any) -> None:
+        """Free the ``names`` that ``reserver`` claimed."""
+        ...
+
+    def release_all(self, reserver: Any, /) -> None:
+        """Free every pin ``reserver`` claimed."""
+        ...
+
+    def close(self) -> None:
+        """Release every pin and the factory's resources."""
+        ...
 
 
 def mock_factory(*, make_global: bool = False) -> PinFactory:
@@ -42,7 +78,7 @@ def mock_factory(*, make_global: bool = False) -> PinFactory:
 
     ``make_global`` also sets ``Device.pin_factory`` (see the module docstring).
     """
-    factory = MockFactory(pin_class=MockPWMPin)
+    factory: PinFactory = MockFactory(pin_class=MockPWMPin)
     if make_global:
         Device.pin_factory = factory
     return factory

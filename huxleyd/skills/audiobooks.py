@@ -43,6 +43,7 @@ from huxley_sdk import (
 from huxley_sdk.audio import PaletteError, read_palette
 
 from .media import AUDIO_EXTENSIONS, MediaError, ProbeInfo, best_match, decode_pcm, probe, rank
+from .support import require_ctx, tool_error
 
 BOOKMARK_PREFIX = "bookmark:"
 LAST_BOOK_KEY = "last_book"
@@ -187,7 +188,9 @@ class _Fail(Exception):
 
     def __init__(self, code: str, message: str, **details: Any) -> None:
         super().__init__(message)
-        self.payload = {"error": code, "message": message, **details}
+        self.code = code
+        self.message = message
+        self.details = details
 
 
 @dataclass(eq=False)
@@ -310,7 +313,7 @@ class AudiobooksSkill:
     async def _warm(self) -> None:
         with contextlib.suppress(_Fail):
             books = await self.library()
-            self._require_ctx().logger.info("library_scanned", books=len(books))
+            require_ctx(self._ctx, self.name).logger.info("library_scanned", books=len(books))
 
     def _load_earcons(self, folder: Path) -> dict[str, bytes]:
         present = [r for r in EARCONS if (folder / f"{r}.wav").is_file()]
@@ -319,7 +322,7 @@ class AudiobooksSkill:
         try:
             return read_palette(folder, roles=present)
         except PaletteError as exc:
-            self._require_ctx().logger.warning("earcons_unreadable", error=str(exc))
+            require_ctx(self._ctx, self.name).logger.warning("earcons_unreadable", error=str(exc))
             return {}
 
     async def teardown(self) -> None:
@@ -339,7 +342,7 @@ class AudiobooksSkill:
         try:
             result: ToolResult = await handlers[tool_name](args)
         except _Fail as fail:
-            return ToolResult(output=json.dumps(fail.payload))
+            return tool_error(fail.code, fail.message, **fail.details)
         return result
 
     # -- library -------------------------------------------------------------
@@ -371,13 +374,13 @@ class AudiobooksSkill:
             try:
                 info = await probe(path, ffprobe=self._ffprobe)
             except MediaError as exc:
-                self._require_ctx().logger.warning("book_unreadable", error=str(exc))
+                require_ctx(self._ctx, self.name).logger.warning("book_unreadable", error=str(exc))
                 return None
         self._probes[path] = (key, info)
         return info
 
     async def _bookmark(self, book: Book) -> tuple[float, bool]:
-        raw = await self._require_ctx().storage.get_setting(BOOKMARK_PREFIX + book.id)
+        raw = await require_ctx(self._ctx, self.name).storage.get_setting(BOOKMARK_PREFIX + book.id)
         if raw is None:
             return 0.0, False
         try:
@@ -391,7 +394,7 @@ class AudiobooksSkill:
             return  # superseded by a newer stream of this book: its bookmark wins
         position = 0.0 if finished else round(session.position_s, 3)
         value = json.dumps({"position_s": position, "finished": finished})
-        ctx = self._require_ctx()
+        ctx = require_ctx(self._ctx, self.name)
         try:
             await ctx.storage.set_setting(BOOKMARK_PREFIX + session.book.id, value)
         except Exception as exc:  # a full disk, a read-only or broken database
@@ -437,7 +440,7 @@ class AudiobooksSkill:
     async def _last_book(self) -> Book:
         if self._current is not None:
             return self._current.book
-        last_id = await self._require_ctx().storage.get_setting(LAST_BOOK_KEY)
+        last_id = await require_ctx(self._ctx, self.name).storage.get_setting(LAST_BOOK_KEY)
         book = next((b for b in await self.library() if b.id == last_id), None)
         if book is None:
             raise _Fail("nothing_played", "no audiobook has been played yet; ask for a title")
@@ -459,7 +462,7 @@ class AudiobooksSkill:
             session = _Session(book, serial, start_s, saved_s=start_s)
             self._latest[book.id] = serial
             self._current = session
-            ctx = self._require_ctx()
+            ctx = require_ctx(self._ctx, self.name)
             try:
                 await ctx.storage.set_setting(LAST_BOOK_KEY, book.id)
             except Exception as exc:  # a full disk: the book plays all the same
@@ -631,8 +634,3 @@ class AudiobooksSkill:
             status["chapter_number"] = chapter + 1
             status["chapters"] = len(book.chapters)
         return ToolResult(output=json.dumps(status))
-
-    def _require_ctx(self) -> SkillContext:
-        if self._ctx is None:
-            raise RuntimeError("audiobooks: setup() was not called")
-        return self._ctx

@@ -41,6 +41,8 @@ from huxley_sdk import (
 )
 from huxley_sdk.audio import PaletteError, read_wav_pcm16_24k_mono, silence
 
+from .support import tool_error
+
 META_PREFIX = "memo:"
 CHUNK_BYTES = BYTES_PER_SECOND // 10
 """Playback chunks of 100 ms."""
@@ -308,7 +310,7 @@ class MemosSkill:
     async def _play(self, args: dict[str, Any]) -> ToolResult:
         memos = await self.memos()
         if not memos:
-            return _error("no_memos", "there are no voice notes")
+            return tool_error("no_memos", "there are no voice notes")
         count = args.get("count")
         chosen = memos[: int(count)] if isinstance(count, int) and count > 0 else memos
         output = {
@@ -339,17 +341,13 @@ class MemosSkill:
     async def _delete(self, args: dict[str, Any]) -> ToolResult:
         which = args.get("which")
         if which not in ("latest", "all"):
-            return _error("invalid_which", "which is 'latest' or 'all'", which=which)
+            return tool_error("invalid_which", "which is 'latest' or 'all'", which=which)
         memos = await self.memos()
         if not memos:
-            return _error("no_memos", "there are no voice notes")
+            return tool_error("no_memos", "there are no voice notes")
         doomed = memos if which == "all" else memos[:1]
         for memo in doomed:
             await asyncio.to_thread(memo.path.unlink, missing_ok=True)
             await self.ctx.storage.delete_setting(META_PREFIX + memo.path.stem)
         remaining = len(memos) - len(doomed)
         return ToolResult(output=json.dumps({"deleted": len(doomed), "remaining": remaining}))
-
-
-def _error(code: str, message: str, **details: Any) -> ToolResult:
-    return ToolResult(output=json.dumps({"error": code, "message": message, **details}))

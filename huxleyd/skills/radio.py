@@ -41,6 +41,7 @@ from huxley_sdk import (
 )
 
 from .media import MediaError, best_match, decode_pcm, is_network_source
+from .support import require_ctx, tool_error
 
 LAST_STATION_KEY = "last_station"
 
@@ -157,7 +158,7 @@ class RadioSkill:
             return await self._play(str(args.get("station") or "").strip())
         if tool_name == "stop_radio":
             if self._playing is None:
-                return _error("not_playing", "the radio is not playing")
+                return tool_error("not_playing", "the radio is not playing")
             name = self._playing[1].name
             return ToolResult(output=json.dumps({"stopped": name}), side_effect=CancelMedia())
         if tool_name == "list_radio_stations":
@@ -168,27 +169,27 @@ class RadioSkill:
 
     async def _play(self, query: str) -> ToolResult:
         if not self._stations:
-            return _error("no_stations", "no radio stations are configured")
+            return tool_error("no_stations", "no radio stations are configured")
         names = [s.name for s in self._stations]
         if query:
             winner, tied = best_match(query, [(s, s.name) for s in self._stations])
             if winner is None and tied:
                 candidates = [s.name for s in tied]
-                return _error(
+                return tool_error(
                     "ambiguous",
                     "several stations match; ask which one",
                     query=query,
                     candidates=candidates,
                 )
             if winner is None:
-                return _error(
+                return tool_error(
                     "no_such_station", "no station has that name", query=query, stations=names
                 )
             station = winner
         else:
-            last = await self._require_ctx().storage.get_setting(LAST_STATION_KEY)
+            last = await require_ctx(self._ctx, self.name).storage.get_setting(LAST_STATION_KEY)
             station = next((s for s in self._stations if s.name == last), self._stations[0])
-        await self._require_ctx().storage.set_setting(LAST_STATION_KEY, station.name)
+        await require_ctx(self._ctx, self.name).storage.set_setting(LAST_STATION_KEY, station.name)
         return ToolResult(
             output=json.dumps({"playing": station.name}),
             side_effect=AudioStream(
@@ -200,7 +201,7 @@ class RadioSkill:
 
     async def stream(self, station: Station) -> AsyncIterator[bytes]:
         """PCM of ``station`` until closed; restarts ffmpeg on drops, then gives up aloud."""
-        ctx = self._require_ctx()
+        ctx = require_ctx(self._ctx, self.name)
         serial = next(self._serials)
         self._playing = (serial, station)
         attempts_left = self._attempts
@@ -237,12 +238,3 @@ class RadioSkill:
         finally:
             if self._playing is not None and self._playing[0] == serial:
                 self._playing = None
-
-    def _require_ctx(self) -> SkillContext:
-        if self._ctx is None:
-            raise RuntimeError("radio: setup() was not called")
-        return self._ctx
-
-
-def _error(code: str, message: str, **details: Any) -> ToolResult:
-    return ToolResult(output=json.dumps({"error": code, "message": message, **details}))

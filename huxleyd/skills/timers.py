@@ -47,6 +47,7 @@ from huxley_sdk import (
 from .clocktext import next_occurrence, parse_clock_time, spoken_duration
 from .media import best_match
 from .skillclock import SkillClock, SystemClock, system_clock_for
+from .support import require_ctx, tool_error
 
 KEY_PREFIX = "timer:"
 """Storage key prefix; the rest of the key is the timer's id."""
@@ -132,10 +133,6 @@ class Reading:
             return None
         left = alarm.due_ts - self.wall_ts
         return replace(alarm, boot_id=self.boot_id, due_steady_s=self.steady_s + left)
-
-
-def _error(code: str, message: str, **details: Any) -> ToolResult:
-    return ToolResult(output=json.dumps({"error": code, "message": message, **details}))
 
 
 class TimersSkill:
@@ -289,7 +286,7 @@ class TimersSkill:
         Nothing that needs the wall clock fires before it is plausible. The
         firing loop calls this; it is safe to call concurrently (tests do).
         """
-        ctx = self._require_ctx()
+        ctx = require_ctx(self._ctx, self.name)
         async with self._fire_lock:
             reading = self._read()
             await self._anchor_to_this_boot(reading)
@@ -310,7 +307,7 @@ class TimersSkill:
     async def _anchor_to_this_boot(self, reading: Reading) -> None:
         """Timers of another boot: their wall due time, once that clock is plausible,
         becomes a steady due time of this boot (later steps do not move them)."""
-        ctx = self._require_ctx()
+        ctx = require_ctx(self._ctx, self.name)
         for alarm in list(self._alarms.values()):
             anchored = reading.anchored(alarm)
             if anchored is None:
@@ -337,7 +334,7 @@ class TimersSkill:
         self._waiting_for_clock = bool(waiting)
 
     async def _announce(self, due: list[tuple[Alarm, float]]) -> bool:
-        ctx = self._require_ctx()
+        ctx = require_ctx(self._ctx, self.name)
         key = KEY_PREFIX + "+".join(alarm.id for alarm, _ in due)
         prompt = self._group_prompt(due)
         await ctx.inject_turn(prompt, dedup_key=key, priority=InjectPriority.BLOCK_BEHIND_COMMS)
@@ -389,14 +386,14 @@ class TimersSkill:
         except (TypeError, ValueError):
             parts = [-1.0]
         if any(part < 0 for part in parts):
-            return _error(
+            return tool_error(
                 "invalid_duration",
                 "hours, minutes and seconds must be non-negative numbers",
                 args={k: args.get(k) for k in _UNITS},
             )
         total = sum(parts)
         if not 0 < total <= MAX_TIMER_S:
-            return _error(
+            return tool_error(
                 "invalid_duration",
                 "a timer lasts more than 0 seconds and at most 24 hours; use a reminder beyond",
                 seconds=total,
@@ -428,13 +425,13 @@ class TimersSkill:
     async def _set_reminder(self, args: dict[str, Any]) -> ToolResult:
         text = str(args.get("text") or "").strip()
         if not text:
-            return _error("missing_text", "say what to remind the user of")
+            return tool_error("missing_text", "say what to remind the user of")
         try:
             at = parse_clock_time(str(args.get("time") or ""))
         except ValueError as exc:
-            return _error("invalid_time", str(exc))
+            return tool_error("invalid_time", str(exc))
         if not self._clock.wall_plausible():
-            return _error(
+            return tool_error(
                 "clock_not_set",
                 "the clock is not set yet (no time sync since the speaker started); "
                 "a reminder at a time of day cannot be set until it is: try again shortly",
@@ -444,11 +441,11 @@ class TimersSkill:
             try:
                 on = date.fromisoformat(str(args["date"]))
             except ValueError:
-                return _error("invalid_date", f"expected YYYY-MM-DD, got {args['date']!r}")
+                return tool_error("invalid_date", f"expected YYYY-MM-DD, got {args['date']!r}")
         now = self._clock.utc_now()
         due = next_occurrence(at, now, self._tz, on)
         if due <= now:
-            return _error("time_passed", f"{on} {at:%H:%M} has already passed")
+            return tool_error("time_passed", f"{on} {at:%H:%M} has already passed")
         alarm = Alarm(_new_id(), Kind.REMINDER, due.timestamp(), now.timestamp(), text=text)
         await self._add(alarm)
         local_due, local_now = due.astimezone(self._tz), now.astimezone(self._tz)
@@ -494,14 +491,14 @@ class TimersSkill:
 
     async def _cancel(self, args: dict[str, Any]) -> ToolResult:
         if not self._alarms:
-            return _error("no_timers", "there is no timer or reminder to cancel")
+            return tool_error("no_timers", "there is no timer or reminder to cancel")
         by_recent = sorted(self._alarms.values(), key=lambda a: a.created_ts, reverse=True)
         if args.get("all"):
             chosen = by_recent
         elif query := str(args.get("name") or "").strip():
             winner, tied = best_match(query, [(a, a.label) for a in by_recent])
             if winner is None and not tied:
-                return _error(
+                return tool_error(
                     "no_such_timer",
                     f"no timer or reminder called {query!r}",
                     name=query,
@@ -512,7 +509,7 @@ class TimersSkill:
         else:
             chosen = by_recent[:1]
         for alarm in chosen:
-            await self._require_ctx().storage.delete_setting(KEY_PREFIX + alarm.id)
+            await require_ctx(self._ctx, self.name).storage.delete_setting(KEY_PREFIX + alarm.id)
             self._alarms.pop(alarm.id, None)
         self._wake.set()
         return ToolResult(
@@ -527,7 +524,7 @@ class TimersSkill:
     # -- helpers -------------------------------------------------------------
 
     async def _add(self, alarm: Alarm) -> None:
-        ctx = self._require_ctx()
+        ctx = require_ctx(self._ctx, self.name)
         await ctx.storage.set_setting(KEY_PREFIX + alarm.id, alarm.to_json())
         self._alarms[alarm.id] = alarm
         self._wake.set()
@@ -550,11 +547,6 @@ class TimersSkill:
 
     def _local(self, ts: float) -> datetime:
         return datetime.fromtimestamp(ts, self._tz)
-
-    def _require_ctx(self) -> SkillContext:
-        if self._ctx is None:
-            raise RuntimeError("timers: setup() was not called")
-        return self._ctx
 
 
 _UNITS = {"hours": 3600.0, "minutes": 60.0, "seconds": 1.0}

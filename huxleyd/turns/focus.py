@@ -12,7 +12,7 @@ ALERT     200    a timer/reminder earcon or alarm
 CONTENT   300    an AudioStream (book, radio)
 ========  =====  ==========================================================
 
-One channel holds at most one :class:`Activity`. The activity on the
+One channel holds at most one :class:`FocusClaimant`. The activity on the
 highest-priority occupied channel is FOREGROUND with PRIMARY mixing; every
 other one is BACKGROUND with MAY_DUCK (``ContentType.MIXABLE``: keep playing,
 quieter) or MUST_PAUSE (``NONMIXABLE``: stop advancing, resume at the same
@@ -45,7 +45,7 @@ How the coordinator uses it::
 
     focus = FocusManager()          # sleep= injectable for tests
     focus.start()                   # on the loop; or ``async with focus:``
-    radio = Activity("radio", Channel.CONTENT, content_type=ContentType.MIXABLE,
+    radio = FocusClaimant("radio", Channel.CONTENT, content_type=ContentType.MIXABLE,
                      source=content, on_focus_changed=cb)
     focus.acquire(radio)            # a stream starts
     focus.acquire(listening)        # PTT pressed: the radio is ducked when this returns
@@ -144,7 +144,7 @@ def apply_mixing(source: MixedSource, old: MixingBehavior, new: MixingBehavior) 
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Activity:
+class FocusClaimant:
     """Something that wants the speaker. Compared by identity, not by value."""
 
     name: str
@@ -175,7 +175,7 @@ class FocusEntry:
 
 @dataclass(slots=True, eq=False)
 class _Record:
-    activity: Activity
+    activity: FocusClaimant
     state: FocusState = FocusState.NONE
     behavior: MixingBehavior = MixingBehavior.MUST_STOP
     patience_token: int = 0
@@ -185,12 +185,12 @@ class _Record:
 
 @dataclass(frozen=True, slots=True)
 class _Acquire:
-    activity: Activity
+    activity: FocusClaimant
 
 
 @dataclass(frozen=True, slots=True)
 class _Release:
-    activity: Activity
+    activity: FocusClaimant
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +200,7 @@ class _StopAll:
 
 @dataclass(frozen=True, slots=True)
 class _Expire:
-    activity: Activity
+    activity: FocusClaimant
     token: int
 
 
@@ -251,7 +251,7 @@ class FocusManager:
 
     # -- requests (on the loop) ------------------------------------------
 
-    def acquire(self, activity: Activity) -> FocusState:
+    def acquire(self, activity: FocusClaimant) -> FocusState:
         """Put ``activity`` on its channel (replacing whatever was there).
 
         Returns its state: FOREGROUND, BACKGROUND, or NONE when it landed in
@@ -262,7 +262,7 @@ class FocusManager:
         self._submit(_Acquire(activity))
         return self.state_of(activity)
 
-    def release(self, activity: Activity) -> bool:
+    def release(self, activity: FocusClaimant) -> bool:
         """Remove ``activity`` (told NONE/MUST_STOP). False if it was not there."""
         present = self.state_of(activity) is not FocusState.NONE
         self._submit(_Release(activity))
@@ -294,13 +294,13 @@ class FocusManager:
             for channel, record in sorted(self._channels.items())
         )
 
-    def foreground(self) -> Activity | None:
+    def foreground(self) -> FocusClaimant | None:
         """The FOREGROUND activity, if any."""
         if not self._channels:
             return None
         return self._channels[min(self._channels)].activity
 
-    def state_of(self, activity: Activity) -> FocusState:
+    def state_of(self, activity: FocusClaimant) -> FocusState:
         record = self._channels.get(activity.channel)
         if record is None or record.activity is not activity:
             return FocusState.NONE
@@ -340,7 +340,7 @@ class FocusManager:
         else:
             self._evict(op.activity, op.token)
 
-    def _do_acquire(self, activity: Activity) -> None:
+    def _do_acquire(self, activity: FocusClaimant) -> None:
         current = self._channels.get(activity.channel)
         if current is not None and current.activity is activity:
             return
@@ -412,12 +412,12 @@ class FocusManager:
             record.patience_task.cancel()
             record.patience_task = None
 
-    async def _patience_timer(self, activity: Activity, token: int, seconds: float) -> None:
+    async def _patience_timer(self, activity: FocusClaimant, token: int, seconds: float) -> None:
         await self._sleep(seconds)
         if not self._closed:
             self._expire(activity, token)
 
-    def _waiting(self, activity: Activity, token: int) -> _Record | None:
+    def _waiting(self, activity: FocusClaimant, token: int) -> _Record | None:
         """The record of ``activity`` if its patience ``token`` still runs in the background."""
         record = self._channels.get(activity.channel)
         if (
@@ -429,7 +429,7 @@ class FocusManager:
             return None  # foreground again, replaced or released since the timer started
         return record
 
-    def _expire(self, activity: Activity, token: int) -> None:
+    def _expire(self, activity: FocusClaimant, token: int) -> None:
         """Patience ran out: the callback (a task: it is the skill's), then the eviction."""
         if self._waiting(activity, token) is None:
             return
@@ -448,7 +448,7 @@ class FocusManager:
         self._expiring.add(task)
         task.add_done_callback(self._expiring.discard)
 
-    async def _call_back_then_evict(self, activity: Activity, token: int) -> None:
+    async def _call_back_then_evict(self, activity: FocusClaimant, token: int) -> None:
         assert activity.on_patience_expired is not None
         try:
             await activity.on_patience_expired()
@@ -457,7 +457,7 @@ class FocusManager:
         if not self._closed:
             self._submit(_Expire(activity, token))
 
-    def _evict(self, activity: Activity, token: int) -> None:
+    def _evict(self, activity: FocusClaimant, token: int) -> None:
         record = self._waiting(activity, token)
         if record is not None:
             del self._channels[activity.channel]

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 
 from huxley_sdk import AudioStream
 from huxleyd.logs import get_logger
-from huxleyd.turns.focus import Activity, Channel, FocusManager, FocusState, MixingBehavior
+from huxleyd.turns.focus import Channel, FocusClaimant, FocusManager, FocusState, MixingBehavior
 from huxleyd.turns.ports import AudioPort, SourcePort
 
 log = get_logger("huxleyd.turns")
@@ -47,7 +47,7 @@ class _Playing:
     def __init__(self, stream: AudioStream) -> None:
         self.stream = stream
         self.task: asyncio.Task[None] | None = None
-        self.activity: Activity | None = None
+        self.activity: FocusClaimant | None = None
         self.behavior = MixingBehavior.PRIMARY
 
 
@@ -67,9 +67,9 @@ class MediaRunner:
         self._on_natural_end = on_natural_end
         self._on_failed = on_failed or (lambda stream: None)
         self.focus = focus or FocusManager(sleep=sleep)
-        self._dialog = Activity("dialog", Channel.DIALOG)
-        self._claim = Activity("claim", Channel.COMMS)
-        self._holding: set[Activity] = set()
+        self._dialog = FocusClaimant("dialog", Channel.DIALOG)
+        self._claim = FocusClaimant("claim", Channel.COMMS)
+        self._holding: set[FocusClaimant] = set()
         self._current: _Playing | None = None
         self._content = audio.source("content")
         """The source streams play on; the focus manager ducks and pauses it directly."""
@@ -121,12 +121,12 @@ class MediaRunner:
     def claim_ended(self) -> None:
         self._let_go(self._claim)
 
-    def _hold(self, activity: Activity) -> None:
+    def _hold(self, activity: FocusClaimant) -> None:
         if activity not in self._holding:
             self._holding.add(activity)
             self.focus.acquire(activity)
 
-    def _let_go(self, activity: Activity) -> None:
+    def _let_go(self, activity: FocusClaimant) -> None:
         if activity in self._holding:
             self._holding.discard(activity)
             self.focus.release(activity)
@@ -137,7 +137,7 @@ class MediaRunner:
         """Play ``stream``, replacing any current one (whose finally runs)."""
         self._end_current()
         playing = _Playing(stream)
-        playing.activity = Activity(
+        playing.activity = FocusClaimant(
             stream.label or "audio",
             Channel.CONTENT,
             on_focus_changed=lambda state, behavior: self._on_focus(playing, state, behavior),

@@ -15,6 +15,7 @@ from huxleyd.hardware.pins import mock_factory
 @pytest.fixture
 def factory() -> Iterator[Any]:
     pins = mock_factory()
+    assert isinstance(pins, MockFactory)  # reset() is the mock's own
     yield pins
     pins.reset()
     pins.close()

@@ -38,7 +38,8 @@ def _has_real_gpio() -> bool:
 
 def test_configured_mock_factory() -> None:
     factory, description = choose_pin_factory(HardwareSettings(pin_factory="mock"), env={})
-    assert is_mock(factory) and factory.pin_class is MockPWMPin
+    assert is_mock(factory)
+    assert isinstance(factory, MockFactory) and factory.pin_class is MockPWMPin
     assert Device.pin_factory is factory  # see huxleyd.hardware.pins: gpiozero's SPI bus
     assert description == "mock (hardware.pin_factory)"
 

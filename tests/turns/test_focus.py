@@ -10,8 +10,8 @@ import pytest
 
 from huxley_sdk.types import ContentType
 from huxleyd.turns.focus import (
-    Activity,
     Channel,
+    FocusClaimant,
     FocusEntry,
     FocusManager,
     FocusState,
@@ -69,7 +69,7 @@ class Journal:
         *,
         source: RecordingSource | None = None,
         on_expired: bool = True,
-    ) -> Activity:
+    ) -> FocusClaimant:
         def observer(state: FocusState, behavior: MixingBehavior) -> None:
             self.events.append((name, f"{state.name}/{behavior.name}"))
 
@@ -77,7 +77,7 @@ class Journal:
             await asyncio.sleep(0)
             self.events.append((name, "patience_expired"))
 
-        return Activity(
+        return FocusClaimant(
             name,
             channel,
             on_focus_changed=observer,
@@ -89,7 +89,7 @@ class Journal:
 
     def book_under(
         self, focus: FocusManager, name: str, channel: Channel, *, patience_s: float
-    ) -> tuple[Activity, Activity]:
+    ) -> tuple[FocusClaimant, FocusClaimant]:
         """A patient book on CONTENT, then activity ``name`` on ``channel`` over it."""
         book = self.activity("book", Channel.CONTENT, patience=timedelta(seconds=patience_s))
         over = self.activity(name, channel)
@@ -240,13 +240,13 @@ async def test_an_activity_foreground_again_during_its_callback_is_not_evicted()
         await gate.wait()
 
     async with FocusManager(sleep=sleeper.sleep) as focus:
-        book = Activity(
+        book = FocusClaimant(
             "book",
             Channel.CONTENT,
             patience=timedelta(seconds=5),
             on_patience_expired=slow_expired,
         )
-        talk = Activity("listening", Channel.DIALOG)
+        talk = FocusClaimant("listening", Channel.DIALOG)
         focus.acquire(book)
         focus.acquire(talk)
         await sleeper.advance(5.0)
@@ -293,7 +293,7 @@ async def test_a_raising_observer_does_not_stop_the_transition() -> None:
         raise ValueError("observer bug")
 
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
-        bad = Activity("bad", Channel.CONTENT, on_focus_changed=broken)
+        bad = FocusClaimant("bad", Channel.CONTENT, on_focus_changed=broken)
         talk = journal.activity("listening", Channel.DIALOG)
         focus.acquire(bad)
         focus.acquire(talk)
@@ -314,7 +314,9 @@ async def test_a_request_from_an_observer_runs_after_the_current_transition() ->
         talk = journal.activity("listening", Channel.DIALOG)
         focus.acquire(talk)
         focus.release(talk)  # x becomes foreground: its observer asks for ALERT
-        x = Activity("x", Channel.CONTENT, on_focus_changed=reentrant, patience=timedelta(hours=1))
+        x = FocusClaimant(
+            "x", Channel.CONTENT, on_focus_changed=reentrant, patience=timedelta(hours=1)
+        )
         focus.acquire(talk)
         focus.acquire(x)
         journal.take()
@@ -330,11 +332,11 @@ async def test_a_request_from_an_observer_runs_after_the_current_transition() ->
 async def test_requests_need_a_started_manager() -> None:
     focus = FocusManager()
     with pytest.raises(RuntimeError, match="not started"):
-        focus.acquire(Activity("x", Channel.CONTENT))
+        focus.acquire(FocusClaimant("x", Channel.CONTENT))
     focus.start()
     await focus.close()
     with pytest.raises(RuntimeError, match="closed"):
-        focus.acquire(Activity("x", Channel.CONTENT))
+        focus.acquire(FocusClaimant("x", Channel.CONTENT))
 
 
 async def test_concurrent_requests_end_consistent() -> None:
@@ -409,13 +411,15 @@ async def test_the_source_is_ducked_inside_the_acquire_and_unducked_inside_the_r
 async def test_a_paused_source_resumes_and_a_removed_one_is_left_at_full_gain() -> None:
     book_source, radio_source = RecordingSource(), RecordingSource()
     async with FocusManager(sleep=FakeSleeper().sleep) as focus:
-        book = Activity("book", Channel.CONTENT, patience=timedelta(minutes=1), source=book_source)
-        talk = Activity("listening", Channel.DIALOG)
+        book = FocusClaimant(
+            "book", Channel.CONTENT, patience=timedelta(minutes=1), source=book_source
+        )
+        talk = FocusClaimant("listening", Channel.DIALOG)
         focus.acquire(book)
         focus.acquire(talk)
         focus.release(talk)
         assert book_source.calls == ["pause", "resume"]
-        radio = Activity(
+        radio = FocusClaimant(
             "radio", Channel.CONTENT, content_type=ContentType.MIXABLE, source=radio_source
         )
         focus.acquire(radio)
