@@ -41,6 +41,8 @@ NOT_CODE: dict[str, str] = {
     "WatchdogSec": "a systemd unit setting",
     "$NOTIFY_SOCKET": "systemd's environment variable",
     "CLOCK_BOOTTIME": "a kernel clock id",
+    "CLOCK_MONOTONIC": "a kernel clock id",
+    "Output.expect": "a method of the C extension's type (huxleyd/audio/_rtout.c)",
     "adjtimex": "a Linux system call",
     "outputBufferDacTime": "a PortAudio callback field",
     "tanh": "the mathematical function",
