@@ -38,6 +38,20 @@ class Problem:
         where = f" ({self.file})" if self.file else ""
         return f"{self.part}: {self.what}{where}, since {self.since}"
 
+    def spoken(self) -> str:
+        """Why, in words a user who never saw a journal understands (said aloud)."""
+        if self.part == "storage":
+            if "in memory" in self.what:  # the state directory cannot be written
+                return "I cannot save anything, so what you set now is forgotten when I restart"
+            return "my memory file was damaged, I started with a fresh one"
+        if self.part.startswith("skill:"):
+            name = self.part.removeprefix("skill:")
+            retried = "retried" in self.what
+            return f"my {name} skill did not start" + (", I keep trying" if retried else "")
+        if self.part == "reload":
+            return "my new settings were refused, I kept the old ones"
+        return f"my {self.part} part is not working"
+
 
 class Degraded:
     """The degraded parts of this daemon (see the module docstring)."""

@@ -77,6 +77,46 @@ PERSONA_STRINGS = {
 ``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
 the ``watch`` feed, beside the earcons that say the same aloud."""
 
+DEGRADED_SPEECH_TTL_S = 120.0
+"""What went wrong is said after the reply to the press that cued it; if the
+provider is away longer than this, it is dropped (the cue, status and doctor stay)."""
+
+
+def degraded_prompt(string: str, problems: list[Problem]) -> str | None:
+    """The announcement that says why the "something is wrong" cue played, or None.
+
+    The persona's ``degraded`` string up to its first colon is its words for
+    "something is wrong" (what follows points an admin at doctor: text
+    surfaces only); each problem adds its reason in plain words. A persona
+    whose string has no such lead says nothing aloud: the cue is the signal."""
+    lead = string.split(":", 1)[0].strip() if ":" in string else ""
+    if not lead or not problems:
+        return None
+    reasons = "; ".join(p.spoken() for p in problems)
+    return (
+        "Tell the user this now, in one or two short sentences in the language you "
+        f"speak with them, adding nothing else: {lead}: {reasons}."
+    )
+
+
+def say_what_is_wrong(coordinator: Coordinator, string: str, problems: list[Problem]) -> None:
+    """Queue the announcement of :func:`degraded_prompt`, if the persona has words for it.
+
+    An announcement, not a turn of its own: the inject rule speaks it once
+    the user's turn (the press that cued it) has ended, never over it. While
+    offline it waits for the connection at most :data:`DEGRADED_SPEECH_TTL_S`,
+    then is dropped: the cue stays the signal, nothing queues forever."""
+    prompt = degraded_prompt(string, problems)
+    if prompt is None:
+        return
+    coordinator.spawn(
+        coordinator.proactive.inject_turn(
+            prompt, dedup_key="degraded", ttl_s=DEGRADED_SPEECH_TTL_S
+        ),
+        "degraded-speech",
+    )
+
+
 ACTIVITY_LEDS: dict[Activity, LedState] = {
     Activity.IDLE: LedState.IDLE,
     Activity.LISTENING: LedState.LISTENING,
@@ -409,11 +449,15 @@ class Runtime:
             )
 
     def on_degraded_press(self, problems: list[Problem]) -> None:
-        """The first press after a part degraded: its cue played; the text says it too."""
+        """The first press after a part degraded: its cue played; the text says it
+        too, and the device says it aloud once the reply to this press is over."""
         self.feed.publish(
             "notice",
             what=self.persona_string(PersonaString.DEGRADED),
             problems=" | ".join(p.line() for p in problems),
+        )
+        say_what_is_wrong(
+            self.parts.coordinator, self.persona_string(PersonaString.DEGRADED), problems
         )
 
     def on_activity(self, activity: Activity) -> None:

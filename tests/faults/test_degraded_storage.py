@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.sim.scenario import Scenario
 from huxleyd.storage import MIGRATIONS, Database
 from huxleyd.storage_recovery import open_or_recover
+from tests.e2e.harness import RATE, Rig, until
 from tests.e2e.process import DaemonProcess, write_daemon_config
 
 SCENARIO = 'name = "idle"\n'
@@ -228,3 +230,90 @@ def test_a_problem_updated_by_a_failed_retry_is_not_cued_again() -> None:
     degraded.clear("skill:radio")
     degraded.report("skill:radio", "setup failed: no network")  # back again: new, cued
     assert [p.part for p in degraded.take_unheard()] == ["skill:radio"]
+
+
+def _spoken_asks(rig: Rig) -> list[str]:
+    """The instructions of every ``response.create`` that asks to say what is wrong."""
+    return [
+        e.response.instructions
+        for e in rig.sim.received
+        if e.type == "response.create"
+        and e.response is not None
+        and "Something is wrong:" in (e.response.instructions or "")
+    ]
+
+
+async def _press_and_speak(rig: Rig) -> None:
+    """Hold the button while the user talks, then let go."""
+    done = rig.sim.record.responses_done
+    button = rig.rt.parts.button
+    button.press()
+    rig.backend.feed_mic(bytes(RATE))  # 0.5 s of the user talking (silence will do)
+    await until(lambda: rig.backend.mic_queued_frames() == 0, "mic consumed")
+    button.release()
+    await until(lambda: rig.sim.record.responses_done > done, "the user's turn is answered")
+
+
+async def test_the_first_press_after_the_database_was_damaged_says_why_once(
+    tmp_path: Path,
+) -> None:
+    """The cue plays at the press; the reason is said after the reply, once."""
+    (tmp_path / "state").mkdir()
+    garbage(tmp_path / "state" / "default.db")
+    async with Rig(tmp_path, Scenario(), skills=("system",), earcons=False) as rig:
+        assert [p.part for p in rig.rt.degraded.problems()] == ["storage"]
+        await _press_and_speak(rig)
+        await until(lambda: len(_spoken_asks(rig)) == 1, "the reason is asked to be said")
+        await until(lambda: rig.sim.record.responses_done >= 2, "and it is said")
+        await until(rig.idle, "idle")
+        [ask] = _spoken_asks(rig)
+        assert ask.endswith(
+            "Something is wrong: my memory file was damaged, I started with a fresh one."
+        )
+        types = [
+            "ask" if e.type == "response.create" and e.response.instructions == ask else e.type
+            for e in rig.sim.received
+            if e.type in ("input_audio_buffer.commit", "response.create")
+        ]
+        assert types == ["input_audio_buffer.commit", "response.create", "ask"], (
+            "the user's own reply is asked for first, then what is wrong"
+        )
+        await _press_and_speak(rig)  # heard once: the next press is a plain one
+        await until(rig.idle, "idle")
+        assert len(_spoken_asks(rig)) == 1
+        assert rig.sim.violations == []
+
+
+async def test_what_is_wrong_waits_offline_at_most_its_ttl_then_the_cue_stays_the_signal() -> None:
+    from huxleyd.app.runtime import DEGRADED_SPEECH_TTL_S, PERSONA_STRINGS, say_what_is_wrong
+    from huxleyd.config import PersonaString
+    from huxleyd.degraded import Degraded
+    from huxleyd.providers.base import ConnectionState
+    from huxleyd.turns.state import TurnSource
+    from tests.fakes.clock import settle
+    from tests.fakes.turn_rig import Rig as TurnRig
+
+    degraded = Degraded()
+    async with TurnRig(degraded=degraded) as rig:
+        string = PERSONA_STRINGS[PersonaString.DEGRADED]
+        rig.coordinator._on_degraded = lambda ps: say_what_is_wrong(rig.coordinator, string, ps)
+        degraded.report("skill:radio", "setup failed: no network; retried with backoff")
+        rig.coordinator.press()
+        await settle()
+        [queued] = rig.coordinator.proactive.queue.pending()
+        assert queued.prompt.endswith(
+            "Something is wrong: my radio skill did not start, I keep trying."
+        )
+        rig.provider.connected = False  # the link goes
+        rig.coordinator.on_connection(ConnectionState.OFFLINE, 4)
+        rig.coordinator.release()
+        await settle()
+        await rig.sleeper.advance(DEGRADED_SPEECH_TTL_S)
+        assert rig.coordinator.proactive.queue.pending() == ()  # dropped, not kept forever
+        rig.provider.connected = True
+        rig.coordinator.on_connection(ConnectionState.CONNECTED)
+        await settle()
+        last = rig.coordinator.last_turn
+        assert last is not None and last.source is not TurnSource.INJECT
+        assert rig.coordinator.turn is None  # nothing said late
+        assert rig.audio.earcon_names()[:2] == ["error", "listen_start"]  # the cue was played
