@@ -6,7 +6,8 @@ once; every surface reads this one record, so they cannot disagree:
 ``huxleyctl status`` (``problems``), ``huxleyctl doctor`` (the "degraded
 parts" check), the journal (``part_degraded``, at the moment it happens) and
 the first press after it (the coordinator plays the "something is wrong"
-cue once per new problem). :meth:`Degraded.clear` is called when the part
+cue once per new problem, and the runtime has the reason, :meth:`Problem.spoken`,
+said aloud once that press's turn is over). :meth:`Degraded.clear` is called when the part
 recovers (a skill whose setup succeeded on a retry).
 """
 

@@ -317,3 +317,34 @@ async def test_what_is_wrong_waits_offline_at_most_its_ttl_then_the_cue_stays_th
         assert last is not None and last.source is not TurnSource.INJECT
         assert rig.coordinator.turn is None  # nothing said late
         assert rig.audio.earcon_names()[:2] == ["error", "listen_start"]  # the cue was played
+
+
+def test_each_kind_of_part_has_a_spoken_reason_and_a_persona_without_words_is_cue_only() -> None:
+    from huxleyd.app.runtime import degraded_prompt
+    from huxleyd.degraded import Degraded
+
+    degraded = Degraded(wall=lambda: 1_800_000_000.0)
+    cases = {
+        "storage": (
+            "the state directory cannot be written (Read-only file system): running on a "
+            "database in memory; nothing set from now on outlives a restart",
+            "I cannot save anything, so what you set now is forgotten when I restart",
+        ),
+        "skill:timers": (
+            "setup failed: boom; fix it, then restart",
+            "my timers skill did not start",
+        ),
+        "reload": ("refused: bad key", "my new settings were refused, I kept the old ones"),
+        "leds": ("no GPIO", "my leds part is not working"),
+    }
+    for part, (what, _) in cases.items():
+        degraded.report(part, what)
+    assert {p.part: p.spoken() for p in degraded.problems()} == {
+        part: said for part, (_, said) in cases.items()
+    }
+    problems = degraded.problems()
+    prompt = degraded_prompt("Algo va mal: `huxleyctl doctor` dice qué.", problems[:1])
+    assert prompt is not None and prompt.endswith(
+        "Algo va mal: my leds part is not working."
+    )  # the model says it in the persona's language
+    assert degraded_prompt("Something broke, see doctor.", problems) is None
