@@ -8,7 +8,7 @@
 # 77: the archive cannot be reached (offline): not a verdict on the recipe.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-suite=${HUXLEYD_IMAGE_SUITE:-bookworm}
+suite=${HUXLEYD_IMAGE_SUITE:-trixie}
 mirror=${HUXLEYD_IMAGE_MIRROR:-http://deb.debian.org/debian}
 security=${HUXLEYD_IMAGE_SECURITY:-http://deb.debian.org/debian-security}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg

@@ -34,6 +34,7 @@ have_wheel() {  # any spelling of the project's name (PyAudio-, pyaudio-)
 }
 have_wheel pyaudio || need_build="$need_build pyaudio"
 have_wheel systemd_python || need_build="$need_build systemd-python"
+have_wheel lgpio || need_build="$need_build lgpio"
 if [ -n "$need_build" ]; then
     say "compiling$need_build under emulation (cached in the wheel directory afterwards)"
     python3 -m venv /tmp/wheelbuild
