@@ -86,6 +86,10 @@ rm -rf "$work/debs" && mkdir -p "$work/debs"
 mmd -i "$fat" ::huxleyd-test-debs 2>/dev/null || true
 mcopy -o -i "$fat" "$work"/debs/*.deb ::huxleyd-test-debs/
 
+# An update bundle (make bundle) for `huxleyctl update` in the VM: version
+# N+1 of the same source; the script makes a broken one from it.
+"$here/bundle.sh" "$work/huxleyd-update.tar" "$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' "$here/../pyproject.toml")+vmtest1"
+
 # The check script's unit, in the copy's root file system (partition 2).
 root_start=$(sfdisk --dump "$test_img" | sed -n 's/.*start= *\([0-9]*\),.*type=83.*/\1/p')
 root_size=$(sfdisk --dump "$test_img" | sed -n 's/.*size= *\([0-9]*\),.*type=83.*/\1/p')
@@ -104,12 +108,14 @@ cd /etc/systemd/system
 write $work/huxleyd-selftest.service huxleyd-selftest.service
 cd /etc/systemd/system/multi-user.target.wants
 symlink huxleyd-selftest.service /etc/systemd/system/huxleyd-selftest.service
+cd /root
+write $work/huxleyd-update.tar huxleyd-update.tar
 DEBUGFS
 debugfs -R "stat /etc/systemd/system/multi-user.target.wants/huxleyd-selftest.service" \
     "$work/root.ext4" 2>/dev/null | grep -q 'Type: symlink' \
     || { echo "image-test: could not add the self-test unit:" >&2; cat "$work/debugfs.log" >&2; exit 1; }
 dd if="$work/root.ext4" of="$test_img" bs=512 seek="$root_start" conv=notrunc,sparse status=none
-rm -f "$work/root.ext4"
+rm -f "$work/root.ext4" "$work/huxleyd-update.tar"
 
 # A normal boot; only the Wi-Fi radios are extra (two, simulated).
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"

@@ -217,6 +217,34 @@ huxleyctl ptt tap >/dev/null; huxleyctl ptt tap >/dev/null
 pressed() { [ "$(journalctl -u huxleyd HUXLEY_EVENT=press_while_setup_failed -o cat | wc -l)" -ge 2 ]; }
 check "each press: error cue (press_while_setup_failed x2)" wait_for pressed
 
+# -- item 6: huxleyctl update to N+1, then a version that never reaches READY ---------
+runs_release() { systemctl show -P ExecStart huxleyd | grep -q "/opt/huxleyd/releases/$1/venv/bin/huxleyd"; }
+t0=$(up)
+huxleyctl update /root/huxleyd-update.tar >/tmp/update.out 2>&1; rc=$?
+sed 's/^/SELFTEST update: /' /tmp/update.out
+echo "SELFTEST update to N+1 took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s, exit $rc"
+new=$(tar -xOf /root/huxleyd-update.tar huxleyd-update.toml | sed -n 's/^version = "\(.*\)"/\1/p')
+check "update to N+1 ($new): exit 0" [ "$rc" -eq 0 ]
+check "huxleyd runs release $new" runs_release "$new"
+check "huxleyd READY on $new" active huxleyd.service
+journalctl --no-pager -u huxleyd -n 3 -o short-monotonic | sed 's/^/SELFTEST journal after update: /'
+# N+2: the same source, but its daemon exits before READY (after passing --check-config).
+rm -rf /root/broken && mkdir /root/broken && tar -xf /root/huxleyd-update.tar -C /root/broken
+sed -i 's/^def main(argv: Sequence\[str\] | None = None) -> int:$/&\n    if "--check-config" not in (argv if argv is not None else sys.argv):\n        raise SystemExit("vm test: this version never reaches READY")/' \
+    /root/broken/src/huxleyd/app/main.py
+grep -q '^import sys' /root/broken/src/huxleyd/app/main.py || sed -i '0,/^import /s//import sys\nimport /' /root/broken/src/huxleyd/app/main.py
+printf 'version = "%s"\n' "${new}-broken" > /root/broken/huxleyd-update.toml
+tar -C /root/broken -cf /root/broken.tar huxleyd-update.toml src wheels && rm -rf /root/broken
+t0=$(up)
+huxleyctl update /root/broken.tar >/tmp/update.out 2>&1; rc=$?
+sed 's/^/SELFTEST broken update: /' /tmp/update.out
+echo "SELFTEST broken update took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s, exit $rc"
+check "broken update: exit 1" [ "$rc" -eq 1 ]
+check "broken update: rolled back, $new runs again" runs_release "$new"
+check "huxleyd READY again after the rollback" active huxleyd.service
+check "broken release removed, $new kept" sh -c "[ ! -e '/opt/huxleyd/releases/${new}-broken' ] && [ -d '/opt/huxleyd/releases/$new' ]"
+journalctl --no-pager -u huxleyd --since=-10min -o short-monotonic | grep -E "never reaches READY|Failed|Started|Stopped" | tail -6 | sed 's/^/SELFTEST journal rollback: /'
+
 if [ "$fails" -eq 0 ]; then echo "SELFTEST PASS"; else echo "SELFTEST FAILED: $fails check(s)"; fi
 echo "SELFTEST end at uptime $(up) s"
 systemctl poweroff --no-block
