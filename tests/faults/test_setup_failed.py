@@ -81,3 +81,46 @@ def test_no_report_is_no_failure_and_an_unreadable_one_is(tmp_path: Path) -> Non
     (tmp_path / "long").write_text("x" * 1000 + "\nsecond line\n")
     long = setup_failure({SETUP_FAILED_ENV: str(tmp_path / "long")})
     assert long is not None and len(long) < 330 and "second" not in long
+
+
+async def test_the_leds_show_the_error_pattern_and_keep_it_across_presses(tmp_path: Path) -> None:
+    """First boot no longer blinks for 20 s (it held up the boot); the daemon
+    shows the error pattern for as long as the setup is failed."""
+    from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+    from huxleyd.app.parts import Overrides
+    from huxleyd.app.runtime import Runtime
+    from huxleyd.audio.backends.wav_backend import WavBackend
+    from huxleyd.config import load_config
+    from huxleyd.hardware.led_patterns import LedState
+    from tests.e2e.harness import write_config
+    from tests.fakes.notify import RecordingNotifier
+
+    report = tmp_path / "failed"
+    report.write_text(WHY + "\n")
+    config = load_config(write_config(tmp_path, skills=("system",)))
+    pins = MockFactory(pin_class=MockPWMPin)
+    notifier = RecordingNotifier()
+    runtime = Runtime(
+        config,
+        Overrides(
+            backend=WavBackend(),
+            pin_factory=pins,
+            notifier=notifier,
+            env={SETUP_FAILED_ENV: str(report)},
+        ),
+    )
+    try:
+        await runtime.start()
+        leds = runtime.parts.leds
+        assert leds.state is LedState.ERROR
+        assert not runtime.is_simulator
+        for _ in range(2):
+            runtime.parts.coordinator.press()
+            runtime.parts.coordinator.release()
+            assert leds.state is LedState.ERROR
+        ready = [m for m in notifier.sent if m.get("READY") == "1"]
+        assert ready and ready[-1]["STATUS"] == f"setup failed: {WHY}"
+    finally:
+        await runtime.close()
+        pins.close()
