@@ -39,7 +39,10 @@ if [ -n "$need_build" ]; then
     say "compiling$need_build under emulation (cached in the wheel directory afterwards)"
     python3 -m venv /tmp/wheelbuild
     # shellcheck disable=SC2086
-    /tmp/wheelbuild/bin/pip wheel --quiet --use-pep517 --no-index --find-links "$WHEELS" \
+    # PYPI=1: lgpio's setup.py then compiles its bundled C library into the
+    # module (as its PyPI wheels are made) instead of linking a system
+    # liblgpio, which Debian does not package.
+    PYPI=1 /tmp/wheelbuild/bin/pip wheel --quiet --use-pep517 --no-index --find-links "$WHEELS" \
         --wheel-dir "$WHEELS" --no-deps $need_build
     rm -rf /tmp/wheelbuild
 fi
