@@ -23,7 +23,7 @@ set -euo pipefail
 
 img=$1
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(dirname "$img")/test
+work=$(cd "$(dirname "$img")" && pwd)/test  # absolute: apt and debugfs run elsewhere
 log=${2:-$work/console.log}
 limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-3600}
 for tool in qemu-system-aarch64 mcopy mdir sfdisk debugfs ssh-keygen; do
