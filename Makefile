@@ -17,7 +17,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-check image-deps
+.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-check image-deps bundle
 
 setup: $(VENV)/.installed
 
@@ -122,6 +122,10 @@ image-deps:
 
 image: image-deps
 	image/build.sh $(IMAGE_DIR)
+
+# The file `huxleyctl update` installs on a device (after make image).
+bundle:
+	image/bundle.sh $(IMAGE_DIR)/huxleyd-$(VERSION)-update.tar $(BUNDLE_VERSION)
 
 image-test: image-deps
 	@test -f $(IMAGE) || { echo "no $(IMAGE): run make image first" >&2; exit 1; }

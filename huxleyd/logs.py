@@ -56,19 +56,40 @@ FIELDS_ATTR = "huxley_fields"
 EVENT_ATTR = "huxley_event"
 """Name of the LogRecord attribute carrying the event's name (``HUXLEY_EVENT``)."""
 
-_SECRET_NAMES = frozenset({"token", "key", "secret", "password", "authorization", "apikey"})
+# Not a bare "key": such a field names a setting ("provider.api_key") or a
+# dedup key, and hiding it hides which setting is wrong. Secret values in
+# any field are caught by their shape below.
+_SECRET_NAMES = frozenset({"token", "secret", "password", "authorization", "apikey"})
 _SECRET_SUFFIXES = ("_token", "api_key", "_secret", "_password", "_authorization")
+_SECRET_VALUE = re.compile(
+    r"\bsk-[A-Za-z0-9_-]{16,}"  # OpenAI (sk-, sk-proj-...)
+    r"|\bxai-[A-Za-z0-9_-]{16,}"  # xAI
+    r"|\bAIza[A-Za-z0-9_-]{30,}"  # Google (Gemini)
+    r"|\bBearer\s+\S+"
+)
+"""API keys by their shape, wherever they are: a key pasted into the wrong
+setting ends up in an error message, under a field of any name."""
+REDACTED = "<redacted>"
 
 
 def is_secret_field(key: str) -> bool:
-    """``api_key``, ``auth_token``, ``password``… but not ``input_tokens`` or ``dedup_key``."""
+    """``api_key``, ``auth_token``, ``password``… but not ``input_tokens``,
+    ``dedup_key`` or a plain ``key`` (a setting's name)."""
     lowered = key.lower()
     return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
 
 
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SECRET_VALUE.sub(REDACTED, value)
+    if isinstance(value, (list, tuple)):
+        return [_redact_value(v) for v in value]
+    return value
+
+
 def redact(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Replace the values of secret-named fields, so keys never reach a log."""
-    return {k: "<redacted>" if is_secret_field(k) else v for k, v in fields.items()}
+    """Secret-named fields hidden whole; key-shaped text hidden in every other."""
+    return {k: REDACTED if is_secret_field(k) else _redact_value(v) for k, v in fields.items()}
 
 
 def format_value(value: object) -> str:

@@ -14,7 +14,7 @@ set -euo pipefail
 out=$1
 cache=$2
 here=$(cd "$(dirname "$0")" && pwd)
-suite=${HUXLEYD_IMAGE_SUITE:-bookworm}
+suite=${HUXLEYD_IMAGE_SUITE:-trixie}
 mirror=${HUXLEYD_IMAGE_MIRROR:-http://deb.debian.org/debian}
 security=${HUXLEYD_IMAGE_SECURITY:-http://deb.debian.org/debian-security}
 

@@ -1,24 +1,32 @@
 #!/bin/bash
 # `make image-test`: boot the built image under qemu-system-aarch64 -M virt
 # (TCG, no GPIO HAT, no sound card) with its own kernel and initrd, and
-# check from the serial console what a user would see on a Pi: systemd up,
-# huxleyd READY, the first-boot file applied, a `huxleyctl say` turn done.
+# check from the serial console what a user would see on a Pi: online over
+# Wi-Fi on the first boot, SSH up when asked, huxleyd READY, the first-boot
+# file applied, a `huxleyctl say` turn done, overlays that survive an
+# initramfs update and a raspi-firmware reinstall, a broken setup file that
+# the device reports.
 #
 #   image/boot-test.sh IMAGE [LOG]
 #
 # A copy of the image is booted (the release stays untouched), grown by
-# 1 GiB so the first boot's partition growth has room. On its firmware
-# partition this script writes a huxleyd-setup.toml (with a test key) and
-# the check script image/selftest.sh, which systemd runs from the kernel
-# command line (systemd.run=) and which powers the machine off at the end.
+# 1 GiB so the first boot's partition growth has room. It boots its default
+# target as a Pi does (no systemd.run=, which changes the boot order): the
+# check script image/selftest.sh runs from a unit written into the copy's
+# root file system (debugfs, no mount) and wanted by multi-user.target; it
+# powers the machine off at the end. The firmware partition gets the setup
+# file (a test key, Wi-Fi, SSH), the check script, and two .debs from the
+# archive: hostapd (the access point) and raspi-firmware (to reinstall).
+# Wi-Fi is mac80211_hwsim with two radios (kernel command line): wlan0 is
+# the device's, wlan1 the access point's, with networkd's DHCP server.
 set -euo pipefail
 
 img=$1
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(dirname "$img")/test
+work=$(cd "$(dirname "$img")" && pwd)/test  # absolute: apt and debugfs run elsewhere
 log=${2:-$work/console.log}
 limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-3600}
-for tool in qemu-system-aarch64 mcopy mdir sfdisk; do
+for tool in qemu-system-aarch64 mcopy mdir sfdisk debugfs ssh-keygen; do
     command -v "$tool" >/dev/null || { echo "image-test: $tool missing: make image-deps" >&2; exit 1; }
 done
 mkdir -p "$work"
@@ -38,8 +46,11 @@ mcopy -n -i "$fat" "::$kernel" "$work/vmlinuz"
 mcopy -n -i "$fat" "::$initrd" "$work/initrd.img"
 say "kernel $kernel, initrd $initrd (from the image's firmware partition)"
 
-# The first-boot file, as a user would write it; the key is a test value.
+# The first-boot file, as a user would write it; the key is a test value,
+# the Wi-Fi passphrase the shortest WPA2 allows.
 key="sk-imagetest-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+rm -f "$work/ssh_key" "$work/ssh_key.pub"
+ssh-keygen -q -t ed25519 -N '' -C image-test -f "$work/ssh_key"
 cat > "$work/huxleyd-setup.toml" <<SETUP
 # Written by image/boot-test.sh
 [device]
@@ -50,6 +61,15 @@ timezone = "Europe/Madrid"
 [provider]
 kind = "openai"
 api_key = "$key"
+
+[wifi]
+ssid = "huxley-test-ap"
+password = "12345678"
+country = "ES"
+
+[ssh]
+enable = true
+authorized_keys = ["$(cat "$work/ssh_key.pub")"]
 SETUP
 sed -e "s/@KEY_SHA256@/$(printf '%s\n' "$key" | sha256sum | cut -d' ' -f1)/" \
     -e "s/@KEY_MARK@/sk-imagetest-/" "$here/selftest.sh" > "$work/huxleyd-selftest.sh"
@@ -57,9 +77,49 @@ mcopy -o -i "$fat" "$work/huxleyd-setup.toml" ::huxleyd-setup.toml
 mcopy -o -i "$fat" "$work/huxleyd-selftest.sh" ::huxleyd-selftest.sh
 rm -f "$work/huxleyd-setup.toml"
 
+say "fetching hostapd and raspi-firmware (arm64) for the test"
+# shellcheck source=image/arm64-apt.sh
+. "$here/arm64-apt.sh"
+arm64_apt "$work/apt"
+rm -rf "$work/debs" && mkdir -p "$work/debs"
+(cd "$work/debs" && apt-get -qq download hostapd raspi-firmware)
+mmd -i "$fat" ::huxleyd-test-debs 2>/dev/null || true
+mcopy -o -i "$fat" "$work"/debs/*.deb ::huxleyd-test-debs/
+
+# An update bundle (make bundle) for `huxleyctl update` in the VM: version
+# N+1 of the same source; the script makes a broken one from it.
+"$here/bundle.sh" "$work/huxleyd-update.tar" "$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' "$here/../pyproject.toml")+vmtest1"
+
+# The check script's unit, in the copy's root file system (partition 2).
+root_start=$(sfdisk --dump "$test_img" | sed -n 's/.*start= *\([0-9]*\),.*type=83.*/\1/p')
+root_size=$(sfdisk --dump "$test_img" | sed -n 's/.*size= *\([0-9]*\),.*type=83.*/\1/p')
+cat > "$work/huxleyd-selftest.service" <<'UNIT'
+[Unit]
+Description=huxleyd image self-test (image/boot-test.sh)
+[Service]
+Type=simple
+ExecStart=/bin/sh /boot/firmware/huxleyd-selftest.sh
+[Install]
+WantedBy=multi-user.target
+UNIT
+dd if="$test_img" of="$work/root.ext4" bs=512 skip="$root_start" count="$root_size" status=none
+debugfs -w "$work/root.ext4" >/dev/null 2>"$work/debugfs.log" <<DEBUGFS
+cd /etc/systemd/system
+write $work/huxleyd-selftest.service huxleyd-selftest.service
+cd /etc/systemd/system/multi-user.target.wants
+symlink huxleyd-selftest.service /etc/systemd/system/huxleyd-selftest.service
+cd /root
+write $work/huxleyd-update.tar huxleyd-update.tar
+DEBUGFS
+debugfs -R "stat /etc/systemd/system/multi-user.target.wants/huxleyd-selftest.service" \
+    "$work/root.ext4" 2>/dev/null | grep -q 'Type: symlink' \
+    || { echo "image-test: could not add the self-test unit:" >&2; cat "$work/debugfs.log" >&2; exit 1; }
+dd if="$work/root.ext4" of="$test_img" bs=512 seek="$root_start" conv=notrunc,sparse status=none
+rm -f "$work/root.ext4" "$work/huxleyd-update.tar"
+
+# A normal boot; only the Wi-Fi radios are extra (two, simulated).
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"
-cmdline="$cmdline systemd.run=/boot/firmware/huxleyd-selftest.sh"
-cmdline="$cmdline systemd.run_success_action=poweroff systemd.run_failure_action=poweroff"
+cmdline="$cmdline modules-load=mac80211_hwsim mac80211_hwsim.radios=2"
 say "booting (console log: $log)"
 start=$(date +%s)
 # restrict=on: the guest's user-mode network reaches nothing outside it.

@@ -34,11 +34,15 @@ have_wheel() {  # any spelling of the project's name (PyAudio-, pyaudio-)
 }
 have_wheel pyaudio || need_build="$need_build pyaudio"
 have_wheel systemd_python || need_build="$need_build systemd-python"
+have_wheel lgpio || need_build="$need_build lgpio"
 if [ -n "$need_build" ]; then
     say "compiling$need_build under emulation (cached in the wheel directory afterwards)"
     python3 -m venv /tmp/wheelbuild
     # shellcheck disable=SC2086
-    /tmp/wheelbuild/bin/pip wheel --quiet --use-pep517 --no-index --find-links "$WHEELS" \
+    # PYPI=1: lgpio's setup.py then compiles its bundled C library into the
+    # module (as its PyPI wheels are made) instead of linking a system
+    # liblgpio, which Debian does not package.
+    PYPI=1 /tmp/wheelbuild/bin/pip wheel --quiet --use-pep517 --no-index --find-links "$WHEELS" \
         --wheel-dir "$WHEELS" --no-deps $need_build
     rm -rf /tmp/wheelbuild
 fi
@@ -58,7 +62,8 @@ systemctl enable huxleyd.service
 # -- the appliance: files of image/rootfs, then units ------------------------------------
 say "appliance files"
 cp -R --no-preserve=ownership "$SRC/image/rootfs/." /
-chmod 0755 /usr/lib/huxleyd-image/growroot /etc/kernel/postinst.d/z60-huxleyd-devicetree
+chmod 0755 /usr/lib/huxleyd-image/growroot /etc/kernel/postinst.d/z60-huxleyd-devicetree \
+    /etc/initramfs/post-update.d/z60-huxleyd-devicetree
 # The board overlays' sources: the kernel hook compiles them after every
 # kernel update, against that kernel's device trees.
 mkdir -p /usr/lib/huxleyd-image/dt
@@ -68,7 +73,10 @@ echo huxley > /etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\thuxley\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > /etc/hosts
 
 systemctl enable systemd-networkd.service systemd-resolved.service systemd-timesyncd.service \
-    huxleyd-growroot.service huxleyd-firstboot.service
+    systemd-time-wait-sync.service huxleyd-growroot.service huxleyd-firstboot.service
+# wpa_supplicant.service is the D-Bus instance (root, for NetworkManager and
+# the like); Wi-Fi here is wpa_supplicant@wlan0, so nothing uses it.
+systemctl mask wpa_supplicant.service >/dev/null
 # SSH is off until the first-boot file turns it on; no host keys are baked
 # into the image (each device makes its own at first start of ssh).
 systemctl disable ssh.service ssh.socket 2>/dev/null || true

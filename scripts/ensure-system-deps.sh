@@ -11,6 +11,14 @@
 #                    overlays (hw/dt) against a Debian-shaped device tree
 set -eu
 PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler"
+# On a Pi with Python 3.13 (Debian trixie, Raspberry Pi OS trixie) lgpio,
+# the pin factory, has no wheel on PyPI: pip builds it, through SWIG.
+case "$(uname -m)" in
+    aarch64|armv7l)
+        if python3 -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null; then
+            PACKAGES="$PACKAGES swig"
+        fi ;;
+esac
 
 missing=""
 for p in $PACKAGES; do

@@ -24,6 +24,11 @@ PREFIX=${2:-/opt/huxleyd}
 PYTHON=${PYTHON:-python3}
 BOARD=${BOARD:-}
 PIP_ARGS=${HUXLEYD_PIP_ARGS:-}
+# lgpio has no wheel for CPython 3.13 (Debian trixie): pip builds its sdist,
+# which links a system liblgpio that Debian does not package unless PYPI=1
+# makes it compile its bundled library in (as its own PyPI wheels are made).
+PYPI=1
+export PYPI
 
 case "$PREFIX" in
     /?*) ;;

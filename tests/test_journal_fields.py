@@ -263,3 +263,22 @@ def test_real_journal_record_reads_back_with_its_fields() -> None:
     assert entry["PRIORITY"] == 4
     assert entry["CODE_FUNC"] == "test_real_journal_record_reads_back_with_its_fields"
     assert isinstance(entry["CODE_LINE"], int)
+
+
+def test_a_field_named_key_is_the_settings_name_and_key_values_are_hidden_anywhere(
+    journal: RecordingSender,
+) -> None:
+    """First boot names the wrong setting in ``key=``; a key pasted into the
+    wrong setting lands in an error text under any field name."""
+    log = get_logger("huxleyd.test_journal")
+    log.error(
+        "firstboot_failed",
+        key="provider.api_key",
+        error='device.hostname: "sk-proj-AbCdEf0123456789_xyz" is not a host name',
+        failures=["xai-AbCdEf0123456789xyzXYZ refused"],
+    )
+    message, fields = journal.calls[-1]
+    assert fields["HUXLEY_KEY"] == "provider.api_key"
+    assert fields["HUXLEY_ERROR"] == 'device.hostname: "<redacted>" is not a host name'
+    everything = message + "".join(str(v) for v in fields.values())
+    assert "AbCdEf0123456789" not in everything

@@ -97,10 +97,12 @@ async def build(
     hooks: Hooks,
     resources: Resources,
     degraded: Degraded,
+    setup_failure: str | None = None,
 ) -> Parts:
     """Every part, opened and wired; what was opened is in ``resources`` even when
     this raises half-way (the caller closes it). What runs degraded (a database
-    moved aside or in memory) is reported to ``degraded``."""
+    moved aside or in memory) is reported to ``degraded``. ``setup_failure``: the
+    image's setup failed (:mod:`huxleyd.setupreport`): no simulator, no key."""
     db_path = config.storage.database_path(config.daemon.persona)
     opened = await asyncio.to_thread(open_or_recover, db_path)
     db = opened.db
@@ -116,7 +118,7 @@ async def build(
     engine.start()
     resources.opened("audio", engine.close)
     volume = await make_volume(config.audio, engine, db)
-    target = await provider_target(config, overrides, checked)
+    target = await provider_target(config, overrides, checked, setup_failure=setup_failure)
     if target.simulator is not None:
         resources.opened("simulator", target.simulator.close)
     host = checked.host
@@ -273,10 +275,16 @@ class ProviderTarget:
 
 
 async def provider_target(
-    config: Config, overrides: Overrides, checked: Preflight
+    config: Config, overrides: Overrides, checked: Preflight, *, setup_failure: str | None = None
 ) -> ProviderTarget:
-    """The real provider with a key, else the built-in simulator (started here)."""
+    """The real provider with a key, else the built-in simulator (started here).
+
+    Neither when the image's setup failed: the daemon then says so instead of
+    answering (:mod:`huxleyd.setupreport`), and no connection is made.
+    """
     provider = config.provider
+    if setup_failure is not None:
+        return ProviderTarget(provider, None, None, is_simulator=False)
     if provider.kind == "cascade":
         return await _cascade_target(provider, checked)
     if overrides.provider_url is not None:

@@ -161,6 +161,8 @@ class RuntimeControl:
         coordinator = self._rt.built.coordinator
         if self._rt.connection_state is ConnectionState.OFFLINE:
             raise CommandFailedError(self._rt.persona_string(PersonaString.OFFLINE))
+        if self._rt.setup_failure is not None:
+            raise CommandFailedError(self._rt.setup_failure)
         if self._rt.connection_state is ConnectionState.KEY_REFUSED:
             raise CommandFailedError(
                 "the provider refused the API key: fix the key file (it is re-read on every try)"

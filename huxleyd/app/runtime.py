@@ -46,6 +46,7 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
+from huxleyd.setupreport import setup_failure
 from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import ToolOutcome
 from huxleyd.turns.coordinator import Activity, Coordinator
@@ -159,6 +160,8 @@ class Runtime:
         doctor, the journal and the first press read it."""
         self.feed = EventFeed()
         """What ``huxleyctl watch`` streams: state, transcripts, tools, media."""
+        self.setup_failure = setup_failure(self.overrides.env)
+        """"setup failed: ..." when the image's first boot failed (read once, here)."""
         self.connection_status = ConnectionStatus(ConnectionState.CONNECTING)
         """The last report of the provider connection (why offline, next try)."""
         self._status_at = self.started_at
@@ -220,6 +223,7 @@ class Runtime:
             hooks=self,
             resources=self.resources,
             degraded=self.degraded,
+            setup_failure=self.setup_failure,
         )
         self.notifier.status("setting up skills")
         self.loop_watch.owner_of = skill_files(parts.host.every_skill)
@@ -227,7 +231,13 @@ class Runtime:
         self._report_failed_skills(parts)
         await parts.coordinator.start()
         parts.instructions.refresh()  # the first configure: persona + skills' context
-        self._spawn(parts.connection.run, "provider")
+        if self.setup_failure is None:
+            self._spawn(parts.connection.run, "provider")
+        else:  # nothing to connect with: say why, on every press and in status
+            log.error("setup_failed", reason=self.setup_failure)
+            self.on_connection_state(
+                ConnectionStatus(ConnectionState.SETUP_FAILED, detail=self.setup_failure)
+            )
         button, coordinator = parts.button, parts.coordinator
         self._spawn(lambda: pump_button(button, coordinator), "button")
         self._spawn(parts.leds.run, "leds")
@@ -246,7 +256,8 @@ class Runtime:
         )
         self.loop_watch.arm()
         self.notifier.ready(
-            "listening for the button" + (" (simulator)" if parts.is_simulator else "")
+            self.setup_failure
+            or "listening for the button" + (" (simulator)" if parts.is_simulator else "")
         )
 
     def _report_failed_skills(self, parts: Parts) -> None:
@@ -464,7 +475,8 @@ class Runtime:
         log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
         self.feed.publish("state", turn=self._current_turn(), state=activity)
         if activity == Activity.OFFLINE:  # a press while offline
-            self.feed.publish("notice", what=self.persona_string(PersonaString.OFFLINE))
+            what = self.setup_failure or self.persona_string(PersonaString.OFFLINE)
+            self.feed.publish("notice", what=what)
         if not self.connection_state.unreachable:
             self._show_leds(ACTIVITY_LEDS.get(activity, LedState.IDLE))
         self.notifier.status(activity)
@@ -481,7 +493,9 @@ class Runtime:
             detail=status.detail,
         )
         self.parts.coordinator.on_connection(state, status.attempt)
-        if state.unreachable:
+        if state is ConnectionState.SETUP_FAILED:
+            self._show_leds(LedState.ERROR)
+        elif state.unreachable:
             self._show_leds(LedState.OFFLINE)
         elif state is ConnectionState.CONNECTED:
             self._show_leds(LedState.IDLE)

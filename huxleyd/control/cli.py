@@ -16,6 +16,7 @@
     huxleyctl event KEY [JSON]        a Huxley client event for the skills (docs/skills.md)
     huxleyctl logs [MATCH...]         follow the daemon's journal (or its log file)
     huxleyctl watch [--json]          follow the conversation: state, transcripts, tools, media
+    huxleyctl update BUNDLE           install huxleyd from a file, keep it only if it starts (root)
 
 The socket is ``--socket PATH``, else ``[control] socket_path`` of
 ``--config`` (default /etc/huxleyd/huxleyd.toml) when that file exists,
@@ -203,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
     )
+    command(
+        "update",
+        "install huxleyd from a bundle file (make bundle); switch to it only if it "
+        "starts, else go back (root)",
+    ).add_argument("bundle", type=Path, metavar="BUNDLE")
     logs = command("logs", "follow the daemon's journal, or its log file without systemd")
     logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
     logs.add_argument("--no-follow", action="store_true", help="print and exit")
@@ -546,12 +552,31 @@ def _say_if_sdk_broken(args: argparse.Namespace) -> None:
         print(f"huxleyctl: {problem}", file=sys.stderr)
 
 
+def cmd_update(bundle: Path) -> int:
+    from huxleyd import logs as journal
+    from huxleyd.update import BundleError, UpdateFailed, update
+
+    journal.setup("INFO")  # update_started, update_rolled_back... in the journal
+    try:
+        version = update(bundle)
+    except BundleError as exc:
+        print(f"huxleyctl: update: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except UpdateFailed as exc:
+        print(f"huxleyctl: update: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"huxleyd {version} is running (the previous version is kept)")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _say_if_sdk_broken(args)
     if args.command == "logs":
         return cmd_logs(args)
+    if args.command == "update":  # no daemon needed: it restarts it
+        return cmd_update(args.bundle)
     if args.command == "skills" and args.action is not None:
         if not args.package:
             parser.error(f"skills {args.action}: PACKAGE is missing")

@@ -121,6 +121,8 @@ def provider_explanation(report: StatusReport) -> str:
     """Why the provider is not connected and when the next try is ('' when fine)."""
     if report.provider_state == "connected" or report.is_simulator:
         return ""
+    if report.provider_state == "setup_failed":
+        return f"{report.provider_detail}; the button answers with the error sound"
     words = []
     if report.provider_attempt:
         words.append(_plural(report.provider_attempt, "try", "tries") + " failed in a row")

@@ -1,11 +1,16 @@
 """``python -m huxleyd.firstboot FILE``: huxleyd-firstboot.service's entry point.
 
-Applies ``FILE`` (``/boot/firmware/huxleyd-setup.toml``) once: on success
-the file is wiped and ``huxleyd-setup.done.txt`` beside it says what was
-set; on an error nothing is applied, ``huxleyd-setup.error.txt`` beside it
-names the key and what was expected (readable from the computer the card
-was written on), the journal has ``HUXLEY_EVENT=firstboot_failed`` and the
-board's LEDs blink the error pattern for a while.
+Applies ``FILE`` (``/boot/firmware/huxleyd-setup.toml``) once, all or
+nothing. Every field is checked first; then the changes are made with their
+undo (:mod:`.transaction`). On success the file is wiped and
+``huxleyd-setup.done.txt`` beside it says what was set. On any error the
+system is as before, the file stays for the user to fix, and
+``huxleyd-setup.error.txt`` beside it names the step or the key and the fix
+(readable from the computer the card was written on); the journal has
+``HUXLEY_EVENT=firstboot_failed``, and :data:`FAILURE_REPORT` tells the
+daemon, which then says "setup failed" on every press, with its error cue
+and LEDs, and in ``huxleyctl status``, instead of answering. No value from
+the file is repeated in any of these: a key in the wrong field stays secret.
 """
 
 from __future__ import annotations
@@ -14,50 +19,93 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from huxleyd import logs
-from huxleyd.firstboot.apply import apply_setup, wipe_file
-from huxleyd.firstboot.setup_file import SetupError, parse_setup
+from huxleyd.firstboot.apply import StepFailed, apply_setup, wipe_file
+from huxleyd.firstboot.setup_file import SetupError, decode_setup, parse_setup
+from huxleyd.firstboot.transaction import write_file
 from huxleyd.hardware.boards import available_boards
 
 log = logs.get_logger("huxleyd.firstboot")
 
-ERROR_BLINK_S = 20.0
-"""How long the LEDs blink the error before the daemon starts and takes them over."""
+FAILURE_REPORT = "run/huxleyd-firstboot/failed"
+"""Under the root: one line, why first boot failed, for the daemon
+(``HUXLEYD_SETUP_FAILED_FILE`` in the image's unit points at it). On /run:
+a boot that applies the file, or one without a file, has none."""
 
 
 def run_command(argv: Sequence[str]) -> None:
     subprocess.run(list(argv), check=True)
 
 
-def blink_error(config_path: Path, board: str | None, sleep: Callable[[float], None]) -> None:
-    """The error pattern on the board's LEDs, for :data:`ERROR_BLINK_S` (best effort)."""
-    try:
-        from huxleyd.config import load_config
-        from huxleyd.hardware.boards import load_board
-        from huxleyd.hardware.led_drivers import make_led_driver
-        from huxleyd.hardware.led_patterns import DEFAULT_PATTERNS, LedState
-        from huxleyd.hardware.pins import choose_pin_factory
+def _fail(
+    root: Path, setup_file: Path, what: str, detail: str, fix: str, *, undone: bool = True
+) -> tuple[int, bool]:
+    """Tell the user beside the file, the journal and the daemon; exit 1."""
+    outcome = "nothing was changed" if undone else "some changes could NOT be undone"
+    log.error("firstboot_failed", file=str(setup_file), step=what, error=detail, fix=fix)
+    setup_file.with_name("huxleyd-setup.error.txt").write_text(
+        f"huxleyd could not apply {setup_file.name}; {outcome}.\n\n"
+        f"What failed: {what}\n{detail}\n\nFix: {fix}\n\n"
+        "Then start the device again (docs/image.md has the format).\n"
+    )
+    report = root / FAILURE_REPORT
+    report.parent.mkdir(parents=True, exist_ok=True)
+    write_file(report, f"{setup_file.name}: {what}: {detail}\n".encode())
+    return 1, False
 
-        config = load_config(config_path)
-        profile = load_board(board or config.hardware.board, config.hardware.boards_dir)
-        factory, _ = choose_pin_factory(config.hardware)
-        driver = make_led_driver(profile.leds, pin_factory=factory)
-        driver.show(DEFAULT_PATTERNS[LedState.ERROR], 0.0)
-        sleep(ERROR_BLINK_S)
-        driver.close()
-    except Exception as exc:  # the journal and the error file still say it
-        log.warning("firstboot_leds_unavailable", error=str(exc))
+
+def _apply_file(
+    setup_file: Path, root: Path, share_hw: Path, run: Callable[[Sequence[str]], None]
+) -> tuple[int, bool]:
+    """(exit status, whether a reboot is due for new overlays)."""
+    try:
+        text = decode_setup(setup_file.read_bytes(), file=setup_file.name)
+        setup = parse_setup(
+            text,
+            file=setup_file.name,
+            boards=available_boards(share_hw),
+            zoneinfo=root / "usr/share/zoneinfo",
+        )
+    except SetupError as exc:
+        what = f"the setting {exc.key}" if exc.key else "reading the file"
+        return _fail(root, setup_file, what, exc.problem, "correct the file as said above")
+    except OSError as exc:
+        return _fail(root, setup_file, "reading the file", str(exc), "write the file again")
+    try:
+        applied = apply_setup(
+            setup, root=root, share_hw=share_hw, kernel=os.uname().release, run=run
+        )
+    except StepFailed as failed:
+        detail = f"{type(failed.cause).__name__}: {failed.cause}"
+        if failed.rollback_failures:  # never claim "nothing was changed" when it was
+            detail += "\nNOT undone: " + "; ".join(failed.rollback_failures)
+            log.error("firstboot_rollback_incomplete", failures=failed.rollback_failures)
+        return _fail(
+            root,
+            setup_file,
+            f"the step {failed.step!r}",
+            detail,
+            failed.fix,
+            undone=not failed.rollback_failures,
+        )
+    wipe_file(setup_file)
+    setup_file.with_name("huxleyd-setup.error.txt").unlink(missing_ok=True)
+    (root / FAILURE_REPORT).unlink(missing_ok=True)
+    setup_file.with_name("huxleyd-setup.done.txt").write_text(
+        f"huxleyd applied {setup_file.name} at first boot and removed it (the key with it).\n"
+        + "".join(f"- {line}\n" for line in applied.done)
+    )
+    log.info("firstboot_applied", **setup.summary(), reboot=applied.reboot_needed)
+    return 0, applied.reboot_needed
 
 
 def main(
     argv: Sequence[str] | None = None,
     *,
     run: Callable[[Sequence[str]], None] = run_command,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     parser = argparse.ArgumentParser(prog="python -m huxleyd.firstboot", description=__doc__)
     parser.add_argument("file", type=Path, help="the setup file on the firmware partition")
@@ -66,40 +114,11 @@ def main(
     parser.add_argument("--no-reboot", action="store_true", help="never reboot for new overlays")
     args = parser.parse_args(argv)
     logs.setup("INFO")
-    setup_file: Path = args.file
-    error_file = setup_file.with_name("huxleyd-setup.error.txt")
-    config_path = args.root / "etc/huxleyd/huxleyd.toml"
-    try:
-        text = setup_file.read_text(encoding="utf-8-sig")  # Notepad writes a BOM
-        setup = parse_setup(
-            text,
-            file=setup_file.name,
-            boards=available_boards(args.share_hw),
-            zoneinfo=args.root / "usr/share/zoneinfo",
-        )
-    except (SetupError, OSError, UnicodeDecodeError) as exc:
-        key = exc.key if isinstance(exc, SetupError) else ""
-        log.error("firstboot_failed", file=str(setup_file), key=key, error=str(exc))
-        error_file.write_text(
-            f"huxleyd could not apply {setup_file.name}; nothing was changed.\n\n{exc}\n\n"
-            "Fix the file and start the device again (docs/image.md has the format).\n"
-        )
-        blink_error(config_path, None, sleep)
-        return 1
-    applied = apply_setup(
-        setup, root=args.root, share_hw=args.share_hw, kernel=os.uname().release, run=run
-    )
-    wipe_file(setup_file)
-    error_file.unlink(missing_ok=True)
-    setup_file.with_name("huxleyd-setup.done.txt").write_text(
-        f"huxleyd applied {setup_file.name} at first boot and removed it (the key with it).\n"
-        + "".join(f"- {line}\n" for line in applied.done)
-    )
-    log.info("firstboot_applied", **setup.summary(), reboot=applied.reboot_needed)
-    if applied.reboot_needed and not args.no_reboot:
+    code, reboot = _apply_file(args.file, args.root, args.share_hw, run)
+    if reboot and not args.no_reboot:
         log.info("firstboot_reboot", reason="the board's device-tree overlays take effect at boot")
         run(["systemctl", "reboot", "--no-block"])
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROVIDER_KINDS", "SetupError", "SetupFile", "WifiSetup", "parse_setup"]
+__all__ = ["PROVIDER_KINDS", "SetupError", "SetupFile", "WifiSetup", "decode_setup", "parse_setup"]
 
 PROVIDER_KINDS = ("openai", "xai", "gemini", "sim")
 
@@ -43,10 +43,17 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "wifi": ("ssid", "password", "country"),
     "ssh": ("enable", "authorized_keys"),
 }
-_HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
-_ZONE = re.compile(r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$")
-_SSH_KEY = re.compile(r"^(ssh-|ecdsa-sha2-|sk-ssh-|sk-ecdsa-)[a-z0-9@.-]+ [A-Za-z0-9+/=]+( .*)?$")
+# Matched with fullmatch (never match + "$", which also accepts a trailing
+# newline: "kitchen\n" must not become a host name).
+_HOSTNAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_COUNTRY = re.compile(r"[A-Z]{2}")
+_ZONE = re.compile(r"[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*")
+_SSH_KEY = re.compile(r"(ssh-|ecdsa-sha2-|sk-ssh-|sk-ecdsa-)[a-z0-9@.-]+ [A-Za-z0-9+/=]+( [^\n]*)?")
+_TZIF_MAGIC = b"TZif"
+"""RFC 8536: every compiled zone file starts so (zoneinfo also holds tables
+such as ``leapseconds`` or ``zone.tab``, which must not become /etc/localtime)."""
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+ENCODING_FIX = "save it as UTF-8 (in Notepad: File, Save as, Encoding: UTF-8) and try again"
 
 
 class SetupError(ValueError):
@@ -106,6 +113,37 @@ def _string(table: Mapping[str, Any], section: str, key: str, file: str) -> str 
     return value
 
 
+def decode_setup(data: bytes, *, file: str) -> str:
+    """The file's text: UTF-8 with or without a BOM, or UTF-16 with its BOM
+    (Notepad's "Unicode"). Anything else is a :class:`SetupError` naming the
+    file and how to save it right."""
+    try:
+        if data.startswith(_UTF16_BOMS):
+            return data.decode("utf-16")
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SetupError(
+            file, "", f"not UTF-8 text (byte {exc.start} cannot be read): {ENCODING_FIX}"
+        ) from None
+
+
+def _is_tzif(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_TZIF_MAGIC)) == _TZIF_MAGIC
+    except OSError:  # missing, a directory, unreadable
+        return False
+
+
+def _load_toml(text: str, file: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SetupError(file, "", f"not valid TOML: {exc}") from None
+    except RecursionError:  # [[[[... thousands deep: tomllib recurses per level
+        raise SetupError(file, "", "not valid TOML: nested too deeply") from None
+
+
 def parse_setup(
     text: str,
     *,
@@ -117,11 +155,10 @@ def parse_setup(
 
     ``boards`` are the profile names that exist; ``zoneinfo`` is where time
     zone names are looked up. Raises :class:`SetupError` on the first problem.
+    No message repeats a value from the file: a key pasted into the wrong
+    field must not reach the error file or the journal.
     """
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SetupError(file, "", f"not valid TOML: {exc}") from exc
+    doc = _load_toml(text, file)
     for section, value in doc.items():
         if section not in _KEYS:
             raise SetupError(file, section, f"unknown section (expected: {', '.join(_KEYS)})")
@@ -137,28 +174,28 @@ def parse_setup(
     ssh = doc.get("ssh", {})
 
     hostname = _string(device, "device", "hostname", file)
-    if hostname is not None and not _HOSTNAME.match(hostname):
+    if hostname is not None and not _HOSTNAME.fullmatch(hostname):
         raise SetupError(
             file,
             "device.hostname",
-            f"{hostname!r} is not a host name: 1-63 of a-z, 0-9 and '-', not starting or ending with '-'",
+            "not a host name: 1-63 of a-z, 0-9 and '-', not starting or ending with '-'",
         )
     board = _string(device, "device", "board", file)
     if board is not None and board not in boards:
         known = ", ".join(sorted(boards)) or "none installed"
-        raise SetupError(file, "device.board", f"unknown board {board!r} (available: {known})")
+        raise SetupError(file, "device.board", f"unknown board (available: {known})")
     timezone = _string(device, "device", "timezone", file)
-    if timezone is not None and (not _ZONE.match(timezone) or not (zoneinfo / timezone).is_file()):
-        raise SetupError(
-            file, "device.timezone", f'unknown time zone {timezone!r} (e.g. "Europe/Madrid", "UTC")'
-        )
+    if timezone is not None and (
+        not _ZONE.fullmatch(timezone) or not _is_tzif(zoneinfo / timezone)
+    ):
+        raise SetupError(file, "device.timezone", 'unknown time zone (e.g. "Europe/Madrid", "UTC")')
 
     kind = _string(provider, "provider", "kind", file)
     if kind is not None and kind not in PROVIDER_KINDS:
         raise SetupError(
             file,
             "provider.kind",
-            f"unknown provider {kind!r} (expected: {', '.join(PROVIDER_KINDS)})",
+            f"unknown provider (expected: {', '.join(PROVIDER_KINDS)})",
         )
     api_key = _string(provider, "provider", "api_key", file)
     if api_key is not None:
@@ -185,7 +222,7 @@ def parse_setup(
                 "a WPA2 passphrase is 8-63 printable ASCII characters (leave it out for an open network)",
             )
         country = _string(wifi, "wifi", "country", file)
-        if country is None or not _COUNTRY.match(country):
+        if country is None or not _COUNTRY.fullmatch(country):
             raise SetupError(
                 file,
                 "wifi.country",
@@ -200,7 +237,7 @@ def parse_setup(
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise SetupError(file, "ssh.authorized_keys", "expected a list of public keys (strings)")
     for index, key in enumerate(keys):
-        if not _SSH_KEY.match(key.strip()):
+        if not _SSH_KEY.fullmatch(key.strip()):
             raise SetupError(
                 file,
                 f"ssh.authorized_keys[{index}]",

@@ -230,6 +230,9 @@ class ConnectionState(enum.StrEnum):
     re-reading the key file first."""
     FAILED = "failed"
     """A fatal error (bad URL, wrong model); ``run`` raises."""
+    SETUP_FAILED = "setup_failed"
+    """The image's first boot could not apply the setup file: no connection
+    is tried; the device says so on every press (:mod:`huxleyd.setupreport`)."""
     CLOSED = "closed"
     """``close`` was called; ``run`` returned."""
 
@@ -244,7 +247,11 @@ class ConnectionState(enum.StrEnum):
     @property
     def unreachable(self) -> bool:
         """The user should know: the device shows OFFLINE (LEDs, ``say`` refused)."""
-        return self in (ConnectionState.OFFLINE, ConnectionState.KEY_REFUSED)
+        return self in (
+            ConnectionState.OFFLINE,
+            ConnectionState.KEY_REFUSED,
+            ConnectionState.SETUP_FAILED,
+        )
 
 
 OFFLINE_AFTER_FAILURES = 4

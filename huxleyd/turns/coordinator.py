@@ -158,6 +158,7 @@ class Coordinator:
         self._offline = False
         self._key_refused = False
         self._link_down = False
+        self._setup_failed = False
         """The transport said the socket is gone (reconnecting…): a turn would be lost."""
         self._closed = False
         self.proactive = Proactive(self, spawn=self._spawn, clock=self._clock, sleep=sleep)
@@ -210,6 +211,12 @@ class Coordinator:
             return
         if self.proactive.press():
             return  # on a claim, the button hangs up
+        if self._setup_failed:
+            # Never a turn: the device is not set up (huxleyd.setupreport).
+            log.info("press_while_setup_failed")
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
+            self._outputs.show(Activity.OFFLINE)
+            return
         if self._offline or self._link_down:
             # Nobody would hear the turn: say so now, not after the silent
             # retries (18 s of "thinking", then an error chime).
@@ -366,6 +373,7 @@ class Coordinator:
         if self._closed:
             return
         self._link_down = state.link_down
+        self._setup_failed = state is ConnectionState.SETUP_FAILED
         if state is not ConnectionState.CONNECTED and self.state.replying:
             if self.state is TurnState.APPLYING_SIDE_EFFECTS:
                 log.info("turn_outlives_connection", state=state)

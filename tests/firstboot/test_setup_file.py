@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.firstboot.setup_file import SetupError, SetupFile, WifiSetup, parse_setup
+from huxleyd.firstboot.setup_file import (
+    SetupError,
+    SetupFile,
+    WifiSetup,
+    decode_setup,
+    parse_setup,
+)
 
 BOARDS = ("gpio-basic", "respeaker-2mic", "voice-bonnet")
 
@@ -18,6 +24,9 @@ def zoneinfo(tmp_path: Path) -> Path:
     (zones / "Europe").mkdir(parents=True)
     (zones / "Europe/Madrid").write_bytes(b"TZif")
     (zones / "UTC").write_bytes(b"TZif")
+    # zoneinfo also holds tables that are not zones: never /etc/localtime.
+    (zones / "leapseconds").write_text("# Leap\tYEAR\tMONTH\n")
+    (zones / "zone.tab").write_text("# tzdb timezone descriptions\n")
     return zones
 
 
@@ -83,6 +92,17 @@ def test_an_open_network(zoneinfo: Path) -> None:
         ("[device]\nboard = 'respeaker'\n", "device.board", "available: gpio-basic"),
         ("[device]\ntimezone = 'Mars/Olympus'\n", "device.timezone", "unknown time zone"),
         ("[device]\ntimezone = '../../etc/passwd'\n", "device.timezone", "unknown time zone"),
+        ("[device]\ntimezone = 'leapseconds'\n", "device.timezone", "unknown time zone"),
+        ("[device]\ntimezone = 'Europe'\n", "device.timezone", "unknown time zone"),
+        ('[device]\ntimezone = "UTC\\n"\n', "device.timezone", "unknown time zone"),
+        ('[device]\nhostname = "kitchen\\n"\n', "device.hostname", "not a host name"),
+        ("[wifi]\nssid = 'home'\ncountry = \"ES\\n\"\n", "wifi.country", "two-letter"),
+        (
+            '[ssh]\nauthorized_keys = ["ssh-ed25519 AAAA me\\nssh-rsa BBBB evil"]\n',
+            "ssh.authorized_keys[0]",
+            "OpenSSH public key",
+        ),
+        ("a = " + "[" * 5000 + "]" * 5000 + "\n", "", "nested too deeply"),
         ("[provider]\nkind = 'chatgpt'\n", "provider.kind", "openai, xai, gemini, sim"),
         ("[provider]\napi_key = 'sk one'\n", "provider.api_key", "no spaces"),
         ("[provider]\nkind = 'sim'\napi_key = 'sk'\n", "provider.api_key", "takes no key"),
@@ -100,3 +120,36 @@ def test_mistakes_name_the_key(zoneinfo: Path, text: str, key: str, words: str) 
     assert caught.value.key == key
     assert words in str(caught.value)
     assert str(caught.value).startswith("huxleyd-setup.toml: ")
+
+
+def test_a_wpa2_passphrase_of_exactly_8_and_63_characters(zoneinfo: Path) -> None:
+    for password in ("12345678", "x" * 63):
+        text = f'[wifi]\nssid = "home"\npassword = "{password}"\ncountry = "ES"\n'
+        setup = parse(text, zoneinfo)
+        assert setup.wifi is not None and setup.wifi.password == password
+    with pytest.raises(SetupError):
+        parse('[wifi]\nssid = "home"\npassword = "1234567"\ncountry = "ES"\n', zoneinfo)
+    with pytest.raises(SetupError):
+        parse(f'[wifi]\nssid = "home"\npassword = "{"x" * 64}"\ncountry = "ES"\n', zoneinfo)
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        FULL.encode("utf-8"),
+        b"\xef\xbb\xbf" + FULL.encode("utf-8"),  # Notepad's "UTF-8 with BOM"
+        FULL.encode("utf-16"),  # Notepad's "Unicode": a BOM, then UTF-16-LE
+        b"\xfe\xff" + FULL.encode("utf-16-be"),
+    ],
+)
+def test_the_encodings_a_windows_editor_writes(zoneinfo: Path, encoded: bytes) -> None:
+    text = decode_setup(encoded, file="huxleyd-setup.toml")
+    assert parse(text, zoneinfo).hostname == "kitchen"
+
+
+def test_other_bytes_name_the_file_and_the_fix() -> None:
+    with pytest.raises(SetupError) as caught:
+        decode_setup(b'[device]\nhostname = "k\xe9"\n', file="huxleyd-setup.toml")
+    message = str(caught.value)
+    assert message.startswith("huxleyd-setup.toml: not UTF-8 text")
+    assert "Encoding: UTF-8" in message and "codec" not in message

@@ -158,3 +158,49 @@ def test_a_tree_without_the_nodes_fails_the_hook(firmware: Path, tmp_path: Path)
     result = hook(firmware)
     assert result.returncode == 1
     assert "ERROR: huxley-wm8960.dtbo does not apply to bcm2711-rpi-4-b.dtb" in result.stderr
+
+
+POST_UPDATE = REPO / "image/rootfs/etc/initramfs/post-update.d/z60-huxleyd-devicetree"
+
+
+def test_after_any_initramfs_update_the_overlays_apply_again(
+    firmware: Path, tmp_path: Path
+) -> None:
+    """raspi-firmware's z50 post-update hook copies unlabelled trees back on
+    every update-initramfs (udev, kmod... upgrades); ours runs after it."""
+    assert POST_UPDATE.name > "z50-raspi-firmware"  # run-parts order
+    assert hook(firmware).returncode == 0
+    dtb = firmware / "bcm2711-rpi-4-b.dtb"
+    overlay = firmware / "overlays/huxley-wm8960.dtbo"
+    # What z50 does: the kernel's tree, without __symbols__, over ours.
+    made = run("dtc", "-q", "-I", "dts", "-O", "dtb", "-o", dtb, tmp_path / "base.dts")
+    assert made.returncode == 0
+    assert run("fdtoverlay", "-i", dtb, "-o", tmp_path / "o.dtb", overlay).returncode != 0
+
+    env = {
+        "HUXLEYD_DT_HOOK": str(HOOK),
+        "HUXLEYD_FIRMWARE_DIR": str(firmware),
+        "HUXLEYD_DT_SOURCES": str(REPO / "hw/dt"),
+    }
+    # During a kernel install z50 and ours defer to the kernel's own hooks.
+    deferred = run("sh", POST_UPDATE, "6.12.0-test", INITRAMFS_TOOLS_KERNEL_HOOK="1", **env)
+    assert deferred.returncode == 0
+    assert run("fdtoverlay", "-i", dtb, "-o", tmp_path / "o.dtb", overlay).returncode != 0
+
+    result = run("sh", POST_UPDATE, "6.12.0-test", **env)
+    assert result.returncode == 0, result.stderr
+    assert run("fdtoverlay", "-i", dtb, "-o", tmp_path / "o.dtb", overlay).returncode == 0
+
+
+def test_a_pi_5_tree_is_skipped_not_a_failed_kernel_upgrade(firmware: Path, tmp_path: Path) -> None:
+    """Kernel 6.12 ships bcm2712-rpi-5-b.dtb, whose header pins are behind
+    RP1; a hook that failed on it would fail every kernel upgrade."""
+    (tmp_path / "pi5.dts").write_text('/dts-v1/;\n/ { compatible = "brcm,bcm2712"; soc { }; };\n')
+    pi5 = firmware / "bcm2712-rpi-5-b.dtb"
+    assert (
+        run("dtc", "-q", "-I", "dts", "-O", "dtb", "-o", pi5, tmp_path / "pi5.dts").returncode == 0
+    )
+    result = hook(firmware)
+    assert result.returncode == 0, result.stderr
+    assert "bcm2712-rpi-5-b.dtb: Pi 5, no RP1 in this tree: overlays not applied" in result.stderr
+    assert "huxley-wm8960.dtbo applies to bcm2711-rpi-4-b.dtb" in result.stderr

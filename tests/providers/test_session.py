@@ -103,6 +103,7 @@ CONTROL_WORDS = [
     "offline",
     "key_refused",
     "failed",
+    "setup_failed",
     "closed",
 ]
 """What ``huxleyctl status`` prints and the control socket sends as
@@ -135,8 +136,20 @@ def test_a_state_round_trips_through_the_control_socket(state: ConnectionState) 
 
 def test_link_down_and_unreachable_split_the_states_as_the_turns_need() -> None:
     down = {s for s in ConnectionState if s.link_down}
-    assert down == {"stalled", "reconnecting", "offline", "key_refused", "failed", "closed"}
-    assert {s for s in ConnectionState if s.unreachable} == {"offline", "key_refused"}
+    assert down == {
+        "stalled",
+        "reconnecting",
+        "offline",
+        "key_refused",
+        "failed",
+        "setup_failed",
+        "closed",
+    }
+    assert {s for s in ConnectionState if s.unreachable} == {
+        "offline",
+        "key_refused",
+        "setup_failed",
+    }
 
 
 def test_failures_turn_offline_from_the_fourth_in_a_row() -> None:

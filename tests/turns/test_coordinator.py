@@ -453,3 +453,18 @@ async def test_a_call_id_reported_twice_in_a_turn_runs_its_tool_once() -> None:
         assert rig.volume.sets == [70]
         assert rig.provider.names().count("send_tool_output") == 1
         assert rig.provider.names().count("request_response") == 2  # the turn's, one follow-up
+
+
+async def test_a_press_after_a_failed_setup_gets_the_error_cue_every_time() -> None:
+    """The image's setup failed: never a turn, never the offline cue's "try later"."""
+    async with Rig() as rig:
+        rig.coordinator.on_connection(ConnectionState.SETUP_FAILED)
+        sent = len(rig.provider.commands)
+        for presses in (1, 2, 3):
+            rig.coordinator.press()
+            rig.coordinator.release()
+            assert rig.audio.earcon_names().count("error") == presses
+        assert "offline" not in rig.audio.earcon_names()
+        assert rig.coordinator.activity == "offline"
+        assert state_of(rig) is TurnState.IDLE and rig.coordinator.turn is None
+        assert len(rig.provider.commands) == sent
