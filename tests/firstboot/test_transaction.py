@@ -150,11 +150,19 @@ def test_first_boot_starts_what_it_enables_in_this_boot(system: Path) -> None:
     assert not setup.exists()
 
 
+def copy_of_the_card(system: Path, dest: Path) -> Path:
+    """A fresh copy of the root and the FAT partition beside it; copies only
+    those two, never the folder that holds earlier copies (which would grow
+    with every case)."""
+    shutil.copytree(system, dest / "root", symlinks=True)
+    shutil.copytree(system.parent / "fat", dest / "fat", symlinks=True)
+    return dest / "root"
+
+
 def commands_of_a_full_setup(root: Path, tmp_path: Path) -> int:
-    scratch = tmp_path / "scratch"
-    shutil.copytree(root.parent, scratch, symlinks=True)
-    recorder = System(scratch / "root")
-    code, _ = run_main(scratch / "root", recorder)
+    scratch = copy_of_the_card(root, tmp_path / "scratch")
+    recorder = System(scratch)
+    code, _ = run_main(scratch, recorder)
     assert code == 0
     return len(recorder.commands)
 
@@ -163,9 +171,7 @@ def test_whichever_command_fails_the_system_is_as_before(system: Path, tmp_path:
     count = commands_of_a_full_setup(system, tmp_path)
     assert count >= 10  # hooks, reload, hostname, enable, ssh, starts
     for fail_at in range(count):
-        case = tmp_path / f"case{fail_at}"
-        shutil.copytree(system.parent, case, symlinks=True)
-        root = case / "root"
+        root = copy_of_the_card(system, tmp_path / f"case{fail_at}")
         before = snapshot(root)
         recorder = System(root, fail_at=fail_at)
         code, setup = run_main(root, recorder)
