@@ -105,3 +105,19 @@ class DaemonProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def ctl(socket: Path, *args: str, exit_codes: tuple[int, ...] = (0, 1)) -> str:
+    """``huxleyctl --socket SOCKET ARGS…`` as an admin runs it; its standard output.
+
+    ``exit_codes``: what counts as an answer (``doctor`` exits 1 on a failed check).
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(socket), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode in exit_codes, done.stderr
+    return done.stdout

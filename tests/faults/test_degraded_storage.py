@@ -14,7 +14,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from huxleyd.sim.scenario import Scenario
 from huxleyd.storage import MIGRATIONS, Database
 from huxleyd.storage_recovery import open_or_recover
 from tests.e2e.harness import RATE, Rig, until
-from tests.e2e.process import DaemonProcess, write_daemon_config
+from tests.e2e.process import DaemonProcess, ctl, write_daemon_config
 
 SCENARIO = 'name = "idle"\n'
 TIMER = ("timers", "timer:t1", '{"id": "t1", "label": "tea"}')
@@ -134,18 +133,6 @@ def read_only(directory: Path) -> list[str]:
     if probe.returncode != 0:
         pytest.skip(f"no read-only bind mount here: {probe.stderr.strip()}")
     return wrap
-
-
-def ctl(socket: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(socket), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr  # doctor exits 1 on a failed check
-    return done.stdout
 
 
 def test_a_corrupt_database_starts_the_daemon_and_status_doctor_journal_say_so(

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,7 +19,7 @@ from pathlib import Path
 from huxleyd.app.control import RuntimeControl
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig, until
-from tests.e2e.process import ROOT, DaemonProcess, write_daemon_config
+from tests.e2e.process import ROOT, DaemonProcess, ctl, write_daemon_config
 from tests.fakes.distributions import installed_skill
 
 FLAKY = '''
@@ -71,18 +69,6 @@ def third_party_skills(tmp: Path) -> Iterator[str]:
             ),
         ]
         yield ":".join(str(s) for s in sites)
-
-
-def ctl(socket: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(socket), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr  # doctor exits 1 on a failed check
-    return done.stdout
 
 
 def test_failing_skills_are_left_out_and_the_daemon_starts(tmp_path: Path) -> None:

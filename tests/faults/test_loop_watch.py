@@ -11,14 +11,12 @@ restarted, as the SDK says), and a stall names the task and its skill;
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 from huxleyd.app.loopwatch import LoopWatch
 from huxleyd.clock import ManualClock
 from tests.e2e.harness import until
-from tests.e2e.process import DaemonProcess, write_daemon_config
+from tests.e2e.process import DaemonProcess, ctl, write_daemon_config
 from tests.fakes.distributions import installed_skill
 
 BLOCKER = """
@@ -64,18 +62,6 @@ SCENARIO = (
     'say = "Napping."\ntool_calls = [{ name = "nap" }]\n'
     '[[turns.responses]]\nsay = "Done."\n'
 )
-
-
-def ctl(socket: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(socket), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr  # doctor: 1 on a failed check
-    return done.stdout
 
 
 def test_a_dead_task_and_a_blocking_tool_are_logged_with_their_skill(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import pytest
 
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig, scenario_skill_installed, until
-from tests.e2e.process import DaemonProcess, write_daemon_config
+from tests.e2e.process import DaemonProcess, ctl, write_daemon_config
 
 
 def updates(rig: Rig) -> list[dict[str, Any]]:
@@ -84,18 +84,6 @@ BREAKS: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
-def ctl(socket: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "huxleyd.control.cli", "--socket", str(socket), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def hup_and_wait(daemon: DaemonProcess, line: str) -> None:
     """SIGHUP; return once the daemon logged one more ``line``."""
     before = daemon.output().count(line)
@@ -117,12 +105,14 @@ def test_a_persona_of_any_bytes_nesting_or_kind_is_refused_in_one_line(tmp_path:
         for case, (breaks, _why) in BREAKS.items():
             breaks(persona)
             hup_and_wait(daemon, "reload_refused")
-            problems[case] = json.loads(ctl(daemon.socket, "status", "--json"))["problems"]
+            problems[case] = json.loads(ctl(daemon.socket, "status", "--json", exit_codes=(0,)))[
+                "problems"
+            ]
             if persona.is_dir():
                 shutil.rmtree(persona)
             persona.write_bytes(good)
         hup_and_wait(daemon, "persona_reloaded")
-        after = json.loads(ctl(daemon.socket, "status", "--json"))["problems"]
+        after = json.loads(ctl(daemon.socket, "status", "--json", exit_codes=(0,)))["problems"]
     finally:
         assert daemon.terminate() == 0, daemon.output()[-3000:]
     log = daemon.output()
@@ -151,7 +141,7 @@ def test_huxleyd_toml_changes_are_applied_or_named_and_a_broken_one_reported(
         hup_and_wait(daemon, "persona_reloaded")
         config.write_text(good + "\n[audio\n")
         hup_and_wait(daemon, "reload_refused")
-        status = json.loads(ctl(daemon.socket, "status", "--json"))
+        status = json.loads(ctl(daemon.socket, "status", "--json", exit_codes=(0,)))
     finally:
         assert daemon.terminate() == 0, daemon.output()[-3000:]
     log = daemon.output()
