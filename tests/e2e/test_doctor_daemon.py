@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from gpiozero.pins.mock import MockFactory, MockPWMPin
@@ -23,38 +25,57 @@ from tests.e2e.harness import (
 from tests.fakes.notify import RecordingNotifier
 
 
+@contextlib.asynccontextmanager
+async def daemon_on_the_simulator(
+    tmp_path: Path, key: Path, state: str, **sim_options: str
+) -> AsyncIterator[Runtime]:
+    """The real runtime with ``--key-file KEY``, talking to a simulator (with
+    ``sim_options``) as its provider (``provider.url``), once its connection
+    reached ``state``."""
+    async with (
+        SimServer(Scenario(turns=()), speed=SPEED, **sim_options) as sim,  # type: ignore[arg-type]
+        _runtime_on(tmp_path, key, sim, state) as runtime,
+    ):
+        yield runtime
+
+
+@contextlib.asynccontextmanager
+async def _runtime_on(
+    tmp_path: Path, key: Path, sim: SimServer, state: str
+) -> AsyncIterator[Runtime]:
+    pins = MockFactory(pin_class=MockPWMPin)
+    path = write_config(tmp_path)
+    path.write_text(path.read_text().replace("[provider]\n", f'[provider]\nurl = "{sim.url}"\n'))
+    runtime = Runtime(
+        load_config(path),
+        Overrides(
+            backend=WavBackend(),
+            clock=ScaledClock(SPEED, start_s=1000.0),
+            pin_factory=pins,
+            key_file=key,
+            notifier=RecordingNotifier(),
+            env={},
+        ),
+    )
+    await runtime.start()
+    try:
+        await until(lambda: runtime.connection_state == state, state)
+        yield runtime
+    finally:
+        await runtime.close()
+        pins.close()
+
+
 async def test_doctor_names_the_key_file_the_daemon_was_started_with(tmp_path: Path) -> None:
     # The daemon talks to a "provider" (the simulator at provider.url) with a
     # key from --key-file: doctor must report that file, not "no key: simulator".
     key = tmp_path / "dev.key"
     key.write_text("sk-test\n")
     key.chmod(0o644)
-    pins = MockFactory(pin_class=MockPWMPin)
     with scenario_skill_installed(tmp_path):
-        async with SimServer(Scenario(turns=()), speed=SPEED, synth="tone") as sim:
-            path = write_config(tmp_path)
-            path.write_text(
-                path.read_text().replace("[provider]\n", f'[provider]\nurl = "{sim.url}"\n')
-            )
-            runtime = Runtime(
-                load_config(path),
-                Overrides(
-                    backend=WavBackend(),
-                    clock=ScaledClock(SPEED, start_s=1000.0),
-                    pin_factory=pins,
-                    key_file=key,
-                    notifier=RecordingNotifier(),
-                    env={},
-                ),
-            )
-            await runtime.start()
-            try:
-                await until(lambda: runtime.connection_state == "connected", "connected")
-                facts = daemon_facts(runtime)
-                checks = {c.name: c for c in await RuntimeControl(runtime).doctor()}
-            finally:
-                await runtime.close()
-                pins.close()
+        async with daemon_on_the_simulator(tmp_path, key, "connected", synth="tone") as runtime:
+            facts = daemon_facts(runtime)
+            checks = {c.name: c for c in await RuntimeControl(runtime).doctor()}
     assert not runtime.is_simulator
     assert f"key: {key} (--key-file)" in checks["config"].detail  # the same resolution
     assert checks["key file"].status == "warn"
@@ -102,32 +123,12 @@ async def test_doctor_fails_the_key_the_provider_refused_in_its_words(tmp_path: 
     key = tmp_path / "openai.key"
     key.write_text("sk-wrong\n")
     key.chmod(0o600)
-    pins = MockFactory(pin_class=MockPWMPin)
     with scenario_skill_installed(tmp_path):
-        async with SimServer(Scenario(turns=()), speed=SPEED, api_key="sk-right") as sim:
-            path = write_config(tmp_path)
-            path.write_text(
-                path.read_text().replace("[provider]\n", f'[provider]\nurl = "{sim.url}"\n')
-            )
-            runtime = Runtime(
-                load_config(path),
-                Overrides(
-                    backend=WavBackend(),
-                    clock=ScaledClock(SPEED, start_s=1000.0),
-                    pin_factory=pins,
-                    key_file=key,
-                    notifier=RecordingNotifier(),
-                    env={},
-                ),
-            )
-            await runtime.start()
-            try:
-                await until(lambda: runtime.connection_state == "key_refused", "key refused")
-                words = runtime.connection_status.detail
-                checks = {c.name: c for c in await RuntimeControl(runtime).doctor()}
-            finally:
-                await runtime.close()
-                pins.close()
+        async with daemon_on_the_simulator(
+            tmp_path, key, "key_refused", api_key="sk-right"
+        ) as runtime:
+            words = runtime.connection_status.detail
+            checks = {c.name: c for c in await RuntimeControl(runtime).doctor()}
     line = checks["key file"]
     assert line.status == "fail"
     assert "the provider refused this key" in line.detail and words in line.detail
