@@ -18,6 +18,7 @@ from huxleyd.app.control import RuntimeControl
 from huxleyd.control.render import provider_link_in_words
 from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.e2e import harness
@@ -31,20 +32,30 @@ TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": 
 STALL_S = 4.0
 
 
+async def connected(
+    rec: Recorder, sleeper: FakeSleeper, peer: FaultPeer, **options: Any
+) -> tuple[ProviderConnection, asyncio.Task[None]]:
+    """A connection to ``peer`` whose clocks are ``sleeper``'s, run until its
+    session is ready; ``options`` go to the connection (a core of the test's)."""
+    conn = rec.connection(
+        peer.url,
+        sleep=sleeper.sleep,
+        stall_sleep=sleeper.sleep,
+        clock=sleeper.clock,
+        stall_timeout_s=STALL_S,
+        **options,
+    )
+    conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
+    task = asyncio.create_task(conn.run())
+    await peer.wait_until(lambda: peer.sessions_ready == 1)
+    await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+    return conn, task
+
+
 async def test_a_reply_trickled_byte_by_byte_is_a_stall_reconnected_and_named() -> None:
     rec, sleeper = Recorder(), FakeSleeper()
     async with FaultPeer([Fault(trickle_s=0.1), Fault()]) as peer:
-        conn = rec.connection(
-            peer.url,
-            sleep=sleeper.sleep,
-            stall_sleep=sleeper.sleep,
-            clock=sleeper.clock,
-            stall_timeout_s=STALL_S,
-        )
-        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
-        task = asyncio.create_task(conn.run())
-        await peer.wait_until(lambda: peer.sessions_ready == 1)
-        await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+        conn, task = await connected(rec, sleeper, peer)
         conn.request_response()
         await peer.wait_until(lambda: peer.trickled_bytes >= 2)  # the crawl has begun
         await sleeper.advance(STALL_S / 2)
@@ -85,18 +96,7 @@ class ForgetsOnCancel(OpenAIRealtimeProtocol):
 async def test_a_retried_request_does_not_restart_the_stall_clock() -> None:
     rec, sleeper = Recorder(), FakeSleeper()
     async with FaultPeer([Fault(trickle_s=0.1), Fault()]) as peer:
-        conn = rec.connection(
-            peer.url,
-            core=ForgetsOnCancel(),
-            sleep=sleeper.sleep,
-            stall_sleep=sleeper.sleep,
-            clock=sleeper.clock,
-            stall_timeout_s=STALL_S,
-        )
-        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
-        task = asyncio.create_task(conn.run())
-        await peer.wait_until(lambda: peer.sessions_ready == 1)
-        await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+        conn, task = await connected(rec, sleeper, peer, core=ForgetsOnCancel())
         conn.request_response()
         await peer.wait_until(lambda: peer.trickled_bytes >= 1)
         await sleeper.advance(STALL_S * 3 / 4)
@@ -111,17 +111,7 @@ async def test_a_retried_request_does_not_restart_the_stall_clock() -> None:
 async def test_a_healthy_pause_without_a_due_reply_is_no_stall() -> None:
     rec, sleeper = Recorder(), FakeSleeper()
     async with FaultPeer([Fault()]) as peer:
-        conn = rec.connection(
-            peer.url,
-            sleep=sleeper.sleep,
-            stall_sleep=sleeper.sleep,
-            clock=sleeper.clock,
-            stall_timeout_s=STALL_S,
-        )
-        conn.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
-        task = asyncio.create_task(conn.run())
-        await peer.wait_until(lambda: peer.sessions_ready == 1)
-        await rec.wait_until(lambda: ConnectionState.CONNECTED in rec.state_names())
+        conn, task = await connected(rec, sleeper, peer)
         await sleeper.advance(STALL_S * 10)  # idle: nothing is due, nothing to wait for
         assert conn.stalls == 0 and conn.status.state is ConnectionState.CONNECTED
         await conn.close()
