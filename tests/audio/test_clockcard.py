@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,9 +17,7 @@ import pytest
 from tests.fakes.children import run_json_child
 from tests.fakes.clockcard import (
     ClockCard,
-    ClockCardUnavailable,
     bargein_cuts,
-    build_plugin,
     child_env,
     freeze_once,
     largest_step,
@@ -47,15 +44,6 @@ def realtime_allowed() -> bool:
     thread.start()
     thread.join()
     return result[0]
-
-
-@pytest.fixture
-def card(tmp_path: Path) -> ClockCard:
-    try:
-        build_plugin()
-    except ClockCardUnavailable as exc:
-        pytest.skip(str(exc))
-    return write_asoundrc(tmp_path)
 
 
 def run(card: ClockCard, *args: str) -> dict[str, Any]:

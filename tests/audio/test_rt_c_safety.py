@@ -69,15 +69,6 @@ def test_the_kernel_refuses_an_array_of_the_right_size_and_the_wrong_type() -> N
     assert buf[0] == 1.0
 
 
-@pytest.fixture
-def card(tmp_path: Path) -> ClockCard:
-    try:
-        build_plugin()
-    except ClockCardUnavailable as exc:
-        pytest.skip(str(exc))
-    return write_asoundrc(tmp_path)
-
-
 # Once the child calls wall_clock_behind(s) (the streams are running: PortAudio's own
 # start waits on the wall clock), the process reads the wall clock s seconds behind
 # the kernel's, as after NTP stepped it forward by s during the wait: a deadline
