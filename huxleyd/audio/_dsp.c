@@ -20,8 +20,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_mixcore.h"
 
 /* ---- buffers ------------------------------------------------------------------------ */
 
@@ -42,7 +46,7 @@ static int format_is(const char *format, char code)
 	return format[0] == code && format[1] == '\0';
 }
 
-/* Take `obj`'s buffer as float32 (itemsize 4) or int16 (itemsize 2) items; writable if
+/* Take `obj`'s buffer as float64 (itemsize 8), float32 (4) or int16 (2) items; writable if
  * asked. The format is checked, not only the size: an int32 array is not float32.
  * 0 or -1 (error set). */
 static int take(buf_t *b, PyObject *obj, Py_ssize_t itemsize, int writable, const char *name)
@@ -52,10 +56,10 @@ static int take(buf_t *b, PyObject *obj, Py_ssize_t itemsize, int writable, cons
 	if (PyObject_GetBuffer(obj, &b->view, flags) < 0)
 		return -1;
 	b->held = 1;
-	char code = itemsize == 4 ? 'f' : 'h';
+	char code = itemsize == 8 ? 'd' : itemsize == 4 ? 'f' : 'h';
 	if (b->view.itemsize != itemsize || !format_is(b->view.format, code)) {
 		PyErr_Format(PyExc_TypeError, "%s: expected %s items (format '%c'), got format '%s' of %zd bytes",
-			     name, itemsize == 4 ? "float32" : "int16", code,
+			     name, itemsize == 8 ? "float64" : itemsize == 4 ? "float32" : "int16", code,
 			     b->view.format ? b->view.format : "B", b->view.itemsize);
 		return -1;
 	}
@@ -148,29 +152,8 @@ static PyObject *mix_source(PyObject *self, PyObject *const *args, Py_ssize_t na
 				     offset);
 		goto done;
 	}
-	float *out = mix.view.buf;
-	const int16_t *src = ring.view.buf;
-	const float *u = unit.view.buf;
-	const float *f = fade.held ? fade.view.buf : NULL;
-	float constant = (float)g1, step = (float)(g1 - g0), base = (float)g0;
-	int ramp = g0 != g1 || f != NULL;
-	for (Py_ssize_t k = 0; k < count; k++) {
-		Py_ssize_t i = offset + k;
-		Py_ssize_t at = start + k;
-		if (at >= cap)
-			at -= cap;
-		float x = (float)src[at] * TO_FLOAT;
-		if (ramp) {
-			float g = u[i] * step;
-			g = g + base;
-			if (f)
-				g = g * f[i];
-			x = x * g;
-		} else {
-			x = x * constant;
-		}
-		out[i] = out[i] + x;
-	}
+	mc_add_source(mix.view.buf, ring.view.buf, (uint64_t)cap, (uint64_t)start, (uint64_t)count,
+		      (uint64_t)offset, g0, g1, unit.view.buf, fade.held ? fade.view.buf : NULL);
 	result = Py_NewRef(Py_None);
 done:
 	drop(&mix);
@@ -178,17 +161,6 @@ done:
 	drop(&unit);
 	drop(&fade);
 	return result;
-}
-
-/* buf *= shape * (end - start) + start, in float32 (the master gain's and the limiter's ramp) */
-static void ramp_in_place(float *buf, const float *shape, Py_ssize_t n, double g0, double g1)
-{
-	float step = (float)(g1 - g0), base = (float)g0;
-	for (Py_ssize_t i = 0; i < n; i++) {
-		float g = shape[i] * step;
-		g = g + base;
-		buf[i] = buf[i] * g;
-	}
 }
 
 /* gain(buf, unit, start, end): the master gain stage, ramped over the period */
@@ -205,15 +177,7 @@ static PyObject *gain(PyObject *self, PyObject *args)
 	if (take(&buf, a, 4, 1, "buf") < 0 || take(&unit, b, 4, 0, "unit") < 0 ||
 	    need(COUNT(unit), COUNT(buf), "unit") < 0)
 		goto done;
-	float *x = buf.view.buf;
-	Py_ssize_t n = COUNT(buf);
-	if (g0 == g1) {
-		float g = (float)g1;
-		for (Py_ssize_t i = 0; i < n; i++)
-			x[i] = x[i] * g;
-	} else {
-		ramp_in_place(x, unit.view.buf, n, g0, g1);
-	}
+	mc_gain(buf.view.buf, unit.view.buf, (uint64_t)COUNT(buf), g0, g1);
 	result = Py_NewRef(Py_None);
 done:
 	drop(&buf);
@@ -222,17 +186,6 @@ done:
 }
 
 /* ---- the limiter -------------------------------------------------------------------- */
-
-static float peak_of(const float *x, Py_ssize_t n)
-{
-	float peak = 0.0f;
-	for (Py_ssize_t i = 0; i < n; i++) {
-		float a = fabsf(x[i]);
-		if (a > peak || isnan(a))
-			peak = a;
-	}
-	return peak;
-}
 
 /* limit(mix, gain, threshold, release_step, knee, attack, unit) -> (gain, active)
  *
@@ -254,41 +207,9 @@ static PyObject *limit(PyObject *self, PyObject *args)
 	    take(&unit, un, 4, 0, "unit") < 0 || need(COUNT(attack), COUNT(mix), "attack") < 0 ||
 	    need(COUNT(unit), COUNT(mix), "unit") < 0)
 		goto done;
-	float *x = mix.view.buf;
-	Py_ssize_t n = COUNT(mix);
-	double peak = n ? (double)peak_of(x, n) : 0.0;
-	double target = peak <= threshold ? 1.0 : threshold / peak;
-	double end;
-	if (target < start) {
-		end = target;
-	} else {
-		end = start * release;
-		if (target < end)
-			end = target;
-		if (end > 1.0)
-			end = 1.0;
-	}
-	int active = 0;
-	if (start != 1.0 || end != 1.0) {
-		active = 1;
-		ramp_in_place(x, end < start ? attack.view.buf : unit.view.buf, n, start, end);
-		peak *= start > end ? start : end;
-	}
-	if (peak > threshold) {
-		active = 1;
-		/* bent = knee * tanh(excess / knee): the threshold's slope, asymptote = ceiling */
-		float thr = (float)threshold, k = (float)knee, inv = (float)(1.0 / knee);
-		for (Py_ssize_t i = 0; i < n; i++) {
-			float excess = fabsf(x[i]) - thr;
-			if (!(excess > 0.0f))
-				excess = excess < 0.0f ? 0.0f : excess; /* max(excess, 0), NaN kept */
-			float bent = excess * inv;
-			bent = tanhf(bent);
-			bent = bent * k;
-			excess = excess - bent;
-			x[i] = x[i] - copysignf(excess, x[i]);
-		}
-	}
+	int active;
+	double end = mc_limit(mix.view.buf, (uint64_t)COUNT(mix), start, threshold, release, knee,
+			      attack.view.buf, unit.view.buf, &active);
 	result = Py_BuildValue("(di)", end, active);
 done:
 	drop(&mix);
@@ -543,7 +464,203 @@ done:
 	return result;
 }
 
+/* ---- the whole period: mix_period ----------------------------------------------------
+ *
+ * mix_period(out, rings, sources, mixer, unit, fade_out, fade_in, attack)
+ *
+ * Mixer.mix in one call: the core in _mixcore.c, which a GIL-free caller runs on its
+ * own structs. Here `rings` are the four sources' int16 sample arrays (SOURCES
+ * order); `sources` (float64, one row of SOURCE_FIELDS per source) and `mixer`
+ * (float64, MIXER_FIELDS) carry the requests in and the state and the period's
+ * report back. Positions and counts are whole numbers below 2**53. */
+
+typedef enum { WHOLE, FLAG, REAL } kind_t;
+typedef struct {
+	const char *name;
+	size_t off;
+	kind_t kind;
+} field_t;
+
+#define SF(f, k) {#f, offsetof(mc_source, f), k}
+static const field_t source_fields[] = {
+	SF(capacity, WHOLE),   SF(read_pos, WHOLE),    SF(write_pos, WHOLE),  SF(req_gain, REAL),
+	SF(req_ducked, FLAG),  SF(req_paused, FLAG),   SF(req_flush_seq, WHOLE), SF(req_flush_to, WHOLE),
+	SF(gain, REAL),        SF(duck_db, REAL),      SF(paused, FLAG),      SF(flowing, FLAG),
+	SF(flush_seq, WHOLE),  SF(pull_start, WHOLE),  SF(pull_offset, WHOLE), SF(pull_count, WHOLE),
+	SF(dry_count, WHOLE),  SF(skip_from, WHOLE),   SF(skip_to, WHOLE),
+};
+#define MF(f, k) {#f, offsetof(mc_mixer, f), k}
+static const field_t mixer_fields[] = {
+	MF(period, WHOLE),         MF(ramp, WHOLE),          MF(depth_db, REAL),
+	MF(attack_step_db, REAL),  MF(release_step_db, REAL), MF(threshold, REAL),
+	MF(release_step, REAL),    MF(knee, REAL),           MF(req_master, REAL),
+	MF(req_gate_seq, WHOLE),   MF(req_gate_earcon_end, WHOLE), MF(req_gate_speech_pos, WHOLE),
+	MF(master, REAL),          MF(gate_seq, WHOLE),      MF(gate_earcon_end, WHOLE),
+	MF(gate_speech_pos, WHOLE), MF(gate_active, FLAG),   MF(limiter_gain, REAL),
+	MF(limiter_active, WHOLE),
+};
+#define N_SOURCE_FIELDS (sizeof(source_fields) / sizeof(source_fields[0]))
+#define N_MIXER_FIELDS (sizeof(mixer_fields) / sizeof(mixer_fields[0]))
+
+static const double EXACT = 9007199254740992.0; /* 2**53: every whole double below is exact */
+
+/* row values -> struct fields; -1 (ValueError naming the field) on a bad whole number */
+static int unpack(void *base, const field_t *fields, size_t n, const double *row, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *at = (char *)base + fields[i].off;
+		double v = row[i];
+		if (fields[i].kind == REAL) {
+			memcpy(at, &v, sizeof(v));
+		} else if (fields[i].kind == FLAG) {
+			int flag = v != 0.0;
+			memcpy(at, &flag, sizeof(flag));
+		} else {
+			if (!(v >= 0.0 && v < EXACT && v == floor(v))) {
+				char text[32];
+				snprintf(text, sizeof(text), "%.17g", v);
+				PyErr_Format(PyExc_ValueError,
+					     "mix_period: %s field %s is %s, not a whole number in [0, 2**53)",
+					     what, fields[i].name, text);
+				return -1;
+			}
+			uint64_t w = (uint64_t)v;
+			memcpy(at, &w, sizeof(w));
+		}
+	}
+	return 0;
+}
+
+static void pack(const void *base, const field_t *fields, size_t n, double *row)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *at = (const char *)base + fields[i].off;
+		if (fields[i].kind == REAL) {
+			memcpy(&row[i], at, sizeof(double));
+		} else if (fields[i].kind == FLAG) {
+			int flag;
+			memcpy(&flag, at, sizeof(flag));
+			row[i] = flag ? 1.0 : 0.0;
+		} else {
+			uint64_t w;
+			memcpy(&w, at, sizeof(w));
+			row[i] = (double)w;
+		}
+	}
+}
+
+static PyObject *field_names(const field_t *fields, size_t n)
+{
+	PyObject *names = PyTuple_New((Py_ssize_t)n);
+	for (size_t i = 0; names && i < n; i++) {
+		PyObject *name = PyUnicode_FromString(fields[i].name);
+		if (!name) {
+			Py_CLEAR(names);
+			break;
+		}
+		PyTuple_SET_ITEM(names, (Py_ssize_t)i, name);
+	}
+	return names;
+}
+
+/* The unpacked state is consistent: the core may index the rings and shapes with it. */
+static int check_mixer(const mc_mixer *m, Py_ssize_t out_n, Py_ssize_t shapes_n)
+{
+	if (m->period == 0 || m->period > (uint64_t)out_n || m->period > (uint64_t)shapes_n ||
+	    m->ramp == 0 || m->ramp > m->period) {
+		PyErr_Format(PyExc_ValueError,
+			     "mix_period: period %llu and ramp %llu need 0 < ramp <= period <= the "
+			     "buffers (out %zd, shapes %zd)",
+			     (unsigned long long)m->period, (unsigned long long)m->ramp, out_n, shapes_n);
+		return -1;
+	}
+	for (int i = 0; i < MC_SOURCES; i++) {
+		const mc_source *s = &m->src[i];
+		if (s->read_pos > s->write_pos || s->write_pos - s->read_pos > s->capacity) {
+			PyErr_Format(PyExc_ValueError,
+				     "mix_period: source %d has read_pos %llu, write_pos %llu, capacity "
+				     "%llu: not a ring",
+				     i, (unsigned long long)s->read_pos, (unsigned long long)s->write_pos,
+				     (unsigned long long)s->capacity);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static PyObject *mix_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	if (nargs != 8) {
+		PyErr_SetString(PyExc_TypeError, "mix_period takes 8 arguments");
+		return NULL;
+	}
+	if (!PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != MC_SOURCES) {
+		PyErr_Format(PyExc_TypeError, "mix_period: rings must be a tuple of %d arrays", MC_SOURCES);
+		return NULL;
+	}
+	buf_t out, src, mix, shapes[4], rings[MC_SOURCES];
+	src.held = mix.held = 0;
+	for (int i = 0; i < 4; i++)
+		shapes[i].held = 0;
+	for (int i = 0; i < MC_SOURCES; i++)
+		rings[i].held = 0;
+	static const char *shape_names[] = {"unit", "fade_out", "fade_in", "attack"};
+	PyObject *result = NULL;
+	mc_mixer m;
+	memset(&m, 0, sizeof(m));
+	if (take(&out, args[0], 4, 1, "out") < 0 || take(&src, args[2], 8, 1, "sources") < 0 ||
+	    take(&mix, args[3], 8, 1, "mixer") < 0 ||
+	    need(COUNT(src), MC_SOURCES * (Py_ssize_t)N_SOURCE_FIELDS, "sources") < 0 ||
+	    need(COUNT(mix), (Py_ssize_t)N_MIXER_FIELDS, "mixer") < 0)
+		goto done;
+	Py_ssize_t shapes_n = PY_SSIZE_T_MAX;
+	for (int i = 0; i < 4; i++) {
+		if (take(&shapes[i], args[4 + i], 4, 0, shape_names[i]) < 0)
+			goto done;
+		if (COUNT(shapes[i]) < shapes_n)
+			shapes_n = COUNT(shapes[i]);
+	}
+	double *rows = src.view.buf;
+	if (unpack(&m, mixer_fields, N_MIXER_FIELDS, mix.view.buf, "mixer") < 0)
+		goto done;
+	for (int i = 0; i < MC_SOURCES; i++) {
+		if (take(&rings[i], PyTuple_GET_ITEM(args[1], i), 2, 0, "ring") < 0 ||
+		    unpack(&m.src[i], source_fields, N_SOURCE_FIELDS, rows + i * (Py_ssize_t)N_SOURCE_FIELDS,
+			   "source") < 0)
+			goto done;
+		if (m.src[i].capacity == 0 || m.src[i].capacity != (uint64_t)COUNT(rings[i])) {
+			PyErr_Format(PyExc_ValueError, "mix_period: source %d's capacity %llu is not its ring's %zd",
+				     i, (unsigned long long)m.src[i].capacity, COUNT(rings[i]));
+			goto done;
+		}
+		m.src[i].samples = rings[i].view.buf;
+	}
+	if (check_mixer(&m, COUNT(out), shapes_n) < 0)
+		goto done;
+	m.unit = shapes[0].view.buf;
+	m.fade_out = shapes[1].view.buf;
+	m.fade_in = shapes[2].view.buf;
+	m.attack = shapes[3].view.buf;
+	mc_mix_period(&m, out.view.buf);
+	pack(&m, mixer_fields, N_MIXER_FIELDS, mix.view.buf);
+	for (int i = 0; i < MC_SOURCES; i++)
+		pack(&m.src[i], source_fields, N_SOURCE_FIELDS, rows + i * (Py_ssize_t)N_SOURCE_FIELDS);
+	result = Py_NewRef(Py_None);
+done:
+	drop(&out);
+	drop(&src);
+	drop(&mix);
+	for (int i = 0; i < 4; i++)
+		drop(&shapes[i]);
+	for (int i = 0; i < MC_SOURCES; i++)
+		drop(&rings[i]);
+	return result;
+}
+
 static PyMethodDef methods[] = {
+	{"mix_period", (PyCFunction)(void (*)(void))mix_period, METH_FASTCALL,
+	 "mix_period(out, rings, sources, mixer, unit, fade_out, fade_in, attack): Mixer.mix."},
 	{"mix_source", (PyCFunction)(void (*)(void))mix_source, METH_FASTCALL,
 	 "mix_source(mix, ring, start, count, offset, g0, g1, unit, fade): add one source."},
 	{"gain", gain, METH_VARARGS, "gain(buf, unit, g0, g1): multiply by a ramp from g0 to g1."},
@@ -567,5 +684,19 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__dsp(void)
 {
-	return PyModule_Create(&module);
+	PyObject *m = PyModule_Create(&module);
+	if (!m)
+		return NULL;
+	/* the row layouts of mix_period's state arrays, for the Python side to index by name */
+	PyObject *sources = field_names(source_fields, N_SOURCE_FIELDS);
+	PyObject *mixer = field_names(mixer_fields, N_MIXER_FIELDS);
+	int bad = !sources || !mixer || PyModule_AddObjectRef(m, "SOURCE_FIELDS", sources) < 0 ||
+		  PyModule_AddObjectRef(m, "MIXER_FIELDS", mixer) < 0;
+	Py_XDECREF(sources); /* AddObjectRef took its own reference */
+	Py_XDECREF(mixer);
+	if (bad) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
 }
