@@ -690,10 +690,15 @@ PyMODINIT_FUNC PyInit__dsp(void)
 	/* the row layouts of mix_period's state arrays, for the Python side to index by name */
 	PyObject *sources = field_names(source_fields, N_SOURCE_FIELDS);
 	PyObject *mixer = field_names(mixer_fields, N_MIXER_FIELDS);
-	int bad = !sources || !mixer || PyModule_AddObjectRef(m, "SOURCE_FIELDS", sources) < 0 ||
-		  PyModule_AddObjectRef(m, "MIXER_FIELDS", mixer) < 0;
+	/* the rows' order: the core's (earcon first, so speech can follow an earcon's gate) */
+	PyObject *order = Py_BuildValue("(ssss)", "earcon", "speech", "content", "comms");
+	int bad = !sources || !mixer || !order ||
+		  PyModule_AddObjectRef(m, "SOURCE_FIELDS", sources) < 0 ||
+		  PyModule_AddObjectRef(m, "MIXER_FIELDS", mixer) < 0 ||
+		  PyModule_AddObjectRef(m, "SOURCE_ORDER", order) < 0;
 	Py_XDECREF(sources); /* AddObjectRef took its own reference */
 	Py_XDECREF(mixer);
+	Py_XDECREF(order);
 	if (bad) {
 		Py_DECREF(m);
 		return NULL;

@@ -23,7 +23,8 @@
 
 #include <stdint.h>
 
-enum { MC_EARCON, MC_SPEECH, MC_CONTENT, MC_COMMS, MC_SOURCES }; /* SOURCES' order */
+/* the mixing order (and _dsp.SOURCE_ORDER): earcon first, so speech may start right after it */
+enum { MC_EARCON, MC_SPEECH, MC_CONTENT, MC_COMMS, MC_SOURCES };
 
 typedef struct {
 	/* the ring: int16 samples, positions count samples since creation */

@@ -9,10 +9,11 @@ and three gain stages multiplied together per sample:
 - **transport gain** for pause, resume and flush: a ramp of ``ramp_ms``
   (≥ 5 ms) so that a cut never clicks.
 
-The arithmetic runs in the C kernel (:mod:`huxleyd.audio.dsp`): one call per
-source that has audio this period, one for the master gain, one for the
-limiter, all with the GIL held; the numpy code beside it is the reference and
-the fallback.
+With the C kernel (:mod:`huxleyd.audio.dsp`) the whole period, state machine
+and arithmetic, is one call into the C mixer core (``_mixcore.c``, through
+:class:`~huxleyd.audio.mixcore.CoreMix`), written to run without the GIL too;
+the Python and numpy code here is the reference and the fallback where the
+extension is not built.
 
 Control from asyncio is by *request fields*: the asyncio side stores a new
 value (one atomic attribute store), the thread notices at the next period
@@ -33,6 +34,7 @@ import numpy as np
 from huxleyd.audio.doorbell import Doorbell, Request
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
+from huxleyd.audio.mixcore import CoreMix
 from huxleyd.audio.pcm import Float32Array, db_to_gain
 from huxleyd.audio.playout import SourcePlayout
 from huxleyd.audio.ring import SampleRing
@@ -66,12 +68,10 @@ class SourceChannel:
         duck_attack_ms: float,
         duck_release_ms: float,
         period_ms: float,
-        kernel: ModuleType | None = KERNEL,
         doorbell: Doorbell | None = None,
     ) -> None:
         self.name = name
         self.ring = ring
-        self._kernel = kernel
         self.doorbell = doorbell or Doorbell()
         self.playout = SourcePlayout()
         # requests from asyncio (each store rings the doorbell: see Request)
@@ -99,6 +99,9 @@ class SourceChannel:
         self.pull_count = 0
         self.dry_count = 0
         """Times the source ran out mid-period after a full period."""
+        self.skip_from = 0
+        self.skip_to = 0
+        """What a flush this period dropped: ring positions [skip_from, skip_to)."""
 
     @property
     def paused(self) -> bool:
@@ -125,6 +128,7 @@ class SourceChannel:
         self.pull_start = self.ring.read_pos
         self.pull_offset = 0
         self.pull_count = 0
+        self.skip_from = self.skip_to = 0
         if not self._paused:
             if self._flowing:  # ran dry after a full period: the same gap render counts
                 self.dry_count += 1
@@ -145,29 +149,19 @@ class SourceChannel:
         ``offset``/``limit`` restrict where and how much may be pulled (the
         earcon-before-speech gate). ``fades`` are the preallocated
         (fade_out, fade_in, linear 0→1) shapes of one period; ``tmp`` and
-        ``gains`` are the numpy path's scratch.
+        ``gains`` are scratch. This is the reference: with the C kernel the whole
+        period is :class:`~huxleyd.audio.mixcore.CoreMix`'s one call.
         """
         self.pull_start = self.ring.read_pos
         self.pull_offset = offset
         self.pull_count = 0
         room = self._period - offset if limit is None else min(self._period - offset, limit)
-        # the gains first: the C path mixes as it pulls (before the ring position moves)
+        self.skip_from = self.skip_to = 0
+        # the gains first, as the C core (which mixes as it pulls)
         start_gain, end_gain = self._step_gains()
         count, fade = self._transport(room, fades)
         if count <= 0:
             self._pulled(0, count)
-            return
-        kernel = self._kernel
-        if kernel is not None:
-            ring = self.ring
-            got = min(count, ring.available())
-            if got > 0:
-                start = ring.read_pos % ring.capacity
-                kernel.mix_source(
-                    mix, ring.samples, start, got, offset, start_gain, end_gain, fades[2], fade
-                )
-                ring.read_pos += got  # publish after the samples were read
-            self._pulled(got, count)
             return
         tmp.fill(0.0)
         got = self.ring.read_into(tmp, offset, count)
@@ -221,6 +215,7 @@ class SourceChannel:
         self._flush_seq = self.req_flush_seq
         before = self.ring.read_pos
         if self.ring.skip_to(self.req_flush_to):
+            self.skip_from, self.skip_to = before, self.ring.read_pos
             self.playout.skips.record(before, self.ring.read_pos)
         self._flowing = False
 
@@ -261,7 +256,6 @@ class Mixer:
         kernel: ModuleType | None = KERNEL,
     ) -> None:
         period_ms = period_samples * 1000.0 / rate_hz
-        self._kernel = kernel
         self.doorbell = Doorbell()
         """Rung by every request and ring write: the idle audio thread sleeps on it."""
         for ring in rings.values():
@@ -278,7 +272,6 @@ class Mixer:
                 duck_attack_ms=duck_attack_ms,
                 duck_release_ms=duck_release_ms,
                 period_ms=period_ms,
-                kernel=kernel,
                 doorbell=self.doorbell,
             )
             for name in SOURCES
@@ -304,6 +297,8 @@ class Mixer:
         fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
         self._fades = (fade_out, fade_in, unit)
         self._unit = unit
+        self._core = None if kernel is None else CoreMix(kernel, self)
+        """The C core, which mixes the whole period (None: the numpy reference below)."""
 
     def idle(self) -> bool:
         """True when :meth:`mix` would produce a period of zeros and change no state
@@ -321,6 +316,9 @@ class Mixer:
 
     def mix(self, out: Float32Array) -> None:
         """Fill ``out`` (one period) with the mixed, gained and limited sources."""
+        if self._core is not None:
+            self._core.mix(out)
+            return
         out.fill(0.0)
         tmp, gains, fades = self._tmp, self._gains, self._fades
         earcon = self.channels["earcon"]
@@ -360,10 +358,6 @@ class Mixer:
     def _apply_master(self, out: Float32Array) -> None:
         start, end = self._master_gain, self.req_master_gain
         self._master_gain = end
-        if self._kernel is not None:
-            if start != end or end != 1.0:
-                self._kernel.gain(out, self._unit, start, end)
-            return
         if start == end:
             if end != 1.0:
                 np.multiply(out, np.float32(end), out=out)
