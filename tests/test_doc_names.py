@@ -44,6 +44,7 @@ NOT_CODE: dict[str, str] = {
     "CLOCK_MONOTONIC": "a kernel clock id",
     "Output.expect": "a method of the C extension's type (huxleyd/audio/_rtout.c)",
     "adjtimex": "a Linux system call",
+    "mc_mix_period": "a C function of the mixer core (huxleyd/audio/_mixcore.c)",
     "outputBufferDacTime": "a PortAudio callback field",
     "tanh": "the mathematical function",
     "huxleyd-setup.toml": "a file the user writes on the image's boot partition",

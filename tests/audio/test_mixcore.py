@@ -56,7 +56,9 @@ def make(kernel: Any) -> tuple[Mixer, dict[SourceName, SampleRing]]:
     return mixer, rings
 
 
-def apply(mixer: Mixer, rings: dict[SourceName, SampleRing], step: tuple[Any, ...], seed: int) -> None:
+def apply(
+    mixer: Mixer, rings: dict[SourceName, SampleRing], step: tuple[Any, ...], seed: int
+) -> None:
     """One scripted request, the same on both mixers (asyncio's side)."""
     kind = step[0]
     if kind == "write":
