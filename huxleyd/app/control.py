@@ -287,7 +287,8 @@ def daemon_facts(rt: Runtime) -> Facts:
     if stats.speaker_dropouts:  # the card saw nothing: only this counter did
         audio_description += (
             f" (the speaker went silent in {stats.speaker_dropouts} device period(s) while"
-            " audio was queued: the audio thread was not run in time)"
+            f" audio was queued{_by_source(stats.source_dropouts)}: the audio thread was not"
+            " run in time)"
         )
     return Facts(
         key=key,
@@ -336,3 +337,10 @@ def skill_infos(
             )
         )
     return rows
+
+
+def _by_source(counts: tuple[tuple[str, int], ...]) -> str:
+    """ " (speech 3, content 2)": which sources' audio the dropouts fell in."""
+    if not counts:
+        return ""
+    return " (" + ", ".join(f"{name} {count}" for name, count in counts) + ")"

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #define STAMPS 8
+#define EXPECT_SOURCES 8 /* bits of expect()'s mask: the engine's sources (it has four) */
 enum { PLAYING, FADING, MUTED }; /* recent callbacks kept for "what is at the DAC now" */
 
 typedef struct {
@@ -60,13 +61,14 @@ typedef struct {
 	 *   then loads cut_end_req (acquire), so it sees the end that goes with the cut.
 	 * resume_at then resume_seq: resume() stores both with release, the callback
 	 *   loads resume_seq then resume_at with acquire (a new seq comes with its at).
-	 * expect: relaxed both ways: a hint about the sources, one period late at worst. */
+	 * expect: relaxed both ways: a hint about the sources, one period late at worst;
+	 *   a mask, bit i set while the engine's source i has audio queued. */
 	_Atomic uint64_t wpos;
 	_Atomic uint64_t cut_end_req;
 	_Atomic uint32_t cut_req;
 	_Atomic uint64_t resume_at;
 	_Atomic uint32_t resume_seq;
-	_Atomic int expect;
+	_Atomic unsigned expect;
 	/* Written by the callback, read by Python.
 	 * rpos: release store at the end of each callback, after the slots were read;
 	 *   write()'s acquire load pairs with it, so Python never overwrites a slot the
@@ -74,7 +76,8 @@ typedef struct {
 	 * cut_done: release store after drop_from/drop_to (relaxed) are published;
 	 *   drops() loads it with acquire first, so the pair it reads is that cut's.
 	 * cut_end: relaxed, informational (status()).
-	 * callbacks, xruns, starved, dropouts, dropout_frames: relaxed counters, no order.
+	 * callbacks, xruns, starved, dropouts, dropout_frames, source_dropouts[]: relaxed
+	 *   counters, no order.
 	 * stamp_seq: a seqlock over stamps[]: odd (release) while the callback writes
 	 *   a stamp, even (release) after; heard_now() reads it with acquire before and
 	 *   after its copy and retries on a change or an odd value.
@@ -94,6 +97,7 @@ typedef struct {
 	_Atomic uint64_t starved;      /* callbacks that found part of a period queued */
 	_Atomic uint64_t dropouts;     /* callbacks short of audio while `expect` was set */
 	_Atomic uint64_t dropout_frames; /* the silence they played instead, in frames */
+	_Atomic uint64_t source_dropouts[EXPECT_SOURCES]; /* per source: its bit was set */
 	_Atomic uint32_t stamp_seq;
 	uint64_t heard_last; /* heard_now()'s last consistent answer (readers hold the GIL) */
 	stamp_t stamps[STAMPS];
@@ -168,6 +172,17 @@ static void begin_cut(Output *o, uint32_t req, uint64_t rpos, uint64_t wpos)
 		atomic_store_explicit(&o->drop_from, rpos, memory_order_relaxed);
 }
 
+/* A period short of `want` frames while the sources in `expect` had audio queued: one
+ * dropout, and one for each of those sources (whose audio the listener missed). */
+static void count_dropout(Output *o, unsigned expect, uint64_t want)
+{
+	atomic_fetch_add_explicit(&o->dropouts, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&o->dropout_frames, want, memory_order_relaxed);
+	for (unsigned i = 0; i < EXPECT_SOURCES; i++)
+		if (expect & (1u << i))
+			atomic_fetch_add_explicit(&o->source_dropouts[i], 1, memory_order_relaxed);
+}
+
 static int on_device(const void *input, void *output, unsigned long frames,
 		     const PaStreamCallbackTimeInfo *time, PaStreamCallbackFlags flags, void *user)
 {
@@ -219,10 +234,9 @@ static int on_device(const void *input, void *output, unsigned long frames,
 			if (o->phase == PLAYING && queued == 0 && played > 0)
 				atomic_fetch_add_explicit(&o->starved, 1, memory_order_relaxed);
 			/* ran dry, part way or at the boundary, with more audio on its way */
-			if (o->phase == PLAYING && atomic_load_explicit(&o->expect, memory_order_relaxed)) {
-				atomic_fetch_add_explicit(&o->dropouts, 1, memory_order_relaxed);
-				atomic_fetch_add_explicit(&o->dropout_frames, want, memory_order_relaxed);
-			}
+			unsigned expect = atomic_load_explicit(&o->expect, memory_order_relaxed);
+			if (o->phase == PLAYING && expect)
+				count_dropout(o, expect, want);
 			memset(out + done * ch, 0, want * ch * sizeof(int16_t));
 			done = frames;
 			break;
@@ -479,14 +493,18 @@ static PyObject *Output_resume(Output *o, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* expect(flag): the engine's sources have (True) or have no (False) audio queued behind
- * what was written. While True, a period the ring cannot fill is a dropout. */
+/* expect(mask): bit i set while the engine's source i has audio queued behind what was
+ * written (0: none; True is source 0). While any is set, a period the ring cannot fill
+ * is a dropout, counted for each of those sources too. */
 static PyObject *Output_expect(Output *o, PyObject *arg)
 {
-	int flag = PyObject_IsTrue(arg);
-	if (flag < 0)
+	unsigned long mask = PyLong_AsUnsignedLong(arg);
+	if (mask == (unsigned long)-1 && PyErr_Occurred())
 		return NULL;
-	atomic_store_explicit(&o->expect, flag, memory_order_relaxed);
+	if (mask >> EXPECT_SOURCES)
+		return PyErr_Format(PyExc_ValueError, "expect: mask %lu names more than %d sources",
+				    mask, EXPECT_SOURCES);
+	atomic_store_explicit(&o->expect, (unsigned)mask, memory_order_relaxed);
 	Py_RETURN_NONE;
 }
 
@@ -496,6 +514,22 @@ static PyObject *Output_dropouts(Output *o, PyObject *unused)
 	(void)unused;
 	return Py_BuildValue("(KK)", (unsigned long long)atomic_load(&o->dropouts),
 			     (unsigned long long)atomic_load(&o->dropout_frames));
+}
+
+/* source_dropouts() -> per expect() bit, the dropouts while that source had audio queued */
+static PyObject *Output_source_dropouts(Output *o, PyObject *unused)
+{
+	(void)unused;
+	PyObject *counts = PyTuple_New(EXPECT_SOURCES);
+	for (Py_ssize_t i = 0; counts && i < EXPECT_SOURCES; i++) {
+		PyObject *n = PyLong_FromUnsignedLongLong(atomic_load(&o->source_dropouts[i]));
+		if (!n) {
+			Py_CLEAR(counts);
+			break;
+		}
+		PyTuple_SET_ITEM(counts, i, n);
+	}
+	return counts;
 }
 
 /* The ring position at the DAC now: the newest stamp whose first frame has been heard. */
@@ -619,8 +653,10 @@ static PyMethodDef Output_methods[] = {
 	{"heard", (PyCFunction)Output_heard, METH_NOARGS, "The ring position at the DAC now."},
 	{"drops", (PyCFunction)Output_drops, METH_NOARGS, "(cuts done, drop_from, drop_to)."},
 	{"xruns", (PyCFunction)Output_xruns, METH_NOARGS, "Underflows/overflows the callback saw."},
-	{"expect", (PyCFunction)Output_expect, METH_O, "expect(flag): more audio is queued upstream."},
+	{"expect", (PyCFunction)Output_expect, METH_O, "expect(mask): sources with audio queued upstream."},
 	{"dropouts", (PyCFunction)Output_dropouts, METH_NOARGS, "(periods short while expected, frames)."},
+	{"source_dropouts", (PyCFunction)Output_source_dropouts, METH_NOARGS,
+	 "Dropouts per expect() bit (source)."},
 	{"realtime", (PyCFunction)Output_realtime, METH_NOARGS, "Does the callback run SCHED_FIFO?"},
 	{"queued", (PyCFunction)Output_queued, METH_NOARGS, "Frames queued, not yet played."},
 	{"latency_s", (PyCFunction)Output_latency, METH_NOARGS, "PortAudio's output latency."},

@@ -104,7 +104,7 @@ from huxleyd.audio.ring import AsyncWaker, FrameRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
 from huxleyd.audio.timed import TimedOutput
-from huxleyd.audio.types import DeviceState, SourceName
+from huxleyd.audio.types import SOURCES, DeviceState, SourceName
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
 
@@ -176,6 +176,8 @@ class AudioThread:
         self.underruns = 0
         self.speaker_dropouts = 0
         """Dropouts of devices closed since start (the open one's are its own)."""
+        self.source_dropouts = [0] * len(SOURCES)
+        """The same per source (SOURCES order): periods it had audio queued in."""
         self.overruns = 0
         self.late = 0
         self.faults = 0
@@ -362,7 +364,7 @@ class AudioThread:
             if idle or self.device_state is not DeviceState.OPEN or timed.lead_reached():
                 break
         # a source still holding audio means the callback's ring must not run dry
-        timed.out.expect_audio(not self._mixer.idle())
+        timed.out.expect_audio(self._mixer.holding())
         timed.publish()
 
     def _catch_up(self, capture: CaptureChain) -> None:
@@ -475,6 +477,8 @@ class AudioThread:
             self.underruns += device_under
             self.overruns += device_over
             self.speaker_dropouts += self.timed.out.dropouts()
+            for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
+                self.source_dropouts[i] += count
         self._backend.close()
         self.retry_later()
 

@@ -272,11 +272,14 @@ class AudioEngine:
         audio = self._audio_thread
         underruns, overruns = audio.underruns, audio.overruns
         dropouts = audio.speaker_dropouts
+        by_source = list(audio.source_dropouts)
         if audio.timed is not None and audio.device_state is DeviceState.OPEN:
             device_under, device_over = audio.timed.out.xrun_counts()
             underruns += device_under
             overruns += device_over
             dropouts += audio.timed.out.dropouts()
+            for i, count in enumerate(audio.timed.out.source_dropouts()[: len(SOURCES)]):
+                by_source[i] += count
         return EngineStats(
             periods=audio.periods,
             underruns=underruns + gaps,
@@ -292,6 +295,9 @@ class AudioEngine:
             output_latency_ms=self._playout.latency_samples * 1000.0 / RATE_HZ,
             running=audio.running,
             speaker_dropouts=dropouts,
+            source_dropouts=tuple(
+                (name, count) for name, count in zip(SOURCES, by_source, strict=True) if count
+            ),
             faults=audio.faults,
             last_fault=audio.last_fault,
         )

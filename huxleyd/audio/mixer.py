@@ -297,6 +297,7 @@ class Mixer:
         fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
         self._fades = (fade_out, fade_in, unit)
         self._unit = unit
+        self._by_bit = tuple((1 << i, self.channels[name]) for i, name in enumerate(SOURCES))
         self._core = None if kernel is None else CoreMix(kernel, self)
         """The C core, which mixes the whole period (None: the numpy reference below)."""
 
@@ -308,6 +309,15 @@ class Mixer:
         if self._gate_active or self.req_gate[0] != self._gate_seq:
             return False
         return all(channel.idle() for channel in self.channels.values())
+
+    def holding(self) -> int:
+        """Which sources are not idle (audio queued or a ramp running), as a mask:
+        bit ``i`` for ``SOURCES[i]``. What the speaker callback is told each period."""
+        mask = 0
+        for bit, channel in self._by_bit:
+            if not channel.idle():
+                mask |= bit
+        return mask
 
     def skip_idle(self) -> None:
         """The idle path: :meth:`mix`'s bookkeeping for a silent period, no numpy."""

@@ -112,6 +112,9 @@ class EngineStats:
     """Device periods the speaker went (partly) silent while a source had audio
     queued: the C callback's ring ran dry because the engine was not run in time.
     The card saw no xrun (it was fed silence); counted in ``underruns`` too."""
+    source_dropouts: tuple[tuple[SourceName, int], ...] = ()
+    """``speaker_dropouts`` per source that had audio queued then (sources with
+    none left out): a period in which two sources held audio counts for both."""
     faults: int = 0
     """Periods that raised (e.g. a write error on the speaker); each closed the
     device, which was then reopened like a lost one. The thread kept running."""

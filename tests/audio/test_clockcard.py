@@ -209,4 +209,6 @@ def test_a_speaker_starved_by_a_gil_holder_is_counted_though_the_card_saw_nothin
     gap_ms = int((edges[1::2] - edges[::2]).max()) * 1000 / rate if len(edges) else 0.0
     assert gap_ms >= 100, f"the hold left no gap on the speaker ({gap_ms} ms): nothing to count"
     assert result["speaker_dropouts"] >= 1 and result["underruns"] >= 1, result
+    # only speech had audio queued: the dropouts are its, and counted as such
+    assert result["source_dropouts"] == {"speech": result["speaker_dropouts"]}, result
     assert result["device_state"] == "open" and result["faults"] == 0

@@ -217,8 +217,9 @@ class TimedWavBackend(WavBackend):
         self._written = self._seen = self._heard = 0
         self._cut_seq = 0
         self._done = (0, 0, 0)
-        self.expecting: list[bool] = []
-        """What the engine said of its sources after each period's writes."""
+        self.expecting: list[int] = []
+        """What the engine said of its sources after each period's writes: the
+        expect_audio mask (bit i: SOURCES[i] has audio queued)."""
 
     def open(self, *, period_ms: int) -> DeviceFormat:
         self._written = self._seen = self._heard = 0
@@ -256,11 +257,14 @@ class TimedWavBackend(WavBackend):
     def drops(self) -> tuple[int, int, int]:
         return self._done
 
-    def expect_audio(self, queued: bool) -> None:
-        self.expecting.append(queued)
+    def expect_audio(self, sources: int) -> None:
+        self.expecting.append(sources)
 
     def dropouts(self) -> int:
         return 0
+
+    def source_dropouts(self) -> tuple[int, ...]:
+        return ()
 
     def xrun_counts(self) -> tuple[int, int]:
         return 0, 0

@@ -212,6 +212,7 @@ def describe(stats: Any) -> dict[str, Any]:
         "mic_frames_dropped": stats.mic_frames_dropped,
         "source_gaps": stats.source_gaps,
         "speaker_dropouts": getattr(stats, "speaker_dropouts", 0),  # older engines: blind
+        "source_dropouts": dict(getattr(stats, "source_dropouts", ())),
         "faults": getattr(stats, "faults", 0),  # older engines (the bench's "before")
         "device_state": stats.device_state.value,
         "output_latency_ms": stats.output_latency_ms,

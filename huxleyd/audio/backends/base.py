@@ -104,14 +104,20 @@ class OutputClock(Protocol):
         """``(cuts completed, first dropped frame, first frame played after)``."""
         ...
 
-    def expect_audio(self, queued: bool) -> None:
-        """Say, once a period, whether a source has audio queued behind what was
-        written: while it has, a device period the ring cannot fill is a dropout."""
+    def expect_audio(self, sources: int) -> None:
+        """Say, once a period, which sources have audio queued behind what was
+        written (bit ``i``: the engine's source ``SOURCES[i]``; 0: none): while any
+        has, a device period the ring cannot fill is a dropout."""
         ...
 
     def dropouts(self) -> int:
         """Device periods since the open that went (partly) silent while a source
         had audio queued (see :meth:`expect_audio`): what the listener heard as gaps."""
+        ...
+
+    def source_dropouts(self) -> tuple[int, ...]:
+        """:meth:`dropouts` per :meth:`expect_audio` bit: the periods each source
+        had audio queued and the speaker went silent (a period counts for each)."""
         ...
 
     def xrun_counts(self) -> tuple[int, int]:

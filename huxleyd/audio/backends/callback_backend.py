@@ -210,12 +210,17 @@ class CallbackBackend(PyAudioBackend):
         done, start, end = self._output.drops()
         return int(done), int(start), int(end)
 
-    def expect_audio(self, queued: bool) -> None:
+    def expect_audio(self, sources: int) -> None:
         if self._output is not None:
-            self._output.expect(queued)
+            self._output.expect(sources)
 
     def dropouts(self) -> int:
         return int(self._output.dropouts()[0]) if self._output is not None else 0
+
+    def source_dropouts(self) -> tuple[int, ...]:
+        if self._output is None:
+            return ()
+        return tuple(int(count) for count in self._output.source_dropouts())
 
     def xrun_counts(self) -> tuple[int, int]:
         underruns = 0
