@@ -60,7 +60,8 @@ class SoftLimiter:
         steps = np.arange(1, period_samples + 1, dtype=np.float32)
         self._unit: Float32Array = steps / np.float32(period_samples)
         attack = max(1, min(period_samples, round(attack_ms * rate_hz / 1000.0)))
-        self._attack: Float32Array = np.minimum(steps / np.float32(attack), np.float32(1.0))
+        self.attack: Float32Array = np.minimum(steps / np.float32(attack), np.float32(1.0))
+        """The gain's fall over ``attack_ms`` (read by the C mixer core too)."""
 
     def process(self, mix: Float32Array) -> None:
         """Limit ``mix`` in place."""
@@ -71,7 +72,7 @@ class SoftLimiter:
                 self.threshold,
                 self._release_step,
                 self._knee,
-                self._attack,
+                self.attack,
                 self._unit,
             )
             self.active_periods += active
@@ -83,7 +84,7 @@ class SoftLimiter:
         end = target if target < start else min(target, start * self._release_step, 1.0)
         if start != 1.0 or end != 1.0:
             self.active_periods += 1
-            shape = self._attack if end < start else self._unit
+            shape = self.attack if end < start else self._unit
             np.multiply(shape, np.float32(end - start), out=self._ramp)
             self._ramp += np.float32(start)
             np.multiply(mix, self._ramp, out=mix)

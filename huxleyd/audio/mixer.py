@@ -295,11 +295,30 @@ class Mixer:
         fade_out[:ramp_n] = 1.0 - np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
         fade_in = np.ones(n, dtype=np.float32)
         fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
-        self._fades = (fade_out, fade_in, unit)
+        self.fades = (fade_out, fade_in, unit)
+        """(fade_out, fade_in, linear 0→1): the transport fades and the ramp shape."""
         self._unit = unit
         self._by_bit = tuple((1 << i, self.channels[name]) for i, name in enumerate(SOURCES))
         self._core = None if kernel is None else CoreMix(kernel, self)
         """The C core, which mixes the whole period (None: the numpy reference below)."""
+
+    # The channels' shared fade and duck shape, as the C core reads it (_dsp.c's mixer
+    # table): every channel is built with the same, so the speech channel's is it.
+    @property
+    def _ramp(self) -> int:
+        return self.channels["speech"]._ramp
+
+    @property
+    def _depth_db(self) -> float:
+        return self.channels["speech"]._depth_db
+
+    @property
+    def _attack_step_db(self) -> float:
+        return self.channels["speech"]._attack_step_db
+
+    @property
+    def _release_step_db(self) -> float:
+        return self.channels["speech"]._release_step_db
 
     def idle(self) -> bool:
         """True when :meth:`mix` would produce a period of zeros and change no state
@@ -330,7 +349,7 @@ class Mixer:
             self._core.mix(out)
             return
         out.fill(0.0)
-        tmp, gains, fades = self._tmp, self._gains, self._fades
+        tmp, gains, fades = self._tmp, self._gains, self.fades
         earcon = self.channels["earcon"]
         speech = self.channels["speech"]
         earcon.render(out, tmp, gains, fades)

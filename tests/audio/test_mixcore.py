@@ -39,6 +39,7 @@ action = st.one_of(
     st.tuples(st.just("flush"), source, st.floats(0.0, 1.2)),
     st.tuples(st.just("master"), st.sampled_from([0.0, 0.5, 1.0, 1.5, 3.0])),
     st.tuples(st.just("gate")),
+    st.tuples(st.just("earcon"), st.integers(1, 700)),  # play_earcon(before_speech=True)
 )
 script = st.lists(st.lists(action, max_size=3), min_size=1, max_size=60)
 
@@ -77,7 +78,9 @@ def apply(
         channel.req_flush_seq += 1
     elif kind == "master":
         mixer.req_master_gain = step[1]
-    else:  # play_earcon(before_speech=True)'s gate
+    else:  # the gate alone, or play_earcon(before_speech=True): an earcon, then its gate
+        if kind == "earcon":
+            apply(mixer, rings, ("write", "earcon", step[1], 0.5), seed)
         seq = mixer.req_gate[0] + 1
         mixer.req_gate = (seq, rings["earcon"].write_pos, rings["speech"].write_pos)
 
