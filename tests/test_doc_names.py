@@ -45,6 +45,7 @@ NOT_CODE: dict[str, str] = {
     "Output.expect": "a method of the C extension's type (huxleyd/audio/_rtout.c)",
     "adjtimex": "a Linux system call",
     "mc_mix_period": "a C function of the mixer core (huxleyd/audio/_mixcore.c)",
+    "_dsp.mix_period": "a function of the C extension (huxleyd/audio/_dsp.c)",
     "outputBufferDacTime": "a PortAudio callback field",
     "tanh": "the mathematical function",
     "huxleyd-setup.toml": "a file the user writes on the image's boot partition",
