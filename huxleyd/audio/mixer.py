@@ -11,7 +11,7 @@ and three gain stages multiplied together per sample:
 
 With the C kernel (:mod:`huxleyd.audio.dsp`) the whole period, state machine
 and arithmetic, is one call into the C mixer core (``_mixcore.c``, through
-:class:`~huxleyd.audio.mixcore.CoreMix`), written to run without the GIL too;
+:class:`CoreMix`), written to run without the GIL too;
 the Python and numpy code here is the reference and the fallback where the
 extension is not built.
 
@@ -34,7 +34,6 @@ import numpy as np
 from huxleyd.audio.doorbell import Doorbell, Request
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
-from huxleyd.audio.mixcore import CoreMix
 from huxleyd.audio.pcm import Float32Array, db_to_gain
 from huxleyd.audio.playout import SourcePlayout
 from huxleyd.audio.ring import SampleRing
@@ -150,7 +149,7 @@ class SourceChannel:
         earcon-before-speech gate). ``fades`` are the preallocated
         (fade_out, fade_in, linear 0→1) shapes of one period; ``tmp`` and
         ``gains`` are scratch. This is the reference: with the C kernel the whole
-        period is :class:`~huxleyd.audio.mixcore.CoreMix`'s one call.
+        period is :class:`CoreMix`'s one call.
         """
         self.pull_start = self.ring.read_pos
         self.pull_offset = offset
@@ -394,3 +393,34 @@ class Mixer:
         np.multiply(self._unit, np.float32(end - start), out=self._gains)
         self._gains += np.float32(start)
         np.multiply(out, self._gains, out=out)
+
+
+class CoreMix:
+    """One :class:`Mixer`'s period, mixed by the C mixer core (``_mixcore.c``).
+
+    ``_dsp.mix_period`` reads the requests (the Request descriptors' slots), the
+    state and the rings' positions from the Mixer and its channels, lets the core
+    mix the period (gains, duck ramps, transport fades, the earcon gate, the master
+    gain, the limiter), and writes the state and the period's report (pull
+    positions, dry counts, what a flush dropped) back into the same attributes, so
+    the rest of the engine reads the same fields whichever path mixed. Which
+    attribute each core field is, is listed once, in ``_dsp.c``'s tables. The
+    Python code above is the reference; tests/audio/test_mixcore.py compares the
+    two on scripts Hypothesis generates.
+    """
+
+    def __init__(self, kernel: ModuleType, mixer: Mixer) -> None:
+        self._mix_period = kernel.mix_period
+        self._mixer = mixer
+        channels = tuple(mixer.channels[name] for name in kernel.SOURCE_ORDER)
+        self._channels = channels
+        self._rings = tuple(channel.ring.samples for channel in channels)
+        fade_out, fade_in, unit = mixer.fades
+        self._shapes = (unit, fade_out, fade_in, mixer.limiter.attack)
+
+    def mix(self, out: Float32Array) -> None:
+        """Mixer.mix, in C: requests and state in, one call, state and report back."""
+        unit, fade_out, fade_in, attack = self._shapes
+        self._mix_period(
+            out, self._channels, self._mixer, self._rings, unit, fade_out, fade_in, attack
+        )

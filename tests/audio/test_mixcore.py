@@ -112,3 +112,23 @@ def test_the_c_core_mixes_as_the_numpy_reference(steps: list[list[Any]], seed: i
         ref.mix(b)
         np.testing.assert_allclose(a, b, rtol=0, atol=4e-7, err_msg=f"period {period}")
         assert observe(fast) == observe(ref), f"period {period}"
+
+
+def test_a_ring_that_is_not_its_channels_is_refused_by_name() -> None:
+    """The binding checks what it reads before the core indexes with it: a channel's
+    ring positions that do not fit its ring raise a ValueError naming the source,
+    and nothing was mixed or moved."""
+    mixer, rings = make(KERNEL)
+    rings["speech"].write(np.full(100, 1000, dtype=np.int16))
+    rings["speech"].read_pos = 200  # past what was written: not a ring
+    out = np.ones(N, dtype=np.float32)
+    with pytest.raises(ValueError, match="source 1 has read_pos 200, write_pos 100"):
+        mixer.mix(out)
+    assert np.all(out == 1.0) and rings["speech"].read_pos == 200
+
+
+def test_a_request_of_the_wrong_kind_is_refused_by_name() -> None:
+    mixer, _ = make(KERNEL)
+    mixer.channels["content"].req_flush_seq = -1
+    with pytest.raises(ValueError, match=r"SourceChannel\._req_flush_seq must be a whole number"):
+        mixer.mix(np.zeros(N, dtype=np.float32))
