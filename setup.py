@@ -62,8 +62,12 @@ setup(
         ),
         Extension(
             "huxleyd.audio._dsp",
-            sources=["huxleyd/audio/_dsp.c", "huxleyd/audio/_mixcore.c"],
-            depends=["huxleyd/audio/_mixcore.h"],
+            sources=[
+                "huxleyd/audio/_dsp.c",
+                "huxleyd/audio/_dspmix.c",
+                "huxleyd/audio/_mixcore.c",
+            ],
+            depends=["huxleyd/audio/_dsp.h", "huxleyd/audio/_mixcore.h"],
             libraries=["m"],
             # no fused multiply-add: numpy rounds every float32 operation on its own
             extra_compile_args=[*flags("-O3"), "-ffp-contract=off"],

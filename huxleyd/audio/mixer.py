@@ -301,7 +301,7 @@ class Mixer:
         self._core = None if kernel is None else CoreMix(kernel, self)
         """The C core, which mixes the whole period (None: the numpy reference below)."""
 
-    # The channels' shared fade and duck shape, as the C core reads it (_dsp.c's mixer
+    # The channels' shared fade and duck shape, as the C core reads it (_dspmix.c's mixer
     # table): every channel is built with the same, so the speech channel's is it.
     @property
     def _ramp(self) -> int:
@@ -404,7 +404,7 @@ class CoreMix:
     gain, the limiter), and writes the state and the period's report (pull
     positions, dry counts, what a flush dropped) back into the same attributes, so
     the rest of the engine reads the same fields whichever path mixed. Which
-    attribute each core field is, is listed once, in ``_dsp.c``'s tables. The
+    attribute each core field is, is listed once, in ``_dspmix.c``'s tables. The
     Python code above is the reference; tests/audio/test_mixcore.py compares the
     two on scripts Hypothesis generates.
     """
