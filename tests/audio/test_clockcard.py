@@ -17,9 +17,10 @@ import pytest
 from tests.fakes.children import run_json_child
 from tests.fakes.clockcard import (
     ClockCard,
+    Freeze,
     bargein_cuts,
     child_env,
-    freeze_once,
+    freeze_run,
     largest_step,
     write_asoundrc,
 )
@@ -149,21 +150,22 @@ def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
 
 
 @pytest.mark.parametrize("kind", ["blocking", "callback"])
-def test_one_xrun_is_a_short_silence_never_a_reopen(card: ClockCard, kind: str) -> None:
+def test_one_xrun_is_a_short_silence_never_a_reopen(
+    card: ClockCard, kind: str, realtime: RealTime
+) -> None:
     """Issue 13, case 7: the daemon freezes for 100 ms while it plays, so the card
     really underruns. The stream recovers in place: no reopen, and the silence after
-    the daemon runs again is at most one engine period (it was a 3 s outage)."""
-    silences = []
-    for _ in range(3):
-        silence_ms, reopens = freeze_once(card.directory, kind)
-        assert reopens == 0  # in every run: a reopen is never a matter of load
-        silences.append(silence_ms)
-        if silence_ms <= 20 + 5:  # one engine period, plus the card's own period
-            break
-        # Longer: the machine did not run the thawed daemon at once (measured 26 ms
-        # once on a busy CI host against 7.5 ms idle). A recovery that really costs
-        # more than a period is longer in every run.
-    assert min(silences) <= 20 + 5, f"silence after one xrun, ms, per run: {silences}"
+    the daemon runs again is at most one engine period (it was a 3 s outage).
+    Judged on a run where the kernel ran the thawed daemon at once (a loaded CI
+    host once kept it waiting, and that wait read as a 40-113 ms recovery)."""
+
+    def attempt() -> tuple[Freeze, str | None]:
+        run = freeze_run(card.directory, kind)
+        assert run.reopens == 0  # in every run: a reopen is never a matter of load
+        return run, run.disturbed
+
+    run = realtime.kept(attempt, tries=5)  # each try is short (8 s)
+    assert run.silence_ms <= 20 + 5, f"silence after one xrun: {run.silence_ms} ms"
 
 
 def test_an_idle_engine_runs_no_python_per_period(card: ClockCard, realtime: RealTime) -> None:

@@ -256,6 +256,57 @@ def freeze_once(
 
     ``pythonpath`` runs another checkout's ``huxleyd`` (the bench's "before").
     """
+    run = freeze_run(directory, kind, stop_s=stop_s, pythonpath=pythonpath)
+    return run.silence_ms, run.reopens
+
+
+@dataclass(frozen=True, slots=True)
+class Freeze:
+    """One freeze of the daemon and what the card and the kernel saw of it."""
+
+    silence_ms: float
+    """The longest silence once the daemon ran again: what the recovery cost."""
+    reopens: int
+    """Stream reopens after the first start (never a matter of load)."""
+    disturbed: str | None
+    """Why this run says nothing about the recovery (the machine did not run the
+    thawed daemon in time), or None: the run was kept and can be judged."""
+
+
+RECOVERY_WINDOW_S = 0.3
+"""After the thaw, the span over which the kernel's run-queue wait is read."""
+RUN_DELAY_KEPT_MS = 10.0
+"""More run-queue wait than this in the window (summed over the daemon's threads):
+the machine did not keep time. An idle 2-core machine shows 0.2-7 ms."""
+
+
+def run_delay_ns(pid: int) -> int | None:
+    """Nanoseconds the process's threads waited for a CPU so far (the kernel's
+    ``/proc/<pid>/task/*/schedstat``, second field), or None where it is not kept."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            fields = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        total += int(fields[1])
+    return total
+
+
+def freeze_run(
+    directory: Path, kind: str, *, stop_s: float = 0.1, pythonpath: str | None = None
+) -> Freeze:
+    """:func:`freeze_once`, with whether the machine kept time around the thaw.
+
+    A loaded machine may let the thawed daemon wait for a CPU, and that wait
+    reads as a long recovery. The kernel says when it happened (the threads'
+    run-queue wait over the recovery window). The card's xrun count is no such
+    sign here: the blocking stream underruns twice on every freeze, idle or not.
+    """
     card = write_asoundrc(directory)
     env = child_env(directory)
     if pythonpath is not None:
@@ -266,6 +317,7 @@ def freeze_once(
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    waited_ns: int | None = None
     try:
         for _ in range(1000):  # until the speaker has played a second (the card says)
             time.sleep(0.01)
@@ -274,22 +326,37 @@ def freeze_once(
                 break
         os.kill(child.pid, signal.SIGSTOP)
         time.sleep(stop_s)
+        before = run_delay_ns(child.pid)
         os.kill(child.pid, signal.SIGCONT)
+        time.sleep(RECOVERY_WINDOW_S)
+        after = run_delay_ns(child.pid)
+        if before is not None and after is not None:
+            waited_ns = after - before
     finally:
         child.communicate(timeout=120)
     events = card.events(card.speaker_log)
     heard, t0 = card.speaker()
     first_start = next(ns for event, ns in events if event == "start")
-    xrun = next((ns for event, ns in events if event == "xrun"), None)
+    xruns = [ns for event, ns in events if event == "xrun"]
     reopens = sum(1 for event, ns in events if event == "open" and ns > first_start)
-    if xrun is None:
-        return 0.0, reopens
+    disturbed = _freeze_disturbed(waited_ns)
+    if not xruns:
+        return Freeze(0.0, reopens, disturbed)
     # The card notes the xrun when the daemon runs again (its pointer is read): the
-    # longest silence from there on is what the recovery cost.
+    # longest silence in the recovery window from there is what the recovery cost.
+    # Only that window: a gap later in the run is not the recovery's, and the
+    # kernel's wait was read over that window only.
     rate = 48000
-    at = (xrun - t0) * rate // 10**9
-    end = len(heard) - rate // 2  # the end of the run fades out: not an outage
+    at = (xruns[0] - t0) * rate // 10**9
+    fade = len(heard) - rate // 2  # the end of the run fades out: not an outage
+    end = min(fade, at + int(RECOVERY_WINDOW_S * rate))
     quiet = np.concatenate([[False], np.abs(heard[at:end]) < 160, [False]])
     edges = np.flatnonzero(np.diff(quiet.astype(np.int8)))
     longest = int((edges[1::2] - edges[::2]).max()) if len(edges) else 0
-    return longest * 1000 / rate, reopens
+    return Freeze(longest * 1000 / rate, reopens, disturbed)
+
+
+def _freeze_disturbed(waited_ns: int | None) -> str | None:
+    if waited_ns is not None and waited_ns > RUN_DELAY_KEPT_MS * 1e6:
+        return f"the kernel kept the thawed daemon waiting {waited_ns / 1e6:.1f} ms for a CPU"
+    return None
