@@ -45,6 +45,8 @@ from huxleyd.clock import Clock
 from huxleyd.config import Config
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.errors import AudioError
+from huxleyd.handsfree.detector import WakeUnavailable, load_detector
+from huxleyd.handsfree.listener import WakeListener
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
@@ -66,6 +68,7 @@ from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.outputs import Activity
 from huxleyd.turns.state import TurnRecord
 from huxleyd.turns.supervisor import Supervisor
+from huxleyd.turns.wake import WakeWord
 
 log = get_logger("huxleyd.daemon")
 
@@ -151,6 +154,13 @@ async def build(
         renew_session_if_due=hooks.renew_if_due,
         degraded=degraded,
         on_degraded=hooks.on_degraded_press,
+        wake=open_wake(
+            config,
+            connection.capabilities.input_rate_hz,
+            on_wake=lambda heard_at: coordinator.wake(heard_at),
+            resources=resources,
+            degraded=degraded,
+        ),
     )
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
@@ -190,6 +200,45 @@ async def build(
         watchdog=Watchdog.from_environment(
             audio_progress=lambda: engine.stats().periods, env=overrides.env, notifier=notifier
         ),
+    )
+
+
+# ---------------------------------------------------------------- the wake word
+
+
+def open_wake(
+    config: Config,
+    input_rate_hz: int,
+    *,
+    on_wake: Callable[[float], None],
+    resources: Resources,
+    degraded: Degraded,
+) -> WakeWord | None:
+    """The wake word when ``[wake] model`` names one and its detector loads here.
+
+    A detector that cannot run (no pymicro-wakeword wheel for this platform,
+    a model that does not load) degrades: the button works, and status,
+    doctor and the first press say why."""
+    settings = config.wake
+    if not settings.enabled:
+        return None
+    try:
+        detector = load_detector(settings.model, input_rate_hz)
+    except WakeUnavailable as exc:
+        degraded.report("wake", str(exc), file=str(config.path))
+        return None
+    listener = WakeListener(detector, on_wake)
+    listener.start(asyncio.get_running_loop())
+    resources.opened("wake", listener.close)
+    playback_ok = settings.during_playback == "on"
+    log.info(
+        "wake_word_armed",
+        model=settings.model,
+        during_playback=playback_ok,
+        persona_allows=config.persona.wake_word,
+    )
+    return WakeWord(
+        listener, settings, playback_ok=playback_ok, persona_allows=config.persona.wake_word
     )
 
 

@@ -45,9 +45,10 @@ from typing import Any
 
 from huxley_sdk import AudioStream
 from huxleyd.audio.pcm import ms_to_bytes
-from huxleyd.audio.types import Earcon
+from huxleyd.audio.types import Earcon, MicFrame
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.degraded import Degraded, Problem
+from huxleyd.handsfree.vad import Verdict
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
@@ -63,6 +64,7 @@ from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource, TurnState
+from huxleyd.turns.wake import WakeWord
 from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
@@ -102,6 +104,7 @@ class Coordinator:
         session_instructions: SessionInstructions | None = None,
         degraded: Degraded | None = None,
         on_degraded: Callable[[list[Problem]], None] | None = None,
+        wake: WakeWord | None = None,
     ) -> None:
         self._provider = provider
         self._degraded = degraded
@@ -109,6 +112,8 @@ class Coordinator:
         self._on_degraded = on_degraded
         """Told of the problems a press just signalled (the text surfaces say them)."""
         self._audio = audio
+        self._wake = wake
+        """The wake word, when configured and its detector loaded (``handsfree``)."""
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._session_instructions = session_instructions
@@ -168,7 +173,8 @@ class Coordinator:
     async def start(self) -> None:
         self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
-        self._capture.start()  # off until someone listens
+        self._capture.wake_armed(self._wake is not None and self._wake.armed)
+        self._capture.start()  # off until someone listens (or the wake word is armed)
         self._replies.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
@@ -208,33 +214,59 @@ class Coordinator:
     def press(self) -> None:
         """The button went down: barge in if needed, then listen."""
         if self.state is TurnState.LISTENING:
+            if self.turn is not None and self.turn.source is TurnSource.WAKE:
+                # The button wins: the turn the wake word opened now ends at release.
+                self.turn.source = TurnSource.PTT
+                if self._wake is not None:
+                    self._wake.turn_over()
             return
+        self._listen(TurnSource.PTT, self._clock.monotonic())
+
+    def wake(self, heard_at: float) -> None:
+        """The wake word ended at ``heard_at`` (the mic clock): a turn starts exactly
+        as a press starts one (barge-in, earcon, LEDs), with source ``wake``; the
+        frames the detector heard after ``heard_at`` go to the provider first."""
+        wake = self._wake
+        if wake is None or not wake.armed or self._closed or self.state is TurnState.LISTENING:
+            return  # the button is held (it wins), or the detection came too late
+        if self.proactive.claims.active is not None:
+            return  # a call holds the mic: only the button hangs up
+        if not self._listen(TurnSource.WAKE, heard_at):
+            wake.turn_over()
+            return
+        log.info("wake_word", model=wake.settings.model)
+        for frame in wake.detected(heard_at):
+            self._send_frame(frame)
+
+    def _listen(self, source: TurnSource, at: float) -> bool:
+        """Start listening for a turn from ``source`` at ``at``: the one path of a
+        press and a wake word. False when refused (a claim, offline, not set up)."""
         if self.proactive.press():
-            return  # on a claim, the button hangs up
+            return False  # on a claim, the button hangs up
         if self._setup_failed:
             # Never a turn: the device is not set up (huxleyd.setupreport).
             log.info("press_while_setup_failed")
             self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._outputs.show(Activity.OFFLINE)
-            return
+            return False
         if self._offline or self._link_down:
             # Nobody would hear the turn: say so now, not after the silent
             # retries (18 s of "thinking", then an error chime).
             log.info("press_while_offline", offline=self._offline)
             self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
             self._outputs.show(Activity.OFFLINE)
-            return
-        now = self._clock.monotonic()
+            return False
         if self._busy():
             self._interrupt()
-        self._begin_turn(TurnSource.PTT)
+        self._begin_turn(source)
         assert self.turn is not None
-        self.turn.pressed_at = now
+        self.turn.pressed_at = at
         self.media.dialog_started()
         self._provider.start_turn()
         self._cue_degraded()
         self._outputs.earcon(Earcon.LISTEN_START, before_speech=False)
         self.set_state(TurnState.LISTENING)  # the mic capture follows
+        return True
 
     def _cue_degraded(self) -> None:
         """ "Something is wrong" once per new problem (the turn goes on: the rest works)."""
@@ -249,6 +281,12 @@ class Coordinator:
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
+        if self.turn is not None and self.turn.source is TurnSource.WAKE:
+            return  # not the button's turn: the end-of-speech detector ends it
+        self._end_listening()
+
+    def _end_listening(self) -> None:
+        """The user finished (release, or the end of speech): commit or drop as too short."""
         if self.state is not TurnState.LISTENING or self.turn is None:
             return
         turn = self.turn
@@ -503,6 +541,8 @@ class Coordinator:
         """
         turn = self.turn
         self._replies.end_turn()
+        if turn is not None and turn.source is TurnSource.WAKE and self._wake is not None:
+            self._wake.turn_over()
         if turn is not None:
             turn.outcome = outcome
             self._outputs.journal(turn)
@@ -554,12 +594,28 @@ class Coordinator:
             frame = await self._audio.read_mic()
             if await self.proactive.mic_frame(frame.pcm):
                 continue  # a skill holds the microphone; the provider hears nothing
-            turn = self.turn
-            if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
-                continue
-            if frame.captured_at + frame.duration_ms / 1000.0 <= turn.pressed_at:
-                continue  # entirely before the press
-            self._provider.append_audio(frame.pcm)
-            turn.audio_sent_ms += frame.duration_ms
-            if turn.first_frame_sent_at is None:
-                turn.first_frame_sent_at = self._clock.monotonic()
+            listening = self.state is TurnState.LISTENING
+            if self._wake is not None and not listening:
+                busy = self._busy() or self.media.playing
+                self._wake.hears(frame, listening=False, speaker_busy=busy)
+                continue  # on the device only: nothing goes out before a detection
+            self._send_frame(frame)
+
+    def _send_frame(self, frame: MicFrame) -> None:
+        """A frame to the provider, if a turn listens and it came after the start."""
+        turn = self.turn
+        if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
+            return
+        if frame.captured_at + frame.duration_ms / 1000.0 <= turn.pressed_at:
+            return  # entirely before the press (or the wake word)
+        self._provider.append_audio(frame.pcm)
+        turn.audio_sent_ms += frame.duration_ms
+        if turn.first_frame_sent_at is None:
+            turn.first_frame_sent_at = self._clock.monotonic()
+        if turn.source is TurnSource.WAKE and self._wake is not None:
+            verdict = self._wake.frame_sent(frame)
+            if verdict is Verdict.ENDED:
+                self._end_listening()
+            elif verdict is Verdict.NOTHING_SAID:
+                self._provider.start_turn()  # clear what was sent; nothing is committed
+                self.finish_turn(TurnOutcome.TOO_SHORT)

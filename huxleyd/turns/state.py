@@ -62,6 +62,8 @@ class TurnSource(enum.StrEnum):
     """A skill's proactive announcement (``ctx.inject_turn``)."""
     MEDIA = "media"
     """A stream ended with a completion prompt."""
+    WAKE = "wake"
+    """The wake word (``[wake]``): ends by the local end-of-speech detector."""
 
 
 _turn_ids = itertools.count(1)

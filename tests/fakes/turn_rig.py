@@ -43,6 +43,7 @@ from huxleyd.providers.events import (
 from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnState
+from huxleyd.turns.wake import WakeWord
 from tests.fakes.clock import FakeSleeper, settle
 from tests.fakes.turn_ports import (
     Record,
@@ -163,6 +164,7 @@ class Rig:
         tool_timeout_s: float = 5.0,
         provider: RecordingProvider | None = None,
         degraded: Degraded | None = None,
+        wake: WakeWord | None = None,
     ) -> None:
         self.sleeper = FakeSleeper()
         self.clock = self.sleeper.clock
@@ -185,6 +187,7 @@ class Rig:
             clock=self.clock,
             sleep=self.sleeper.sleep,
             degraded=degraded,
+            wake=wake,
         )
         self.seq = 0
 
@@ -195,9 +198,9 @@ class Rig:
     async def __aexit__(self, *exc: object) -> None:
         await self.coordinator.close()
 
-    async def speak(self, frames: int) -> None:
+    async def speak(self, frames: int, pcm: bytes = FRAME) -> None:
         for _ in range(frames):
-            self.audio.mic.put_nowait(MicFrame(FRAME, 24_000, self.clock.monotonic(), self.seq))
+            self.audio.mic.put_nowait(MicFrame(pcm, 24_000, self.clock.monotonic(), self.seq))
             self.seq += 1
             await settle(3)
             self.clock.advance(0.02)
