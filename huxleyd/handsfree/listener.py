@@ -60,13 +60,13 @@ class WakeListener:
             if len(self._queue) == self._queue.maxlen:
                 self.frames_dropped += 1  # the deque drops the oldest itself
             self._queue.append((pcm, end_at))
-            self._cond.notify()
+            self._cond.notify_all()
 
     def reset(self) -> None:
         with self._cond:
             self._queue.clear()
             self._queue.append(_RESET)
-            self._cond.notify()
+            self._cond.notify_all()
 
     @property
     def pending(self) -> int:
@@ -74,10 +74,15 @@ class WakeListener:
         with self._cond:
             return len(self._queue) + int(self._busy)
 
+    def wait_drained(self, timeout_s: float) -> bool:
+        """Block until every queued frame was heard (False: ``timeout_s`` passed first)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout_s)
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
-            self._cond.notify()
+            self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
 
@@ -97,6 +102,7 @@ class WakeListener:
             finally:
                 with self._cond:
                     self._busy = False
+                    self._cond.notify_all()
 
     def _process(self, item: tuple[bytes, float] | object) -> None:
         if item is _RESET:

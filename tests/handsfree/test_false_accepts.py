@@ -23,6 +23,7 @@ from huxleyd.handsfree.detector import load_detector
 from huxleyd.handsfree.listener import WakeListener
 from huxleyd.handsfree.settings import WakeSettings
 from huxleyd.turns.wake import WakeWord
+from tests.fakes.clock import settle
 from tests.fakes.turn_rig import Rig
 from tests.fakes.wake_audio import CHATTER, SPEEDS, VOICES, espeak, mix, music, noise, room
 
@@ -94,5 +95,6 @@ async def test_an_hour_of_other_audio_starts_no_turn() -> None:
 
 async def wait_heard(listener: WakeListener, rig: Rig) -> None:
     """Until the pump has taken every frame and the detector has heard it."""
-    while not rig.audio.mic.empty() or listener.pending:
-        await asyncio.sleep(0.001)
+    while not rig.audio.mic.empty():
+        await settle()
+    assert await asyncio.to_thread(listener.wait_drained, 120.0), "the detector fell silent"
