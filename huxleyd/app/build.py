@@ -47,6 +47,7 @@ from huxleyd.degraded import Degraded, Problem
 from huxleyd.errors import AudioError
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
 from huxleyd.handsfree.listener import WakeListener
+from huxleyd.handsfree.mutefile import mute_path, read_muted
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
@@ -88,6 +89,7 @@ class Hooks(Protocol):
     def on_turn_done(self, turn: TurnRecord) -> None: ...
     def configure_session(self, instructions: str) -> None: ...
     def renew_if_due(self) -> None: ...
+    def on_mute(self, muted: bool) -> None: ...
 
 
 async def build(
@@ -161,6 +163,8 @@ async def build(
             resources=resources,
             degraded=degraded,
         ),
+        muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
+        on_mute=hooks.on_mute,
     )
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)

@@ -155,6 +155,14 @@ class RuntimeControl:
         log.info("volume_changed", by="huxleyctl", previous=before, requested=level, level=really)
         return really
 
+    async def get_muted(self) -> bool:
+        return self._parts("the microphone").coordinator.muted
+
+    async def set_muted(self, muted: bool) -> bool:
+        coordinator = self._parts("the microphone").coordinator
+        coordinator.set_muted(muted)  # the runtime saves it (Runtime.on_mute)
+        return coordinator.muted
+
     async def say(self, text: str) -> str:
         if self._rt.built is None:
             raise CommandFailedError("the daemon is still starting")

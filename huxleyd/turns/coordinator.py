@@ -57,6 +57,7 @@ from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.mute import Gesture, MuteSwitch
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
@@ -105,6 +106,8 @@ class Coordinator:
         degraded: Degraded | None = None,
         on_degraded: Callable[[list[Problem]], None] | None = None,
         wake: WakeWord | None = None,
+        muted: bool = False,
+        on_mute: Callable[[bool], None] | None = None,
     ) -> None:
         self._provider = provider
         self._degraded = degraded
@@ -114,6 +117,11 @@ class Coordinator:
         self._audio = audio
         self._wake = wake
         """The wake word, when configured and its detector loaded (``handsfree``)."""
+        self._mute = MuteSwitch(muted=muted)
+        if wake is not None:
+            wake.muted = muted
+        self._on_mute = on_mute
+        """Told of each change of the mute (the runtime persists it)."""
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._session_instructions = session_instructions
@@ -175,6 +183,8 @@ class Coordinator:
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
         self._capture.wake_armed(self._wake is not None and self._wake.armed)
         self._capture.start()  # off until someone listens (or the wake word is armed)
+        if self._mute.muted:
+            self._outputs.show(Activity.MUTED)
         self._replies.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
@@ -217,10 +227,45 @@ class Coordinator:
             if self.turn is not None and self.turn.source is TurnSource.WAKE:
                 # The button wins: the turn the wake word opened now ends at release.
                 self.turn.source = TurnSource.PTT
+                self._mute.pressed(self._clock.monotonic())
                 if self._wake is not None:
                     self._wake.turn_over()
             return
-        self._listen(TurnSource.PTT, self._clock.monotonic())
+        now = self._clock.monotonic()
+        self._mute.pressed(now)
+        if self._mute.muted:
+            self._outputs.show(Activity.MUTED)  # the mic is closed: no turn
+            return
+        self._listen(TurnSource.PTT, now)
+
+    @property
+    def muted(self) -> bool:
+        return self._mute.muted
+
+    def set_muted(self, muted: bool) -> None:
+        """Close (or reopen) the microphone at the source: no wake word, no new
+        turn from the button, the ``muted`` LEDs; a turn listening now is dropped."""
+        if muted is self._mute.muted:
+            return
+        self._mute.muted = muted
+        if self._wake is not None:
+            self._wake.muted = muted
+        log.info("mic_muted" if muted else "mic_unmuted")
+        if muted and self.state is TurnState.LISTENING:
+            self._provider.start_turn()  # clear what was sent; nothing is committed
+            self.finish_turn(TurnOutcome.MUTED)
+        self._capture.wake_armed(self._wake is not None and self._wake.armed)
+        cue = Earcon.LISTEN_STOP if muted else Earcon.LISTEN_START
+        self._outputs.earcon(cue, before_speech=False)
+        if self.state is TurnState.IDLE:
+            self._outputs.show(self._idle_activity())
+        if self._on_mute is not None:
+            self._on_mute(muted)
+
+    def _idle_activity(self) -> Activity:
+        if self.media.playing:
+            return Activity.MEDIA
+        return Activity.MUTED if self._mute.muted else Activity.IDLE
 
     def wake(self, heard_at: float) -> None:
         """The wake word ended at ``heard_at`` (the mic clock): a turn starts exactly
@@ -281,6 +326,16 @@ class Coordinator:
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
+        gesture = self._mute.released(self._clock.monotonic())
+        if gesture is Gesture.UNMUTE:
+            self.set_muted(False)
+            return
+        if gesture is Gesture.REMIND:
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
+            return
+        if gesture is Gesture.MUTE:  # a long silent hold
+            self.set_muted(True)
+            return
         if self.turn is not None and self.turn.source is TurnSource.WAKE:
             return  # not the button's turn: the end-of-speech detector ends it
         self._end_listening()
@@ -386,7 +441,7 @@ class Coordinator:
     def resume_after_claim(self) -> None:
         self._capture.claimed(False)
         self.media.claim_ended()
-        self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
+        self._outputs.show(self._idle_activity())
 
     async def comms_write(self, pcm: bytes) -> None:
         await self._audio.source("comms").write(pcm)
@@ -443,7 +498,7 @@ class Coordinator:
             self._offline = self._key_refused = False
             log.info("provider_back_online")
         if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
-            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
+            self._outputs.show(self._idle_activity())
         if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
 
@@ -502,7 +557,7 @@ class Coordinator:
         elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
             self._outputs.show(Activity.THINKING)
         elif state is TurnState.IDLE:
-            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
+            self._outputs.show(self._idle_activity())
 
     def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
         """The terminal barrier: let the speech play out, then start latched media."""
@@ -612,7 +667,9 @@ class Coordinator:
         turn.audio_sent_ms += frame.duration_ms
         if turn.first_frame_sent_at is None:
             turn.first_frame_sent_at = self._clock.monotonic()
-        if turn.source is TurnSource.WAKE and self._wake is not None:
+        if turn.source is not TurnSource.WAKE:
+            self._mute.heard(frame.pcm, frame.duration_ms)
+        elif self._wake is not None:
             verdict = self._wake.frame_sent(frame)
             if verdict is Verdict.ENDED:
                 self._end_listening()

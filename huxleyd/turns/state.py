@@ -47,6 +47,8 @@ class TurnOutcome(enum.Enum):
     """The model gave no audio or tool call after the retries."""
     FAILED = "failed"
     """A provider error or a lost connection ended it."""
+    MUTED = "muted"
+    """The microphone was muted while it listened (a long silent hold, ``huxleyctl mute``)."""
 
 
 class TurnSource(enum.StrEnum):

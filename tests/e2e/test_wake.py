@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from huxleyd.app.control import RuntimeControl
+from huxleyd.hardware.led_patterns import LedState
 from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnSource
 from tests.e2e.harness import RATE, Rig, speech, turn, until
@@ -23,6 +25,11 @@ pytest.importorskip("pymicro_wakeword")
 
 WAKE = '[wake]\nmodel = "okay_nabu"\nend_silence_ms = 500\n'
 QUESTION_S = 1.5
+
+
+def mic_open(rig: Rig) -> bool:
+    """Whether the engine queues mic frames (what the turn layer last asked of it)."""
+    return bool(rig.rt.parts.engine._audio_thread.req_capture_active)
 
 
 def tone(seconds: float) -> np.ndarray:
@@ -60,3 +67,20 @@ async def test_a_wake_phrase_in_the_mic_starts_a_turn_with_source_wake(tmp_path:
         # and the quiet that ended it; none of the chatter before it
         assert QUESTION_S <= sent_s <= 0.3 + QUESTION_S + 0.5 + 0.5, sent_s
         assert len(chatter) / RATE > 4.0  # a leak of it could not hide in the slack
+
+
+async def test_the_mute_survives_a_restart_with_its_leds(tmp_path: Path) -> None:
+    scenario = Scenario(turns=())
+    async with Rig(tmp_path, scenario, extra_tables=WAKE) as rig:
+        assert mic_open(rig)  # armed: listening on the device
+        assert await RuntimeControl(rig.rt).set_muted(True) is True
+        assert not mic_open(rig)
+        await until(lambda: (tmp_path / "state" / "muted").exists(), "the mute saved")
+        assert rig.rt.parts.leds.state is LedState.MUTED
+    async with Rig(tmp_path, scenario, extra_tables=WAKE) as again:
+        assert await RuntimeControl(again.rt).get_muted() is True
+        assert again.rt.parts.leds.state is LedState.MUTED
+        assert not mic_open(again)
+        again.backend.feed_mic(np.concatenate([espeak("okay nabu"), silence(2.0)]).tobytes())
+        await until(lambda: again.backend.mic_queued_frames() == 0, "mic consumed")
+        assert again.coordinator.last_turn is None and again.coordinator.turn is None

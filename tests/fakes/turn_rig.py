@@ -58,7 +58,7 @@ FRAME = bytes(960)  # 20 ms at 24 kHz
 EARCONS = {
     name: bytes([i + 1, 0]) * 10
     for i, name in enumerate(
-        ("listen_start", "too_short", "error", "offline", "key_refused", "timer")
+        ("listen_start", "too_short", "error", "offline", "key_refused", "timer", "listen_stop")
     )
 }
 """The persona's earcons: same length, different content (told apart by name)."""
@@ -165,6 +165,7 @@ class Rig:
         provider: RecordingProvider | None = None,
         degraded: Degraded | None = None,
         wake: WakeWord | None = None,
+        muted: bool = False,
     ) -> None:
         self.sleeper = FakeSleeper()
         self.clock = self.sleeper.clock
@@ -188,6 +189,7 @@ class Rig:
             sleep=self.sleeper.sleep,
             degraded=degraded,
             wake=wake,
+            muted=muted,
         )
         self.seq = 0
 
