@@ -242,6 +242,11 @@ class Coordinator:
     def muted(self) -> bool:
         return self._mute.muted
 
+    @property
+    def wake_word(self) -> WakeWord | None:
+        """The wake word when it runs (configured and its detector loaded)."""
+        return self._wake
+
     def set_muted(self, muted: bool) -> None:
         """Close (or reopen) the microphone at the source: no wake word, no new
         turn from the button, the ``muted`` LEDs; a turn listening now is dropped."""
