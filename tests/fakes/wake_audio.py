@@ -119,3 +119,36 @@ def mix(*parts: np.ndarray) -> np.ndarray:
     for p in parts:
         out[: len(p)] += p
     return np.clip(np.rint(out), -32768, 32767).astype(np.int16)
+
+
+HOUR_S = 3600
+
+
+def corpus() -> np.ndarray:
+    """About twelve minutes of non-wake audio, int16 at 24 kHz."""
+    speech = np.concatenate(
+        [espeak(text, voice, speed) for voice in VOICES for speed in SPEEDS for text in CHATTER[:8]]
+    )
+    replies = room(np.concatenate([espeak(t, "en-us") for t in CHATTER]), gain_db=-6.0)
+    tunes = music(120.0, seed=1)
+    return mix(
+        np.concatenate(
+            [speech, mix(replies, noise(len(replies) / 24_000, level_dbfs=-50)), tunes, noise(30.0)]
+        )
+    )
+
+
+def hour(base: np.ndarray) -> np.ndarray:
+    """``base`` five times over, each pass at another level or with music under it."""
+    under = music(len(base) / 24_000, seed=2).astype(np.float64)
+    passes = [
+        base,
+        mix(base.astype(np.float64) * 0.5),
+        mix(base.astype(np.float64) * 2.0),
+        mix(base, under * 0.5),
+        mix(base.astype(np.float64) * 0.7, noise(len(base) / 24_000, level_dbfs=-35, seed=3)),
+    ]
+    audio = np.concatenate(passes)
+    while len(audio) < HOUR_S * 24_000:
+        audio = np.concatenate([audio, base])
+    return audio[: HOUR_S * 24_000]

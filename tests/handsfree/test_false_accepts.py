@@ -1,7 +1,7 @@
 """An hour of audio that is not the wake word starts no turn, run as fast as
 the detector goes (not in real time).
 
-The path is the daemon's own from the mic frame on: the coordinator's mic
+The hour is :func:`tests.fakes.wake_audio.hour`. The path is the daemon's own from the mic frame on: the coordinator's mic
 pump, :class:`~huxleyd.turns.wake.WakeWord`, the listener's thread and the
 microWakeWord model (only the audio engine is the recording fake). The hour
 is built from about twelve minutes of distinct material (espeak-ng chatter
@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import numpy as np
 import pytest
 
 from huxleyd.audio.types import MicFrame
@@ -25,43 +24,12 @@ from huxleyd.handsfree.settings import WakeSettings
 from huxleyd.turns.wake import WakeWord
 from tests.fakes.clock import settle
 from tests.fakes.turn_rig import Rig
-from tests.fakes.wake_audio import CHATTER, SPEEDS, VOICES, espeak, mix, music, noise, room
+from tests.fakes.wake_audio import HOUR_S, corpus, hour
 
 pytest.importorskip("pymicro_wakeword")
 
 RATE = 24_000
 FRAME = RATE // 50
-HOUR_S = 3600
-
-
-def corpus() -> np.ndarray:
-    """About twelve minutes of non-wake audio, int16 at 24 kHz."""
-    speech = np.concatenate(
-        [espeak(text, voice, speed) for voice in VOICES for speed in SPEEDS for text in CHATTER[:8]]
-    )
-    replies = room(np.concatenate([espeak(t, "en-us") for t in CHATTER]), gain_db=-6.0)
-    tunes = music(120.0, seed=1)
-    return mix(
-        np.concatenate(
-            [speech, mix(replies, noise(len(replies) / RATE, level_dbfs=-50)), tunes, noise(30.0)]
-        )
-    )
-
-
-def hour(base: np.ndarray) -> np.ndarray:
-    """``base`` five times over, each pass at another level or with music under it."""
-    under = music(len(base) / RATE, seed=2).astype(np.float64)
-    passes = [
-        base,
-        mix(base.astype(np.float64) * 0.5),
-        mix(base.astype(np.float64) * 2.0),
-        mix(base, under * 0.5),
-        mix(base.astype(np.float64) * 0.7, noise(len(base) / RATE, level_dbfs=-35, seed=3)),
-    ]
-    audio = np.concatenate(passes)
-    while len(audio) < HOUR_S * RATE:
-        audio = np.concatenate([audio, base])
-    return audio[: HOUR_S * RATE]
 
 
 async def test_an_hour_of_other_audio_starts_no_turn() -> None:
