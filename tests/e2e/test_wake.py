@@ -9,7 +9,6 @@ commits it, and everything the provider received came after the wake word.
 from __future__ import annotations
 
 import base64
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -85,23 +84,6 @@ async def test_the_mute_survives_a_restart_with_its_leds(tmp_path: Path) -> None
         again.backend.feed_mic(np.concatenate([espeak("okay nabu"), silence(2.0)]).tobytes())
         await until(lambda: again.backend.mic_queued_frames() == 0, "mic consumed")
         assert again.coordinator.last_turn is None and again.coordinator.turn is None
-
-
-async def test_without_the_wake_word_package_the_daemon_runs_on_the_button_and_says_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "pymicro_wakeword", None)  # no wheel for this platform
-    async with Rig(tmp_path, Scenario(turns=(turn(speech(200)),)), extra_tables=WAKE) as rig:
-        problems = rig.rt.degraded.lines()
-        assert any("wake word off: pymicro-wakeword is not installed" in p for p in problems)
-        checks = {c.name: c for c in await RuntimeControl(rig.rt).doctor()}
-        assert checks["wake word"].status == "warn", checks["wake word"]
-        assert "not running" in checks["wake word"].detail
-        assert not mic_open(rig)  # nothing listens between presses
-        await rig.say_into_mic()
-        await until(lambda: rig.coordinator.last_turn is not None, "the button's turn")
-        last = rig.coordinator.last_turn
-        assert last is not None and last.source is TurnSource.PTT
 
 
 async def test_doctor_says_the_wake_word_listens_and_when_it_is_muted(tmp_path: Path) -> None:
