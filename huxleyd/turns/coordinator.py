@@ -232,11 +232,12 @@ class Coordinator:
                     self._wake.turn_over()
             return
         now = self._clock.monotonic()
-        self._mute.pressed(now)
         if self._mute.muted:
+            self._mute.pressed(now)  # a hold may unmute
             self._outputs.show(Activity.MUTED)  # the mic is closed: no turn
             return
-        self._listen(TurnSource.PTT, now)
+        if self._listen(TurnSource.PTT, now):
+            self._mute.pressed(now)  # only a turn's hold can be the mute gesture
 
     @property
     def muted(self) -> bool:

@@ -5,6 +5,7 @@ mutes and a long hold unmutes, and the wake word hears nothing meanwhile."""
 from __future__ import annotations
 
 from huxleyd.handsfree.settings import WakeSettings
+from huxleyd.providers.base import ConnectionState
 from huxleyd.turns.mute import MUTE_HOLD_S
 from huxleyd.turns.outputs import Activity
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
@@ -117,3 +118,13 @@ async def test_a_start_muted_shows_it_and_keeps_the_mic_closed() -> None:
     async with rig:
         assert rig.audio.capture_log == [("capture", False)]
         assert activity(rig) is Activity.MUTED
+
+
+async def test_a_long_press_that_was_refused_is_not_a_mute() -> None:
+    rig, _, told = muted_rig()
+    async with rig:
+        rig.coordinator.on_connection(ConnectionState.OFFLINE)
+        rig.coordinator.press()  # the offline cue, no turn
+        rig.clock.advance(MUTE_HOLD_S + 1)
+        rig.coordinator.release()
+        assert not muted(rig) and told == []
