@@ -34,6 +34,7 @@ from huxley_sdk.context import InjectTurnAndWait
 from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
 from huxleyd.app.systemd import Notifier, Watchdog
 from huxleyd.app.volume import make_volume
+from huxleyd.audio import echo
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
@@ -158,6 +159,7 @@ async def build(
         on_degraded=hooks.on_degraded_press,
         wake=open_wake(
             config,
+            engine,
             connection.capabilities.input_rate_hz,
             on_wake=lambda heard_at: coordinator.wake(heard_at),
             resources=resources,
@@ -212,6 +214,7 @@ async def build(
 
 def open_wake(
     config: Config,
+    engine: AudioEngine,
     input_rate_hz: int,
     *,
     on_wake: Callable[[float], None],
@@ -222,19 +225,25 @@ def open_wake(
 
     A detector that cannot run (no pymicro-wakeword wheel for this platform,
     a model that does not load) degrades: the button works, and status,
-    doctor and the first press say why."""
+    doctor and the first press say why. ``during_playback = "auto"`` listens
+    while the speaker plays when the echo canceller was built: the engine then
+    keeps what it played, by DAC time, for the detector's canceller."""
     settings = config.wake
     if not settings.enabled:
         return None
+    cancel_echo = settings.during_playback == "auto" and echo.AVAILABLE
     try:
-        detector = load_detector(settings.model, input_rate_hz)
+        detector = load_detector(settings.model, input_rate_hz, cancel_echo=cancel_echo)
     except WakeUnavailable as exc:
         degraded.report("wake", str(exc), file=str(config.path))
         return None
-    listener = WakeListener(detector, on_wake)
+    if cancel_echo:
+        engine.enable_far_end()
+    far_end = engine.read_far_end if cancel_echo else None
+    listener = WakeListener(detector, on_wake, far_end=far_end)
     listener.start(asyncio.get_running_loop())
     resources.opened("wake", listener.close)
-    playback_ok = settings.during_playback == "on"
+    playback_ok = settings.during_playback == "on" or cancel_echo
     log.info(
         "wake_word_armed",
         model=settings.model,

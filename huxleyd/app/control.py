@@ -372,6 +372,6 @@ def check_wake_word(config: Config, wake: WakeWord | None, muted: bool) -> Docto
     playback = (
         "also while the speaker plays (voice barge-in)"
         if wake.playback_ok
-        else "not while the speaker plays (no echo canceller: press to interrupt)"
+        else "not while the speaker plays (during_playback, or no echo canceller: press)"
     )
     return DoctorCheck.passed(name, f"{config.wake.model!r} listens on the device; {playback}")

@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from huxleyd.audio.types import MicFrame
 from huxleyd.handsfree.detector import WakeDetector
 from huxleyd.logs import get_logger
 
@@ -37,10 +38,13 @@ class WakeListener:
         on_wake: Callable[[float], None],
         *,
         queue_frames: int = QUEUE_FRAMES,
+        far_end: Callable[[], MicFrame | None] | None = None,
     ) -> None:
         self.detector = detector
+        self._far_end = far_end
+        """Pops what the speaker played (the engine's far end), read on this thread only."""
         self._on_wake = on_wake
-        self._queue: deque[tuple[bytes, float] | object] = deque(maxlen=queue_frames)
+        self._queue: deque[tuple[bytes, float, float] | object] = deque(maxlen=queue_frames)
         self._cond = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -55,11 +59,11 @@ class WakeListener:
         self._thread = threading.Thread(target=self._run, name="huxleyd-wake", daemon=True)
         self._thread.start()
 
-    def hear(self, pcm: bytes, end_at: float) -> None:
+    def hear(self, pcm: bytes, captured_at: float, end_at: float) -> None:
         with self._cond:
             if len(self._queue) == self._queue.maxlen:
                 self.frames_dropped += 1  # the deque drops the oldest itself
-            self._queue.append((pcm, end_at))
+            self._queue.append((pcm, captured_at, end_at))
             self._cond.notify_all()
 
     def reset(self) -> None:
@@ -104,13 +108,16 @@ class WakeListener:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _process(self, item: tuple[bytes, float] | object) -> None:
+    def _process(self, item: tuple[bytes, float, float] | object) -> None:
         if item is _RESET:
             self.detector.reset()
             return
         assert isinstance(item, tuple)
-        pcm, end_at = item
+        pcm, captured_at, end_at = item
         self.frames_heard += 1
-        if self.detector.feed(pcm) and self._loop is not None:
+        if self._far_end is not None:  # what the speaker played up to now, first
+            while (played := self._far_end()) is not None:
+                self.detector.played(played.pcm, played.captured_at)
+        if self.detector.feed(pcm, captured_at) and self._loop is not None:
             self.detections += 1
             self._loop.call_soon_threadsafe(self._on_wake, end_at)

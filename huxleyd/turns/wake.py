@@ -34,8 +34,8 @@ PREROLL_MS = 600.0
 class WakePort(Protocol):
     """The detector as the coordinator feeds it (``handsfree.listener.WakeListener``)."""
 
-    def hear(self, pcm: bytes, end_at: float) -> None:
-        """Queue one frame whose last sample was captured at ``end_at``; never blocks."""
+    def hear(self, pcm: bytes, captured_at: float, end_at: float) -> None:
+        """Queue one frame captured from ``captured_at`` to ``end_at``; never blocks."""
         ...
 
     def reset(self) -> None:
@@ -76,7 +76,7 @@ class WakeWord:
         self._recent.append(frame)
         while self._recent and self._recent[0].captured_at < end_at - PREROLL_MS / 1000.0:
             self._recent.popleft()
-        self._port.hear(frame.pcm, end_at)
+        self._port.hear(frame.pcm, frame.captured_at, end_at)
         return True
 
     def detected(self, heard_at: float) -> list[MicFrame]:

@@ -49,11 +49,14 @@ class FlakyDetector:
     def __init__(self) -> None:
         self.frames = 0
 
-    def feed(self, pcm: bytes) -> bool:
+    def feed(self, pcm: bytes, captured_at: float) -> bool:
         self.frames += 1
         if self.frames == 1:
             raise RuntimeError("the model tripped")
         return self.frames % 3 == 0
+
+    def played(self, pcm: bytes, dac_at: float) -> None:
+        pass
 
     def reset(self) -> None:
         pass
@@ -70,7 +73,7 @@ async def test_a_detector_that_raises_is_logged_and_listening_goes_on(
     try:
         with caplog.at_level(logging.ERROR):
             for i in range(6):
-                listener.hear(bytes(640), float(i))
+                listener.hear(bytes(640), i - 0.02, float(i))
             assert await asyncio.to_thread(listener.wait_drained, 30.0)
             await until(lambda: len(woke) == 2, "two detections after the failure")
     finally:

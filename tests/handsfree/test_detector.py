@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from huxleyd.audio import echo
 from huxleyd.handsfree.detector import MicroWakeDetector, WakeUnavailable, load_detector
-from tests.fakes.wake_audio import CHATTER, SPEEDS, VOICES, espeak, mix, music, silence
+from tests.fakes.wake_audio import CHATTER, SPEEDS, VOICES, espeak, mix, music, room, silence
 
 pytest.importorskip("pymicro_wakeword")
 
@@ -48,3 +49,30 @@ def test_other_models_and_other_words_do_not_fire() -> None:
 def test_a_model_that_does_not_load_is_a_clear_unavailable() -> None:
     with pytest.raises(WakeUnavailable, match=r"wake word off: model '/nonexistent\.json'"):
         load_detector("/nonexistent.json", 24_000)
+
+
+@pytest.mark.skipif(not echo.AVAILABLE, reason="built without libspeexdsp-dev")
+def test_with_the_echo_canceller_the_wake_word_is_heard_over_the_devices_own_voice() -> None:
+    """The device talks over music (its far end, 24 kHz, stamped by DAC time) and the
+    mic hears it through a room (20 ms, -10 dB) under the user's "okay nabu"."""
+    rate = 24_000
+    phrase = (espeak("okay nabu", "en-us", 175, rate) * 0.5).astype(np.int16)
+    lead = 4 * rate  # the canceller converges on the device's sound first
+    near = np.concatenate([silence(lead / rate, rate), phrase, silence(1.5, rate)])
+    speech = np.resize(
+        np.concatenate([espeak(t, "en-gb-x-rp", 175, rate) for t in CHATTER]), len(near)
+    )
+    device = mix(speech * 0.5, music(len(near) / rate, rate, seed=5) * 0.5)
+    saturated = np.tanh(device.astype(np.float64) / 32768 * 1.5) / 1.5 * 32768
+    mic = mix(near, room(saturated, rate_hz=rate, delay_ms=20, gain_db=-10))
+    results = {}
+    for cancel_echo in (False, True):
+        detector = MicroWakeDetector("okay_nabu", rate, cancel_echo=cancel_echo)
+        hits = 0
+        frame = rate // 50
+        for start in range(0, len(mic) - frame + 1, frame):
+            at = 100.0 + start / rate
+            detector.played(device[start : start + frame].tobytes(), at)
+            hits += detector.feed(mic[start : start + frame].tobytes(), at)
+        results[cancel_echo] = hits
+    assert results == {False: 0, True: 1}

@@ -25,7 +25,7 @@ class RecordingWakePort:
         self.heard: list[tuple[bytes, float]] = []
         self.resets = 0
 
-    def hear(self, pcm: bytes, end_at: float) -> None:
+    def hear(self, pcm: bytes, captured_at: float, end_at: float) -> None:
         self.heard.append((pcm, end_at))
 
     def reset(self) -> None:
