@@ -338,9 +338,9 @@ class AudioThread:
         else:
             self._mixer.mix(playback.mix)
             self._write(playback.process())
-            fmt = self.device_format
-            latency = fmt.output_latency_s if fmt is not None else 0.0
-            self._tap_far_end(playback.mix, self._clock.monotonic() + latency)
+            if self.far_end is not None and self.device_format is not None:
+                latency = self.device_format.output_latency_s
+                self._tap_far_end(playback.mix, self._clock.monotonic() + latency)
         self._playout.record_period()
 
     def _tap_far_end(self, mix: np.ndarray[Any, Any], dac_at: float) -> None:
