@@ -1,4 +1,4 @@
-"""The two C extensions, built from source by ``pip install`` with the system compiler.
+"""The C extensions, built from source by ``pip install`` with the system compiler.
 
 - ``huxleyd.audio._rtout``: the speaker's and the mic's deadline out of the GIL,
   against PortAudio (``portaudio19-dev``, which the setup already installs for
@@ -7,6 +7,9 @@
   limiter, resampling, PCM conversion) with the GIL held throughout. Needs only
   Python's headers. Optional too: without it the engine runs the numpy path
   (``huxleyd.audio.dsp`` says which), slower and less robust under a busy thread.
+- ``huxleyd.audio._aec``: Speex's acoustic echo canceller for the mic
+  (``libspeexdsp-dev``). Optional: without it the wake word does not listen
+  while the speaker plays.
 
 Both build with every warning on (-Wall -Wextra, conversions explicit), and
 with every warning an error where we build them (``make setup`` sets
@@ -58,6 +61,16 @@ setup(
             extra_link_args=LINK,
             # without a compiler the install still works: audio.backend = "auto"
             # then uses PyAudio's blocking I/O (and says so in the log)
+            optional=True,
+        ),
+        Extension(
+            "huxleyd.audio._aec",
+            sources=["huxleyd/audio/_aec.c"],
+            # Speex's echo canceller (libspeexdsp-dev): optional, without it the
+            # wake word does not listen while the speaker plays (doctor says so)
+            libraries=["speexdsp"],
+            extra_compile_args=flags("-O2"),
+            extra_link_args=LINK,
             optional=True,
         ),
         Extension(

@@ -1,7 +1,7 @@
 """Configuration: ``huxleyd.toml`` and the persona files, parsed once.
 
 The daemon file has one table per subsystem (``[daemon]``, ``[audio]``,
-``[provider]``, ``[hardware]``, ``[storage]``, ``[control]``); each becomes a
+``[provider]``, ``[hardware]``, ``[storage]``, ``[control]``, ``[wake]``); each becomes a
 frozen settings dataclass owned by that subsystem's package. The persona
 (``<personas_dir>/<name>.toml``) says who the assistant is and which skills
 it loads. Relative paths are resolved against the directory of the file
@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import ConfigError
+from huxleyd.handsfree.settings import WakeSettings, resolve_model
 from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.settings import HardwareSettings
 from huxleyd.persona_defaults import check_language, with_defaults
@@ -102,6 +103,8 @@ class Persona:
     i18n: dict[str, LanguageOverrides] = field(default_factory=dict)
     data_dir: Path | None = None
     """Sounds, books, memos of this persona; unset = ``<state_dir>/<persona>/data``."""
+    wake_word: bool = True
+    """False: this persona never answers the wake word (``[wake]``), only the button."""
 
     @property
     def overrides(self) -> LanguageOverrides:
@@ -135,6 +138,8 @@ class Config:
     persona_path: Path
     board: BoardProfile
     """The profile ``[hardware] board`` names, loaded from ``boards_dir``."""
+    wake: WakeSettings = field(default_factory=WakeSettings)
+    """``[wake]``: the wake word (off unless a model is named)."""
 
 
 BOARD_AUDIO_KEYS = (
@@ -156,6 +161,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "hardware": HardwareSettings,
     "storage": StorageSettings,
     "control": ControlSettings,
+    "wake": WakeSettings,
 }
 
 
@@ -279,6 +285,7 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
     sections["audio"] = merge_board_audio(
         sections["audio"], board, set_keys=raw_audio.keys(), file=file
     )
+    sections["wake"] = resolve_model(sections["wake"], base=path.parent, file=file)
     return Config(
         path=path,
         persona=load_persona(persona_path),

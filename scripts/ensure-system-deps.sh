@@ -4,13 +4,14 @@
 #   libasound2-dev   ALSA headers + file plugin     ffmpeg      media decoding (books, radio)
 #   libsystemd-dev   systemd-python (journald)     espeak-ng   the simulator's voice
 #   pkg-config       finds libsystemd for pip
+#   libspeexdsp-dev  Speex's echo canceller (the optional _aec extension)
 #   gcc, python3-dev PyAudio and systemd-python are C extensions: a compiler
 #                    and the Python headers (a minimal Debian has neither)
 #   python3-venv     `python3 -m venv` (Debian ships it apart from python3)
 #   device-tree-compiler  dtc/fdtoverlay: the tests check the image's board
 #                    overlays (hw/dt) against a Debian-shaped device tree
 set -eu
-PACKAGES="portaudio19-dev libasound2-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler"
+PACKAGES="portaudio19-dev libasound2-dev libspeexdsp-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler"
 # On a Pi with Python 3.13 (Debian trixie, Raspberry Pi OS trixie) lgpio,
 # the pin factory, has no wheel on PyPI: pip builds it, through SWIG.
 case "$(uname -m)" in

@@ -32,8 +32,8 @@ from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from tests.fakes.turn_ports import RecordingAudio
 
 WIRE_TEXT: dict[type[enum.StrEnum], list[str]] = {
-    TurnSource: ["ptt", "text", "inject", "media"],
-    Activity: ["idle", "listening", "thinking", "speaking", "media", "call", "offline"],
+    TurnSource: ["ptt", "text", "inject", "media", "wake"],
+    Activity: ["idle", "listening", "thinking", "speaking", "media", "call", "offline", "muted"],
     LedState: [
         "booting",
         "idle",

@@ -34,6 +34,7 @@ from huxley_sdk.context import InjectTurnAndWait
 from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
 from huxleyd.app.systemd import Notifier, Watchdog
 from huxleyd.app.volume import make_volume
+from huxleyd.audio import echo
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
@@ -45,6 +46,9 @@ from huxleyd.clock import Clock
 from huxleyd.config import Config
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.errors import AudioError
+from huxleyd.handsfree.detector import WakeUnavailable, load_detector
+from huxleyd.handsfree.listener import WakeListener
+from huxleyd.handsfree.mutefile import mute_path, read_muted
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
@@ -66,6 +70,7 @@ from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.outputs import Activity
 from huxleyd.turns.state import TurnRecord
 from huxleyd.turns.supervisor import Supervisor
+from huxleyd.turns.wake import WakeWord
 
 log = get_logger("huxleyd.daemon")
 
@@ -85,6 +90,7 @@ class Hooks(Protocol):
     def on_turn_done(self, turn: TurnRecord) -> None: ...
     def configure_session(self, instructions: str) -> None: ...
     def renew_if_due(self) -> None: ...
+    def on_mute(self, muted: bool) -> None: ...
 
 
 async def build(
@@ -151,6 +157,16 @@ async def build(
         renew_session_if_due=hooks.renew_if_due,
         degraded=degraded,
         on_degraded=hooks.on_degraded_press,
+        wake=open_wake(
+            config,
+            engine,
+            connection.capabilities.input_rate_hz,
+            on_wake=lambda heard_at: coordinator.wake(heard_at),
+            resources=resources,
+            degraded=degraded,
+        ),
+        muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
+        on_mute=hooks.on_mute,
     )
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
@@ -190,6 +206,52 @@ async def build(
         watchdog=Watchdog.from_environment(
             audio_progress=lambda: engine.stats().periods, env=overrides.env, notifier=notifier
         ),
+    )
+
+
+# ---------------------------------------------------------------- the wake word
+
+
+def open_wake(
+    config: Config,
+    engine: AudioEngine,
+    input_rate_hz: int,
+    *,
+    on_wake: Callable[[float], None],
+    resources: Resources,
+    degraded: Degraded,
+) -> WakeWord | None:
+    """The wake word when ``[wake] model`` names one and its detector loads here.
+
+    A detector that cannot run (no pymicro-wakeword wheel for this platform,
+    a model that does not load) degrades: the button works, and status,
+    doctor and the first press say why. ``during_playback = "auto"`` listens
+    while the speaker plays when the echo canceller was built: the engine then
+    keeps what it played, by DAC time, for the detector's canceller."""
+    settings = config.wake
+    if not settings.enabled:
+        return None
+    cancel_echo = settings.during_playback == "auto" and echo.AVAILABLE
+    try:
+        detector = load_detector(settings.model, input_rate_hz, cancel_echo=cancel_echo)
+    except WakeUnavailable as exc:
+        degraded.report("wake", str(exc), file=str(config.path))
+        return None
+    if cancel_echo:
+        engine.enable_far_end()
+    far_end = engine.read_far_end if cancel_echo else None
+    listener = WakeListener(detector, on_wake, far_end=far_end)
+    listener.start(asyncio.get_running_loop())
+    resources.opened("wake", listener.close)
+    playback_ok = settings.during_playback == "on" or cancel_echo
+    log.info(
+        "wake_word_armed",
+        model=settings.model,
+        during_playback=playback_ok,
+        persona_allows=config.persona.wake_word,
+    )
+    return WakeWord(
+        listener, settings, playback_ok=playback_ok, persona_allows=config.persona.wake_word
     )
 
 

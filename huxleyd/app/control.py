@@ -19,7 +19,7 @@ from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
 from huxleyd.clock import WallClockWatch
-from huxleyd.config import PersonaString
+from huxleyd.config import Config, PersonaString
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError
@@ -35,6 +35,7 @@ from huxleyd.control.watch import WatchEvent
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
 from huxleyd.skills.skillclock import system_clock_for
+from huxleyd.turns.wake import WakeWord
 
 log = get_logger("huxleyd.control")
 
@@ -155,6 +156,14 @@ class RuntimeControl:
         log.info("volume_changed", by="huxleyctl", previous=before, requested=level, level=really)
         return really
 
+    async def get_muted(self) -> bool:
+        return self._parts("the microphone").coordinator.muted
+
+    async def set_muted(self, muted: bool) -> bool:
+        coordinator = self._parts("the microphone").coordinator
+        coordinator.set_muted(muted)  # the runtime saves it (Runtime.on_mute)
+        return coordinator.muted
+
     async def say(self, text: str) -> str:
         if self._rt.built is None:
             raise CommandFailedError("the daemon is still starting")
@@ -220,6 +229,11 @@ class RuntimeControl:
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))
+        if rt.built is not None:
+            coordinator = rt.built.coordinator
+            checks.append(
+                lambda: check_wake_word(rt.config, coordinator.wake_word, coordinator.muted)
+            )
         problems = rt.degraded.lines()
         checks.append(lambda: check_degraded(problems))
         watch = rt.loop_watch
@@ -344,3 +358,28 @@ def _by_source(counts: tuple[tuple[str, int], ...]) -> str:
     if not counts:
         return ""
     return " (" + ", ".join(f"{name} {count}" for name, count in counts) + ")"
+
+
+def check_wake_word(config: Config, wake: WakeWord | None, muted: bool) -> DoctorCheck:
+    """The wake word as it runs: off, not running (and why), muted, or listening."""
+    name = "wake word"
+    if not config.wake.enabled:
+        return DoctorCheck.skipped(name, "off ([wake] model unset): the button only")
+    if wake is None:
+        return DoctorCheck.warning(
+            name,
+            f"{config.wake.model!r} configured but not running (see the degraded line)",
+            "install pymicro-wakeword in the daemon's venv (x86_64, aarch64), or fix [wake] model",
+        )
+    if not wake.persona_allows:
+        return DoctorCheck.skipped(
+            name, f"off for persona {config.persona.name!r} (wake_word = false)"
+        )
+    if muted:
+        return DoctorCheck.warning(name, "the microphone is muted", "huxleyctl mute off")
+    playback = (
+        "also while the speaker plays (voice barge-in)"
+        if wake.playback_ok
+        else "not while the speaker plays (during_playback, or no echo canceller: press)"
+    )
+    return DoctorCheck.passed(name, f"{config.wake.model!r} listens on the device; {playback}")

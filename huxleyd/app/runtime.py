@@ -33,6 +33,7 @@ from huxleyd.clock import Clock, MonotonicClock, WallClockWatch
 from huxleyd.config import Config, PersonaString
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded, Problem
+from huxleyd.handsfree.mutefile import mute_path, write_muted
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
@@ -50,7 +51,7 @@ from huxleyd.setupreport import setup_failure
 from huxleyd.skillevents import ClientEvents
 from huxleyd.skillhost import ToolOutcome
 from huxleyd.turns.coordinator import Activity, Coordinator
-from huxleyd.turns.state import TurnOutcome, TurnRecord
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 
 log = get_logger("huxleyd.daemon")
@@ -125,6 +126,7 @@ ACTIVITY_LEDS: dict[Activity, LedState] = {
     Activity.SPEAKING: LedState.SPEAKING,
     Activity.MEDIA: LedState.MEDIA,
     Activity.OFFLINE: LedState.OFFLINE,
+    Activity.MUTED: LedState.MUTED,
 }
 
 
@@ -160,6 +162,7 @@ class Runtime:
         doctor, the journal and the first press read it."""
         self.feed = EventFeed()
         """What ``huxleyctl watch`` streams: state, transcripts, tools, media."""
+        self._mute_saving = asyncio.Lock()
         self.setup_failure = setup_failure(self.overrides.env)
         """"setup failed: ..." when the image's first boot failed (read once, here)."""
         self.connection_status = ConnectionStatus(ConnectionState.CONNECTING)
@@ -453,11 +456,23 @@ class Runtime:
             tools=",".join(turn.tools) or None,
             source=turn.source,
         )
-        if turn.outcome is TurnOutcome.TOO_SHORT:
+        if turn.outcome is TurnOutcome.TOO_SHORT and turn.source is not TurnSource.WAKE:
             # The earcon is the audible cue; text surfaces get the persona's words.
             self.feed.publish(
                 "notice", turn=turn.turn_id, what=self.persona_string(PersonaString.TOO_SHORT)
             )
+
+    def on_mute(self, muted: bool) -> None:
+        """The mic was muted or unmuted: saved for the next start, told to ``watch``."""
+        self.feed.publish("mute", muted=muted)
+        self._spawn_once(self._save_mute, "mute-save")
+
+    async def _save_mute(self) -> None:
+        # One save at a time, each of the state as it is then: two quick
+        # toggles cannot leave the older one on disk.
+        async with self._mute_saving:
+            muted = self.parts.coordinator.muted
+            await asyncio.to_thread(write_muted, mute_path(self.config.storage.state_dir), muted)
 
     def on_degraded_press(self, problems: list[Problem]) -> None:
         """The first press after a part degraded: its cue played; the text says it
@@ -498,7 +513,8 @@ class Runtime:
         elif state.unreachable:
             self._show_leds(LedState.OFFLINE)
         elif state is ConnectionState.CONNECTED:
-            self._show_leds(LedState.IDLE)
+            muted = self.parts.coordinator.activity is Activity.MUTED
+            self._show_leds(LedState.MUTED if muted else LedState.IDLE)
         if state is ConnectionState.OFFLINE:
             self.notifier.status(f"offline, retrying (attempt {status.attempt})")
         elif state is ConnectionState.KEY_REFUSED:

@@ -98,7 +98,7 @@ from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.pacing import pacer_for
-from huxleyd.audio.pcm import RATE_HZ, period_frames
+from huxleyd.audio.pcm import RATE_HZ, float_to_int16_into, period_frames
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing
 from huxleyd.audio.settings import AudioSettings
@@ -156,6 +156,11 @@ class AudioThread:
         self._period_s = settings.period_ms / 1000.0
         self._silent_mix = np.zeros(period_frames(RATE_HZ, settings.period_ms), dtype=np.float32)
         """What the mixer plays into while the device is lost (to nowhere)."""
+        self.far_end: FrameRing | None = None
+        """The echo canceller's far end, when the engine was asked for it: each
+        period's mix (PCM16, 24 kHz) stamped with when it reaches the DAC."""
+        self._far_pcm = np.zeros(len(self._silent_mix), dtype=np.int16)
+        self._far_scratch = np.zeros(len(self._silent_mix), dtype=np.float32)
         self.req_capture_rate = capture_rate_hz
         """The capture rate asyncio asks for (set by asyncio, read each period)."""
         self.req_capture_active = True
@@ -335,7 +340,18 @@ class AudioThread:
         else:
             self._mixer.mix(playback.mix)
             self._write(playback.process())
+            if self.far_end is not None and self.device_format is not None:
+                latency = self.device_format.output_latency_s
+                self._tap_far_end(playback.mix, self._clock.monotonic() + latency)
         self._playout.record_period()
+
+    def _tap_far_end(self, mix: np.ndarray[Any, Any], dac_at: float) -> None:
+        """Hand the period's mix and its DAC time to the echo canceller (no allocation)."""
+        ring = self.far_end
+        if ring is None:
+            return
+        float_to_int16_into(mix, self._far_pcm, self._far_scratch)
+        ring.push(self._far_pcm, rate_hz=RATE_HZ, captured_at=dac_at)
 
     def _write(self, data: np.ndarray[Any, Any]) -> None:
         status = self._backend.write(data)
@@ -357,9 +373,14 @@ class AudioThread:
                 self._mixer.mix(playback.mix)
                 # recorded before the write, so a flush from asyncio always finds
                 # the period whose frames its fade may end in
-                self._playout.record_period(timed.out.written_frames())
+                start = timed.out.written_frames()
+                self._playout.record_period(start)
                 self._write(playback.process())
                 idle = False
+                if self.far_end is not None and self.device_format is not None:
+                    # the DAC clock: the frame the callback's stamps say is heard now
+                    ahead = (start - timed.out.heard_frame()) / self.device_format.output_rate_hz
+                    self._tap_far_end(playback.mix, self._clock.monotonic() + ahead)
             timed.acknowledge(seq)
             if idle or self.device_state is not DeviceState.OPEN or timed.lead_reached():
                 break

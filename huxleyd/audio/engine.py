@@ -243,6 +243,18 @@ class AudioEngine:
         """The most mic frames found waiting; at ``capture_ring_ms`` the oldest are dropped."""
         return self._capture.high_water
 
+    def enable_far_end(self) -> None:
+        """Keep what is played, with when it reaches the DAC, for an echo canceller
+        (:meth:`read_far_end`); 500 ms of it, the oldest dropped if nobody reads."""
+        if self._audio_thread.far_end is None:
+            slots = 500 // self._settings.period_ms + 2
+            self._audio_thread.far_end = FrameRing(slots, self._n)
+
+    def read_far_end(self) -> MicFrame | None:
+        """The oldest played period not read yet (``captured_at``: its DAC time), or None."""
+        ring = self._audio_thread.far_end
+        return None if ring is None else ring.pop()
+
     def set_capture_active(self, active: bool) -> None:
         """Queue mic frames for asyncio (PTT held, a claim) or not (idle: no wake-ups).
 

@@ -4,6 +4,7 @@
 
     huxleyctl status [--json]         state, provider, media, volume, xruns, timings
     huxleyctl volume [N]              print the volume, or set it (0-100)
+    huxleyctl mute [on|off|status]    close the microphone (no wake word, no turns), or reopen it
     huxleyctl say TEXT...             start a text turn, as if spoken; print the answer
     huxleyctl stop                    stop the media that is playing
     huxleyctl skills [--json]         loaded skills and their tools
@@ -153,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("volume", "print the volume, or set it").add_argument(
         "level", nargs="?", type=_volume_level, metavar="N", help="new volume, 0-100"
     )
+    command("mute", "close the microphone (on), reopen it (off), or show it").add_argument(
+        "state", nargs="?", choices=["on", "off", "status"], default="status"
+    )
     say = command("say", "start a text turn, as if spoken, and print the answer")
     say.add_argument("text", nargs="+", metavar="TEXT")
     say.add_argument(
@@ -290,6 +294,12 @@ def cmd_status(client: ControlClient, args: argparse.Namespace) -> int:
 def cmd_volume(client: ControlClient, args: argparse.Namespace) -> int:
     level = client.get_volume() if args.level is None else client.set_volume(args.level)
     print(level)
+    return EXIT_OK
+
+
+def cmd_mute(client: ControlClient, args: argparse.Namespace) -> int:
+    muted = client.muted(None if args.state == "status" else args.state == "on")
+    print("muted: the microphone is closed" if muted else "not muted")
     return EXIT_OK
 
 
@@ -500,6 +510,7 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
     "event": cmd_event,
     "status": cmd_status,
     "volume": cmd_volume,
+    "mute": cmd_mute,
     "say": cmd_say,
     "stop": cmd_stop,
     "skills": cmd_skills,

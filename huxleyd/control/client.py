@@ -36,6 +36,7 @@ from huxleyd.control.protocol import (
     ErrorReply,
     EventArgs,
     LevelsArgs,
+    MuteArgs,
     NoArgs,
     PttAction,
     PttArgs,
@@ -222,6 +223,14 @@ class ControlClient:
 
     def set_volume(self, level: int) -> int:
         return _int(self.call(Command.VOLUME, VolumeArgs(level)), "volume")
+
+    def muted(self, set_to: bool | None = None) -> bool:
+        """The microphone mute, after setting it to ``set_to`` (None: only read it)."""
+        result = self.call(Command.MUTE, MuteArgs(set_to))
+        value = result.get("muted")
+        if not isinstance(value, bool):
+            raise ControlProtocolError(f"reply 'muted' expected true or false, got {value!r}")
+        return value
 
     def say(self, text: str) -> str:
         turn = self.call(Command.SAY, SayArgs(text)).get("turn_id")

@@ -360,6 +360,14 @@ class ControlHandler(Protocol):
         """Set (and persist) the user volume; ``level`` is 0-100. Returns the level now in effect."""
         ...
 
+    async def get_muted(self) -> bool:
+        """Whether the microphone is muted."""
+        ...
+
+    async def set_muted(self, muted: bool) -> bool:
+        """Mute (or unmute) the microphone at the source, persisted. Returns the mute now."""
+        ...
+
     async def say(self, text: str) -> str:
         """Start a text turn (a user text item + a response). Returns the turn id
         at once; the answer plays as for a spoken turn."""

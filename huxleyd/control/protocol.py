@@ -25,6 +25,7 @@ levels      ``count``: integer ≥ 1, stop after that many samples
 doctor      none
 event       ``key`` (required): a client event name; ``data``: an object
 watch       ``count``: integer ≥ 1, stop after that many events
+mute        ``muted``: true or false (absent: read the mute)
 ==========  =====================================================
 
 :func:`parse_request` (server side) and :func:`parse_reply` (client side)
@@ -68,6 +69,8 @@ class Command(StrEnum):
     EVENT = "event"
     """A Huxley ``client_event`` for the skills subscribed to its key (docs/skills.md)."""
     WATCH = "watch"
+    MUTE = "mute"
+    """The microphone mute (the wake word and the button stop listening)."""
 
 
 STREAMING_COMMANDS = frozenset({Command.LEVELS, Command.WATCH})
@@ -92,6 +95,12 @@ class NoArgs:
 class VolumeArgs:
     level: int | None = None
     """0-100 to set; None to read."""
+
+
+@dataclass(frozen=True, slots=True)
+class MuteArgs:
+    muted: bool | None = None
+    """True/False to set; None to read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +129,7 @@ class EventArgs:
 
 MAX_EVENT_KEY_CHARS = 100
 
-Args: TypeAlias = NoArgs | VolumeArgs | SayArgs | PttArgs | LevelsArgs | EventArgs
+Args: TypeAlias = NoArgs | VolumeArgs | MuteArgs | SayArgs | PttArgs | LevelsArgs | EventArgs
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +349,12 @@ def _parse_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
         if raw.get("level") is None:
             return VolumeArgs()
         return VolumeArgs(_int_arg(cmd, raw, "level", 0, 100))
+    if cmd is Command.MUTE:
+        _only(cmd, raw, ("muted",))
+        muted = raw.get("muted")
+        if muted is not None and not isinstance(muted, bool):
+            raise _bad(cmd, f"'muted' expected true or false, got {_show(muted)}")
+        return MuteArgs(muted)
     if cmd is Command.SAY:
         _only(cmd, raw, ("text",))
         text = raw.get("text")

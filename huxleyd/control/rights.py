@@ -4,9 +4,9 @@ Pure logic; the server reads the credentials (``SO_PEERCRED`` and
 ``SO_PEERGROUPS``) and asks :meth:`Rights.refusal` before dispatching. ::
 
     kind      commands                                         who
-    reading   status, watch, levels, doctor, skills, volume    root, the daemon's user,
-                                                               group huxley-control
-    changing  volume N, say, ptt, stop, event                  root, the daemon's user,
+    reading   status, watch, levels, doctor, skills, volume,   root, the daemon's user,
+              mute                                             group huxley-control
+    changing  volume N, mute on|off, say, ptt, stop, event     root, the daemon's user,
                                                                group huxley-operator
     install   huxleyctl skills install/remove (no socket)      root only
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from huxleyd.control.protocol import Command, Request, VolumeArgs
+from huxleyd.control.protocol import Command, MuteArgs, Request, VolumeArgs
 
 DEFAULT_READERS = "huxley-control"
 DEFAULT_OPERATORS = "huxley-operator"
@@ -38,7 +38,9 @@ _READING = frozenset(
     {Command.STATUS, Command.WATCH, Command.LEVELS, Command.DOCTOR, Command.SKILLS}
 )
 _CHANGING = frozenset({Command.SAY, Command.PTT, Command.STOP, Command.EVENT})
-assert _READING | _CHANGING | {Command.VOLUME} == set(Command), "every command has a right"
+_EITHER = frozenset({Command.VOLUME, Command.MUTE})
+"""Reading without an argument, changing with one."""
+assert set(Command) == _READING | _CHANGING | _EITHER, "every command has a right"
 
 
 def right_of(request: Request) -> Right:
@@ -46,6 +48,9 @@ def right_of(request: Request) -> Right:
     if request.cmd is Command.VOLUME:
         assert isinstance(request.args, VolumeArgs)
         return Right.READ if request.args.level is None else Right.CHANGE
+    if request.cmd is Command.MUTE:
+        assert isinstance(request.args, MuteArgs)
+        return Right.READ if request.args.muted is None else Right.CHANGE
     return Right.READ if request.cmd in _READING else Right.CHANGE
 
 

@@ -56,6 +56,7 @@ from huxleyd.control.protocol import (
     ErrorReply,
     EventArgs,
     LevelsArgs,
+    MuteArgs,
     PttArgs,
     Reply,
     Request,
@@ -494,6 +495,11 @@ class ControlServer:
                 if args.level is None:
                     return {"volume": await handler.get_volume()}
                 return {"volume": await handler.set_volume(args.level)}
+            case Command.MUTE:
+                assert isinstance(args, MuteArgs)
+                if args.muted is None:
+                    return {"muted": await handler.get_muted()}
+                return {"muted": await handler.set_muted(args.muted)}
             case Command.SAY:
                 assert isinstance(args, SayArgs)
                 return {"turn_id": await handler.say(args.text)}

@@ -1,8 +1,9 @@
 """The microphone capture switch, and the one rule that decides it.
 
 **Capture is on exactly while someone listens**: the user holds the button
-(the turn is ``LISTENING``) or a skill holds the microphone (an input claim
-is live). Otherwise the engine does not queue mic frames at all, so nothing
+(the turn is ``LISTENING``), a skill holds the microphone (an input claim
+is live), or the wake word is armed (its detector hears the mic on the
+device; nothing goes to the provider before a detection). Otherwise the engine does not queue mic frames at all, so nothing
 heard while nobody listened can leak into the next turn.
 
 Switching it on first discards what the engine still holds from before (a
@@ -35,6 +36,7 @@ class MicCapture:
         self._engine = engine
         self._listening = False
         self._claimed = False
+        self._wake_armed = False
         self._active: bool | None = None
         """What the engine was last told (None: nothing yet)."""
 
@@ -56,8 +58,13 @@ class MicCapture:
         self._claimed = claimed
         self._apply()
 
+    def wake_armed(self, armed: bool) -> None:
+        """The wake word's detector listens (configured and not muted), or stopped."""
+        self._wake_armed = armed
+        self._apply()
+
     def _apply(self) -> None:
-        active = self._listening or self._claimed
+        active = self._listening or self._claimed or self._wake_armed
         if active is self._active:
             return
         if active:

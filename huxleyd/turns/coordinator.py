@@ -45,9 +45,10 @@ from typing import Any
 
 from huxley_sdk import AudioStream
 from huxleyd.audio.pcm import ms_to_bytes
-from huxleyd.audio.types import Earcon
+from huxleyd.audio.types import Earcon, MicFrame
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.degraded import Degraded, Problem
+from huxleyd.handsfree.vad import Verdict
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
@@ -56,6 +57,7 @@ from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.mute import Gesture, MuteSwitch
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
@@ -63,6 +65,7 @@ from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource, TurnState
+from huxleyd.turns.wake import WakeWord
 from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
@@ -102,6 +105,9 @@ class Coordinator:
         session_instructions: SessionInstructions | None = None,
         degraded: Degraded | None = None,
         on_degraded: Callable[[list[Problem]], None] | None = None,
+        wake: WakeWord | None = None,
+        muted: bool = False,
+        on_mute: Callable[[bool], None] | None = None,
     ) -> None:
         self._provider = provider
         self._degraded = degraded
@@ -109,6 +115,13 @@ class Coordinator:
         self._on_degraded = on_degraded
         """Told of the problems a press just signalled (the text surfaces say them)."""
         self._audio = audio
+        self._wake = wake
+        """The wake word, when configured and its detector loaded (``handsfree``)."""
+        self._mute = MuteSwitch(muted=muted)
+        if wake is not None:
+            wake.muted = muted
+        self._on_mute = on_mute
+        """Told of each change of the mute (the runtime persists it)."""
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._session_instructions = session_instructions
@@ -168,7 +181,10 @@ class Coordinator:
     async def start(self) -> None:
         self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
-        self._capture.start()  # off until someone listens
+        self._capture.wake_armed(self._wake is not None and self._wake.armed)
+        self._capture.start()  # off until someone listens (or the wake word is armed)
+        if self._mute.muted:
+            self._outputs.show(Activity.MUTED)
         self._replies.start()
         self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
 
@@ -208,33 +224,100 @@ class Coordinator:
     def press(self) -> None:
         """The button went down: barge in if needed, then listen."""
         if self.state is TurnState.LISTENING:
+            if self.turn is not None and self.turn.source is TurnSource.WAKE:
+                # The button wins: the turn the wake word opened now ends at release.
+                self.turn.source = TurnSource.PTT
+                self._mute.pressed(self._clock.monotonic())
+                if self._wake is not None:
+                    self._wake.turn_over()
             return
+        now = self._clock.monotonic()
+        if self._mute.muted:
+            self._mute.pressed(now)  # a hold may unmute
+            self._outputs.show(Activity.MUTED)  # the mic is closed: no turn
+            return
+        if self._listen(TurnSource.PTT, now):
+            self._mute.pressed(now)  # only a turn's hold can be the mute gesture
+
+    @property
+    def muted(self) -> bool:
+        return self._mute.muted
+
+    @property
+    def wake_word(self) -> WakeWord | None:
+        """The wake word when it runs (configured and its detector loaded)."""
+        return self._wake
+
+    def set_muted(self, muted: bool) -> None:
+        """Close (or reopen) the microphone at the source: no wake word, no new
+        turn from the button, the ``muted`` LEDs; a turn listening now is dropped."""
+        if muted is self._mute.muted:
+            return
+        self._mute.muted = muted
+        if self._wake is not None:
+            self._wake.muted = muted
+        log.info("mic_muted" if muted else "mic_unmuted")
+        if muted and self.state is TurnState.LISTENING:
+            self._provider.start_turn()  # clear what was sent; nothing is committed
+            self.finish_turn(TurnOutcome.MUTED)
+        self._capture.wake_armed(self._wake is not None and self._wake.armed)
+        cue = Earcon.LISTEN_STOP if muted else Earcon.LISTEN_START
+        self._outputs.earcon(cue, before_speech=False)
+        if self.state is TurnState.IDLE:
+            self._outputs.show(self._idle_activity())
+        if self._on_mute is not None:
+            self._on_mute(muted)
+
+    def _idle_activity(self) -> Activity:
+        if self.media.playing:
+            return Activity.MEDIA
+        return Activity.MUTED if self._mute.muted else Activity.IDLE
+
+    def wake(self, heard_at: float) -> None:
+        """The wake word ended at ``heard_at`` (the mic clock): a turn starts exactly
+        as a press starts one (barge-in, earcon, LEDs), with source ``wake``; the
+        frames the detector heard after ``heard_at`` go to the provider first."""
+        wake = self._wake
+        if wake is None or not wake.armed or self._closed or self.state is TurnState.LISTENING:
+            return  # the button is held (it wins), or the detection came too late
+        if self.proactive.claims.active is not None:
+            return  # a call holds the mic: only the button hangs up
+        if not self._listen(TurnSource.WAKE, heard_at):
+            wake.turn_over()
+            return
+        log.info("wake_word", model=wake.settings.model)
+        for frame in wake.detected(heard_at):
+            self._send_frame(frame)
+
+    def _listen(self, source: TurnSource, at: float) -> bool:
+        """Start listening for a turn from ``source`` at ``at``: the one path of a
+        press and a wake word. False when refused (a claim, offline, not set up)."""
         if self.proactive.press():
-            return  # on a claim, the button hangs up
+            return False  # on a claim, the button hangs up
         if self._setup_failed:
             # Never a turn: the device is not set up (huxleyd.setupreport).
             log.info("press_while_setup_failed")
             self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._outputs.show(Activity.OFFLINE)
-            return
+            return False
         if self._offline or self._link_down:
             # Nobody would hear the turn: say so now, not after the silent
             # retries (18 s of "thinking", then an error chime).
             log.info("press_while_offline", offline=self._offline)
             self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
             self._outputs.show(Activity.OFFLINE)
-            return
-        now = self._clock.monotonic()
+            return False
         if self._busy():
             self._interrupt()
-        self._begin_turn(TurnSource.PTT)
+        self._begin_turn(source)
         assert self.turn is not None
-        self.turn.pressed_at = now
+        self.turn.pressed_at = at
         self.media.dialog_started()
         self._provider.start_turn()
         self._cue_degraded()
         self._outputs.earcon(Earcon.LISTEN_START, before_speech=False)
         self.set_state(TurnState.LISTENING)  # the mic capture follows
+        return True
 
     def _cue_degraded(self) -> None:
         """ "Something is wrong" once per new problem (the turn goes on: the rest works)."""
@@ -249,6 +332,22 @@ class Coordinator:
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
+        gesture = self._mute.released(self._clock.monotonic())
+        if gesture is Gesture.UNMUTE:
+            self.set_muted(False)
+            return
+        if gesture is Gesture.REMIND:
+            self._outputs.earcon(Earcon.ERROR, before_speech=False)
+            return
+        if gesture is Gesture.MUTE:  # a long silent hold
+            self.set_muted(True)
+            return
+        if self.turn is not None and self.turn.source is TurnSource.WAKE:
+            return  # not the button's turn: the end-of-speech detector ends it
+        self._end_listening()
+
+    def _end_listening(self) -> None:
+        """The user finished (release, or the end of speech): commit or drop as too short."""
         if self.state is not TurnState.LISTENING or self.turn is None:
             return
         turn = self.turn
@@ -348,7 +447,7 @@ class Coordinator:
     def resume_after_claim(self) -> None:
         self._capture.claimed(False)
         self.media.claim_ended()
-        self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
+        self._outputs.show(self._idle_activity())
 
     async def comms_write(self, pcm: bytes) -> None:
         await self._audio.source("comms").write(pcm)
@@ -405,7 +504,7 @@ class Coordinator:
             self._offline = self._key_refused = False
             log.info("provider_back_online")
         if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
-            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
+            self._outputs.show(self._idle_activity())
         if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
 
@@ -464,7 +563,7 @@ class Coordinator:
         elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
             self._outputs.show(Activity.THINKING)
         elif state is TurnState.IDLE:
-            self._outputs.show(Activity.MEDIA if self.media.playing else Activity.IDLE)
+            self._outputs.show(self._idle_activity())
 
     def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
         """The terminal barrier: let the speech play out, then start latched media."""
@@ -503,6 +602,8 @@ class Coordinator:
         """
         turn = self.turn
         self._replies.end_turn()
+        if turn is not None and turn.source is TurnSource.WAKE and self._wake is not None:
+            self._wake.turn_over()
         if turn is not None:
             turn.outcome = outcome
             self._outputs.journal(turn)
@@ -554,12 +655,30 @@ class Coordinator:
             frame = await self._audio.read_mic()
             if await self.proactive.mic_frame(frame.pcm):
                 continue  # a skill holds the microphone; the provider hears nothing
-            turn = self.turn
-            if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
-                continue
-            if frame.captured_at + frame.duration_ms / 1000.0 <= turn.pressed_at:
-                continue  # entirely before the press
-            self._provider.append_audio(frame.pcm)
-            turn.audio_sent_ms += frame.duration_ms
-            if turn.first_frame_sent_at is None:
-                turn.first_frame_sent_at = self._clock.monotonic()
+            listening = self.state is TurnState.LISTENING
+            if self._wake is not None and not listening:
+                busy = self._busy() or self.media.playing
+                self._wake.hears(frame, listening=False, speaker_busy=busy)
+                continue  # on the device only: nothing goes out before a detection
+            self._send_frame(frame)
+
+    def _send_frame(self, frame: MicFrame) -> None:
+        """A frame to the provider, if a turn listens and it came after the start."""
+        turn = self.turn
+        if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
+            return
+        if frame.captured_at + frame.duration_ms / 1000.0 <= turn.pressed_at:
+            return  # entirely before the press (or the wake word)
+        self._provider.append_audio(frame.pcm)
+        turn.audio_sent_ms += frame.duration_ms
+        if turn.first_frame_sent_at is None:
+            turn.first_frame_sent_at = self._clock.monotonic()
+        if turn.source is not TurnSource.WAKE:
+            self._mute.heard(frame.pcm, frame.duration_ms)
+        elif self._wake is not None:
+            verdict = self._wake.frame_sent(frame)
+            if verdict is Verdict.ENDED:
+                self._end_listening()
+            elif verdict is Verdict.NOTHING_SAID:
+                self._provider.start_turn()  # clear what was sent; nothing is committed
+                self.finish_turn(TurnOutcome.TOO_SHORT)

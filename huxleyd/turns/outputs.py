@@ -38,6 +38,8 @@ class Activity(enum.StrEnum):
     """A skill holds the microphone (InputClaim)."""
     OFFLINE = "offline"
     """The button was pressed while the provider is unreachable: nothing listens."""
+    MUTED = "muted"
+    """The microphone is muted (``huxleyctl mute``, a long silent hold): nothing listens."""
 
 
 class TurnOutputs:

@@ -47,6 +47,8 @@ class TurnOutcome(enum.Enum):
     """The model gave no audio or tool call after the retries."""
     FAILED = "failed"
     """A provider error or a lost connection ended it."""
+    MUTED = "muted"
+    """The microphone was muted while it listened (a long silent hold, ``huxleyctl mute``)."""
 
 
 class TurnSource(enum.StrEnum):
@@ -62,6 +64,8 @@ class TurnSource(enum.StrEnum):
     """A skill's proactive announcement (``ctx.inject_turn``)."""
     MEDIA = "media"
     """A stream ended with a completion prompt."""
+    WAKE = "wake"
+    """The wake word (``[wake]``): ends by the local end-of-speech detector."""
 
 
 _turn_ids = itertools.count(1)

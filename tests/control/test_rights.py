@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.control.protocol import Command, NoArgs, Request, VolumeArgs
+from huxleyd.control.protocol import Args, Command, MuteArgs, NoArgs, Request, VolumeArgs
 from huxleyd.control.rights import Peer, Right, right_of
 from huxleyd.control.settings import ControlSettings
 from tests.fakes.control_handler import FakeControlHandler
@@ -33,9 +33,13 @@ READING = [
     ["doctor"],
     ["skills"],
     ["volume"],
+    ["mute"],
+    ["mute", "status"],
 ]
 CHANGING = [
     ["volume", "50"],
+    ["mute", "on"],
+    ["mute", "off"],
     ["say", "--no-wait", "hello"],
     ["ptt", "tap"],
     ["stop"],
@@ -125,15 +129,15 @@ def test_installing_skills_is_roots() -> None:
 
 def test_every_command_has_its_row() -> None:
     """The table and the code agree: each command's right, as the README lists it."""
-    rights = {
-        cmd: right_of(Request(1, cmd, VolumeArgs(None) if cmd is Command.VOLUME else NoArgs()))
-        for cmd in Command
-    }
-    readme = {Command(a[0]) for a in READING} - {Command.VOLUME}
-    assert {c for c, r in rights.items() if r is Right.READ} == readme | {Command.VOLUME}
+    unset: dict[Command, Args] = {Command.VOLUME: VolumeArgs(None), Command.MUTE: MuteArgs(None)}
+    rights = {cmd: right_of(Request(1, cmd, unset.get(cmd, NoArgs()))) for cmd in Command}
+    either = set(unset)  # reading without an argument, changing with one
+    readme = {Command(a[0]) for a in READING} - either
+    assert {c for c, r in rights.items() if r is Right.READ} == readme | either
     assert {c for c, r in rights.items() if r is Right.CHANGE} == {
         Command(a[0]) for a in CHANGING
-    } - {Command.VOLUME}
+    } - either
+    assert right_of(Request(1, Command.MUTE, MuteArgs(True))) is Right.CHANGE
 
 
 def test_root_and_the_daemons_user_may_do_everything() -> None:

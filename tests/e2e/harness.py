@@ -196,9 +196,11 @@ def write_config(
     skill_config: Mapping[str, str] | None = None,
     provider_kind: str = "openai",
     provider_lines: str = "",
+    extra_tables: str = "",
 ) -> Path:
     """Write ``huxleyd.toml`` and the persona; ``skill_config`` maps a skill to
-    the TOML lines of its table (``{"memos": "max_seconds = 5"}``)."""
+    the TOML lines of its table (``{"memos": "max_seconds = 5"}``);
+    ``extra_tables`` are whole tables appended (``[wake]``…)."""
     (tmp / "personas").mkdir(exist_ok=True)
     extra = skill_config or {}
     skill_tables = "\n".join(f"[skills.{s}]\n{extra.get(s, '')}" for s in skills)
@@ -224,6 +226,7 @@ boards_dir = "{ROOT / "hw"}"
 [control]
 socket_path = "{tmp / "control.sock"}"
 socket_group = ""
+{extra_tables}
 """
     )
     return path
@@ -245,6 +248,7 @@ class Rig:
         provider_lines: str = "",
         sim_speed: float | None = None,
         skill_retry_delays_s: tuple[float, ...] | None = None,
+        extra_tables: str = "",
     ) -> None:
         """``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
         ``math.inf`` sends each reply's audio in one burst, as a fast link does)."""
@@ -257,6 +261,7 @@ class Rig:
         self.skill_config = skill_config
         self.skill_retry_delays_s = skill_retry_delays_s
         self.provider_lines = provider_lines
+        self.extra_tables = extra_tables
         """Extra TOML lines of ``[provider]`` (``transcription_model = "…"``)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
         # Lockstep: a loaded machine must not leave gaps a Pi would not.
@@ -289,6 +294,7 @@ class Rig:
                 skill_config=self.skill_config,
                 provider_kind=self.kind,
                 provider_lines=self.provider_lines,
+                extra_tables=self.extra_tables,
             )
         )
         self.runtime = Runtime(

@@ -27,6 +27,7 @@ from huxleyd.control.watch import WatchEvent
 @dataclass
 class FakeControlHandler:
     volume: int = 55
+    muted: bool = False
     playing: str | None = "Moby Dick, chapter 3"
     state: str = "idle"
     provider_state: str = "connected"
@@ -122,6 +123,15 @@ class FakeControlHandler:
         await self._enter("set_volume", level)
         self.volume = level
         return level
+
+    async def get_muted(self) -> bool:
+        await self._enter("get_muted")
+        return self.muted
+
+    async def set_muted(self, muted: bool) -> bool:
+        await self._enter("set_muted", muted)
+        self.muted = muted
+        return self.muted
 
     async def say(self, text: str) -> str:
         await self._enter("say", text)

@@ -43,6 +43,7 @@ from huxleyd.providers.events import (
 from huxleyd.skillhost import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnState
+from huxleyd.turns.wake import WakeWord
 from tests.fakes.clock import FakeSleeper, settle
 from tests.fakes.turn_ports import (
     Record,
@@ -57,7 +58,7 @@ FRAME = bytes(960)  # 20 ms at 24 kHz
 EARCONS = {
     name: bytes([i + 1, 0]) * 10
     for i, name in enumerate(
-        ("listen_start", "too_short", "error", "offline", "key_refused", "timer")
+        ("listen_start", "too_short", "error", "offline", "key_refused", "timer", "listen_stop")
     )
 }
 """The persona's earcons: same length, different content (told apart by name)."""
@@ -163,6 +164,8 @@ class Rig:
         tool_timeout_s: float = 5.0,
         provider: RecordingProvider | None = None,
         degraded: Degraded | None = None,
+        wake: WakeWord | None = None,
+        muted: bool = False,
     ) -> None:
         self.sleeper = FakeSleeper()
         self.clock = self.sleeper.clock
@@ -185,6 +188,8 @@ class Rig:
             clock=self.clock,
             sleep=self.sleeper.sleep,
             degraded=degraded,
+            wake=wake,
+            muted=muted,
         )
         self.seq = 0
 
@@ -195,9 +200,9 @@ class Rig:
     async def __aexit__(self, *exc: object) -> None:
         await self.coordinator.close()
 
-    async def speak(self, frames: int) -> None:
+    async def speak(self, frames: int, pcm: bytes = FRAME) -> None:
         for _ in range(frames):
-            self.audio.mic.put_nowait(MicFrame(FRAME, 24_000, self.clock.monotonic(), self.seq))
+            self.audio.mic.put_nowait(MicFrame(pcm, 24_000, self.clock.monotonic(), self.seq))
             self.seq += 1
             await settle(3)
             self.clock.advance(0.02)

@@ -322,6 +322,10 @@ def test_each_kind_of_part_has_a_spoken_reason_and_a_persona_without_words_is_cu
             "my timers skill did not start",
         ),
         "reload": ("refused: bad key", "my new settings were refused, I kept the old ones"),
+        "wake": (
+            "wake word off: pymicro-wakeword is not installed",
+            "I cannot listen for my wake word here, press the button to talk",
+        ),
         "leds": ("no GPIO", "my leds part is not working"),
     }
     for part, (what, _) in cases.items():

@@ -1,0 +1,88 @@
+"""Speex's echo canceller with the far end aligned by DAC time, on a synthetic room.
+
+The room (tests.fakes.wake_audio.room): the speaker's output through a mild
+saturation (what limits a real canceller: a linear filter cannot model it),
+a delay of 5-50 ms, a decaying random impulse response and a speaker-to-mic
+gain of -20 to 0 dB, with a -75 dBFS noise floor. The measure is the echo
+return loss enhancement, 10·log10 of the mic's power over the output's,
+with no one talking, over the second half (after convergence), and the
+time the half-second ERLE first reaches 20 dB.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from huxleyd.audio import echo
+from huxleyd.audio.echo import EchoCanceller, FarEnd
+from tests.fakes.wake_audio import CHATTER, espeak, mix, music, noise, room
+
+pytestmark = pytest.mark.skipif(not echo.AVAILABLE, reason="built without libspeexdsp-dev")
+
+RATE = 16_000
+STEP = RATE // 50
+"""20 ms: a mic frame and a speaker write."""
+
+
+def far_end() -> np.ndarray:
+    """The device's speech over music, ten seconds."""
+    speech = np.concatenate([espeak(t, "en-us", 175, RATE) for t in CHATTER[:3]])
+    return mix(speech * 0.5, music(len(speech) / RATE, RATE) * 0.7)[: 10 * RATE]
+
+
+def heard(spoken: np.ndarray, *, delay_ms: float, gain_db: float) -> np.ndarray:
+    saturated = np.tanh(spoken.astype(np.float64) / 32768 * 1.5) / 1.5 * 32768
+    echoed = room(saturated, rate_hz=RATE, delay_ms=delay_ms, gain_db=gain_db, rt_ms=60)
+    return mix(echoed, noise(len(spoken) / RATE, RATE, level_dbfs=-75))
+
+
+def erle(mic: np.ndarray, out: np.ndarray) -> tuple[float, float | None]:
+    """(ERLE in dB over the second half, seconds until a half-second window first reaches 20 dB)."""
+    d, e = mic.astype(np.float64), out.astype(np.float64)
+    half = len(d) // 2
+    late = 10 * np.log10(np.sum(d[half:] ** 2) / max(np.sum(e[half:] ** 2), 1.0))
+    win = RATE // 2
+    for start in range(0, len(d) - win, win):
+        window = 10 * np.log10(
+            (np.sum(d[start : start + win] ** 2) + 1) / (np.sum(e[start : start + win] ** 2) + 1)
+        )
+        if window >= 20:
+            return late, start / RATE
+    return late, None
+
+
+def cancel(
+    speaker: np.ndarray, mic: np.ndarray, dac_times: list[float], *, suppress: bool = False
+) -> np.ndarray:
+    """Run the canceller as the engine would: each 20 ms the speaker's write with its
+    DAC time, then the mic frame captured meanwhile (mic sample n at 100 + n / RATE)."""
+    far = FarEnd(RATE)
+    aec = EchoCanceller(far, suppress=suppress)
+    out = np.zeros(len(mic), dtype=np.int16)
+    for k, start in enumerate(range(0, len(mic) - STEP + 1, STEP)):
+        if k < len(dac_times):
+            far.played(speaker[k * STEP : (k + 1) * STEP].tobytes(), dac_times[k])
+        frame = aec.process(mic[start : start + STEP].tobytes(), 100.0 + start / RATE)
+        out[start : start + STEP] = np.frombuffer(frame, dtype=np.int16)
+    return out
+
+
+@pytest.mark.parametrize("delay_ms", [5, 20, 50])
+@pytest.mark.parametrize("gain_db", [-20, -10, 0])
+def test_erle_after_convergence_reaches_25_db(delay_ms: int, gain_db: int) -> None:
+    spoken = far_end()
+    mic = heard(spoken, delay_ms=delay_ms, gain_db=gain_db)
+    dac_times = [100.0 + k * STEP / RATE for k in range(len(spoken) // STEP)]
+    late, converged_s = erle(mic, cancel(spoken, mic, dac_times))
+    print(
+        f"delay {delay_ms} ms, gain {gain_db} dB: ERLE {late:.1f} dB, 20 dB after {converged_s} s"
+    )
+    assert late >= 25.0
+    assert converged_s is not None and converged_s <= 4.0
+
+
+def test_a_frame_of_the_wrong_size_is_a_clear_error() -> None:
+    aec = EchoCanceller(FarEnd(RATE))
+    with pytest.raises(ValueError, match="expected whole 10 ms frames of 160 samples, got 100"):
+        aec.process(bytes(200), 0.0)

@@ -1,0 +1,154 @@
+"""Audio for the wake-word tests, made by the test itself: espeak-ng speech,
+synthetic music and noise, and a synthetic room (the speaker heard by the mic).
+
+espeak-ng is a system dependency (scripts/ensure-system-deps.sh: the
+simulator's voice). Its output is 22,050 Hz; everything here is resampled
+with the daemon's own whole-buffer resampler to the rate asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import subprocess
+import wave
+
+import numpy as np
+
+from huxleyd.audio.pcm import resample
+
+VOICES = ("en", "en-us", "en-gb-x-rp", "en-029", "en-gb-scotland", "en+f3", "en+m3")
+"""espeak-ng English voices (with two variants) that say "okay nabu" well enough."""
+SPEEDS = (140, 175, 210)
+"""Words per minute: slow, espeak's default, fast."""
+
+CHATTER = (
+    "the weather today is cloudy with a chance of rain in the afternoon",
+    "please remember to buy milk bread and eggs on the way home",
+    "the meeting has been moved to thursday at half past three",
+    "I think the book you lent me was really quite good",
+    "turn left at the next corner and then keep going straight",
+    "the train to the airport leaves every twenty minutes",
+    "okay so what are we having for dinner tonight then",
+    "a banana a cup of tea and a piece of toast with butter",
+    "can you hear the birds singing outside the kitchen window",
+    "nobody knows where the old map of the village went",
+    "the radio said the roads are busy because of the holiday",
+    "my favourite number is eleven and my favourite colour is blue",
+)
+"""Non-wake speech, including near misses ("okay so", "banana", "know")."""
+
+
+@functools.cache
+def espeak(text: str, voice: str = "en", speed: int = 175, rate_hz: int = 24_000) -> np.ndarray:
+    """``text`` spoken by espeak-ng, int16 mono at ``rate_hz``."""
+    out = subprocess.run(
+        ["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    with wave.open(io.BytesIO(out)) as wav:
+        pcm = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
+        source_hz = wav.getframerate()
+    return resample(pcm, source_hz, rate_hz).astype(np.int16)
+
+
+def music(seconds: float, rate_hz: int = 24_000, *, seed: int = 0) -> np.ndarray:
+    """Chords of decaying harmonic notes over a soft beat: music-like, at about -20 dBFS."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * rate_hz)
+    out = np.zeros(n)
+    note_len = int(0.25 * rate_hz)
+    t = np.arange(note_len) / rate_hz
+    envelope = np.exp(-t * 6.0)
+    for start in range(0, n - note_len, note_len):
+        for _ in range(3):
+            f0 = 110.0 * 2 ** (rng.integers(0, 36) / 12)
+            note = sum(np.sin(2 * np.pi * f0 * k * t) / k for k in range(1, 5))
+            out[start : start + note_len] += 0.08 * note * envelope
+        if (start // note_len) % 2 == 0:  # a kick on every other note
+            out[start : start + note_len // 4] += (
+                0.2 * rng.standard_normal(note_len // 4) * (envelope[: note_len // 4])
+            )
+    return np.clip(out * 32767, -32768, 32767).astype(np.int16)
+
+
+def noise(
+    seconds: float, rate_hz: int = 24_000, *, level_dbfs: float = -40.0, seed: int = 0
+) -> np.ndarray:
+    """White noise at ``level_dbfs`` RMS (a fan, a fridge)."""
+    rng = np.random.default_rng(seed)
+    amplitude = 32768 * 10 ** (level_dbfs / 20)
+    return np.clip(rng.standard_normal(int(seconds * rate_hz)) * amplitude, -32768, 32767).astype(
+        np.int16
+    )
+
+
+def silence(seconds: float, rate_hz: int = 24_000) -> np.ndarray:
+    return np.zeros(int(seconds * rate_hz), dtype=np.int16)
+
+
+def room(
+    far: np.ndarray,
+    *,
+    rate_hz: int = 24_000,
+    delay_ms: float = 20.0,
+    gain_db: float = -10.0,
+    rt_ms: float = 60.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """What the mic hears of ``far`` played by the speaker: a delay, a decaying
+    random impulse response (``rt_ms`` to fall by 60 dB) and a speaker-to-mic gain."""
+    rng = np.random.default_rng(seed)
+    length = int(rt_ms / 1000 * rate_hz)
+    taps = rng.standard_normal(length) * 10 ** (-3 * np.arange(length) / length)
+    taps[0] = 1.0
+    taps *= 10 ** (gain_db / 20) / np.sqrt(np.sum(taps**2))
+    delay = int(delay_ms / 1000 * rate_hz)
+    echo = np.convolve(far.astype(np.float64), taps)[: len(far)]
+    out = np.zeros(len(far))
+    out[delay:] = echo[: len(far) - delay]
+    return out
+
+
+def mix(*parts: np.ndarray) -> np.ndarray:
+    """Sum float or int16 signals of any lengths into int16 (clipped)."""
+    n = max(len(p) for p in parts)
+    out = np.zeros(n)
+    for p in parts:
+        out[: len(p)] += p
+    return np.clip(np.rint(out), -32768, 32767).astype(np.int16)
+
+
+HOUR_S = 3600
+
+
+def corpus() -> np.ndarray:
+    """About twelve minutes of non-wake audio, int16 at 24 kHz."""
+    speech = np.concatenate(
+        [espeak(text, voice, speed) for voice in VOICES for speed in SPEEDS for text in CHATTER[:8]]
+    )
+    replies = room(np.concatenate([espeak(t, "en-us") for t in CHATTER]), gain_db=-6.0)
+    tunes = music(120.0, seed=1)
+    return mix(
+        np.concatenate(
+            [speech, mix(replies, noise(len(replies) / 24_000, level_dbfs=-50)), tunes, noise(30.0)]
+        )
+    )
+
+
+def hour(base: np.ndarray) -> np.ndarray:
+    """``base`` five times over, each pass at another level or with music under it."""
+    under = music(len(base) / 24_000, seed=2).astype(np.float64)
+    passes = [
+        base,
+        mix(base.astype(np.float64) * 0.5),
+        mix(base.astype(np.float64) * 2.0),
+        mix(base, under * 0.5),
+        mix(base.astype(np.float64) * 0.7, noise(len(base) / 24_000, level_dbfs=-35, seed=3)),
+    ]
+    audio = np.concatenate(passes)
+    while len(audio) < HOUR_S * 24_000:
+        audio = np.concatenate([audio, base])
+    return audio[: HOUR_S * 24_000]

@@ -1,0 +1,78 @@
+"""The microWakeWord detector on espeak-ng speech, fed as the daemon feeds it:
+20 ms frames at the provider's rate, resampled to 16 kHz inside the detector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from huxleyd.audio import echo
+from huxleyd.handsfree.detector import MicroWakeDetector, WakeUnavailable, load_detector
+from tests.fakes.wake_audio import CHATTER, SPEEDS, VOICES, espeak, mix, music, room, silence
+
+pytest.importorskip("pymicro_wakeword")
+
+
+def detections(detector: MicroWakeDetector, pcm: np.ndarray, rate_hz: int) -> int:
+    frame = rate_hz // 50
+    data = pcm.astype("<i2").tobytes()
+    return sum(detector.feed(data[i : i + frame * 2]) for i in range(0, len(data), frame * 2))
+
+
+@pytest.mark.parametrize("rate_hz", [24_000, 16_000])
+def test_the_wake_phrase_is_detected_once_per_phrase(rate_hz: int) -> None:
+    detector = MicroWakeDetector("okay_nabu", rate_hz)
+    phrase = espeak("okay nabu", "en", 175, rate_hz)
+    audio = np.concatenate([silence(1, rate_hz), phrase, silence(1.5, rate_hz)] * 3)
+    assert detections(detector, audio, rate_hz) == 3
+
+
+def test_most_voices_and_speeds_are_detected() -> None:
+    detector = MicroWakeDetector("okay_nabu", 24_000)
+    heard = 0
+    for voice in VOICES:
+        for speed in SPEEDS:
+            detector.reset()
+            audio = np.concatenate([silence(1), espeak("okay nabu", voice, speed), silence(1.5)])
+            heard += detections(detector, audio, 24_000) > 0
+    assert heard >= 0.9 * len(VOICES) * len(SPEEDS)
+
+
+def test_other_models_and_other_words_do_not_fire() -> None:
+    jarvis = MicroWakeDetector("hey_jarvis", 24_000)
+    assert detections(jarvis, espeak("okay nabu"), 24_000) == 0
+    nabu = MicroWakeDetector("okay_nabu", 24_000)
+    speech = np.concatenate([espeak(text, voice) for text in CHATTER for voice in VOICES[:2]])
+    assert detections(nabu, mix(speech, music(len(speech) / 24_000)), 24_000) == 0
+
+
+def test_a_model_that_does_not_load_is_a_clear_unavailable() -> None:
+    with pytest.raises(WakeUnavailable, match=r"wake word off: model '/nonexistent\.json'"):
+        load_detector("/nonexistent.json", 24_000)
+
+
+@pytest.mark.skipif(not echo.AVAILABLE, reason="built without libspeexdsp-dev")
+def test_with_the_echo_canceller_the_wake_word_is_heard_over_the_devices_own_voice() -> None:
+    """The device talks over music (its far end, 24 kHz, stamped by DAC time) and the
+    mic hears it through a room (20 ms, -10 dB) under the user's "okay nabu"."""
+    rate = 24_000
+    phrase = (espeak("okay nabu", "en-us", 175, rate) * 0.5).astype(np.int16)
+    lead = 4 * rate  # the canceller converges on the device's sound first
+    near = np.concatenate([silence(lead / rate, rate), phrase, silence(1.5, rate)])
+    speech = np.resize(
+        np.concatenate([espeak(t, "en-gb-x-rp", 175, rate) for t in CHATTER]), len(near)
+    )
+    device = mix(speech * 0.5, music(len(near) / rate, rate, seed=5) * 0.5)
+    saturated = np.tanh(device.astype(np.float64) / 32768 * 1.5) / 1.5 * 32768
+    mic = mix(near, room(saturated, rate_hz=rate, delay_ms=20, gain_db=-10))
+    results = {}
+    for cancel_echo in (False, True):
+        detector = MicroWakeDetector("okay_nabu", rate, cancel_echo=cancel_echo)
+        hits = 0
+        frame = rate // 50
+        for start in range(0, len(mic) - frame + 1, frame):
+            at = 100.0 + start / rate
+            detector.played(device[start : start + frame].tobytes(), at)
+            hits += detector.feed(mic[start : start + frame].tobytes(), at)
+        results[cancel_echo] = hits
+    assert results == {False: 0, True: 1}
