@@ -3,7 +3,12 @@
 # out-of-tree module for the image's own Debian kernel, on this machine
 # (amd64 is fine: aarch64-linux-gnu-gcc cross-compiles).
 #
-#   image/gpio-sim-module.sh KERNEL_RELEASE WORKDIR     -> WORKDIR/gpio-sim.ko
+#   image/gpio-sim-module.sh KERNEL_RELEASE WORKDIR REFERENCE_KO  -> WORKDIR/gpio-sim.ko
+#
+# REFERENCE_KO is any module of that kernel (.ko or .ko.xz, e.g. snd-aloop
+# from the image): the built module's struct module must have its size, or
+# the kernel refuses it at insmod ("section size must match the kernel's
+# built struct module size"), which is checked here instead of in the VM.
 #
 # Why a module of our own: Debian's arm64 kernel has neither gpio-sim nor
 # gpio-mockup (`# CONFIG_GPIO_SIM is not set`), and gpio-sim needs the
@@ -17,18 +22,21 @@
 #
 # The build uses the kernel's own .config and Module.symvers (from the
 # linux-headers package), so the module's vermagic and symbol versions match
-# the kernel it loads into. It is not signed: the kernel accepts unsigned
+# the kernel it loads into. Kbuild re-derives the options that depend on the
+# build machine's tools: without pahole it drops DEBUG_INFO_BTF_MODULES,
+# which changes struct module's size, so pahole (dwarves) is required. It is not signed: the kernel accepts unsigned
 # modules (CONFIG_MODULE_SIG_FORCE is not set) and taints itself, which is
 # fine for a test VM. Nothing of this goes into the image.
 set -euo pipefail
 
 krel=$1
 work=$2
+reference=$3
 here=$(cd "$(dirname "$0")" && pwd)
 cross=${CROSS_COMPILE:-aarch64-linux-gnu-}
-for tool in "${cross}gcc" make flex bison bc dpkg-deb apt-get; do
+for tool in "${cross}gcc" make flex bison bc pahole readelf dpkg-deb apt-get; do
     command -v "$tool" >/dev/null || {
-        echo "gpio-sim-module: $tool missing (apt-get install gcc-aarch64-linux-gnu make flex bison bc libelf-dev libssl-dev)" >&2
+        echo "gpio-sim-module: $tool missing (apt-get install gcc-aarch64-linux-gnu make flex bison bc dwarves libelf-dev libssl-dev)" >&2
         exit 1
     }
 done
@@ -81,7 +89,20 @@ case $magic in
     "$krel "*) ;;
     *) echo "gpio-sim-module: vermagic '$magic' does not name $krel" >&2; exit 1 ;;
 esac
+this_module_size() {  # the size of a module's struct module, from its section table
+    readelf -S -W "$1" | awk '$2 == ".gnu.linkonce.this_module" { print $6 }'
+}
+case $reference in
+    *.xz) xz -dc "$reference" > "$work/reference.ko" ;;
+    *) cp "$reference" "$work/reference.ko" ;;
+esac
+ours=$(this_module_size "$work/mod/gpio-sim.ko")
+theirs=$(this_module_size "$work/reference.ko")
+[ -n "$ours" ] && [ "$ours" = "$theirs" ] || {
+    echo "gpio-sim-module: struct module is 0x$ours bytes here, 0x$theirs in the kernel's $(basename "$reference"): a config option differs (see the olddefconfig step)" >&2
+    exit 1
+}
 cp "$work/mod/gpio-sim.ko" "$work/gpio-sim.ko"
 echo "$krel" > "$work/gpio-sim.krel"
 rm -rf "$work/src" "$work/hdr" "$work/debs"  # 1.5 GB of source; the module is all we keep
-echo "gpio-sim-module: built $work/gpio-sim.ko (vermagic $magic)"
+echo "gpio-sim-module: built $work/gpio-sim.ko (vermagic $magic, struct module 0x$ours bytes as in $(basename "$reference"))"
