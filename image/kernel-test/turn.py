@@ -241,19 +241,8 @@ def silence_after(samples: array.array[int], start: int) -> int | None:
     return None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--chip-dir", type=Path, required=True)
-    parser.add_argument(
-        "--profile", type=Path, required=True, help="the board profile the daemon runs"
-    )
-    parser.add_argument("--question", type=Path, required=True)
-    parser.add_argument("--record", type=Path, required=True)
-    parser.add_argument("--silence-bound-ms", type=float, required=True)
-    args = parser.parse_args()
-    lines = lines_from_profile(args.chip_dir, args.profile)
-
-    # The bias the profile asks for (pull_up = true) reached the kernel line.
+def check_lines_at_rest(lines: Lines) -> None:
+    """The bias the profile asks for (pull_up = true) reached the kernel line."""
     bias = lines.bias()
     check(
         "button line biased as the profile asks (pull-up)",
@@ -261,30 +250,19 @@ def main() -> int:
         f"gpio-sim pull: {bias}",
     )
     check("button line reads released (high)", lines.button_value() == 1)
-    check(
-        "LED lines idle before the press",
-        wait_until(lambda: lines.leds() == IDLE, 60) is not None,
-        f"lines {lines.leds()}",
-    )
+    idle = wait_until(lambda: lines.leds() == IDLE, 60)
+    check("LED lines idle before the press", idle is not None, f"lines {lines.leds()}")
 
-    watch = XrunWatch()
-    watch.start()
-    rec = Recorder(args.record)
-    check(
-        "recorder running on the loopback's device 1, subdevice 0",
-        wait_until(rec.running, 30) is not None,
-    )
 
-    # -- press, speak, release -----------------------------------------------------------------
+def ask(lines: Lines, rec: Recorder, question: Path) -> int:
+    """Press, play the question into the mic side while held, release; the
+    recording's frame at the release."""
     lines.press()
     lit = wait_until(lambda: lines.leds() == LISTENING, 30)
-    check(
-        "LED lines show listening after the press",
-        lit is not None,
-        f"{lit * 1000:.0f} ms after the press" if lit is not None else f"lines {lines.leds()}",
-    )
+    detail = f"{lit * 1000:.0f} ms after the press" if lit is not None else f"lines {lines.leds()}"
+    check("LED lines show listening after the press", lit is not None, detail)
     played = subprocess.run(
-        ["aplay", "-q", "-D", "plughw:CARD=Loopback,DEV=1,SUBDEV=1", str(args.question)],
+        ["aplay", "-q", "-D", "plughw:CARD=Loopback,DEV=1,SUBDEV=1", str(question)],
         capture_output=True,
         text=True,
         check=False,
@@ -294,20 +272,25 @@ def main() -> int:
         played.returncode == 0,
         played.stderr.strip()[:200],
     )
+    still = lines.leds()
     check(
-        "LED lines still listening at the end of the question",
-        lines.leds() == LISTENING,
-        f"lines {lines.leds()}",
+        "LED lines still listening at the end of the question", still == LISTENING, f"lines {still}"
     )
     lines.release()
-    released_at = rec.frame_now()
+    return rec.frame_now()
 
-    # -- the reply, and a press in the middle of it ----------------------------------------------
+
+def interrupt(lines: Lines, rec: Recorder) -> int:
+    """Wait for the reply, press in the middle of it, hold, release; the
+    recording's frame at the press."""
     speaking = wait_until(lambda: lines.leds() == SPEAKING_LIT and rec.tail_loud(200), 180)
+    detail = (
+        f"{speaking:.1f} s after the release" if speaking is not None else f"lines {lines.leds()}"
+    )
     check(
         "reply audible on the speaker side (LED green, sound recorded)",
         speaking is not None,
-        f"{speaking:.1f} s after the release" if speaking is not None else f"lines {lines.leds()}",
+        detail,
     )
     time.sleep(1.0)  # into the reply, past its first words
     lines.press()
@@ -318,13 +301,13 @@ def main() -> int:
     lines.release()
     idle = wait_until(lambda: lines.leds() == IDLE, 240)
     check("LED lines idle after the second turn", idle is not None, f"lines {lines.leds()}")
-    time.sleep(1.0)
-    err = rec.stop()
-    watch.stop.set()
-    watch.join()
+    return press_frame
 
-    # -- what the recording and the kernel say ---------------------------------------------------
-    samples = rec.samples()
+
+def judge_recording(
+    samples: array.array[int], released_at: int, press_frame: int, bound_ms: float
+) -> None:
+    """The reply is there, and the press silenced it within ``bound_ms``."""
     say(
         f"recorded {len(samples) / RATE_HZ:.1f} s; question released at frame {released_at}, "
         f"pressed again at frame {press_frame}"
@@ -342,24 +325,56 @@ def main() -> int:
     quiet = silence_after(samples, press_frame)
     if quiet is None:
         check("speaker silent after the press", False, "no second of silence after it")
-    else:
-        to_silence_ms = (quiet - press_frame) / FRAMES_PER_MS
-        say(
-            f"time to silence: {to_silence_ms:.1f} ms (press to the first of "
-            f"{SILENT_RUN_MS} ms of silence; the kernel's capture position at the press)"
-        )
-        check(
-            f"speaker silent within {args.silence_bound_ms:.0f} ms of the press",
-            to_silence_ms <= args.silence_bound_ms,
-            f"{to_silence_ms:.1f} ms",
-        )
+        return
+    to_silence_ms = (quiet - press_frame) / FRAMES_PER_MS
+    say(
+        f"time to silence: {to_silence_ms:.1f} ms (press to the first of {SILENT_RUN_MS} ms "
+        "of silence; the recorder's hardware position at the press)"
+    )
+    check(
+        f"speaker silent within {bound_ms:.0f} ms of the press",
+        to_silence_ms <= bound_ms,
+        f"{to_silence_ms:.1f} ms",
+    )
+
+
+def judge_streams(watch: XrunWatch, arecord_err: str) -> None:
     say(f"kernel stream states sampled every 10 ms: RUNNING {watch.running}, XRUN {watch.xruns}")
     check("no XRUN state seen on any loopback stream", not any(watch.xruns.values()))
     check(
         "the daemon's loopback streams seen running",
         watch.running["pcm0p/sub0"] > 0 and watch.running["pcm0c/sub1"] > 0,
     )
-    check("arecord reported no overrun", "overrun" not in err, err.strip()[:200])
+    check("arecord reported no overrun", "overrun" not in arecord_err, arecord_err.strip()[:200])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--chip-dir", type=Path, required=True)
+    parser.add_argument(
+        "--profile", type=Path, required=True, help="the board profile the daemon runs"
+    )
+    parser.add_argument("--question", type=Path, required=True)
+    parser.add_argument("--record", type=Path, required=True)
+    parser.add_argument("--silence-bound-ms", type=float, required=True)
+    args = parser.parse_args()
+    lines = lines_from_profile(args.chip_dir, args.profile)
+    check_lines_at_rest(lines)
+    watch = XrunWatch()
+    watch.start()
+    rec = Recorder(args.record)
+    check(
+        "recorder running on the loopback's device 1, subdevice 0",
+        wait_until(rec.running, 30) is not None,
+    )
+    released_at = ask(lines, rec, args.question)
+    press_frame = interrupt(lines, rec)
+    time.sleep(1.0)
+    err = rec.stop()
+    watch.stop.set()
+    watch.join()
+    judge_recording(rec.samples(), released_at, press_frame, args.silence_bound_ms)
+    judge_streams(watch, err)
     return fails
 
 
