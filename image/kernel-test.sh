@@ -61,6 +61,11 @@ fdtput -t x "$work/virt.dtb" /system linux,revision a03111
 files=$work/files
 rm -rf "$files" && mkdir -p "$files"
 cp "$work/kmod/gpio-sim.ko" "$here"/kernel-test/{kernel-test.toml,kernel-test.asound.conf,scenario.toml,turn.py} "$files/"
+# What setup.py needs to build the C audio extensions in the VM, should the
+# image lack them (selftest.sh says which).
+# shellcheck disable=SC2046  # one word per file
+(cd "$here/.." && tar -cf "$files/setup-src.tar" pyproject.toml setup.py README.md LICENSE \
+    $(git ls-files 'huxleyd/audio/*.c' 'huxleyd/audio/*.h'))
 espeak-ng -w "$files/question.wav" "Tell me a long story."
 python3 - "$files/silent.wav" <<'PY'
 import sys, wave
