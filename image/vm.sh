@@ -1,4 +1,4 @@
-# Sourced by the boot tests (image/kernel-test.sh): a test copy of the
+# Sourced by the boot tests (image/boot-test.sh, image/kernel-test.sh): a test copy of the
 # image, its kernel and initrd, and a unit written into its root file system.
 # Nothing here mounts anything: mtools for the FAT partition, debugfs for
 # the ext4 one.
@@ -30,10 +30,17 @@ vm_kernel() {
     vm_krel=${kernel#vmlinuz-}
 }
 
-# vm_add_unit COPY WORKDIR NAME SCRIPT: /etc/systemd/system/NAME.service,
-# wanted by multi-user.target, that runs `sh SCRIPT` (a path in the VM).
+# vm_add_unit COPY WORKDIR NAME SCRIPT [FILE:PATH...]: /etc/systemd/system/NAME.service,
+# wanted by multi-user.target, that runs `sh SCRIPT` (a path in the VM); and
+# each FILE written to PATH in the VM (its directory must exist).
 vm_add_unit() {
-    local img=$1 work=$2 name=$3 script=$4
+    local img=$1 work=$2 name=$3 script=$4 extra="" pair
+    shift 4
+    for pair in "$@"; do
+        extra="$extra
+cd $(dirname "${pair#*:}")
+write ${pair%%:*} $(basename "${pair#*:}")"
+    done
     printf '[Unit]\nDescription=huxleyd image test (%s)\n[Service]\nType=simple\nExecStart=/bin/sh %s\n[Install]\nWantedBy=multi-user.target\n' \
         "$name" "$script" > "$work/$name.service"
     dd if="$img" of="$work/root.ext4" bs=512 skip="$vm_root_start" count="$vm_root_size" status=none
@@ -41,7 +48,7 @@ vm_add_unit() {
 cd /etc/systemd/system
 write $work/$name.service $name.service
 cd /etc/systemd/system/multi-user.target.wants
-symlink $name.service /etc/systemd/system/$name.service
+symlink $name.service /etc/systemd/system/$name.service$extra
 DEBUGFS
     debugfs -R "stat /etc/systemd/system/multi-user.target.wants/$name.service" "$work/root.ext4" 2>/dev/null \
         | grep -q 'Type: symlink' || { echo "vm: could not add $name.service:" >&2; cat "$work/debugfs.log" >&2; return 1; }

@@ -318,9 +318,10 @@ def judge_recording(
         reply_ms >= 1000,
         f"{reply_ms} ms of sound before the press",
     )
-    before = loud_ms(samples, press_frame - 200 * FRAMES_PER_MS, press_frame)
+    # Speech has pauses between words: sound somewhere in the last half second.
+    before = loud_ms(samples, press_frame - 500 * FRAMES_PER_MS, press_frame)
     check(
-        "the reply was playing at the press", before >= 100, f"{before} ms of the 200 ms before it"
+        "the reply was playing at the press", before >= 100, f"{before} ms of the 500 ms before it"
     )
     quiet = silence_after(samples, press_frame)
     if quiet is None:
@@ -338,12 +339,19 @@ def judge_recording(
     )
 
 
-def judge_streams(watch: XrunWatch, arecord_err: str) -> None:
+def judge_streams(watch: XrunWatch, arecord_err: str, xrun_file: Path) -> None:
+    """What the kernel showed of the streams. The count of samples in XRUN goes
+    to ``xrun_file``: selftest.sh holds it against the daemon's counters."""
     say(f"kernel stream states sampled every 10 ms: RUNNING {watch.running}, XRUN {watch.xruns}")
-    check("no XRUN state seen on any loopback stream", not any(watch.xruns.values()))
+    daemon_xruns = watch.xruns["pcm0p/sub0"] + watch.xruns["pcm0c/sub1"]
+    xrun_file.write_text(f"{daemon_xruns}\n")
     check(
         "the daemon's loopback streams seen running",
         watch.running["pcm0p/sub0"] > 0 and watch.running["pcm0c/sub1"] > 0,
+    )
+    check(
+        "the test's own streams: no XRUN",
+        not watch.xruns["pcm1c/sub0"] and not watch.xruns["pcm1p/sub1"],
     )
     check("arecord reported no overrun", "overrun" not in arecord_err, arecord_err.strip()[:200])
 
@@ -357,6 +365,7 @@ def main() -> int:
     parser.add_argument("--question", type=Path, required=True)
     parser.add_argument("--record", type=Path, required=True)
     parser.add_argument("--silence-bound-ms", type=float, required=True)
+    parser.add_argument("--xrun-file", type=Path, required=True)
     args = parser.parse_args()
     lines = lines_from_profile(args.chip_dir, args.profile)
     check_lines_at_rest(lines)
@@ -374,7 +383,7 @@ def main() -> int:
     watch.stop.set()
     watch.join()
     judge_recording(rec.samples(), released_at, press_frame, args.silence_bound_ms)
-    judge_streams(watch, err)
+    judge_streams(watch, err, args.xrun_file)
     return fails
 
 
