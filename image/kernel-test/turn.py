@@ -66,6 +66,25 @@ def wait_until(predicate: Callable[[], bool], limit_s: float) -> float | None:
         time.sleep(0.005)
 
 
+def wait_steady(predicate: Callable[[], bool], hold_s: float, limit_s: float) -> float | None:
+    """Seconds until ``predicate`` had held for ``hold_s`` without a break, None
+    past ``limit_s``. "Idle" needs this: the thinking blink's dark half and the
+    speaking pulse's dark half read as idle lines for 0.15-0.4 s."""
+    start = time.monotonic()
+    since: float | None = None
+    while True:
+        now = time.monotonic()
+        if predicate():
+            since = now if since is None else since
+            if now - since >= hold_s:
+                return now - start
+        else:
+            since = None
+        if now - start > limit_s:
+            return None
+        time.sleep(0.005)
+
+
 class Lines:
     """The gpio-sim lines of the board profile, through gpio-sim's sysfs files."""
 
@@ -250,8 +269,10 @@ def check_lines_at_rest(lines: Lines) -> None:
         f"gpio-sim pull: {bias}",
     )
     check("button line reads released (high)", lines.button_value() == 1)
-    idle = wait_until(lambda: lines.leds() == IDLE, 60)
-    check("LED lines idle before the press", idle is not None, f"lines {lines.leds()}")
+    idle = wait_steady(lambda: lines.leds() == IDLE, 1.5, 60)
+    check(
+        "LED lines idle (steady 1.5 s) before the press", idle is not None, f"lines {lines.leds()}"
+    )
 
 
 def ask(lines: Lines, rec: Recorder, question: Path) -> int:
@@ -299,8 +320,12 @@ def interrupt(lines: Lines, rec: Recorder) -> int:
     check("LED lines show listening after the press during the reply", lit is not None)
     time.sleep(2.5)  # held: the cut must show as lasting silence
     lines.release()
-    idle = wait_until(lambda: lines.leds() == IDLE, 240)
-    check("LED lines idle after the second turn", idle is not None, f"lines {lines.leds()}")
+    idle = wait_steady(lambda: lines.leds() == IDLE, 1.5, 240)
+    check(
+        "LED lines idle (steady 1.5 s) after the second turn",
+        idle is not None,
+        f"lines {lines.leds()}",
+    )
     return press_frame
 
 
