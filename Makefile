@@ -5,6 +5,7 @@
 #   make mutate mutation testing: MODULES="huxleyd/x.py …" (default: what this branch changed)
 #   make bench  the performance table (the budgets of docs/conventions.md; real-time rows on a clocked fake card)
 #   make image  a Raspberry Pi image (root, ~1 h emulated); make image-test boots it (docs/image.md)
+#   make image-test-kernel  a push-to-talk turn on the image through kernel GPIO and ALSA devices
 
 SHELL   := /bin/bash
 PYTHON  ?= python3
@@ -17,7 +18,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-check image-deps bundle
+.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-test-kernel image-check image-deps bundle
 
 setup: $(VENV)/.installed
 
@@ -113,12 +114,19 @@ uninstall:
 # Nothing here runs in `make test`; image-check is what CI checks of it.
 IMAGE_TOOLS = mmdebstrap qemu-user-static qemu-system-arm binfmt-support arch-test \
 	dosfstools mtools fdisk e2fsprogs xz-utils device-tree-compiler
+# image-test-kernel also builds a kernel module (gpio-sim) for the image's kernel.
+KERNEL_TEST_TOOLS = gcc-aarch64-linux-gnu make flex bison bc dwarves libelf-dev libssl-dev espeak-ng
 
-image-deps:
-	@missing=""; for p in $(IMAGE_TOOLS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null \
+# Installs the Debian packages named that are missing (one recipe for both lists).
+define apt_ensure
+	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null \
 	  | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then echo "installing:$$missing"; apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+endef
+
+image-deps:
+	$(call apt_ensure,$(IMAGE_TOOLS))
 
 image: image-deps
 	image/build.sh $(IMAGE_DIR)
@@ -130,6 +138,14 @@ bundle:
 image-test: image-deps
 	@test -f $(IMAGE) || { echo "no $(IMAGE): run make image first" >&2; exit 1; }
 	image/boot-test.sh $(IMAGE)
+
+# The image's kernel drives the button and the sound: gpio-sim and snd-aloop
+# (docs/image.md, "The kernel test"). About 15 min emulated; separate from
+# image-test so each boot stays one story.
+image-test-kernel: image-deps
+	$(call apt_ensure,$(KERNEL_TEST_TOOLS))
+	@test -f $(IMAGE) || { echo "no $(IMAGE): run make image first" >&2; exit 1; }
+	image/kernel-test.sh $(IMAGE)
 
 image-check: setup
 	$(PY) -m pytest -q tests/image tests/firstboot

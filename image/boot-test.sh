@@ -32,19 +32,14 @@ done
 mkdir -p "$work"
 say() { printf '[%s] image-test: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
+# shellcheck source=image/vm.sh
+. "$here/vm.sh"
 test_img=$work/test.img
 say "copying $(basename "$img") (sparse) and growing the copy by 1 GiB"
-cp --sparse=always "$img" "$test_img"
-truncate -s +1G "$test_img"
-fat_start=$(sfdisk --dump "$test_img" | sed -n 's/.*start= *\([0-9]*\),.*type=c.*/\1/p')
-fat="$test_img@@$(( fat_start * 512 ))"
-
-kernel=$(mdir -b -i "$fat" :: | sed -n 's|^::/||; /^vmlinuz-/p' | sort -V | tail -1)
-initrd=$(mdir -b -i "$fat" :: | sed -n 's|^::/||; /^initrd.img-/p' | sort -V | tail -1)
-[ -n "$kernel" ] && [ -n "$initrd" ] || { echo "image-test: no kernel/initrd on the firmware partition" >&2; exit 1; }
-mcopy -n -i "$fat" "::$kernel" "$work/vmlinuz"
-mcopy -n -i "$fat" "::$initrd" "$work/initrd.img"
-say "kernel $kernel, initrd $initrd (from the image's firmware partition)"
+vm_copy "$img" "$test_img"
+fat=$vm_fat
+vm_kernel "$work"
+say "kernel $vm_krel (from the image's firmware partition)"
 
 # The first-boot file, as a user would write it; the key is a test value,
 # the Wi-Fi passphrase the shortest WPA2 allows.
@@ -91,31 +86,9 @@ mcopy -o -i "$fat" "$work"/debs/*.deb ::huxleyd-test-debs/
 "$here/bundle.sh" "$work/huxleyd-update.tar" "$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' "$here/../pyproject.toml")+vmtest1"
 
 # The check script's unit, in the copy's root file system (partition 2).
-root_start=$(sfdisk --dump "$test_img" | sed -n 's/.*start= *\([0-9]*\),.*type=83.*/\1/p')
-root_size=$(sfdisk --dump "$test_img" | sed -n 's/.*size= *\([0-9]*\),.*type=83.*/\1/p')
-cat > "$work/huxleyd-selftest.service" <<'UNIT'
-[Unit]
-Description=huxleyd image self-test (image/boot-test.sh)
-[Service]
-Type=simple
-ExecStart=/bin/sh /boot/firmware/huxleyd-selftest.sh
-[Install]
-WantedBy=multi-user.target
-UNIT
-dd if="$test_img" of="$work/root.ext4" bs=512 skip="$root_start" count="$root_size" status=none
-debugfs -w "$work/root.ext4" >/dev/null 2>"$work/debugfs.log" <<DEBUGFS
-cd /etc/systemd/system
-write $work/huxleyd-selftest.service huxleyd-selftest.service
-cd /etc/systemd/system/multi-user.target.wants
-symlink huxleyd-selftest.service /etc/systemd/system/huxleyd-selftest.service
-cd /root
-write $work/huxleyd-update.tar huxleyd-update.tar
-DEBUGFS
-debugfs -R "stat /etc/systemd/system/multi-user.target.wants/huxleyd-selftest.service" \
-    "$work/root.ext4" 2>/dev/null | grep -q 'Type: symlink' \
-    || { echo "image-test: could not add the self-test unit:" >&2; cat "$work/debugfs.log" >&2; exit 1; }
-dd if="$work/root.ext4" of="$test_img" bs=512 seek="$root_start" conv=notrunc,sparse status=none
-rm -f "$work/root.ext4" "$work/huxleyd-update.tar"
+vm_add_unit "$test_img" "$work" huxleyd-selftest /boot/firmware/huxleyd-selftest.sh \
+    "$work/huxleyd-update.tar:/root/huxleyd-update.tar"
+rm -f "$work/huxleyd-update.tar"
 
 # A normal boot; only the Wi-Fi radios are extra (two, simulated).
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"

@@ -57,7 +57,8 @@ install_package() {
     # two installs never share a build directory.
     stage=$(mktemp -d)
     trap 'rm -rf "$stage"' EXIT
-    for item in pyproject.toml README.md LICENSE huxleyd sdk; do
+    # setup.py declares the C extensions: without it pip builds none, silently.
+    for item in pyproject.toml setup.py README.md LICENSE huxleyd sdk; do
         if [ -e "$SRC/$item" ]; then cp -R "$SRC/$item" "$stage/"; fi
     done
     find "$stage" \( -name __pycache__ -o -name '*.egg-info' -o -name build \) -type d \

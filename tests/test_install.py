@@ -159,6 +159,23 @@ def test_the_sdk_is_its_own_distribution_in_the_venv(installed: tuple[Path, str]
     assert "huxley_sdk" not in huxleyd_parts
 
 
+def test_the_c_audio_extensions_are_built_into_the_venv(installed: tuple[Path, str]) -> None:
+    # setup.py declares them (optional: an install without a compiler still
+    # works), so a stage without setup.py installs the pure-Python fallbacks
+    # without a word; the image's kernel test found its daemon so.
+    destdir, _ = installed
+    venv = destdir / PREFIX.lstrip("/") / "venv"
+    probe = "import huxleyd.audio._rtout, huxleyd.audio._dsp; print('ok')"
+    result = subprocess.run(
+        [str(venv / "bin/python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=destdir,
+    )
+    assert result.stdout.strip() == "ok", result.stderr
+
+
 def test_nothing_enabled_when_staging(installed: tuple[Path, str]) -> None:
     _, output = installed
     assert "not enabling anything" in output

@@ -1,0 +1,416 @@
+"""A push-to-talk turn through the kernel, driven from the other side of each
+device: run inside the test VM by image/kernel-test/selftest.sh, as root,
+with the system Python (standard library only).
+
+The button is a line of a gpio-sim chip (the board profile's button.pin):
+"pressed" is gpio-sim's pull set to pull-down (the daemon asked for the
+pull-up), "released" the pull-up again. The LEDs are the profile's
+red/green/blue lines (plain on/off): their values are what the daemon drives. The speaker is recorded from the snd-aloop card's
+device 1 subdevice 0 (arecord), the question is played into device 1
+subdevice 1 (aplay), and the kernel's view of each stream is read from
+/proc/asound/Loopback/pcm*/sub*/status.
+
+Prints SELFTEST lines (ok/FAIL/values) and exits with the number of failed
+checks. Waits are bounded only as a safety net against a hung daemon; the
+one timing that is judged (time to silence after a press) is judged
+against a stated allowance for emulation, passed in by the caller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+RATE_HZ = 48000
+FRAMES_PER_MS = RATE_HZ // 1000
+SILENT_SAMPLE = 8
+"""|sample| at or below this is silence: the engine writes exact zeros when
+nothing plays, and softvol scales zeros to zeros."""
+SILENT_RUN_MS = 1000
+"""Silence after the press must last this long to count (longer than any pause
+between espeak-ng's sentences, shorter than the hold that follows the press)."""
+PROC = Path("/proc/asound/Loopback")
+fails = 0
+
+
+def say(text: str) -> None:
+    print(f"SELFTEST {text}", flush=True)
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    global fails
+    suffix = f" ({detail})" if detail else ""
+    if ok:
+        say(f"ok: {name}{suffix}")
+    else:
+        say(f"FAIL: {name}{suffix}")
+        fails += 1
+    return ok
+
+
+def wait_until(predicate: Callable[[], bool], limit_s: float) -> float | None:
+    """Seconds until ``predicate`` held (polled every 5 ms), None past ``limit_s``."""
+    start = time.monotonic()
+    while True:
+        if predicate():
+            return time.monotonic() - start
+        if time.monotonic() - start > limit_s:
+            return None
+        time.sleep(0.005)
+
+
+def wait_steady(predicate: Callable[[], bool], hold_s: float, limit_s: float) -> float | None:
+    """Seconds until ``predicate`` had held for ``hold_s`` without a break, None
+    past ``limit_s``. "Idle" needs this: the thinking blink's dark half and the
+    speaking pulse's dark half read as idle lines for 0.15-0.4 s."""
+    start = time.monotonic()
+    since: float | None = None
+    while True:
+        now = time.monotonic()
+        if predicate():
+            since = now if since is None else since
+            if now - since >= hold_s:
+                return now - start
+        else:
+            since = None
+        if now - start > limit_s:
+            return None
+        time.sleep(0.005)
+
+
+class Lines:
+    """The gpio-sim lines of the board profile, through gpio-sim's sysfs files."""
+
+    def __init__(self, chip_dir: Path, *, button: int, leds: tuple[int, int, int]) -> None:
+        self._button = chip_dir / f"sim_gpio{button}"
+        self._leds = [chip_dir / f"sim_gpio{n}" / "value" for n in leds]
+
+    def bias(self) -> str:
+        return (self._button / "pull").read_text().strip()
+
+    def button_value(self) -> int:
+        return int((self._button / "value").read_text())
+
+    def press(self) -> None:
+        (self._button / "pull").write_text("pull-down")
+
+    def release(self) -> None:
+        (self._button / "pull").write_text("pull-up")
+
+    def leds(self) -> tuple[int, ...]:
+        return tuple(int(p.read_text()) for p in self._leds)
+
+
+def lines_from_profile(chip_dir: Path, profile: Path) -> Lines:
+    """The lines the daemon uses, from the board profile it was given (one list)."""
+    table = tomllib.loads(profile.read_text())
+    leds = table["leds"]
+    return Lines(
+        chip_dir,
+        button=table["button"]["pin"],
+        leds=(leds["red_pin"], leds["green_pin"], leds["blue_pin"]),
+    )
+
+
+LISTENING = (0, 1, 1)
+"""Blue (0, 0.2, 1) on plain lines: green and blue lit, red dark."""
+IDLE = (0, 0, 0)
+SPEAKING_LIT = (0, 1, 0)
+"""The green pulse, as plain lines show it: green blinking, red and blue dark."""
+
+
+def stream_status(pcm: str) -> dict[str, str]:
+    """``/proc/asound/Loopback/<pcm>/status`` as key → value ({} when closed)."""
+    try:
+        text = (PROC / pcm / "status").read_text()
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+class XrunWatch(threading.Thread):
+    """Samples the state of every loopback stream every 10 ms and counts XRUN.
+
+    Debian's kernel has no xrun counter (CONFIG_SND_DEBUG, hence xrun_debug,
+    is off), so the state is what the kernel shows; an xrun that ALSA
+    recovers from within one sample interval can pass unseen here, which is
+    why the daemon's own counters and arecord's report are read too."""
+
+    STREAMS = ("pcm0p/sub0", "pcm0c/sub1", "pcm1c/sub0", "pcm1p/sub1")
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.xruns: dict[str, int] = dict.fromkeys(self.STREAMS, 0)
+        self.running: dict[str, int] = dict.fromkeys(self.STREAMS, 0)
+
+    def run(self) -> None:
+        while not self.stop.wait(0.01):
+            for pcm in self.STREAMS:
+                state = stream_status(pcm).get("state", "")
+                if state == "XRUN":
+                    self.xruns[pcm] += 1
+                elif state == "RUNNING":
+                    self.running[pcm] += 1
+
+
+class Recorder:
+    """arecord on the loopback's device 1 subdevice 0 (through plug: the
+    daemon's side sets format and rate): what the daemon played."""
+
+    PCM = "pcm1c/sub0"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._proc = subprocess.Popen(
+            [
+                "arecord",
+                "-q",
+                "-D",
+                "plughw:CARD=Loopback,DEV=1,SUBDEV=0",
+                "-f",
+                "S16_LE",
+                "-r",
+                str(RATE_HZ),
+                "-c",
+                "1",
+                "-t",
+                "raw",
+                "--buffer-time=500000",
+                str(path),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def frame_now(self) -> int:
+        """The frame of arecord's file that the card is at now: the capture
+        stream's hardware position (the file starts at its frame 0), scaled
+        from the card's rate (the daemon's stream sets it) to the file's."""
+        card_frame = int(stream_status(self.PCM).get("hw_ptr", "-1"))
+        return card_frame * RATE_HZ // self._card_rate_hz()
+
+    def _card_rate_hz(self) -> int:
+        for line in (PROC / self.PCM / "hw_params").read_text().splitlines():
+            if line.startswith("rate:"):
+                return int(line.split()[1])
+        raise RuntimeError(f"{PROC / self.PCM / 'hw_params'}: no rate")
+
+    def running(self) -> bool:
+        return stream_status(self.PCM).get("state") == "RUNNING"
+
+    def stop(self) -> str:
+        self._proc.terminate()
+        _, err = self._proc.communicate(timeout=30)
+        return err
+
+    def samples(self) -> array.array[int]:
+        data = array.array("h")
+        data.frombytes(self.path.read_bytes())
+        return data
+
+    def tail_loud(self, ms: int) -> bool:
+        """The last ``ms`` of the file hold sound (not silence)."""
+        size = self.path.stat().st_size
+        want = ms * FRAMES_PER_MS * 2
+        if size < want:
+            return False
+        with self.path.open("rb") as f:
+            f.seek(size - want)
+            tail = array.array("h")
+            tail.frombytes(f.read(want))
+        return max(abs(s) for s in tail) > SILENT_SAMPLE * 16
+
+
+def loud_ms(samples: array.array[int], start: int, end: int) -> int:
+    """Milliseconds of 10 ms windows in [start, end) that are not silent."""
+    window = 10 * FRAMES_PER_MS
+    loud = 0
+    for at in range(max(start, 0), min(end, len(samples)) - window + 1, window):
+        if max(abs(s) for s in samples[at : at + window]) > SILENT_SAMPLE:
+            loud += 10
+    return loud
+
+
+def silence_after(samples: array.array[int], start: int) -> int | None:
+    """First frame at or after ``start`` that begins SILENT_RUN_MS of silence."""
+    need = SILENT_RUN_MS * FRAMES_PER_MS
+    run_start, run = start, 0
+    for at in range(start, len(samples)):
+        if abs(samples[at]) <= SILENT_SAMPLE:
+            if run == 0:
+                run_start = at
+            run += 1
+            if run >= need:
+                return run_start
+        else:
+            run = 0
+    return None
+
+
+def check_lines_at_rest(lines: Lines) -> None:
+    """The bias the profile asks for (pull_up = true) reached the kernel line."""
+    bias = lines.bias()
+    check(
+        "button line biased as the profile asks (pull-up)",
+        bias == "pull-up",
+        f"gpio-sim pull: {bias}",
+    )
+    check("button line reads released (high)", lines.button_value() == 1)
+    idle = wait_steady(lambda: lines.leds() == IDLE, 1.5, 60)
+    check(
+        "LED lines idle (steady 1.5 s) before the press", idle is not None, f"lines {lines.leds()}"
+    )
+
+
+def ask(lines: Lines, rec: Recorder, question: Path) -> int:
+    """Press, play the question into the mic side while held, release; the
+    recording's frame at the release."""
+    lines.press()
+    lit = wait_until(lambda: lines.leds() == LISTENING, 30)
+    detail = f"{lit * 1000:.0f} ms after the press" if lit is not None else f"lines {lines.leds()}"
+    check("LED lines show listening after the press", lit is not None, detail)
+    played = subprocess.run(
+        ["aplay", "-q", "-D", "plughw:CARD=Loopback,DEV=1,SUBDEV=1", str(question)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    check(
+        "question played into hw:Loopback,1,1 while held",
+        played.returncode == 0,
+        played.stderr.strip()[:200],
+    )
+    still = lines.leds()
+    check(
+        "LED lines still listening at the end of the question", still == LISTENING, f"lines {still}"
+    )
+    lines.release()
+    return rec.frame_now()
+
+
+def interrupt(lines: Lines, rec: Recorder) -> int:
+    """Wait for the reply, press in the middle of it, hold, release; the
+    recording's frame at the press."""
+    speaking = wait_until(lambda: lines.leds() == SPEAKING_LIT and rec.tail_loud(200), 180)
+    detail = (
+        f"{speaking:.1f} s after the release" if speaking is not None else f"lines {lines.leds()}"
+    )
+    check(
+        "reply audible on the speaker side (LED green, sound recorded)",
+        speaking is not None,
+        detail,
+    )
+    time.sleep(1.0)  # into the reply, past its first words
+    lines.press()
+    press_frame = rec.frame_now()
+    lit = wait_until(lambda: lines.leds() == LISTENING, 30)
+    check("LED lines show listening after the press during the reply", lit is not None)
+    time.sleep(2.5)  # held: the cut must show as lasting silence
+    lines.release()
+    idle = wait_steady(lambda: lines.leds() == IDLE, 1.5, 240)
+    check(
+        "LED lines idle (steady 1.5 s) after the second turn",
+        idle is not None,
+        f"lines {lines.leds()}",
+    )
+    return press_frame
+
+
+def judge_recording(
+    samples: array.array[int], released_at: int, press_frame: int, bound_ms: float
+) -> None:
+    """The reply is there, and the press silenced it within ``bound_ms``."""
+    say(
+        f"recorded {len(samples) / RATE_HZ:.1f} s; question released at frame {released_at}, "
+        f"pressed again at frame {press_frame}"
+    )
+    reply_ms = loud_ms(samples, released_at, press_frame)
+    check(
+        "the reply is there, not silence",
+        reply_ms >= 1000,
+        f"{reply_ms} ms of sound before the press",
+    )
+    # Speech has pauses between words: sound somewhere in the last half second.
+    before = loud_ms(samples, press_frame - 500 * FRAMES_PER_MS, press_frame)
+    check(
+        "the reply was playing at the press", before >= 100, f"{before} ms of the 500 ms before it"
+    )
+    quiet = silence_after(samples, press_frame)
+    if quiet is None:
+        check("speaker silent after the press", False, "no second of silence after it")
+        return
+    to_silence_ms = (quiet - press_frame) / FRAMES_PER_MS
+    say(
+        f"time to silence: {to_silence_ms:.1f} ms (press to the first of {SILENT_RUN_MS} ms "
+        "of silence; the recorder's hardware position at the press)"
+    )
+    check(
+        f"speaker silent within {bound_ms:.0f} ms of the press",
+        to_silence_ms <= bound_ms,
+        f"{to_silence_ms:.1f} ms",
+    )
+
+
+def judge_streams(watch: XrunWatch, arecord_err: str, xrun_file: Path) -> None:
+    """What the kernel showed of the streams. The count of samples in XRUN goes
+    to ``xrun_file``: selftest.sh holds it against the daemon's counters."""
+    say(f"kernel stream states sampled every 10 ms: RUNNING {watch.running}, XRUN {watch.xruns}")
+    daemon_xruns = watch.xruns["pcm0p/sub0"] + watch.xruns["pcm0c/sub1"]
+    xrun_file.write_text(f"{daemon_xruns}\n")
+    check(
+        "the daemon's loopback streams seen running",
+        watch.running["pcm0p/sub0"] > 0 and watch.running["pcm0c/sub1"] > 0,
+    )
+    check(
+        "the test's own streams: no XRUN",
+        not watch.xruns["pcm1c/sub0"] and not watch.xruns["pcm1p/sub1"],
+    )
+    check("arecord reported no overrun", "overrun" not in arecord_err, arecord_err.strip()[:200])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--chip-dir", type=Path, required=True)
+    parser.add_argument(
+        "--profile", type=Path, required=True, help="the board profile the daemon runs"
+    )
+    parser.add_argument("--question", type=Path, required=True)
+    parser.add_argument("--record", type=Path, required=True)
+    parser.add_argument("--silence-bound-ms", type=float, required=True)
+    parser.add_argument("--xrun-file", type=Path, required=True)
+    args = parser.parse_args()
+    lines = lines_from_profile(args.chip_dir, args.profile)
+    check_lines_at_rest(lines)
+    watch = XrunWatch()
+    watch.start()
+    rec = Recorder(args.record)
+    check(
+        "recorder running on the loopback's device 1, subdevice 0",
+        wait_until(rec.running, 30) is not None,
+    )
+    released_at = ask(lines, rec, args.question)
+    press_frame = interrupt(lines, rec)
+    time.sleep(1.0)
+    err = rec.stop()
+    watch.stop.set()
+    watch.join()
+    judge_recording(rec.samples(), released_at, press_frame, args.silence_bound_ms)
+    judge_streams(watch, err, args.xrun_file)
+    return fails
+
+
+if __name__ == "__main__":
+    sys.exit(main())

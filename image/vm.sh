@@ -1,0 +1,57 @@
+# Sourced by the boot tests (image/boot-test.sh, image/kernel-test.sh): a test copy of the
+# image, its kernel and initrd, and a unit written into its root file system.
+# Nothing here mounts anything: mtools for the FAT partition, debugfs for
+# the ext4 one.
+# shellcheck shell=bash
+
+# vm_copy IMAGE COPY: a sparse copy grown by 1 GiB (the first boot grows the
+# root partition into it, as on a larger card); sets vm_fat (mtools' image
+# spec of the firmware partition) and vm_root_start/vm_root_size (sectors).
+vm_copy() {
+    cp --sparse=always "$1" "$2"
+    truncate -s +1G "$2"
+    local dump start
+    dump=$(sfdisk --dump "$2")
+    start=$(echo "$dump" | sed -n 's/.*start= *\([0-9]*\),.*type=c.*/\1/p')
+    vm_fat="$2@@$(( start * 512 ))"
+    vm_root_start=$(echo "$dump" | sed -n 's/.*start= *\([0-9]*\),.*type=83.*/\1/p')
+    vm_root_size=$(echo "$dump" | sed -n 's/.*size= *\([0-9]*\),.*type=83.*/\1/p')
+}
+
+# vm_kernel DIR: the newest vmlinuz-*/initrd.img-* of the firmware partition,
+# copied to DIR/vmlinuz and DIR/initrd.img; sets vm_krel (its release).
+vm_kernel() {
+    local kernel initrd
+    kernel=$(mdir -b -i "$vm_fat" :: | sed -n 's|^::/||; /^vmlinuz-/p' | sort -V | tail -1)
+    initrd=$(mdir -b -i "$vm_fat" :: | sed -n 's|^::/||; /^initrd.img-/p' | sort -V | tail -1)
+    [ -n "$kernel" ] && [ -n "$initrd" ] || { echo "vm: no kernel/initrd on the firmware partition" >&2; return 1; }
+    mcopy -n -i "$vm_fat" "::$kernel" "$1/vmlinuz"
+    mcopy -n -i "$vm_fat" "::$initrd" "$1/initrd.img"
+    vm_krel=${kernel#vmlinuz-}
+}
+
+# vm_add_unit COPY WORKDIR NAME SCRIPT [FILE:PATH...]: /etc/systemd/system/NAME.service,
+# wanted by multi-user.target, that runs `sh SCRIPT` (a path in the VM); and
+# each FILE written to PATH in the VM (its directory must exist).
+vm_add_unit() {
+    local img=$1 work=$2 name=$3 script=$4 extra="" pair
+    shift 4
+    for pair in "$@"; do
+        extra="$extra
+cd $(dirname "${pair#*:}")
+write ${pair%%:*} $(basename "${pair#*:}")"
+    done
+    printf '[Unit]\nDescription=huxleyd image test (%s)\n[Service]\nType=simple\nExecStart=/bin/sh %s\n[Install]\nWantedBy=multi-user.target\n' \
+        "$name" "$script" > "$work/$name.service"
+    dd if="$img" of="$work/root.ext4" bs=512 skip="$vm_root_start" count="$vm_root_size" status=none
+    debugfs -w "$work/root.ext4" >/dev/null 2>"$work/debugfs.log" <<DEBUGFS
+cd /etc/systemd/system
+write $work/$name.service $name.service
+cd /etc/systemd/system/multi-user.target.wants
+symlink $name.service /etc/systemd/system/$name.service$extra
+DEBUGFS
+    debugfs -R "stat /etc/systemd/system/multi-user.target.wants/$name.service" "$work/root.ext4" 2>/dev/null \
+        | grep -q 'Type: symlink' || { echo "vm: could not add $name.service:" >&2; cat "$work/debugfs.log" >&2; return 1; }
+    dd if="$work/root.ext4" of="$img" bs=512 seek="$vm_root_start" conv=notrunc,sparse status=none
+    rm -f "$work/root.ext4"
+}

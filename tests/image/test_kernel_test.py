@@ -1,0 +1,93 @@
+"""The kernel test's inputs (image/kernel-test/), checked without a VM: the
+board profile loads through the daemon's own loader, its asound.conf defines
+what the profile names, and the VM's turn driver reads the same lines from
+the same profile. `make image-test-kernel` boots them."""
+
+from __future__ import annotations
+
+import array
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+from huxleyd.hardware.boards import load_board
+from huxleyd.sim.scenario import load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+KERNEL_TEST = REPO / "image/kernel-test"
+
+
+def turn_driver() -> ModuleType:
+    """image/kernel-test/turn.py, imported from its path (it is not a package)."""
+    spec = importlib.util.spec_from_file_location("kernel_test_turn", KERNEL_TEST / "turn.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pcm_block(conf: str, name: str) -> str:
+    """The body of ``pcm.<name> { ... }`` (one level of nested braces)."""
+    match = re.search(rf"^pcm\.{name} \{{(.*?)^\}}", conf, re.S | re.M)
+    assert match, f"no pcm.{name} in the asound.conf"
+    return match.group(1)
+
+
+def test_the_profile_loads_as_the_daemon_loads_it() -> None:
+    board = load_board("kernel-test", KERNEL_TEST)
+    assert board.button.pull_up, "the test pulls the line down to press: the daemon must pull it up"
+    assert board.leds.kind == "rgbled" and not board.leds.pwm, "states read as three plain lines"
+    assert board.asound_conf is not None and board.asound_conf.is_file()
+
+
+def test_asound_conf_defines_the_profiles_devices_and_mixer_control() -> None:
+    board = load_board("kernel-test", KERNEL_TEST)
+    assert board.asound_conf is not None
+    conf = board.asound_conf.read_text()
+    audio = board.audio
+    playback = pcm_block(conf, audio.playback_device)
+    capture = pcm_block(conf, audio.capture_device)
+    assert "DEV=0,SUBDEV=1" in capture
+    softvol_name = re.search(r'slave\.pcm "(\w+)"', playback)
+    assert softvol_name, "the speaker goes through the softvol PCM"
+    softvol = pcm_block(conf, softvol_name.group(1))
+    assert "type softvol" in softvol and "DEV=0,SUBDEV=0" in softvol
+    assert f'name "{audio.mixer_control}"' in softvol
+    assert f"card {audio.mixer_card}" in softvol
+
+
+def test_the_turn_driver_uses_the_profiles_lines(tmp_path: Path) -> None:
+    board = load_board("kernel-test", KERNEL_TEST)
+    lines = turn_driver().lines_from_profile(tmp_path, board.path)
+    expected_leds = (board.leds.red_pin, board.leds.green_pin, board.leds.blue_pin)
+    for pin, name in [
+        (board.button.pin, "button"),
+        *zip(expected_leds, ("r", "g", "b"), strict=True),
+    ]:
+        (tmp_path / f"sim_gpio{pin}").mkdir()
+        (tmp_path / f"sim_gpio{pin}" / "value").write_text(
+            "1\n" if name in ("button", "g") else "0\n"
+        )
+    (tmp_path / f"sim_gpio{board.button.pin}" / "pull").write_text("pull-up\n")
+    assert lines.bias() == "pull-up"
+    assert lines.button_value() == 1
+    assert lines.leds() == (0, 1, 0)
+    lines.press()
+    assert (tmp_path / f"sim_gpio{board.button.pin}" / "pull").read_text() == "pull-down"
+
+
+def test_silence_after_a_press_is_found_where_it_starts() -> None:
+    turn = turn_driver()
+    rate = turn.FRAMES_PER_MS
+    loud, quiet = [3000, -3000] * (100 * rate // 2), [0] * ((turn.SILENT_RUN_MS + 50) * rate)
+    pause = [0] * (300 * rate)  # a pause between sentences is not the cut
+    samples = array.array("h", loud + pause + loud + quiet)
+    assert turn.silence_after(samples, 0) == len(loud) * 2 + len(pause)
+    assert turn.loud_ms(samples, 0, len(loud)) == 100
+
+
+def test_the_simulators_script_loads() -> None:
+    scenario = load_scenario(KERNEL_TEST / "scenario.toml")
+    first = scenario.turns[0].responses[0]
+    assert first.say is not None and len(first.say.split()) > 50, "long enough to interrupt"
