@@ -1,4 +1,4 @@
-"""``huxleyctl reboot-if-idle`` against the real daemon on the simulator: it reboots
+"""Fault row 32 (docs/reliability.md). ``huxleyctl reboot-if-idle`` against the real daemon on the simulator: it reboots
 for pending security updates only when the daemon's ``status`` says idle and the
 persona allows it (control/reboot.py). The reboot command is a fake that counts."""
 
