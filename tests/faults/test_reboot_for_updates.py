@@ -126,3 +126,18 @@ async def test_a_daemon_that_does_not_answer_makes_it_wait(
     assert cmd_reboot_if_idle(control, timeout_s=5.0, flag=flag, reboot=reboot) == 0
     assert reboot.count == 0
     assert "reboot needed, waiting: huxleyd is not answering" in capsys.readouterr().out
+
+
+async def test_the_persona_key_applies_on_reload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The admin sets [updates] reboot = "never" and runs `systemctl reload huxleyd`.
+    flag, reboot = pending(tmp_path), Reboots()
+    with scenario_skill_installed(tmp_path):
+        async with Rig(tmp_path, Scenario(turns=()), skills=SKILLS, reboot_flag=flag) as rig:
+            persona = tmp_path / "personas" / "default.toml"
+            persona.write_text(persona.read_text() + '\n[updates]\nreboot = "never"\n')
+            await rig.rt.reload()
+            await ask(rig, flag, reboot)
+    assert reboot.count == 0
+    assert "does not allow automatic reboots" in capsys.readouterr().out
