@@ -3,6 +3,7 @@ report it reads, what ``status`` and ``doctor`` show, and the persona key."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from huxleyd.config import load_persona
-from huxleyd.control.handler import StatusReport
+from huxleyd.control.handler import UNKNOWN_BUSY, StatusReport
 from huxleyd.control.reboot import (
     ALERT_MARGIN_S,
     busy_reasons,
@@ -76,7 +77,9 @@ def test_an_older_daemon_that_says_nothing_is_never_taken_for_idle() -> None:
     for key in ("busy", "reboot_pending", "reboot_policy"):
         del old[key]
     read = StatusReport.from_dict(old)
+    assert read.busy == (UNKNOWN_BUSY,) and read.reboot_policy == "unknown"
     assert not decide(read).reboot
+    assert not decide(dataclasses.replace(read, reboot_policy="when_idle")).reboot
     assert StatusReport.from_dict(report(busy=("x",)).to_dict()) == report(busy=("x",))
 
 
