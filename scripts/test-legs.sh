@@ -11,7 +11,8 @@
 # A leg without an interpreter here is NOT RUN, said loudly; under CI=true that
 # fails the run: CI's machines have both interpreters, so a missing one means a
 # leg silently vanished, and a green run would claim a version it never tested.
-# HUXLEYD_PYTHON_3_11 / HUXLEYD_PYTHON_3_13 name an interpreter explicitly.
+# HUXLEYD_PYTHON_3_11 / HUXLEYD_PYTHON_3_13 name an interpreter explicitly;
+# HUXLEYD_TEST_PYTHONS="3.11 3.13" is the list of versions.
 #
 # The leg of `make setup`'s venv runs the whole suite. The other leg runs
 # everything that depends on the interpreter (the C extensions, asyncio, the
@@ -21,7 +22,7 @@
 set -u
 cd "$(dirname "$0")/.."
 default_py=$1; shift
-VERSIONS="3.11 3.13"
+VERSIONS=${HUXLEYD_TEST_PYTHONS:-3.11 3.13}
 
 version_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
 
@@ -54,10 +55,12 @@ for v in $VERSIONS; do
     elif interp=$(find_python "$v"); then
         venv=".venv-$v"
         echo "== Python $v: $venv from $interp (make setup)"
+        set_up=$(date +%s)
         if ! make --no-print-directory setup VENV="$venv" PYTHON="$interp"; then
             note "Python $v leg FAILED: make setup VENV=$venv PYTHON=$interp failed"
             failed=1; continue
         fi
+        note "Python $v: $venv set up in $(( $(date +%s) - set_up )) s (from $interp)"
         py=$venv/bin/python
     else
         note "Python $v leg NOT RUN: no python$v here (override: HUXLEYD_PYTHON_$(echo "$v" | tr . _)=PATH)"
