@@ -91,6 +91,20 @@ class LanguageOverrides:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UpdatesSettings:
+    """``[updates]`` of a persona: what the household allows the device to do
+    by itself after a security upgrade (docs/image.md, "Updates")."""
+
+    reboot: Literal["when_idle", "never"] = "when_idle"
+    """``when_idle``: when an upgrade needs a reboot (a kernel, libc), the device
+    reboots itself in the night window, only while nothing plays, talks, listens
+    or holds the mic and no timer or reminder is due soon. ``never``: it waits
+    for someone to reboot it (``status`` and ``doctor`` say one is pending).
+    On by default: a speaker nobody administers would otherwise run a patched
+    kernel's predecessor for months, and the idle rule makes the reboot unheard."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Persona:
     """Who the assistant is. ``skills`` maps skill name → its config, in file order."""
 
@@ -105,6 +119,7 @@ class Persona:
     """Sounds, books, memos of this persona; unset = ``<state_dir>/<persona>/data``."""
     wake_word: bool = True
     """False: this persona never answers the wake word (``[wake]``), only the button."""
+    updates: UpdatesSettings = field(default_factory=UpdatesSettings)
 
     @property
     def overrides(self) -> LanguageOverrides:

@@ -74,6 +74,9 @@ printf '127.0.0.1\tlocalhost\n127.0.1.1\thuxley\n::1\t\tlocalhost ip6-localhost 
 
 systemctl enable systemd-networkd.service systemd-resolved.service systemd-timesyncd.service \
     systemd-time-wait-sync.service huxleyd-growroot.service huxleyd-firstboot.service
+# Security updates that need a reboot: at night, only when the persona allows it
+# and the daemon is idle (huxleyctl reboot-if-idle; docs/image.md, "Updates").
+systemctl enable huxleyd-reboot.timer
 # wpa_supplicant.service is the D-Bus instance (root, for NetworkManager and
 # the like); Wi-Fi here is wpa_supplicant@wlan0, so nothing uses it.
 systemctl mask wpa_supplicant.service >/dev/null

@@ -196,6 +196,47 @@ journalctl --no-pager -u huxleyd HUXLEY_EVENT=turn_done -n 1 -o verbose | grep -
 check "turn_done outcome=answered" sh -c \
     "journalctl -u huxleyd HUXLEY_EVENT=turn_done -n 1 -o verbose | grep -q '^ *HUXLEY_OUTCOME=answered$'"
 
+# -- security-update reboots: at night, only idle, only if the persona allows it --------
+# The reboot itself cannot run here (it would end this test): each case runs the
+# timer's unit for real, with a reason to wait, and reads its journal line; the
+# last one checks that the status the command obeys lists no reason to wait.
+check "huxleyd-reboot.timer enabled" [ "$(systemctl is-enabled huxleyd-reboot.timer)" = enabled ]
+systemctl list-timers --all --no-pager huxleyd-reboot.timer apt-daily-upgrade.timer | sed 's/^/SELFTEST timers: /'
+check "unattended-upgrades at 01:00 (+30 min)" sh -c \
+    'systemctl show -P TimersCalendar apt-daily-upgrade.timer | grep -q "01:00:00"'
+reboot_said() { journalctl -u huxleyd-reboot -o cat | tail -1 | grep -q "$1"; }
+reboot_journal() { journalctl --no-pager -u huxleyd-reboot -o cat | tail -1 | sed "s/^/SELFTEST reboot ($1): /"; }
+echo '*** System restart required ***' > /run/reboot-required  # as unattended-upgrades' kernel hook does
+check "status shows the pending reboot" sh -c 'huxleyctl status | grep -q "reboot pending (security updates)"'
+check "doctor shows the pending reboot" sh -c 'huxleyctl doctor | grep -q "reboot pending (security updates)"'
+huxleyctl ptt press
+systemctl start huxleyd-reboot.service
+check "reboot waits while the button is held" wait_for reboot_said "reboot needed, waiting: listening to the user"
+reboot_journal "button held"
+huxleyctl ptt release
+persona=/etc/huxleyd/personas/default.toml
+cp "$persona" /root/persona.before
+sed -i 's/^reboot = "when_idle"$/reboot = "never"/' "$persona"  # the shipped [updates] table
+systemctl reload huxleyd
+never() { huxleyctl status --json | grep -q '"reboot_policy": "never"'; }
+check "reload: the persona says never" wait_for never
+systemctl start huxleyd-reboot.service
+check "reboot waits: the persona does not allow it" wait_for reboot_said "does not allow automatic reboots"
+reboot_journal "persona never"
+cp /root/persona.before "$persona" && systemctl reload huxleyd
+systemctl stop huxleyd.service
+systemctl start huxleyd-reboot.service
+check "reboot waits while huxleyd does not answer" wait_for reboot_said "huxleyd is not answering"
+reboot_journal "daemon down"
+systemctl start huxleyd.service
+check "huxleyd READY again" wait_for active huxleyd.service
+idle_now() { huxleyctl status --json | tr -d ' \n' | grep -q '"busy":\[\],"reboot_pending":true,"reboot_policy":"when_idle"'; }
+check "idle and allowed: status lists no reason to wait (the timer would reboot now)" wait_for idle_now
+rm -f /run/reboot-required
+systemctl start huxleyd-reboot.service
+check "no reboot pending: the unit is skipped" sh -c \
+    '[ "$(systemctl show -P ConditionResult huxleyd-reboot.service)" = no ]'
+
 # -- item 5: a broken setup file: the device says so, never the simulator ---------------
 before=$(sha256sum /etc/huxleyd/huxleyd.toml /etc/hostname | sha256sum)
 printf '[device]\nhostname = "kitchen"\n[wifi]\nssid = "home"\npassword = "12345678"\ncountry = "Spain"\n' \

@@ -31,6 +31,7 @@ from huxleyd.control.handler import (
     XrunCounts,
 )
 from huxleyd.control.protocol import PttAction
+from huxleyd.control.reboot import busy_reasons, next_alert_in_s, reboot_pending
 from huxleyd.control.watch import WatchEvent
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
@@ -116,6 +117,9 @@ class RuntimeControl:
             provider_detail=conn.detail,
             provider_retry_in_s=rt.next_try_in_s(),
             problems=tuple(rt.degraded.lines()),
+            busy=busy_reasons("starting", None),
+            reboot_pending=reboot_pending(rt.overrides.reboot_flag),
+            reboot_policy=rt.config.persona.updates.reboot,
         )
         parts = rt.built
         if parts is None:
@@ -125,6 +129,7 @@ class RuntimeControl:
         return dataclasses.replace(
             starting,
             state=coordinator.activity,
+            busy=busy_reasons(coordinator.activity, next_alert_in_s(parts.host.skills)),
             media=coordinator.media.label,
             provider_stalls=parts.connection.stalls,
             provider_unlogged_notes=parts.connection.unlogged_notes,
@@ -226,6 +231,7 @@ class RuntimeControl:
             facts,
             key_file=rt.overrides.key_file,  # the config line resolves the key as the start did
             env=rt.overrides.env,
+            reboot_flag=rt.overrides.reboot_flag,
         )
         health = rt.task_health()
         checks.append(lambda: check_runtime_tasks(health))

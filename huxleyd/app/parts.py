@@ -19,6 +19,7 @@ from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
+from huxleyd.control.reboot import REBOOT_REQUIRED
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.pins import PinFactory
@@ -46,6 +47,8 @@ class Overrides:
     led_spi: Any = None
     skill_retry_delays_s: tuple[float, ...] | None = None
     """How long a failed skill's setup waits before each retry (None: the daemon's)."""
+    reboot_flag: Path = REBOOT_REQUIRED
+    """Debian's "a reboot is pending" file, which ``status`` and ``doctor`` read."""
 
 
 class LocalSimulator(Protocol):

@@ -18,6 +18,8 @@
     huxleyctl logs [MATCH...]         follow the daemon's journal (or its log file)
     huxleyctl watch [--json]          follow the conversation: state, transcripts, tools, media
     huxleyctl update BUNDLE           install huxleyd from a file, keep it only if it starts (root)
+    huxleyctl reboot-if-idle          reboot for pending security updates, if the persona
+                                      allows it and the device is idle (root; the image's timer)
 
 The socket is ``--socket PATH``, else ``[control] socket_path`` of
 ``--config`` (default /etc/huxleyd/huxleyd.toml) when that file exists,
@@ -213,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
         "install huxleyd from a bundle file (make bundle); switch to it only if it "
         "starts, else go back (root)",
     ).add_argument("bundle", type=Path, metavar="BUNDLE")
+    command(
+        "reboot-if-idle",
+        "reboot for pending security updates if the persona allows it and the device "
+        "is idle, else say why it waits (root; run by huxleyd-reboot.timer)",
+    )
     logs = command("logs", "follow the daemon's journal, or its log file without systemd")
     logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
     logs.add_argument("--no-follow", action="store_true", help="print and exit")
@@ -602,6 +609,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("say: TEXT is not UTF-8 text (check the terminal's locale)")
     control = resolve_socket(args.socket, args.config)
     args.socket_group = control.socket_group
+    if args.command == "reboot-if-idle":  # a daemon that is down is a reason to wait
+        from huxleyd.control.reboot import cmd_reboot_if_idle
+
+        return cmd_reboot_if_idle(control, timeout_s=args.timeout)
     if args.command == "doctor":  # runs without a daemon too
         from huxleyd.control.doctor_cli import run_doctor
 

@@ -36,6 +36,7 @@ from huxleyd.control.doctor import (
     run_command,
 )
 from huxleyd.control.handler import DoctorCheck
+from huxleyd.control.reboot import REBOOT_REQUIRED, check_reboot
 from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.files import Reader
 from huxleyd.preflight import key_source, preflight
@@ -153,6 +154,7 @@ def doctor_checks(
     amixer: str = "amixer",
     run: Runner = run_command,
     today: date | None = None,
+    reboot_flag: Path = REBOOT_REQUIRED,
 ) -> list[Check]:
     """The checks, in the order they print; each looks at one real thing."""
     environ = dict(os.environ if env is None else env)
@@ -192,6 +194,7 @@ def doctor_checks(
             simulator=facts.simulator or config.provider.kind == "sim",
         ),
         partial(check_disk_space, config.storage.state_dir),
+        partial(check_reboot, config.persona.updates.reboot, flag=reboot_flag),
     ]
 
 

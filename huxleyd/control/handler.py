@@ -90,6 +90,9 @@ class XrunCounts:
         )
 
 
+UNKNOWN_BUSY = "the daemon does not say whether it is idle (an older huxleyd)"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatusReport:
     """What ``huxleyctl status`` shows."""
@@ -125,6 +128,13 @@ class StatusReport:
     """Connections dropped since start because a due reply stalled."""
     provider_unlogged_notes: int = 0
     """Provider notes (new unknown event types) counted past the logged-once bound."""
+    busy: tuple[str, ...] = ()
+    """Why the device is not idle, one reason each (speaking, a timer due in 3 min…);
+    empty = idle. What a reboot for security updates waits on (control/reboot.py)."""
+    reboot_pending: bool = False
+    """An installed update waits for a reboot (``/run/reboot-required``)."""
+    reboot_policy: str = "when_idle"
+    """The persona's ``[updates] reboot``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,6 +155,9 @@ class StatusReport:
             "problems": list(self.problems),
             "provider_stalls": self.provider_stalls,
             "provider_unlogged_notes": self.provider_unlogged_notes,
+            "busy": list(self.busy),
+            "reboot_pending": self.reboot_pending,
+            "reboot_policy": self.reboot_policy,
         }
 
     @classmethod
@@ -184,6 +197,14 @@ class StatusReport:
             provider_unlogged_notes=_get(d, "provider_unlogged_notes", int, what)
             if "provider_unlogged_notes" in d
             else 0,
+            # An older daemon says nothing of these: never read that as "idle".
+            busy=_strings(d, "busy", what) if "busy" in d else (UNKNOWN_BUSY,),
+            reboot_pending=_get(d, "reboot_pending", bool, what)
+            if "reboot_pending" in d
+            else False,
+            reboot_policy=_get(d, "reboot_policy", str, what)
+            if "reboot_policy" in d
+            else "unknown",
         )
 
 

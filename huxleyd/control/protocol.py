@@ -51,6 +51,9 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_SAY_CHARS = 2000
 """Longest ``say`` text: a spoken request, not a document."""
 
+MAX_NESTING = 100
+"""Deepest nesting of arrays and objects in a line (an event's data included)."""
+
 MAX_ERROR_CHARS = 300
 """Error messages are cut to this many characters (one readable line)."""
 
@@ -246,10 +249,30 @@ def _decode_object(line: bytes | str, what: str) -> dict[str, Any]:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ControlProtocolError(f"{what} is not JSON: {msg}") from None
     except RecursionError:
-        raise ControlProtocolError(f"{what} nests arrays or objects too deeply") from None
+        raise ControlProtocolError(_too_deep(what)) from None
+    _check_depth(obj, what)
     if not isinstance(obj, dict):
         raise ControlProtocolError(f"{what} is {_json_type(obj)}, expected a JSON object")
     return obj
+
+
+def _too_deep(what: str) -> str:
+    return f"{what} nests arrays or objects too deeply (more than {MAX_NESTING} levels)"
+
+
+def _check_depth(obj: Any, what: str) -> None:
+    """Refuse nesting past :data:`MAX_NESTING`. The parser's own limit is the
+    interpreter's recursion limit, which differs between versions (3.11 stops
+    near 1,000 levels, 3.13 parses 5,000): a limit of our own is one rule."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        if children and depth >= MAX_NESTING:
+            raise ControlProtocolError(_too_deep(what))
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _check_unicode(obj: Any, what: str) -> None:

@@ -22,6 +22,7 @@ from huxleyd.control.handler import (
     StatusReport,
     XrunCounts,
 )
+from huxleyd.control.reboot import pending_line
 from huxleyd.control.watch import WatchEvent
 
 METER_FLOOR_DBFS = -60.0
@@ -64,6 +65,10 @@ def status_table(report: StatusReport) -> Table:
     table.add_row("Persona", Text(report.persona))
     for i, problem in enumerate(report.problems):
         table.add_row("Degraded" if i == 0 else "", Text(problem, style="red"))
+    reboot = pending_line(report.reboot_pending, report.reboot_policy)
+    if reboot is not None:
+        busy = f"; waiting: {'; '.join(report.busy)}" if report.busy else ""
+        table.add_row("Updates", Text(reboot + busy, style="yellow"))
     table.add_row("Media", Text(report.media) if report.media else Text("nothing playing", "dim"))
     volume = Text(f"{report.volume}") if report.volume >= 0 else Text("not open yet", "dim")
     table.add_row("Volume", volume)

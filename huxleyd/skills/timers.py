@@ -277,6 +277,14 @@ class TimersSkill:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
 
+    def next_alert_in_s(self) -> float | None:
+        """Seconds until the soonest timer or reminder is due (<= 0: due, not yet
+        heard); None when there is none, or only reminders waiting for the wall
+        clock. The daemon will not reboot for updates across one (control/reboot.py)."""
+        reading = self._read()
+        dues = [reading.due_in_s(alarm) for alarm in self._alarms.values()]
+        return min((d for d in dues if d is not None), default=None)
+
     async def fire_due(self) -> int:
         """Announce everything due by now in one turn; delete it once heard.
 

@@ -276,8 +276,12 @@ class FocusManager:
         """Return once the ``on_patience_expired`` callbacks in flight, and the
         evictions that follow them, are done."""
         await asyncio.sleep(0)  # a timer that just fired starts its callback
-        while self._expiring:
-            await asyncio.gather(*list(self._expiring), return_exceptions=True)
+        # Only the unfinished ones: a finished task leaves the set by a done
+        # callback that runs on a later loop pass, and from Python 3.12 on
+        # gather() of finished tasks returns without yielding to the loop, so
+        # waiting "while the set is not empty" would spin forever.
+        while pending := [task for task in self._expiring if not task.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     # -- reads (on the loop) ---------------------------------------------
 

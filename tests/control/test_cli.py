@@ -553,7 +553,7 @@ def test_the_readme_lists_every_huxleyctl_command() -> None:
     from huxleyd.control.cli import build_parser
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    listed = re.search(r"`huxleyctl ((?:[a-z]+\|)+[a-z]+)`", readme)
+    listed = re.search(r"`huxleyctl ((?:[a-z-]+\|)+[a-z-]+)`", readme)
     assert listed is not None, "the README's `huxleyctl a|b|c` line"
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

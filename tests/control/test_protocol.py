@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from huxleyd.control.errors import ControlProtocolError
 from huxleyd.control.protocol import (
     MAX_LINE_BYTES,
+    MAX_NESTING,
     MAX_SAY_CHARS,
     Command,
     DoneReply,
@@ -266,8 +267,17 @@ def test_a_lone_surrogate_is_refused_by_name(surrogate: str) -> None:
     ErrorReply(7, str(caught.value)).encode()  # the refusal itself can be sent
 
 
-@pytest.mark.parametrize("depth", [1_000, 5_000, 100_000])
+@pytest.mark.parametrize("depth", [MAX_NESTING - 1, 1_000, 5_000, 100_000])
 def test_deep_nesting_is_refused_by_name(depth: int) -> None:
+    # The request object and "args" are two levels: MAX_NESTING - 1 lists is one too many.
+    # (The parser's own limit differs between Python versions; ours does not.)
     line = '{"id": 1, "cmd": "say", "args": {"text": ' + "[" * depth + "]" * depth + "}}"
     with pytest.raises(ControlProtocolError, match=r"too deeply|longer than"):
         parse_request(line.encode())
+
+
+def test_nesting_up_to_the_limit_is_read() -> None:
+    depth = MAX_NESTING - 2  # + the request and its "args"
+    line = '{"id": 1, "cmd": "say", "args": {"text": ' + "[" * depth + "]" * depth + "}}"
+    with pytest.raises(ControlProtocolError, match="'text' expected a non-empty string"):
+        parse_request(line.encode())  # parsed whole: refused for its type, not its depth

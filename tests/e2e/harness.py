@@ -197,15 +197,18 @@ def write_config(
     provider_kind: str = "openai",
     provider_lines: str = "",
     extra_tables: str = "",
+    persona_lines: str = "",
 ) -> Path:
     """Write ``huxleyd.toml`` and the persona; ``skill_config`` maps a skill to
     the TOML lines of its table (``{"memos": "max_seconds = 5"}``);
-    ``extra_tables`` are whole tables appended (``[wake]``…)."""
+    ``extra_tables`` are whole tables appended (``[wake]``…); ``persona_lines``
+    are more persona tables (``[updates]\nreboot = "never"``)."""
     (tmp / "personas").mkdir(exist_ok=True)
     extra = skill_config or {}
     skill_tables = "\n".join(f"[skills.{s}]\n{extra.get(s, '')}" for s in skills)
     (tmp / "personas" / "default.toml").write_text(
         f'name = "Test"\ntimezone = "Europe/Madrid"\ninstructions = "Be brief."\n{skill_tables}\n'
+        f"{persona_lines}\n"
     )
     path = tmp / "huxleyd.toml"
     if "silent_response_timeout_s" not in provider_lines:
@@ -249,6 +252,8 @@ class Rig:
         sim_speed: float | None = None,
         skill_retry_delays_s: tuple[float, ...] | None = None,
         extra_tables: str = "",
+        persona_lines: str = "",
+        reboot_flag: Path | None = None,
     ) -> None:
         """``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
         ``math.inf`` sends each reply's audio in one burst, as a fast link does)."""
@@ -261,8 +266,11 @@ class Rig:
         self.skill_config = skill_config
         self.skill_retry_delays_s = skill_retry_delays_s
         self.provider_lines = provider_lines
-        self.extra_tables = extra_tables
         """Extra TOML lines of ``[provider]`` (``transcription_model = "…"``)."""
+        self.extra_tables = extra_tables
+        self.persona_lines = persona_lines
+        self.reboot_flag = reboot_flag or tmp / "no-reboot-required"
+        """The daemon's ``/run/reboot-required`` (never the host's)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
         # Lockstep: a loaded machine must not leave gaps a Pi would not.
         self.backend = LockstepWavBackend(keep_speaker=True)
@@ -295,6 +303,7 @@ class Rig:
                 provider_kind=self.kind,
                 provider_lines=self.provider_lines,
                 extra_tables=self.extra_tables,
+                persona_lines=self.persona_lines,
             )
         )
         self.runtime = Runtime(
@@ -307,6 +316,7 @@ class Rig:
                 notifier=self.notifier,
                 env={},
                 skill_retry_delays_s=self.skill_retry_delays_s,
+                reboot_flag=self.reboot_flag,
             ),
         )
         await self.runtime.start()

@@ -5,7 +5,12 @@ security updates, and what first boot's failure report is wired to."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from datetime import datetime
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTFS = REPO / "image/rootfs"
@@ -13,6 +18,11 @@ ROOTFS = REPO / "image/rootfs"
 
 def unit_values(path: Path, section: str, key: str) -> list[str]:
     """Every value of ``key`` in ``[section]`` of a systemd unit file, split on spaces."""
+    return [word for value in unit_lines(path, section, key) for word in value.split()]
+
+
+def unit_lines(path: Path, section: str, key: str) -> list[str]:
+    """Every assignment of ``key`` in ``[section]``, whole (an empty one resets a list)."""
     values: list[str] = []
     current = ""
     for raw in path.read_text().splitlines():
@@ -20,7 +30,7 @@ def unit_values(path: Path, section: str, key: str) -> list[str]:
         if line.startswith("["):
             current = line.strip("[]")
         elif current == section and line.startswith(f"{key}="):
-            values += line.split("=", 1)[1].split()
+            values.append(line.split("=", 1)[1])
     return values
 
 
@@ -53,7 +63,7 @@ def test_nothing_answers_the_lan_that_need_not() -> None:
     )
 
 
-def test_security_updates_only_and_no_reboot_by_themselves() -> None:
+def test_security_updates_only_and_unattended_upgrades_never_reboots() -> None:
     packages = (REPO / "image/packages.txt").read_text().split()
     assert "unattended-upgrades" in packages
     periodic = (ROOTFS / "etc/apt/apt.conf.d/20auto-upgrades").read_text()
@@ -63,7 +73,88 @@ def test_security_updates_only_and_no_reboot_by_themselves() -> None:
     assert "#clear Unattended-Upgrade::Origins-Pattern;" in ours
     origins = re.findall(r'^\s*"(origin=[^"]*)";', ours, re.M)
     assert origins == ["origin=Debian,codename=${distro_codename}-security,label=Debian-Security"]
-    assert 'Unattended-Upgrade::Automatic-Reboot "false";' in ours
+    assert 'Unattended-Upgrade::Automatic-Reboot "false";' in ours  # huxleyd-reboot.timer does
+
+
+def test_apt_reads_our_policy_over_debians_own(tmp_path: Path) -> None:
+    """apt-config itself, over trixie's real 50unattended-upgrades (fetched through
+    the image's arm64 apt): our file replaces Debian's origins with the security
+    one alone, and leaves rebooting to huxleyd-reboot.timer."""
+    if shutil.which("apt-config") is None or shutil.which("dpkg-deb") is None:
+        pytest.skip("no apt-config/dpkg-deb on this machine")
+    fetch = subprocess.run(
+        ["sh", "-c", f'. image/arm64-apt.sh && arm64_apt "{tmp_path}/apt" && '
+         f'cd "{tmp_path}" && apt-get -qq download unattended-upgrades'],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if fetch.returncode == 77:
+        pytest.skip(f"the archive cannot be reached: {fetch.stderr.strip()[:200]}")
+    assert fetch.returncode == 0, fetch.stderr
+    (deb,) = tmp_path.glob("unattended-upgrades_*.deb")
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "x")], check=True)
+    parts = tmp_path / "apt.conf.d"  # as on the device: the package's postinst copies it
+    parts.mkdir()
+    shutil.copy(tmp_path / "x/usr/share/unattended-upgrades/50unattended-upgrades", parts)
+    for name in ("20auto-upgrades", "52huxleyd-unattended-upgrades"):
+        shutil.copy(ROOTFS / "etc/apt/apt.conf.d" / name, parts)
+    only = tmp_path / "only.conf"
+    only.write_text(f'Dir::Etc::parts "{parts}";\nDir::Etc::main "/dev/null";\n')
+    dump = subprocess.run(
+        ["apt-config", "dump"], env={"APT_CONFIG": str(only), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    origins = [line for line in dump if line.startswith("Unattended-Upgrade::Origins-Pattern::")]
+    assert origins == [
+        "Unattended-Upgrade::Origins-Pattern:: "
+        '"origin=Debian,codename=${distro_codename}-security,label=Debian-Security";'
+    ]
+    assert 'Unattended-Upgrade::Automatic-Reboot "false";' in dump
+    assert 'APT::Periodic::Unattended-Upgrade "1";' in dump
+    # What writes the flag huxleyd-reboot.service waits for: its kernel hook.
+    hook = (tmp_path / "x/etc/kernel/postinst.d/unattended-upgrades").read_text()
+    assert "touch /var/run/reboot-required" in hook
+
+
+def calendar_hours(spec: str) -> set[int]:
+    """The hours at which ``spec`` elapses over two days (systemd-analyze itself)."""
+    out = subprocess.run(
+        ["systemd-analyze", "calendar", "--iterations=100", spec],
+        env={"TZ": "UTC", "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    stamps = re.findall(r"(?:Next elapse|Iter\. #\d+): \w+ (\S+ \S+)", out)
+    assert len(stamps) == 100, out
+    return {datetime.strptime(s, "%Y-%m-%d %H:%M:%S").hour for s in stamps}
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
+def test_reboots_are_tried_at_night_after_the_nights_upgrade() -> None:
+    system = ROOTFS / "etc/systemd/system"
+    timer = system / "huxleyd-reboot.timer"
+    (when,) = unit_lines(timer, "Timer", "OnCalendar")
+    assert calendar_hours(when) == {2, 3, 4, 5}
+    assert unit_values(timer, "Timer", "Persistent") == ["false"]  # never made up by day
+    assert unit_values(timer, "Install", "WantedBy") == ["timers.target"]
+    service = system / "huxleyd-reboot.service"
+    assert unit_values(service, "Unit", "ConditionPathExists") == ["/run/reboot-required"]
+    assert unit_values(service, "Service", "ExecStart") == [
+        "/usr/local/bin/huxleyctl",
+        "reboot-if-idle",
+    ]
+    # The upgrade runs at 01:00-01:30, so its reboot falls in the same night.
+    upgrade = system / "apt-daily-upgrade.timer.d/huxleyd.conf"
+    assert unit_lines(upgrade, "Timer", "OnCalendar")[0] == ""  # drops Debian's 06:00
+    (at,) = unit_lines(upgrade, "Timer", "OnCalendar")[1:]
+    assert calendar_hours(at) == {1}
+    assert unit_values(upgrade, "Timer", "RandomizedDelaySec") == ["30m"]
+    assert re.search(r"^systemctl enable .*huxleyd-reboot\.timer", _customize(), re.M)
+    # The boot test turns the shipped persona's line to "never" with sed.
+    shipped = (REPO / "config/personas/default.toml").read_text()
+    assert re.search(r'^reboot = "when_idle"$', shipped, re.M)
+    assert 's/^reboot = "when_idle"$/reboot = "never"/' in (REPO / "image/selftest.sh").read_text()
+
+
+def _customize() -> str:
+    return (REPO / "image/customize.sh").read_text()
 
 
 def test_the_base_is_trixie() -> None:

@@ -308,3 +308,16 @@ def test_the_system_clock_trusts_the_wall_clock_only_on_evidence(tmp_path: Path)
     configured = system_clock_for({"time_sync_flag": str(tmp_path / "elsewhere")})
     (tmp_path / "elsewhere").touch()
     assert configured.wall_plausible()
+
+
+async def test_next_alert_is_the_soonest_timer_or_reminder_and_none_without() -> None:
+    # What the daemon asks before a reboot for updates (control/reboot.py).
+    clock = FakeSystemClock(START)
+    skill, _ = await started(clock)
+    assert skill.next_alert_in_s() is None
+    await call(skill, "set_timer", seconds=600, label="tea")
+    await call(skill, "set_reminder", time="12:05", text="call mum")
+    assert skill.next_alert_in_s() == pytest.approx(300.0)
+    clock.advance(minutes=6)  # the reminder is due, not yet heard
+    assert skill.next_alert_in_s() == pytest.approx(-60.0)
+    await skill.teardown()
