@@ -30,13 +30,14 @@ from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
 from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock, WallClockWatch
-from huxleyd.config import Config, PersonaString
+from huxleyd.config.load import Config, PersonaString
+from huxleyd.config.preflight import preflight
+from huxleyd.config.setupreport import setup_failure
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
-from huxleyd.preflight import preflight
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.providers.events import (
     Event,
@@ -46,9 +47,8 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.setupreport import setup_failure
-from huxleyd.skillevents import ClientEvents
-from huxleyd.skillhost import ToolOutcome
+from huxleyd.skillhost.events import ClientEvents
+from huxleyd.skillhost.host import ToolOutcome
 from huxleyd.turns.coordinator import Activity, Coordinator
 from huxleyd.turns.state import TurnOutcome, TurnRecord
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor

@@ -5,7 +5,7 @@ Everything the user hears and everything the model hears passes through here.
 Audio at every interface is PCM16 little-endian mono 24 kHz (``bytes``);
 devices run at their own rate and the engine resamples at its edges.
 
-This ``__init__`` imports nothing heavy (``huxleyd.config`` imports
+This ``__init__`` imports nothing heavy (``huxleyd.config.load`` imports
 :mod:`huxleyd.audio.settings`); import from the submodules named below.
 
 Building and running (``huxleyd.audio.factory``, ``huxleyd.audio.engine``)::

@@ -232,7 +232,7 @@ class ConnectionState(enum.StrEnum):
     """A fatal error (bad URL, wrong model); ``run`` raises."""
     SETUP_FAILED = "setup_failed"
     """The image's first boot could not apply the setup file: no connection
-    is tried; the device says so on every press (:mod:`huxleyd.setupreport`)."""
+    is tried; the device says so on every press (:mod:`huxleyd.config.setupreport`)."""
     CLOSED = "closed"
     """``close`` was called; ``run`` returned."""
 

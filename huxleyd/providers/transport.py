@@ -21,8 +21,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from huxleyd.clock import Clock, MonotonicClock
+from huxleyd.config.keyfile import parse_key
 from huxleyd.errors import ConfigError, ProviderConnectionError
-from huxleyd.keyfile import parse_key
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import (
     Capabilities,
@@ -61,7 +61,7 @@ connection (``provider.stall_timeout_s``)."""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
-    """The API key in ``path`` (one token, see :func:`huxleyd.keyfile.parse_key`).
+    """The API key in ``path`` (one token, see :func:`huxleyd.config.keyfile.parse_key`).
     Never log the result.
 
     Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is

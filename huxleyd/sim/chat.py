@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from huxleyd.audio.pcm import WavFormatError, parse_wav
+from huxleyd.config.schema import bounds, build
 from huxleyd.errors import ConfigError
 from huxleyd.providers.cascade.settings import CascadeSettings
-from huxleyd.settings_schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
 from huxleyd.sim.loopback import StartsAndCloses

@@ -51,7 +51,7 @@ from huxleyd.degraded import Degraded, Problem
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
@@ -212,7 +212,7 @@ class Coordinator:
         if self.proactive.press():
             return  # on a claim, the button hangs up
         if self._setup_failed:
-            # Never a turn: the device is not set up (huxleyd.setupreport).
+            # Never a turn: the device is not set up (huxleyd.config.setupreport).
             log.info("press_while_setup_failed")
             self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._outputs.show(Activity.OFFLINE)

@@ -22,7 +22,7 @@ from huxleyd.app.parts import Overrides, Parts
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.errors import StorageError
 from huxleyd.providers.base import ConnectionState
 from huxleyd.sim.scenario import Scenario

@@ -11,7 +11,7 @@ import pytest
 
 from huxleyd.app.parts import Overrides, Parts
 from huxleyd.app.runtime import Runtime
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.control.watch import WatchEvent
 from huxleyd.providers.events import (
     Event,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.config.schema import build
 from huxleyd.errors import ConfigError
 from huxleyd.providers.base import InterruptAcceptance
 from huxleyd.providers.cascade.provider import CascadeConnection
@@ -22,7 +23,6 @@ from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
-from huxleyd.settings_schema import build
 
 
 def test_openai_and_sim_kinds_speak_openai_ga() -> None:
