@@ -37,13 +37,13 @@ from huxleyd.app.control import RuntimeControl
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.config.load import load_config
 from huxleyd.control.render import watch_text
 from huxleyd.control.server import ControlServer
 from huxleyd.control.watch import WatchEvent
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import add_log_file, setup
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.base import ConnectionState
 from huxleyd.turns.outputs import Activity
 

@@ -65,7 +65,7 @@ Earcons (``huxleyd.audio.earcons``)::
 
     sounds = load_earcons(directory)             # {Earcon.LISTEN_START: pcm, ...}
 
-PCM vocabulary, for every layer (``huxleyd.audio.pcm``)::
+PCM vocabulary, for every layer (``huxleyd.pcm``)::
 
     RATE_HZ, BYTES_PER_MS                        # 24000, 48: the contract between components
     bytes_to_ms(n, rate_hz) / ms_to_bytes(ms, rate_hz) / samples_to_ms / ms_to_samples

@@ -42,9 +42,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.pcm import ms_to_bytes
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.closes import NOT_FOUND_FOR_NOW, CloseVerdict, gemini_close

@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.core import dumps
 
 INPUT_RATE_HZ = 16_000

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.core import excerpt, parse_json_object
 
 # GA ``audio/pcm`` is 24 kHz only (the schema's rate is ``Literal[24000]``): the

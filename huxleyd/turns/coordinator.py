@@ -44,11 +44,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from huxley_sdk import AudioStream
-from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.audio.types import Earcon
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.logs import get_logger
+from huxleyd.pcm import ms_to_bytes
 from huxleyd.providers.base import ConnectionState, ProviderSession
 from huxleyd.providers.events import Event
 from huxleyd.skillhost.host import SkillHost

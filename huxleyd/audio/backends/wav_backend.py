@@ -26,9 +26,9 @@ import numpy as np
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
-from huxleyd.audio.pcm import Int16Array, pcm16_view, period_frames, read_wav, resample
 from huxleyd.audio.ring import SampleRing
 from huxleyd.errors import AudioDeviceError, AudioError
+from huxleyd.pcm import Int16Array, pcm16_view, period_frames, read_wav, resample
 
 _RECORD_BLOCK_S = 10
 

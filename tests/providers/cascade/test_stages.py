@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from huxleyd.audio.pcm import wav_bytes
 from huxleyd.config.schema import build
 from huxleyd.errors import ConfigError, ProviderError
+from huxleyd.pcm import wav_bytes
 from huxleyd.providers.cascade.asr import CommandTranscriber
 from huxleyd.providers.cascade.factory import create_cascade_connection, create_chat_model
 from huxleyd.providers.cascade.llm import token_limit_parameter
