@@ -492,7 +492,7 @@ class Runtime:
             retry_in_s=status.retry_in_s,
             detail=status.detail,
         )
-        self.parts.coordinator.on_connection(state, status.attempt)
+        self.parts.coordinator.on_connection(state, status.attempt, status.ended)
         if state is ConnectionState.SETUP_FAILED:
             self._show_leds(LedState.ERROR)
         elif state.unreachable:

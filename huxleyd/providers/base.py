@@ -265,18 +265,44 @@ def failure_state(failures: int) -> ConnectionState:
     return ConnectionState.RECONNECTING
 
 
+class EndReason(enum.StrEnum):
+    """Why the provider ended a session (or refused to start one), as the
+    provider's core understood it (:mod:`huxleyd.providers.closes`). The text is
+    the journal's ``why=`` field. What the user hears about it is the turn
+    layer's choice (:func:`huxleyd.turns.cues.failure_cue`), never the provider's."""
+
+    SESSION_CAP = "session_cap"
+    KEY_REFUSED = "key_refused"
+    MODEL_REFUSED = "model_refused"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    SERVER_GOING_AWAY = "server_going_away"
+    CONNECTION_LOST = "connection_lost"
+    GO_AWAY = "go_away"
+    RESUMPTION_REFUSED = "resumption_refused"
+    SERVER_REFUSED_FOR_NOW = "server_refused_for_now"
+    NOT_FOUND_FOR_NOW = "not_found_for_now"
+    SETUP_REFUSED = "setup_refused"
+    SERVER_ERROR = "server_error"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    REQUEST_REFUSED = "request_refused"
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectionStatus:
     """One report of the connection state.
 
     ``attempt`` counts the tries that failed in a row (0 once connected);
-    ``retry_in_s`` is the wait before the next try; ``detail`` says why.
+    ``retry_in_s`` is the wait before the next try; ``detail`` says why, in
+    words; ``ended`` is why the provider ended the last session when its core
+    could tell (a FAILED or a renewing CONNECTING report), else None.
     """
 
     state: ConnectionState
     attempt: int = 0
     retry_in_s: float | None = None
     detail: str = ""
+    ended: EndReason | None = None
 
 
 class ReplyListener(Protocol):

@@ -326,7 +326,9 @@ class ProviderConnection(SessionReports):
                         "provider_session_renew", why=verdict.reason, problem=verdict.detail
                     )
                     self._report(
-                        ConnectionStatus(ConnectionState.CONNECTING, detail=verdict.reason)
+                        ConnectionStatus(
+                            ConnectionState.CONNECTING, detail=verdict.reason, ended=verdict.reason
+                        )
                     )
                     policy.reset()
                     continue
@@ -429,13 +431,9 @@ class ProviderConnection(SessionReports):
 
     def _fail_verdict(self, verdict: CloseVerdict) -> NoReturn:
         detail = f"{verdict.reason}: {verdict.detail}"
-        self._report(ConnectionStatus(ConnectionState.FAILED, detail=detail))
+        self._report(ConnectionStatus(ConnectionState.FAILED, detail=detail, ended=verdict.reason))
         self._log.error(
-            "provider_session_refused",
-            url=self._url,
-            why=verdict.reason,
-            problem=verdict.detail,
-            cue=verdict.cue,
+            "provider_session_refused", url=self._url, why=verdict.reason, problem=verdict.detail
         )
         raise ProviderConnectionError(f"cannot use provider at {self._url}: {detail}")
 

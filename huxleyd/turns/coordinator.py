@@ -49,10 +49,11 @@ from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.logs import get_logger
 from huxleyd.pcm import ms_to_bytes
-from huxleyd.providers.base import ConnectionState, ProviderSession
+from huxleyd.providers.base import ConnectionState, EndReason, ProviderSession
 from huxleyd.providers.events import Event
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.capture import MicCapture
+from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
@@ -361,7 +362,9 @@ class Coordinator:
             return
         self._replies.on_event(event)
 
-    def on_connection(self, state: ConnectionState, attempt: int = 0) -> None:
+    def on_connection(
+        self, state: ConnectionState, attempt: int = 0, ended: EndReason | None = None
+    ) -> None:
         """The transport's connection state (``connected``, ``offline``…).
 
         Leaving ``connected`` ends a reply in progress: a response that was
@@ -388,9 +391,10 @@ class Coordinator:
             log.warning("provider_stalled_heard")
         if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
-            # the log line names what to change.
-            self._outputs.earcon(Earcon.ERROR, before_speech=False)
-            log.error("provider_failed")
+            # the transport's log line names what to change; ``ended`` is why.
+            cue = failure_cue(ended, self._earcons)
+            self._outputs.earcon(cue, before_speech=False)
+            log.error("provider_failed", why=ended, cue=cue)
         if state is ConnectionState.KEY_REFUSED and not self._key_refused:
             self._key_refused = True
             # Said once, not on every slow retry: "the key was refused".

@@ -24,7 +24,7 @@ from websockets.http11 import Response
 
 from huxleyd.errors import ProviderConnectionError
 from huxleyd.providers import closes
-from huxleyd.providers.base import ConnectionState, RealtimeProtocol
+from huxleyd.providers.base import ConnectionState, EndReason, RealtimeProtocol
 from huxleyd.providers.closes import CloseAction
 from huxleyd.providers.events import SessionReady
 from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
@@ -96,6 +96,7 @@ async def test_gemini_refusing_a_shut_down_model_is_fatal_and_names_the_replacem
     assert NEWEST_LIVE in str(caught.value)
     assert connections == [1]
     assert rec.states[-1].state is ConnectionState.FAILED
+    assert rec.states[-1].ended is EndReason.MODEL_REFUSED  # why, typed, for the turn layer
     assert sleep.delays == []
 
 
@@ -248,7 +249,7 @@ def test_gemini_close_table(
         code, reason, ready=ready, resumed=resumed, go_away=False, model=GONE_MODEL
     )
     assert (verdict.action, verdict.reason) == (action, why)
-    assert (verdict.cue is not None) == (action is CloseAction.FATAL)
+    assert isinstance(verdict.reason, EndReason)  # a provider says why, not what is heard
 
 
 @pytest.mark.parametrize(
