@@ -1,7 +1,7 @@
 """Configuration: ``huxleyd.toml`` and the persona parsed once, and what the start checks.
 
 Imports nothing, so a subsystem's settings module can import
-:mod:`huxleyd.config.schema` (a leaf) without loading the rest. In order, from
+:mod:`huxleyd.schema` (a leaf) without loading the rest. In order, from
 the leaves up: ``schema`` (typed TOML → frozen dataclasses), ``files`` and
 ``keyfile`` (what a file may hold and who can read it), ``persona_defaults``,
 ``control_socket`` (``[control]``), ``load`` (``load_config``: every table, the

@@ -23,11 +23,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.config.control_socket import ControlSettings
 from huxleyd.config.persona_defaults import check_language, with_defaults
-from huxleyd.config.schema import build
 from huxleyd.errors import ConfigError
 from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.settings import HardwareSettings
 from huxleyd.providers.settings import ProviderSettings
+from huxleyd.schema import build
 
 DEFAULT_CONFIG_PATH = Path("/etc/huxleyd/huxleyd.toml")
 

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 
 from huxleyd.audio.earcons import load_earcons
 from huxleyd.config.files import Reader, check_directory, check_file
-from huxleyd.config.keyfile import ParsedKey, is_blank, parse_key
 from huxleyd.config.load import Config
 from huxleyd.config.preflight_io import check_devices
 from huxleyd.errors import AudioError, ConfigError, SkillCollisionError, SkillError
 from huxleyd.providers.cascade.settings import CascadeSettings
+from huxleyd.providers.keyfile import ParsedKey, is_blank, parse_key
 from huxleyd.skillhost.host import SkillHost, installed_skills
 from huxleyd.skillhost.sources import Installed
 
@@ -86,7 +86,7 @@ def key_source(
     """The key file the daemon uses: ``--key-file``, the systemd credential, ``provider.key_file``.
 
     A credential with no token (the installer creates an empty one; blank
-    lines or a lone BOM count as empty, as :func:`~huxleyd.config.keyfile.is_blank`
+    lines or a lone BOM count as empty, as :func:`~huxleyd.providers.keyfile.is_blank`
     says) means "no key yet" and falls through, as the daemon does.
     """
     environ = os.environ if env is None else env
@@ -149,7 +149,7 @@ def preflight(
 
 def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> ParsedKey:
     """``path`` is a key file ``reader`` can read, holding one token: the same
-    :func:`~huxleyd.config.keyfile.parse_key` the start reads it with."""
+    :func:`~huxleyd.providers.keyfile.parse_key` the start reads it with."""
     # Emptiness is the token's question: parse_key answers it in the start's words.
     check_file(path, file=file, key=key, reader=reader, what="the API key", non_empty=False)
     try:

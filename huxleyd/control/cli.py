@@ -243,8 +243,8 @@ def resolve_socket(socket_arg: Path | None, config_path: Path) -> ControlSetting
 
 def _control_settings_from(path: Path, fallback: ControlSettings) -> ControlSettings:
     from huxleyd.config.load import load_config, read_toml, resolve_paths
-    from huxleyd.config.schema import build
     from huxleyd.errors import ConfigError
+    from huxleyd.schema import build
 
     try:
         return load_config(path).control

@@ -34,9 +34,9 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from huxleyd.config.files import Reader, owner_and_mode
-from huxleyd.config.keyfile import parse_key
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError, HuxleydError
+from huxleyd.providers.keyfile import parse_key
 from huxleyd.skillhost.sdkcheck import SDK_DISTRIBUTION, sdk_problem
 
 MIN_FREE_BYTES = 100 * 1024 * 1024

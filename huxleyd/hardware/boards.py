@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from huxleyd.config.schema import bounds, build
 from huxleyd.errors import ConfigError
+from huxleyd.schema import bounds, build
 
 LedKind = Literal["none", "led", "pwmled", "rgbled", "apa102"]
 

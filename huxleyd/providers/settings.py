@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from huxleyd.config.schema import bounds
 from huxleyd.providers.base import DIALECTS, Dialect
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.models import DEFAULT_MODELS
+from huxleyd.schema import bounds
 
 ProviderKind = Literal["openai", "xai", "gemini", "sim", "cascade"]
 """What ``provider.kind`` may be. ``sim`` is the built-in simulator;

@@ -21,7 +21,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.config.keyfile import parse_key
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import (
@@ -41,6 +40,7 @@ from huxleyd.providers.closes import (
 )
 from huxleyd.providers.core import SansIOCore
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
+from huxleyd.providers.keyfile import parse_key
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
@@ -61,7 +61,7 @@ connection (``provider.stall_timeout_s``)."""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
-    """The API key in ``path`` (one token, see :func:`huxleyd.config.keyfile.parse_key`).
+    """The API key in ``path`` (one token, see :func:`huxleyd.providers.keyfile.parse_key`).
     Never log the result.
 
     Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is

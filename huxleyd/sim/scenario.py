@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from huxleyd.config.schema import bounds, build
 from huxleyd.errors import ConfigError
+from huxleyd.schema import bounds, build
 
 DEFAULT_REPLY = (
     "This is the huxleyd simulator, not an AI. My script has nothing more for this turn."

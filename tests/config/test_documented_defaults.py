@@ -62,7 +62,7 @@ def test_every_value_the_shipped_config_shows_is_the_codes_default() -> None:
     # "Every key is optional; the value shown is the default": each value set in
     # the file, read as the daemon reads it, equals what the code uses without it.
     from huxleyd.config.load import resolve_paths
-    from huxleyd.config.schema import build
+    from huxleyd.schema import build
 
     table = tomllib.loads(SHIPPED.read_text())
     base = Path("/etc/huxleyd")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config.schema import build
 from huxleyd.errors import ConfigError
 from huxleyd.hardware.boards import available_boards, load_board
 from huxleyd.hardware.settings import HardwareSettings
+from huxleyd.schema import build
 
 HW = Path(__file__).resolve().parents[2] / "hw"
 

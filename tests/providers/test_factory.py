@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config.schema import build
 from huxleyd.errors import ConfigError
 from huxleyd.providers.base import InterruptAcceptance
 from huxleyd.providers.cascade.provider import CascadeConnection
@@ -23,6 +22,7 @@ from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.schema import build
 
 
 def test_openai_and_sim_kinds_speak_openai_ga() -> None:

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from huxleyd.config.schema import build
 from huxleyd.errors import ConfigError, ProviderError
 from huxleyd.pcm import wav_bytes
 from huxleyd.providers.cascade.asr import CommandTranscriber
@@ -24,6 +23,7 @@ from huxleyd.providers.cascade.factory import create_cascade_connection, create_
 from huxleyd.providers.cascade.llm import token_limit_parameter
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.cascade.tts import CommandSynthesizer, ElevenLabsSynthesizer, TextQueue
+from huxleyd.schema import build
 
 PY = sys.executable
 
