@@ -23,7 +23,7 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,27 +38,6 @@ def bounds(minimum: float | None = None, maximum: float | None = None) -> dict[s
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
-
-
-def _describe(tp: Any) -> str:
-    if tp in _TYPE_NAMES:
-        return _TYPE_NAMES[tp]
-    if tp is Path:
-        return "a path string"
-    origin = typing.get_origin(tp)
-    if origin is typing.Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return "one of " + ", ".join(repr(m.value) for m in tp)
-    if origin is tuple:
-        return f"a list of {_describe(typing.get_args(tp)[0])}"
-    if origin is dict:
-        return f"a table of {_describe(typing.get_args(tp)[1])}"
-    if dataclasses.is_dataclass(tp):
-        return "a table"
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in typing.get_args(tp))
-    return str(tp)
 
 
 def _type_name(value: object) -> str:
@@ -77,88 +56,179 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any]) -> Any:
-    def wrong() -> ConfigError:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _At:
+    """Where a value sits: the file, its dotted key, and its field's metadata."""
+
+    file: str
+    key: str
+    meta: Mapping[str, Any]
+
+    def below(self, key: str) -> _At:
+        return _At(self.file, key, self.meta)
+
+    def wrong(self, tp: Any, value: object) -> ConfigError:
         return ConfigError(
-            file, key, f"expected {_describe(tp)}, got {_type_name(value)} {value!r}"
+            self.file, self.key, f"expected {_describe(tp)}, got {_type_name(value)} {value!r}"
         )
 
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Kind:
+    """One kind of field type: how a TOML value becomes it, and how a message names it."""
+
+    convert: Callable[[Any, Any, _At], Any]
+    describe: Callable[[Any], str]
+
+
+def _describe(tp: Any) -> str:
+    return _kind(tp).describe(tp)
+
+
+def _convert(value: Any, tp: Any, *, file: str, key: str, meta: Mapping[str, Any]) -> Any:
+    return _kind(tp).convert(value, tp, _At(file, key, meta))
+
+
+def _to_union(value: Any, tp: Any, at: _At) -> Any:
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    errors: list[ConfigError] = []
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _kind(arg).convert(value, arg, at)
+        except ConfigError as exc:
+            errors.append(exc)
+    if len(errors) == 1:  # ``X | None``: X's own message (a bound, a NUL) says more
+        raise errors[0]
+    raise at.wrong(tp, value)
+
+
+def _to_literal(value: Any, tp: Any, at: _At) -> Any:
+    if value not in typing.get_args(tp):
+        raise at.wrong(tp, value)
+    return value
+
+
+def _to_enum(value: Any, tp: Any, at: _At) -> Any:
+    try:
+        return tp(value)
+    except ValueError:
+        raise at.wrong(tp, value) from None
+
+
+def _to_bool(value: Any, tp: Any, at: _At) -> Any:
+    if not isinstance(value, bool):
+        raise at.wrong(tp, value)
+    return value
+
+
+def _span(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
+
+
+def _to_number(value: Any, tp: Any, at: _At) -> Any:
+    # TOML's true is no number; an int field takes no float (1.5 or 1.0).
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise at.wrong(tp, value)
+    if tp is int and not isinstance(value, int):
+        raise at.wrong(tp, value)
+    number = tp(value)
+    low, high = at.meta.get("min"), at.meta.get("max")
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise ConfigError(at.file, at.key, f"expected a value {_span(low, high)}, got {value!r}")
+    return number
+
+
+def _to_text(value: Any, tp: Any, at: _At) -> Any:
+    if not isinstance(value, str) or (tp is Path and not value):
+        raise at.wrong(tp, value)
+    if "\x00" in value:  # no name, path or text of ours can hold one (the OS refuses it)
+        raise ConfigError(at.file, at.key, "expected text without a NUL character (\\u0000)")
+    return value if tp is str else Path(value)
+
+
+def _to_tuple(value: Any, tp: Any, at: _At) -> Any:
+    if not isinstance(value, list):
+        raise at.wrong(tp, value)
+    item = typing.get_args(tp)[0]
+    convert = _kind(item).convert
+    return tuple(convert(v, item, at.below(f"{at.key}[{i}]")) for i, v in enumerate(value))
+
+
+def _to_dict(value: Any, tp: Any, at: _At) -> Any:
+    if not isinstance(value, dict):
+        raise at.wrong(tp, value)
+    key_tp, value_tp = typing.get_args(tp)
+    keys = {k: _dict_key(k, key_tp, file=at.file, key=at.key) for k in value}
+    if value_tp is Any:
+        return {keys[k]: v for k, v in value.items()}
+    convert = _kind(value_tp).convert
+    return {keys[k]: convert(v, value_tp, at.below(f"{at.key}.{k}")) for k, v in value.items()}
+
+
+def _to_settings(value: Any, tp: Any, at: _At) -> Any:
+    if not isinstance(value, dict):
+        raise at.wrong(tp, value)
+    return build(tp, value, file=at.file, prefix=at.key)
+
+
+def _as_is(value: Any, tp: Any, at: _At) -> Any:
+    return value
+
+
+def _unsupported(value: Any, tp: Any, at: _At) -> Any:
+    raise TypeError(f"settings field {at.key} has unsupported type {tp!r}")
+
+
+def _one_of(tp: Any) -> str:
+    values = (
+        typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else [m.value for m in tp]
+    )
+    return "one of " + ", ".join(repr(v) for v in values)
+
+
+_UNION = _Kind(_to_union, lambda tp: " or ".join(_describe(a) for a in typing.get_args(tp)))
+_LITERAL = _Kind(_to_literal, _one_of)
+_ENUM = _Kind(_to_enum, _one_of)
+_BOOL = _Kind(_to_bool, _TYPE_NAMES.__getitem__)
+_NUMBER = _Kind(_to_number, _TYPE_NAMES.__getitem__)
+_TEXT = _Kind(_to_text, lambda tp: _TYPE_NAMES[tp] if tp is str else "a path string")
+_TUPLE = _Kind(_to_tuple, lambda tp: f"a list of {_describe(typing.get_args(tp)[0])}")
+_DICT = _Kind(_to_dict, lambda tp: f"a table of {_describe(typing.get_args(tp)[1])}")
+_SETTINGS = _Kind(_to_settings, lambda tp: "a table")
+_ANY = _Kind(_as_is, str)
+_UNSUPPORTED = _Kind(_unsupported, str)
+
+
+def _kind(tp: Any) -> _Kind:
+    """The one place a field type is classified: converting and describing agree."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors: list[ConfigError] = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _convert(value, arg, file=file, key=key, meta=meta)
-            except ConfigError as exc:
-                errors.append(exc)
-        if len(errors) == 1:
-            raise errors[0]
-        raise wrong()
+        return _UNION
     if origin is typing.Literal:
-        if value not in typing.get_args(tp):
-            raise wrong()
-        return value
+        return _LITERAL
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(value)
-        except ValueError:
-            raise wrong() from None
+        return _ENUM
     if tp is bool:
-        if not isinstance(value, bool):
-            raise wrong()
-        return value
+        return _BOOL
     if tp is int or tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise wrong()
-        if tp is int and not isinstance(value, int):
-            raise wrong()
-        number = tp(value)
-        low, high = meta.get("min"), meta.get("max")
-        if (low is not None and number < low) or (high is not None and number > high):
-            span = (
-                f"between {low} and {high}"
-                if low is not None and high is not None
-                else (f"at least {low}" if low is not None else f"at most {high}")
-            )
-            raise ConfigError(file, key, f"expected a value {span}, got {value!r}")
-        return number
+        return _NUMBER
     if tp is str or tp is Path:
-        if not isinstance(value, str) or (tp is Path and not value):
-            raise wrong()
-        if "\x00" in value:  # no name, path or text of ours can hold one (the OS refuses it)
-            raise ConfigError(file, key, "expected text without a NUL character (\\u0000)")
-        return value if tp is str else Path(value)
+        return _TEXT
     if origin is tuple:
-        if not isinstance(value, list):
-            raise wrong()
-        item_tp = typing.get_args(tp)[0]
-        return tuple(
-            _convert(v, item_tp, file=file, key=f"{key}[{i}]", meta=meta)
-            for i, v in enumerate(value)
-        )
+        return _TUPLE
     if origin is dict:
-        if not isinstance(value, dict):
-            raise wrong()
-        key_tp, value_tp = typing.get_args(tp)
-        keys = {k: _dict_key(k, key_tp, file=file, key=key) for k in value}
-        if value_tp is Any:
-            return {keys[k]: v for k, v in value.items()}
-        return {
-            keys[k]: _convert(v, value_tp, file=file, key=f"{key}.{k}", meta=meta)
-            for k, v in value.items()
-        }
+        return _DICT
     if tp is Any:
-        return value
+        return _ANY
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if not isinstance(value, dict):
-            raise wrong()
-        return build(tp, value, file=file, prefix=key)
-    raise TypeError(f"settings field {key} has unsupported type {tp!r}")
+        return _SETTINGS
+    return _UNSUPPORTED
 
 
 def _dict_key(name: str, tp: Any, *, file: str, key: str) -> Any:
