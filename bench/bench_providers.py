@@ -16,7 +16,7 @@ import timeit
 from collections.abc import Callable
 
 from bench import Row
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 
 FRAME_MS = 20
 PCM = bytes(range(256)) * (FRAME_MS * 48 // 256) + bytes(FRAME_MS * 48 % 256)

@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 from huxleyd.providers.base import Capabilities, ConnectionStatus, RealtimeProtocol, Session
 from huxleyd.providers.events import Event
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import DIALECTS, KIND_DEFAULTS, Dialect, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeProtocol
 
 
 def _cascade_capabilities() -> Capabilities:

@@ -1,6 +1,6 @@
 """OpenAI Realtime (GA) wire helpers: client frames out, field access in.
 
-Layer: pure functions, no state, no I/O. :mod:`openai_protocol` keeps the
+Layer: pure functions, no state, no I/O. :mod:`openai_core` keeps the
 state and decides what to send; this module knows the JSON shapes (GA names:
 ``session.type = "realtime"``, ``audio.input.format``, ``output_audio``…).
 Every frame built here validates against the official

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from huxleyd.logs import JournalFieldsHandler
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.sim.scenario import ErrorSpec, ResponseSpec, Scenario, TurnSpec
 from huxleyd.sim.server import SimDialect
 from tests.e2e.harness import Rig, scenario_skill_installed, until

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from huxleyd.providers.base import ConnectionState, ConnectionStatus, RealtimeProtocol
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.transport import ProviderConnection
 

@@ -17,7 +17,7 @@ import pytest
 from huxleyd.app.control import RuntimeControl
 from huxleyd.control.render import provider_link_in_words
 from huxleyd.providers.base import ConnectionState
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnOutcome, TurnState

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from huxleyd.providers.base import RealtimeProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.sim import wire
 from huxleyd.sim.validate import validate_client_event
 

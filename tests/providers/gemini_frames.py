@@ -8,7 +8,7 @@ import base64
 import json
 from typing import Any
 
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
 from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,

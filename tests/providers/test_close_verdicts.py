@@ -27,8 +27,8 @@ from huxleyd.providers import closes
 from huxleyd.providers.base import ConnectionState, EndReason, RealtimeProtocol
 from huxleyd.providers.closes import CloseAction
 from huxleyd.providers.events import SessionReady
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.retry import RETRYABLE, classify
 from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep

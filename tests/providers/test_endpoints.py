@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from huxleyd.providers.base import RealtimeProtocol
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeProtocol
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,11 @@ from huxleyd.providers.factory import (
     create_protocol,
     protocol_for,
 )
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeProtocol
 from huxleyd.schema import build
 
 

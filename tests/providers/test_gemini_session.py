@@ -15,7 +15,7 @@ from typing import Any
 from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.events import ProviderErrorEvent, ResponseDone, SessionReady
 from huxleyd.providers.factory import create_protocol
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import scenario_from_dict

@@ -29,11 +29,11 @@ from huxleyd.clock import ManualClock
 from huxleyd.providers.base import ConnectionState, RealtimeProtocol
 from huxleyd.providers.closes import GEMINI_CONNECTION_CAP_S, OPENAI_SESSION_CAP_S
 from huxleyd.providers.events import ResponseDone, ResponseStatus, SessionReady
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeProtocol
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
 from tests.providers import frames

@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 from huxleyd.providers.events import AudioChunk, ResponseDone, ResponseStarted
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.sim import wire
 from tests.providers import frames
 from tests.providers.frames import ready_core, sent
 
-REQUEST_TAG_KEY = "huxleyd_request"  # openai_protocol.REQUEST_TAG_KEY
+REQUEST_TAG_KEY = "huxleyd_request"  # openai_core.REQUEST_TAG_KEY
 PCM = b"\x01\x00" * 240
 
 

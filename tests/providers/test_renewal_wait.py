@@ -18,7 +18,7 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from huxleyd.clock import ManualClock
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, SessionReady
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
 from huxleyd.providers.renewal import RENEW_MARGIN_S
 from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep

@@ -23,7 +23,7 @@ from huxleyd.providers.events import (
     SessionReady,
     ToolCall,
 )
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeProtocol
 from huxleyd.sim.xai_session import XaiOutbox, default_session
 from huxleyd.sim.xai_validate import validate_xai_client_event
 from tests.providers import frames

@@ -19,7 +19,7 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT, XaiRealtimeProtocol
+from huxleyd.providers.xai_core import CANCELLED_OUTPUT, XaiRealtimeProtocol
 from huxleyd.sim import wire
 from huxleyd.sim.xai_validate import validate_xai_client_event
 from tests.providers import frames

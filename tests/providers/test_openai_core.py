@@ -27,7 +27,7 @@ from huxleyd.providers.events import (
     ToolCall,
     TranscriptDone,
 )
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeProtocol
 from huxleyd.sim import wire
 from tests.providers import frames
 from tests.providers.frames import TOOLS, ready_core, sent

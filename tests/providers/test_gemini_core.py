@@ -26,8 +26,8 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT
+from huxleyd.providers.gemini_core import GeminiLiveProtocol
+from huxleyd.providers.xai_core import CANCELLED_OUTPUT
 from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
 )
