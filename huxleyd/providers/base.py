@@ -2,7 +2,7 @@
 the session every connection offers and the states it reports.
 
 Layer: pure logic, no I/O, no asyncio. A provider core implements
-:class:`RealtimeProtocol`; the transport (:mod:`huxleyd.providers.transport`)
+:class:`RealtimeCore`; the transport (:mod:`huxleyd.providers.transport`)
 moves its frames over a websocket; the coordinator speaks only the commands
 of :class:`ProviderCommands` and reads :mod:`~huxleyd.providers.events`, and
 branches on :class:`Capabilities`, never on a provider's name. The daemon
@@ -11,7 +11,7 @@ it through :class:`ConnectionStatus` reports.
 
 Who implements what::
 
-    RealtimeProtocol  (sans-I/O cores: openai, xai, gemini)
+    RealtimeCore  (sans-I/O cores: openai, xai, gemini)
     Session           transport.ProviderConnection   (websocket + a core)
                       cascade.provider.CascadeConnection (ASR → LLM → TTS)
 """
@@ -154,7 +154,7 @@ class ProviderSession(ProviderCommands, Protocol):
 
 
 @runtime_checkable
-class RealtimeProtocol(ProviderCommands, Protocol):
+class RealtimeCore(ProviderCommands, Protocol):
     """A sans-I/O provider core: frames in, events and frames out.
 
     The transport drives it::

@@ -107,7 +107,7 @@ class _Config:
         return json.dumps([self.instructions, self.declarations, self.voice], sort_keys=True)
 
 
-class GeminiLiveProtocol(SansIOCore):
+class GeminiLiveCore(SansIOCore):
     """Gemini Live, push-to-talk, PCM16 16 kHz in / 24 kHz out, with session resumption."""
 
     capabilities = GEMINI_CAPABILITIES

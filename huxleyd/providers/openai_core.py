@@ -1,8 +1,8 @@
 """The sans-I/O OpenAI Realtime (GA) core.
 
 Layer: pure protocol logic. No asyncio, no sockets: the transport feeds
-received frames to :meth:`OpenAIRealtimeProtocol.receive` and sends what
-:meth:`~OpenAIRealtimeProtocol.messages_to_send` hands out. The coordinator
+received frames to :meth:`OpenAIRealtimeCore.receive` and sends what
+:meth:`~OpenAIRealtimeCore.messages_to_send` hands out. The coordinator
 gives commands (:class:`~huxleyd.providers.base.ProviderCommands`) and reads
 provider-neutral events.
 
@@ -56,7 +56,7 @@ READER_INSTRUCTIONS = (
 )
 
 
-class OpenAIRealtimeProtocol(OpenAIDialectCore):
+class OpenAIRealtimeCore(OpenAIDialectCore):
     """OpenAI Realtime GA, push-to-talk (turn detection off), PCM16 24 kHz.
 
     ``transcription_model`` (e.g. ``"gpt-4o-mini-transcribe"``) turns on

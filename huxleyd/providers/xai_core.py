@@ -58,7 +58,7 @@ XAI_CAPABILITIES = Capabilities(
 )
 
 
-class XaiRealtimeProtocol(OpenAIDialectCore):
+class XaiRealtimeCore(OpenAIDialectCore):
     """xAI voice agent, push-to-talk (``turn_detection: null``), PCM16 24 kHz."""
 
     capabilities = XAI_CAPABILITIES

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.providers.base import RealtimeProtocol
+from huxleyd.providers.base import RealtimeCore
 from huxleyd.providers.events import (
     AudioChunk,
     Event,
@@ -41,7 +41,7 @@ def frames(dialect: str) -> list[str]:
     return [line for line in lines if line.strip()]
 
 
-def replay(dialect: str) -> tuple[RealtimeProtocol, list[Event]]:
+def replay(dialect: str) -> tuple[RealtimeCore, list[Event]]:
     core = protocol_for(dialect)  # type: ignore[arg-type]
     core.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
     core.connection_url("wss://example.invalid/", "model")
