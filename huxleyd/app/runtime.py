@@ -41,7 +41,6 @@ from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.providers.events import (
     Event,
-    ResponseDone,
     Role,
     ToolCall,
     TranscriptDelta,
@@ -171,11 +170,9 @@ class Runtime:
         self._task_handles: dict[str, SupervisedTask] = {}
         self._stopping = False
         self._log_tap = FeedLogTap(self.feed)
-        self._said_parts: dict[str, list[str]] = {}
         self._said_turn: dict[str, str | None] = {}
         """The turn each reply item began in: a reply cut by a barge-in ends
         (its transcript, its response.done) when the next turn has begun."""
-        """Assistant transcript deltas per item, until its final transcript."""
 
     @property
     def parts(self) -> Parts:
@@ -408,22 +405,13 @@ class Runtime:
         """The transport's events: to the coordinator, and what a person can
         follow (transcripts, tool calls) to ``huxleyctl watch``."""
         if isinstance(event, TranscriptDelta) and event.role is Role.ASSISTANT:
-            # Some providers (Gemini) never send a final assistant transcript.
             self._said_turn.setdefault(event.item_id, self._current_turn())
-            self._said_parts.setdefault(event.item_id, []).append(event.text)
         elif isinstance(event, TranscriptDone):
-            self._said_parts.pop(event.item_id, None)
+            # Every core ends a reply's transcript with one (Gemini's from its parts).
             turn = self._said_turn.pop(event.item_id, None) or self._current_turn()
             if event.text.strip():
                 kind = "heard" if event.role is Role.USER else "said"
                 self.feed.publish(kind, turn=turn, text=event.text.strip())
-        elif isinstance(event, ResponseDone) and self._said_parts:
-            for item_id, parts in self._said_parts.items():
-                text = "".join(parts).strip()
-                turn = self._said_turn.pop(item_id, None) or self._current_turn()
-                if text:
-                    self.feed.publish("said", turn=turn, text=text)
-            self._said_parts.clear()
         elif isinstance(event, ToolCall):
             self.feed.publish(
                 "tool", turn=self._current_turn(), name=event.name, arguments=event.arguments_json

@@ -95,6 +95,9 @@ class _Turn:
     superseded: bool = False
     had_audio: bool = False
     calls: list[ToolCall] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    """The output transcription so far: Gemini sends no final transcript, so the
+    turn's end reports one (as OpenAI's ``…transcript.done`` does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,6 +501,7 @@ class GeminiLiveCore(SansIOCore):
             turn = self._open_turn()
             if not turn.superseded:
                 self._events.append(TranscriptDelta(Role.ASSISTANT, turn.response_id, text))
+                turn.said.append(text)
                 self._notes.add_text(turn.response_id, text)
         if wire.get(content, "interrupted"):
             self._on_interrupted()
@@ -571,7 +575,12 @@ class GeminiLiveCore(SansIOCore):
             self._turn = None
 
     def _end(self, turn: _Turn, status: ResponseStatus, reason: str | None) -> None:
+        """Report the turn's end: its final transcript first (what was said, also
+        of a reply cut short), then ``ResponseDone``."""
         if turn.reported:
+            if turn.said:
+                text = "".join(turn.said)
+                self._events.append(TranscriptDone(Role.ASSISTANT, turn.response_id, text))
             self._events.append(
                 ResponseDone(turn.response_id, status, tuple(turn.calls), turn.had_audio, reason)
             )

@@ -75,6 +75,19 @@ def test_the_corpus_replays_through_every_core_without_a_protocol_error(
     assert must <= kinds(events), must - kinds(events)
 
 
+@pytest.mark.parametrize("dialect", ["openai", "xai", "gemini"])
+def test_every_core_ends_each_spoken_reply_with_one_final_transcript(dialect: str) -> None:
+    # One path for what the device said: the watch feed reads the final
+    # transcript, whichever provider (Gemini sends none: its core makes it).
+    _, events = replay(dialect)
+    spoken = {
+        e.item_id for e in events if isinstance(e, TranscriptDelta) and e.role is Role.ASSISTANT
+    }
+    done = [e.item_id for e in events if isinstance(e, TranscriptDone) and e.role is Role.ASSISTANT]
+    assert spoken, "the corpus has no spoken reply"
+    assert sorted(done) == sorted(spoken)
+
+
 def test_openai_corpus_events_in_detail() -> None:
     _, events = replay("openai")
     assert TranscriptDone(Role.USER, "item_user1", "what time is it") in events

@@ -122,6 +122,7 @@ def test_model_audio_transcripts_and_turn_complete_make_one_response() -> None:
         ResponseStarted(rid),
         AudioChunk(rid, rid, pcm),
         TranscriptDelta(Role.ASSISTANT, rid, "It is"),
+        TranscriptDone(Role.ASSISTANT, rid, "It is"),  # Gemini sends none: the core does
         ResponseDone(rid, ResponseStatus.COMPLETED, (), True, None),
     ]
     core.receive(audio(pcm))
