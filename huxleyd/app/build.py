@@ -152,6 +152,8 @@ async def build(
         degraded=degraded,
         on_degraded=hooks.on_degraded_press,
     )
+    # The session's events go to the coordinator straight, not through the root.
+    connection.subscribe(coordinator.on_provider_event)
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
     if overrides.pin_factory is not None:

@@ -402,8 +402,10 @@ class Runtime:
         return turn.turn_id if turn is not None else None
 
     def on_provider_event(self, event: Event) -> None:
-        """The transport's events: to the coordinator, and what a person can
-        follow (transcripts, tool calls) to ``huxleyctl watch``."""
+        """What a person can follow of the session's events (transcripts, tool
+        calls), to ``huxleyctl watch``. The coordinator subscribes to the
+        session itself (``build``): this handler relays nothing, and a failing
+        feed costs the coordinator no event."""
         if isinstance(event, TranscriptDelta) and event.role is Role.ASSISTANT:
             self._said_turn.setdefault(event.item_id, self._current_turn())
         elif isinstance(event, TranscriptDone):
@@ -416,7 +418,6 @@ class Runtime:
             self.feed.publish(
                 "tool", turn=self._current_turn(), name=event.name, arguments=event.arguments_json
             )
-        self.parts.coordinator.on_provider_event(event)
 
     def on_tool_outcome(self, outcome: ToolOutcome) -> None:
         effect = outcome.side_effect

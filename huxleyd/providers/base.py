@@ -324,8 +324,9 @@ class Session(ProviderSession, VerbatimReader, Protocol):
     Implemented by :class:`~huxleyd.providers.transport.ProviderConnection`
     (a websocket around a sans-I/O core) and
     :class:`~huxleyd.providers.cascade.provider.CascadeConnection`. Events
-    go to the ``on_event`` callback given at construction, states to
-    ``on_state`` (:class:`ConnectionStatus`); both are called on the loop.
+    go to the ``on_event`` callback given at construction and to each handler
+    added by :meth:`subscribe` (the coordinator: nothing relays them), states
+    to ``on_state`` (:class:`ConnectionStatus`); all are called on the loop.
 
     Lifecycle: ``task = create_task(session.run())``; commands from the
     loop; ``renew()`` between turns when ``session_age_s()`` nears the
@@ -341,6 +342,9 @@ class Session(ProviderSession, VerbatimReader, Protocol):
     def status(self) -> ConnectionStatus:
         """The last state reported to ``on_state``."""
         ...
+
+    def subscribe(self, on_event: Callable[[Event], None]) -> None:
+        """Also hand every event to ``on_event``, after the handlers before it."""
 
     async def run(self) -> None:
         """Connect and stay connected until :meth:`close`; raises on a fatal error."""
@@ -372,8 +376,8 @@ class Session(ProviderSession, VerbatimReader, Protocol):
 
 class SessionReports:
     """What every :class:`Session` shares: its URL, its last status, and
-    callbacks that cannot break it (an exception in ``on_event`` or
-    ``on_state`` is logged, and the session goes on)."""
+    callbacks that cannot break it (an exception in an event handler or in
+    ``on_state`` is logged, and the session and the other handlers go on)."""
 
     def __init__(
         self,
@@ -384,7 +388,7 @@ class SessionReports:
         logger: EventLogger,
     ) -> None:
         self._url = url
-        self._on_event = on_event
+        self._on_event = [on_event]
         self._on_state = on_state
         self._log = logger
         self._status = ConnectionStatus(ConnectionState.CONNECTING)
@@ -409,11 +413,15 @@ class SessionReports:
     def status(self) -> ConnectionStatus:
         return self._status
 
+    def subscribe(self, on_event: Callable[[Event], None]) -> None:
+        self._on_event.append(on_event)
+
     def _emit(self, event: Event) -> None:
-        try:
-            self._on_event(event)
-        except Exception:
-            self._log.exception("provider_event_handler_failed", event=type(event).__name__)
+        for handler in self._on_event:
+            try:
+                handler(event)
+            except Exception:
+                self._log.exception("provider_event_handler_failed", event=type(event).__name__)
 
     def _report(self, status: ConnectionStatus) -> None:
         self._status = status

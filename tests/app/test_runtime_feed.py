@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,13 +31,10 @@ class _Turn:
 
 @dataclass
 class _Coordinator:
-    """Just what the feed reads: the turn under way, and where events go on."""
+    """Just what the feed reads: the turn under way (the coordinator gets the
+    session's events from the session itself, not from the runtime)."""
 
     turn: _Turn | None = None
-    events: list[Event] = field(default_factory=list)
-
-    def on_provider_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 @dataclass
