@@ -25,11 +25,11 @@ setup: $(VENV)/.installed
 # A venv set up before can have lost our SDK since (`pip install huxley-sdk`
 # by hand puts Huxley's in its place): then the stamp no longer counts, and
 # setup says so and runs again (step 4 puts ours back).
-SDK_BROKEN = $(shell test -f $(VENV)/.installed && ! $(PY) -m huxleyd.sdkcheck >/dev/null 2>&1 && echo yes)
+SDK_BROKEN = $(shell test -f $(VENV)/.installed && ! $(PY) -m huxleyd.skillhost.sdkcheck >/dev/null 2>&1 && echo yes)
 
 .PHONY: sdk-broken
 sdk-broken:
-	@$(PY) -m huxleyd.sdkcheck || echo "setup: reinstalling, the venv's huxley_sdk is not ours"
+	@$(PY) -m huxleyd.skillhost.sdkcheck || echo "setup: reinstalling, the venv's huxley_sdk is not ours"
 
 # Re-run when the dependency list changes; system packages first, because
 # PyAudio compiles against PortAudio and systemd-python against libsystemd.
@@ -62,7 +62,7 @@ run: setup
 # A scripted conversation that plays by itself (chime, a tool, music ducking
 # under speech), narrated here; to the sound card, else var/demo/speaker.wav.
 demo: setup
-	$(PY) -m huxleyd.demo --dir var/demo
+	$(PY) -m huxleyd.app.demo --dir var/demo
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import Row
-from huxleyd.argcheck import check_arguments
 from huxleyd.providers.cascade.codeprompt import parse_reply, render_tools_prompt
 from huxleyd.providers.cascade.llm import native_tools
+from huxleyd.skillhost.argcheck import check_arguments
 from huxleyd.skills.audiobooks import AudiobooksSkill
 from huxleyd.skills.memos import MemosSkill
 from huxleyd.skills.radio import RadioSkill

@@ -16,7 +16,7 @@ import timeit
 from collections.abc import Callable
 
 from bench import Row
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 
 FRAME_MS = 20
 PCM = bytes(range(256)) * (FRAME_MS * 48 // 256) + bytes(FRAME_MS * 48 % 256)
@@ -41,7 +41,7 @@ def _delta_frame(pcm: bytes) -> str:
 
 
 def _parse_rows() -> list[Row]:
-    core = OpenAIRealtimeProtocol()
+    core = OpenAIRealtimeCore()
     core.connection_opened()
     frame = _delta_frame(PCM)
 
@@ -66,7 +66,7 @@ def _parse_rows() -> list[Row]:
 
 
 def _append_rows() -> list[Row]:
-    core = OpenAIRealtimeProtocol()
+    core = OpenAIRealtimeCore()
     core.connection_opened()
 
     def with_core() -> object:

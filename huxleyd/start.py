@@ -1,7 +1,7 @@
 """The ``huxleyd`` console script: check the SDK, then start the daemon.
 
 Everything under :mod:`huxleyd.app` imports ``huxley_sdk``; when that is
-missing or is not ours (:mod:`huxleyd.sdkcheck`), the admin gets one line
+missing or is not ours (:mod:`huxleyd.skillhost.sdkcheck`), the admin gets one line
 naming what is in its place and the repair, not an ``ImportError``
 traceback. It exits 1: a restart cannot repair it, and systemd's start
 limit ends the loop as "failed" with that line in the journal.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from huxleyd.sdkcheck import sdk_problem
+from huxleyd.skillhost.sdkcheck import sdk_problem
 
 EXIT_BROKEN_SDK = 1
 

@@ -1,8 +1,8 @@
 """``make mutate``: mutation testing of named modules with their mirrored tests.
 
-    make mutate MODULES="huxleyd/preflight.py huxleyd/control/server.py"
+    make mutate MODULES="huxleyd/config/preflight.py huxleyd/control/server.py"
     make mutate                 # the modules this branch changed against main
-    make mutate MODULES=huxleyd/preflight.py TESTS="tests/test_preflight.py tests/config"
+    make mutate MODULES=huxleyd/config/preflight.py TESTS="tests/test_preflight.py tests/config"
 
 mutmut (3.x) reads its settings from the ``pyproject.toml`` of the folder
 it runs in and copies the code into ``mutants/`` there. So each run gets a

@@ -48,3 +48,35 @@ def test_the_scan_finds_a_collision_within_a_package_only(tmp_path: Path) -> Non
         (tmp_path / rel).write_text(body)
     found = collisions(sorted(tmp_path.rglob("*.py")), tmp_path)
     assert found == {"turns/Activity": ["turns/focus.py", "turns/outputs.py"]}
+
+
+def misnamed_protocols(files: list[Path], base: Path) -> list[str]:
+    """``file:Name`` for each class named ``…Protocol`` that is not a ``typing.Protocol``.
+
+    "Protocol" once named both the ports (``typing.Protocol``) and the
+    providers' sans-I/O wire cores; the cores are ``…Core`` now."""
+    found: list[str] = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Protocol"):
+                bases = {ast.unparse(b) for b in node.bases}
+                if not bases & {"Protocol", "typing.Protocol"}:
+                    found.append(f"{path.relative_to(base).as_posix()}:{node.name}")
+    return sorted(found)
+
+
+def test_only_typing_protocols_are_named_protocol() -> None:
+    assert misnamed_protocols(sorted(PACKAGE.rglob("*.py")), PACKAGE) == []
+
+
+def test_the_scan_finds_a_core_named_protocol(tmp_path: Path) -> None:
+    (tmp_path / "core.py").write_text(
+        "from typing import Protocol\n"
+        "class SansIOCore: ...\n"
+        "class OpenAIRealtimeProtocol(SansIOCore): ...\n"
+        "class ClassifiesProtocol(Protocol): ...\n"
+    )
+    assert misnamed_protocols([tmp_path / "core.py"], tmp_path) == [
+        "core.py:OpenAIRealtimeProtocol"
+    ]

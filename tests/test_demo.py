@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_demo_plays_and_narrates_every_step(tmp_path: Path) -> None:
     demo = tmp_path / "demo"
     done = subprocess.run(
-        [sys.executable, "-m", "huxleyd.demo", "--dir", str(demo), "--speed", "4"],
+        [sys.executable, "-m", "huxleyd.app.demo", "--dir", str(demo), "--speed", "4"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -64,7 +64,7 @@ class Index:
     """What the source defines, by AST."""
 
     modules: dict[str, set[str]] = field(default_factory=dict)
-    """Dotted module name (``huxleyd.audio.pcm``) → its top-level names."""
+    """Dotted module name (``huxleyd.pcm``) → its top-level names."""
     classes: defaultdict[str, list[tuple[set[str], list[str]]]] = field(
         default_factory=lambda: defaultdict(list)
     )

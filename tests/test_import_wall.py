@@ -43,7 +43,7 @@ def test_sdk_imports_nothing_of_the_runtime() -> None:
 def test_the_wall_catches_a_skill_that_imports_the_runtime() -> None:
     bad = ROOT / "tests" / "fixtures" / "bad_skill" / "bad_skill.py"
     assert wall_violations([bad]) == [
-        "tests/fixtures/bad_skill/bad_skill.py:6 imports huxleyd.storage"
+        "tests/fixtures/bad_skill/bad_skill.py:6 imports huxleyd.storage.db"
     ]
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from huxleyd.audio.types import Earcon
 from huxleyd.clock import ManualClock
-from huxleyd.config import PersonaString, load_persona
+from huxleyd.config.load import PersonaString, load_persona
 from huxleyd.control.handler import StatusReport
 from huxleyd.control.protocol import ResultReply, parse_reply
 from huxleyd.errors import ConfigError

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
+from huxleyd.config.preflight import CREDENTIAL_NAME, key_source, preflight
 from huxleyd.errors import ConfigError
-from huxleyd.keyfile import BOM
-from huxleyd.preflight import CREDENTIAL_NAME, key_source, preflight
+from huxleyd.providers.keyfile import BOM
 from tests.config.test_check_config import ROOT, fails, write
 
 

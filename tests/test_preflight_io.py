@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config import Config, load_config
-from huxleyd.errors import ConfigError
-from huxleyd.files import Reader
-from huxleyd.preflight_io import (
+from huxleyd.config.files import Reader
+from huxleyd.config.load import Config, load_config
+from huxleyd.config.preflight_io import (
     check_audio,
     check_devices,
     check_state_directory,
     socket_path_problem,
 )
+from huxleyd.errors import ConfigError
 from tests.config.fuzzcases import write_base
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from huxleyd.errors import StorageError
-from huxleyd.storage import MIGRATIONS, Database, FileSecrets
+from huxleyd.storage.db import MIGRATIONS, Database, FileSecrets
 
 
 async def test_settings_are_namespaced_per_skill(tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from huxleyd.storage import Database
+    from huxleyd.storage.db import Database
 
     async def main() -> None:
         db = await Database.open(Path(sys.argv[1]))

@@ -18,5 +18,5 @@ Read it in this order:
 
 Behaviour lives in the layers; nothing here decides a turn, mixes audio or
 speaks a protocol. Nothing outside this package imports it, except the
-demo (:mod:`huxleyd.demo`) and the tests, which run the real daemon.
+demo (:mod:`huxleyd.app.demo`) and the tests, which run the real daemon.
 """

@@ -43,7 +43,8 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock
-from huxleyd.config import Config
+from huxleyd.config.load import Config
+from huxleyd.config.preflight import KeySource, Preflight
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.errors import AudioError
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
@@ -55,16 +56,15 @@ from huxleyd.hardware.led_drivers import make_led_driver
 from huxleyd.hardware.led_patterns import LedState, limits_from_settings
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
-from huxleyd.preflight import KeySource, Preflight
 from huxleyd.providers.base import ConnectionStatus
 from huxleyd.providers.events import Event
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import read_api_key
-from huxleyd.skillevents import ClientEvents
-from huxleyd.skillhost import SkillHost, ToolOutcome
-from huxleyd.storage import Database, FileSecrets
-from huxleyd.storage_recovery import open_or_recover
+from huxleyd.skillhost.events import ClientEvents
+from huxleyd.skillhost.host import SkillHost, ToolOutcome
+from huxleyd.storage.db import Database, FileSecrets
+from huxleyd.storage.recovery import open_or_recover
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.outputs import Activity
@@ -108,7 +108,7 @@ async def build(
     """Every part, opened and wired; what was opened is in ``resources`` even when
     this raises half-way (the caller closes it). What runs degraded (a database
     moved aside or in memory) is reported to ``degraded``. ``setup_failure``: the
-    image's setup failed (:mod:`huxleyd.setupreport`): no simulator, no key."""
+    image's setup failed (:mod:`huxleyd.config.setupreport`): no simulator, no key."""
     db_path = config.storage.database_path(config.daemon.persona)
     opened = await asyncio.to_thread(open_or_recover, db_path)
     db = opened.db
@@ -168,6 +168,8 @@ async def build(
         muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
         on_mute=hooks.on_mute,
     )
+    # The session's events go to the coordinator straight, not through the root.
+    connection.subscribe(coordinator.on_provider_event)
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
     if overrides.pin_factory is not None:
@@ -307,7 +309,7 @@ def load_earcons(config: Config) -> dict[str, bytes]:
 
 
 def read_key(source: KeySource | None) -> str | None:
-    """The API key from the file :func:`~huxleyd.preflight.key_source` chose (None: no key)."""
+    """The API key from the file :func:`~huxleyd.config.preflight.key_source` chose (None: no key)."""
     if source is None:
         return None
     return read_api_key(source.path, key=source.key)
@@ -342,7 +344,7 @@ async def provider_target(
     """The real provider with a key, else the built-in simulator (started here).
 
     Neither when the image's setup failed: the daemon then says so instead of
-    answering (:mod:`huxleyd.setupreport`), and no connection is made.
+    answering (:mod:`huxleyd.config.setupreport`), and no connection is made.
     """
     provider = config.provider
     if setup_failure is not None:

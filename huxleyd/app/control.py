@@ -19,7 +19,7 @@ from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
 from huxleyd.clock import WallClockWatch
-from huxleyd.config import Config, PersonaString
+from huxleyd.config.load import Config, PersonaString
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError

@@ -6,7 +6,7 @@ skills (``reconfigure``); see :meth:`~huxleyd.app.runtime.Runtime.reload`.
 
 This module only wires; behaviour lives in the layers it connects.
 ``huxleyd --check-config`` does everything the start does short of opening
-devices and the network (:func:`huxleyd.preflight.preflight`), then exits 0
+devices and the network (:func:`huxleyd.config.preflight.preflight`), then exits 0
 (valid, with what it found) or 78 (the problem, one line naming the file,
 the key and what was expected), as the start does. Run as root, it checks
 that the service user can read every file.
@@ -25,9 +25,14 @@ from typing import Any
 
 from huxleyd import __version__
 from huxleyd.app.control import RuntimeControl
+from huxleyd.app.firstrun import next_steps
+from huxleyd.app.native_stderr import NativeStderr
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
-from huxleyd.config import DEFAULT_CONFIG_PATH, Config, load_config
+from huxleyd.config.files import Reader
+from huxleyd.config.load import DEFAULT_CONFIG_PATH, Config, load_config
+from huxleyd.config.preflight import preflight
+from huxleyd.config.preflight_io import check_socket_path
 from huxleyd.control.server import ControlServer
 from huxleyd.errors import (
     ConfigError,
@@ -36,12 +41,7 @@ from huxleyd.errors import (
     SkillNotInstalledError,
     SkillShapeError,
 )
-from huxleyd.files import Reader
-from huxleyd.firstrun import next_steps
 from huxleyd.logs import LOG_FILE_NAME, add_log_file, get_logger, running_under_systemd, setup
-from huxleyd.native_stderr import NativeStderr
-from huxleyd.preflight import preflight
-from huxleyd.preflight_io import check_socket_path
 
 log = get_logger("huxleyd.daemon")
 

@@ -20,13 +20,13 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.control.reboot import REBOOT_REQUIRED
+from huxleyd.config.preflight import Preflight
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.pins import PinFactory
-from huxleyd.preflight import Preflight
 from huxleyd.providers.base import Session
-from huxleyd.skillhost import SkillHost
-from huxleyd.storage import Database
+from huxleyd.skillhost.host import SkillHost
+from huxleyd.storage.db import Database
 from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.instructions import SessionInstructions
 
@@ -67,7 +67,7 @@ class Parts:
     """
 
     checked: Preflight
-    """What :func:`~huxleyd.preflight.preflight` found (the key file used…)."""
+    """What :func:`~huxleyd.config.preflight.preflight` found (the key file used…)."""
     db: Database
     engine: AudioEngine
     audio_description: str

@@ -2,7 +2,7 @@
 
 Layer: wiring (reads files; no asyncio). :func:`read_for_reload` parses
 ``huxleyd.toml``, the persona and the board profile as the start does
-(:func:`~huxleyd.config.load_config`), checks every loaded skill's new table
+(:func:`~huxleyd.config.load.load_config`), checks every loaded skill's new table
 against its schema, and returns a :class:`ReloadPlan`; any error, whatever
 the bytes or the nesting of a file, raises :class:`~huxleyd.errors.ConfigError`
 and nothing of the running configuration changes. The runtime then applies
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from huxleyd.config import Config, Persona, load_config, load_persona
+from huxleyd.config.load import Config, Persona, load_config, load_persona
 from huxleyd.errors import ConfigError
-from huxleyd.skillhost import SkillHost, check_config
-from huxleyd.skillsources import SOURCE_KEY, skill_config
+from huxleyd.skillhost.host import SkillHost, check_config
+from huxleyd.skillhost.sources import SOURCE_KEY, skill_config
 
 LIVE_KEYS = frozenset({"daemon.log_level", "provider.tool_timeout_s", "provider.voice"})
 """Keys of ``huxleyd.toml`` a reload applies to the running daemon."""

@@ -30,26 +30,25 @@ from huxleyd.app.parts import Overrides, Parts, Resources, call_closer
 from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock, WallClockWatch
-from huxleyd.config import Config, PersonaString
+from huxleyd.config.load import Config, PersonaString
+from huxleyd.config.preflight import preflight
+from huxleyd.config.setupreport import setup_failure
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.handsfree.mutefile import mute_path, write_muted
 from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
-from huxleyd.preflight import preflight
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.providers.events import (
     Event,
-    ResponseDone,
     Role,
     ToolCall,
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.setupreport import setup_failure
-from huxleyd.skillevents import ClientEvents
-from huxleyd.skillhost import ToolOutcome
+from huxleyd.skillhost.events import ClientEvents
+from huxleyd.skillhost.host import ToolOutcome
 from huxleyd.turns.coordinator import Activity, Coordinator
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
@@ -174,11 +173,9 @@ class Runtime:
         self._task_handles: dict[str, SupervisedTask] = {}
         self._stopping = False
         self._log_tap = FeedLogTap(self.feed)
-        self._said_parts: dict[str, list[str]] = {}
         self._said_turn: dict[str, str | None] = {}
         """The turn each reply item began in: a reply cut by a barge-in ends
         (its transcript, its response.done) when the next turn has begun."""
-        """Assistant transcript deltas per item, until its final transcript."""
 
     @property
     def parts(self) -> Parts:
@@ -408,30 +405,22 @@ class Runtime:
         return turn.turn_id if turn is not None else None
 
     def on_provider_event(self, event: Event) -> None:
-        """The transport's events: to the coordinator, and what a person can
-        follow (transcripts, tool calls) to ``huxleyctl watch``."""
+        """What a person can follow of the session's events (transcripts, tool
+        calls), to ``huxleyctl watch``. The coordinator subscribes to the
+        session itself (``build``): this handler relays nothing, and a failing
+        feed costs the coordinator no event."""
         if isinstance(event, TranscriptDelta) and event.role is Role.ASSISTANT:
-            # Some providers (Gemini) never send a final assistant transcript.
             self._said_turn.setdefault(event.item_id, self._current_turn())
-            self._said_parts.setdefault(event.item_id, []).append(event.text)
         elif isinstance(event, TranscriptDone):
-            self._said_parts.pop(event.item_id, None)
+            # Every core ends a reply's transcript with one (Gemini's from its parts).
             turn = self._said_turn.pop(event.item_id, None) or self._current_turn()
             if event.text.strip():
                 kind = "heard" if event.role is Role.USER else "said"
                 self.feed.publish(kind, turn=turn, text=event.text.strip())
-        elif isinstance(event, ResponseDone) and self._said_parts:
-            for item_id, parts in self._said_parts.items():
-                text = "".join(parts).strip()
-                turn = self._said_turn.pop(item_id, None) or self._current_turn()
-                if text:
-                    self.feed.publish("said", turn=turn, text=text)
-            self._said_parts.clear()
         elif isinstance(event, ToolCall):
             self.feed.publish(
                 "tool", turn=self._current_turn(), name=event.name, arguments=event.arguments_json
             )
-        self.parts.coordinator.on_provider_event(event)
 
     def on_tool_outcome(self, outcome: ToolOutcome) -> None:
         effect = outcome.side_effect
@@ -507,7 +496,7 @@ class Runtime:
             retry_in_s=status.retry_in_s,
             detail=status.detail,
         )
-        self.parts.coordinator.on_connection(state, status.attempt)
+        self.parts.coordinator.on_connection(state, status.attempt, status.ended)
         if state is ConnectionState.SETUP_FAILED:
             self._show_leds(LedState.ERROR)
         elif state.unreachable:

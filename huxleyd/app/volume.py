@@ -12,7 +12,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import PersistentVolume, open_volume
 from huxleyd.logs import get_logger
 from huxleyd.skills.system import VOLUME_KEY
-from huxleyd.storage import Database
+from huxleyd.storage.db import Database
 
 log = get_logger("huxleyd.audio")
 

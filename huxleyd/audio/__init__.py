@@ -5,7 +5,7 @@ Everything the user hears and everything the model hears passes through here.
 Audio at every interface is PCM16 little-endian mono 24 kHz (``bytes``);
 devices run at their own rate and the engine resamples at its edges.
 
-This ``__init__`` imports nothing heavy (``huxleyd.config`` imports
+This ``__init__`` imports nothing heavy (``huxleyd.config.load`` imports
 :mod:`huxleyd.audio.settings`); import from the submodules named below.
 
 Building and running (``huxleyd.audio.factory``, ``huxleyd.audio.engine``)::
@@ -65,7 +65,7 @@ Earcons (``huxleyd.audio.earcons``)::
 
     sounds = load_earcons(directory)             # {Earcon.LISTEN_START: pcm, ...}
 
-PCM vocabulary, for every layer (``huxleyd.audio.pcm``)::
+PCM vocabulary, for every layer (``huxleyd.pcm``)::
 
     RATE_HZ, BYTES_PER_MS                        # 24000, 48: the contract between components
     bytes_to_ms(n, rate_hz) / ms_to_bytes(ms, rate_hz) / samples_to_ms / ms_to_samples

@@ -98,7 +98,6 @@ from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.pacing import pacer_for
-from huxleyd.audio.pcm import RATE_HZ, float_to_int16_into, period_frames
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing
 from huxleyd.audio.settings import AudioSettings
@@ -107,6 +106,7 @@ from huxleyd.audio.timed import TimedOutput
 from huxleyd.audio.types import SOURCES, DeviceState, SourceName
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
+from huxleyd.pcm import RATE_HZ, float_to_int16_into, period_frames
 
 Reporter = Callable[[Any], None]
 """An asyncio-side callback the thread hands an event to (state, fault, crash)."""

@@ -16,7 +16,8 @@ import numpy as np
 from huxleyd.audio.backends.base import DeviceFormat
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.levels import LevelMeter
-from huxleyd.audio.pcm import (
+from huxleyd.audio.resample import StreamResampler
+from huxleyd.pcm import (
     INT16_SCALE,
     RATE_HZ,
     Float32Array,
@@ -24,7 +25,6 @@ from huxleyd.audio.pcm import (
     float_to_int16_into,
     period_frames,
 )
-from huxleyd.audio.resample import StreamResampler
 
 CAPTURE_RATES_HZ = (24_000, 16_000)
 """Rates a provider may ask the mic to be delivered at."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from huxleyd.audio.pcm import RATE_HZ, read_wav
 from huxleyd.audio.types import OPTIONAL_EARCONS, SHIPPED_EARCONS, Earcon
 from huxleyd.errors import AudioError
+from huxleyd.pcm import RATE_HZ, read_wav
 
 __all__ = ["OPTIONAL_EARCONS", "SHIPPED_EARCONS", "Earcon", "load_earcon", "load_earcons"]
 

@@ -34,7 +34,6 @@ from huxleyd.audio.chains import CAPTURE_RATES_HZ
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
-from huxleyd.audio.pcm import RATE_HZ, db_to_gain, ms_to_samples, period_frames
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing
 from huxleyd.audio.settings import AudioSettings
@@ -43,6 +42,7 @@ from huxleyd.audio.types import SOURCES, DeviceState, EngineStats, MicFrame, Sou
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.logs import get_logger
+from huxleyd.pcm import RATE_HZ, db_to_gain, ms_to_samples, period_frames
 
 log = get_logger("huxleyd.audio")
 

@@ -24,11 +24,11 @@ from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.pacing import ScaledClock
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError
 from huxleyd.logs import get_logger
+from huxleyd.pcm import RATE_HZ
 
 log = get_logger("huxleyd.audio")
 

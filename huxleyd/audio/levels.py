@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from huxleyd.audio.pcm import Float32Array, amplitude_to_dbfs
+from huxleyd.pcm import Float32Array, amplitude_to_dbfs
 
 
 class LevelMeter:

@@ -24,7 +24,7 @@ from types import ModuleType
 import numpy as np
 
 from huxleyd.audio.dsp import KERNEL
-from huxleyd.audio.pcm import Float32Array
+from huxleyd.pcm import Float32Array
 
 
 class SoftLimiter:

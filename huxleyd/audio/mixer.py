@@ -34,10 +34,10 @@ import numpy as np
 from huxleyd.audio.doorbell import Doorbell, Request
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.limiter import SoftLimiter
-from huxleyd.audio.pcm import Float32Array, db_to_gain
 from huxleyd.audio.playout import SourcePlayout
 from huxleyd.audio.ring import SampleRing
 from huxleyd.audio.types import SOURCES, SourceName
+from huxleyd.pcm import Float32Array, db_to_gain
 
 
 class SourceChannel:

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from huxleyd.audio.dsp import KERNEL
-from huxleyd.audio.pcm import Float32Array
+from huxleyd.pcm import Float32Array
 
 _KAISER_BETA = 5.0
 _HALF_LEN_PER_RATIO = 10

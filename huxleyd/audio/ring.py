@@ -30,8 +30,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from huxleyd.audio.pcm import INT16_SCALE, Float32Array, Int16Array
 from huxleyd.audio.types import MicFrame
+from huxleyd.pcm import INT16_SCALE, Float32Array, Int16Array
 
 _TO_FLOAT = np.float32(1.0 / INT16_SCALE)
 

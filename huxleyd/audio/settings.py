@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from huxleyd.settings_schema import bounds
+from huxleyd.schema import bounds
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

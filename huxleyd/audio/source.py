@@ -18,11 +18,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from huxleyd.audio.mixer import SourceChannel
-from huxleyd.audio.pcm import db_to_gain, pcm16_view, samples_to_ms
 from huxleyd.audio.playout import PlayoutTracker
 from huxleyd.audio.ring import AsyncWaker
 from huxleyd.audio.types import SOURCES
 from huxleyd.errors import AudioError
+from huxleyd.pcm import db_to_gain, pcm16_view, samples_to_ms
 
 CutOutput = Callable[[], Sequence[int] | None]
 """Fade the device's output out now; each source's ring position at the fade's end

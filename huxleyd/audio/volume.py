@@ -27,10 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from huxleyd.audio.pcm import db_to_gain
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.errors import AudioDeviceError
 from huxleyd.logs import get_logger
+from huxleyd.pcm import db_to_gain
 
 log = get_logger("huxleyd.audio")
 

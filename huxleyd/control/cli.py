@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import (
     CommandFailedError,
@@ -52,7 +53,6 @@ from huxleyd.control.errors import (
     DaemonUnreachableError,
 )
 from huxleyd.control.protocol import MAX_SAY_CHARS, Command, PttAction
-from huxleyd.control.settings import ControlSettings
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -253,9 +253,9 @@ def resolve_socket(socket_arg: Path | None, config_path: Path) -> ControlSetting
 
 
 def _control_settings_from(path: Path, fallback: ControlSettings) -> ControlSettings:
-    from huxleyd.config import load_config, read_toml, resolve_paths
+    from huxleyd.config.load import load_config, read_toml, resolve_paths
     from huxleyd.errors import ConfigError
-    from huxleyd.settings_schema import build
+    from huxleyd.schema import build
 
     try:
         return load_config(path).control
@@ -425,7 +425,7 @@ def _journal_has_unit(journalctl: str) -> bool:
 
 def _log_file_of(config_path: Path) -> Path | None:
     """The daemon's own log file (``<state_dir>/huxleyd.log``) for ``--config``."""
-    from huxleyd.config import StorageSettings, load_config, read_toml
+    from huxleyd.config.load import StorageSettings, load_config, read_toml
     from huxleyd.errors import ConfigError
     from huxleyd.logs import LOG_FILE_NAME
 
@@ -529,7 +529,7 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
 
 def cmd_skill_package(args: argparse.Namespace) -> int:
     """``skills install|remove``: works on this environment, no daemon needed."""
-    from huxleyd.sdkcheck import sdk_problem
+    from huxleyd.skillhost.sdkcheck import sdk_problem
 
     owner = Path(sys.prefix).stat().st_uid
     if os.geteuid() not in (0, owner):  # a developer's own venv is theirs to change
@@ -563,7 +563,7 @@ def _say_if_sdk_broken(args: argparse.Namespace) -> None:
     """One line when huxley_sdk is not ours (``doctor`` and ``skills install`` say it their way)."""
     if args.command == "doctor" or (args.command == "skills" and args.action == "install"):
         return
-    from huxleyd.sdkcheck import sdk_problem
+    from huxleyd.skillhost.sdkcheck import sdk_problem
 
     problem = sdk_problem()
     if problem is not None:

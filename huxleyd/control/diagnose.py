@@ -17,7 +17,9 @@ from datetime import UTC, date, datetime
 from functools import partial
 from pathlib import Path
 
-from huxleyd.config import Config, load_config
+from huxleyd.config.files import Reader
+from huxleyd.config.load import Config, load_config
+from huxleyd.config.preflight import key_source, preflight
 from huxleyd.control.device_checks import device_checks
 from huxleyd.control.doctor import (
     KeyFacts,
@@ -38,8 +40,6 @@ from huxleyd.control.doctor import (
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.control.reboot import REBOOT_REQUIRED, check_reboot
 from huxleyd.errors import ConfigError, HuxleydError
-from huxleyd.files import Reader
-from huxleyd.preflight import key_source, preflight
 
 Check = Callable[[], DoctorCheck]
 

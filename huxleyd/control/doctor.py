@@ -33,11 +33,11 @@ from datetime import date
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from huxleyd.config.files import Reader, owner_and_mode
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError, HuxleydError
-from huxleyd.files import Reader, owner_and_mode
-from huxleyd.keyfile import parse_key
-from huxleyd.sdkcheck import SDK_DISTRIBUTION, sdk_problem
+from huxleyd.providers.keyfile import parse_key
+from huxleyd.skillhost.sdkcheck import SDK_DISTRIBUTION, sdk_problem
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Below this much free space in the state directory, doctor fails."""
@@ -495,7 +495,7 @@ def check_disk_space(state_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -
 
 
 def check_sdk() -> DoctorCheck:
-    """``huxley_sdk`` is ours and imports (:mod:`huxleyd.sdkcheck`); this venv is the daemon's."""
+    """``huxley_sdk`` is ours and imports (:mod:`huxleyd.skillhost.sdkcheck`); this venv is the daemon's."""
     problem = sdk_problem()
     if problem is not None:
         return DoctorCheck.failed("sdk", problem.what, problem.fix)

@@ -18,11 +18,11 @@ import json
 import sys
 from pathlib import Path
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.client import ControlClient
 from huxleyd.control.doctor import check_sdk, check_systemd_unit
 from huxleyd.control.errors import CommandFailedError, DaemonUnreachableError
 from huxleyd.control.handler import DoctorCheck
-from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import HuxleydError
 
 EXIT_OK = 0
@@ -31,7 +31,7 @@ EXIT_FAILED = 1
 
 def checks_without_daemon(config_path: Path, key_file: Path | None) -> list[DoctorCheck]:
     """Every check, from the configuration alone (the daemon is not running)."""
-    from huxleyd.config import load_config
+    from huxleyd.config.load import load_config
     from huxleyd.control.diagnose import doctor_checks, offline_facts
     from huxleyd.control.doctor import run_checks
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from huxleyd.skillsources import normalize
+from huxleyd.skillhost.sources import normalize
 
 DAEMON_ROOTS = ("huxleyd", "huxley-sdk")
 """The daemon's own distributions; everything they require (transitively) is the daemon's."""

@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from huxleyd.control.pins import Installed
-from huxleyd.skillsources import normalize
+from huxleyd.skillhost.sources import normalize
 
 ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.errors import (
     CommandFailedError,
     ControlError,
@@ -66,7 +67,6 @@ from huxleyd.control.protocol import (
     parse_request,
 )
 from huxleyd.control.rights import DEFAULT_READERS, Group, Peer, Rights
-from huxleyd.control.settings import ControlSettings
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import get_logger
 

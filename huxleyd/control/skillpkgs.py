@@ -5,7 +5,7 @@ The daemon's environment is the one ``huxleyctl`` runs in (``sys.prefix``;
 what the daemon runs on: a skill declaring ``websockets==10.0`` once
 downgraded the daemon's websockets and the daemon no longer imported. So:
 
-1. the SDK must be ours (:mod:`huxleyd.sdkcheck`), or pip would plan
+1. the SDK must be ours (:mod:`huxleyd.skillhost.sdkcheck`), or pip would plan
    against a foreign one;
 2. the request is a name (``huxley-skill-x``, ``huxley-skill-x==0.2``); a
    URL or a path is refused unless ``allow_url`` (also for a dependency
@@ -49,8 +49,8 @@ from huxleyd.control.requests import (
     requested_name,
     why_refused,
 )
-from huxleyd.sdkcheck import sdk_problem
-from huxleyd.skillsources import ENTRY_POINT_GROUP, normalize, skill_sources
+from huxleyd.skillhost.sdkcheck import sdk_problem
+from huxleyd.skillhost.sources import ENTRY_POINT_GROUP, normalize, skill_sources
 
 __all__ = ["IndexOptions", "Outcome", "SkillPackageError", "install", "remove"]
 

@@ -154,11 +154,32 @@ def parse_setup(
     """Check ``text`` (the file's contents) and return what it asks for.
 
     ``boards`` are the profile names that exist; ``zoneinfo`` is where time
-    zone names are looked up. Raises :class:`SetupError` on the first problem.
-    No message repeats a value from the file: a key pasted into the wrong
-    field must not reach the error file or the journal.
+    zone names are looked up. Raises :class:`SetupError` on the first problem,
+    section by section in the order ``[device]``, ``[provider]``, ``[wifi]``,
+    ``[ssh]``. No message repeats a value from the file: a key pasted into the
+    wrong field must not reach the error file or the journal.
     """
     doc = _load_toml(text, file)
+    _check_shape(doc, file)
+    hostname, board, timezone = _device(doc.get("device", {}), file, boards, zoneinfo)
+    kind, api_key = _provider(doc.get("provider", {}), file)
+    wifi = doc.get("wifi", {})
+    wifi_setup = _wifi(wifi, file) if wifi else None  # an empty [wifi] is no Wi-Fi
+    enable, keys = _ssh(doc.get("ssh", {}), file)
+    return SetupFile(
+        hostname=hostname,
+        board=board,
+        timezone=timezone,
+        provider=kind,
+        api_key=api_key,
+        wifi=wifi_setup,
+        ssh=enable,
+        ssh_keys=keys,
+    )
+
+
+def _check_shape(doc: Mapping[str, Any], file: str) -> None:
+    """Only the known sections, each a table, holding only its known keys."""
     for section, value in doc.items():
         if section not in _KEYS:
             raise SetupError(file, section, f"unknown section (expected: {', '.join(_KEYS)})")
@@ -168,11 +189,12 @@ def parse_setup(
             if key not in _KEYS[section]:
                 allowed = ", ".join(_KEYS[section])
                 raise SetupError(file, f"{section}.{key}", f"unknown key (expected: {allowed})")
-    device = doc.get("device", {})
-    provider = doc.get("provider", {})
-    wifi = doc.get("wifi", {})
-    ssh = doc.get("ssh", {})
 
+
+def _device(
+    device: Mapping[str, Any], file: str, boards: Collection[str], zoneinfo: Path
+) -> tuple[str | None, str | None, str | None]:
+    """``[device]``: the host name, the board profile and the time zone, each optional."""
     hostname = _string(device, "device", "hostname", file)
     if hostname is not None and not _HOSTNAME.fullmatch(hostname):
         raise SetupError(
@@ -189,7 +211,11 @@ def parse_setup(
         not _ZONE.fullmatch(timezone) or not _is_tzif(zoneinfo / timezone)
     ):
         raise SetupError(file, "device.timezone", 'unknown time zone (e.g. "Europe/Madrid", "UTC")')
+    return hostname, board, timezone
 
+
+def _provider(provider: Mapping[str, Any], file: str) -> tuple[str | None, str | None]:
+    """``[provider]``: the kind and the API key (one token; none for the simulator)."""
     kind = _string(provider, "provider", "kind", file)
     if kind is not None and kind not in PROVIDER_KINDS:
         raise SetupError(
@@ -198,38 +224,44 @@ def parse_setup(
             f"unknown provider (expected: {', '.join(PROVIDER_KINDS)})",
         )
     api_key = _string(provider, "provider", "api_key", file)
-    if api_key is not None:
-        api_key = api_key.strip()
-        if not api_key or any(c.isspace() for c in api_key) or not api_key.isprintable():
-            raise SetupError(
-                file, "provider.api_key", "expected the key on its own: no spaces or line breaks"
-            )
-        if kind == "sim":
-            raise SetupError(file, "provider.api_key", 'the simulator (kind = "sim") takes no key')
+    if api_key is None:
+        return kind, None
+    api_key = api_key.strip()
+    if not api_key or any(c.isspace() for c in api_key) or not api_key.isprintable():
+        raise SetupError(
+            file, "provider.api_key", "expected the key on its own: no spaces or line breaks"
+        )
+    if kind == "sim":
+        raise SetupError(file, "provider.api_key", 'the simulator (kind = "sim") takes no key')
+    return kind, api_key
 
-    wifi_setup = None
-    if wifi:
-        ssid = _string(wifi, "wifi", "ssid", file)
-        if not ssid or len(ssid.encode()) > 32:
-            raise SetupError(file, "wifi.ssid", "expected the network's name (1-32 bytes)")
-        password = _string(wifi, "wifi", "password", file)
-        if password is not None and not (
-            8 <= len(password) <= 63 and password.isascii() and password.isprintable()
-        ):
-            raise SetupError(
-                file,
-                "wifi.password",
-                "a WPA2 passphrase is 8-63 printable ASCII characters (leave it out for an open network)",
-            )
-        country = _string(wifi, "wifi", "country", file)
-        if country is None or not _COUNTRY.fullmatch(country):
-            raise SetupError(
-                file,
-                "wifi.country",
-                'expected the two-letter country code (e.g. "GB"): Wi-Fi channels are set by it',
-            )
-        wifi_setup = WifiSetup(ssid=ssid, password=password, country=country)
 
+def _wifi(wifi: Mapping[str, Any], file: str) -> WifiSetup:
+    """A non-empty ``[wifi]``: the network's name, its WPA2 passphrase (or none), the country."""
+    ssid = _string(wifi, "wifi", "ssid", file)
+    if not ssid or len(ssid.encode()) > 32:
+        raise SetupError(file, "wifi.ssid", "expected the network's name (1-32 bytes)")
+    password = _string(wifi, "wifi", "password", file)
+    if password is not None and not (
+        8 <= len(password) <= 63 and password.isascii() and password.isprintable()
+    ):
+        raise SetupError(
+            file,
+            "wifi.password",
+            "a WPA2 passphrase is 8-63 printable ASCII characters (leave it out for an open network)",
+        )
+    country = _string(wifi, "wifi", "country", file)
+    if country is None or not _COUNTRY.fullmatch(country):
+        raise SetupError(
+            file,
+            "wifi.country",
+            'expected the two-letter country code (e.g. "GB"): Wi-Fi channels are set by it',
+        )
+    return WifiSetup(ssid=ssid, password=password, country=country)
+
+
+def _ssh(ssh: Mapping[str, Any], file: str) -> tuple[bool, tuple[str, ...]]:
+    """``[ssh]``: on or off, and the public keys (at least one when on: root has no password)."""
     enable = ssh.get("enable", False)
     if not isinstance(enable, bool):
         raise SetupError(file, "ssh.enable", "expected true or false")
@@ -249,14 +281,4 @@ def parse_setup(
             "ssh.authorized_keys",
             "SSH on needs at least one public key: root has no password on the image",
         )
-
-    return SetupFile(
-        hostname=hostname,
-        board=board,
-        timezone=timezone,
-        provider=kind,
-        api_key=api_key,
-        wifi=wifi_setup,
-        ssh=enable,
-        ssh_keys=tuple(k.strip() for k in keys),
-    )
+    return enable, tuple(k.strip() for k in keys)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from huxleyd.errors import ConfigError
-from huxleyd.settings_schema import bounds, build
+from huxleyd.schema import bounds, build
 
 LedKind = Literal["none", "led", "pwmled", "rgbled", "apa102"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from huxleyd.settings_schema import bounds
+from huxleyd.schema import bounds
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

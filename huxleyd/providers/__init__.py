@@ -49,8 +49,8 @@ values are the words ``huxleyctl status`` prints.
 
 Modules: :mod:`.base` (capabilities, the protocol shape, the session and its states), :mod:`.events`,
 :mod:`.core` (the sans-I/O plumbing every core shares), :mod:`.openai_dialect`
-(what OpenAI and xAI share), :mod:`.openai_protocol` + :mod:`.openai_wire`
-(OpenAI GA), :mod:`.xai_protocol` + :mod:`.xai_wire`, :mod:`.gemini_protocol`
+(what OpenAI and xAI share), :mod:`.openai_core` + :mod:`.openai_wire`
+(OpenAI GA), :mod:`.xai_core` + :mod:`.xai_wire`, :mod:`.gemini_core`
 + :mod:`.gemini_wire` (Gemini Live), :mod:`.cascade` (ASR → chat model → TTS),
 :mod:`.retry` (classifier, backoff), :mod:`.transport` (websockets glue, key
 file), :mod:`.factory` (settings → connection), :mod:`.settings`.

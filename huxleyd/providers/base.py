@@ -2,7 +2,7 @@
 the session every connection offers and the states it reports.
 
 Layer: pure logic, no I/O, no asyncio. A provider core implements
-:class:`RealtimeProtocol`; the transport (:mod:`huxleyd.providers.transport`)
+:class:`RealtimeCore`; the transport (:mod:`huxleyd.providers.transport`)
 moves its frames over a websocket; the coordinator speaks only the commands
 of :class:`ProviderCommands` and reads :mod:`~huxleyd.providers.events`, and
 branches on :class:`Capabilities`, never on a provider's name. The daemon
@@ -11,7 +11,7 @@ it through :class:`ConnectionStatus` reports.
 
 Who implements what::
 
-    RealtimeProtocol  (sans-I/O cores: openai, xai, gemini)
+    RealtimeCore  (sans-I/O cores: openai, xai, gemini)
     Session           transport.ProviderConnection   (websocket + a core)
                       cascade.provider.CascadeConnection (ASR → LLM → TTS)
 """
@@ -154,7 +154,7 @@ class ProviderSession(ProviderCommands, Protocol):
 
 
 @runtime_checkable
-class RealtimeProtocol(ProviderCommands, Protocol):
+class RealtimeCore(ProviderCommands, Protocol):
     """A sans-I/O provider core: frames in, events and frames out.
 
     The transport drives it::
@@ -232,7 +232,7 @@ class ConnectionState(enum.StrEnum):
     """A fatal error (bad URL, wrong model); ``run`` raises."""
     SETUP_FAILED = "setup_failed"
     """The image's first boot could not apply the setup file: no connection
-    is tried; the device says so on every press (:mod:`huxleyd.setupreport`)."""
+    is tried; the device says so on every press (:mod:`huxleyd.config.setupreport`)."""
     CLOSED = "closed"
     """``close`` was called; ``run`` returned."""
 
@@ -265,18 +265,44 @@ def failure_state(failures: int) -> ConnectionState:
     return ConnectionState.RECONNECTING
 
 
+class EndReason(enum.StrEnum):
+    """Why the provider ended a session (or refused to start one), as the
+    provider's core understood it (:mod:`huxleyd.providers.closes`). The text is
+    the journal's ``why=`` field. What the user hears about it is the turn
+    layer's choice (:func:`huxleyd.turns.cues.failure_cue`), never the provider's."""
+
+    SESSION_CAP = "session_cap"
+    KEY_REFUSED = "key_refused"
+    MODEL_REFUSED = "model_refused"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    SERVER_GOING_AWAY = "server_going_away"
+    CONNECTION_LOST = "connection_lost"
+    GO_AWAY = "go_away"
+    RESUMPTION_REFUSED = "resumption_refused"
+    SERVER_REFUSED_FOR_NOW = "server_refused_for_now"
+    NOT_FOUND_FOR_NOW = "not_found_for_now"
+    SETUP_REFUSED = "setup_refused"
+    SERVER_ERROR = "server_error"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    REQUEST_REFUSED = "request_refused"
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectionStatus:
     """One report of the connection state.
 
     ``attempt`` counts the tries that failed in a row (0 once connected);
-    ``retry_in_s`` is the wait before the next try; ``detail`` says why.
+    ``retry_in_s`` is the wait before the next try; ``detail`` says why, in
+    words; ``ended`` is why the provider ended the last session when its core
+    could tell (a FAILED or a renewing CONNECTING report), else None.
     """
 
     state: ConnectionState
     attempt: int = 0
     retry_in_s: float | None = None
     detail: str = ""
+    ended: EndReason | None = None
 
 
 class ReplyListener(Protocol):
@@ -298,8 +324,9 @@ class Session(ProviderSession, VerbatimReader, Protocol):
     Implemented by :class:`~huxleyd.providers.transport.ProviderConnection`
     (a websocket around a sans-I/O core) and
     :class:`~huxleyd.providers.cascade.provider.CascadeConnection`. Events
-    go to the ``on_event`` callback given at construction, states to
-    ``on_state`` (:class:`ConnectionStatus`); both are called on the loop.
+    go to the ``on_event`` callback given at construction and to each handler
+    added by :meth:`subscribe` (the coordinator: nothing relays them), states
+    to ``on_state`` (:class:`ConnectionStatus`); all are called on the loop.
 
     Lifecycle: ``task = create_task(session.run())``; commands from the
     loop; ``renew()`` between turns when ``session_age_s()`` nears the
@@ -315,6 +342,9 @@ class Session(ProviderSession, VerbatimReader, Protocol):
     def status(self) -> ConnectionStatus:
         """The last state reported to ``on_state``."""
         ...
+
+    def subscribe(self, on_event: Callable[[Event], None]) -> None:
+        """Also hand every event to ``on_event``, after the handlers before it."""
 
     async def run(self) -> None:
         """Connect and stay connected until :meth:`close`; raises on a fatal error."""
@@ -346,8 +376,8 @@ class Session(ProviderSession, VerbatimReader, Protocol):
 
 class SessionReports:
     """What every :class:`Session` shares: its URL, its last status, and
-    callbacks that cannot break it (an exception in ``on_event`` or
-    ``on_state`` is logged, and the session goes on)."""
+    callbacks that cannot break it (an exception in an event handler or in
+    ``on_state`` is logged, and the session and the other handlers go on)."""
 
     def __init__(
         self,
@@ -358,7 +388,7 @@ class SessionReports:
         logger: EventLogger,
     ) -> None:
         self._url = url
-        self._on_event = on_event
+        self._on_event = [on_event]
         self._on_state = on_state
         self._log = logger
         self._status = ConnectionStatus(ConnectionState.CONNECTING)
@@ -383,11 +413,15 @@ class SessionReports:
     def status(self) -> ConnectionStatus:
         return self._status
 
+    def subscribe(self, on_event: Callable[[Event], None]) -> None:
+        self._on_event.append(on_event)
+
     def _emit(self, event: Event) -> None:
-        try:
-            self._on_event(event)
-        except Exception:
-            self._log.exception("provider_event_handler_failed", event=type(event).__name__)
+        for handler in self._on_event:
+            try:
+                handler(event)
+            except Exception:
+                self._log.exception("provider_event_handler_failed", event=type(event).__name__)
 
     def _report(self, status: ConnectionStatus) -> None:
         self._status = status

@@ -11,8 +11,10 @@ event, a ``goAway``, a refused resumption handle).
 - RENEW: the provider ended the session on purpose (a session cap, a
   ``goAway``, a refused handle): reconnect now, without counting a failure.
 - FATAL: the same settings will fail the same way (key, model, setup
-  refused): the transport stops with ``reason``, the device plays the
-  ``cue`` earcon and the log says what to change.
+  refused): the transport stops with ``reason`` (an :class:`EndReason`) and
+  the log says what to change. What the device plays for it is the turn
+  layer's choice (:func:`huxleyd.turns.cues.failure_cue`): a provider says
+  why a session ended, never what the user hears.
 
 docs/providers.md has the same table in words, per provider.
 """
@@ -23,7 +25,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from huxleyd.audio.types import Earcon
+from huxleyd.providers.base import EndReason
 from huxleyd.providers.models import replacement_for
 from huxleyd.providers.retry import retryable_status
 
@@ -39,16 +41,11 @@ class CloseVerdict:
     """What to do after a session ended, and the words for the log."""
 
     action: CloseAction
-    reason: str
-    """Machine-readable why (``model_refused``, ``session_cap``…)."""
+    reason: EndReason
+    """Why, for the journal and the turn layer (``model_refused``, ``session_cap``…)."""
     detail: str = ""
     """What the server said, and for FATAL what to change."""
-    cue: Earcon | None = None
-    """The earcon the device plays (FATAL only)."""
 
-
-FATAL_CUE = Earcon.ERROR
-"""The earcon a FATAL verdict plays."""
 
 GOING_AWAY = 1001
 NO_CLOSE_FRAME = 1006
@@ -64,16 +61,16 @@ class ClassifiesClose(Protocol):
         ...
 
 
-def retry(reason: str, detail: str = "") -> CloseVerdict:
+def retry(reason: EndReason, detail: str = "") -> CloseVerdict:
     return CloseVerdict(CloseAction.RETRY, reason, detail)
 
 
-def renew(reason: str, detail: str = "") -> CloseVerdict:
+def renew(reason: EndReason, detail: str = "") -> CloseVerdict:
     return CloseVerdict(CloseAction.RENEW, reason, detail)
 
 
-def fatal(reason: str, detail: str) -> CloseVerdict:
-    return CloseVerdict(CloseAction.FATAL, reason, detail, FATAL_CUE)
+def fatal(reason: EndReason, detail: str) -> CloseVerdict:
+    return CloseVerdict(CloseAction.FATAL, reason, detail)
 
 
 def _model_hint(model: str) -> str:
@@ -99,24 +96,26 @@ def openai_close(
     session-ending ``error`` event received before the close, if any."""
     said = f"close {code}: {reason}".strip(": ") if code is not None else "no close frame"
     if ended_by == "session_expired":
-        return renew("session_cap", said)
+        return renew(EndReason.SESSION_CAP, said)
     if ended_by in _KEY_CODES:
-        return fatal("key_refused", f"{ended_by}: check provider.key_file")
+        return fatal(EndReason.KEY_REFUSED, f"{ended_by}: check provider.key_file")
     if ended_by in _MODEL_CODES:
-        return fatal("model_refused", f"{ended_by} ({model!r}): {_model_hint(model)}")
+        return fatal(EndReason.MODEL_REFUSED, f"{ended_by} ({model!r}): {_model_hint(model)}")
     if ended_by == "insufficient_quota":
-        return fatal("quota_exhausted", "insufficient_quota: the account has no credit left")
+        return fatal(
+            EndReason.QUOTA_EXHAUSTED, "insufficient_quota: the account has no credit left"
+        )
     if code == GOING_AWAY and ready:
         # The server ended a working session (its cap, a restart): a fresh one
         # now. Before the session was ready it is a failed try, with backoff,
         # so a server that keeps going away is not hammered.
-        return renew("server_going_away", said)
-    return retry("connection_lost", said)
+        return renew(EndReason.SERVER_GOING_AWAY, said)
+    return retry(EndReason.CONNECTION_LOST, said)
 
 
 # ---------------------------------------------------------------- Gemini
 
-NOT_FOUND_FOR_NOW = "not_found_for_now"
+NOT_FOUND_FOR_NOW = EndReason.NOT_FOUND_FOR_NOW
 """The reason of a RETRY verdict for a generic "not found" before the setup completed."""
 
 GEMINI_AUDIO_SESSION_CAP_S = 15 * 60
@@ -158,29 +157,30 @@ def gemini_close(
     said = f"close {code}: {reason}".strip(": ") if code is not None else "no close frame"
     text = reason.lower()
     if go_away or (code == GOING_AWAY and ready):
-        return renew("go_away", said)
+        return renew(EndReason.GO_AWAY, said)
     if code in (1007, 1008) and any(k in text for k in _KEY_REFUSALS):
-        return fatal("key_refused", f"{said}: check provider.key_file")
+        return fatal(EndReason.KEY_REFUSED, f"{said}: check provider.key_file")
     if not ready and code in (1007, 1008):
         if resumed:
             # The handle may have expired (they live about two hours): start fresh.
-            return renew("resumption_refused", said)
+            return renew(EndReason.RESUMPTION_REFUSED, said)
         if code == 1008 and any(k in text for k in _TRANSIENT_1008):
-            return retry("server_refused_for_now", said)
+            return retry(EndReason.SERVER_REFUSED_FOR_NOW, said)
         if any(k in text for k in _MODEL_REFUSALS):
             # 1008, or 1007 (INVALID_ARGUMENT: "… not found for API version …").
-            return fatal("model_refused", f"{said}: {_model_hint(model)}")
+            return fatal(EndReason.MODEL_REFUSED, f"{said}: {_model_hint(model)}")
         if _MAYBE_TRANSIENT_NOT_FOUND in text:
             if not_found_before < NOT_FOUND_RETRIES:
                 return retry(NOT_FOUND_FOR_NOW, said)
             return fatal(
-                "model_refused", f"{said} ({not_found_before + 1} times): {_model_hint(model)}"
+                EndReason.MODEL_REFUSED,
+                f"{said} ({not_found_before + 1} times): {_model_hint(model)}",
             )
         # The setup itself was refused: it will be refused again.
-        return fatal("setup_refused", f"{said}: the setup for {model!r} was refused")
+        return fatal(EndReason.SETUP_REFUSED, f"{said}: the setup for {model!r} was refused")
     if code == 1011 or code == 1013:
-        return retry("server_error", said)
-    return retry("connection_lost", said)
+        return retry(EndReason.SERVER_ERROR, said)
+    return retry(EndReason.CONNECTION_LOST, said)
 
 
 # ---------------------------------------------------------------- the handshake
@@ -193,11 +193,13 @@ def handshake_verdict(status: int) -> CloseVerdict:
     the rule :func:`~huxleyd.providers.retry.classify` follows too."""
     said = f"HTTP {status} at the handshake"
     if status in (401, 403):
-        return fatal("key_refused", f"{said}: check provider.key_file (the key was refused)")
+        return fatal(
+            EndReason.KEY_REFUSED, f"{said}: check provider.key_file (the key was refused)"
+        )
     if status == 404:
-        return fatal("not_found", f"{said}: check provider.url and provider.model")
+        return fatal(EndReason.NOT_FOUND, f"{said}: check provider.url and provider.model")
     if status == 429:
-        return retry("rate_limited", said)
+        return retry(EndReason.RATE_LIMITED, said)
     if retryable_status(status):
-        return retry("server_error", said)
-    return fatal("request_refused", f"{said}: check the [provider] settings")
+        return retry(EndReason.SERVER_ERROR, said)
+    return fatal(EndReason.REQUEST_REFUSED, f"{said}: check the [provider] settings")

@@ -19,9 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from huxleyd.audio.pcm import bytes_to_ms
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger
+from huxleyd.pcm import bytes_to_ms
 from huxleyd.providers.events import PROTOCOL_ERROR, Event, ProviderErrorEvent
 
 CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from huxleyd.providers.base import Capabilities, ConnectionStatus, RealtimeProtocol, Session
+from huxleyd.providers.base import Capabilities, ConnectionStatus, RealtimeCore, Session
 from huxleyd.providers.events import Event
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveCore
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import DIALECTS, KIND_DEFAULTS, Dialect, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeCore
 
 
 def _cascade_capabilities() -> Capabilities:
@@ -40,22 +40,22 @@ VALID_KINDS = ("openai", "xai", "gemini", "sim", "cascade")
 """Every ``provider.kind``; ``sim`` runs the simulator in ``sim_dialect``."""
 
 
-def create_protocol(settings: ProviderSettings) -> RealtimeProtocol:
+def create_core(settings: ProviderSettings) -> RealtimeCore:
     """The sans-I/O core for the settings' dialect (``kind``, or ``sim_dialect`` for sim)."""
     return protocol_for(settings.dialect, settings)
 
 
-def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> RealtimeProtocol:
+def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> RealtimeCore:
     """The core speaking ``dialect``; ValueError naming the valid ones otherwise."""
     if dialect not in DIALECTS:
         raise ValueError(f"no provider core for {dialect!r}; valid: {', '.join(DIALECTS)}")
     settings = settings or ProviderSettings(kind=dialect)
     if dialect == "openai":
-        return OpenAIRealtimeProtocol(transcription_model=settings.transcription_model)
+        return OpenAIRealtimeCore(transcription_model=settings.transcription_model)
     if dialect == "xai":
-        return XaiRealtimeProtocol()
+        return XaiRealtimeCore()
     if dialect == "gemini":
-        return GeminiLiveProtocol(
+        return GeminiLiveCore(
             model=settings.model,
             compression_trigger_tokens=settings.context_compression_trigger_tokens,
         )
@@ -66,7 +66,7 @@ def capabilities_of(settings: ProviderSettings) -> Capabilities:
     """What the configured provider can do, before connecting."""
     if settings.kind == "cascade":
         return _cascade_capabilities()
-    return create_protocol(settings).capabilities
+    return create_core(settings).capabilities
 
 
 def create_connection(
@@ -98,7 +98,7 @@ def create_connection(
             settings.cascade, api_key=api_key, on_event=on_event, on_state=on_state
         )
     return ProviderConnection(
-        create_protocol(settings),
+        create_core(settings),
         url=url or settings.url,
         model=settings.model,
         api_key=api_key,

@@ -1,6 +1,6 @@
 """Gemini Live (BidiGenerateContent) wire shapes: client messages out, fields in.
 
-Layer: pure functions, no state, no I/O. :mod:`gemini_protocol` keeps the
+Layer: pure functions, no state, no I/O. :mod:`gemini_core` keeps the
 state. Every client message is a JSON object with exactly one top-level key
 (``setup``, ``realtimeInput``, ``clientContent``, ``toolResponse``); we send
 camelCase, and read either spelling, since proto-JSON allows both
@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.core import dumps
 
 INPUT_RATE_HZ = 16_000

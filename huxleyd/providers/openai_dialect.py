@@ -24,8 +24,8 @@ the OpenAI behaviour is the default and a subclass overrides a named hook:
 - ``_response_slot_freed()``: a response ended or a create was refused.
 
 What to call: nothing here directly; build
-:class:`~huxleyd.providers.openai_protocol.OpenAIRealtimeProtocol` or
-:class:`~huxleyd.providers.xai_protocol.XaiRealtimeProtocol`.
+:class:`~huxleyd.providers.openai_core.OpenAIRealtimeCore` or
+:class:`~huxleyd.providers.xai_core.XaiRealtimeCore`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OpenAI Realtime (GA) wire helpers: client frames out, field access in.
 
-Layer: pure functions, no state, no I/O. :mod:`openai_protocol` keeps the
+Layer: pure functions, no state, no I/O. :mod:`openai_core` keeps the
 state and decides what to send; this module knows the JSON shapes (GA names:
 ``session.type = "realtime"``, ``audio.input.format``, ``output_audio``…).
 Every frame built here validates against the official
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.errors import ProviderProtocolError
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.core import excerpt, parse_json_object
 
 # GA ``audio/pcm`` is 24 kHz only (the schema's rate is ``Literal[24000]``): the

@@ -9,7 +9,7 @@ from typing import Literal
 from huxleyd.providers.base import DIALECTS, Dialect
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.models import DEFAULT_MODELS
-from huxleyd.settings_schema import bounds
+from huxleyd.schema import bounds
 
 ProviderKind = Literal["openai", "xai", "gemini", "sim", "cascade"]
 """What ``provider.kind`` may be. ``sim`` is the built-in simulator;

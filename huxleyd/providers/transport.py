@@ -1,7 +1,7 @@
 """The websocket transport: thin asyncio glue around a sans-I/O provider core.
 
 Layer: adapter (websockets 15 asyncio client). It connects, hands frames
-both ways through a :class:`~huxleyd.providers.base.RealtimeProtocol`,
+both ways through a :class:`~huxleyd.providers.base.RealtimeCore`,
 delivers the core's events to a callback, and reconnects with backoff
 (:mod:`huxleyd.providers.retry`). All protocol decisions live in the core.
 """
@@ -22,13 +22,12 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
-from huxleyd.keyfile import parse_key
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import (
     Capabilities,
     ConnectionState,
     ConnectionStatus,
-    RealtimeProtocol,
+    RealtimeCore,
     ReplyListener,
     SessionReports,
     failure_state,
@@ -41,6 +40,7 @@ from huxleyd.providers.closes import (
 )
 from huxleyd.providers.core import SansIOCore
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
+from huxleyd.providers.keyfile import parse_key
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
@@ -61,7 +61,7 @@ connection (``provider.stall_timeout_s``)."""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
-    """The API key in ``path`` (one token, see :func:`huxleyd.keyfile.parse_key`).
+    """The API key in ``path`` (one token, see :func:`huxleyd.providers.keyfile.parse_key`).
     Never log the result.
 
     Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is
@@ -185,7 +185,7 @@ class ProviderConnection(SessionReports):
 
     def __init__(
         self,
-        protocol: RealtimeProtocol,
+        core: RealtimeCore,
         *,
         url: str,
         model: str,
@@ -213,7 +213,7 @@ class ProviderConnection(SessionReports):
             on_state=on_state,
             logger=logger or get_logger("huxleyd.providers"),
         )
-        self._protocol = protocol
+        self._core = core
         self._model = model
         self._api_key = api_key
         self._open_timeout_s = open_timeout_s
@@ -229,13 +229,13 @@ class ProviderConnection(SessionReports):
         self._sleep = sleep
         self._stall_sleep = stall_sleep
         self._clock = clock or MonotonicClock()
-        self._close_observer = protocol if isinstance(protocol, ObservesClose) else None
-        self._reconnector = protocol if isinstance(protocol, RequestsReconnect) else None
-        self._timer = protocol if isinstance(protocol, ReportsTimeLeft) else None
+        self._close_observer = core if isinstance(core, ObservesClose) else None
+        self._reconnector = core if isinstance(core, RequestsReconnect) else None
+        self._timer = core if isinstance(core, ReportsTimeLeft) else None
         self._gate = HeardGate(clock=self._clock, sleep=sleep)
         self._renewal: asyncio.Future[None] | None = None
         """A renewal waiting for the listener (ended when its connection does)."""
-        self._close_judge = protocol if isinstance(protocol, ClassifiesClose) else None
+        self._close_judge = core if isinstance(core, ClassifiesClose) else None
         self._last_close: tuple[int | None, str] = (None, "")
         self._ws: ClientConnection | None = None
         self._outbox: asyncio.Queue[str | bytes] | None = None
@@ -258,12 +258,12 @@ class ProviderConnection(SessionReports):
     # ------------------------------------------------------------ state
 
     @property
-    def protocol(self) -> RealtimeProtocol:
-        return self._protocol
+    def core(self) -> RealtimeCore:
+        return self._core
 
     @property
     def capabilities(self) -> Capabilities:
-        return self._protocol.capabilities
+        return self._core.capabilities
 
     @property
     def connected(self) -> bool:
@@ -274,7 +274,7 @@ class ProviderConnection(SessionReports):
     @property
     def unlogged_notes(self) -> int:
         """The core's notes past its "logged once" bound (counted, not logged)."""
-        core = self._protocol
+        core = self._core
         return core.unlogged_notes if isinstance(core, SansIOCore) else 0
 
     def session_age_s(self) -> float | None:
@@ -326,7 +326,9 @@ class ProviderConnection(SessionReports):
                         "provider_session_renew", why=verdict.reason, problem=verdict.detail
                     )
                     self._report(
-                        ConnectionStatus(ConnectionState.CONNECTING, detail=verdict.reason)
+                        ConnectionStatus(
+                            ConnectionState.CONNECTING, detail=verdict.reason, ended=verdict.reason
+                        )
                     )
                     policy.reset()
                     continue
@@ -429,13 +431,9 @@ class ProviderConnection(SessionReports):
 
     def _fail_verdict(self, verdict: CloseVerdict) -> NoReturn:
         detail = f"{verdict.reason}: {verdict.detail}"
-        self._report(ConnectionStatus(ConnectionState.FAILED, detail=detail))
+        self._report(ConnectionStatus(ConnectionState.FAILED, detail=detail, ended=verdict.reason))
         self._log.error(
-            "provider_session_refused",
-            url=self._url,
-            why=verdict.reason,
-            problem=verdict.detail,
-            cue=verdict.cue,
+            "provider_session_refused", url=self._url, why=verdict.reason, problem=verdict.detail
         )
         raise ProviderConnectionError(f"cannot use provider at {self._url}: {detail}")
 
@@ -470,10 +468,10 @@ class ProviderConnection(SessionReports):
         await asyncio.gather(*pending, return_exceptions=True)
 
     async def _open(self) -> ClientConnection:
-        url = self._protocol.connection_url(self._url, self._model)
+        url = self._core.connection_url(self._url, self._model)
         return await connect(
             url,
-            additional_headers=self._protocol.connection_headers(self._api_key),
+            additional_headers=self._core.connection_headers(self._api_key),
             open_timeout=self._open_timeout_s,
             ping_interval=self._ping_interval_s,
             ping_timeout=self._ping_timeout_s,
@@ -495,7 +493,7 @@ class ProviderConnection(SessionReports):
             self._renewal.cancel()  # it was for the connection that ended
         self._gate.new_connection()
         self.connects += 1
-        self._protocol.connection_opened()
+        self._core.connection_opened()
         self._report(ConnectionStatus(ConnectionState.CONNECTED))
         self._log.info(
             "provider_connected", url=self._url, model=self._model, connects=self.connects
@@ -525,8 +523,8 @@ class ProviderConnection(SessionReports):
             self._last_close = (ws.close_code, ws.close_reason or "")
             if self._close_observer is not None:
                 self._close_observer.connection_closed(ws.close_code, ws.close_reason or "")
-            self._protocol.connection_lost()
-            self._deliver(self._protocol.events_received())
+            self._core.connection_lost()
+            self._deliver(self._core.events_received())
             await ws.close()
         return self._session_ready
 
@@ -535,10 +533,10 @@ class ProviderConnection(SessionReports):
         ConnectionClosed; whether the session got ready is kept either way)."""
         async for frame in ws:
             self._last_frame_at = self._clock.monotonic()
-            self._protocol.receive(frame)
+            self._core.receive(frame)
             if self._timer is not None and (left_s := self._timer.take_time_left_s()) is not None:
                 self._gate.server_time_left(left_s)
-            events = self._protocol.events_received()
+            events = self._core.events_received()
             if any(isinstance(e, SessionReady) for e in events):
                 self._session_ready = True
             self._deliver(events)
@@ -561,7 +559,7 @@ class ProviderConnection(SessionReports):
         request: the peer still owes a frame, and a retry must not buy a
         stalled link another ``stall_timeout_s``.
         """
-        if self._protocol.response_active:
+        if self._core.response_active:
             if self._reply_due_at is None:
                 self._reply_due_at = self._clock.monotonic()
                 self._reply_due.set()
@@ -615,7 +613,7 @@ class ProviderConnection(SessionReports):
 
     def _flush(self) -> None:
         self._note_reply_due()
-        messages = self._protocol.messages_to_send()
+        messages = self._core.messages_to_send()
         if self._reconnector is not None and self._outbox is not None:
             reason = self._reconnector.reconnect_wanted
             if reason:
@@ -647,27 +645,27 @@ class ProviderConnection(SessionReports):
     def configure(
         self, *, instructions: str, tools: Sequence[Mapping[str, Any]], voice: str
     ) -> None:
-        self._protocol.configure(instructions=instructions, tools=tools, voice=voice)
+        self._core.configure(instructions=instructions, tools=tools, voice=voice)
         self._flush()
 
     def start_turn(self) -> None:
-        self._protocol.start_turn()
+        self._core.start_turn()
         self._flush()
 
     def append_audio(self, pcm: bytes) -> None:
-        self._protocol.append_audio(pcm)
+        self._core.append_audio(pcm)
         self._flush()
 
     def end_turn(self) -> None:
-        self._protocol.end_turn()
+        self._core.end_turn()
         self._flush()
 
     def send_user_text(self, text: str) -> None:
-        self._protocol.send_user_text(text)
+        self._core.send_user_text(text)
         self._flush()
 
     def send_tool_output(self, call_id: str, output: str) -> None:
-        self._protocol.send_tool_output(call_id, output)
+        self._core.send_tool_output(call_id, output)
         self._flush()
 
     def request_response(
@@ -677,25 +675,25 @@ class ProviderConnection(SessionReports):
         out_of_band: bool = False,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        self._protocol.request_response(
+        self._core.request_response(
             instructions=instructions, out_of_band=out_of_band, metadata=metadata
         )
         self._flush()
 
     def cancel_response(self) -> bool:
-        sent = self._protocol.cancel_response()
+        sent = self._core.cancel_response()
         self._flush()
         return sent and self.connected
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
-        self._protocol.truncate(item_id, audio_end_ms)
+        self._core.truncate(item_id, audio_end_ms)
         self._flush()
 
     def read_aloud(self, text: str, *, instructions: str) -> None:
         """Forward SpeakVerbatim to a core with ``capabilities.verbatim_reader``."""
-        reader = getattr(self._protocol, "read_aloud", None)
+        reader = getattr(self._core, "read_aloud", None)
         if reader is None:
-            raise NotImplementedError(f"{type(self._protocol).__name__} has no verbatim reader")
+            raise NotImplementedError(f"{type(self._core).__name__} has no verbatim reader")
         reader(text, instructions=instructions)
         self._flush()
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.openai_wire import SessionConfig
 
 # The daemon's 24 kHz both ways (xAI's default; it accepts 8–48 kHz).

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huxleyd.audio.pcm import WavFormatError, parse_wav
 from huxleyd.errors import ConfigError
+from huxleyd.pcm import WavFormatError, parse_wav
 from huxleyd.providers.cascade.settings import CascadeSettings
-from huxleyd.settings_schema import bounds, build
+from huxleyd.schema import bounds, build
 from huxleyd.sim.elevenlabs import ElevenLabsSim
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest, HttpServer
 from huxleyd.sim.loopback import StartsAndCloses

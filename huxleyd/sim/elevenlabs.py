@@ -39,7 +39,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from huxleyd.audio.pcm import BYTES_PER_MS
+from huxleyd.pcm import BYTES_PER_MS
 from huxleyd.sim.loopback import LoopbackServer
 from huxleyd.sim.pacing import AudioPacer, audio_chunks, check_speed
 from huxleyd.sim.speech import SynthMode, synthesize

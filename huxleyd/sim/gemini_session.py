@@ -30,9 +30,9 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import get_logger
+from huxleyd.pcm import BYTES_PER_MS
 from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,

@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
-from huxleyd.audio.pcm import BYTES_PER_MS
+from huxleyd.pcm import BYTES_PER_MS
 
 
 def check_speed(speed: float) -> float:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from huxleyd.settings_schema import bounds
+from huxleyd.schema import bounds
 from huxleyd.sim.http import ClientGone, Exchange, HttpError, HttpRequest
 
 DEFAULT_BRAIN_REPLY = "This is the huxleyd simulator's brain, not an AI. It has no scripted answer."

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from huxleyd.errors import ConfigError
-from huxleyd.settings_schema import bounds, build
+from huxleyd.schema import bounds, build
 
 DEFAULT_REPLY = (
     "This is the huxleyd simulator, not an AI. My script has nothing more for this turn."

@@ -26,9 +26,9 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from huxleyd.audio.pcm import BYTES_PER_MS
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import get_logger
+from huxleyd.pcm import BYTES_PER_MS
 from huxleyd.sim import wire
 from huxleyd.sim.pacing import AudioPacer, audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord, Truncation

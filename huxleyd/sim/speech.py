@@ -16,8 +16,8 @@ from typing import Literal
 
 import numpy as np
 
-from huxleyd.audio.pcm import BYTES_PER_MS, RATE_HZ, parse_wav, resample
 from huxleyd.logs import get_logger
+from huxleyd.pcm import BYTES_PER_MS, RATE_HZ, parse_wav, resample
 from huxleyd.sim.scenario import ResponseSpec
 
 SynthMode = Literal["auto", "espeak", "tone"]
@@ -56,7 +56,7 @@ def espeak_available() -> bool:
 @functools.lru_cache(maxsize=64)
 def espeak_speech(text: str, *, voice: str = "en") -> bytes:
     """``espeak-ng --stdout`` resampled to 24 kHz. Raises OSError if it fails, and
-    :class:`~huxleyd.audio.pcm.WavFormatError` (a ValueError) if it wrote no mono PCM16 WAV."""
+    :class:`~huxleyd.pcm.WavFormatError` (a ValueError) if it wrote no mono PCM16 WAV."""
     result = subprocess.run(
         ["espeak-ng", "--stdout", "-v", voice, "--", text],
         capture_output=True,

@@ -44,16 +44,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from huxley_sdk import AudioStream
-from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.audio.types import Earcon, MicFrame
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.handsfree.vad import Verdict
 from huxleyd.logs import get_logger
-from huxleyd.providers.base import ConnectionState, ProviderSession
+from huxleyd.pcm import ms_to_bytes
+from huxleyd.providers.base import ConnectionState, EndReason, ProviderSession
 from huxleyd.providers.events import Event
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.capture import MicCapture
+from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
@@ -295,7 +296,7 @@ class Coordinator:
         if self.proactive.press():
             return False  # on a claim, the button hangs up
         if self._setup_failed:
-            # Never a turn: the device is not set up (huxleyd.setupreport).
+            # Never a turn: the device is not set up (huxleyd.config.setupreport).
             log.info("press_while_setup_failed")
             self._outputs.earcon(Earcon.ERROR, before_speech=False)
             self._outputs.show(Activity.OFFLINE)
@@ -460,7 +461,9 @@ class Coordinator:
             return
         self._replies.on_event(event)
 
-    def on_connection(self, state: ConnectionState, attempt: int = 0) -> None:
+    def on_connection(
+        self, state: ConnectionState, attempt: int = 0, ended: EndReason | None = None
+    ) -> None:
         """The transport's connection state (``connected``, ``offline``…).
 
         Leaving ``connected`` ends a reply in progress: a response that was
@@ -487,9 +490,10 @@ class Coordinator:
             log.warning("provider_stalled_heard")
         if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
-            # the log line names what to change.
-            self._outputs.earcon(Earcon.ERROR, before_speech=False)
-            log.error("provider_failed")
+            # the transport's log line names what to change; ``ended`` is why.
+            cue = failure_cue(ended, self._earcons)
+            self._outputs.earcon(cue, before_speech=False)
+            log.error("provider_failed", why=ended, cue=cue)
         if state is ConnectionState.KEY_REFUSED and not self._key_refused:
             self._key_refused = True
             # Said once, not on every slow retry: "the key was refused".

@@ -35,7 +35,7 @@ from huxley_sdk import (
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ProviderCommands
 from huxleyd.providers.events import ToolCall
-from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.ports import AudioPort, Spawn, VolumePort
 from huxleyd.turns.toolrun import ToolRunner

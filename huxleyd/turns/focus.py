@@ -362,18 +362,7 @@ class FocusManager:
 
     def _transition(self, removed: list[_Record]) -> None:
         """Recompute every state, mix, then notify: removed, backgrounded, foregrounded."""
-        changed: list[tuple[_Record, MixingBehavior]] = []
-        winner = min(self._channels) if self._channels else None
-        for channel, record in sorted(self._channels.items()):
-            if channel == winner:
-                new = (FocusState.FOREGROUND, MixingBehavior.PRIMARY)
-            elif record.activity.content_type is ContentType.MIXABLE:
-                new = (FocusState.BACKGROUND, MixingBehavior.MAY_DUCK)
-            else:
-                new = (FocusState.BACKGROUND, MixingBehavior.MUST_PAUSE)
-            if (record.state, record.behavior) != new:
-                changed.append((record, record.behavior))
-                record.state, record.behavior = new
+        changed = self._recompute()
         gone = [(record, record.behavior) for record in removed]
         for record in removed:
             self._stop_patience(record)
@@ -383,9 +372,7 @@ class FocusManager:
                 self._start_patience(record)
             else:
                 self._stop_patience(record)
-        for record, old in changed:  # before anyone hears of it: the press ducks at once
-            if record.activity.source is not None:
-                apply_mixing(record.activity.source, old, record.behavior)
+        _mix(changed)  # before anyone hears of it: the press ducks at once
         losers = [r for r, _ in changed if r.state is FocusState.BACKGROUND]
         winners = [r for r, _ in changed if r.state is FocusState.FOREGROUND]
         for record in [*removed, *losers, *winners]:
@@ -393,12 +380,22 @@ class FocusManager:
         # A removed source goes back to full gain only after its owner heard
         # MUST_STOP (and flushed it): resuming first would play a paused
         # stream's next samples for a period.
-        for record, old in gone:
-            if record.activity.source is not None:
-                apply_mixing(record.activity.source, old, record.behavior)
+        _mix(gone)
         for record in losers:
             if record.activity.effective_patience <= timedelta(0):
                 self._expire(record.activity, record.patience_token)
+
+    def _recompute(self) -> list[tuple[_Record, MixingBehavior]]:
+        """Give every channel its state (the lowest channel wins the foreground);
+        return the records whose state changed, each with its old behaviour."""
+        changed: list[tuple[_Record, MixingBehavior]] = []
+        winner = min(self._channels) if self._channels else None
+        for channel, record in sorted(self._channels.items()):
+            new = _state_for(record, foreground=channel == winner)
+            if (record.state, record.behavior) != new:
+                changed.append((record, record.behavior))
+                record.state, record.behavior = new
+        return changed
 
     def _start_patience(self, record: _Record) -> None:
         self._stop_patience(record)
@@ -480,3 +477,18 @@ class FocusManager:
             activity.on_focus_changed(record.state, record.behavior)
         except Exception:
             log.exception("focus_observer_failed", activity=activity.name)
+
+
+def _state_for(record: _Record, *, foreground: bool) -> tuple[FocusState, MixingBehavior]:
+    if foreground:
+        return FocusState.FOREGROUND, MixingBehavior.PRIMARY
+    if record.activity.content_type is ContentType.MIXABLE:
+        return FocusState.BACKGROUND, MixingBehavior.MAY_DUCK
+    return FocusState.BACKGROUND, MixingBehavior.MUST_PAUSE
+
+
+def _mix(records: list[tuple[_Record, MixingBehavior]]) -> None:
+    """Move each record's source from its old behaviour to its current one."""
+    for record, old in records:
+        if record.activity.source is not None:
+            apply_mixing(record.activity.source, old, record.behavior)

@@ -48,7 +48,7 @@ from huxleyd.providers.events import (
     ResponseStatus,
     ToolCall,
 )
-from huxleyd.skillhost import ToolOutcome
+from huxleyd.skillhost.host import ToolOutcome
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.reply_tracker import ReplyTracker

@@ -25,9 +25,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from huxleyd.audio.pcm import RATE_HZ, SAMPLE_BYTES
 from huxleyd.errors import AudioError
 from huxleyd.logs import get_logger
+from huxleyd.pcm import RATE_HZ, SAMPLE_BYTES
 from huxleyd.turns.ports import AudioPort, SourcePort
 
 log = get_logger("huxleyd.turns")

@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable
 
 from huxleyd.providers.events import ToolCall
-from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 
 
 class ToolRunner:

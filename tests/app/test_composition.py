@@ -22,12 +22,13 @@ from huxleyd.app.parts import Overrides, Parts
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.errors import StorageError
 from huxleyd.providers.base import ConnectionState
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimServer
-from tests.e2e.harness import SPEED, until, write_config
+from huxleyd.turns.state import TurnOutcome
+from tests.e2e.harness import SPEED, call, speech, turn, until, write_config
 from tests.fakes.notify import RecordingNotifier
 
 OPTIONAL_BY_NATURE = {"simulator", "watchdog"}
@@ -113,6 +114,32 @@ async def test_build_returns_every_part_and_close_runs_in_order(tmp_path: Path) 
     with pytest.raises(StorageError, match="closed"):
         await parts.db.skill_storage("system").get_setting("volume_level")
     Button(button_pin, pin_factory=pins).close()  # the pin was released
+    pins.close()
+
+
+async def test_the_session_hands_its_events_to_the_coordinator_not_through_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The root only watches the session's events (the huxleyctl watch feed):
+    # with its handler dropping every one, the turn still runs, tool and all,
+    # because the coordinator subscribes to the session itself.
+    monkeypatch.setattr(Runtime, "on_provider_event", lambda self, event: None)
+    pins = MockFactory(pin_class=MockPWMPin)
+    play = Scenario(turns=(turn(call("get_volume"), speech()),))
+    async with SimServer(play, speed=SPEED, synth="tone") as sim:
+        config = load_config(write_config(tmp_path, skills=("system",)))
+        runtime = Runtime(config, overrides(pins, url=sim.url))
+        try:
+            await runtime.start()
+            await until(lambda: runtime.connection_state is ConnectionState.CONNECTED, "up")
+            coordinator = runtime.parts.coordinator
+            coordinator.say("what is the volume")
+            await until(lambda: coordinator.last_turn is not None, "the turn ended")
+            assert coordinator.last_turn is not None
+            assert coordinator.last_turn.outcome is TurnOutcome.ANSWERED
+            assert coordinator.last_turn.tools == ["get_volume"]
+        finally:
+            await runtime.close()
     pins.close()
 
 

@@ -1,9 +1,9 @@
 """Only the composition root knows it is one: no layer imports ``huxleyd.app``.
 
 The layers are wired *by* ``huxleyd/app``; a layer that imported it back would
-make the root a dependency of what it builds (and an import cycle). The demo,
-``python -m huxleyd`` and the ``huxleyd`` console script (``start.py``, which
-checks the SDK first) run the real daemon, so they may.
+make the root a dependency of what it builds (and an import cycle). ``python -m huxleyd``
+and the ``huxleyd`` console script (``start.py``, which checks the SDK first)
+run the real daemon, so they may; the demo lives in the root (``app/demo.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "huxleyd"
-MAY_IMPORT_THE_ROOT = {PACKAGE / "demo.py", PACKAGE / "__main__.py", PACKAGE / "start.py"}
+MAY_IMPORT_THE_ROOT = {PACKAGE / "__main__.py", PACKAGE / "start.py"}
 
 
 def imports_of(path: Path) -> set[str]:

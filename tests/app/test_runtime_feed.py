@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,17 +11,17 @@ import pytest
 
 from huxleyd.app.parts import Overrides, Parts
 from huxleyd.app.runtime import Runtime
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.control.watch import WatchEvent
 from huxleyd.providers.events import (
     Event,
     ResponseDone,
-    ResponseStatus,
     Role,
     TranscriptDelta,
     TranscriptDone,
 )
 from tests.config.fuzzcases import write_base
+from tests.providers.gemini_frames import content, ready_core
 
 
 @dataclass
@@ -31,13 +31,10 @@ class _Turn:
 
 @dataclass
 class _Coordinator:
-    """Just what the feed reads: the turn under way, and where events go on."""
+    """Just what the feed reads: the turn under way (the coordinator gets the
+    session's events from the session itself, not from the runtime)."""
 
     turn: _Turn | None = None
-    events: list[Event] = field(default_factory=list)
-
-    def on_provider_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 @dataclass
@@ -81,17 +78,19 @@ async def test_a_reply_cut_by_a_barge_in_keeps_its_own_turn(tmp_path: Path) -> N
     assert _said(seen) == [("t1", "It is a quarter"), ("t2", "Yes?")]
 
 
-@pytest.mark.parametrize("status", [ResponseStatus.CANCELLED, ResponseStatus.COMPLETED])
-async def test_without_a_final_transcript_the_text_still_keeps_its_turn(
-    tmp_path: Path, status: ResponseStatus
+@pytest.mark.parametrize("end", [{"interrupted": True}, {"turnComplete": True}])
+async def test_a_gemini_reply_keeps_its_turn_through_the_cores_final_transcript(
+    tmp_path: Path, end: dict[str, bool]
 ) -> None:
-    # Gemini sends no final transcript: the parts are published at response.done.
-    seen = await _feed(
-        tmp_path,
-        [
-            ("t1", TranscriptDelta(Role.ASSISTANT, "item-1", "Once upon ")),
-            ("t1", TranscriptDelta(Role.ASSISTANT, "item-1", "a time")),
-            ("t2", ResponseDone("resp-1", status)),
-        ],
-    )
+    # Gemini sends no final transcript; its core makes one at the turn's end,
+    # which comes (a barge-in, or the answer played out) once turn t2 began.
+    core = ready_core()
+    core.receive(content(outputTranscription={"text": "Once upon "}))
+    core.receive(content(outputTranscription={"text": "a time"}))
+    spoken = core.events_received()
+    core.receive(content(**end))
+    ended = core.events_received()
+    assert any(isinstance(e, ResponseDone) for e in ended)
+    steps: list[tuple[str | None, Event]] = [("t1", e) for e in spoken]
+    seen = await _feed(tmp_path, steps + [("t2", e) for e in ended])
     assert _said(seen) == [("t1", "Once upon a time")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.metadata as metadata
 
 from huxleyd.app.control import skill_infos
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 
 
 def test_rows_name_the_distribution_and_its_version() -> None:

@@ -17,8 +17,8 @@ from huxleyd.audio.earcons import (
     load_earcon,
     load_earcons,
 )
-from huxleyd.audio.pcm import read_wav, write_wav
 from huxleyd.errors import AudioError
+from huxleyd.pcm import read_wav, write_wav
 
 ROOT = Path(__file__).resolve().parents[2]
 

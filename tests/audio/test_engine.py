@@ -12,10 +12,10 @@ import pytest
 
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
-from huxleyd.audio.pcm import write_wav
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import ManualClock
 from huxleyd.errors import AudioError
+from huxleyd.pcm import write_wav
 from tests.audio.signals import dominant_frequency, level_at, tone, tone_samples, windows
 
 N = 480  # one 20 ms period at 24 kHz

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from huxleyd.audio.mixer import Mixer
-from huxleyd.audio.pcm import Float32Array
 from huxleyd.audio.ring import SampleRing
 from huxleyd.audio.types import SOURCES, SourceName
+from huxleyd.pcm import Float32Array
 
 N = 480  # 20 ms at 24 kHz
 RATE = 24000

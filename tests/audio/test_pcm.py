@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from huxleyd.audio.pcm import (
+from huxleyd.errors import AudioError
+from huxleyd.pcm import (
     BYTES_PER_MS,
     RATE_HZ,
     WavFormatError,
@@ -25,7 +26,6 @@ from huxleyd.audio.pcm import (
     wav_bytes,
     write_wav,
 )
-from huxleyd.errors import AudioError
 
 
 def ffmpeg(*args: str) -> bytes:

@@ -165,7 +165,7 @@ async def test_software_volume_scales_the_output_and_ducking_leaves_it_alone() -
 
 async def test_the_first_level_is_the_configured_default(tmp_path: Path) -> None:
     from huxleyd.app.volume import make_volume
-    from huxleyd.storage import Database
+    from huxleyd.storage.db import Database
 
     db = await Database.open(tmp_path / "state.db")
     try:

@@ -33,7 +33,7 @@ from typing import Any
 from huxleyd.app.main import main
 from huxleyd.app.parts import Overrides
 from huxleyd.app.systemd import Notifier
-from huxleyd.config import _SECTIONS, Persona
+from huxleyd.config.load import _SECTIONS, Persona
 
 ROOT = Path(__file__).resolve().parents[2]
 

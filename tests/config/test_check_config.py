@@ -258,7 +258,7 @@ def test_provider_url_must_be_a_websocket(
 
 
 def test_files_are_checked_for_the_service_user_only_as_root(open_dir: Path) -> None:
-    from huxleyd.files import Reader
+    from huxleyd.config.files import Reader
 
     assert Reader.for_service("nobody", euid=1000).is_self
     nobody = Reader.for_service("nobody", euid=0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config import load_config, load_persona
+from huxleyd.config.load import load_config, load_persona
 from huxleyd.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

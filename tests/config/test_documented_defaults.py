@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from huxleyd.config import _SECTIONS
+from huxleyd.config.load import _SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "config" / "huxleyd.toml"
@@ -61,8 +61,8 @@ def test_the_shipped_config_parses_with_its_comments_uncommented_defaults() -> N
 def test_every_value_the_shipped_config_shows_is_the_codes_default() -> None:
     # "Every key is optional; the value shown is the default": each value set in
     # the file, read as the daemon reads it, equals what the code uses without it.
-    from huxleyd.config import resolve_paths
-    from huxleyd.settings_schema import build
+    from huxleyd.config.load import resolve_paths
+    from huxleyd.schema import build
 
     table = tomllib.loads(SHIPPED.read_text())
     base = Path("/etc/huxleyd")

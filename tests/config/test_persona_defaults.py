@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config import load_persona
+from huxleyd.config.load import load_persona
+from huxleyd.config.persona_defaults import system_timezone
 from huxleyd.errors import ConfigError
-from huxleyd.persona_defaults import system_timezone
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.errors import CommandFailedError
 from huxleyd.control.handler import DoctorCheck, StatusReport
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
 from huxleyd.control.watch import WatchEvent
 from tests.fakes.control_handler import FakeControlHandler
 
@@ -457,7 +457,7 @@ def _cli_in_child(
     """Run cli.main in a forked child (optionally as uid/gid 65534 in ``groups``);
     return (status, stdout and stderr)."""
     from huxleyd.control import cli
-    from huxleyd.sdkcheck import sdk_problem
+    from huxleyd.skillhost.sdkcheck import sdk_problem
 
     sdk_problem()  # its imports, now: nobody cannot read this interpreter's stdlib here
     read_fd, write_fd = os.pipe()

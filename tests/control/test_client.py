@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import (
     CommandFailedError,
@@ -19,7 +20,6 @@ from huxleyd.control.errors import (
 from huxleyd.control.handler import LevelsSample, SkillInfo
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
 from tests.fakes.control_handler import FakeControlHandler
 
 from .threaded import serve_in_thread

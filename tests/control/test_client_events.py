@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.errors import ControlProtocolError
 from huxleyd.control.protocol import Command, EventArgs, parse_request
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
 from tests.fakes.control_handler import FakeControlHandler
 
 from .threaded import huxleyctl, serve_in_thread

@@ -93,7 +93,7 @@ def test_key_file_the_service_user_cannot_read() -> None:
     import shutil
     import tempfile
 
-    from huxleyd.files import Reader
+    from huxleyd.config.files import Reader
 
     # As root, doctor asks for the unit's user; "nobody" cannot read a 0600 file of ours.
     nobody = Reader("nobody", 65534, frozenset({65534}), is_self=False)

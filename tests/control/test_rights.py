@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.protocol import Args, Command, MuteArgs, NoArgs, Request, VolumeArgs
 from huxleyd.control.rights import Peer, Right, right_of
-from huxleyd.control.settings import ControlSettings
 from tests.fakes.control_handler import FakeControlHandler
 
 from .test_cli import _cli_in_child

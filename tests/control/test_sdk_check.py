@@ -109,5 +109,5 @@ def test_make_setup_leaves_a_good_venv_alone(tmp_path: Path) -> None:
         text=True,
         check=True,
     )
-    assert run(python, "-m", "huxleyd.sdkcheck").returncode == 0
+    assert run(python, "-m", "huxleyd.skillhost.sdkcheck").returncode == 0
     assert "pip install" not in plan.stdout

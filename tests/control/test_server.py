@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.errors import CommandFailedError, ControlError, ControlSocketInUseError
 from huxleyd.control.handler import ControlHandler
 from huxleyd.control.protocol import MAX_LINE_BYTES, PttAction
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
 from tests.fakes.control_client import LineClient
 from tests.fakes.control_handler import FakeControlHandler
 

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.handler import ControlHandler
 from huxleyd.control.rights import Group, Rights
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
 
 READERS_GID, OPERATORS_GID = 64001, 64002
 """Made-up gids: a forked client joins them with setgroups(), the server sees them."""

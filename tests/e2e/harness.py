@@ -21,7 +21,7 @@ from gpiozero.pins.mock import MockFactory, MockPWMPin
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.pacing import ScaledClock
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from huxleyd.sim.server import SimDialect, SimServer
 from huxleyd.turns.coordinator import Coordinator

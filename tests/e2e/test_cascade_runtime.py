@@ -15,7 +15,7 @@ from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.sim.chat import CascadeSim
 from tests.e2e.harness import ROOT, SPEED, level_dbfs, until, write_config
 

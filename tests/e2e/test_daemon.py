@@ -209,7 +209,7 @@ async def test_status_answers_while_the_daemon_starts(tmp_path: Path) -> None:
     """The control socket is up before the runtime: status must not fail then."""
     from huxleyd.app.control import RuntimeControl
     from huxleyd.app.runtime import Runtime
-    from huxleyd.config import load_config
+    from huxleyd.config.load import load_config
 
     config = load_config(write_daemon_config(tmp_path, scenario=SCENARIO))
     report = await RuntimeControl(Runtime(config)).status()

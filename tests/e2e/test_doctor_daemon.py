@@ -13,7 +13,7 @@ from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.sim.scenario import Scenario
 from huxleyd.sim.server import SimServer
 from tests.e2e.harness import (

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from huxleyd.logs import JournalFieldsHandler
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.sim.scenario import ErrorSpec, ResponseSpec, Scenario, TurnSpec
 from huxleyd.sim.server import SimDialect
 from tests.e2e.harness import Rig, scenario_skill_installed, until
@@ -70,7 +70,7 @@ async def test_a_turn_an_error_and_a_claim_each_reach_the_journal_once(
             await until(lambda: "claim:natural" in skill.events, "the claim ended")
             # A frame no core understands, through the real core the way the
             # transport feeds it (receive, then hand its events on).
-            core = OpenAIRealtimeProtocol()
+            core = OpenAIRealtimeCore()
             core.receive("not json")
             for event in core.events_received():
                 coordinator.on_provider_event(event)

@@ -210,7 +210,7 @@ async def test_barge_in_silences_within_a_period_with_each_kinds_fallback(
         else:  # the documented fallback: a local cut, nothing sent to cancel or truncate
             assert not (CUT_OR_TRUNCATE & types)
             assert rig.sim.truncations == []
-            protocol: Any = rig.rt.parts.connection.protocol  # type: ignore[attr-defined]
+            protocol: Any = rig.rt.parts.connection.core  # type: ignore[attr-defined]
             assert protocol.dropped_audio_chunks > 0, "the cut reply's late audio was dropped"
         button.release()
         await until(lambda: rig.sim.record.responses_done >= 2, "the next turn is answered")

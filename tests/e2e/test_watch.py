@@ -122,7 +122,7 @@ async def test_a_slow_watcher_loses_the_oldest_events_and_is_told() -> None:
 async def test_the_personas_strings_are_what_text_surfaces_say(tmp_path: Path) -> None:
     import dataclasses
 
-    from huxleyd.config import LanguageOverrides, PersonaString
+    from huxleyd.config.load import LanguageOverrides, PersonaString
     from huxleyd.control.errors import CommandFailedError
 
     async with Rig(tmp_path, Scenario()) as rig:

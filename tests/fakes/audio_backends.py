@@ -13,8 +13,8 @@ from typing import Any
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.backends.wav_backend import WavBackend
-from huxleyd.audio.pcm import Int16Array
 from huxleyd.errors import AudioDeviceError
+from huxleyd.pcm import Int16Array
 
 
 class FlakyBackend(WavBackend):

@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from huxleyd.providers.base import ConnectionState, ConnectionStatus, RealtimeProtocol
+from huxleyd.providers.base import ConnectionState, ConnectionStatus, RealtimeCore
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.transport import ProviderConnection
 
@@ -70,7 +70,7 @@ class Recorder:
         self,
         url: str,
         *,
-        core: RealtimeProtocol | None = None,
+        core: RealtimeCore | None = None,
         model: str = "gpt-realtime",
         api_key: str | None = "sk-test",
         **kwargs: Any,
@@ -79,7 +79,7 @@ class Recorder:
         unless ``core``; the backoff without jitter, so delays can be compared)."""
         kwargs.setdefault("backoff", lambda: backoff_delays(jitter=0))
         return ProviderConnection(
-            core or OpenAIRealtimeProtocol(),
+            core or OpenAIRealtimeCore(),
             url=url,
             model=model,
             api_key=api_key,

@@ -1,7 +1,7 @@
 """The coordinator on recording fakes: a rig for the turn layer's tests.
 
 A real :class:`~huxleyd.turns.coordinator.Coordinator` and a real
-:class:`~huxleyd.skillhost.SkillHost` with one test skill (:class:`Toolbox`),
+:class:`~huxleyd.skillhost.host.SkillHost` with one test skill (:class:`Toolbox`),
 on the recording ports of :mod:`tests.fakes.turn_ports`. Time is an input:
 the turn clock is a :class:`~huxleyd.clock.ManualClock` and every timer of
 the turn layer (silent replies, stale replies, patience, inject deadlines)
@@ -40,7 +40,7 @@ from huxleyd.providers.events import (
     ResponseStatus,
     ToolCall,
 )
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnState
 from huxleyd.turns.wake import WakeWord

@@ -105,3 +105,17 @@ async def test_a_refused_key_is_heard_once_not_at_every_slow_retry() -> None:
         assert rig.coordinator.key_refused
         rig.coordinator.on_connection(ConnectionState.CONNECTED)  # the admin fixed the key
         assert not rig.coordinator.key_refused
+
+
+async def test_a_key_refused_for_good_plays_the_key_cue_and_other_fatal_ends_the_error_cue() -> (
+    None
+):
+    # The provider says why the session ended; the turn layer picks the cue.
+    from huxleyd.providers.base import EndReason
+    from tests.fakes.turn_rig import Rig
+
+    async with Rig() as rig:
+        rig.coordinator.on_connection(ConnectionState.FAILED, ended=EndReason.KEY_REFUSED)
+        rig.coordinator.on_connection(ConnectionState.FAILED, ended=EndReason.MODEL_REFUSED)
+        rig.coordinator.on_connection(ConnectionState.FAILED)  # a core that could not tell
+        assert rig.audio.earcon_names() == ["key_refused", "error", "error"]

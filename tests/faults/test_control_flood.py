@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
 from tests.e2e.harness import until
 from tests.fakes.control_client import LineClient
 from tests.fakes.control_handler import FakeControlHandler

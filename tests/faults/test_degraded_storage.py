@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from huxleyd.sim.scenario import Scenario
-from huxleyd.storage import MIGRATIONS, Database
-from huxleyd.storage_recovery import open_or_recover
+from huxleyd.storage.db import MIGRATIONS, Database
+from huxleyd.storage.recovery import open_or_recover
 from tests.e2e.harness import RATE, Rig, until
 from tests.e2e.process import DaemonProcess, ctl, write_daemon_config
 
@@ -273,7 +273,7 @@ async def test_the_first_press_after_the_database_was_damaged_says_why_once(
 
 async def test_what_is_wrong_waits_offline_at_most_its_ttl_then_the_cue_stays_the_signal() -> None:
     from huxleyd.app.runtime import DEGRADED_SPEECH_TTL_S, PERSONA_STRINGS, say_what_is_wrong
-    from huxleyd.config import PersonaString
+    from huxleyd.config.load import PersonaString
     from huxleyd.degraded import Degraded
     from huxleyd.providers.base import ConnectionState
     from huxleyd.turns.state import TurnSource

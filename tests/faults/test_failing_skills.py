@@ -152,7 +152,7 @@ def test_the_unit_never_ends_failed_after_crashes() -> None:
 async def test_a_setup_past_its_budget_is_left_out_and_abandoned() -> None:
     from huxley_sdk import ToolDefinition
     from huxley_sdk.testing import make_test_context
-    from huxleyd.skillhost import SkillHost
+    from huxleyd.skillhost.host import SkillHost
 
     class Hangs:
         name = "hangs"

@@ -1,7 +1,7 @@
 """Case 4: a full disk.
 
 Storage on a full disk fails every write with the error our
-:class:`~huxleyd.storage.Database` raises there (``StorageError: … database
+:class:`~huxleyd.storage.db.Database` raises there (``StorageError: … database
 or disk is full``, SQLITE_FULL); :class:`FullDisk` is that storage, passed in
 where the skill and the volume keep their state. Reads still work.
 

@@ -13,8 +13,8 @@ import io
 import logging
 import os
 
+from huxleyd.app.native_stderr import NativeStderr
 from huxleyd.logs import RepeatLimiter, get_logger, setup
-from huxleyd.native_stderr import NativeStderr
 from tests.e2e.harness import until
 
 

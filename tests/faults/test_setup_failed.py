@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.setupreport import SETUP_FAILED_ENV, setup_failure
+from huxleyd.config.setupreport import SETUP_FAILED_ENV, setup_failure
 from tests.e2e.process import DaemonProcess, write_daemon_config
 
 WHY = "huxleyd-setup.toml: the setting wifi.country: expected the two-letter country code"
@@ -91,7 +91,7 @@ async def test_the_leds_show_the_error_pattern_and_keep_it_across_presses(tmp_pa
     from huxleyd.app.parts import Overrides
     from huxleyd.app.runtime import Runtime
     from huxleyd.audio.backends.wav_backend import WavBackend
-    from huxleyd.config import load_config
+    from huxleyd.config.load import load_config
     from huxleyd.hardware.led_patterns import LedState
     from tests.e2e.harness import write_config
     from tests.fakes.notify import RecordingNotifier

@@ -19,7 +19,7 @@ from typing import cast
 
 from huxley_sdk import Skill
 from huxleyd.providers.events import ResponseStarted, ToolCall
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.skills.brain import BrainSkill
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnState

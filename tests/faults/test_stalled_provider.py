@@ -17,7 +17,7 @@ import pytest
 from huxleyd.app.control import RuntimeControl
 from huxleyd.control.render import provider_link_in_words
 from huxleyd.providers.base import ConnectionState
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnOutcome, TurnState
@@ -74,7 +74,7 @@ async def test_a_reply_trickled_byte_by_byte_is_a_stall_reconnected_and_named() 
         await asyncio.wait_for(task, 10)
 
 
-class ForgetsOnCancel(OpenAIRealtimeProtocol):
+class ForgetsOnCancel(OpenAIRealtimeCore):
     """A core that drops an unstarted request on cancel (as a local-cut dialect
     does): between a silent retry's cancel and its new request nothing is due."""
 

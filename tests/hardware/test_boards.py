@@ -13,7 +13,7 @@ import pytest
 from huxleyd.errors import ConfigError
 from huxleyd.hardware.boards import available_boards, load_board
 from huxleyd.hardware.settings import HardwareSettings
-from huxleyd.settings_schema import build
+from huxleyd.schema import build
 
 HW = Path(__file__).resolve().parents[2] / "hw"
 

@@ -14,12 +14,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from huxleyd.providers.base import RealtimeProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.base import RealtimeCore
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.sim import wire
 from huxleyd.sim.validate import validate_client_event
 
-P = TypeVar("P", bound=RealtimeProtocol)
+P = TypeVar("P", bound=RealtimeCore)
 
 _outbox = wire.Outbox()
 
@@ -126,7 +126,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-def sent(core: OpenAIRealtimeProtocol) -> list[dict[str, Any]]:
+def sent(core: OpenAIRealtimeCore) -> list[dict[str, Any]]:
     """What the core wants to send, each frame validated as a GA client event."""
     out = []
     for message in core.messages_to_send():
@@ -136,7 +136,7 @@ def sent(core: OpenAIRealtimeProtocol) -> list[dict[str, Any]]:
     return out
 
 
-def ready_core(**kwargs: Any) -> OpenAIRealtimeProtocol:
+def ready_core(**kwargs: Any) -> OpenAIRealtimeCore:
     """A configured core on an open connection whose session is ready."""
     handshake = (session_created(), session_updated())
-    return ready(OpenAIRealtimeProtocol(**kwargs), handshake, tools=TOOLS, voice="marin")
+    return ready(OpenAIRealtimeCore(**kwargs), handshake, tools=TOOLS, voice="marin")

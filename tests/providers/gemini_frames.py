@@ -8,7 +8,7 @@ import base64
 import json
 from typing import Any
 
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
     validate_gemini_server_message,
@@ -38,7 +38,7 @@ def content(**fields: Any) -> str | bytes:
     return server({"serverContent": fields})
 
 
-def sent(core: GeminiLiveProtocol) -> list[tuple[str, dict[str, Any]]]:
+def sent(core: GeminiLiveCore) -> list[tuple[str, dict[str, Any]]]:
     """(label, body) of each client message, each validated."""
     out = []
     for message in core.messages_to_send():
@@ -53,11 +53,11 @@ def labels(messages: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return [label for label, _ in messages]
 
 
-def wanted(core: GeminiLiveProtocol) -> str | None:
+def wanted(core: GeminiLiveCore) -> str | None:
     """``reconnect_wanted`` read afresh (a function, so mypy does not narrow it)."""
     return core.reconnect_wanted
 
 
-def ready_core(**kwargs: Any) -> GeminiLiveProtocol:
-    core = GeminiLiveProtocol(model="gemini-live-2.5-flash-preview", **kwargs)
+def ready_core(**kwargs: Any) -> GeminiLiveCore:
+    core = GeminiLiveCore(model="gemini-live-2.5-flash-preview", **kwargs)
     return frames.ready(core, [server({"setupComplete": {}})], tools=TOOLS, voice="Puck")

@@ -24,11 +24,11 @@ from websockets.http11 import Response
 
 from huxleyd.errors import ProviderConnectionError
 from huxleyd.providers import closes
-from huxleyd.providers.base import ConnectionState, RealtimeProtocol
+from huxleyd.providers.base import ConnectionState, EndReason, RealtimeCore
 from huxleyd.providers.closes import CloseAction
 from huxleyd.providers.events import SessionReady
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveCore
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.retry import RETRYABLE, classify
 from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep
@@ -62,7 +62,7 @@ async def peer(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
 
 
 def connect(
-    core: RealtimeProtocol, url: str, rec: Recorder, sleep: InstantSleep, model: str
+    core: RealtimeCore, url: str, rec: Recorder, sleep: InstantSleep, model: str
 ) -> ProviderConnection:
     conn = rec.connection(url, core=core, model=model, api_key="k", sleep=sleep)
     conn.configure(instructions="Be brief.", tools=[], voice="Puck")
@@ -70,7 +70,7 @@ def connect(
 
 
 async def until_second_session(
-    play: Handler, core: RealtimeProtocol, model: str
+    play: Handler, core: RealtimeCore, model: str
 ) -> tuple[Recorder, InstantSleep, list[int]]:
     """Run a connection against ``play`` until its second session is ready, then close."""
     rec, sleep = Recorder(), InstantSleep()
@@ -90,12 +90,13 @@ async def test_gemini_refusing_a_shut_down_model_is_fatal_and_names_the_replacem
 
     rec, sleep = Recorder(), InstantSleep()
     async with peer(refuse) as (url, connections):
-        conn = connect(GeminiLiveProtocol(), url, rec, sleep, GONE_MODEL)
+        conn = connect(GeminiLiveCore(), url, rec, sleep, GONE_MODEL)
         with pytest.raises(ProviderConnectionError, match="model_refused") as caught:
             await asyncio.wait_for(conn.run(), 20)  # safety net: the old code retried forever
     assert NEWEST_LIVE in str(caught.value)
     assert connections == [1]
     assert rec.states[-1].state is ConnectionState.FAILED
+    assert rec.states[-1].ended is EndReason.MODEL_REFUSED  # why, typed, for the turn layer
     assert sleep.delays == []
 
 
@@ -115,7 +116,7 @@ async def test_gemini_generic_not_found_before_setup_is_retried_twice(refusals: 
 
     rec, sleep = Recorder(), InstantSleep()
     async with peer(play) as (url, connections):
-        conn = connect(GeminiLiveProtocol(), url, rec, sleep, GONE_MODEL)
+        conn = connect(GeminiLiveCore(), url, rec, sleep, GONE_MODEL)
         task = asyncio.create_task(conn.run())
         if refusals == 2:
             await rec.wait_for(SessionReady, 1)
@@ -155,7 +156,7 @@ async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> Non
             await ws.send(json.dumps({"setupComplete": {}}))
             await ws.wait_closed()
 
-    _, sleep, _ = await until_second_session(play, GeminiLiveProtocol(), "m")
+    _, sleep, _ = await until_second_session(play, GeminiLiveCore(), "m")
     assert [s["sessionResumption"] for s in setups] == [{}, {"handle": "h-old"}, {}]
     assert sleep.delays == []  # goAway and a refused handle both renew without backoff
 
@@ -176,7 +177,7 @@ async def test_openai_session_cap_renews_at_once_without_a_failure() -> None:
             await ws.wait_closed()
 
     rec, sleep, connections = await until_second_session(
-        play, OpenAIRealtimeProtocol(), "gpt-realtime-2.1"
+        play, OpenAIRealtimeCore(), "gpt-realtime-2.1"
     )
     assert connections == [1, 2]
     assert sleep.delays == []
@@ -192,7 +193,7 @@ async def test_a_gemini_internal_error_close_is_retried_with_backoff() -> None:
         else:
             await ws.wait_closed()
 
-    _, sleep, connections = await until_second_session(play, GeminiLiveProtocol(), "m")
+    _, sleep, connections = await until_second_session(play, GeminiLiveCore(), "m")
     assert connections == [1, 2]
     assert len(sleep.delays) == 1
 
@@ -248,7 +249,7 @@ def test_gemini_close_table(
         code, reason, ready=ready, resumed=resumed, go_away=False, model=GONE_MODEL
     )
     assert (verdict.action, verdict.reason) == (action, why)
-    assert (verdict.cue is not None) == (action is CloseAction.FATAL)
+    assert isinstance(verdict.reason, EndReason)  # a provider says why, not what is heard
 
 
 @pytest.mark.parametrize(
@@ -327,7 +328,7 @@ async def test_a_refused_key_at_the_handshake_says_what_to_check() -> None:
     rec, sleep = Recorder(), InstantSleep(stop)
     async with serve(lambda ws: ws.wait_closed(), "127.0.0.1", 0, process_request=refuse) as server:
         port = next(iter(server.sockets)).getsockname()[1]
-        conn = connect(GeminiLiveProtocol(), f"ws://127.0.0.1:{port}/ws", rec, sleep, "m")
+        conn = connect(GeminiLiveCore(), f"ws://127.0.0.1:{port}/ws", rec, sleep, "m")
         await asyncio.wait_for(conn.run(), 20)
     refused = [s for s in rec.states if s.state is ConnectionState.KEY_REFUSED]
     assert len(refused) == 1 and sleep.delays == [300.0]

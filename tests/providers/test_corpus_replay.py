@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.providers.base import RealtimeProtocol
+from huxleyd.providers.base import RealtimeCore
 from huxleyd.providers.events import (
     AudioChunk,
     Event,
@@ -41,7 +41,7 @@ def frames(dialect: str) -> list[str]:
     return [line for line in lines if line.strip()]
 
 
-def replay(dialect: str) -> tuple[RealtimeProtocol, list[Event]]:
+def replay(dialect: str) -> tuple[RealtimeCore, list[Event]]:
     core = protocol_for(dialect)  # type: ignore[arg-type]
     core.configure(instructions="Be brief.", tools=TOOLS, voice="marin")
     core.connection_url("wss://example.invalid/", "model")
@@ -73,6 +73,19 @@ def test_the_corpus_replays_through_every_core_without_a_protocol_error(
     assert unknown == []
     must = {SessionReady, ResponseStarted, AudioChunk, ToolCall, ResponseDone, TranscriptDelta}
     assert must <= kinds(events), must - kinds(events)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "xai", "gemini"])
+def test_every_core_ends_each_spoken_reply_with_one_final_transcript(dialect: str) -> None:
+    # One path for what the device said: the watch feed reads the final
+    # transcript, whichever provider (Gemini sends none: its core makes it).
+    _, events = replay(dialect)
+    spoken = {
+        e.item_id for e in events if isinstance(e, TranscriptDelta) and e.role is Role.ASSISTANT
+    }
+    done = [e.item_id for e in events if isinstance(e, TranscriptDone) and e.role is Role.ASSISTANT]
+    assert spoken, "the corpus has no spoken reply"
+    assert sorted(done) == sorted(spoken)
 
 
 def test_openai_corpus_events_in_detail() -> None:

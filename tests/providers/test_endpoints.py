@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from huxleyd.providers.base import RealtimeProtocol
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.base import RealtimeCore
+from huxleyd.providers.gemini_core import GeminiLiveCore
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
+from huxleyd.providers.xai_core import XaiRealtimeCore
 
 
 @pytest.mark.parametrize(
     ("core", "base", "model", "url", "headers"),
     [
         (
-            OpenAIRealtimeProtocol(),
+            OpenAIRealtimeCore(),
             "wss://api.openai.com/v1/realtime",
             "gpt-realtime",
             "wss://api.openai.com/v1/realtime?model=gpt-realtime",
             {"Authorization": "Bearer k"},
         ),
         (
-            XaiRealtimeProtocol(),
+            XaiRealtimeCore(),
             "wss://api.x.ai/v1/realtime",
             "grok-voice-think-fast-1.0",
             "wss://api.x.ai/v1/realtime?model=grok-voice-think-fast-1.0",
@@ -29,7 +29,7 @@ from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
         ),
         # Gemini names the model in the setup message, not in the URL.
         (
-            GeminiLiveProtocol(),
+            GeminiLiveCore(),
             "wss://example/ws",
             "m",
             "wss://example/ws",
@@ -39,9 +39,9 @@ from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
     ids=["openai", "xai", "gemini"],
 )
 def test_the_url_and_the_key_header(
-    core: RealtimeProtocol, base: str, model: str, url: str, headers: dict[str, str]
+    core: RealtimeCore, base: str, model: str, url: str, headers: dict[str, str]
 ) -> None:
-    assert isinstance(core, RealtimeProtocol)
+    assert isinstance(core, RealtimeCore)
     assert core.connection_url(base, model) == url
     assert core.connection_headers("k") == headers
     assert core.connection_headers(None) == {}, "no key, no auth header"

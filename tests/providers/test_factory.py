@@ -14,15 +14,15 @@ from huxleyd.providers.factory import (
     VALID_KINDS,
     capabilities_of,
     create_connection,
-    create_protocol,
+    create_core,
     protocol_for,
 )
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveCore
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
-from huxleyd.settings_schema import build
+from huxleyd.providers.xai_core import XaiRealtimeCore
+from huxleyd.schema import build
 
 
 def test_openai_and_sim_kinds_speak_openai_ga() -> None:
@@ -34,7 +34,7 @@ def test_openai_and_sim_kinds_speak_openai_ga() -> None:
         )
         conn = create_connection(settings, api_key=None, on_event=lambda e: None)
         assert isinstance(conn, ProviderConnection)
-        assert isinstance(conn.protocol, OpenAIRealtimeProtocol)
+        assert isinstance(conn.core, OpenAIRealtimeCore)
         caps = capabilities_of(settings)
         assert caps.truncate and caps.response_cancel
         assert caps.interrupt_acceptance is InterruptAcceptance.IMMEDIATE_PROVIDER_ACK
@@ -59,13 +59,13 @@ def test_the_url_can_be_overridden_for_the_simulator() -> None:
 
 def test_each_kind_gets_its_core_and_its_defaults() -> None:
     expected = {
-        "openai": OpenAIRealtimeProtocol,
-        "xai": XaiRealtimeProtocol,
-        "gemini": GeminiLiveProtocol,
+        "openai": OpenAIRealtimeCore,
+        "xai": XaiRealtimeCore,
+        "gemini": GeminiLiveCore,
     }
     for kind, core in expected.items():
         settings = build(ProviderSettings, {"kind": kind}, file="t.toml")
-        assert isinstance(create_protocol(settings), core)
+        assert isinstance(create_core(settings), core)
         defaults = KIND_DEFAULTS[kind]  # type: ignore[index]
         assert (settings.url, settings.model, settings.voice) == (
             defaults.url,
@@ -76,10 +76,10 @@ def test_each_kind_gets_its_core_and_its_defaults() -> None:
 
 
 def test_the_simulator_speaks_the_dialect_it_is_told() -> None:
-    for dialect, core in (("xai", XaiRealtimeProtocol), ("gemini", GeminiLiveProtocol)):
+    for dialect, core in (("xai", XaiRealtimeCore), ("gemini", GeminiLiveCore)):
         settings = build(ProviderSettings, {"kind": "sim", "sim_dialect": dialect}, file="t.toml")
         assert settings.dialect == dialect
-        assert isinstance(create_protocol(settings), core)
+        assert isinstance(create_core(settings), core)
         assert settings.voice == KIND_DEFAULTS[settings.dialect].voice
     assert build(ProviderSettings, {"kind": "sim"}, file="t.toml").dialect == "openai"
 

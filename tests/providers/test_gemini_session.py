@@ -14,8 +14,8 @@ from typing import Any
 
 from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.events import ProviderErrorEvent, ResponseDone, SessionReady
-from huxleyd.providers.factory import create_protocol
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.factory import create_core
+from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import scenario_from_dict
@@ -36,7 +36,7 @@ async def session(
         recorder = Recorder()
         settings = ProviderSettings(kind="gemini")
         conn = ProviderConnection(
-            create_protocol(settings),
+            create_core(settings),
             url=server.url,
             model=settings.model,
             api_key=None,
@@ -74,8 +74,8 @@ async def test_go_away_resumes_with_the_handle_and_the_next_turn_works() -> None
         assert gemini.setups[1]["sessionResumption"] == {"handle": handle}
         assert gemini.go_away_expired == 0  # the client left before the server had to close
         assert ConnectionState.RECONNECTING not in recorder.state_names()  # no backoff
-        protocol = conn.protocol
-        assert isinstance(protocol, GeminiLiveProtocol) and protocol.resumed_connections == 1
+        protocol = conn.core
+        assert isinstance(protocol, GeminiLiveCore) and protocol.resumed_connections == 1
 
         say(conn)
         second = await recorder.wait_for(ResponseDone, 2)

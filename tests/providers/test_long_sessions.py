@@ -26,14 +26,14 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from huxleyd.clock import ManualClock
-from huxleyd.providers.base import ConnectionState, RealtimeProtocol
+from huxleyd.providers.base import ConnectionState, RealtimeCore
 from huxleyd.providers.closes import GEMINI_CONNECTION_CAP_S, OPENAI_SESSION_CAP_S
 from huxleyd.providers.events import ResponseDone, ResponseStatus, SessionReady
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.gemini_core import GeminiLiveCore
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeCore
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
 from tests.providers import frames
@@ -142,7 +142,7 @@ def gemini_play(clock: ManualClock) -> Play:
 
 
 def session_ready_on(conn: ProviderConnection) -> bool:
-    return bool(getattr(conn.protocol, "session_ready", False))
+    return bool(getattr(conn.core, "session_ready", False))
 
 
 async def run_turns(
@@ -176,7 +176,7 @@ async def run_turns(
 
 
 def connection(
-    core: RealtimeProtocol, url: str, rec: Recorder, clock: ManualClock
+    core: RealtimeCore, url: str, rec: Recorder, clock: ManualClock
 ) -> ProviderConnection:
     conn = rec.connection(url, core=core, model="m", api_key="k", sleep=InstantSleep(), clock=clock)
     conn.configure(instructions="Be brief.", tools=[], voice="marin")
@@ -193,7 +193,7 @@ def assert_no_reply_cut(rec: Recorder, log: PeerLog) -> None:
 async def test_openai_runs_past_its_60_minute_cap_renewing_between_turns() -> None:
     clock, rec = ManualClock(), Recorder()
     async with peer(openai_play(clock, first=frames.session_created()), clock) as (url, log):
-        conn = connection(OpenAIRealtimeProtocol(), url, rec, clock)
+        conn = connection(OpenAIRealtimeCore(), url, rec, clock)
         task = asyncio.create_task(conn.run())
         await run_turns(conn, rec, clock, turns=25, mic=MIC, renew_between_turns=True)
         await conn.close()
@@ -209,7 +209,7 @@ async def test_openai_runs_past_its_60_minute_cap_renewing_between_turns() -> No
 async def test_an_idle_openai_session_past_its_cap_comes_back_at_once() -> None:
     clock, rec = ManualClock(), Recorder()
     async with peer(openai_play(clock, first=frames.session_created()), clock) as (url, log):
-        conn = connection(OpenAIRealtimeProtocol(), url, rec, clock)
+        conn = connection(OpenAIRealtimeCore(), url, rec, clock)
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
         clock.advance(OPENAI_SESSION_CAP_S + MINUTE)  # nobody spoke for an hour
@@ -236,7 +236,7 @@ async def test_xai_runs_past_its_60_minute_cap_renewing_between_turns() -> None:
         }
     )
     async with peer(openai_play(clock, first=created), clock) as (url, log):
-        conn = connection(XaiRealtimeProtocol(), url, rec, clock)
+        conn = connection(XaiRealtimeCore(), url, rec, clock)
         task = asyncio.create_task(conn.run())
         await run_turns(conn, rec, clock, turns=25, mic=MIC, renew_between_turns=True)
         await conn.close()
@@ -249,7 +249,7 @@ async def test_xai_runs_past_its_60_minute_cap_renewing_between_turns() -> None:
 async def test_gemini_resumes_across_go_aways_and_never_cuts_a_reply() -> None:
     clock, rec = ManualClock(), Recorder()
     async with peer(gemini_play(clock), clock) as (url, log):
-        conn = connection(GeminiLiveProtocol(), url, rec, clock)
+        conn = connection(GeminiLiveCore(), url, rec, clock)
         task = asyncio.create_task(conn.run())
         # 60 simulated minutes: past the 15-minute audio session limit and several
         # 10-minute connections; Gemini needs no renewal policy of ours.

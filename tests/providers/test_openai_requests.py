@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 from huxleyd.providers.events import AudioChunk, ResponseDone, ResponseStarted
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.sim import wire
 from tests.providers import frames
 from tests.providers.frames import ready_core, sent
 
-REQUEST_TAG_KEY = "huxleyd_request"  # openai_protocol.REQUEST_TAG_KEY
+REQUEST_TAG_KEY = "huxleyd_request"  # openai_core.REQUEST_TAG_KEY
 PCM = b"\x01\x00" * 240
 
 
@@ -141,7 +141,7 @@ def test_the_pre_start_cancel_still_cuts_the_response_it_was_meant_for() -> None
 
 
 def test_a_response_nobody_requested_is_in_the_conversation() -> None:
-    core = OpenAIRealtimeProtocol()
+    core = OpenAIRealtimeCore()
     core.connection_opened()
     core.receive(frames.session_created())
     core.events_received()

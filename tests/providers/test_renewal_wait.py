@@ -18,7 +18,7 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from huxleyd.clock import ManualClock
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, SessionReady
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
+from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.renewal import RENEW_MARGIN_S
 from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep
@@ -71,7 +71,7 @@ class ClockedRecorder(Recorder):
 
 def connect(url: str, rec: Recorder, clock: ManualClock, sleep: InstantSleep) -> ProviderConnection:
     conn = rec.connection(
-        url, core=GeminiLiveProtocol(), model="m", api_key="k", sleep=sleep, clock=clock
+        url, core=GeminiLiveCore(), model="m", api_key="k", sleep=sleep, clock=clock
     )
     conn.configure(instructions="Be brief.", tools=[], voice="Puck")
     return conn

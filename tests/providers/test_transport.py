@@ -23,7 +23,7 @@ from huxleyd.providers.events import (
     SessionReady,
     ToolCall,
 )
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import ProviderConnection, read_api_key
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
@@ -242,7 +242,7 @@ async def test_a_failing_event_handler_is_logged_and_the_session_goes_on(
 
     async with sim() as server:
         conn = ProviderConnection(
-            OpenAIRealtimeProtocol(),
+            OpenAIRealtimeCore(),
             url=server.url,
             model="gpt-realtime",
             api_key=None,

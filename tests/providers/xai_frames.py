@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from huxleyd.providers.xai_protocol import XaiRealtimeProtocol
+from huxleyd.providers.xai_core import XaiRealtimeCore
 from huxleyd.sim.xai_session import XaiOutbox, default_session
 from huxleyd.sim.xai_validate import validate_xai_client_event
 from tests.providers import frames
@@ -24,7 +24,7 @@ def session_updated() -> str:
     return _outbox.encode({"type": "session.updated", "session": default_session()})
 
 
-def sent(core: XaiRealtimeProtocol) -> list[dict[str, Any]]:
+def sent(core: XaiRealtimeCore) -> list[dict[str, Any]]:
     """What the core wants to send, each frame checked against xAI's field sets."""
     out = []
     for message in core.messages_to_send():
@@ -37,12 +37,12 @@ def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
 
 
-def ready_core() -> XaiRealtimeProtocol:
+def ready_core() -> XaiRealtimeCore:
     handshake = (conversation_created(), session_updated())
-    return frames.ready(XaiRealtimeProtocol(), handshake, tools=TOOLS, voice="eve")
+    return frames.ready(XaiRealtimeCore(), handshake, tools=TOOLS, voice="eve")
 
 
-def start_response(core: XaiRealtimeProtocol, response_id: str = "resp_1") -> None:
+def start_response(core: XaiRealtimeCore, response_id: str = "resp_1") -> None:
     core.request_response()
     assert types(sent(core)) == ["response.create"]
     core.receive(frames.response_created(response_id))

@@ -12,7 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
-from huxleyd.audio.pcm import BYTES_PER_MS
+from huxleyd.pcm import BYTES_PER_MS
 from huxleyd.sim.scenario import DEFAULT_REPLY, scenario_from_dict
 from huxleyd.sim.server import SimServer
 from huxleyd.sim.speech import tone_speech

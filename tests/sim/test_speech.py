@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from huxleyd.audio.pcm import BYTES_PER_MS
+from huxleyd.pcm import BYTES_PER_MS
 from huxleyd.sim.speech import espeak_available, synthesize, tone, tone_speech
 
 

@@ -11,9 +11,9 @@ import pytest
 from huxley_sdk import SkillContext, ToolDefinition, ToolResult
 from huxley_sdk.testing import make_test_context
 from huxleyd.errors import ConfigError
-from huxleyd.skillevents import ClientEvents
-from huxleyd.skillhost import SkillHost
-from huxleyd.skillsources import skill_config
+from huxleyd.skillhost.events import ClientEvents
+from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.sources import skill_config
 
 
 class Configured:

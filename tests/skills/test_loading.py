@@ -21,8 +21,8 @@ from huxleyd.errors import (
     SkillNotInstalledError,
     SkillShapeError,
 )
-from huxleyd.skillhost import SkillHost, installed_skills
-from huxleyd.storage import Database, FileSecrets
+from huxleyd.skillhost.host import SkillHost, installed_skills
+from huxleyd.storage.db import Database, FileSecrets
 from tests.fakes.distributions import installed_skill
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 
 
 class Moody(Skill):

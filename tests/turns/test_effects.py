@@ -15,7 +15,7 @@ from huxley_sdk import (
     ToolResult,
 )
 from huxleyd.providers.events import ToolCall
-from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.media import MediaRunner
 from tests.fakes.turn_ports import (

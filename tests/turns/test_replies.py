@@ -15,7 +15,7 @@ from huxleyd.providers.events import (
     ResponseStatus,
     ToolCall,
 )
-from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost
+from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.outputs import Activity, TurnOutputs

@@ -8,7 +8,7 @@ from typing import Any
 
 from huxley_sdk import InjectPriority, ToolDefinition, ToolResult
 from huxleyd.providers.events import ResponseStarted, ToolCall
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.instructions import SessionInstructions, compose
 from tests.fakes.clock import settle

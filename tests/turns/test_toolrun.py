@@ -7,7 +7,7 @@ import json
 
 from huxley_sdk import ToolResult
 from huxleyd.providers.events import ToolCall
-from huxleyd.skillhost import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 from huxleyd.turns.toolrun import ToolRunner
 from tests.fakes.turn_ports import GatedSkill
 from tests.turns import settle

@@ -18,7 +18,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from huxleyd.audio.pcm import Int16Array
+from huxleyd.pcm import Int16Array
 
 
 class IoStatus(enum.Enum):

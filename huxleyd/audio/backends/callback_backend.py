@@ -26,8 +26,8 @@ from typing import Any
 
 from huxleyd.audio.backends.base import IoStatus
 from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
-from huxleyd.audio.pcm import Int16Array, period_frames
 from huxleyd.errors import AudioDeviceError
+from huxleyd.pcm import Int16Array, period_frames
 
 
 class CallbackBackend(PyAudioBackend):

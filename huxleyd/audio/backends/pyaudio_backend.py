@@ -39,8 +39,8 @@ from huxleyd.audio.backends.alsa_names import (
     wants_plughw,
 )
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
-from huxleyd.audio.pcm import Int16Array, period_frames
 from huxleyd.errors import AudioDeviceError, AudioError
+from huxleyd.pcm import Int16Array, period_frames
 
 
 class PyAudioBackend:

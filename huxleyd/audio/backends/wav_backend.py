@@ -26,9 +26,9 @@ import numpy as np
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
-from huxleyd.audio.pcm import Int16Array, pcm16_view, period_frames, read_wav, resample
 from huxleyd.audio.ring import SampleRing
 from huxleyd.errors import AudioDeviceError, AudioError
+from huxleyd.pcm import Int16Array, pcm16_view, period_frames, read_wav, resample
 
 _RECORD_BLOCK_S = 10
 
@@ -176,7 +176,7 @@ class WavBackend:
 def load_mic_wav(path: Path, *, input_channels: int, rate_hz: int) -> Int16Array:
     """The mic WAV's samples at ``rate_hz``; :class:`AudioError` naming the file when it
     is not a PCM16 WAV with ``input_channels`` channels. The backend and
-    ``--check-config`` (:mod:`huxleyd.preflight_io`) both read it with this."""
+    ``--check-config`` (:mod:`huxleyd.config.preflight_io`) both read it with this."""
     wav = read_wav(path)
     if wav.channels != input_channels:
         raise AudioError(

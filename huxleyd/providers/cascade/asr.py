@@ -21,8 +21,8 @@ from typing import Protocol
 import openai
 from openai import AsyncOpenAI
 
-from huxleyd.audio.pcm import resample_pcm16, wav_bytes
 from huxleyd.errors import ProviderError
+from huxleyd.pcm import resample_pcm16, wav_bytes
 
 
 class Transcriber(Protocol):

@@ -12,7 +12,7 @@ be a plain name called with keyword arguments only, each value a literal
 :func:`ast.literal_eval`. Anything else — positional arguments, names,
 attributes, calls, comprehensions, ``**kwargs`` — is rejected, as are unknown
 tools and arguments that fail the tool's JSON schema
-(:func:`huxleyd.argcheck.check_arguments`). A rejected call is never run:
+(:func:`huxleyd.skillhost.argcheck.check_arguments`). A rejected call is never run:
 the caller hands :attr:`CodeReply.errors` back to the model instead.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from huxleyd.argcheck import check_arguments
+from huxleyd.skillhost.argcheck import check_arguments
 
 OPEN_TAG = "<code>"
 CLOSE_TAG = "</code>"

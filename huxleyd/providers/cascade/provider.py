@@ -43,9 +43,9 @@ from typing import Any
 
 import openai
 
-from huxleyd.audio.pcm import RATE_HZ, bytes_to_ms, ms_to_bytes
 from huxleyd.errors import ProviderError
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.pcm import RATE_HZ, bytes_to_ms, ms_to_bytes
 from huxleyd.providers.base import (
     Capabilities,
     ConnectionState,

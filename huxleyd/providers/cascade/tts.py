@@ -27,8 +27,8 @@ from urllib.parse import quote, urlsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedOK, WebSocketException
 
-from huxleyd.audio.pcm import RATE_HZ, WavFormatError, bytes_to_ms, parse_wav, resample_pcm16
 from huxleyd.errors import ProviderError
+from huxleyd.pcm import RATE_HZ, WavFormatError, bytes_to_ms, parse_wav, resample_pcm16
 from huxleyd.providers.cascade.asr import run_command
 from huxleyd.providers.transport import websocket_logger
 

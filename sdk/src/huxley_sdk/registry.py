@@ -1,7 +1,7 @@
 """A minimal skill registry: tools of several skills, one dispatch.
 
 Huxley's runtime uses this; huxleyd has its own skill host
-(``huxleyd.skillhost``) with loading, validation and logging, and keeps
+(``huxleyd.skillhost.host``) with loading, validation and logging, and keeps
 this class for skills and tests written against Huxley's SDK.
 """
 

@@ -18,7 +18,7 @@ from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.audio.types import MicFrame
 from huxleyd.clock import ManualClock
 from huxleyd.providers.cascade.provider import CascadeConnection
-from huxleyd.skillhost import SkillHost
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.fakes.provider_callbacks import Recorder

@@ -14,7 +14,7 @@ import sys
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.cascade.llm import ChatModel, NativeCall, TextDelta
 from huxleyd.providers.cascade.provider import UNPROMPTED, CascadeConnection
 from huxleyd.providers.events import (

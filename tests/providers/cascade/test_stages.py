@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from huxleyd.audio.pcm import wav_bytes
 from huxleyd.errors import ConfigError, ProviderError
+from huxleyd.pcm import wav_bytes
 from huxleyd.providers.cascade.asr import CommandTranscriber
 from huxleyd.providers.cascade.factory import create_cascade_connection, create_chat_model
 from huxleyd.providers.cascade.llm import token_limit_parameter
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.cascade.tts import CommandSynthesizer, ElevenLabsSynthesizer, TextQueue
-from huxleyd.settings_schema import build
+from huxleyd.schema import build
 
 PY = sys.executable
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from huxleyd.providers.base import InterruptAcceptance, RealtimeProtocol
+from huxleyd.providers.base import InterruptAcceptance, RealtimeCore
 from huxleyd.providers.events import (
     AudioChunk,
     ProviderErrorEvent,
@@ -19,7 +19,7 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT, XaiRealtimeProtocol
+from huxleyd.providers.xai_core import CANCELLED_OUTPUT, XaiRealtimeCore
 from huxleyd.sim import wire
 from huxleyd.sim.xai_validate import validate_xai_client_event
 from tests.providers import frames
@@ -37,8 +37,8 @@ PCM = b"\x01\x00" * 480
 
 
 def test_capabilities_say_local_cut_without_cancel_or_truncate() -> None:
-    core = XaiRealtimeProtocol()
-    assert isinstance(core, RealtimeProtocol)
+    core = XaiRealtimeCore()
+    assert isinstance(core, RealtimeCore)
     caps = core.capabilities
     assert not caps.response_cancel and not caps.truncate
     assert caps.interrupt_acceptance is InterruptAcceptance.LOCAL_CUT_ASYNC_CONFIRMATION
@@ -46,7 +46,7 @@ def test_capabilities_say_local_cut_without_cancel_or_truncate() -> None:
 
 
 def test_the_session_is_flat_and_ready_after_session_updated() -> None:
-    core = XaiRealtimeProtocol()
+    core = XaiRealtimeCore()
     core.configure(instructions="Be brief.", tools=TOOLS, voice="eve")
     core.connection_opened()
     [update] = sent(core)
@@ -64,7 +64,7 @@ def test_the_session_is_flat_and_ready_after_session_updated() -> None:
 
 
 def test_without_configuration_conversation_created_means_ready() -> None:
-    core = XaiRealtimeProtocol()
+    core = XaiRealtimeCore()
     core.connection_opened()
     core.receive(conversation_created())
     assert core.events_received() == [SessionReady("conv_1")]

@@ -1,7 +1,7 @@
 """Loading skills through entry points, their lifecycle, and calling their tools safely.
 
 The persona names skills; each is resolved in the ``huxley.skills``
-entry-point group (:mod:`huxleyd.skillsources` picks the distribution when
+entry-point group (:mod:`huxleyd.skillhost.sources` picks the distribution when
 two provide one name), instantiated, checked against the Skill protocol,
 its config checked against its ``config_schema``, and set up with its own
 :class:`~huxley_sdk.SkillContext`. Everything that can be wrong fails at
@@ -36,14 +36,14 @@ from typing import Any, cast
 
 from huxley_sdk import ENTRY_POINT_GROUP, Skill, SkillContext, ToolDefinition, ToolResult
 from huxley_sdk.types import SideEffect
-from huxleyd.argcheck import check_arguments, check_value
 from huxleyd.errors import (
     ConfigError,
     SkillCollisionError,
     SkillShapeError,
 )
 from huxleyd.logs import get_logger
-from huxleyd.skillsources import (
+from huxleyd.skillhost.argcheck import check_arguments, check_value
+from huxleyd.skillhost.sources import (
     Installed,
     SkillSource,
     pick_source,
@@ -118,7 +118,7 @@ def check_config(skill: Skill, config: Mapping[str, Any], *, persona_file: str) 
     """Check a skill's persona table against its ``config_schema`` (when it has one).
 
     Huxley's schemas are JSON Schema describing ``ctx.config``; the subset
-    :mod:`huxleyd.argcheck` knows is what such tables use. An unknown key is
+    :mod:`huxleyd.skillhost.argcheck` knows is what such tables use. An unknown key is
     named first with the keys the skill knows. Raises ConfigError naming the
     persona file and the key (``skills.memos.max_seconds``).
     """

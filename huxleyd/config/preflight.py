@@ -1,6 +1,6 @@
 """Everything ``start`` does short of opening devices and the network.
 
-:func:`preflight` takes a loaded :class:`~huxleyd.config.Config` (TOML
+:func:`preflight` takes a loaded :class:`~huxleyd.config.load.Config` (TOML
 parsed, persona read, board merged) and checks what the daemon will touch
 next: every file it will read (exists, is a file or directory as expected,
 readable by the service user, not empty), the socket's directory, each
@@ -24,14 +24,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from huxleyd.audio.earcons import load_earcons
-from huxleyd.config import Config
+from huxleyd.config.files import Reader, check_directory, check_file
+from huxleyd.config.load import Config
+from huxleyd.config.preflight_io import check_devices
 from huxleyd.errors import AudioError, ConfigError, SkillCollisionError, SkillError
-from huxleyd.files import Reader, check_directory, check_file
-from huxleyd.keyfile import ParsedKey, is_blank, parse_key
-from huxleyd.preflight_io import check_devices
 from huxleyd.providers.cascade.settings import CascadeSettings
-from huxleyd.skillhost import SkillHost, installed_skills
-from huxleyd.skillsources import Installed
+from huxleyd.providers.keyfile import ParsedKey, is_blank, parse_key
+from huxleyd.skillhost.host import SkillHost, installed_skills
+from huxleyd.skillhost.sources import Installed
 
 CREDENTIAL_NAME = "openai-key"
 """The systemd credential (``LoadCredential=openai-key:…``) holding the API key."""
@@ -86,7 +86,7 @@ def key_source(
     """The key file the daemon uses: ``--key-file``, the systemd credential, ``provider.key_file``.
 
     A credential with no token (the installer creates an empty one; blank
-    lines or a lone BOM count as empty, as :func:`~huxleyd.keyfile.is_blank`
+    lines or a lone BOM count as empty, as :func:`~huxleyd.providers.keyfile.is_blank`
     says) means "no key yet" and falls through, as the daemon does.
     """
     environ = os.environ if env is None else env
@@ -149,7 +149,7 @@ def preflight(
 
 def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> ParsedKey:
     """``path`` is a key file ``reader`` can read, holding one token: the same
-    :func:`~huxleyd.keyfile.parse_key` the start reads it with."""
+    :func:`~huxleyd.providers.keyfile.parse_key` the start reads it with."""
     # Emptiness is the token's question: parse_key answers it in the start's words.
     check_file(path, file=file, key=key, reader=reader, what="the API key", non_empty=False)
     try:
@@ -246,9 +246,9 @@ def check_skills(config: Config, *, leave_out: bool = False) -> SkillHost:
     shape, its table refused, a tool name another skill has) is recorded in
     the host's ``failed`` with that one line, and the others load.
     Which distribution provides a name two register is the persona's choice
-    (``from``, :mod:`huxleyd.skillsources`); a table is checked as the skill
+    (``from``, :mod:`huxleyd.skillhost.sources`); a table is checked as the skill
     will see it (without ``from``, its ``i18n`` merged), see
-    :func:`huxleyd.skillhost.check_config`.
+    :func:`huxleyd.skillhost.host.check_config`.
     """
     persona_file = str(config.persona_path)
     persona = config.persona

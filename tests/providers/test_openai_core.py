@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from huxleyd.providers.base import InterruptAcceptance, RealtimeProtocol
+from huxleyd.providers.base import InterruptAcceptance, RealtimeCore
 from huxleyd.providers.events import (
     AudioChunk,
     Event,
@@ -27,7 +27,7 @@ from huxleyd.providers.events import (
     ToolCall,
     TranscriptDone,
 )
-from huxleyd.providers.openai_protocol import OpenAIRealtimeProtocol
+from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.sim import wire
 from tests.providers import frames
 from tests.providers.frames import TOOLS, ready_core, sent
@@ -36,14 +36,14 @@ EVENT_TYPES = typing.get_args(Event)
 
 
 def test_it_satisfies_the_provider_protocol() -> None:
-    core = OpenAIRealtimeProtocol()
-    assert isinstance(core, RealtimeProtocol)
+    core = OpenAIRealtimeCore()
+    assert isinstance(core, RealtimeCore)
     assert core.capabilities.interrupt_acceptance is InterruptAcceptance.IMMEDIATE_PROVIDER_ACK
     assert core.capabilities.input_rate_hz == core.capabilities.output_rate_hz == 24_000
 
 
 def test_first_configuration_is_a_full_ga_push_to_talk_session() -> None:
-    core = OpenAIRealtimeProtocol(transcription_model="gpt-4o-mini-transcribe")
+    core = OpenAIRealtimeCore(transcription_model="gpt-4o-mini-transcribe")
     core.configure(instructions="Be brief.", tools=TOOLS, voice="cedar")
     core.connection_opened()
     [update] = sent(core)
@@ -63,7 +63,7 @@ def test_first_configuration_is_a_full_ga_push_to_talk_session() -> None:
 
 
 def test_session_ready_once_after_our_update_is_applied() -> None:
-    core = OpenAIRealtimeProtocol()
+    core = OpenAIRealtimeCore()
     core.configure(instructions="x", tools=[], voice="marin")
     core.connection_opened()
     core.receive(frames.session_created())
@@ -75,7 +75,7 @@ def test_session_ready_once_after_our_update_is_applied() -> None:
 
 
 def test_without_configuration_the_created_session_is_ready() -> None:
-    core = OpenAIRealtimeProtocol()
+    core = OpenAIRealtimeCore()
     core.connection_opened()
     core.receive(frames.session_created())
     [ready] = core.events_received()
@@ -111,7 +111,7 @@ def test_a_new_connection_resends_everything() -> None:
 
 
 def test_bad_tool_declarations_are_refused() -> None:
-    core = OpenAIRealtimeProtocol()
+    core = OpenAIRealtimeCore()
     with pytest.raises(ValueError, match="non-empty 'name'"):
         core.configure(instructions="", tools=[{"description": "x"}], voice="marin")
     with pytest.raises(ValueError, match="duplicate tool names: a"):
@@ -183,7 +183,7 @@ def test_audio_deltas_become_pcm_chunks_and_mark_the_response() -> None:
     assert not core.response_active
 
 
-def tracking(core: OpenAIRealtimeProtocol) -> tuple[bool, str | None]:
+def tracking(core: OpenAIRealtimeCore) -> tuple[bool, str | None]:
     return core.response_active, core.active_response_id
 
 

@@ -13,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from huxleyd.config import Config
+from huxleyd.config.load import Config
 from huxleyd.logs import LOG_FILE_NAME
 
 

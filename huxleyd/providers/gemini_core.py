@@ -42,9 +42,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from huxleyd.audio.pcm import ms_to_bytes
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.pcm import ms_to_bytes
 from huxleyd.providers import gemini_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.closes import NOT_FOUND_FOR_NOW, CloseVerdict, gemini_close
@@ -95,6 +95,9 @@ class _Turn:
     superseded: bool = False
     had_audio: bool = False
     calls: list[ToolCall] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    """The output transcription so far: Gemini sends no final transcript, so the
+    turn's end reports one (as OpenAI's ``…transcript.done`` does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,7 @@ class _Config:
         return json.dumps([self.instructions, self.declarations, self.voice], sort_keys=True)
 
 
-class GeminiLiveProtocol(SansIOCore):
+class GeminiLiveCore(SansIOCore):
     """Gemini Live, push-to-talk, PCM16 16 kHz in / 24 kHz out, with session resumption."""
 
     capabilities = GEMINI_CAPABILITIES
@@ -498,6 +501,7 @@ class GeminiLiveProtocol(SansIOCore):
             turn = self._open_turn()
             if not turn.superseded:
                 self._events.append(TranscriptDelta(Role.ASSISTANT, turn.response_id, text))
+                turn.said.append(text)
                 self._notes.add_text(turn.response_id, text)
         if wire.get(content, "interrupted"):
             self._on_interrupted()
@@ -571,7 +575,12 @@ class GeminiLiveProtocol(SansIOCore):
             self._turn = None
 
     def _end(self, turn: _Turn, status: ResponseStatus, reason: str | None) -> None:
+        """Report the turn's end: its final transcript first (what was said, also
+        of a reply cut short), then ``ResponseDone``."""
         if turn.reported:
+            if turn.said:
+                text = "".join(turn.said)
+                self._events.append(TranscriptDone(Role.ASSISTANT, turn.response_id, text))
             self._events.append(
                 ResponseDone(turn.response_id, status, tuple(turn.calls), turn.had_audio, reason)
             )

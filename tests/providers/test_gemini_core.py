@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from huxleyd.providers.base import InterruptAcceptance, RealtimeProtocol
+from huxleyd.providers.base import InterruptAcceptance, RealtimeCore
 from huxleyd.providers.events import (
     AudioChunk,
     Interrupted,
@@ -26,8 +26,8 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from huxleyd.providers.gemini_protocol import GeminiLiveProtocol
-from huxleyd.providers.xai_protocol import CANCELLED_OUTPUT
+from huxleyd.providers.gemini_core import GeminiLiveCore
+from huxleyd.providers.xai_core import CANCELLED_OUTPUT
 from huxleyd.sim.gemini_validate import (
     validate_gemini_client_message,
 )
@@ -47,8 +47,8 @@ MS_100 = bytes(3200)
 
 
 def test_capabilities() -> None:
-    core = GeminiLiveProtocol()
-    assert isinstance(core, RealtimeProtocol)
+    core = GeminiLiveCore()
+    assert isinstance(core, RealtimeCore)
     caps = core.capabilities
     assert (caps.input_rate_hz, caps.output_rate_hz) == (16_000, 24_000)
     assert not (caps.response_cancel or caps.truncate)
@@ -57,7 +57,7 @@ def test_capabilities() -> None:
 
 
 def test_the_setup_comes_first_and_setup_complete_means_ready() -> None:
-    core = GeminiLiveProtocol(model="gemini-live-2.5-flash-preview")
+    core = GeminiLiveCore(model="gemini-live-2.5-flash-preview")
     core.connection_opened()
     assert sent(core) == []  # nothing to set up yet: the setup must be the first message
     core.configure(instructions="Be brief.", tools=TOOLS, voice="Puck")
@@ -122,6 +122,7 @@ def test_model_audio_transcripts_and_turn_complete_make_one_response() -> None:
         ResponseStarted(rid),
         AudioChunk(rid, rid, pcm),
         TranscriptDelta(Role.ASSISTANT, rid, "It is"),
+        TranscriptDone(Role.ASSISTANT, rid, "It is"),  # Gemini sends none: the core does
         ResponseDone(rid, ResponseStatus.COMPLETED, (), True, None),
     ]
     core.receive(audio(pcm))
@@ -317,7 +318,7 @@ def test_odd_byte_counts_are_refused(pcm: bytes) -> None:
 
 def test_setup_turns_on_the_sliding_window_with_the_configured_trigger() -> None:
     # Issue 14 item 2: without contextWindowCompression an audio session ends at 15 min.
-    from huxleyd.providers.factory import create_protocol
+    from huxleyd.providers.factory import create_core
     from huxleyd.providers.settings import ProviderSettings
 
     for trigger, expected in (
@@ -325,7 +326,7 @@ def test_setup_turns_on_the_sliding_window_with_the_configured_trigger() -> None
         (25_600, {"slidingWindow": {}, "triggerTokens": 25_600}),
     ):
         settings = ProviderSettings(kind="gemini", context_compression_trigger_tokens=trigger)
-        core = create_protocol(settings)
+        core = create_core(settings)
         core.configure(instructions="x", tools=[], voice="Puck")
         core.connection_opened()
         [setup] = core.messages_to_send()

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers import xai_wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
@@ -58,7 +58,7 @@ XAI_CAPABILITIES = Capabilities(
 )
 
 
-class XaiRealtimeProtocol(OpenAIDialectCore):
+class XaiRealtimeCore(OpenAIDialectCore):
     """xAI voice agent, push-to-talk (``turn_detection: null``), PCM16 24 kHz."""
 
     capabilities = XAI_CAPABILITIES

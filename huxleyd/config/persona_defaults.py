@@ -1,7 +1,7 @@
 """What a persona file may leave out, and what it must not get wrong silently.
 
 Pure functions over the persona's TOML table, called by
-:func:`huxleyd.config.load_persona` before the table is built:
+:func:`huxleyd.config.load.load_persona` before the table is built:
 
 - :func:`system_timezone`: a persona without ``timezone`` follows the
   machine's zone (``TZ``, then ``/etc/localtime``, then ``/etc/timezone``),

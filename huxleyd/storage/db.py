@@ -63,7 +63,7 @@ class Database:
         """Open (creating and migrating) the database at ``path``.
 
         Raises :class:`StorageError` whose ``__cause__`` is the ``sqlite3``
-        error (:mod:`huxleyd.storage_recovery` tells a read-only disk from a
+        error (:mod:`huxleyd.storage.recovery` tells a read-only disk from a
         broken file by it)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         return cls._open(path, str(path))

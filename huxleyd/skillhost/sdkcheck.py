@@ -9,7 +9,7 @@ lacks what huxleyd imports; every entry point (``huxleyd``, ``huxleyctl``,
 instead of a traceback. This module imports nothing of huxleyd's that
 imports ``huxley_sdk``.
 
-``python -m huxleyd.sdkcheck`` prints the problem and exits 1 (the
+``python -m huxleyd.skillhost.sdkcheck`` prints the problem and exits 1 (the
 Makefile's ``setup`` runs it to know whether to reinstall).
 """
 
@@ -30,7 +30,7 @@ OUR_LABEL = "+huxleyd"
 def repair_command() -> str:
     """What reinstalls our SDK: ``make setup`` when this runs from a checkout, else
     ``make install`` from one (an installed daemon keeps no copy of the sources)."""
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / "Makefile").is_file() and (checkout / "sdk" / "pyproject.toml").is_file():
         return f"make -C {checkout} setup"
     return "make install (from the huxleyd source tree)"

@@ -3,7 +3,7 @@
 Layer: storage (SQLite and the file system; no asyncio).
 
 :func:`open_or_recover` opens the database as :meth:`Database.open_sync
-<huxleyd.storage.Database.open_sync>` does. When that fails:
+<huxleyd.storage.db.Database.open_sync>` does. When that fails:
 
 - the file is broken (not a database, torn pages, a newer schema, tables
   with other columns): it is *moved aside*, never deleted, to
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from huxleyd.errors import StorageError
 from huxleyd.logs import get_logger
-from huxleyd.storage import CorruptDatabaseError, Database, NewerSchemaError
+from huxleyd.storage.db import CorruptDatabaseError, Database, NewerSchemaError
 
 log = get_logger("huxleyd.storage")
 

@@ -15,7 +15,7 @@ While it runs, ``huxleyctl --config var/demo/huxleyd.toml watch`` shows the
 same events. Nothing here is an AI: the simulator pretends to hear the
 scripted question whatever the microphone gets.
 
-Usage: ``python -m huxleyd.demo [--dir var/demo] [--speed 1]``
+Usage: ``python -m huxleyd.app.demo [--dir var/demo] [--speed 1]``
 (``--speed`` > 1 runs the clock and the simulator faster, on the WAV file.)
 """
 
@@ -37,17 +37,17 @@ from huxleyd.app.control import RuntimeControl
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.growing_wav import GrowingWavWriter
-from huxleyd.audio.pcm import RATE_HZ
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from huxleyd.control.render import watch_text
 from huxleyd.control.server import ControlServer
 from huxleyd.control.watch import WatchEvent
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import add_log_file, setup
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers.base import ConnectionState
 from huxleyd.turns.outputs import Activity
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MUSIC_S = 40
 
 STEPS: tuple[tuple[str, str], ...] = (
@@ -109,7 +109,7 @@ def write_demo(directory: Path, *, speed: float) -> Path:
     )
     config = directory / "huxleyd.toml"
     config.write_text(
-        f"""# Written by `make demo` (huxleyd/demo.py); rewritten on every run.
+        f"""# Written by `make demo` (huxleyd/app/demo.py); rewritten on every run.
 [daemon]
 persona = "demo"
 personas_dir = "personas"

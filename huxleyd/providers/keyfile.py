@@ -2,7 +2,7 @@
 
 Layer: a leaf (the standard library and :mod:`huxleyd.errors`). The start
 (:func:`huxleyd.providers.transport.read_api_key`), ``--check-config``
-(:func:`huxleyd.preflight.preflight`) and ``huxleyctl doctor`` all call
+(:func:`huxleyd.config.preflight.preflight`) and ``huxleyctl doctor`` all call
 :func:`parse_key`, so they cannot disagree on what a key is.
 
 Surrounding whitespace (a trailing newline from ``echo``) and a UTF-8 byte

@@ -15,11 +15,11 @@ import stat
 from pathlib import Path
 
 from huxleyd.audio.backends.wav_backend import load_mic_wav
-from huxleyd.audio.pcm import period_frames
-from huxleyd.config import Config
+from huxleyd.config.files import Reader
+from huxleyd.config.load import Config
 from huxleyd.errors import AudioError, ConfigError
-from huxleyd.files import Reader
 from huxleyd.hardware.pins import check_pin_factory
+from huxleyd.pcm import period_frames
 
 
 def check_devices(config: Config, reader: Reader) -> list[str]:

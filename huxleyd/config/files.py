@@ -1,6 +1,6 @@
 """Can the daemon read this file? Asked for the identity that will really read it.
 
-Layer: a leaf (the standard library only). :func:`huxleyd.preflight.preflight`
+Layer: a leaf (the standard library only). :func:`huxleyd.config.preflight.preflight`
 checks every file the daemon will read before it opens a device; ``huxleyctl
 doctor`` asks the same questions. Run as root (``sudo huxleyd --check-config``,
 ``sudo huxleyctl doctor``) the question is asked for the service user the

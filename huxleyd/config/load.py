@@ -21,14 +21,14 @@ from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from huxleyd.audio.settings import AudioSettings
-from huxleyd.control.settings import ControlSettings
+from huxleyd.config.control_socket import ControlSettings
+from huxleyd.config.persona_defaults import check_language, with_defaults
 from huxleyd.errors import ConfigError
 from huxleyd.handsfree.settings import WakeSettings, resolve_model
 from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.settings import HardwareSettings
-from huxleyd.persona_defaults import check_language, with_defaults
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.settings_schema import build
+from huxleyd.schema import build
 
 DEFAULT_CONFIG_PATH = Path("/etc/huxleyd/huxleyd.toml")
 
@@ -269,7 +269,7 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
     """Parse ``path``, the persona and the board profile it names; merge the board.
 
     Raises :class:`ConfigError`. Files the daemon reads later (keys, sounds)
-    are checked by :func:`huxleyd.preflight.preflight`.
+    are checked by :func:`huxleyd.config.preflight.preflight`.
     """
     table = read_toml(path)
     file = str(path)

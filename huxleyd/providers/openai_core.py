@@ -1,8 +1,8 @@
 """The sans-I/O OpenAI Realtime (GA) core.
 
 Layer: pure protocol logic. No asyncio, no sockets: the transport feeds
-received frames to :meth:`OpenAIRealtimeProtocol.receive` and sends what
-:meth:`~OpenAIRealtimeProtocol.messages_to_send` hands out. The coordinator
+received frames to :meth:`OpenAIRealtimeCore.receive` and sends what
+:meth:`~OpenAIRealtimeCore.messages_to_send` hands out. The coordinator
 gives commands (:class:`~huxleyd.providers.base.ProviderCommands`) and reads
 provider-neutral events.
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from huxleyd.audio.pcm import RATE_HZ
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.pcm import RATE_HZ
 from huxleyd.providers import openai_wire as wire
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.providers.events import ItemTruncated, Role, TranscriptDelta
@@ -56,7 +56,7 @@ READER_INSTRUCTIONS = (
 )
 
 
-class OpenAIRealtimeProtocol(OpenAIDialectCore):
+class OpenAIRealtimeCore(OpenAIDialectCore):
     """OpenAI Realtime GA, push-to-talk (turn detection off), PCM16 24 kHz.
 
     ``transcription_model`` (e.g. ``"gpt-4o-mini-transcribe"``) turns on
