@@ -25,7 +25,7 @@ from types import ModuleType
 
 import numpy as np
 
-from huxleyd.audio.pcm import pcm16_view
+from huxleyd.pcm import pcm16_view
 
 try:
     from huxleyd.audio import _aec as _kernel

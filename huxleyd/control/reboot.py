@@ -34,7 +34,7 @@ from typing import Protocol, runtime_checkable
 from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import ControlProtocolError, DaemonUnreachableError
 from huxleyd.control.handler import DoctorCheck, StatusReport
-from huxleyd.control.settings import ControlSettings
+from huxleyd.config.control_socket import ControlSettings
 
 REBOOT_REQUIRED = Path("/run/reboot-required")
 """Debian's flag (update-notifier-common's convention, written by the packages' hooks)."""

@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from huxleyd.audio.echo import EchoCanceller, FarEnd
-from huxleyd.audio.pcm import RATE_HZ, pcm16_view
+from huxleyd.pcm import RATE_HZ, pcm16_view
 from huxleyd.audio.resample import StreamResampler
 from huxleyd.handsfree.settings import BUILTIN_MODELS
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from huxleyd.errors import ConfigError
-from huxleyd.settings_schema import bounds
+from huxleyd.schema import bounds
 
 BUILTIN_MODELS = ("okay_nabu", "hey_jarvis", "alexa", "hey_mycroft")
 """The models inside the pymicro-wakeword wheel (no download at run time)."""

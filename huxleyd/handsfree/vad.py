@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from huxleyd.audio.pcm import pcm16_view
+from huxleyd.pcm import pcm16_view
 from huxleyd.handsfree.settings import WakeSettings
 
 SPEECH_OVER_NOISE_DB = 9.0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from huxleyd.config import load_persona
+from huxleyd.config.load import load_persona
 from huxleyd.control.handler import UNKNOWN_BUSY, StatusReport
 from huxleyd.control.reboot import (
     ALERT_MARGIN_S,
@@ -21,7 +21,7 @@ from huxleyd.control.reboot import (
     reboot_if_idle,
 )
 from huxleyd.control.render import status_table
-from huxleyd.control.settings import ControlSettings
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.errors import ConfigError
 
 

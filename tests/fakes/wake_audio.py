@@ -15,7 +15,7 @@ import wave
 
 import numpy as np
 
-from huxleyd.audio.pcm import resample
+from huxleyd.pcm import resample
 
 VOICES = ("en", "en-us", "en-gb-x-rp", "en-029", "en-gb-scotland", "en+f3", "en+m3")
 """espeak-ng English voices (with two variants) that say "okay nabu" well enough."""

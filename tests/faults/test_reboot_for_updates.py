@@ -12,7 +12,7 @@ import pytest
 from huxleyd.app.control import RuntimeControl
 from huxleyd.control.reboot import cmd_reboot_if_idle
 from huxleyd.control.server import ControlServer
-from huxleyd.control.settings import ControlSettings
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig, scenario_skill_installed, until
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.config import load_config
+from huxleyd.config.load import load_config
 from tests.config.test_check_config import PERSONA, check, fails, write
 
 
