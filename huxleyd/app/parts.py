@@ -19,8 +19,8 @@ from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
-from huxleyd.control.reboot import REBOOT_REQUIRED
 from huxleyd.config.preflight import Preflight
+from huxleyd.control.reboot import REBOOT_REQUIRED
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.pins import PinFactory

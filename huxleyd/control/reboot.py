@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import ControlProtocolError, DaemonUnreachableError
 from huxleyd.control.handler import DoctorCheck, StatusReport
-from huxleyd.config.control_socket import ControlSettings
 
 REBOOT_REQUIRED = Path("/run/reboot-required")
 """Debian's flag (update-notifier-common's convention, written by the packages' hooks)."""

@@ -24,9 +24,9 @@ from typing import Protocol
 import numpy as np
 
 from huxleyd.audio.echo import EchoCanceller, FarEnd
-from huxleyd.pcm import RATE_HZ, pcm16_view
 from huxleyd.audio.resample import StreamResampler
 from huxleyd.handsfree.settings import BUILTIN_MODELS
+from huxleyd.pcm import RATE_HZ, pcm16_view
 
 MODEL_RATE_HZ = 16_000
 REFRACTORY_S = 1.0

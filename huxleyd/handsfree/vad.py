@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from huxleyd.pcm import pcm16_view
 from huxleyd.handsfree.settings import WakeSettings
+from huxleyd.pcm import pcm16_view
 
 SPEECH_OVER_NOISE_DB = 9.0
 """How far above the background's level a frame counts as speech."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.config.load import load_persona
 from huxleyd.control.handler import UNKNOWN_BUSY, StatusReport
 from huxleyd.control.reboot import (
@@ -21,7 +22,6 @@ from huxleyd.control.reboot import (
     reboot_if_idle,
 )
 from huxleyd.control.render import status_table
-from huxleyd.config.control_socket import ControlSettings
 from huxleyd.errors import ConfigError
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from huxleyd.app.control import RuntimeControl
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.control.reboot import cmd_reboot_if_idle
 from huxleyd.control.server import ControlServer
-from huxleyd.config.control_socket import ControlSettings
 from huxleyd.sim.scenario import Scenario
 from tests.e2e.harness import Rig, scenario_skill_installed, until
 
