@@ -36,7 +36,6 @@ find_python() {
     pyenv_root=$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")
     for cand in $override "$(command -v "python$want" 2>/dev/null)" \
         "$pyenv_root"/versions/"$want"*/bin/python"$want" \
-        /root/.pyenv/versions/"$want"*/bin/python"$want" \
         /usr/bin/python"$want" /usr/local/bin/python"$want"; do
         [ -n "$cand" ] && [ -x "$cand" ] || continue
         if [ "$(version_of "$cand")" = "$want" ]; then echo "$cand"; return 0; fi
