@@ -51,6 +51,8 @@ class Problem:
             return f"my {name} skill did not start" + (", I keep trying" if retried else "")
         if self.part == "reload":
             return "my new settings were refused, I kept the old ones"
+        if self.part == "audio":
+            return "my speaker runs without its fast sound driver, it may stutter"
         if self.part == "wake":
             return "I cannot listen for my wake word here, press the button to talk"
         return f"my {self.part} part is not working"

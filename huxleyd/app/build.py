@@ -36,7 +36,7 @@ from huxleyd.app.systemd import Notifier, Watchdog
 from huxleyd.app.volume import make_volume
 from huxleyd.audio import echo
 from huxleyd.audio.backends.base import AudioBackend
-from huxleyd.audio.backends.callback_backend import CallbackBackend
+from huxleyd.audio.backends.callback_backend import CallbackBackend, forced_callback_missing
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.earcons import load_earcons as read_earcons
 from huxleyd.audio.engine import AudioEngine
@@ -120,6 +120,9 @@ async def build(
         backend, audio_description = overrides.backend, "injected backend"
     else:
         backend, audio_description = await asyncio.to_thread(pick_backend, config.audio)
+        fallback = forced_callback_missing(config.audio.backend)
+        if fallback is not None:  # pick_backend chose PyAudio for the same reason
+            degraded.report("audio", fallback, file=str(config.path))
     engine = AudioEngine(backend, settings=config.audio, clock=clock)
     engine.start()
     resources.opened("audio", engine.close)

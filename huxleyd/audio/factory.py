@@ -4,6 +4,8 @@
 
 - ``"callback"`` — the sound card through PortAudio/ALSA, playback from the C
   callback (:mod:`huxleyd.audio._rtout`, out of the GIL; capture is PyAudio).
+  Without that extension built: PyAudio's blocking I/O, and the start reports
+  the audio part degraded (:func:`~.backends.callback_backend.forced_callback_missing`).
 - ``"pyaudio"`` — the sound card through PyAudio's blocking reads and writes
   (the engine starts even if the card is missing, and keeps retrying).
 - ``"wav"`` — files: ``mic_wav`` (or silence) in, ``speaker_wav`` out, at
@@ -15,11 +17,14 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, TypedDict
 
 from huxleyd.audio.backends.base import AudioBackend
-from huxleyd.audio.backends.callback_backend import CallbackBackend
+from huxleyd.audio.backends.callback_backend import (
+    CallbackBackend,
+    forced_callback_missing,
+    rtout_missing,
+)
 from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
@@ -73,11 +78,7 @@ def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> P
 
 def callback_available() -> bool:
     """True when the C playback extension was built (``pip install`` with a compiler)."""
-    try:
-        importlib.import_module("huxleyd.audio._rtout")
-    except ImportError:
-        return False
-    return True
+    return rtout_missing() is None
 
 
 def callback_backend(settings: AudioSettings) -> CallbackBackend:
@@ -101,6 +102,9 @@ def choose_backend(
     if settings.backend == "pyaudio":
         return pyaudio_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
     if settings.backend == "callback":
+        if forced_callback_missing(settings.backend) is not None:
+            # the start reports it once (a degraded part), with the same words
+            return pyaudio_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
         return callback_backend(settings), MonotonicClock()
     if settings.backend == "auto":
         backend = pyaudio_backend(settings, pyaudio_module=pyaudio_module)

@@ -14,6 +14,7 @@ import os
 import stat
 from pathlib import Path
 
+from huxleyd.audio.backends.callback_backend import forced_callback_missing
 from huxleyd.audio.backends.wav_backend import load_mic_wav
 from huxleyd.config.files import Reader
 from huxleyd.config.load import Config
@@ -29,6 +30,9 @@ def check_devices(config: Config, reader: Reader) -> list[str]:
     check_socket_path(config)
     check_pin_factory(config.hardware, config_file=str(config.path))
     check_audio(config)
+    fallback = forced_callback_missing(config.audio.backend)
+    if fallback is not None:
+        warnings.append(fallback)
     return warnings
 
 

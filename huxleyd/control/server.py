@@ -134,6 +134,17 @@ def _gid(name: str) -> int | None:
         return None
 
 
+def _why(gid: int) -> str:
+    """Why a chgrp to ``gid`` was refused: not a member, or refused anyway (a seccomp
+    filter: the unit's SystemCallFilter= must keep @chown)."""
+    if gid == os.getegid() or gid in os.getgroups():
+        return (
+            "refused although the daemon is in the group (its SystemCallFilter= must allow "
+            "@chown); the socket keeps the daemon's group"
+        )
+    return "the daemon is not a member of the group; the socket keeps the daemon's group"
+
+
 def rights_from(settings: ControlSettings) -> Rights:
     """The daemon's user, the socket's group (reading) and the operator group (changing)."""
     readers = settings.socket_group or DEFAULT_READERS
@@ -304,12 +315,8 @@ class ControlServer:
             return None
         try:
             os.chown(path, -1, gid)
-        except PermissionError:
-            log.warning(
-                "control_chgrp_failed",
-                group=group,
-                detail="the daemon is not a member of the group; the socket keeps the daemon's group",
-            )
+        except PermissionError as exc:
+            log.warning("control_chgrp_failed", group=group, error=exc.strerror, detail=_why(gid))
             return None
         return group
 

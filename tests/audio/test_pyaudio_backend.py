@@ -85,6 +85,40 @@ def test_an_xrun_is_never_an_error_and_other_errors_mean_lost(cards: Path) -> No
     assert backend.write(out) is IoStatus.LOST
 
 
+def test_a_write_that_finds_the_whole_buffer_free_is_an_underrun(cards: Path) -> None:
+    """PyAudio drops PortAudio's paOutputUnderflowed; what the underrun leaves is a
+    playback buffer free as a whole again (as at the open). The write primes it again,
+    or the stream PortAudio restarted empty underruns at the next period too."""
+    module = FakePyAudioModule([USB])
+    module.write_available = [1920, 960, 1920, 960]  # open (before the prefill), 3 writes
+    backend = make(module, cards, rate_hz=48000)
+    backend.open(period_ms=20)
+    playback = module.stream(output=True)
+    out = np.ones((960, 1), dtype=np.int16)
+    assert backend.write(out) is IoStatus.OK
+    assert backend.write(out) is IoStatus.XRUN
+    assert playback.written[-2:] == [bytes(960 * 2), out.tobytes()]  # primed, then the data
+    assert backend.write(out) is IoStatus.OK
+
+
+def test_frames_that_vanished_between_two_reads_are_an_overrun(cards: Path) -> None:
+    """PyAudio drops paInputOverflowed; what the overrun leaves is frames missing: the
+    card made (time x rate) more than the engine took plus what waits."""
+    module = FakePyAudioModule([USB])
+    clock = ManualClock()
+    backend = make(module, cards, rate_hz=48000, clock=clock)
+    backend.open(period_ms=20)
+    buf = np.zeros((960, 1), dtype=np.int16)
+    module.read_available = [0, 0, 1920, 0]
+    assert backend.read(buf) is IoStatus.OK  # the first: nothing to compare with
+    clock.advance(0.020)
+    assert backend.read(buf) is IoStatus.OK  # a period made, a period taken
+    clock.advance(0.060)
+    assert backend.read(buf) is IoStatus.OK  # late, but all of it waited in the buffer
+    clock.advance(0.100)
+    assert backend.read(buf) is IoStatus.XRUN  # 4800 made, 960 taken, 1920 gone from the queue
+
+
 async def test_unplug_and_replug_through_the_engine(cards: Path) -> None:
     module = FakePyAudioModule([device("default"), USB])
     clock = ManualClock()

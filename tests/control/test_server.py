@@ -313,6 +313,24 @@ async def test_socket_gets_the_configured_group(sock_path: Path) -> None:
         assert stat.S_IMODE(st.st_mode) == 0o660
 
 
+async def test_a_refused_chgrp_to_our_own_group_is_not_blamed_on_membership(
+    sock_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the unit's seccomp filter did on the image: EPERM for a group the daemon is in.
+    def refuse(*_args: object, **_kw: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "chown", refuse)
+    own = grp.getgrgid(os.getegid()).gr_name
+    with caplog.at_level(logging.WARNING, logger="huxleyd.control"):
+        async with ControlServer(
+            FakeControlHandler(), ControlSettings(socket_path=sock_path, socket_group=own)
+        ):
+            pass
+    [line] = [r.getMessage() for r in caplog.records if "control_chgrp_failed" in r.getMessage()]
+    assert "not a member" not in line and "SystemCallFilter" in line, line
+
+
 async def test_request_bodies_are_not_logged(
     sock_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -50,6 +50,16 @@ class FakeStream:
         if code is not None and (code != PA_OUTPUT_UNDERFLOWED or exception_on_underflow):
             raise OSError(code, "fake PortAudio error")
 
+    def get_write_available(self) -> int:
+        """Scripted on :attr:`FakePyAudioModule.write_available` (0 once it runs out)."""
+        queue = self.module.write_available
+        return queue.pop(0) if queue else 0
+
+    def get_read_available(self) -> int:
+        """Scripted on :attr:`FakePyAudioModule.read_available` (0 once it runs out)."""
+        queue = self.module.read_available
+        return queue.pop(0) if queue else 0
+
     def get_output_latency(self) -> float:
         return self.module.output_latency_s
 
@@ -93,6 +103,11 @@ class FakePyAudioModule:
         self.sessions: list[FakeSession] = []
         self.read_errors: list[int | None] = []
         self.write_errors: list[int | None] = []
+        self.write_available: list[int] = []
+        """What the playback stream's ``get_write_available`` answers, call by call
+        (the first: at the open, before the prefill: the whole buffer)."""
+        self.read_available: list[int] = []
+        """What the capture stream's ``get_read_available`` answers after each read."""
         self.mic_value = 1000
         self.output_latency_s = 0.03
 

@@ -16,6 +16,7 @@ that uses the card runs in a child process (see ``tests/fakes/clockcard_child.py
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +272,10 @@ class Freeze:
     disturbed: str | None
     """Why this run says nothing about the recovery (the machine did not run the
     thawed daemon in time), or None: the run was kept and can be judged."""
+    card_xruns: tuple[int, int] = (0, 0)
+    """(speaker underruns, mic overruns) in the card's log."""
+    stats: dict[str, Any] = field(default_factory=dict)
+    """The engine's own account at the end (``clockcard_child.describe``)."""
 
 
 RECOVERY_WINDOW_S = 0.3
@@ -333,7 +338,9 @@ def freeze_run(
         if before is not None and after is not None:
             waited_ns = after - before
     finally:
-        child.communicate(timeout=120)
+        out, _ = child.communicate(timeout=120)
+    lines = out.decode().strip().splitlines()
+    stats: dict[str, Any] = json.loads(lines[-1]) if lines else {}
     events = card.events(card.speaker_log)
     heard, t0 = card.speaker()
     first_start = next(ns for event, ns in events if event == "start")
@@ -341,7 +348,7 @@ def freeze_run(
     reopens = sum(1 for event, ns in events if event == "open" and ns > first_start)
     disturbed = _freeze_disturbed(waited_ns)
     if not xruns:
-        return Freeze(0.0, reopens, disturbed)
+        return Freeze(0.0, reopens, disturbed, card.xruns(), stats)
     # The card notes the xrun when the daemon runs again (its pointer is read): the
     # longest silence in the recovery window from there is what the recovery cost.
     # Only that window: a gap later in the run is not the recovery's, and the
@@ -353,7 +360,7 @@ def freeze_run(
     quiet = np.concatenate([[False], np.abs(heard[at:end]) < 160, [False]])
     edges = np.flatnonzero(np.diff(quiet.astype(np.int8)))
     longest = int((edges[1::2] - edges[::2]).max()) if len(edges) else 0
-    return Freeze(longest * 1000 / rate, reopens, disturbed)
+    return Freeze(longest * 1000 / rate, reopens, disturbed, card.xruns(), stats)
 
 
 def _freeze_disturbed(waited_ns: int | None) -> str | None:

@@ -29,6 +29,38 @@ from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.errors import AudioDeviceError
 from huxleyd.pcm import Int16Array, period_frames
 
+RTOUT = "huxleyd.audio._rtout"
+"""The C extension the callback backend plays (and captures) through."""
+
+
+def rtout_missing() -> str | None:
+    """Why the C extension cannot be imported here (not built), or None when it can."""
+    try:
+        importlib.import_module(RTOUT)
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+def forced_callback_missing(backend: str) -> str | None:
+    """What runs instead when ``audio.backend = "callback"`` is asked for and its C
+    extension is not built, or None when the setting can be honoured.
+
+    One answer for ``--check-config`` (a warning), the start (a degraded part:
+    journal, status, doctor, the first press) and the backend choice (PyAudio's
+    blocking I/O): a speaker without a screen must still come up and talk, and a
+    missing extension is an install problem, not a broken configuration."""
+    if backend != "callback":
+        return None
+    missing = rtout_missing()
+    if missing is None:
+        return None
+    return (
+        f"audio.backend = 'callback' but its C extension is not built ({missing}); "
+        "playing through PyAudio's blocking I/O instead (reinstall huxleyd with a C "
+        "compiler and portaudio19-dev, or set audio.backend = 'pyaudio')"
+    )
+
 
 class CallbackBackend(PyAudioBackend):
     """PyAudio capture, C callback playback."""
@@ -64,7 +96,7 @@ class CallbackBackend(PyAudioBackend):
 
     def _rtout(self) -> Any:
         try:
-            return importlib.import_module("huxleyd.audio._rtout")
+            return importlib.import_module(RTOUT)
         except ImportError as exc:
             raise AudioDeviceError(
                 f"the C playback extension is not built ({exc}); reinstall huxleyd "

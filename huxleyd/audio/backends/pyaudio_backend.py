@@ -8,9 +8,23 @@ resamples at its edges. A multi-mic HAT is opened with all its channels; the
 engine picks ``mic_channel``.
 
 xruns: reads and writes never ask PyAudio to raise on an overflow or an
-underflow (on that path PyAudio gives the stream up, and one xrun became a
-3 s reopen); PortAudio recovers from them by itself. The callback backend
-(:mod:`.callback_backend`) counts them from the callback's status flags.
+underflow (on that path PyAudio closes the stream, and one xrun became a 3 s
+reopen); PortAudio recovers from them by itself, and PyAudio then drops the
+``paOutputUnderflowed``/``paInputOverflowed`` it returns. So they are seen from
+what an xrun leaves behind, on a paced (clocked) device only:
+
+- an underrun: before a write, the playback buffer is free again as a whole
+  (``get_write_available`` equals what it said at the open, before anything was
+  written): the card ran dry. PortAudio's own recovery reads the same way.
+- an overrun: frames vanished between two reads: the card made more frames
+  (time between the reads, on the injected clock, times the rate) than the
+  engine took plus what waits (``get_read_available``), by more than
+  :data:`LOST_PERIODS` periods. Recovering from an overrun drops the whole
+  capture buffer (two periods or more), so an overrun always loses more than
+  that; the pointer moving in whole periods errs by less.
+
+The callback backend (:mod:`.callback_backend`) counts them from the
+callback's status flags.
 
 Loss: any PortAudio error means the device is gone (USB unplugged, driver reset). ``read``/``write`` then report
 ``IoStatus.LOST``; the engine closes the backend and calls ``open`` again
@@ -39,8 +53,12 @@ from huxleyd.audio.backends.alsa_names import (
     wants_plughw,
 )
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
+from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.pcm import Int16Array, period_frames
+
+LOST_PERIODS = 1.5
+"""Capture frames missing between two reads, in periods, that mean an overrun."""
 
 
 class PyAudioBackend:
@@ -58,6 +76,7 @@ class PyAudioBackend:
         paced: bool = True,
         pyaudio_module: Any = None,
         cards_path: Path = Path("/proc/asound/cards"),
+        clock: Clock | None = None,
     ) -> None:
         self.capture_device = capture_device
         self.playback_device = playback_device
@@ -76,6 +95,13 @@ class PyAudioBackend:
         self._frames_out = 0
         self._read_target: Int16Array | None = None
         self._read_flat: Int16Array | None = None
+        self._clock = clock or MonotonicClock()
+        self._rate_in = 0
+        self._out_buffer_frames = 0
+        """The playback buffer (free when nothing was written); 0: unknown, not watched."""
+        self._last_read: tuple[float, int] | None = None
+        self._silence = b""
+        """(clock, frames queued) after the last read, for the overrun check."""
 
     # -- the AudioBackend interface (audio thread) ---------------------------
 
@@ -106,6 +132,8 @@ class PyAudioBackend:
         in_rate = self.rate_hz or capture.default_rate_hz
         out_rate = self.rate_hz or playback.default_rate_hz
         self._frames_in = period_frames(in_rate, period_ms)
+        self._rate_in = in_rate
+        self._last_read = None
         self._frames_out = period_frames(out_rate, period_ms)
         self._in = self._open_capture(module, capture.index, in_rate, period_ms)
         self._out = self._open_playback(module, playback.index, out_rate, period_ms)
@@ -142,9 +170,12 @@ class PyAudioBackend:
         stream = self._open_stream(
             module, "output", index, rate, self.output_channels, self._frames_out
         )
-        silence = bytes(2 * self._frames_out * self.output_channels)
+        # Nothing written yet: all the buffer is free. A write that finds it so
+        # again comes after the card ran dry (see the module docstring).
+        self._out_buffer_frames = max(0, int(stream.get_write_available()))
+        self._silence = bytes(2 * self._frames_out * self.output_channels)
         for _ in range(self.prefill_periods):
-            stream.write(silence, self._frames_out)
+            stream.write(self._silence, self._frames_out)
         return stream
 
     def _kind(self) -> str:
@@ -168,10 +199,20 @@ class PyAudioBackend:
             # period and the stream, so one overrun became a 3 s reopen. PortAudio
             # recovers from an overrun by itself; the data read is the next period.
             data = stream.read(self._frames_in, exception_on_overflow=False)
+            queued = int(stream.get_read_available()) if self.paced else 0
         except OSError:
             return IoStatus.LOST
         np.copyto(flat, np.frombuffer(data, dtype="<i2"))
-        return IoStatus.OK
+        return self._capture_status(self._clock.monotonic(), queued)
+
+    def _capture_status(self, now: float, queued: int) -> IoStatus:
+        """XRUN when frames vanished since the last read: the card overran."""
+        last, self._last_read = self._last_read, (now, queued)
+        if last is None or not self.paced:
+            return IoStatus.OK
+        made = (now - last[0]) * self._rate_in
+        taken = self._frames_in + queued - last[1]
+        return IoStatus.XRUN if made - taken > LOST_PERIODS * self._frames_in else IoStatus.OK
 
     def write(self, data: Int16Array) -> IoStatus:
         stream = self._out
@@ -181,10 +222,16 @@ class PyAudioBackend:
             # PyAudio accepts only immutable bytes here (not a view of our buffer):
             # one bytes object per period, freed as soon as the call returns.
             # exception_on_underflow=False for the same reason as in read().
+            dry = self.paced and 0 < self._out_buffer_frames <= stream.get_write_available()
+            if dry:
+                # PortAudio restarted the stream empty after the underrun: prime it
+                # again as at the open, or the very next period underruns too.
+                for _ in range(self.prefill_periods - 1):
+                    stream.write(self._silence, self._frames_out, exception_on_underflow=False)
             stream.write(data.tobytes(), self._frames_out, exception_on_underflow=False)
         except OSError:
             return IoStatus.LOST
-        return IoStatus.OK
+        return IoStatus.XRUN if dry else IoStatus.OK
 
     def close(self) -> None:
         for stream in (self._in, self._out):
