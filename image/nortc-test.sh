@@ -42,8 +42,13 @@ pl031=$(fdtget -l "$work/virt.dtb" / | grep '^pl031@' || true)
 [ -n "$pl031" ] || { echo "image-test-nortc: no pl031 node in QEMU's device tree" >&2; exit 1; }
 fdtput -r "$work/virt.dtb" "/$pl031"
 
+files=$work/files
+rm -rf "$files" && mkdir -p "$files"
+cp "$here/nortc-test/alarms.py" "$files/"
+# The true time the VM's clock is stepped to: this host's (NTP's stand-in).
+sed "s/@HOST_BOOT_S@/$(date +%s)/" "$here/nortc-test/selftest.sh" > "$files/selftest.sh"
 mmd -i "$vm_fat" ::huxleyd-nortc-test
-mcopy -o -i "$vm_fat" "$here"/nortc-test/* ::huxleyd-nortc-test/
+mcopy -o -i "$vm_fat" "$files"/* ::huxleyd-nortc-test/
 vm_add_unit "$test_img" "$work" huxleyd-nortc-test /boot/firmware/huxleyd-nortc-test/selftest.sh
 
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"

@@ -8,14 +8,15 @@
 #
 # The story: a timer, a reminder and a reminder already overdue are stored
 # "from a previous boot" (the timers skill's own format, another boot id),
-# due in the true time, OFFSET_S ahead of this clock. The daemon starts on
+# due in the true time (the host's clock when QEMU started plus this boot's
+# uptime: what NTP would answer), OFFSET_S ahead of this clock. The daemon starts on
 # the stale clock and must fire nothing; the clock is then stepped forward
 # as systemd-timesyncd does on its first sync (set the time, then the
 # synchronized flag); each alarm must be announced once, at its due time in
 # the new clock (the overdue one at the step), none early, late, twice or
 # all in one burst.
 exec >/dev/console 2>&1
-OFFSET_S=${OFFSET_S:-34560000}      # 400 days: far in the past
+HOST_BOOT_S=@HOST_BOOT_S@           # the host's clock when QEMU started: the true time
 LATE_BOUND_S=${LATE_BOUND_S:-10}    # the skill polls each 1 s; the rest is emulation
 files=/boot/firmware/huxleyd-nortc-test
 fails=0
@@ -59,10 +60,15 @@ check "huxleyd active before seeding (its database exists)" wait_for active huxl
 systemctl stop huxleyd.service
 db=$(ls /var/lib/huxleyd/*.db 2>/dev/null | head -1)
 echo "SELFTEST database: $db ($(stat -c '%U' "$db" 2>/dev/null))"
-# As the service user: root-owned -wal/-shm files would lock the daemon out.
+# As the service user (root-owned -wal/-shm files would lock the daemon
+# out), from a readable copy (the FAT partition shows every file 0600 root).
 owner=$(stat -c '%U' "$db")
+install -m 0644 "$files/alarms.py" /tmp/alarms.py
+uptime_s=$(up); OFFSET_S=$((HOST_BOOT_S + ${uptime_s%.*} - $(date +%s)))
+echo "SELFTEST true time: $(date -u -d "@$((HOST_BOOT_S + ${uptime_s%.*}))" '+%Y-%m-%d %H:%M:%S') UTC, this clock ${OFFSET_S} s behind"
+check "the clock is far in the past (over a day behind)" [ "$OFFSET_S" -gt 86400 ]
 if setpriv --reuid="$owner" --regid="$owner" --init-groups \
-        python3 "$files/alarms.py" seed "$db" "$OFFSET_S" > /tmp/plan.json; then
+        python3 /tmp/alarms.py seed "$db" "$OFFSET_S" > /tmp/plan.json; then
     ok "alarms seeded from a previous boot"
 else
     bad "alarms seeded from a previous boot"
@@ -93,8 +99,8 @@ journalctl -u huxleyd -b HUXLEY_EVENT=clock_stepped -o cat | tail -1 | sed 's/^/
 all_fired() { [ "$(events timer_fired)" -ge 3 ]; }
 check "all three alarms heard (timer_fired x3)" wait_for all_fired
 sleep 30   # repeats would come within the skill's 1 s poll; 30 s watched
-python3 "$files/alarms.py" check /tmp/plan.json "$step_wall" "$LATE_BOUND_S"
+python3 /tmp/alarms.py check /tmp/plan.json "$step_wall" "$LATE_BOUND_S"
 fails=$((fails + $?))
-left=$(python3 "$files/alarms.py" left "$db")
+left=$(python3 /tmp/alarms.py left "$db")
 check "nothing left stored ($left timers rows: every alarm deleted once heard)" [ "$left" = 0 ]
 finish
