@@ -66,7 +66,7 @@ def seed(db: str, offset_s: float) -> None:
         for alarm in alarms:
             conn.execute(
                 "INSERT OR REPLACE INTO settings (skill, key, value) VALUES ('timers', ?, ?)",
-                ("timer:" + alarm["id"], json.dumps(alarm)),
+                (f"timer:{alarm['id']}", json.dumps(alarm)),
             )
     print(json.dumps({a["id"]: {"kind": a["kind"], "due_ts": a["due_ts"]} for a in alarms}))
 
