@@ -54,8 +54,14 @@ check "no RTC (/sys/class/rtc/rtc0 absent, as on a Pi 4)" [ ! -e /sys/class/rtc/
 echo "SELFTEST clock at boot: $(date -u '+%Y-%m-%d %H:%M:%S') UTC (timesyncd's clock file: $(date -u -r /var/lib/systemd/timesync/clock '+%Y-%m-%d %H:%M:%S' 2>/dev/null || echo none))"
 timedatectl show 2>/dev/null | grep -E '^(NTP|NTPSynchronized|CanNTP)=' | sed 's/^/SELFTEST timedatectl: /'
 check "not synchronised (no /run/systemd/timesync/synchronized)" [ ! -e /run/systemd/timesync/synchronized ]
-echo "SELFTEST the skill's clock: kernel NTP status synced=$(/opt/huxleyd/venv/bin/python -c 'from huxleyd.skills.skillclock import kernel_clock_synced as k; print(k())') (adjtimex), sync flag $( [ -e /run/systemd/timesync/synchronized ] && echo present || echo absent), rtc0 $( [ -e /sys/class/rtc/rtc0 ] && echo present || echo absent)"
 echo "SELFTEST time-sync.target: active at $(mono_s time-sync.target ActiveEnterTimestampMonotonic) s; huxleyd started at $(mono_s huxleyd ExecMainStartTimestampMonotonic) s after kernel start"
+
+# -- this checkout's daemon, laid over the image's (pure Python; C extensions stay) -----------
+site=$(/opt/huxleyd/venv/bin/python -c 'import huxleyd, os; print(os.path.dirname(os.path.dirname(huxleyd.__file__)))')
+mkdir -p /tmp/src && tar -xf "$files/daemon-src.tar" -C /tmp/src
+cp -a /tmp/src/huxleyd/. "$site/huxleyd/" && cp -a /tmp/src/sdk/src/huxley_sdk/. "$site/huxley_sdk/"
+check "this checkout's timers skill in the image's venv" /opt/huxleyd/venv/bin/python -c 'import huxleyd.skills.skillclock'
+echo "SELFTEST the skill's clock: kernel NTP status synced=$(/opt/huxleyd/venv/bin/python -c 'from huxleyd.skills.skillclock import kernel_clock_synced as k; print(k())') (adjtimex)"
 
 # -- the daemon on the simulator (no provider key in this VM) ---------------------------------
 conf=/etc/huxleyd/huxleyd.toml
