@@ -39,8 +39,10 @@ skill_journal() {
 active() { [ "$(systemctl is-active "$1")" = active ]; }
 events() { journalctl -u huxleyd -b "HUXLEY_EVENT=$1" -o cat 2>/dev/null | wc -l; }
 finish() {
-    journalctl --no-pager -u huxleyd -b -o short-unix | grep -E 'timer|inject_|clock' \
-        | tail -40 | sed 's/^/SELFTEST journal: /'
+    # From the step on: the alarms, and the turns and provider link around them.
+    journalctl --no-pager -u huxleyd -b -o short-unix --since "@${step_wall%.*}" \
+        | grep -E 'timer|inject_|clock|turn_|response|provider|connection|session|stall' \
+        | head -80 | cut -c1-300 | sed 's/^/SELFTEST journal: /'
     if [ "$fails" -eq 0 ]; then echo "SELFTEST PASS"; else echo "SELFTEST FAILED: $fails check(s)"; fi
     echo "SELFTEST end at uptime $(up) s"
     systemctl poweroff --no-block
