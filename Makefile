@@ -6,6 +6,7 @@
 #   make bench  the performance table (the budgets of docs/conventions.md; real-time rows on a clocked fake card)
 #   make image  a Raspberry Pi image (root, ~1 h emulated); make image-test boots it (docs/image.md)
 #   make image-test-kernel  a push-to-talk turn on the image through kernel GPIO and ALSA devices
+#   make image-test-nortc   the image with no RTC: pending timers and reminders across a clock step
 
 SHELL   := /bin/bash
 PYTHON  ?= python3
@@ -18,7 +19,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-test-kernel image-check image-deps bundle
+.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-test-kernel image-test-nortc image-check image-deps bundle
 
 setup: $(VENV)/.installed
 
@@ -146,6 +147,12 @@ image-test-kernel: image-deps
 	$(call apt_ensure,$(KERNEL_TEST_TOOLS))
 	@test -f $(IMAGE) || { echo "no $(IMAGE): run make image first" >&2; exit 1; }
 	image/kernel-test.sh $(IMAGE)
+
+# No RTC, as on a Pi: a timer and reminders from before the boot, the clock
+# stepped forward as timesyncd does (docs/image.md, "The no-RTC test").
+image-test-nortc: image-deps
+	@test -f $(IMAGE) || { echo "no $(IMAGE): run make image first" >&2; exit 1; }
+	image/nortc-test.sh $(IMAGE)
 
 image-check: setup
 	$(PY) -m pytest -q tests/image tests/firstboot

@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = [
     *sorted((REPO / "image").glob("*.sh")),
     *sorted((REPO / "image/kernel-test").glob("*.sh")),
+    *sorted((REPO / "image/nortc-test").glob("*.sh")),
     REPO / "image/rootfs/etc/kernel/postinst.d/z60-huxleyd-devicetree",
     REPO / "image/rootfs/etc/initramfs/post-update.d/z60-huxleyd-devicetree",
     REPO / "image/rootfs/usr/lib/huxleyd-image/growroot",
