@@ -93,25 +93,4 @@ rm -f "$work/huxleyd-update.tar"
 # A normal boot; only the Wi-Fi radios are extra (two, simulated).
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"
 cmdline="$cmdline modules-load=mac80211_hwsim mac80211_hwsim.radios=2"
-say "booting (console log: $log)"
-start=$(date +%s)
-# restrict=on: the guest's user-mode network reaches nothing outside it.
-set +e
-timeout "$limit_s" qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 \
-    -nographic -no-reboot -serial mon:stdio \
-    -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline" \
-    -drive "file=$test_img,format=raw,if=virtio" \
-    -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile= \
-    </dev/null >"$log" 2>&1
-rc=$?
-set -e
-elapsed=$(( $(date +%s) - start ))
-tr -d '\r' < "$log" | grep -a 'SELFTEST' || true
-say "qemu exited $rc after ${elapsed} s (wall clock, emulated)"
-if tr -d '\r' < "$log" | grep -aq '^SELFTEST PASS'; then
-    say "PASS"
-    rm -f "$test_img"
-    exit 0
-fi
-say "FAILED: see $log"
-exit 1
+vm_boot "$test_img" "$work" "$log" "$limit_s" 0 "$cmdline"

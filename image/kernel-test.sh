@@ -48,9 +48,8 @@ debugfs -R "dump /lib/modules/$vm_krel/kernel/sound/drivers/snd-aloop.ko.xz $wor
 "$here/gpio-sim-module.sh" "$vm_krel" "$work/kmod" "$work/snd-aloop.ko.xz"
 
 # The machine: the same arguments for the device tree dump and the boot.
-machine=(-M virt -cpu cortex-a72 -smp 2 -m 1024)
 rm -f "$work/virt.dtb"
-qemu-system-aarch64 "${machine[@]}" -machine dumpdtb="$work/virt.dtb" -nographic -nic none >/dev/null 2>&1 \
+qemu-system-aarch64 "${vm_machine[@]}" -machine dumpdtb="$work/virt.dtb" -nographic -nic none >/dev/null 2>&1 \
     || [ -s "$work/virt.dtb" ] || { echo "image-test-kernel: qemu could not dump its device tree" >&2; exit 1; }
 pl061=$(fdtget -l "$work/virt.dtb" / | grep '^pl061@' || true)
 [ -n "$pl061" ] || { echo "image-test-kernel: no pl061 node in QEMU's device tree" >&2; exit 1; }
@@ -80,24 +79,4 @@ mcopy -o -i "$vm_fat" "$files"/* ::huxleyd-kernel-test/
 vm_add_unit "$test_img" "$work" huxleyd-kernel-test /boot/firmware/huxleyd-kernel-test/selftest.sh
 
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"
-say "booting (console log: $log)"
-start=$(date +%s)
-set +e
-nice -n 10 timeout "$limit_s" qemu-system-aarch64 "${machine[@]}" -dtb "$work/virt.dtb" \
-    -nographic -no-reboot -serial mon:stdio \
-    -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline" \
-    -drive "file=$test_img,format=raw,if=virtio" \
-    -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile= \
-    </dev/null >"$log" 2>&1
-rc=$?
-set -e
-elapsed=$(( $(date +%s) - start ))
-tr -d '\r' < "$log" | grep -a 'SELFTEST' || true
-say "qemu exited $rc after ${elapsed} s (wall clock, emulated)"
-if tr -d '\r' < "$log" | grep -aq '^SELFTEST PASS'; then
-    say "PASS"
-    rm -f "$test_img"
-    exit 0
-fi
-say "FAILED: see $log"
-exit 1
+vm_boot "$test_img" "$work" "$log" "$limit_s" 10 "$cmdline" -dtb "$work/virt.dtb"

@@ -34,9 +34,8 @@ vm_copy "$img" "$test_img"
 vm_kernel "$work"
 say "kernel $vm_krel (from the image's firmware partition)"
 
-machine=(-M virt -cpu cortex-a72 -smp 2 -m 1024)
 rm -f "$work/virt.dtb"
-qemu-system-aarch64 "${machine[@]}" -machine dumpdtb="$work/virt.dtb" -nographic -nic none >/dev/null 2>&1 \
+qemu-system-aarch64 "${vm_machine[@]}" -machine dumpdtb="$work/virt.dtb" -nographic -nic none >/dev/null 2>&1 \
     || [ -s "$work/virt.dtb" ] || { echo "image-test-nortc: qemu could not dump its device tree" >&2; exit 1; }
 pl031=$(fdtget -l "$work/virt.dtb" / | grep '^pl031@' || true)
 [ -n "$pl031" ] || { echo "image-test-nortc: no pl031 node in QEMU's device tree" >&2; exit 1; }
@@ -56,24 +55,4 @@ mcopy -o -i "$vm_fat" "$files"/* ::huxleyd-nortc-test/
 vm_add_unit "$test_img" "$work" huxleyd-nortc-test /boot/firmware/huxleyd-nortc-test/selftest.sh
 
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"
-say "booting (console log: $log)"
-start=$(date +%s)
-set +e
-nice -n 5 timeout "$limit_s" qemu-system-aarch64 "${machine[@]}" -dtb "$work/virt.dtb" \
-    -nographic -no-reboot -serial mon:stdio \
-    -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline" \
-    -drive "file=$test_img,format=raw,if=virtio" \
-    -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile= \
-    </dev/null >"$log" 2>&1
-rc=$?
-set -e
-elapsed=$(( $(date +%s) - start ))
-tr -d '\r' < "$log" | grep -a 'SELFTEST' || true
-say "qemu exited $rc after ${elapsed} s (wall clock, emulated)"
-if tr -d '\r' < "$log" | grep -aq '^SELFTEST PASS'; then
-    say "PASS"
-    rm -f "$test_img"
-    exit 0
-fi
-say "FAILED: see $log"
-exit 1
+vm_boot "$test_img" "$work" "$log" "$limit_s" 5 "$cmdline" -dtb "$work/virt.dtb"

@@ -1,5 +1,5 @@
-# Sourced by the boot tests (image/boot-test.sh, image/kernel-test.sh): a test copy of the
-# image, its kernel and initrd, and a unit written into its root file system.
+# Sourced by the boot tests (image/boot-test.sh, kernel-test.sh, nortc-test.sh): a test copy of the
+# image, its kernel and initrd, a unit written into its root file system, the boot.
 # Nothing here mounts anything: mtools for the FAT partition, debugfs for
 # the ext4 one.
 # shellcheck shell=bash
@@ -54,4 +54,40 @@ DEBUGFS
         | grep -q 'Type: symlink' || { echo "vm: could not add $name.service:" >&2; cat "$work/debugfs.log" >&2; return 1; }
     dd if="$work/root.ext4" of="$img" bs=512 seek="$vm_root_start" conv=notrunc,sparse status=none
     rm -f "$work/root.ext4"
+}
+
+# The emulated machine of every boot test (a device tree dumped for it must
+# come from the same arguments).
+vm_machine=(-M virt -cpu cortex-a72 -smp 2 -m 1024)
+
+# vm_boot COPY WORKDIR LOG LIMIT_S NICE CMDLINE [QEMU ARGS...]: boot the test copy
+# (kernel and initrd from vm_kernel in WORKDIR) until it powers off or LIMIT_S
+# passes, the console in LOG, at the niceness NICE (the machine is shared); then
+# print its SELFTEST lines and exit: 0 (and the copy removed) when the console
+# says `SELFTEST PASS`, 1 otherwise. `say` is the calling test's.
+# restrict=on: the guest's user-mode network reaches nothing outside it.
+vm_boot() {
+    local img=$1 work=$2 log=$3 limit_s=$4 niceness=$5 cmdline=$6 rc elapsed start
+    shift 6
+    say "booting (console log: $log)"
+    start=$(date +%s)
+    set +e
+    nice -n "$niceness" timeout "$limit_s" qemu-system-aarch64 "${vm_machine[@]}" "$@" \
+        -nographic -no-reboot -serial mon:stdio \
+        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline" \
+        -drive "file=$img,format=raw,if=virtio" \
+        -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile= \
+        </dev/null >"$log" 2>&1
+    rc=$?
+    set -e
+    elapsed=$(( $(date +%s) - start ))
+    tr -d '\r' < "$log" | grep -a 'SELFTEST' || true
+    say "qemu exited $rc after ${elapsed} s (wall clock, emulated)"
+    if tr -d '\r' < "$log" | grep -aq '^SELFTEST PASS'; then
+        say "PASS"
+        rm -f "$img"
+        exit 0
+    fi
+    say "FAILED: see $log"
+    exit 1
 }
