@@ -1,3 +1,4 @@
+#!/bin/bash
 # Sourced by the boot tests (image/boot-test.sh, kernel-test.sh, nortc-test.sh): a test copy of the
 # image, its kernel and initrd, a unit written into its root file system, the boot.
 # Nothing here mounts anything: mtools for the FAT partition, debugfs for
