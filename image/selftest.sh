@@ -171,6 +171,12 @@ check "key still in place, 0600 root" [ "$(stat -c '%a %U' "$key")" = "600 root"
 # the most the config allows.
 sed -i 's/^silent_response_timeout_s = .*/silent_response_timeout_s = 60.0/' /etc/huxleyd/huxleyd.toml
 check "reply time-out raised for emulation" grep -q '^silent_response_timeout_s = 60.0$' /etc/huxleyd/huxleyd.toml
+# Likewise the link's stall bound (8 s without a complete frame while a reply is
+# due): under emulation the simulator's first reply after a connect took longer
+# (provider_stalled in the no-RTC test's journal), and when two VMs shared the
+# host this test's first turn failed.
+sed -i 's/^stall_timeout_s = .*/stall_timeout_s = 60.0/' /etc/huxleyd/huxleyd.toml
+check "stall time-out raised for emulation" grep -q '^stall_timeout_s = 60.0$' /etc/huxleyd/huxleyd.toml
 check "config valid (huxleyd --check-config)" /opt/huxleyd/venv/bin/huxleyd --check-config --config /etc/huxleyd/huxleyd.toml
 # restart waits for READY (Type=notify) and fails at once if the daemon does.
 if ! systemctl restart huxleyd.service; then

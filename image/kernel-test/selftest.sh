@@ -96,6 +96,7 @@ install -m 0644 "$files/silent.wav" /etc/huxleyd/kernel-test/sounds/listen_start
 sed -i -e 's/^kind = "openai"$/kind = "sim"/' \
     -e 's|^# sim_scenario = .*|sim_scenario = "/etc/huxleyd/kernel-test/scenario.toml"|' \
     -e 's/^silent_response_timeout_s = .*/silent_response_timeout_s = 60.0/' \
+    -e 's/^stall_timeout_s = .*/stall_timeout_s = 60.0/' \
     -e 's|^sounds_dir = .*|sounds_dir = "/etc/huxleyd/kernel-test/sounds"|' \
     -e 's/^board = .*/board = "kernel-test"/' \
     -e 's|^boards_dir = .*|boards_dir = "/etc/huxleyd/kernel-test"|' \

@@ -68,7 +68,8 @@ echo "SELFTEST the skill's clock: kernel NTP status synced=$(/opt/huxleyd/venv/b
 # -- the daemon on the simulator (no provider key in this VM) ---------------------------------
 conf=/etc/huxleyd/huxleyd.toml
 sed -i -e 's/^kind = "openai"$/kind = "sim"/' \
-    -e 's/^silent_response_timeout_s = .*/silent_response_timeout_s = 60.0/' "$conf"
+    -e 's/^silent_response_timeout_s = .*/silent_response_timeout_s = 60.0/' \
+    -e 's/^stall_timeout_s = .*/stall_timeout_s = 60.0/' "$conf"
 check "config valid (huxleyd --check-config)" /opt/huxleyd/venv/bin/huxleyd --check-config --config "$conf"
 check "huxleyd active before seeding (its database exists)" wait_for active huxleyd.service
 systemctl stop huxleyd.service
