@@ -210,8 +210,12 @@ check "huxleyd-reboot.timer enabled" [ "$(systemctl is-enabled huxleyd-reboot.ti
 systemctl list-timers --all --no-pager huxleyd-reboot.timer apt-daily-upgrade.timer | sed 's/^/SELFTEST timers: /'
 check "unattended-upgrades at 01:00 (+30 min)" sh -c \
     'systemctl show -P TimersCalendar apt-daily-upgrade.timer | grep -q "01:00:00"'
-reboot_said() { journalctl -u huxleyd-reboot -o cat | tail -1 | grep -q "$1"; }
-reboot_journal() { journalctl --no-pager -u huxleyd-reboot -o cat | tail -1 | sed "s/^/SELFTEST reboot ($1): /"; }
+# The command's own lines only: `-u` also matches systemd's lines about the unit
+# ("Consumed 3.250s CPU time"), which come after the command's last word.
+reboot_said() { journalctl _SYSTEMD_UNIT=huxleyd-reboot.service -o cat | tail -1 | grep -q "$1"; }
+reboot_journal() {
+    journalctl --no-pager _SYSTEMD_UNIT=huxleyd-reboot.service -o cat | tail -1 | sed "s/^/SELFTEST reboot ($1): /"
+}
 echo '*** System restart required ***' > /run/reboot-required  # as unattended-upgrades' kernel hook does
 check "status shows the pending reboot" sh -c 'huxleyctl status | grep -q "reboot pending (security updates)"'
 check "doctor shows the pending reboot" sh -c 'huxleyctl doctor | grep -q "reboot pending (security updates)"'
