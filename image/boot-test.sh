@@ -34,12 +34,8 @@ say() { printf '[%s] image-test: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
 # shellcheck source=image/vm.sh
 . "$here/vm.sh"
-test_img=$work/test.img
-say "copying $(basename "$img") (sparse) and growing the copy by 1 GiB"
-vm_copy "$img" "$test_img"
+vm_prepare "$img" "$work"
 fat=$vm_fat
-vm_kernel "$work"
-say "kernel $vm_krel (from the image's firmware partition)"
 
 # The first-boot file, as a user would write it; the key is a test value,
 # the Wi-Fi passphrase the shortest WPA2 allows.

@@ -35,11 +35,7 @@ say() { printf '[%s] image-test-kernel: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 # shellcheck source=image/vm.sh
 . "$here/vm.sh"
 
-test_img=$work/test.img
-say "copying $(basename "$img") (sparse) and growing the copy by 1 GiB"
-vm_copy "$img" "$test_img"
-vm_kernel "$work"
-say "kernel $vm_krel (from the image's firmware partition)"
+vm_prepare "$img" "$work"
 
 say "building gpio-sim.ko for $vm_krel"
 # A module of the image's kernel to check the build against (struct module's size).

@@ -28,11 +28,7 @@ say() { printf '[%s] image-test-nortc: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 # shellcheck source=image/vm.sh
 . "$here/vm.sh"
 
-test_img=$work/test.img
-say "copying $(basename "$img") (sparse) and growing the copy by 1 GiB"
-vm_copy "$img" "$test_img"
-vm_kernel "$work"
-say "kernel $vm_krel (from the image's firmware partition)"
+vm_prepare "$img" "$work"
 
 rm -f "$work/virt.dtb"
 qemu-system-aarch64 "${vm_machine[@]}" -machine dumpdtb="$work/virt.dtb" -nographic -nic none >/dev/null 2>&1 \

@@ -19,6 +19,16 @@ vm_copy() {
     vm_root_size=$(echo "$dump" | sed -n 's/.*size= *\([0-9]*\),.*type=83.*/\1/p')
 }
 
+# vm_prepare IMAGE WORKDIR: the test copy WORKDIR/test.img of IMAGE (vm_copy) and
+# its kernel and initrd in WORKDIR (vm_kernel); sets test_img. `say` is the caller's.
+vm_prepare() {
+    test_img=$2/test.img
+    say "copying $(basename "$1") (sparse) and growing the copy by 1 GiB"
+    vm_copy "$1" "$test_img"
+    vm_kernel "$2"
+    say "kernel $vm_krel (from the image's firmware partition)"
+}
+
 # vm_kernel DIR: the newest vmlinuz-*/initrd.img-* of the firmware partition,
 # copied to DIR/vmlinuz and DIR/initrd.img; sets vm_krel (its release).
 vm_kernel() {
