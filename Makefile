@@ -21,7 +21,18 @@ IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
 .PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-test-kernel image-test-nortc image-check image-deps bundle
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(VENV)/.extensions
+
+# An editable install builds the C extensions in place once; a later edit of a
+# source would leave pytest testing the old .so. So they are rebuilt (all, with
+# --force: the tests' freshness check compares each .so with every source)
+# whenever a C source, a header or setup.py is newer than this stamp.
+EXT_SOURCES := $(wildcard huxleyd/audio/*.c huxleyd/audio/*.h) setup.py
+$(VENV)/.extensions: $(VENV)/.installed $(EXT_SOURCES)
+	@echo "setup: rebuilding the C extensions (a source changed since they were built)"
+	@HUXLEYD_WERROR=1 $(PY) setup.py build_ext --inplace --force > $(VENV)/build_ext.log 2>&1 \
+	  || { tail -n 30 $(VENV)/build_ext.log >&2; echo "setup: the C build failed (whole output: $(VENV)/build_ext.log)" >&2; exit 1; }
+	@touch $@
 
 # A venv set up before can have lost our SDK since (`pip install huxley-sdk`
 # by hand puts Huxley's in its place): then the stamp no longer counts, and
@@ -53,7 +64,7 @@ $(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps
 	      | sed -u -e 's/^  //' -e 's/^/  /'; then \
 	    tail -n 30 $(VENV)/pip.log >&2; echo "setup failed: the whole pip output is in $(VENV)/pip.log" >&2; exit 1; \
 	  fi
-	@touch $@
+	@touch $@ $(VENV)/.extensions
 	@echo "setup done: make run (the daemon), make demo (a scripted conversation), make test"
 
 # With ./openai.key present the daemon talks to OpenAI; without, to the simulator.

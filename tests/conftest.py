@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from typing import Any
 
 import pytest
 
+from tests.fakes.extensions import inspect_extensions, problems
 from tests.fakes.realtime import LEDGER_KEY, Ledger, RealTime
 
 
@@ -31,6 +33,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[LEDGER_KEY] = Ledger()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test C that is not the tree's (tests/fakes/extensions.py says why)."""
+    require = os.environ.get("HUXLEYD_REQUIRE_EXTENSIONS") == "1"
+    found = problems(inspect_extensions(), require=require)
+    if found:
+        pytest.exit("the C extensions are not the tree's:\n  " + "\n  ".join(found), returncode=4)
 
 
 @pytest.fixture
