@@ -71,24 +71,33 @@ DEBUGFS
 # come from the same arguments).
 vm_machine=(-M virt -cpu cortex-a72 -smp 2 -m 1024)
 
+# vm_command COPY WORKDIR CMDLINE [QEMU ARGS...]: sets vm_cmd, the command that
+# boots the test copy (kernel and initrd from vm_kernel in WORKDIR), its
+# console on stdout. restrict=on: the guest's user-mode network reaches
+# nothing outside it.
+vm_command() {
+    local img=$1 work=$2 cmdline=$3
+    shift 3
+    vm_cmd=(qemu-system-aarch64 "${vm_machine[@]}" "$@"
+        -nographic -no-reboot -serial mon:stdio
+        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline"
+        -drive "file=$img,format=raw,if=virtio"
+        -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile=)
+}
+
 # vm_boot COPY WORKDIR LOG LIMIT_S NICE CMDLINE [QEMU ARGS...]: boot the test copy
-# (kernel and initrd from vm_kernel in WORKDIR) until it powers off or LIMIT_S
-# passes, the console in LOG, at the niceness NICE (the machine is shared); then
-# print its SELFTEST lines and exit: 0 (and the copy removed) when the console
-# says `SELFTEST PASS`, 1 otherwise. `say` is the calling test's.
-# restrict=on: the guest's user-mode network reaches nothing outside it.
+# until it powers off or LIMIT_S passes, the console in LOG, at the niceness
+# NICE (the machine is shared); then print its SELFTEST lines and exit: 0
+# (and the copy removed) when the console says `SELFTEST PASS`, 1 otherwise.
+# `say` is the calling test's.
 vm_boot() {
     local img=$1 work=$2 log=$3 limit_s=$4 niceness=$5 cmdline=$6 rc elapsed start
     shift 6
+    vm_command "$img" "$work" "$cmdline" "$@"
     say "booting (console log: $log)"
     start=$(date +%s)
     set +e
-    nice -n "$niceness" timeout "$limit_s" qemu-system-aarch64 "${vm_machine[@]}" "$@" \
-        -nographic -no-reboot -serial mon:stdio \
-        -kernel "$work/vmlinuz" -initrd "$work/initrd.img" -append "$cmdline" \
-        -drive "file=$img,format=raw,if=virtio" \
-        -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0,romfile= \
-        </dev/null >"$log" 2>&1
+    nice -n "$niceness" timeout "$limit_s" "${vm_cmd[@]}" </dev/null >"$log" 2>&1
     rc=$?
     set -e
     elapsed=$(( $(date +%s) - start ))
@@ -101,4 +110,17 @@ vm_boot() {
     fi
     say "FAILED: see $log"
     exit 1
+}
+
+# vm_start COPY WORKDIR LOG NICE CMDLINE [QEMU ARGS...]: boot the test copy in
+# the background, the console in LOG; sets vm_pid, QEMU's own process (nice
+# execs it), which a power-cut test kills with SIGKILL: the guest's page
+# cache goes with it, what it wrote to its disk stays (as on a card).
+vm_start() {
+    local img=$1 work=$2 log=$3 niceness=$4 cmdline=$5
+    shift 5
+    vm_command "$img" "$work" "$cmdline" "$@"
+    say "booting in the background (console log: $log)"
+    nice -n "$niceness" "${vm_cmd[@]}" </dev/null >"$log" 2>&1 &
+    vm_pid=$!
 }

@@ -73,6 +73,17 @@ async def test_wal_and_schema_version(tmp_path: Path) -> None:
     await again.close()
 
 
+async def test_every_commit_is_synced_to_disk_for_a_power_cut(tmp_path: Path) -> None:
+    # A SIGKILL keeps commits either way (the kernel has them); a power cut
+    # keeps only what was synced. SQLite's own answer, on the daemon's connection.
+    db = await Database.open(tmp_path / "p.db")
+    try:
+        level = await db.run(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+        assert level == 2, f"synchronous={level}: expected 2 (FULL, the WAL synced at COMMIT)"
+    finally:
+        await db.close()
+
+
 async def test_a_database_from_the_future_is_refused(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "p.db")
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")

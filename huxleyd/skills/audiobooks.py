@@ -11,11 +11,19 @@ part of a multi-file book.
 Playback is an ``AudioStream`` (NONMIXABLE, patience 30 min) whose factory
 decodes with ffmpeg from the start position. The bookmark — seconds into the
 book — is what was really handed to the runtime (start + bytes yielded /
-48,000). It is saved every ``save_every_s`` of audio while playing, so a
-power cut loses only a few seconds, and in the factory's ``finally`` for any
-end: a natural end marks the book finished; an interrupt, stop, preemption
-or shutdown keeps the position. A stream superseded by a newer one of the
-same book (skip, chapter jump) does not overwrite the newer bookmark.
+48,000). The runtime reads a stream at most its read-ahead (200 ms) plus
+one chunk (100 ms) ahead of the speaker, so that is how far a bookmark can
+run ahead of what was heard; the skill cannot see the speaker (the SDK
+gives it none), and needs not to.
+
+It is saved every ``save_every_s`` (0.5 s) of audio while playing, so a power
+cut loses at most that much plus one commit (the database syncs every commit
+to disk), and in the factory's ``finally`` for any end: a natural end marks
+the book finished; an interrupt, stop, preemption or shutdown keeps the
+position. A save while playing runs beside the stream, one at a time: a
+slow card (an fsync can take a second on a worn SD card) delays the
+bookmark, never the sound. A stream superseded by a newer one of the same
+book (skip, chapter jump) does not overwrite the newer bookmark.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ LAST_BOOK_KEY = "last_book"
 EARCONS = ("book_start", "book_end")
 PROBE_CONCURRENCY = 4
 LIST_LIMIT = 25
+SAVE_EVERY_S = 0.5
+"""Bookmark cadence while playing: a power cut resumes within this (plus a commit)."""
 RESTART_NEAR_END_S = 5.0
 """A bookmark this close to the end (at most 5% of the book) restarts the book."""
 
@@ -205,6 +215,8 @@ class _Session:
     saved_s: float = 0.0
     save_failing: bool = False
     """The last bookmark save failed (logged once until one works again)."""
+    saving: asyncio.Task[None] | None = None
+    """The save in flight while playing (at most one: the next waits for it)."""
 
     @property
     def position_s(self) -> float:
@@ -228,7 +240,7 @@ class AudiobooksSkill:
     }
     """``[skills.audiobooks]`` of the persona; huxleyd checks it at load (a huxleyd extension)."""
 
-    def __init__(self, *, save_every_s: float = 5.0) -> None:
+    def __init__(self, *, save_every_s: float = SAVE_EVERY_S) -> None:
         self._save_every_s = save_every_s
         self._ctx: SkillContext | None = None
         self._root = Path()
@@ -389,10 +401,17 @@ class AudiobooksSkill:
         except (ValueError, KeyError, TypeError):
             return 0.0, False
 
-    async def _save(self, session: _Session, *, finished: bool = False) -> None:
+    def _save_while_playing(self, session: _Session) -> None:
+        """Start a save of the position now, beside the stream, unless one is in flight."""
+        if session.saving is not None and not session.saving.done():
+            return  # the card is slow: the next chunk tries again
+        if session.position_s - session.saved_s >= self._save_every_s:
+            session.saving = asyncio.create_task(self._save(session, session.position_s))
+
+    async def _save(self, session: _Session, at_s: float, *, finished: bool = False) -> None:
         if self._latest.get(session.book.id) != session.serial:
             return  # superseded by a newer stream of this book: its bookmark wins
-        position = 0.0 if finished else round(session.position_s, 3)
+        position = 0.0 if finished else round(at_s, 3)
         value = json.dumps({"position_s": position, "finished": finished})
         ctx = require_ctx(self._ctx, self.name)
         try:
@@ -408,12 +427,12 @@ class AudiobooksSkill:
                     error=f"{type(exc).__name__}: {exc}",
                 )
             session.save_failing = True
-            session.saved_s = session.position_s
+            session.saved_s = at_s
             return
         if session.save_failing:
             ctx.logger.info("bookmark_save_recovered", book=session.book.id)
             session.save_failing = False
-        session.saved_s = session.position_s
+        session.saved_s = at_s
 
     async def _find(self, title: str) -> Book:
         books = await self.library()
@@ -479,15 +498,21 @@ class AudiobooksSkill:
                     async for chunk in pcm:
                         session.streamed_bytes += len(chunk)
                         yield chunk
-                        if session.position_s - session.saved_s >= self._save_every_s:
-                            await self._save(session)
+                        # Resumed: the runtime has taken the chunk and is at most its
+                        # read-ahead behind it, so this position is (nearly) heard.
+                        self._save_while_playing(session)
                 finished = True
                 if earcons and "book_end" in self._earcons:
                     yield self._earcons["book_end"]
             finally:
                 if self._current is session:
                     self._current = None
-                await self._save(session, finished=finished)
+                if session.saving is not None:
+                    # Ordered: the final bookmark is written last, never overwritten
+                    # by a save of an earlier position still in flight.
+                    with contextlib.suppress(Exception):
+                        await session.saving
+                await self._save(session, session.position_s, finished=finished)
                 ctx.logger.info(
                     "book_stopped",
                     book=book.id,

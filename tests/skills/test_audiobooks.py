@@ -8,6 +8,7 @@ whose parts share an album tag.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 
 from huxley_sdk import AudioStream, CancelMedia, ContentType, SkillContext
 from huxley_sdk.testing import MemoryStorage, ctx_recorder, make_test_context
-from huxleyd.skills.audiobooks import BOOKMARK_PREFIX, AudiobooksSkill
+from huxleyd.skills.audiobooks import BOOKMARK_PREFIX, SAVE_EVERY_S, AudiobooksSkill
 from huxleyd.skills.media import CHUNK_BYTES, decode_command
 from tests.fakes.audiobook_library import build_library, call, take
 from tests.fakes.executables import counting_program
@@ -164,6 +165,71 @@ async def test_the_bookmark_is_saved_while_playing(data_dir: Path) -> None:
     mark = await bookmark(ctx, "the_flac_tale.flac")
     assert 1.0 <= mark["position_s"] <= 2.5
     await stream.aclose()
+
+
+class SlowCard(MemoryStorage):
+    """Skill storage that records each bookmark written; a write waits on ``gate``
+    while it is closed (a worn SD card taking its time over an fsync)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.positions: list[float] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def set_setting(self, key: str, value: str) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.gate.wait()
+            await super().set_setting(key, value)
+            if key.startswith(BOOKMARK_PREFIX):
+                self.positions.append(json.loads(value)["position_s"])
+        finally:
+            self.in_flight -= 1
+
+
+async def test_the_default_cadence_keeps_a_power_cut_within_half_a_second(data_dir: Path) -> None:
+    card = SlowCard()
+    skill = AudiobooksSkill()  # the daemon's own cadence
+    ctx = make_test_context(name="audiobooks", persona_data_dir=data_dir, storage=card)
+    await skill.setup(ctx)
+    _, effect = await call(skill, "play_audiobook", title="flac tale", from_start=True)
+    stream = effect.factory()
+    await take(stream, 30)  # 3 s handed to the runtime, the stream still open
+    await asyncio.sleep(0)  # the save started at the last chunk runs
+    saved = list(card.positions)
+    # At every moment the last save is at most one cadence (+ a chunk) behind.
+    steps = [b - a for a, b in zip([0.0, *saved], [*saved, 3.0], strict=True)]
+    assert SAVE_EVERY_S == 0.5 and max(steps) <= SAVE_EVERY_S + CHUNK_S + 1e-9, saved
+    await stream.aclose()
+    assert card.positions[-1] == pytest.approx(3.0)  # the final save, last
+
+
+async def test_a_slow_card_delays_the_bookmark_never_the_book(data_dir: Path) -> None:
+    card = SlowCard()
+    skill = AudiobooksSkill(save_every_s=SAVE_EVERY_S)
+    ctx = make_test_context(name="audiobooks", persona_data_dir=data_dir, storage=card)
+    await skill.setup(ctx)
+    _, effect = await call(skill, "play_audiobook", title="flac tale", from_start=True)
+    async with contextlib.aclosing(effect.factory()) as stream:
+        await take(stream, 2)
+        card.gate.clear()  # the card stalls
+        taking = asyncio.ensure_future(take(stream, 20))
+        # A safety net, not a timing (under the 60 s test limit): with a save in the
+        # sound's path this never returns.
+        await asyncio.wait({taking}, timeout=20)
+        stalled = not taking.done()
+        card.gate.set()
+        pcm = await taking
+        assert not stalled, "the book waited for the bookmark's write"
+        assert len(pcm) == 20 * CHUNK_BYTES
+        assert card.most_in_flight == 1  # one save waits; the others were not queued up
+    # The stalled save (of 0.5 s) landed before the final one, never after it.
+    assert card.positions[-1] == pytest.approx(2.2) and card.positions[-2] < 2.2
+    assert (await bookmark(ctx, "the_flac_tale.flac"))["position_s"] == pytest.approx(2.2)
 
 
 async def test_seek_plays_from_the_new_place_and_the_superseded_stream_keeps_quiet(
