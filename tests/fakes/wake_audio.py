@@ -89,6 +89,27 @@ def silence(seconds: float, rate_hz: int = 24_000) -> np.ndarray:
     return np.zeros(int(seconds * rate_hz), dtype=np.int16)
 
 
+def room_taps(
+    *,
+    rate_hz: int = 24_000,
+    delay_ms: float = 20.0,
+    gain_db: float = -10.0,
+    rt_ms: float = 60.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """The synthetic room's impulse response, float64: ``delay_ms`` of zeros (the
+    sound's way from the speaker to the mic), then a decaying random response
+    (``rt_ms`` to fall by 60 dB) whose energy is the speaker-to-mic gain. The
+    offline :func:`room` and the clocked card's room (``room`` of its capture,
+    :func:`tests.fakes.clockcard.write_asoundrc`) both convolve with these taps."""
+    rng = np.random.default_rng(seed)
+    length = int(rt_ms / 1000 * rate_hz)
+    taps = rng.standard_normal(length) * 10 ** (-3 * np.arange(length) / length)
+    taps[0] = 1.0
+    taps *= 10 ** (gain_db / 20) / np.sqrt(np.sum(taps**2))
+    return np.concatenate([np.zeros(int(delay_ms / 1000 * rate_hz)), taps])
+
+
 def room(
     far: np.ndarray,
     *,
@@ -98,18 +119,9 @@ def room(
     rt_ms: float = 60.0,
     seed: int = 0,
 ) -> np.ndarray:
-    """What the mic hears of ``far`` played by the speaker: a delay, a decaying
-    random impulse response (``rt_ms`` to fall by 60 dB) and a speaker-to-mic gain."""
-    rng = np.random.default_rng(seed)
-    length = int(rt_ms / 1000 * rate_hz)
-    taps = rng.standard_normal(length) * 10 ** (-3 * np.arange(length) / length)
-    taps[0] = 1.0
-    taps *= 10 ** (gain_db / 20) / np.sqrt(np.sum(taps**2))
-    delay = int(delay_ms / 1000 * rate_hz)
-    echo = np.convolve(far.astype(np.float64), taps)[: len(far)]
-    out = np.zeros(len(far))
-    out[delay:] = echo[: len(far) - delay]
-    return out
+    """What the mic hears of ``far`` played by the speaker (:func:`room_taps`)."""
+    taps = room_taps(rate_hz=rate_hz, delay_ms=delay_ms, gain_db=gain_db, rt_ms=rt_ms, seed=seed)
+    return np.convolve(far.astype(np.float64), taps)[: len(far)]
 
 
 def mix(*parts: np.ndarray) -> np.ndarray:
