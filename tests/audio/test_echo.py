@@ -104,9 +104,7 @@ def test_the_timeline_counts_samples_through_jitter_and_restarts_at_a_gap() -> N
     a jump past ``jump_s`` (an xrun, a gap) is followed at once."""
     timeline = echo.Timeline(RATE, jump_s=0.002)
     rng = np.random.default_rng(0)
-    times = [
-        timeline.at(100.0 + k * 0.02 + rng.uniform(-1, 1) / RATE, STEP) for k in range(200)
-    ]
+    times = [timeline.at(100.0 + k * 0.02 + rng.uniform(-1, 1) / RATE, STEP) for k in range(200)]
     steps = np.diff(times[100:]) * RATE - STEP
     assert np.abs(steps).max() < 0.2  # under a fifth of a sample, where the stamps moved by 2
     assert timeline.restarts == 1
@@ -117,9 +115,7 @@ def test_the_timeline_counts_samples_through_jitter_and_restarts_at_a_gap() -> N
 def test_the_mics_timeline_keeps_to_the_stamps_lower_edge() -> None:
     """A mic stamp is late when the engine read late, never early: the timeline
     settles on the earliest stamps, not on their mean."""
-    timeline = echo.Timeline(
-        RATE, jump_s=echo.MIC_JUMP_S, early=echo.MIC_EARLY, late=echo.MIC_LATE
-    )
+    timeline = echo.Timeline(RATE, jump_s=echo.MIC_JUMP_S, early=echo.MIC_EARLY, late=echo.MIC_LATE)
     rng = np.random.default_rng(1)
     late_by = rng.choice([0.0, 0.004, 0.008], size=300)  # whole capture periods late
     times = [timeline.at(50.0 + k * 0.02 + late_by[k], STEP) for k in range(300)]

@@ -116,7 +116,9 @@ async def stamps(bursts: int) -> dict[str, Any]:
             above = np.flatnonzero(np.abs(samples) > 1000)
             if not loud and len(above):
                 onsets.append(played.captured_at + int(above[0]) / played.rate_hz)
-            loud = bool(np.abs(samples[-RATE_IN_HZ // 1000 :]).max() > 1000) if len(above) else False
+            loud = (
+                bool(np.abs(samples[-RATE_IN_HZ // 1000 :]).max() > 1000) if len(above) else False
+            )
     await writer
     stats = engine.stats()
     engine.close()

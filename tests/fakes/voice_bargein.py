@@ -21,7 +21,6 @@ speaking, at a moment chosen while the daemon runs. So:
 
 from __future__ import annotations
 
-
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,9 +118,7 @@ def voice_cut(directory: Path, *, into_reply_s: float = 5.0) -> VoiceCut:
     )
     wake = (espeak("okay nabu", "en-us", 175, RATE) * 0.5).astype(np.int16)
     t = np.arange(int(1.5 * RATE)) / RATE
-    question = np.concatenate(
-        [wake, np.zeros(int(0.3 * RATE)), np.sin(2 * np.pi * 300 * t) * 6000]
-    )
+    question = np.concatenate([wake, np.zeros(int(0.3 * RATE)), np.sin(2 * np.pi * 300 * t) * 6000])
     daemon = DaemonProcess(_config(directory), env={"HOME": str(directory)})
     try:
         daemon.wait_for_log("wake_word_armed", timeout_s=60)
@@ -160,6 +157,3 @@ def _wait_reply(card: ClockCard) -> float:
 def kept(directory: Path) -> bool:
     """Whether the card saw no xrun in the run (the machine kept time)."""
     return ClockCard(directory).xruns() == (0, 0)
-
-
-
