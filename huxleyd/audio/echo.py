@@ -165,9 +165,7 @@ class EchoCanceller:
         if KERNEL is None:
             raise RuntimeError("the echo canceller was not built (libspeexdsp-dev missing)")
         self.far = far
-        self.mic_time = Timeline(
-            far.rate_hz, jump_s=MIC_JUMP_S, early=MIC_EARLY, late=MIC_LATE
-        )
+        self.mic_time = Timeline(far.rate_hz, jump_s=MIC_JUMP_S, early=MIC_EARLY, late=MIC_LATE)
         self._frame = far.rate_hz * FRAME_MS // 1000
         self._aec = KERNEL.Canceller(
             self._frame, far.rate_hz * tail_ms // 1000, far.rate_hz, suppress
