@@ -37,9 +37,79 @@ except ImportError:  # built without libspeexdsp-dev
 AVAILABLE = KERNEL is not None
 
 FRAME_MS = 10
-TAIL_MS = 128
-"""The echo path the filter models: the room's reverberation that matters plus
-the alignment's error (the acoustic delay itself, a few ms to tens of ms)."""
+LOOKAHEAD_MS = 30
+"""How far past a mic frame's capture stamp the far end is read. The filter can
+only model an echo that comes after its reference, and the mic's stamps are
+estimates (the engine's: the read time minus the input latency PortAudio
+reports): on the clocked card they were measured 19.5 ms early with the
+callback backend, which a 5 ms room would have turned into an echo *before*
+its reference, one no filter can cancel. Reading the far end this much later
+keeps the echo after its reference for a stamp up to this early."""
+TAIL_MS = 160
+"""The echo path the filter models: the look-ahead, the acoustic delay (a few ms
+to tens of ms), the room's reverberation that matters, and the stamps' error."""
+MIC_JUMP_S = 0.040
+"""A mic stamp this far from where the samples counted say it should be is a gap
+in the stream (an overrun, a drop, the mic closed): the timeline starts again
+there. Its stamps jitter by up to a capture period (10 ms), so less would
+restart on jitter."""
+FAR_JUMP_S = 0.002
+"""The same for the speaker's DAC stamps, which jitter by half a sample on the
+clocked card: a step of more than this is the output really moving (an
+underrun, the first periods after idle, measured 6.4 ms off), followed at once."""
+FOLLOW = 0.02
+"""Per block, how much of a stamp's distance from the counted timeline the
+timeline moves: the stamps' jitter averages out over a second or two, a slow
+drift between the stream's clock and the engine's is followed."""
+MIC_EARLY = 0.3
+MIC_LATE = 0.002
+"""How fast the mic's timeline follows a stamp earlier, and later, than it
+(:class:`Timeline`): its truth is the stamps' lower edge."""
+
+
+class Timeline:
+    """Smoothed times for a continuous stream of samples (the mic's, the speaker's).
+
+    A block's stamp says when it was captured (or reaches the DAC) only within
+    the jitter of the moment it was read; its sample count says exactly how
+    far it is from the previous block. The timeline counts samples and follows
+    the stamps slowly, and starts again at a stamp that jumps (``jump_s``: a
+    gap, an xrun). An echo canceller needs that: a reference that moves by a
+    sample or more from one block to the next (the clocked card's DAC stamps
+    did, ±0.5 sample; the mic's by up to a capture period) is an echo path that
+    never holds still.
+
+    ``early``/``late``: how much of a stamp's distance the timeline moves when
+    the stamp is earlier or later than it. A mic stamp is the read time minus
+    what was queued, and the card hands over whole periods: a late read makes
+    it late, never early, so its truth is the stamps' lower edge (a fast
+    ``early``, a slow ``late`` that still follows a drifting clock)."""
+
+    def __init__(
+        self, rate_hz: int, *, jump_s: float, early: float = FOLLOW, late: float = FOLLOW
+    ) -> None:
+        self.rate_hz = rate_hz
+        self._jump_s = jump_s
+        self._early = early
+        self._late = late
+        self._next: float | None = None
+        self.restarts = 0
+        """Times the timeline started again at a stamp (the first included)."""
+
+    def at(self, stamp: float, samples: int) -> float:
+        """The smoothed time of a block of ``samples`` stamped ``stamp``."""
+        expected = self._next
+        if expected is None or abs(stamp - expected) > self._jump_s:
+            self.restarts += 1
+            expected = stamp
+        else:
+            error = stamp - expected
+            expected += (self._early if error < 0 else self._late) * error
+        self._next = expected + samples / self.rate_hz
+        return expected
+
+    def reset(self) -> None:
+        self._next = None
 
 
 class FarEnd:
@@ -52,6 +122,8 @@ class FarEnd:
         """Samples ever written (the next one's index)."""
         self._anchors: deque[tuple[int, float]] = deque(maxlen=256)
         """(sample index, DAC time of that sample), one per write, oldest first."""
+        self.timeline = Timeline(rate_hz, jump_s=FAR_JUMP_S)
+        """The writes' DAC stamps, smoothed: what the anchors hold."""
 
     def played(self, pcm: bytes, dac_time: float) -> None:
         """``pcm`` (PCM16 at ``rate_hz``) whose first sample reached the DAC at ``dac_time``."""
@@ -63,7 +135,7 @@ class FarEnd:
             first = min(len(part), size - start)
             self._samples[start : start + first] = part[:first]
             self._samples[: len(part) - first] = part[first:]
-        self._anchors.append((self._written, dac_time))
+        self._anchors.append((self._written, self.timeline.at(dac_time, len(samples))))
         self._written += len(samples)
 
     def at(self, start_time: float, count: int) -> np.ndarray:
@@ -93,6 +165,7 @@ class EchoCanceller:
         if KERNEL is None:
             raise RuntimeError("the echo canceller was not built (libspeexdsp-dev missing)")
         self.far = far
+        self.mic_time = Timeline(far.rate_hz, jump_s=MIC_JUMP_S, early=MIC_EARLY, late=MIC_LATE)
         self._frame = far.rate_hz * FRAME_MS // 1000
         self._aec = KERNEL.Canceller(
             self._frame, far.rate_hz * tail_ms // 1000, far.rate_hz, suppress
@@ -109,10 +182,12 @@ class EchoCanceller:
             )
         out = bytearray()
         rate = self.far.rate_hz
+        at = self.mic_time.at(captured_at, len(samples)) + LOOKAHEAD_MS / 1000
         for start in range(0, len(samples), self._frame):
-            far = self.far.at(captured_at + start / rate, self._frame)
+            far = self.far.at(at + start / rate, self._frame)
             out += self._aec.process(samples[start : start + self._frame].tobytes(), far.tobytes())
         return bytes(out)
 
     def reset(self) -> None:
         self._aec.reset()
+        self.mic_time.reset()

@@ -80,23 +80,27 @@ class MicroWakeDetector:
         self._input_rate = input_rate_hz
         self._pending_at = 0.0
         """The capture time of the first pending sample."""
-        self._echo: EchoCanceller | None = None
+        self.echo: EchoCanceller | None = None
+        """The canceller the mic goes through (``cancel_echo``), or None."""
+        self.echo_tap: Callable[[np.ndarray, np.ndarray], None] | None = None
+        """Called with each 16 kHz block before and after the canceller: what a
+        measurement of the canceller on the daemon's own path reads (ERLE)."""
         if cancel_echo:
             # the same resampler design on both paths: the same delay, so the
             # far end's DAC times and the mic's capture times stay comparable
-            self._echo = EchoCanceller(FarEnd(MODEL_RATE_HZ), suppress=False)
+            self.echo = EchoCanceller(FarEnd(MODEL_RATE_HZ), suppress=False)
             self._far_resampler = StreamResampler(RATE_HZ, MODEL_RATE_HZ, RATE_HZ // 100)
             self._far_out = np.zeros(MODEL_RATE_HZ // 100, dtype=np.float32)
 
     def played(self, pcm: bytes, dac_at: float) -> None:
-        if self._echo is None:
+        if self.echo is None:
             return
         samples = pcm16_view(pcm[: len(pcm) // 2 * 2]).astype(np.float32)
         block = RATE_HZ // 100
         for start in range(0, len(samples) - block + 1, block):
             self._far_resampler.process(samples[start : start + block], self._far_out)
             out = np.clip(np.rint(self._far_out), -32768, 32767).astype("<i2")
-            self._echo.far.played(out.tobytes(), dac_at + start / RATE_HZ)
+            self.echo.far.played(out.tobytes(), dac_at + start / RATE_HZ)
 
     def feed(self, pcm: bytes, captured_at: float = 0.0) -> bool:
         samples = pcm16_view(pcm[: len(pcm) // 2 * 2]).astype(np.float32)
@@ -110,9 +114,13 @@ class MicroWakeDetector:
             )
             self._resampler.process(block, self._out)
             chunk = np.clip(np.rint(self._out), -32768, 32767).astype("<i2")
-            if self._echo is not None:
-                clean = self._echo.process(chunk.tobytes(), self._pending_at)
-                chunk = np.frombuffer(clean, dtype="<i2")
+            if self.echo is not None:
+                clean = np.frombuffer(
+                    self.echo.process(chunk.tobytes(), self._pending_at), dtype="<i2"
+                )
+                if self.echo_tap is not None:
+                    self.echo_tap(chunk, clean)
+                chunk = clean
             self._pending_at += self._block_in / self._input_rate
             heard = self._chunk(chunk) or heard
         return heard

@@ -14,20 +14,32 @@
  *   the application falls a whole buffer behind (capture) the pointer reports
  *   -EPIPE, and the event is appended to `log`;
  * - snd_pcm_drop() discards what was written and not yet heard;
- * - capture delivers `infile` (raw S16, looped) or silence, paced by the clock.
+ * - capture delivers `infile` (raw S16, looped) or silence, paced by the clock;
+ * - a room: with `room` (a file of float32 taps at the card's rate, the acoustic delay
+ *   as leading zeros), the capture also hears the speaker: each captured frame adds
+ *   the taps convolved with what the playback card of the same process played (its
+ *   channel 0) up to the frame's own time. That is what the speaker had really played
+ *   by then, by the card's clock: the recording for what it heard, its buffer for what
+ *   is playing now, silence where it underran or was dropped. So an echo canceller
+ *   downstream is aligned only as well as the application's own time stamps are.
  *
  * `log` lines: "<event> <monotonic ns> [details]", events t0 (file index 0), prepare (with
- * the rate, period and buffer the application chose), open, start, stop, xrun.
+ * the rate, period and buffer the application chose), open, start, stop, xrun. A capture's
+ * start line adds the `infile` frame its first captured frame is read from, so the
+ * reader knows when each frame of the file was captured.
  *
  *   pcm_type.clockcard { lib "/abs/path/libasound_module_pcm_clockcard.so" }
  *   pcm.spk { type clockcard file "/abs/out.raw" log "/abs/out.log" }
- *   pcm.mic { type clockcard infile "/abs/in.raw" log "/abs/in.log" }
+ *   pcm.mic { type clockcard infile "/abs/in.raw" log "/abs/in.log" room "/abs/taps.f32" }
  */
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
 #include <alsa/pcm_external.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +62,19 @@ struct card {
 	uint64_t hw;          /* frames the card consumed / produced since prepare */
 	unsigned char *buf;   /* playback: buffer_size frames not yet heard */
 	size_t frame_bytes;
+	float *taps;          /* capture: the room's taps after its delay, or NULL */
+	size_t ntaps;
+	size_t skip;          /* the room's delay: the taps' leading zeros */
+	float *hist;          /* capture: the speaker's frames one transfer needs */
+	int16_t *raw;
+	size_t room_cap;      /* frames hist and raw hold */
 };
+
+/* The room joins the two cards of one process (asym's playback and capture): the
+ * capture reads the playback card's state from its own thread, under this lock, which
+ * the playback takes wherever it changes what it holds. */
+static pthread_mutex_t room_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct card *room_speaker; /* the playback card with a recording, or NULL */
 
 static int64_t mono_ns(void)
 {
@@ -129,7 +153,17 @@ static snd_pcm_sframes_t xrun(struct card *c)
 	return -EPIPE;
 }
 
+static snd_pcm_sframes_t pointer_locked(snd_pcm_ioplug_t *io);
+
 static snd_pcm_sframes_t card_pointer(snd_pcm_ioplug_t *io)
+{
+	pthread_mutex_lock(&room_lock);
+	snd_pcm_sframes_t r = pointer_locked(io);
+	pthread_mutex_unlock(&room_lock);
+	return r;
+}
+
+static snd_pcm_sframes_t pointer_locked(snd_pcm_ioplug_t *io)
 {
 	struct card *c = io->private_data;
 	if (!c->running)
@@ -150,6 +184,102 @@ static snd_pcm_sframes_t card_pointer(snd_pcm_ioplug_t *io)
 	return (snd_pcm_sframes_t)(c->hw % io->buffer_size);
 }
 
+
+/* The speaker's channel 0 at file indices [from, from + n) into c->raw: what the playback
+ * card heard (its recording, one read), then what it is playing (its buffer) over it;
+ * zeros where nothing was written. c->raw holds n frames of up to 8 channels. */
+static void speaker_frames(struct card *c, struct card *spk, int64_t from, size_t n)
+{
+	size_t fb = spk->frame_bytes, lead = from < 0 ? (size_t)(-from) : 0;
+	unsigned char *bytes = (unsigned char *)c->raw;
+	memset(bytes, 0, n * fb);
+	if (lead < n) {
+		ssize_t got = pread(spk->out_fd, bytes + lead * fb, (n - lead) * fb,
+				    (off_t)(from + (int64_t)lead) * (off_t)fb);
+		(void)got; /* short: the rest was never heard, silence */
+	}
+	if (spk->running && spk->buf) {
+		for (size_t i = lead; i < n; i++) {
+			int64_t p = from + (int64_t)i - spk->run_base;
+			if (p >= (int64_t)spk->hw && p < (int64_t)spk->appl)
+				memcpy(bytes + i * fb, spk->buf + ((uint64_t)p % spk->io.buffer_size) * fb, fb);
+		}
+	}
+	for (size_t i = 0; i < n; i++) /* channel 0, in place (i * fb >= i * 2) */
+		memmove(&c->raw[i], bytes + i * fb, sizeof(int16_t));
+}
+
+/* Capture: add what the mic hears of the speaker to `size` frames about to be delivered. */
+static void room_echo(struct card *c, int16_t *app, snd_pcm_uframes_t size)
+{
+	size_t need = size + c->ntaps;
+	if (need > c->room_cap) {
+		free(c->hist);
+		free(c->raw);
+		c->hist = malloc(need * sizeof(float));
+		c->raw = malloc(need * 8 * sizeof(int16_t));
+		c->room_cap = c->hist && c->raw ? need : 0;
+		if (!c->room_cap)
+			return;
+	}
+	/* the time of the first frame, and the speaker's file index heard then */
+	int64_t first = c->start_ns + (int64_t)(c->appl * 1000000000ULL / c->io.rate);
+	pthread_mutex_lock(&room_lock);
+	struct card *spk = room_speaker;
+	int ok = spk && spk->first_ns && spk->io.rate == c->io.rate && spk->frame_bytes >= 2;
+	if (ok) {
+		int64_t now_at = first >= spk->first_ns ? frames_in(first - spk->first_ns, c->io.rate)
+							: -frames_in(spk->first_ns - first, c->io.rate);
+		speaker_frames(c, spk, now_at - (int64_t)c->skip - (int64_t)c->ntaps + 1,
+			       size + c->ntaps - 1);
+	}
+	pthread_mutex_unlock(&room_lock);
+	if (!ok)
+		return;
+	for (size_t i = 0; i < size + c->ntaps - 1; i++)
+		c->hist[i] = (float)c->raw[i];
+	unsigned int ch = c->io.channels;
+	for (snd_pcm_uframes_t k = 0; k < size; k++) {
+		/* hist[k + ntaps - 1] is the speaker at this frame's time minus the delay */
+		const float *h = c->hist + k + c->ntaps - 1;
+		float acc = 0.0f;
+		for (size_t m = 0; m < c->ntaps; m++)
+			acc += c->taps[m] * h[-(ptrdiff_t)m];
+		for (unsigned int j = 0; j < ch; j++) {
+			float v = (float)app[k * ch + j] + acc;
+			app[k * ch + j] = (int16_t)(v > 32767.0f ? 32767 : v < -32768.0f ? -32768 : (int)lrintf(v));
+		}
+	}
+}
+
+/* The room's taps: float32 at the card's rate, the delay as leading zeros. */
+static int load_room(struct card *c, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		SNDERR("clockcard: cannot open room %s", path);
+		return -errno;
+	}
+	size_t cap = 192000, n = 0; /* up to 4 s of taps at 48 kHz */
+	float *all = malloc(cap * sizeof(float));
+	if (all)
+		n = fread(all, sizeof(float), cap, f);
+	fclose(f);
+	size_t skip = 0;
+	while (all && skip < n && all[skip] == 0.0f)
+		skip++;
+	if (!all || skip == n) {
+		free(all);
+		SNDERR("clockcard: room %s holds no tap", path);
+		return -EINVAL;
+	}
+	memmove(all, all + skip, (n - skip) * sizeof(float));
+	c->taps = all;
+	c->ntaps = n - skip;
+	c->skip = skip;
+	return 0;
+}
+
 static snd_pcm_sframes_t card_transfer(snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas,
 				       snd_pcm_uframes_t offset, snd_pcm_uframes_t size)
 {
@@ -161,8 +291,12 @@ static snd_pcm_sframes_t card_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
 		size_t first = (io->buffer_size - at) * c->frame_bytes;
 		if (first > bytes)
 			first = bytes;
+		pthread_mutex_lock(&room_lock);
 		memcpy(c->buf + at * c->frame_bytes, app, first);
 		memcpy(c->buf, app + first, bytes - first);
+		c->appl += size;
+		pthread_mutex_unlock(&room_lock);
+		return (snd_pcm_sframes_t)size;
 	} else if (c->in_fd >= 0) {
 		size_t got = 0;
 		while (got < bytes) {
@@ -181,6 +315,8 @@ static snd_pcm_sframes_t card_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
 	} else {
 		memset(app, 0, bytes);
 	}
+	if (c->taps)
+		room_echo(c, (int16_t *)app, size);
 	c->appl += size;
 	return (snd_pcm_sframes_t)size;
 }
@@ -188,6 +324,7 @@ static snd_pcm_sframes_t card_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
 static int card_start(snd_pcm_ioplug_t *io)
 {
 	struct card *c = io->private_data;
+	pthread_mutex_lock(&room_lock);
 	c->start_ns = mono_ns();
 	if (!c->first_ns) {
 		c->first_ns = c->start_ns;
@@ -195,14 +332,23 @@ static int card_start(snd_pcm_ioplug_t *io)
 	}
 	c->run_base = frames_in(c->start_ns - c->first_ns, io->rate);
 	c->running = 1;
-	note(c, "start", c->start_ns);
+	if (io->stream == SND_PCM_STREAM_CAPTURE && c->log) {
+		off_t in = c->in_fd >= 0 ? lseek(c->in_fd, 0, SEEK_CUR) : 0;
+		fprintf(c->log, "start %lld %lld\n", (long long)c->start_ns,
+			(long long)(in / (off_t)c->frame_bytes));
+		fflush(c->log);
+	} else {
+		note(c, "start", c->start_ns);
+	}
 	tick(c, TICK_PERIODS);
+	pthread_mutex_unlock(&room_lock);
 	return 0;
 }
 
 static int card_stop(snd_pcm_ioplug_t *io)
 {
 	struct card *c = io->private_data;
+	pthread_mutex_lock(&room_lock);
 	if (c->running && io->stream == SND_PCM_STREAM_PLAYBACK) {
 		uint64_t now = clock_hw(c);
 		hear(c, now < c->appl ? now : c->appl); /* what is left is dropped */
@@ -210,18 +356,21 @@ static int card_stop(snd_pcm_ioplug_t *io)
 	c->running = 0;
 	tick(c, TICK_OFF);
 	note(c, "stop", mono_ns());
+	pthread_mutex_unlock(&room_lock);
 	return 0;
 }
 
 static int card_prepare(snd_pcm_ioplug_t *io)
 {
 	struct card *c = io->private_data;
+	pthread_mutex_lock(&room_lock);
 	c->running = 0;
 	c->appl = c->hw = 0;
 	tick(c, TICK_NOW);
 	free(c->buf);
 	c->frame_bytes = (size_t)io->channels * 2;
 	c->buf = calloc(io->buffer_size, c->frame_bytes);
+	pthread_mutex_unlock(&room_lock);
 	if (c->log) { /* the geometry the application chose, for the reader of the log */
 		fprintf(c->log, "prepare %lld rate=%u period=%lu buffer=%lu\n", (long long)mono_ns(),
 			io->rate, (unsigned long)io->period_size, (unsigned long)io->buffer_size);
@@ -252,6 +401,10 @@ static int card_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned 
 static int card_close(snd_pcm_ioplug_t *io)
 {
 	struct card *c = io->private_data;
+	pthread_mutex_lock(&room_lock);
+	if (room_speaker == c)
+		room_speaker = NULL;
+	pthread_mutex_unlock(&room_lock);
 	if (c->out_fd >= 0)
 		close(c->out_fd);
 	if (c->in_fd >= 0)
@@ -260,6 +413,9 @@ static int card_close(snd_pcm_ioplug_t *io)
 		fclose(c->log);
 	close(c->timer);
 	free(c->buf);
+	free(c->taps);
+	free(c->hist);
+	free(c->raw);
 	free(c);
 	return 0;
 }
@@ -292,7 +448,7 @@ static int constrain(snd_pcm_ioplug_t *io)
 SND_PCM_PLUGIN_DEFINE_FUNC(clockcard)
 {
 	snd_config_iterator_t i, next;
-	const char *file = NULL, *infile = NULL, *logfile = NULL;
+	const char *file = NULL, *infile = NULL, *logfile = NULL, *roomfile = NULL;
 	struct card *c;
 	int err;
 	(void)root;
@@ -310,8 +466,10 @@ SND_PCM_PLUGIN_DEFINE_FUNC(clockcard)
 			snd_config_get_string(n, &infile);
 		else if (!strcmp(id, "log"))
 			snd_config_get_string(n, &logfile);
+		else if (!strcmp(id, "room"))
+			snd_config_get_string(n, &roomfile);
 		else {
-			SNDERR("clockcard: unknown field %s (expected file, infile, log)", id);
+			SNDERR("clockcard: unknown field %s (expected file, infile, log, room)", id);
 			return -EINVAL;
 		}
 	}
@@ -324,8 +482,13 @@ SND_PCM_PLUGIN_DEFINE_FUNC(clockcard)
 		free(c);
 		return -errno;
 	}
-	if (file && stream == SND_PCM_STREAM_PLAYBACK)
-		c->out_fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (file && stream == SND_PCM_STREAM_PLAYBACK) /* read back by a capture's room */
+		c->out_fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (roomfile && stream == SND_PCM_STREAM_CAPTURE && (err = load_room(c, roomfile)) < 0) {
+		close(c->timer);
+		free(c);
+		return err;
+	}
 	if (logfile) { /* a reopened stream keeps the recording's time base: one timeline */
 		FILE *old = fopen(logfile, "r");
 		long long ns;
@@ -358,6 +521,11 @@ SND_PCM_PLUGIN_DEFINE_FUNC(clockcard)
 	if ((err = constrain(&c->io)) < 0) {
 		snd_pcm_ioplug_delete(&c->io);
 		return err;
+	}
+	if (c->out_fd >= 0) {
+		pthread_mutex_lock(&room_lock);
+		room_speaker = c;
+		pthread_mutex_unlock(&room_lock);
 	}
 	*pcmp = c->io.pcm;
 	return 0;

@@ -52,17 +52,28 @@ def erle(mic: np.ndarray, out: np.ndarray) -> tuple[float, float | None]:
     return late, None
 
 
+AHEAD = 2
+"""Speaker periods written before the mic frame that is captured with the first of
+them: the engine mixes ``output_lead_ms`` (30 ms) ahead of the DAC, and a mic frame
+is handed on only once whole (20 ms), so the wake thread has at least 40 ms of the
+far end past a frame's capture time: what the canceller's look-ahead reads."""
+
+
 def cancel(
     speaker: np.ndarray, mic: np.ndarray, dac_times: list[float], *, suppress: bool = False
 ) -> np.ndarray:
-    """Run the canceller as the engine would: each 20 ms the speaker's write with its
-    DAC time, then the mic frame captured meanwhile (mic sample n at 100 + n / RATE)."""
+    """Run the canceller as the engine would: each 20 ms the speaker's writes with their
+    DAC times (:data:`AHEAD` of the mic), then the mic frame captured meanwhile (mic
+    sample n at 100 + n / RATE)."""
     far = FarEnd(RATE)
     aec = EchoCanceller(far, suppress=suppress)
     out = np.zeros(len(mic), dtype=np.int16)
+    written = 0
     for k, start in enumerate(range(0, len(mic) - STEP + 1, STEP)):
-        if k < len(dac_times):
-            far.played(speaker[k * STEP : (k + 1) * STEP].tobytes(), dac_times[k])
+        while written < len(dac_times) and written <= k + AHEAD:
+            part = speaker[written * STEP : (written + 1) * STEP]
+            far.played(part.tobytes(), dac_times[written])
+            written += 1
         frame = aec.process(mic[start : start + STEP].tobytes(), 100.0 + start / RATE)
         out[start : start + STEP] = np.frombuffer(frame, dtype=np.int16)
     return out
@@ -86,3 +97,27 @@ def test_a_frame_of_the_wrong_size_is_a_clear_error() -> None:
     aec = EchoCanceller(FarEnd(RATE))
     with pytest.raises(ValueError, match="expected whole 10 ms frames of 160 samples, got 100"):
         aec.process(bytes(200), 0.0)
+
+
+def test_the_timeline_counts_samples_through_jitter_and_restarts_at_a_gap() -> None:
+    """Stamps jittering by a sample around a steady stream give a steady timeline;
+    a jump past ``jump_s`` (an xrun, a gap) is followed at once."""
+    timeline = echo.Timeline(RATE, jump_s=0.002)
+    rng = np.random.default_rng(0)
+    times = [timeline.at(100.0 + k * 0.02 + rng.uniform(-1, 1) / RATE, STEP) for k in range(200)]
+    steps = np.diff(times[100:]) * RATE - STEP
+    assert np.abs(steps).max() < 0.2  # under a fifth of a sample, where the stamps moved by 2
+    assert timeline.restarts == 1
+    assert timeline.at(100.0 + 200 * 0.02 + 0.01, STEP) == 100.0 + 200 * 0.02 + 0.01
+    assert timeline.restarts == 2
+
+
+def test_the_mics_timeline_keeps_to_the_stamps_lower_edge() -> None:
+    """A mic stamp is late when the engine read late, never early: the timeline
+    settles on the earliest stamps, not on their mean."""
+    timeline = echo.Timeline(RATE, jump_s=echo.MIC_JUMP_S, early=echo.MIC_EARLY, late=echo.MIC_LATE)
+    rng = np.random.default_rng(1)
+    late_by = rng.choice([0.0, 0.004, 0.008], size=300)  # whole capture periods late
+    times = [timeline.at(50.0 + k * 0.02 + late_by[k], STEP) for k in range(300)]
+    errors = np.array(times[100:]) - (50.0 + np.arange(100, 300) * 0.02)
+    assert np.abs(errors).max() < 0.001

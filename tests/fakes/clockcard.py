@@ -65,6 +65,8 @@ def build_plugin(build_dir: Path = BUILD_DIR) -> Path:
         tmp,
         str(SOURCE),
         "-lasound",
+        "-lm",
+        "-lpthread",
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -88,6 +90,10 @@ class ClockCard:
     @property
     def mic_file(self) -> Path:
         return self.directory / "mic.raw"
+
+    @property
+    def room_file(self) -> Path:
+        return self.directory / "room.f32"
 
     @property
     def speaker_log(self) -> Path:
@@ -115,17 +121,37 @@ class ClockCard:
         mic = sum(1 for event, _ in self.events(self.mic_log) if event == "xrun")
         return spk, mic
 
+    def mic_starts(self) -> list[tuple[int, int]]:
+        """Each capture start: (its time in ns, the ``mic.raw`` frame it captured first).
+        Frame ``f`` of the file, read in that run, was captured at
+        ``ns + (f - first) / rate``."""
+        if not self.mic_log.exists():
+            return []
+        lines = (line.split() for line in self.mic_log.read_text().splitlines())
+        return [(int(w[1]), int(w[2])) for w in lines if w[0] == "start" and len(w) > 2]
+
     def speaker(self) -> tuple[np.ndarray, int]:
         """The recording (int16, mono or interleaved) and ``t0``: when sample 0 was heard (ns)."""
         t0 = next(ns for event, ns in self.events(self.speaker_log) if event == "t0")
         return np.fromfile(self.recording, dtype="<i2"), t0
 
 
-def write_asoundrc(directory: Path, *, mic_pcm: bytes = b"") -> ClockCard:
-    """Write ``directory/.asoundrc``: ``hux_spk``/``hux_mic`` on the clocked card, as default."""
+def write_asoundrc(
+    directory: Path, *, mic_pcm: bytes = b"", room: np.ndarray | None = None
+) -> ClockCard:
+    """Write ``directory/.asoundrc``: ``hux_spk``/``hux_mic`` on the clocked card, as default.
+
+    ``room``: the taps (at the card's rate, the delay as leading zeros:
+    :func:`tests.fakes.wake_audio.room_taps`) through which the mic also hears
+    what the speaker plays, by the card's clock."""
     plugin = build_plugin()
     card = ClockCard(directory)
     card.mic_file.write_bytes(mic_pcm)
+    room_line = ""
+    if room is not None:
+        room.astype("<f4").tofile(card.room_file)
+        room_line = f'room "{card.room_file}"'
+
     for old in (card.speaker_log, card.mic_log, card.recording):
         old.unlink(missing_ok=True)  # the card appends: a run starts from nothing
     (directory / ".asoundrc").write_text(
@@ -142,6 +168,7 @@ pcm.hux_mic {{
     type clockcard
     infile "{card.mic_file}"
     log "{card.mic_log}"
+    {room_line}
 }}
 pcm.!default {{
     type asym

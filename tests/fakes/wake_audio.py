@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import subprocess
 import wave
 
@@ -42,11 +43,15 @@ CHATTER = (
 @functools.cache
 def espeak(text: str, voice: str = "en", speed: int = 175, rate_hz: int = 24_000) -> np.ndarray:
     """``text`` spoken by espeak-ng, int16 mono at ``rate_hz``."""
+    # not under a preloaded sanitizer runtime (make sanitize): espeak-ng hangs in it,
+    # and runs none of our C
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     out = subprocess.run(
         ["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text],
         capture_output=True,
         check=True,
         timeout=60,
+        env=env,
     ).stdout
     with wave.open(io.BytesIO(out)) as wav:
         pcm = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
@@ -89,6 +94,27 @@ def silence(seconds: float, rate_hz: int = 24_000) -> np.ndarray:
     return np.zeros(int(seconds * rate_hz), dtype=np.int16)
 
 
+def room_taps(
+    *,
+    rate_hz: int = 24_000,
+    delay_ms: float = 20.0,
+    gain_db: float = -10.0,
+    rt_ms: float = 60.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """The synthetic room's impulse response, float64: ``delay_ms`` of zeros (the
+    sound's way from the speaker to the mic), then a decaying random response
+    (``rt_ms`` to fall by 60 dB) whose energy is the speaker-to-mic gain. The
+    offline :func:`room` and the clocked card's room (``room`` of its capture,
+    :func:`tests.fakes.clockcard.write_asoundrc`) both convolve with these taps."""
+    rng = np.random.default_rng(seed)
+    length = int(rt_ms / 1000 * rate_hz)
+    taps = rng.standard_normal(length) * 10 ** (-3 * np.arange(length) / length)
+    taps[0] = 1.0
+    taps *= 10 ** (gain_db / 20) / np.sqrt(np.sum(taps**2))
+    return np.concatenate([np.zeros(int(delay_ms / 1000 * rate_hz)), taps])
+
+
 def room(
     far: np.ndarray,
     *,
@@ -98,18 +124,9 @@ def room(
     rt_ms: float = 60.0,
     seed: int = 0,
 ) -> np.ndarray:
-    """What the mic hears of ``far`` played by the speaker: a delay, a decaying
-    random impulse response (``rt_ms`` to fall by 60 dB) and a speaker-to-mic gain."""
-    rng = np.random.default_rng(seed)
-    length = int(rt_ms / 1000 * rate_hz)
-    taps = rng.standard_normal(length) * 10 ** (-3 * np.arange(length) / length)
-    taps[0] = 1.0
-    taps *= 10 ** (gain_db / 20) / np.sqrt(np.sum(taps**2))
-    delay = int(delay_ms / 1000 * rate_hz)
-    echo = np.convolve(far.astype(np.float64), taps)[: len(far)]
-    out = np.zeros(len(far))
-    out[delay:] = echo[: len(far) - delay]
-    return out
+    """What the mic hears of ``far`` played by the speaker (:func:`room_taps`)."""
+    taps = room_taps(rate_hz=rate_hz, delay_ms=delay_ms, gain_db=gain_db, rt_ms=rt_ms, seed=seed)
+    return np.convolve(far.astype(np.float64), taps)[: len(far)]
 
 
 def mix(*parts: np.ndarray) -> np.ndarray:
@@ -152,3 +169,113 @@ def hour(base: np.ndarray) -> np.ndarray:
     while len(audio) < HOUR_S * 24_000:
         audio = np.concatenate([audio, base])
     return audio[: HOUR_S * 24_000]
+
+
+HOUR_VOICES = tuple(
+    f"{base}+{variant}"
+    for base in ("en", "en-us", "en-gb-x-rp", "en-029", "en-gb-scotland", "en-gb-x-gbclan")
+    for variant in ("m1", "m3", "m7", "f1", "f3", "f4")
+)
+"""36 espeak-ng voices: six English accents, each with six voice variants."""
+
+_WORDS = {
+    "who": "my neighbour,the old teacher,a small dog,our builder,the postman,my sister,"
+    "a tired farmer,the new doctor,your cousin,a quiet student,the baker,his friend",
+    "did": "painted,carried,forgot,borrowed,cleaned,repaired,counted,cooked,lost,found,"
+    "delivered,noticed,ordered,described,ignored,remembered",
+    "what": "the kitchen table,a bag of apples,the broken window,three yellow chairs,"
+    "the garden gate,a box of letters,the red bicycle,two cups of coffee,the library book,"
+    "a pile of laundry,the front door key,an umbrella",
+    "when": "on monday morning,last winter,after lunch,before the storm,at half past nine,"
+    "during the holidays,every other week,late at night,in the early spring,yesterday",
+    "aside": "which surprised everyone,and nobody minded,as usual,for the second time,"
+    "without a word,just in case,and then went home,while it was raining,"
+    "so we could finally rest,which was quite a relief",
+}
+NEAR_MISSES = (
+    "okay now",
+    "a new bar",
+    "oh kay",
+    "nab you",
+    "okay then",
+    "kabuki",
+    "new",
+    "abu",
+    "okay Nancy",
+    "oh nobody",
+    "hey nab",
+    "okay number two",
+    "no bunny",
+    "a Nabokov novel",
+)
+"""Words near "okay nabu" the hour says inside ordinary sentences."""
+
+
+def sentences(count: int, *, seed: int) -> list[str]:
+    """``count`` distinct generated sentences (some with a near miss in them)."""
+    rng = np.random.default_rng(seed)
+    parts = {key: text.split(",") for key, text in _WORDS.items()}
+    seen: set[str] = set()
+    out: list[str] = []
+    while len(out) < count:
+        words = [str(rng.choice(parts[key])) for key in ("who", "did", "what", "when", "aside")]
+        if rng.random() < 0.2:
+            words.insert(int(rng.integers(1, 5)), str(rng.choice(NEAR_MISSES)))
+        text = " ".join(words)
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
+
+
+def _speech_minutes(seconds: float, *, seed: int, rate_hz: int) -> np.ndarray:
+    """Distinct espeak-ng paragraphs (five new sentences each), voices and speeds in turn."""
+    rng = np.random.default_rng(seed)
+    texts = iter(sentences(100_000, seed=seed))
+    pieces: list[np.ndarray] = []
+    total = 0
+    while total < seconds * rate_hz:
+        text = ". ".join(next(texts) for _ in range(5))
+        voice = HOUR_VOICES[int(rng.integers(len(HOUR_VOICES)))]
+        spoken = espeak(text, voice, int(rng.integers(120, 230)), rate_hz)
+        spoken = (spoken.astype(np.float64) * 10 ** (rng.uniform(-12, 0) / 20)).astype(np.int16)
+        pieces += [spoken, silence(float(rng.uniform(0.2, 1.5)), rate_hz)]
+        total += len(spoken) + len(pieces[-1])
+    return np.concatenate(pieces)[: int(seconds * rate_hz)]
+
+
+def distinct_hour(rate_hz: int = 24_000) -> np.ndarray:
+    """Sixty minutes of non-wake audio, none of it repeated, int16 at ``rate_hz``:
+
+    - 30 min of espeak-ng speech: new generated sentences throughout (about a
+      fifth with a near miss), 36 voices, 120-230 words per minute, levels
+      from -12 to 0 dB of espeak's, a room's noise under it;
+    - 15 min of synthetic music, each half minute from its own seed;
+    - 15 min of the device's own replies (other sentences, other voices)
+      heard through the synthetic room, delays 5-50 ms and gains -20..0 dB
+      changing every half minute, over -50 dBFS noise.
+    """
+    speech = _speech_minutes(30 * 60, seed=101, rate_hz=rate_hz)
+    speech = mix(speech, noise(30 * 60, rate_hz, level_dbfs=-55, seed=11))
+    tunes = np.concatenate(
+        [music(30.0, rate_hz, seed=1000 + k) for k in range(30)]  # 15 min
+    )
+    replies_dry = _speech_minutes(15 * 60, seed=202, rate_hz=rate_hz)
+    rng = np.random.default_rng(7)
+    half = 30 * rate_hz
+    replies = np.concatenate(
+        [
+            mix(
+                room(
+                    replies_dry[k : k + half],
+                    rate_hz=rate_hz,
+                    delay_ms=float(rng.uniform(5, 50)),
+                    gain_db=float(rng.uniform(-20, 0)),
+                    seed=k // half,
+                ),
+                noise(30.0, rate_hz, level_dbfs=-50, seed=k // half),
+            )
+            for k in range(0, len(replies_dry), half)
+        ]
+    )
+    return np.concatenate([speech, tunes, replies])[: HOUR_S * rate_hz]

@@ -66,13 +66,17 @@ def test_with_the_echo_canceller_the_wake_word_is_heard_over_the_devices_own_voi
     saturated = np.tanh(device.astype(np.float64) / 32768 * 1.5) / 1.5 * 32768
     mic = mix(near, room(saturated, rate_hz=rate, delay_ms=20, gain_db=-10))
     results = {}
+    frame = rate // 50
     for cancel_echo in (False, True):
         detector = MicroWakeDetector("okay_nabu", rate, cancel_echo=cancel_echo)
         hits = 0
-        frame = rate // 50
+        # the engine mixes ahead of the DAC: two periods of the far end are in
+        # before the mic frame captured with the first of them is heard
+        ahead = 2 * frame
+        detector.played(device[:ahead].tobytes(), 100.0)
         for start in range(0, len(mic) - frame + 1, frame):
-            at = 100.0 + start / rate
-            detector.played(device[start : start + frame].tobytes(), at)
-            hits += detector.feed(mic[start : start + frame].tobytes(), at)
+            later = start + ahead
+            detector.played(device[later : later + frame].tobytes(), 100.0 + later / rate)
+            hits += detector.feed(mic[start : start + frame].tobytes(), 100.0 + start / rate)
         results[cancel_echo] = hits
     assert results == {False: 0, True: 1}
