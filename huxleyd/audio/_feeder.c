@@ -272,7 +272,7 @@ typedef struct {
 	int16_t *pcm;
 	uint64_t channels, lead, rate;
 	long period_ns;
-	int idle_streak;
+	int idle_streak; /* periods mixed in a row with nothing to mix (the feeder's) */
 	/* Requests. Writers hold the GIL (one at a time): req_seq odd (relaxed store, then
 	 * a release fence), the words (relaxed), req_seq even (release). The feeder loads
 	 * req_seq (acquire), the words (relaxed), an acquire fence, req_seq again (relaxed),
@@ -473,8 +473,8 @@ static long feed_step(Feeder *f)
 	int cutting = cut != atomic_load_explicit(&f->acked, memory_order_relaxed);
 	int idle;
 	unsigned mask = holding(f, &idle);
-	f->idle_streak = idle ? f->idle_streak + 1 : 0;
-	if (f->idle_streak > 1 && !cutting) { /* twice: the resampler's history is zeros too */
+	/* idle after a silent period was mixed: the resampler's history is zeros too */
+	if (idle && f->idle_streak > 0 && !cutting) {
 		skip_idle(&f->m);
 		rt_output_expect(f->output, 0);
 		atomic_store_explicit(&f->idle, 1, memory_order_relaxed);
@@ -488,6 +488,7 @@ static long feed_step(Feeder *f)
 		return ns < f->period_ns ? (ns > 500000L ? ns : 500000L) : f->period_ns;
 	}
 	feed_period(f);
+	f->idle_streak = idle ? f->idle_streak + 1 : 0;
 	if (cutting) { /* that mix took the cut's flush in: the callback plays from here */
 		rt_output_resume(f->output, cut, rt_output_written(f->output));
 		atomic_store_explicit(&f->acked, cut, memory_order_relaxed);

@@ -5,8 +5,9 @@ and runs this module with ``HOME`` pointing at it; each mode prints one JSON
 object. Times are ``time.monotonic_ns()``, the card's clock, so the parent can
 place every event on the speaker recording.
 
-Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O — or ``callback`` —
-the C playback callback):
+Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O —, ``callback`` — the C
+playback callback fed by the Python audio thread — or ``fed`` — the C callback fed
+by the C feeder, ``audio.mix = "c_feeder"``):
 
 - ``bargein <kind> <rate> <cuts>``: speech plays a tone; every ~0.4 s it is
   cut (``flush``); reports press times and the ``audio_end_ms`` of each item.
@@ -41,13 +42,16 @@ def make_engine(kind: str, rate: int) -> Any:
     from huxleyd.audio.settings import AudioSettings
 
     settings = AudioSettings(
-        capture_device="hux_mic", playback_device="hux_spk", device_rate_hz=rate
+        capture_device="hux_mic",
+        playback_device="hux_spk",
+        device_rate_hz=rate,
+        mix="c_feeder" if kind == "fed" else "python",
     )
     if kind == "blocking":
         from huxleyd.audio.factory import pyaudio_backend
 
         return AudioEngine(pyaudio_backend(settings), settings=settings)
-    if kind == "callback":
+    if kind in ("callback", "fed"):
         from huxleyd.audio.factory import callback_backend
 
         return AudioEngine(callback_backend(settings), settings=settings)
@@ -199,8 +203,9 @@ async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
     await asyncio.to_thread(holder.join)
     await speech.drained()
     stats = engine.stats()
+    mix = engine.mix_path
     engine.close()
-    return {"hold_ns": span, **describe(stats)}
+    return {"hold_ns": span, "mix": mix, **describe(stats)}
 
 
 def describe(stats: Any) -> dict[str, Any]:
