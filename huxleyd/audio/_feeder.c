@@ -351,17 +351,25 @@ static int source_idle(const mc_mixer *m, const mc_source *s)
 	return s->paused || s->write_pos == s->read_pos;
 }
 
-/* Mixer.holding (as the Output's expect bits) and Mixer.idle (*idle) */
+/* Mixer.holding (as the Output's expect bits, bits[i] for core source i) and Mixer.idle
+ * (*idle). tests/audio/test_feeder.py compares both with the Python methods. */
+static unsigned holding_of(const mc_mixer *m, const unsigned *bits, int *idle)
+{
+	unsigned mask = 0;
+	int any = 0;
+	for (int i = 0; i < MC_SOURCES; i++)
+		if (!source_idle(m, &m->src[i])) {
+			mask |= bits[i];
+			any = 1;
+		}
+	*idle = !any && m->master == m->req_master && m->limiter_gain == 1.0 && !m->gate_active &&
+		m->req_gate_seq == m->gate_seq;
+	return mask;
+}
+
 static unsigned holding(const Feeder *f, int *idle)
 {
-	const mc_mixer *m = &f->m;
-	unsigned mask = 0;
-	for (int i = 0; i < MC_SOURCES; i++)
-		if (!source_idle(m, &m->src[i]))
-			mask |= f->expect_bit[i];
-	*idle = mask == 0 && m->master == m->req_master && m->limiter_gain == 1.0 &&
-		!m->gate_active && m->req_gate_seq == m->gate_seq;
-	return mask;
+	return holding_of(&f->m, f->expect_bit, idle);
 }
 
 /* Mixer.skip_idle: a silent period's bookkeeping without the arithmetic */
@@ -941,6 +949,28 @@ static PyObject *names_tuple(const char **names, Py_ssize_t n)
 		PyTuple_SET_ITEM(t, i, s);
 	}
 	return t;
+}
+
+/* _mixer_holding(state, bits) -> (mask, idle): tests only, the feeder's idle test on an
+ * mc_mixer (_dsp.mixer_state), bits[i] the expect() bit of core source i */
+PyObject *feeder_mixer_holding(PyObject *self, PyObject *args)
+{
+	(void)self;
+	Py_buffer state;
+	unsigned bits[MC_SOURCES];
+	if (!PyArg_ParseTuple(args, "y*(IIII)", &state, &bits[0], &bits[1], &bits[2], &bits[3]))
+		return NULL;
+	if ((size_t)state.len != sizeof(mc_mixer)) {
+		PyBuffer_Release(&state);
+		return PyErr_Format(PyExc_ValueError, "_mixer_holding: %zd bytes, an mc_mixer is %zu",
+				    state.len, sizeof(mc_mixer));
+	}
+	mc_mixer m;
+	memcpy(&m, state.buf, sizeof(m));
+	PyBuffer_Release(&state);
+	int idle;
+	unsigned mask = holding_of(&m, bits, &idle);
+	return Py_BuildValue("(IO)", mask, idle ? Py_True : Py_False);
 }
 
 int feeder_add_types(PyObject *module)

@@ -29,4 +29,7 @@
 /* Adds SourceRing, Feeder and the report layout constants to the module. 0, or -1. */
 int feeder_add_types(PyObject *module);
 
+/* _rtout._mixer_holding(state, bits) -> (mask, idle): tests only (see _feeder.c). */
+PyObject *feeder_mixer_holding(PyObject *self, PyObject *args);
+
 #endif

@@ -759,6 +759,8 @@ static PyObject *set_copy_pause_ns(PyObject *self, PyObject *arg)
 static PyMethodDef module_methods[] = {
 	{"_set_copy_pause_ns", set_copy_pause_ns, METH_O, "Tests only: pause the next mic copy half-way."},
 	{"set_alsa_periods", set_alsa_periods, METH_O, "Periods per ALSA buffer for new streams."},
+	{"_mixer_holding", feeder_mixer_holding, METH_VARARGS,
+	 "Tests only: the C feeder's (mask, idle) for an mc_mixer state."},
 	{NULL, NULL, 0, NULL},
 };
 

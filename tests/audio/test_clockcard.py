@@ -258,6 +258,9 @@ def test_the_c_feeder_keeps_the_speaker_fed_while_a_python_thread_holds_the_gil(
         fresh = write_asoundrc(card.directory)
         result = run(fresh, "stall", "fed", "48000", "300")
         result["gap_ms"] = longest_gap_ms(fresh, result["hold_ns"])
+        heard, _ = fresh.speaker()
+        loud = np.flatnonzero(np.abs(heard) >= 160)
+        result["tone_frames"] = int(loud[-1] - loud[0] + 1) if len(loud) else 0
         return result, (f"the card saw {fresh.xruns()} xruns" if fresh.xruns() != (0, 0) else None)
 
     result = realtime.kept(attempt)
@@ -265,3 +268,7 @@ def test_the_c_feeder_keeps_the_speaker_fed_while_a_python_thread_holds_the_gil(
     assert result["gap_ms"] <= 1, result  # a zero crossing, not a silence
     assert result["speaker_dropouts"] == 0 and result["underruns"] == 0, result
     assert result["device_state"] == "open" and result["faults"] == 0
+    # the feeder's reports, through the playout clock, account for every sample written,
+    # and the card recorded that much tone (2 s at 24 kHz = 96,000 frames at 48 kHz)
+    assert result["played"] == result["written"] == 48000, result
+    assert abs(result["tone_frames"] - 2 * result["written"]) <= 48, result

@@ -204,8 +204,9 @@ async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
     await speech.drained()
     stats = engine.stats()
     mix = engine.mix_path
+    played, written = speech.channel.playout.played_pos, speech.write_pos
     engine.close()
-    return {"hold_ns": span, "mix": mix, **describe(stats)}
+    return {"hold_ns": span, "mix": mix, "played": played, "written": written, **describe(stats)}
 
 
 def describe(stats: Any) -> dict[str, Any]:
