@@ -93,7 +93,11 @@ setup(
                 "huxleyd/audio/_mixcore.c",
                 "huxleyd/audio/_polyphase.c",
             ],
-            depends=["huxleyd/audio/_dsp.h", "huxleyd/audio/_mixcore.h", "huxleyd/audio/_polyphase.h"],
+            depends=[
+                "huxleyd/audio/_dsp.h",
+                "huxleyd/audio/_mixcore.h",
+                "huxleyd/audio/_polyphase.h",
+            ],
             libraries=["m"],
             # no fused multiply-add: numpy rounds every float32 operation on its own
             extra_compile_args=[*flags("-O3"), "-ffp-contract=off"],

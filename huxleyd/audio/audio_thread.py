@@ -87,9 +87,9 @@ from typing import Any
 import numpy as np
 
 from huxleyd.audio.backends.base import (
-    FeedableOutput,
     AudioBackend,
     DeviceFormat,
+    FeedableOutput,
     IoStatus,
     OutputClock,
     QueuedInput,
@@ -284,7 +284,9 @@ class AudioThread:
             and self._idle_streak > 1
             and not self.req_capture_active
             and self.device_state is DeviceState.OPEN
-            and (self.fed.idle() if self.fed is not None and self.fed.running else self._mixer.idle())
+            and (
+                self.fed.idle() if self.fed is not None and self.fed.running else self._mixer.idle()
+            )
             and timed.settled()
         )
 

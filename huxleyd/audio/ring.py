@@ -222,7 +222,7 @@ class SharedSampleRing(SampleRing):
             int(shared.capacity), name=name, samples=np.frombuffer(shared, dtype=np.int16)
         )
 
-    @property  # type: ignore[override]
+    @property
     def write_pos(self) -> int:
         return int(self.shared.write_pos)
 
@@ -230,7 +230,7 @@ class SharedSampleRing(SampleRing):
     def write_pos(self, value: int) -> None:
         self.shared.write_pos = value
 
-    @property  # type: ignore[override]
+    @property
     def read_pos(self) -> int:
         return int(self.shared.read_pos)
 

@@ -28,7 +28,7 @@ from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.ring import SampleRing, SharedSampleRing
 from huxleyd.audio.types import SOURCES, SourceName
-from tests.audio.test_mixcore import CAPACITY, N, RATE, apply, observe, script
+from tests.audio.test_mixcore import CAPACITY, RATE, N, apply, observe, script
 
 rtout = pytest.importorskip("huxleyd.audio._rtout")
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the C kernel is not built here")
@@ -83,7 +83,9 @@ def test_the_feeders_idle_test_and_holding_mask_are_the_mixers(
 
 @settings(max_examples=60, deadline=None)
 @given(steps=script, seed=st.integers(0, 2**16))
-def test_the_python_mix_over_rings_in_c_is_the_python_mix(steps: list[list[Any]], seed: int) -> None:
+def test_the_python_mix_over_rings_in_c_is_the_python_mix(
+    steps: list[list[Any]], seed: int
+) -> None:
     shared, shared_rings = make(shared=True)
     plain, plain_rings = make(shared=False)
     a = np.zeros(N, dtype=np.float32)
@@ -111,8 +113,14 @@ def test_the_hand_over_carries_the_whole_mixer_state(steps: list[list[Any]], see
             apply(mixer, rings, step, seed + 31 * period + k)
         mixer.mix(out)
     state = KERNEL.mixer_state(core_channels(mixer), mixer)
-    twin = Mixer(rings, period_samples=N, rate_hz=RATE, duck_attack_ms=30.0,
-                 duck_release_ms=60.0, kernel=KERNEL)  # fmt: skip
+    twin = Mixer(
+        rings,
+        period_samples=N,
+        rate_hz=RATE,
+        duck_attack_ms=30.0,
+        duck_release_ms=60.0,
+        kernel=KERNEL,
+    )
     for name in SOURCES:  # requests are asyncio's: the twin is asked the same
         ours, theirs = mixer.channels[name], twin.channels[name]
         theirs._req_gain, theirs._req_ducked = ours.req_gain, ours.req_ducked

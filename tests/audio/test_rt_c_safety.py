@@ -183,7 +183,7 @@ def test_a_source_ring_refuses_positions_that_would_break_the_ring() -> None:
 
 def test_a_feeder_refuses_what_is_not_an_open_output() -> None:
     rings = tuple(rtout.SourceRing(960) for _ in range(4))
-    with pytest.raises(TypeError, match="output must be an open _rtout.Output"):
+    with pytest.raises(TypeError, match=r"output must be an open _rtout\.Output"):
         rtout.Feeder(
             output=rtout.Output.__new__(rtout.Output),
             rings=rings,
