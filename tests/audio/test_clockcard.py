@@ -272,3 +272,15 @@ def test_the_c_feeder_keeps_the_speaker_fed_while_a_python_thread_holds_the_gil(
     # and the card recorded that much tone (2 s at 24 kHz = 96,000 frames at 48 kHz)
     assert result["played"] == result["written"] == 48000, result
     assert abs(result["tone_frames"] - 2 * result["written"]) <= 48, result
+
+
+def test_a_lost_speaker_hands_the_mix_back_to_python_and_the_reopen_to_a_new_feeder(
+    card: ClockCard,
+) -> None:
+    """The speaker's stream dies under the C feeder: the engine stops the feeder, takes
+    its state back and mixes to nowhere while the device is lost (as the Python path
+    does), then reopens and starts a new feeder; the item is accounted to its end."""
+    result = run(card, "lose", "fed", "48000")
+    assert result["mix_paths"] == ["c_feeder", "python", "c_feeder"], result
+    assert result["played_ms"] == 3000, result
+    assert result["device_state"] == "open" and result["faults"] == 0, result

@@ -19,6 +19,9 @@ by the C feeder, ``audio.mix = "c_feeder"``):
   thread holds the GIL for ``hold_ms`` (the switch interval raised to that), so
   the audio thread cannot refill the speaker; reports when the hold began and
   ended, and the engine's stats.
+- ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
+  closed under the engine; reports who mixed before, while lost and after the
+  reopen, and what of the item was heard.
 """
 
 from __future__ import annotations
@@ -37,16 +40,22 @@ import numpy as np
 RATE_IN_HZ = 24_000
 
 
-def make_engine(kind: str, rate: int) -> Any:
-    from huxleyd.audio.engine import AudioEngine
+def make_settings(kind: str, rate: int, **more: Any) -> Any:
     from huxleyd.audio.settings import AudioSettings
 
-    settings = AudioSettings(
+    return AudioSettings(
         capture_device="hux_mic",
         playback_device="hux_spk",
         device_rate_hz=rate,
         mix="c_feeder" if kind == "fed" else "python",
+        **more,
     )
+
+
+def make_engine(kind: str, rate: int) -> Any:
+    from huxleyd.audio.engine import AudioEngine
+
+    settings = make_settings(kind, rate)
     if kind == "blocking":
         from huxleyd.audio.factory import pyaudio_backend
 
@@ -209,6 +218,35 @@ async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
     return {"hold_ns": span, "mix": mix, "played": played, "written": written, **describe(stats)}
 
 
+async def lose(kind: str, rate: int) -> dict[str, Any]:
+    """3 s of speech; 0.5 s in, the speaker's stream dies under the engine (as an
+    unplugged card's does); the engine notices, reopens, and plays the rest."""
+    from huxleyd.audio.engine import AudioEngine
+    from huxleyd.audio.factory import callback_backend
+
+    settings = make_settings(kind, rate, reopen_interval_s=0.2)
+    backend = callback_backend(settings)
+    engine = AudioEngine(backend, settings=settings)
+    engine.start()
+    engine.set_capture_active(False)
+    speech = engine.source("speech")
+    await speech.write(tone(3.0), item_id="s")
+    await asyncio.sleep(0.5)
+    paths = [engine.mix_path]
+    backend.output_stream().close()  # the stream is gone: active() is False from now on
+    while engine.device_state.value == "open":
+        await asyncio.sleep(0.01)
+    paths.append(engine.mix_path)
+    while engine.device_state.value != "open":
+        await asyncio.sleep(0.01)
+    paths.append(engine.mix_path)
+    await speech.drained()
+    stats = engine.stats()
+    played = speech.played_ms("s")
+    engine.close()
+    return {"mix_paths": paths, "played_ms": played, **describe(stats)}
+
+
 def describe(stats: Any) -> dict[str, Any]:
     return {
         "periods": stats.periods,
@@ -235,6 +273,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "lose":
+        result = asyncio.run(lose(kind, rate))
     elif mode == "stall":
         result = asyncio.run(stall(kind, rate, int(argv[3])))
     else:
