@@ -224,7 +224,8 @@ async def lose(kind: str, rate: int) -> dict[str, Any]:
     from huxleyd.audio.engine import AudioEngine
     from huxleyd.audio.factory import callback_backend
 
-    settings = make_settings(kind, rate, reopen_interval_s=0.2)
+    # the reopen waits 1 s: the state listener (on the idle loop) sees the lost state first
+    settings = make_settings(kind, rate, reopen_interval_s=1.0)
     backend = callback_backend(settings)
     engine = AudioEngine(backend, settings=settings)
     engine.start()
@@ -232,14 +233,12 @@ async def lose(kind: str, rate: int) -> dict[str, Any]:
     speech = engine.source("speech")
     await speech.write(tone(3.0), item_id="s")
     await asyncio.sleep(0.5)
-    paths = [engine.mix_path]
+    changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    engine.on_device_state(lambda state: changes.put_nowait((state.value, engine.mix_path)))
+    paths = [("open", engine.mix_path)]
     backend.output_stream().close()  # the stream is gone: active() is False from now on
-    while engine.device_state.value == "open":
-        await asyncio.sleep(0.01)
-    paths.append(engine.mix_path)
-    while engine.device_state.value != "open":
-        await asyncio.sleep(0.01)
-    paths.append(engine.mix_path)
+    while len(paths) == 1 or paths[-1][0] != "open":
+        paths.append(await changes.get())
     await speech.drained()
     stats = engine.stats()
     played = speech.played_ms("s")
