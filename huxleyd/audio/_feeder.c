@@ -509,6 +509,7 @@ static long feed_step(Feeder *f)
 static void *feeder_run(void *arg)
 {
 	Feeder *f = arg;
+	pthread_setname_np(pthread_self(), "huxleyd-feeder"); /* as ps, top and the docs name it */
 	int policy;
 	struct sched_param param;
 	atomic_store(&f->policy, pthread_getschedparam(pthread_self(), &policy, &param) == 0 ? policy : 0);

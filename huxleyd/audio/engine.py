@@ -406,7 +406,10 @@ class AudioEngine:
         timed = audio.timed
         if timed is None or audio.device_state is not DeviceState.OPEN:
             return None
-        return timed.cut()
+        positions = timed.cut()
+        if audio.fed is not None:  # the feeder acknowledges the cut: let it look now
+            audio.fed.wake()
+        return positions
 
     def _is_closed(self) -> bool:
         """Closed, or the thread died: either way no audio will move again."""

@@ -162,6 +162,13 @@ class FedOutput:
         output = self._output
         return output is not None and bool(output.active())
 
+    def wake(self) -> None:
+        """A cut was asked (asyncio): the feeder mixes the flush and acknowledges it now,
+        not at its next wake-up (up to a period later)."""
+        feeder = self._feeder
+        if feeder is not None:
+            feeder.wake()
+
     def idle(self) -> bool:
         """The feeder has nothing to mix and no cut pending."""
         feeder = self._feeder
