@@ -54,10 +54,22 @@ setup(
     ext_modules=[
         Extension(
             "huxleyd.audio._rtout",
-            sources=["huxleyd/audio/_rtout.c", "huxleyd/audio/_rtin.c"],
-            depends=["huxleyd/audio/_rt.h"],
-            libraries=["portaudio"],
-            extra_compile_args=flags("-O2"),
+            sources=[
+                "huxleyd/audio/_rtout.c",
+                "huxleyd/audio/_rtin.c",
+                "huxleyd/audio/_feeder.c",
+                "huxleyd/audio/_mixcore.c",
+                "huxleyd/audio/_polyphase.c",
+            ],
+            depends=[
+                "huxleyd/audio/_rt.h",
+                "huxleyd/audio/_feeder.h",
+                "huxleyd/audio/_mixcore.h",
+                "huxleyd/audio/_polyphase.h",
+            ],
+            libraries=["portaudio", "m"],
+            # the C feeder mixes with the same core as _dsp: numpy's rounding, no FMA
+            extra_compile_args=[*flags("-O2"), "-ffp-contract=off"],
             extra_link_args=LINK,
             # without a compiler the install still works: audio.backend = "auto"
             # then uses PyAudio's blocking I/O (and says so in the log)
@@ -79,8 +91,13 @@ setup(
                 "huxleyd/audio/_dsp.c",
                 "huxleyd/audio/_dspmix.c",
                 "huxleyd/audio/_mixcore.c",
+                "huxleyd/audio/_polyphase.c",
             ],
-            depends=["huxleyd/audio/_dsp.h", "huxleyd/audio/_mixcore.h"],
+            depends=[
+                "huxleyd/audio/_dsp.h",
+                "huxleyd/audio/_mixcore.h",
+                "huxleyd/audio/_polyphase.h",
+            ],
             libraries=["m"],
             # no fused multiply-add: numpy rounds every float32 operation on its own
             extra_compile_args=[*flags("-O3"), "-ffp-contract=off"],

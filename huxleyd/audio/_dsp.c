@@ -18,6 +18,7 @@
  * caller (huxleyd/audio/dsp.py) owns their shapes, this file checks their sizes.
  */
 #include "_dsp.h" /* first: Python.h before the standard headers */
+#include "_polyphase.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -71,34 +72,6 @@ int need(Py_ssize_t have, Py_ssize_t want, const char *name)
 		return -1;
 	}
 	return 0;
-}
-
-/* numpy's float32 add.reduce over one contiguous row: its pairwise sum (a plain
- * loop under 8 items, 8 accumulators up to 128, halves above). Same order, same bits. */
-static float pairwise(const float *a, Py_ssize_t n)
-{
-	if (n < 8) {
-		float res = 0.0f;
-		for (Py_ssize_t i = 0; i < n; i++)
-			res += a[i];
-		return res;
-	}
-	if (n <= 128) {
-		float r[8];
-		Py_ssize_t i;
-		for (int k = 0; k < 8; k++)
-			r[k] = a[k];
-		for (i = 8; i < n - (n % 8); i += 8)
-			for (int k = 0; k < 8; k++)
-				r[k] += a[i + k];
-		float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-		for (; i < n; i++)
-			res += a[i];
-		return res;
-	}
-	Py_ssize_t half = n / 2;
-	half -= half % 8;
-	return pairwise(a, half) + pairwise(a + half, n - half);
 }
 
 /* ---- mixing ------------------------------------------------------------------------- */
@@ -209,54 +182,19 @@ done:
 
 /* ---- resampling --------------------------------------------------------------------- */
 
-/* sum over t of x[-t] * w[t], products summed in numpy's pairwise order (see pairwise) */
-static float dot_pairwise(const float *x, const float *w, Py_ssize_t n)
-{
-	if (n < 8 || n > 128) {
-		float row[512];
-		for (Py_ssize_t t = 0; t < n; t++)
-			row[t] = x[-t] * w[t];
-		return pairwise(row, n);
-	}
-	float r[8];
-	Py_ssize_t i;
-	for (int k = 0; k < 8; k++)
-		r[k] = x[-k] * w[k];
-	for (i = 8; i < n - (n % 8); i += 8)
-		for (int k = 0; k < 8; k++)
-			r[k] += x[-(i + k)] * w[i + k];
-	float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-	for (; i < n; i++)
-		res += x[-i] * w[i];
-	return res;
-}
-
-/* resample(ext, block, taps, out, up, down): StreamResampler.process.
- *
- * ext holds `history` carried input samples, then room for the block; taps is
- * (block_out, per_phase) with each output's taps, newest input first. Output j
- * is the row sum of taps[j, t] * ext[newest(j) - t + history]. */
+/* resample(ext, block, taps, out, up, down): StreamResampler.process, by pp_resample
+ * (_polyphase.c, which the C feeder runs too). A bad shape is a ValueError. */
 static int polyphase(float *ext, Py_ssize_t ext_n, const float *block, Py_ssize_t block_n,
 		     const float *taps, Py_ssize_t taps_n, float *out, Py_ssize_t out_n, long up,
 		     long down)
 {
-	if (up <= 0 || down <= 0 || out_n <= 0 || taps_n % out_n) {
-		PyErr_SetString(PyExc_ValueError, "resample: bad rates or taps");
+	const char *why = NULL;
+	if (ext_n < 0 || block_n < 0 || taps_n < 0 || out_n < 0 ||
+	    pp_resample(ext, (size_t)ext_n, block, (size_t)block_n, taps, (size_t)taps_n, out,
+			(size_t)out_n, up, down, &why) < 0) {
+		PyErr_Format(PyExc_ValueError, "resample: %s", why ? why : "negative sizes");
 		return -1;
 	}
-	Py_ssize_t per = taps_n / out_n;
-	Py_ssize_t history = ext_n - block_n;
-	if (per > 512 || history != per - 1 || (Py_ssize_t)(((long long)(out_n - 1) * down) / up) >= block_n) {
-		PyErr_SetString(PyExc_ValueError, "resample: history and block do not match the taps");
-		return -1;
-	}
-	memcpy(ext + history, block, (size_t)block_n * sizeof(float));
-	for (Py_ssize_t j = 0; j < out_n; j++) {
-		const float *x = ext + (Py_ssize_t)(((long long)j * down) / up) + history; /* newest */
-		out[j] = dot_pairwise(x, taps + j * per, per);
-	}
-	if (history)
-		memmove(ext, ext + block_n, (size_t)history * sizeof(float));
 	return 0;
 }
 
@@ -286,18 +224,6 @@ done:
 }
 
 /* ---- the device edges --------------------------------------------------------------- */
-
-/* float32 → int16 the way float_to_int16_into does it: scale, round half to even, clip */
-static inline int16_t to_int16(float v)
-{
-	v = v * 32768.0f;
-	v = rintf(v);
-	if (v < -32768.0f)
-		v = -32768.0f;
-	else if (v > 32767.0f)
-		v = 32767.0f;
-	return (int16_t)v;
-}
 
 /* The meter's block statistics: peak |x| (max vs -min, as LevelMeter) and mean power. */
 static void stats(const float *x, Py_ssize_t n, double *peak, double *power)
@@ -356,7 +282,7 @@ static PyObject *play(PyObject *self, PyObject *args)
 	Py_ssize_t ch = COUNT(out) / frames;
 	int16_t *y = out.view.buf;
 	for (Py_ssize_t i = 0; i < frames; i++) {
-		int16_t s = to_int16(x[i]);
+		int16_t s = pp_to_int16(x[i]);
 		for (Py_ssize_t c = 0; c < ch; c++)
 			y[i * ch + c] = s;
 	}
@@ -411,7 +337,7 @@ static PyObject *capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 				goto done;
 			int16_t *y = pcm.view.buf;
 			for (Py_ssize_t i = 0; i < frames; i++)
-				y[i] = to_int16(x[i]);
+				y[i] = pp_to_int16(x[i]);
 		}
 	} else {
 		if (take(&ext, args[3], 4, 1, "ext") < 0)
@@ -439,7 +365,7 @@ static PyObject *capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 			const float *r = res.view.buf;
 			int16_t *y = pcm.view.buf;
 			for (Py_ssize_t i = 0; i < COUNT(res); i++)
-				y[i] = to_int16(r[i]);
+				y[i] = pp_to_int16(r[i]);
 		}
 	}
 	result = Py_BuildValue("(dd)", peak, power);
@@ -456,6 +382,10 @@ done:
 static PyMethodDef methods[] = {
 	{"mix_period", (PyCFunction)(void (*)(void))mix_period, METH_FASTCALL,
 	 "mix_period(out, channels, mixer, rings, unit, fade_out, fade_in, attack): Mixer.mix."},
+	{"mixer_state", (PyCFunction)(void (*)(void))mixer_state, METH_FASTCALL,
+	 "mixer_state(channels, mixer) -> bytes: the core's struct, for the C feeder."},
+	{"mixer_restore", (PyCFunction)(void (*)(void))mixer_restore, METH_FASTCALL,
+	 "mixer_restore(channels, mixer, state): the C feeder's state back into Python."},
 	{"mix_source", (PyCFunction)(void (*)(void))mix_source, METH_FASTCALL,
 	 "mix_source(mix, ring, start, count, offset, g0, g1, unit, fade): add one source."},
 	{"gain", gain, METH_VARARGS, "gain(buf, unit, g0, g1): multiply by a ramp from g0 to g1."},

@@ -30,6 +30,11 @@ int need(Py_ssize_t have, Py_ssize_t want, const char *name);
 /* mix_period(out, channels, mixer, rings, unit, fade_out, fade_in, attack): Mixer.mix */
 PyObject *mix_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* mixer_state(channels, mixer) -> bytes (an mc_mixer); mixer_restore(channels, mixer,
+ * state): the core struct out of and back into the Python objects (the C feeder's). */
+PyObject *mixer_state(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mixer_restore(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* Interns the attribute names mix_period uses; at import. 0, or -1 (error set). */
 int mix_period_init(void);
 

@@ -316,6 +316,71 @@ done:
 	return result;
 }
 
+/* mixer_state(channels, mixer) -> bytes: the whole core struct (requests, state, ring
+ * positions) as mix_period would read it, for the C feeder (_feeder.c), which runs the
+ * same core on its own copy: the tables above stay the only list of the fields. */
+PyObject *mixer_state(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != MC_SOURCES) {
+		PyErr_Format(PyExc_TypeError, "mixer_state(channels: tuple of %d, mixer)", MC_SOURCES);
+		return NULL;
+	}
+	mc_mixer m;
+	memset(&m, 0, sizeof(m));
+	owners_t src[MC_SOURCES], mix = {args[1], NULL, NULL, NULL};
+	for (int i = 0; i < MC_SOURCES; i++)
+		src[i].ring = NULL;
+	PyObject *result = NULL;
+	if (!(mix.limiter = PyObject_GetAttr(args[1], LIMITER)) ||
+	    !(mix.gate = PyObject_GetAttrString(args[1], "_req_gate")) ||
+	    read_fields(mixer_fields, N_MIXER_FIELDS, &mix, &m, "Mixer") < 0)
+		goto done;
+	for (int i = 0; i < MC_SOURCES; i++)
+		if (source_owners(PyTuple_GET_ITEM(args[0], i), &src[i]) < 0 ||
+		    read_fields(source_fields, N_SOURCE_FIELDS, &src[i], &m.src[i], "SourceChannel") < 0)
+			goto done;
+	result = PyBytes_FromStringAndSize((const char *)&m, (Py_ssize_t)sizeof(m));
+done:
+	for (int i = 0; i < MC_SOURCES; i++)
+		Py_XDECREF(src[i].ring);
+	Py_XDECREF(mix.limiter);
+	Py_XDECREF(mix.gate);
+	return result;
+}
+
+/* mixer_restore(channels, mixer, state): the C feeder stopped; its state (mixer_state's
+ * layout) back into the Python objects, so the Python path carries on where it left. */
+PyObject *mixer_restore(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != MC_SOURCES ||
+	    !PyBytes_Check(args[2]) || PyBytes_GET_SIZE(args[2]) != (Py_ssize_t)sizeof(mc_mixer)) {
+		PyErr_Format(PyExc_TypeError, "mixer_restore(channels: tuple of %d, mixer, state: %zu bytes)",
+			     MC_SOURCES, sizeof(mc_mixer));
+		return NULL;
+	}
+	mc_mixer m;
+	memcpy(&m, PyBytes_AS_STRING(args[2]), sizeof(m));
+	owners_t src[MC_SOURCES], mix = {args[1], NULL, NULL, NULL};
+	for (int i = 0; i < MC_SOURCES; i++)
+		src[i].ring = NULL;
+	PyObject *result = NULL;
+	if (!(mix.limiter = PyObject_GetAttr(args[1], LIMITER)) ||
+	    write_fields(mixer_fields, N_MIXER_FIELDS, &mix, &m) < 0)
+		goto done;
+	for (int i = 0; i < MC_SOURCES; i++)
+		if (source_owners(PyTuple_GET_ITEM(args[0], i), &src[i]) < 0 ||
+		    write_fields(source_fields, N_SOURCE_FIELDS, &src[i], &m.src[i]) < 0)
+			goto done;
+	result = Py_NewRef(Py_None);
+done:
+	for (int i = 0; i < MC_SOURCES; i++)
+		Py_XDECREF(src[i].ring);
+	Py_XDECREF(mix.limiter);
+	return result;
+}
+
 int mix_period_init(void)
 {
 	if (intern_names(source_fields, N_SOURCE_FIELDS) < 0 ||

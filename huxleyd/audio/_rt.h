@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <portaudio.h>
+#include <stdint.h>
 
 /* A Python OSError naming `what` and PortAudio's reason; returns NULL. */
 PyObject *rt_pa_error(const char *what, PaError err);
@@ -24,6 +25,18 @@ int rt_close_stream(PaStream **stream, int *pa_ready);
 
 /* Test seam: the next Input copy pauses `ns` half-way (0: none). See _rtin.c. */
 void rt_set_copy_pause_ns(long ns);
+
+/* The speaker Output as the C feeder (_feeder.c) drives it, without the GIL. The
+ * feeder is then the ring's only producer: Python does not write() meanwhile. */
+int rt_output_is_open(PyObject *obj); /* an Output whose __init__ succeeded */
+uint64_t rt_output_channels(PyObject *obj);
+uint64_t rt_output_written(PyObject *obj);
+uint64_t rt_output_queued(PyObject *obj);
+/* Copy up to n interleaved frames into the ring; how many fit. */
+uint64_t rt_output_write(PyObject *obj, const int16_t *frames, uint64_t n);
+uint32_t rt_output_cut_req(PyObject *obj); /* acquire: a flush published before it is seen */
+void rt_output_resume(PyObject *obj, uint32_t seq, uint64_t at);
+void rt_output_expect(PyObject *obj, unsigned mask);
 
 /* huxleyd.audio._rtout.Input, defined in _rtin.c */
 extern PyTypeObject InputType;

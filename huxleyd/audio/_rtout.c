@@ -28,6 +28,7 @@
  * read position stays in the same coordinates.
  */
 #include "_rt.h"
+#include "_feeder.h"
 #include <pa_linux_alsa.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -434,6 +435,25 @@ static PyObject *Output_close(Output *o, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* Copy up to n interleaved frames into the ring after wpos; publish them. The ring's one
+ * producer at a time: Python's write() (GIL held), or the C feeder while it runs. */
+static uint64_t ring_write(Output *o, const int16_t *src, uint64_t n)
+{
+	size_t fb = (size_t)o->channels * sizeof(int16_t);
+	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_relaxed);
+	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
+	uint64_t room = (o->mask + 1) - (w - r);
+	if (n > room)
+		n = room;
+	uint64_t at = w & o->mask;
+	uint64_t first = n < (o->mask + 1) - at ? n : (o->mask + 1) - at;
+	memcpy(o->ring + at * o->channels, src, first * fb);
+	if (n > first)
+		memcpy(o->ring, src + first * o->channels, (n - first) * fb);
+	atomic_store_explicit(&o->wpos, w + n, memory_order_release);
+	return n;
+}
+
 /* write(frames: int16 buffer, C-contiguous, whole frames) -> frames queued (never blocks) */
 static PyObject *Output_write(Output *o, PyObject *arg)
 {
@@ -449,19 +469,7 @@ static PyObject *Output_write(Output *o, PyObject *arg)
 		PyBuffer_Release(&view);
 		return NULL;
 	}
-	uint64_t n = (uint64_t)view.len / fb;
-	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_relaxed);
-	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
-	uint64_t room = (o->mask + 1) - (w - r);
-	if (n > room)
-		n = room;
-	uint64_t at = w & o->mask;
-	uint64_t first = n < (o->mask + 1) - at ? n : (o->mask + 1) - at;
-	const char *src = view.buf;
-	memcpy(o->ring + at * o->channels, src, first * fb);
-	if (n > first)
-		memcpy(o->ring, src + first * fb, (n - first) * fb);
-	atomic_store_explicit(&o->wpos, w + n, memory_order_release);
+	uint64_t n = ring_write(o, view.buf, (uint64_t)view.len / fb);
 	PyBuffer_Release(&view);
 	return PyLong_FromUnsignedLongLong(n);
 }
@@ -675,6 +683,51 @@ static PyTypeObject OutputType = {
 	.tp_methods = Output_methods,
 };
 
+/* ---- the C feeder's hooks (_rt.h); no GIL, no Python objects touched but the Output ---- */
+
+int rt_output_is_open(PyObject *obj)
+{
+	return PyObject_TypeCheck(obj, &OutputType) && ((Output *)obj)->channels != 0;
+}
+
+uint64_t rt_output_channels(PyObject *obj)
+{
+	return ((Output *)obj)->channels;
+}
+
+uint64_t rt_output_written(PyObject *obj)
+{
+	return atomic_load_explicit(&((Output *)obj)->wpos, memory_order_relaxed);
+}
+
+uint64_t rt_output_queued(PyObject *obj)
+{
+	return avail_frames((Output *)obj);
+}
+
+uint64_t rt_output_write(PyObject *obj, const int16_t *frames, uint64_t n)
+{
+	return ring_write((Output *)obj, frames, n);
+}
+
+uint32_t rt_output_cut_req(PyObject *obj)
+{
+	return atomic_load_explicit(&((Output *)obj)->cut_req, memory_order_acquire);
+}
+
+void rt_output_resume(PyObject *obj, uint32_t seq, uint64_t at)
+{
+	Output *o = (Output *)obj;
+	atomic_store_explicit(&o->resume_at, at, memory_order_release);
+	atomic_store_explicit(&o->resume_seq, seq, memory_order_release);
+}
+
+void rt_output_expect(PyObject *obj, unsigned mask)
+{
+	atomic_store_explicit(&((Output *)obj)->expect, mask & ((1u << EXPECT_SOURCES) - 1),
+			      memory_order_relaxed);
+}
+
 /* set_alsa_periods(n): how many periods PortAudio's ALSA host gives the next streams it
  * opens (process-wide, PyAudio's too). More periods = a deeper capture buffer. */
 static PyObject *set_alsa_periods(PyObject *self, PyObject *arg)
@@ -706,6 +759,8 @@ static PyObject *set_copy_pause_ns(PyObject *self, PyObject *arg)
 static PyMethodDef module_methods[] = {
 	{"_set_copy_pause_ns", set_copy_pause_ns, METH_O, "Tests only: pause the next mic copy half-way."},
 	{"set_alsa_periods", set_alsa_periods, METH_O, "Periods per ALSA buffer for new streams."},
+	{"_mixer_holding", feeder_mixer_holding, METH_VARARGS,
+	 "Tests only: the C feeder's (mask, idle) for an mc_mixer state."},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -725,7 +780,8 @@ PyMODINIT_FUNC PyInit__rtout(void)
 	if (!m)
 		return NULL;
 	/* PyModule_AddType takes its own reference and drops nothing on failure */
-	if (PyModule_AddType(m, &OutputType) < 0 || PyModule_AddType(m, &InputType) < 0) {
+	if (PyModule_AddType(m, &OutputType) < 0 || PyModule_AddType(m, &InputType) < 0 ||
+	    feeder_add_types(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

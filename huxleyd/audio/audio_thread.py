@@ -89,11 +89,13 @@ import numpy as np
 from huxleyd.audio.backends.base import (
     AudioBackend,
     DeviceFormat,
+    FeedableOutput,
     IoStatus,
     OutputClock,
     QueuedInput,
 )
 from huxleyd.audio.chains import CaptureChain, PlaybackChain
+from huxleyd.audio.fed import FedOutput
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
@@ -137,8 +139,12 @@ class AudioThread:
         on_state: Reporter,
         on_fault: Reporter,
         on_crash: Reporter,
+        fed: FedOutput | None = None,
     ) -> None:
         self._backend = backend
+        self.fed = fed
+        """The C feeder (``audio.mix = "c_feeder"``): mixes instead of this thread
+        while the device is open (:mod:`.fed`); None: this thread mixes."""
         self._settings = settings
         self._clock = clock
         self._pace = pacer_for(clock)
@@ -230,7 +236,7 @@ class AudioThread:
         self._mixer.doorbell.ring()  # an idle thread sleeps on it
         thread = self.thread
         if thread is None:
-            self._backend.close()
+            self._close_backend()
             return True
         thread.join(timeout_s)
         return not thread.is_alive()
@@ -267,7 +273,7 @@ class AudioThread:
             self.crash = exc
             self._hand_off(self._on_crash, exc)
         finally:
-            self._backend.close()
+            self._close_backend()
 
     def _may_sleep(self) -> bool:
         """Nothing for the thread to do until asyncio asks (see :mod:`.idle`)."""
@@ -278,7 +284,9 @@ class AudioThread:
             and self._idle_streak > 1
             and not self.req_capture_active
             and self.device_state is DeviceState.OPEN
-            and self._mixer.idle()
+            and (
+                self.fed.idle() if self.fed is not None and self.fed.running else self._mixer.idle()
+            )
             and timed.settled()
         )
 
@@ -313,7 +321,10 @@ class AudioThread:
                     self.overruns += 1
                 self._push_mic(capture)
                 self._catch_up(capture)
-        if open_ and playback is not None and self.timed is not None:
+        fed = self.fed
+        if open_ and self.timed is not None and fed is not None and fed.running:
+            self._play_fed(self.timed, fed)
+        elif open_ and playback is not None and self.timed is not None:
             self._play_timed(self.timed, playback)
         else:
             self._play(playback if open_ else None)
@@ -388,6 +399,22 @@ class AudioThread:
         timed.out.expect_audio(self._mixer.holding())
         timed.publish()
 
+    def _play_fed(self, timed: TimedOutput, fed: FedOutput) -> None:
+        """The C feeder mixes: take its reports (playout clock, meter, echo canceller's
+        far end), publish what reached the DAC. A dead stream is a lost device."""
+        if not fed.alive():
+            self._lose()
+            return
+        far = None
+        fmt = self.device_format
+        if self.far_end is not None and fmt is not None:
+            heard = timed.out.heard_frame()
+            far = (self.far_end, self._clock.monotonic(), heard, fmt.output_rate_hz)
+        fed.drain(far)
+        timed.acknowledged(fed.acked())
+        timed.publish()
+        self._idle_streak = self._idle_streak + 1 if fed.idle() else 0
+
     def _catch_up(self, capture: CaptureChain) -> None:
         """Late (a busy Python thread held the GIL): take every whole mic period the
         capture ring already holds, oldest first, so none is overwritten while the ring
@@ -422,9 +449,11 @@ class AudioThread:
         self._mic_waker.notify()
 
     def _wake_waiters(self) -> None:
-        for source in self._sources.values():
+        fed = self.fed
+        pulled = fed.pulled if fed is not None and fed.running else None
+        for name, source in self._sources.items():
             channel = source.channel
-            if channel.pull_count:
+            if channel.pull_count or (pulled is not None and pulled[name]):
                 source.room.notify()
             if channel.playout.wake_due():
                 source.progress.notify()
@@ -446,7 +475,7 @@ class AudioThread:
                 fmt, period_ms=self._settings.period_ms, meter=self._out_meter, kernel=self._kernel
             )
         except (ValueError, AudioError) as exc:
-            self._backend.close()
+            self._close_backend()
             raise AudioDeviceError(f"{fmt.description}: unusable format: {exc}") from exc
         self.device_format = fmt
         self._capture_chain = capture
@@ -461,6 +490,13 @@ class AudioThread:
                 lead_frames=round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000),
             )
             self._idle_streak = 0
+            if self.fed is not None and isinstance(self._backend, FeedableOutput):
+                self.fed.start(
+                    self._backend.output_stream(),
+                    playback,
+                    rate_hz=fmt.output_rate_hz,
+                    lead_frames=self.timed.lead_frames,
+                )
         self._set_state(DeviceState.OPEN)
 
     def retry_later(self) -> None:
@@ -470,7 +506,7 @@ class AudioThread:
 
     def _try_reopen(self) -> None:
         self._set_state(DeviceState.REOPENING)
-        self._backend.close()
+        self._close_backend()
         try:
             self.open_device()
         except AudioDeviceError:
@@ -500,8 +536,15 @@ class AudioThread:
             self.speaker_dropouts += self.timed.out.dropouts()
             for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
                 self.source_dropouts[i] += count
-        self._backend.close()
+        self._close_backend()
         self.retry_later()
+
+    def _close_backend(self) -> None:
+        """Close the device; the C feeder first (it writes the device's ring), handing
+        the mix back to this thread."""
+        if self.fed is not None:
+            self.fed.stop()
+        self._backend.close()
 
     def _set_state(self, state: DeviceState) -> None:
         if state is self.device_state:

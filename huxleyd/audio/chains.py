@@ -155,6 +155,15 @@ class PlaybackChain:
         self.delay_samples = round(self._resampler.delay_in)
         """The resampler's delay, in mixer samples."""
 
+    def resampler_state(self) -> tuple[Float32Array, Float32Array] | None:
+        """(history, taps) of the mix -> device resampler; None when the rates are equal."""
+        return self._resampler.state
+
+    def resampler_ratio(self) -> tuple[int, int]:
+        """(up, down) of the mix -> device resampler; (0, 0) when the rates are equal."""
+        r = self._resampler
+        return (0, 0) if r.identity else (r.up, r.down)
+
     def process(self) -> Int16Array:
         """Convert :attr:`mix`; return the device buffer (reused array)."""
         if self._kernel is not None:

@@ -16,6 +16,7 @@ attribute read, so asyncio may ring it freely.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar, overload
 
 
@@ -27,9 +28,15 @@ class Doorbell:
         self.armed = False
         self.rings = 0
         """Times it woke a sleeper (or an armed thread about to sleep)."""
+        self.on_ring: Callable[[], None] | None = None
+        """Called on every ring, armed or not: the C feeder publishes the requests
+        (:mod:`.fed`), which it reads without the GIL instead of the thread's fields."""
 
     def ring(self) -> None:
         """Wake the sleeper, if one is armed. Any thread; cheap when none is."""
+        hook = self.on_ring
+        if hook is not None:
+            hook()
         if self.armed:
             self.armed = False
             self.rings += 1

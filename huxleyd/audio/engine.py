@@ -32,10 +32,11 @@ from huxleyd.audio.audio_thread import AudioThread
 from huxleyd.audio.backends.base import AudioBackend, DeviceFormat
 from huxleyd.audio.chains import CAPTURE_RATES_HZ
 from huxleyd.audio.dsp import KERNEL
+from huxleyd.audio.fed import FedOutput, feeder_module
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.playout import PlayoutClock
-from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing
+from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
 from huxleyd.audio.types import SOURCES, DeviceState, EngineStats, MicFrame, SourceName
@@ -93,6 +94,8 @@ class AudioEngine:
         self.period_ms = settings.period_ms
         period_s = settings.period_ms / 1000.0
         self._n = period_frames(RATE_HZ, settings.period_ms)
+        self._rtout = feeder_module(settings, backend, kernel)
+        """The C extension whose feeder mixes (``audio.mix = "c_feeder"``), or None."""
         self._mixer = self._build_mixer(settings)
         channels = [self._mixer.channels[name] for name in SOURCES]
         self._playout = PlayoutClock(channels, period_samples=self._n)
@@ -125,6 +128,9 @@ class AudioEngine:
             on_state=self._report_state,
             on_fault=self._report_fault,
             on_crash=self._report_crash,
+            fed=None
+            if self._rtout is None or kernel is None
+            else FedOutput(self._rtout, kernel, self._mixer, self._playout, self._out_meter),
         )
         """The device and the per-period loop; it writes the state and counters read here."""
 
@@ -279,6 +285,19 @@ class AudioEngine:
 
     # -- health --------------------------------------------------------------
 
+    @property
+    def mix_path(self) -> str:
+        """Who mixes now: ``"c_feeder"`` (the C feeder, no GIL) or ``"python"`` (the
+        audio thread; also while the device is lost, or when the feeder could not start)."""
+        fed = self._audio_thread.fed
+        return "c_feeder" if fed is not None and fed.running else "python"
+
+    @property
+    def feeder_error(self) -> str | None:
+        """Why ``audio.mix = "c_feeder"`` fell back to the Python mix at the last open."""
+        fed = self._audio_thread.fed
+        return None if fed is None else fed.error
+
     def stats(self) -> EngineStats:
         gaps = sum(source.gaps for source in self._sources.values())
         audio = self._audio_thread
@@ -387,7 +406,10 @@ class AudioEngine:
         timed = audio.timed
         if timed is None or audio.device_state is not DeviceState.OPEN:
             return None
-        return timed.cut()
+        positions = timed.cut()
+        if audio.fed is not None:  # the feeder acknowledges the cut: let it look now
+            audio.fed.wake()
+        return positions
 
     def _is_closed(self) -> bool:
         """Closed, or the thread died: either way no audio will move again."""
@@ -406,8 +428,12 @@ class AudioEngine:
         }[name]
 
     def _build_mixer(self, settings: AudioSettings) -> Mixer:
-        rings = {
-            name: SampleRing(ms_to_samples(self._ring_ms(name)), name=name) for name in SOURCES
+        rtout = self._rtout
+        rings: dict[SourceName, SampleRing] = {
+            name: SampleRing(ms_to_samples(self._ring_ms(name)), name=name)
+            if rtout is None
+            else SharedSampleRing(rtout.SourceRing(ms_to_samples(self._ring_ms(name))), name=name)
+            for name in SOURCES
         }
         return Mixer(
             rings,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -116,12 +117,14 @@ class SampleRing:
     and any position can name a sample for the playout clock.
     """
 
-    def __init__(self, capacity: int, *, name: str = "ring") -> None:
+    def __init__(
+        self, capacity: int, *, name: str = "ring", samples: Int16Array | None = None
+    ) -> None:
         if capacity <= 0:
             raise ValueError(f"{name}: capacity must be positive, got {capacity}")
         self.name = name
         self.capacity = capacity
-        self._buf: Int16Array = np.zeros(capacity, dtype=np.int16)
+        self._buf: Int16Array = np.zeros(capacity, dtype=np.int16) if samples is None else samples
         self.write_pos = 0
         """Samples ever written. Only the producer stores to it."""
         self.read_pos = 0
@@ -201,6 +204,39 @@ class SampleRing:
             return 0
         self.read_pos = target
         return skipped
+
+
+class SharedSampleRing(SampleRing):
+    """A :class:`SampleRing` whose samples and positions live in C (``_rtout.SourceRing``),
+    so the C feeder (:mod:`.fed`) reads it without the GIL.
+
+    The same producer code as :class:`SampleRing`; the positions are the C object's
+    atomics (a store here is a release store, a load an acquire load), the samples
+    its buffer. The consumer is the C feeder while it runs, else the Python mixer.
+    """
+
+    def __init__(self, shared: Any, *, name: str = "ring") -> None:
+        self.shared = shared
+        """The ``_rtout.SourceRing`` (the feeder takes it)."""
+        super().__init__(
+            int(shared.capacity), name=name, samples=np.frombuffer(shared, dtype=np.int16)
+        )
+
+    @property
+    def write_pos(self) -> int:
+        return int(self.shared.write_pos)
+
+    @write_pos.setter
+    def write_pos(self, value: int) -> None:
+        self.shared.write_pos = value
+
+    @property
+    def read_pos(self) -> int:
+        return int(self.shared.read_pos)
+
+    @read_pos.setter
+    def read_pos(self, value: int) -> None:
+        self.shared.read_pos = value
 
 
 class FrameRing:

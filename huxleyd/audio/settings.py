@@ -19,6 +19,11 @@ class AudioSettings:
     """
 
     backend: Literal["auto", "callback", "pyaudio", "wav"] = "auto"
+    mix: Literal["python", "c_feeder"] = "c_feeder"
+    """Who mixes for the callback backend: the C feeder (a thread of the C extension,
+    without the GIL: a busy Python thread cannot starve the speaker; the default) or
+    the Python audio thread (``output_lead_ms`` ahead, with the GIL). Other backends,
+    or a build without the C extensions, always mix in Python."""
     capture_device: str = "default"
     """ALSA PCM name (``plughw:CARD=seeed2micvoicec,DEV=0``), ``default``, or an index."""
     playback_device: str = "default"

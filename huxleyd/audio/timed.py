@@ -56,6 +56,10 @@ class TimedOutput:
             self.out.resume(seq, self.out.written_frames())
             self._cut_acked = seq
 
+    def acknowledged(self, seq: int) -> None:
+        """The C feeder acknowledged cut ``seq`` itself (it resumed the callback)."""
+        self._cut_acked = seq
+
     def settled(self) -> bool:
         """No cut pending and every written frame reached the DAC and was published
         (so every source's played position is final): the engine may sleep."""

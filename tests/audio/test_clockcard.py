@@ -117,17 +117,19 @@ def test_a_busy_python_thread_loses_no_mic_period(card: ClockCard, realtime: Rea
     assert result["periods"] + result["caught_up"] >= 20 * 50  # it really read 20 s
 
 
+@pytest.mark.parametrize("kind", ["callback", "fed"])
 def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
-    card: ClockCard, realtime: RealTime
+    card: ClockCard, kind: str, realtime: RealTime
 ) -> None:
     """Barge-in measured in time on the card, checked by counts: every cut ends in
-    silence, no cut clicks, and audio_end_ms matches what the recording holds.
-    Judged on the cuts the machine kept in time; a run with fewer than half of
-    them kept is run again."""
+    silence, no cut clicks, and audio_end_ms matches what the recording holds, the
+    Python audio thread mixing (``callback``) or the C feeder (``fed``: the feeder
+    acknowledges the cut and the playout clock runs on its reports). Judged on the
+    cuts the machine kept in time; a run with fewer than half of them kept is run again."""
     tries = 0
     while True:
         tries += 1
-        result = run(card, "bargein", "callback", "48000", "6")
+        result = run(card, "bargein", kind, "48000", "6")
         cuts = bargein_cuts(card, result, rate_hz=48000)
         assert all(cut.silent < len(card.speaker()[0]) for cut in cuts)  # never load
         kept = [cut for cut in cuts if cut.kept]
@@ -217,6 +219,15 @@ def test_a_delta_wakes_the_sleeping_engine_and_is_heard(card: ClockCard) -> None
         assert np.any(np.abs(heard[at : at + rate // 5]) >= 160)  # within the 0.1 s tone's span
 
 
+def longest_gap_ms(card: ClockCard, hold_ns: list[int], rate: int = 48000) -> float:
+    """The longest silence on the speaker from the GIL hold's start to 100 ms after it."""
+    heard, t0 = card.speaker()
+    began, ended = ((ns - t0) * rate // 10**9 for ns in hold_ns)
+    quiet = np.concatenate([[False], np.abs(heard[began : ended + rate // 10]) < 160, [False]])
+    edges = np.flatnonzero(np.diff(quiet.astype(np.int8)))
+    return int((edges[1::2] - edges[::2]).max()) * 1000 / rate if len(edges) else 0.0
+
+
 def test_a_speaker_starved_by_a_gil_holder_is_counted_though_the_card_saw_nothing(
     card: ClockCard,
 ) -> None:
@@ -225,14 +236,53 @@ def test_a_speaker_starved_by_a_gil_holder_is_counted_though_the_card_saw_nothin
     ahead). The callback feeds the card silence, so the card sees no xrun, but the
     listener hears a gap: the engine counts it as underruns (before: 0)."""
     result = run(card, "stall", "callback", "48000", "300")
-    heard, t0 = card.speaker()
-    rate = 48000
-    began, ended = ((ns - t0) * rate // 10**9 for ns in result["hold_ns"])
-    quiet = np.concatenate([[False], np.abs(heard[began : ended + rate // 10]) < 160, [False]])
-    edges = np.flatnonzero(np.diff(quiet.astype(np.int8)))
-    gap_ms = int((edges[1::2] - edges[::2]).max()) * 1000 / rate if len(edges) else 0.0
+    assert result["mix"] == "python"
+    gap_ms = longest_gap_ms(card, result["hold_ns"])
     assert gap_ms >= 100, f"the hold left no gap on the speaker ({gap_ms} ms): nothing to count"
     assert result["speaker_dropouts"] >= 1 and result["underruns"] >= 1, result
     # only speech had audio queued: the dropouts are its, and counted as such
     assert result["source_dropouts"] == {"speech": result["speaker_dropouts"]}, result
     assert result["device_state"] == "open" and result["faults"] == 0
+
+
+def test_the_c_feeder_keeps_the_speaker_fed_while_a_python_thread_holds_the_gil(
+    card: ClockCard, realtime: RealTime
+) -> None:
+    """Issue 26, the same 300 ms hold with ``audio.mix = "c_feeder"``: the mix runs in a
+    C thread that never takes the GIL, from source rings seconds deep, so the speaker
+    plays on through the hold: no gap in the recording, no dropout counted. (The test
+    above is the same run with the Python mix: a 100+ ms gap.) Judged on a run the card
+    kept in time: a card xrun says the machine, not the engine, missed the deadline."""
+
+    def attempt() -> tuple[dict[str, Any], str | None]:
+        fresh = write_asoundrc(card.directory)
+        result = run(fresh, "stall", "fed", "48000", "300")
+        result["gap_ms"] = longest_gap_ms(fresh, result["hold_ns"])
+        heard, _ = fresh.speaker()
+        loud = np.flatnonzero(np.abs(heard) >= 160)
+        result["tone_frames"] = int(loud[-1] - loud[0] + 1) if len(loud) else 0
+        return result, (f"the card saw {fresh.xruns()} xruns" if fresh.xruns() != (0, 0) else None)
+
+    result = realtime.kept(attempt)
+    assert result["mix"] == "c_feeder"  # the feeder mixed (not a fallback to Python)
+    assert result["gap_ms"] <= 1, result  # a zero crossing, not a silence
+    assert result["speaker_dropouts"] == 0 and result["underruns"] == 0, result
+    assert result["device_state"] == "open" and result["faults"] == 0
+    # the feeder's reports, through the playout clock, account for every sample written,
+    # and the card recorded that much tone (2 s at 24 kHz = 96,000 frames at 48 kHz)
+    assert result["played"] == result["written"] == 48000, result
+    assert abs(result["tone_frames"] - 2 * result["written"]) <= 48, result
+
+
+def test_a_lost_speaker_hands_the_mix_back_to_python_and_the_reopen_to_a_new_feeder(
+    card: ClockCard,
+) -> None:
+    """The speaker's stream dies under the C feeder: the engine stops the feeder, takes
+    its state back and mixes to nowhere while the device is lost (as the Python path
+    does), then reopens and starts a new feeder; the item is accounted to its end."""
+    result = run(card, "lose", "fed", "48000")
+    paths = [tuple(change) for change in result["mix_paths"]]
+    assert paths[0] == ("open", "c_feeder") and paths[-1] == ("open", "c_feeder"), paths
+    assert ("lost", "python") in paths, paths  # the state change's listener saw it
+    assert result["played_ms"] == 3000, result
+    assert result["device_state"] == "open" and result["faults"] == 0, result

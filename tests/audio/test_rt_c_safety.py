@@ -37,13 +37,20 @@ UNINITIALISED = {
     "Output.cut": "Output.__new__(Output).cut()",
     "Input.discard": "Input.__new__(Input).discard(0)",
     "Output.start": "Output.__new__(Output).start()",
+    # the C feeder's types (issue 26's speaker path): never touched before __init__
+    "SourceRing.write_pos": "SourceRing.__new__(SourceRing).write_pos = 1",
+    "SourceRing.buffer": "memoryview(SourceRing.__new__(SourceRing))",
+    "Feeder.start": "Feeder.__new__(Feeder).start()",
+    "Feeder.request": "Feeder.__new__(Feeder).request(bytes(8))",
+    "Feeder.take": "Feeder.__new__(Feeder).take(bytearray(8), bytearray(8))",
+    "Feeder.stop": "Feeder.__new__(Feeder).stop()",
 }
 
 
 @pytest.mark.parametrize("call", sorted(UNINITIALISED))
 def test_an_uninitialised_stream_raises_instead_of_killing_the_process(call: str) -> None:
     script = (
-        "from huxleyd.audio._rtout import Input, Output\n"
+        "from huxleyd.audio._rtout import Feeder, Input, Output, SourceRing\n"
         "try:\n"
         f"    {UNINITIALISED[call]}\n"
         "except RuntimeError as exc:\n"
@@ -158,3 +165,37 @@ def test_a_cut_with_the_ring_nearly_empty_fades_from_full_gain_without_a_click(
         at = (asked - t0) * rate // 10**9
         steps.append(largest_step(heard, at - rate // 100, at + rate // 50) / tone_step)
     assert max(steps) < 1.5, ([round(s, 2) for s in steps], result["queued"])
+
+
+def test_a_source_ring_refuses_positions_that_would_break_the_ring() -> None:
+    """The producer cannot publish past a ring ahead of the reader, nor the reader past
+    the writer: the C feeder indexes the ring with them, without the GIL."""
+    ring = rtout.SourceRing(16)
+    with pytest.raises(ValueError, match="write_pos = 17: must be read_pos 0"):
+        ring.write_pos = 17
+    ring.write_pos = 16
+    with pytest.raises(ValueError, match="read_pos = 17: past write_pos 16"):
+        ring.read_pos = 17
+    with pytest.raises(ValueError, match="capacity 0 is not 1 to 2"):
+        rtout.SourceRing(0)
+    assert np.frombuffer(ring, dtype=np.int16).shape == (16,)
+
+
+def test_a_feeder_refuses_what_is_not_an_open_output() -> None:
+    rings = tuple(rtout.SourceRing(960) for _ in range(4))
+    with pytest.raises(TypeError, match=r"output must be an open _rtout\.Output"):
+        rtout.Feeder(
+            output=rtout.Output.__new__(rtout.Output),
+            rings=rings,
+            expect_bits=(1, 0, 2, 3),
+            state=bytes(8),
+            shapes=(),
+            taps=None,
+            ext=None,
+            up=0,
+            down=0,
+            frames=480,
+            rate_hz=24000,
+            lead_frames=720,
+            report_slots=8,
+        )

@@ -5,8 +5,9 @@ and runs this module with ``HOME`` pointing at it; each mode prints one JSON
 object. Times are ``time.monotonic_ns()``, the card's clock, so the parent can
 place every event on the speaker recording.
 
-Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O — or ``callback`` —
-the C playback callback):
+Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O —, ``callback`` — the C
+playback callback fed by the Python audio thread — or ``fed`` — the C callback fed
+by the C feeder, ``audio.mix = "c_feeder"``):
 
 - ``bargein <kind> <rate> <cuts>``: speech plays a tone; every ~0.4 s it is
   cut (``flush``); reports press times and the ``audio_end_ms`` of each item.
@@ -18,6 +19,9 @@ the C playback callback):
   thread holds the GIL for ``hold_ms`` (the switch interval raised to that), so
   the audio thread cannot refill the speaker; reports when the hold began and
   ended, and the engine's stats.
+- ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
+  closed under the engine; reports who mixed before, while lost and after the
+  reopen, and what of the item was heard.
 """
 
 from __future__ import annotations
@@ -36,18 +40,27 @@ import numpy as np
 RATE_IN_HZ = 24_000
 
 
-def make_engine(kind: str, rate: int) -> Any:
-    from huxleyd.audio.engine import AudioEngine
+def make_settings(kind: str, rate: int, **more: Any) -> Any:
     from huxleyd.audio.settings import AudioSettings
 
-    settings = AudioSettings(
-        capture_device="hux_mic", playback_device="hux_spk", device_rate_hz=rate
+    return AudioSettings(
+        capture_device="hux_mic",
+        playback_device="hux_spk",
+        device_rate_hz=rate,
+        mix="c_feeder" if kind == "fed" else "python",
+        **more,
     )
+
+
+def make_engine(kind: str, rate: int) -> Any:
+    from huxleyd.audio.engine import AudioEngine
+
+    settings = make_settings(kind, rate)
     if kind == "blocking":
         from huxleyd.audio.factory import pyaudio_backend
 
         return AudioEngine(pyaudio_backend(settings), settings=settings)
-    if kind == "callback":
+    if kind in ("callback", "fed"):
         from huxleyd.audio.factory import callback_backend
 
         return AudioEngine(callback_backend(settings), settings=settings)
@@ -199,8 +212,38 @@ async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
     await asyncio.to_thread(holder.join)
     await speech.drained()
     stats = engine.stats()
+    mix = engine.mix_path
+    played, written = speech.channel.playout.played_pos, speech.write_pos
     engine.close()
-    return {"hold_ns": span, **describe(stats)}
+    return {"hold_ns": span, "mix": mix, "played": played, "written": written, **describe(stats)}
+
+
+async def lose(kind: str, rate: int) -> dict[str, Any]:
+    """3 s of speech; 0.5 s in, the speaker's stream dies under the engine (as an
+    unplugged card's does); the engine notices, reopens, and plays the rest."""
+    from huxleyd.audio.engine import AudioEngine
+    from huxleyd.audio.factory import callback_backend
+
+    # the reopen waits 1 s: the state listener (on the idle loop) sees the lost state first
+    settings = make_settings(kind, rate, reopen_interval_s=1.0)
+    backend = callback_backend(settings)
+    engine = AudioEngine(backend, settings=settings)
+    engine.start()
+    engine.set_capture_active(False)
+    speech = engine.source("speech")
+    await speech.write(tone(3.0), item_id="s")
+    await asyncio.sleep(0.5)
+    changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    engine.on_device_state(lambda state: changes.put_nowait((state.value, engine.mix_path)))
+    paths = [("open", engine.mix_path)]
+    backend.output_stream().close()  # the stream is gone: active() is False from now on
+    while len(paths) == 1 or paths[-1][0] != "open":
+        paths.append(await changes.get())
+    await speech.drained()
+    stats = engine.stats()
+    played = speech.played_ms("s")
+    engine.close()
+    return {"mix_paths": paths, "played_ms": played, **describe(stats)}
 
 
 def describe(stats: Any) -> dict[str, Any]:
@@ -229,6 +272,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "lose":
+        result = asyncio.run(lose(kind, rate))
     elif mode == "stall":
         result = asyncio.run(stall(kind, rate, int(argv[3])))
     else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from huxleyd.pcm import Int16Array
 
@@ -125,6 +125,16 @@ class OutputClock(Protocol):
         flags and the periods the speaker went silent while audio was queued (the
         card never sees those: it is fed silence), plus mic periods lost because
         the engine read too late."""
+        ...
+
+
+@runtime_checkable
+class FeedableOutput(Protocol):
+    """A backend whose speaker is the C callback's ring (``_rtout.Output``), which the
+    C feeder (:mod:`huxleyd.audio.fed`) can write instead of the engine."""
+
+    def output_stream(self) -> Any:
+        """The open ``_rtout.Output``, or None while closed."""
         ...
 
 

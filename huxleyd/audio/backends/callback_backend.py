@@ -215,6 +215,10 @@ class CallbackBackend(PyAudioBackend):
         self._in = self._out = self._output = None
         super().close()
 
+    def output_stream(self) -> Any:
+        """The open ``_rtout.Output`` (the C feeder writes it), or None while closed."""
+        return self._output
+
     # -- OutputClock ----------------------------------------------------------
 
     def written_frames(self) -> int:

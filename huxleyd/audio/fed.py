@@ -1,0 +1,225 @@
+"""The speaker path in C (``audio.mix = "c_feeder"``): the audio thread's side of it.
+
+With the callback backend the speaker's deadline is already a C callback's; what
+fed its ring was the Python audio thread, mixing ``output_lead_ms`` ahead, so a
+Python thread holding the GIL for longer than the lead starved the speaker.
+:class:`FedOutput` hands the whole mix to the C feeder (``_feeder.c``): a pthread
+that mixes the four sources (the same mixer core as :class:`~.mixer.CoreMix`),
+resamples, converts and writes the callback's ring without the GIL, from source
+rings that live in C (:class:`~.ring.SharedSampleRing`, seconds deep). A busy
+Python thread then delays only the writers of those rings, seconds ahead.
+
+What stays in Python, and how it reaches the feeder:
+
+- **requests** (gain, duck, pause, flush, master gain, earcon gate) stay the
+  Mixer's request fields; every store rings the mixer's doorbell, whose
+  ``on_ring`` hook publishes a snapshot of them (``_dsp.mixer_state``, the same
+  field table :class:`~.mixer.CoreMix` uses) into the feeder's seqlock, from the
+  thread that made the request (asyncio). The feeder takes it once a period.
+- **cuts** (barge-in) are the callback's, as on the Python path; the feeder
+  acknowledges them itself after the mix that took the flush in.
+- **reports**: the feeder logs each mixed period (which ring samples of each
+  source went where, what a flush dropped, the dry counts, the meter, the mix
+  as PCM16 for the echo canceller, and the device frame it was written at);
+  :meth:`FedOutput.drain` (the audio thread, each cycle) feeds them to the
+  channels' published fields and the playout clock, so truncation, bookmarks
+  and EngineStats are exact as before.
+
+The mixer's state (gains, ramps, limiter) moves into the feeder when the device
+opens and back (``_dsp.mixer_restore``) when it closes, so the Python path mixes
+on from where the feeder stopped while the device is lost.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from huxleyd.audio.backends.base import FeedableOutput
+from huxleyd.audio.backends.callback_backend import RTOUT
+from huxleyd.audio.chains import PlaybackChain
+from huxleyd.audio.levels import LevelMeter
+from huxleyd.audio.mixer import Mixer, SourceChannel
+from huxleyd.audio.playout import PlayoutClock
+from huxleyd.audio.ring import FrameRing, SharedSampleRing
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.audio.types import SOURCES
+from huxleyd.pcm import RATE_HZ
+
+REPORT_SLOTS = 1024
+"""Periods the report log holds (20 s of 20 ms periods): how long the audio thread
+may stall before the playout clock misses a period (counted, never waited for)."""
+
+
+def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType | None) -> Any:
+    """The C extension to feed the speaker with, or None: the Python mix then runs.
+
+    The feeder needs ``audio.mix = "c_feeder"``, a backend whose speaker is the C
+    callback (:class:`~.backends.base.FeedableOutput`) and both C extensions built."""
+    if settings.mix != "c_feeder" or kernel is None or not isinstance(backend, FeedableOutput):
+        return None
+    try:
+        return importlib.import_module(RTOUT)
+    except ImportError:
+        return None
+
+
+class FedOutput:
+    """The C feeder of one engine: started per device open, drained per cycle."""
+
+    def __init__(
+        self,
+        rtout: ModuleType,
+        kernel: ModuleType,
+        mixer: Mixer,
+        playout: PlayoutClock,
+        out_meter: LevelMeter,
+    ) -> None:
+        self._rtout = rtout
+        self._kernel = kernel
+        self._mixer = mixer
+        self._playout = playout
+        self._meter = out_meter
+        channels = tuple(mixer.channels[name] for name in kernel.SOURCE_ORDER)
+        self._channels: tuple[SourceChannel, ...] = channels
+        rings = [channel.ring for channel in channels]
+        self._rings = tuple(ring.shared for ring in rings if isinstance(ring, SharedSampleRing))
+        if len(self._rings) != len(channels):
+            raise ValueError("the C feeder needs every source ring in C (SharedSampleRing)")
+        self._bits = tuple(SOURCES.index(name) for name in kernel.SOURCE_ORDER)
+        head, per_source = rtout.REPORT_HEAD, rtout.REPORT_SOURCE
+        self._fields = np.zeros(len(head) + len(per_source) * len(channels), dtype=np.float64)
+        self._at = {name: i for i, name in enumerate(head)}
+        self._src_at = {name: len(head) + k * len(channels) for k, name in enumerate(per_source)}
+        self._pcm = np.zeros(mixer.period_samples, dtype=np.int16)
+        self._feeder: Any = None
+        self.error: str | None = None
+        """Why the feeder could not start on the last open (the Python mix ran instead)."""
+        self.pulled = {channel.name: False for channel in channels}
+        """Per source: did any period the last :meth:`drain` took pull its samples."""
+        self._output: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self._feeder is not None
+
+    def start(self, output: Any, chain: PlaybackChain, *, rate_hz: int, lead_frames: int) -> bool:
+        """Hand the mix to a new feeder on ``output`` (an open ``_rtout.Output``).
+        False (and :attr:`error` says why) when it cannot: the Python mix carries on."""
+        mixer = self._mixer
+        fade_out, fade_in, unit = mixer.fades
+        state = chain.resampler_state()
+        taps, ext = (None, None) if state is None else (state[1], state[0].copy())
+        up, down = chain.resampler_ratio()
+        try:
+            feeder = self._rtout.Feeder(
+                output=output,
+                rings=self._rings,
+                expect_bits=self._bits,
+                state=self._kernel.mixer_state(self._channels, mixer),
+                shapes=(unit, fade_out, fade_in, mixer.limiter.attack),
+                taps=taps,
+                ext=ext,
+                up=up,
+                down=down,
+                frames=chain.buffer.shape[0],
+                rate_hz=rate_hz,
+                lead_frames=lead_frames,
+                report_slots=REPORT_SLOTS,
+            )
+            feeder.start()
+        except (OSError, ValueError, TypeError) as exc:
+            self.error = str(exc)
+            return False
+        self.error = None
+        self._feeder = feeder
+        self._output = output
+        mixer.doorbell.on_ring = self.publish
+        return True
+
+    def stop(self) -> None:
+        """Join the feeder, take its last reports and hand the mix back to Python."""
+        feeder = self._feeder
+        if feeder is None:
+            return
+        self._mixer.doorbell.on_ring = None
+        state = feeder.stop()
+        self.drain(None)
+        self._feeder = self._output = None
+        self._kernel.mixer_restore(self._channels, self._mixer, state)
+
+    def publish(self) -> None:
+        """A request was stored (any thread, GIL held): the feeder takes it next period."""
+        feeder = self._feeder
+        if feeder is not None:
+            feeder.request(self._kernel.mixer_state(self._channels, self._mixer))
+
+    def alive(self) -> bool:
+        """The speaker's stream still runs (PortAudio did not abort it)."""
+        output = self._output
+        return output is not None and bool(output.active())
+
+    def wake(self) -> None:
+        """A cut was asked (asyncio): the feeder mixes the flush and acknowledges it now,
+        not at its next wake-up (up to a period later)."""
+        feeder = self._feeder
+        if feeder is not None:
+            feeder.wake()
+
+    def idle(self) -> bool:
+        """The feeder has nothing to mix and no cut pending."""
+        feeder = self._feeder
+        return feeder is not None and bool(feeder.idle())
+
+    def acked(self) -> int:
+        feeder = self._feeder
+        return int(feeder.acked()) if feeder is not None else 0
+
+    def status(self) -> dict[str, Any]:
+        feeder = self._feeder
+        return dict(feeder.status()) if feeder is not None else {}
+
+    def drain(self, far_end: tuple[FrameRing, float, int, int] | None) -> int:
+        """Take every report the feeder logged (audio thread); return how many.
+
+        ``far_end``: (the echo canceller's ring, the engine clock now, the frame at
+        the DAC now, the device rate), to stamp each period's mix with when it
+        reaches the DAC."""
+        feeder, fields, pcm = self._feeder, self._fields, self._pcm
+        if feeder is None:
+            return 0
+        pulled = self.pulled
+        for name in pulled:
+            pulled[name] = False
+        count = 0
+        while feeder.take(fields, pcm):
+            count += 1
+            values = fields.tolist()
+            dev_start = int(values[self._at["dev_start"]])
+            self._take_sources(values)
+            self._mixer.limiter.active_periods = int(values[self._at["limiter_active"]])
+            self._playout.record_period(dev_start)
+            self._meter.record(values[self._at["peak"]], values[self._at["power"]])
+            if far_end is not None:
+                ring, now, heard, rate = far_end
+                ring.push(pcm, rate_hz=RATE_HZ, captured_at=now + (dev_start - heard) / rate)
+        return count
+
+    def _take_sources(self, values: list[float]) -> None:
+        at = self._src_at
+        pulled = self.pulled
+        for i, channel in enumerate(self._channels):
+            channel.pull_start = int(values[at["pull_start"] + i])
+            channel.pull_offset = int(values[at["pull_offset"] + i])
+            count = int(values[at["pull_count"] + i])
+            channel.pull_count = count
+            if count:
+                pulled[channel.name] = True
+            channel.dry_count = int(values[at["dry_count"] + i])
+            skip_from, skip_to = int(values[at["skip_from"] + i]), int(values[at["skip_to"] + i])
+            if skip_to > skip_from:
+                channel.skip_from, channel.skip_to = skip_from, skip_to
+                channel.playout.skips.record(skip_from, skip_to)
