@@ -45,21 +45,36 @@ from typing import Any
 
 from huxley_sdk import AudioStream
 from huxleyd.audio.types import Earcon, MicFrame
+from huxleyd.bus import Bus
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.degraded import Degraded, Problem
+from huxleyd.degraded import Degraded
 from huxleyd.handsfree.vad import Verdict
 from huxleyd.logs import get_logger
 from huxleyd.pcm import ms_to_bytes
-from huxleyd.providers.base import ConnectionState, EndReason, ProviderSession
+from huxleyd.providers.base import (
+    ConnectionState,
+    ConnectionStatus,
+    EndReason,
+    ProviderSession,
+)
 from huxleyd.providers.events import Event
-from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.host import SkillHost, ToolOutcome
 from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.mute import Gesture, MuteSwitch
-from huxleyd.turns.outputs import Activity, TurnOutputs
+from huxleyd.turns.news import (
+    Activity,
+    ConnectionChanged,
+    DegradedPress,
+    MuteChanged,
+    ToolFinished,
+    TurnBegan,
+    TurnNews,
+)
+from huxleyd.turns.outputs import TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
@@ -99,30 +114,24 @@ class Coordinator:
         instructions: str = "",
         settings: TurnSettings | None = None,
         clock: Clock | None = None,
-        on_activity: Callable[[Activity], None] | None = None,
-        on_turn_done: Callable[[TurnRecord], None] | None = None,
         renew_session_if_due: Callable[[], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         session_instructions: SessionInstructions | None = None,
         degraded: Degraded | None = None,
-        on_degraded: Callable[[list[Problem]], None] | None = None,
         wake: WakeWord | None = None,
         muted: bool = False,
-        on_mute: Callable[[bool], None] | None = None,
     ) -> None:
         self._provider = provider
         self._degraded = degraded
         """Parts running degraded: the first press after a new one plays the cue."""
-        self._on_degraded = on_degraded
-        """Told of the problems a press just signalled (the text surfaces say them)."""
+        self._news: Bus[TurnNews] = Bus(log, failed="turn_news_handler_failed")
+        """What the coordinator tells the rest of the daemon (:meth:`subscribe`)."""
         self._audio = audio
         self._wake = wake
         """The wake word, when configured and its detector loaded (``handsfree``)."""
         self._mute = MuteSwitch(muted=muted)
         if wake is not None:
             wake.muted = muted
-        self._on_mute = on_mute
-        """Told of each change of the mute (the runtime persists it)."""
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._session_instructions = session_instructions
@@ -138,9 +147,7 @@ class Coordinator:
         """Set while no turn runs (``turn`` is None)."""
         self._no_turn.set()
 
-        self._outputs = TurnOutputs(
-            audio, self._earcons, on_activity=on_activity, on_turn_done=on_turn_done
-        )
+        self._outputs = TurnOutputs(audio, self._earcons, publish=self._news.publish)
         self.media = MediaRunner(
             audio, on_natural_end=self._on_media_end, on_failed=self._on_media_failed, sleep=sleep
         )
@@ -205,6 +212,15 @@ class Coordinator:
                     await task
         await self._replies.close()
 
+    def subscribe(self, handler: Callable[[TurnNews], None]) -> Callable[[], None]:
+        """Hand ``handler`` every :mod:`~huxleyd.turns.news` event from now on, on
+        the loop, synchronously (it must not block). Returns the unsubscribe."""
+        return self._news.subscribe(handler)
+
+    def tool_finished(self, outcome: ToolOutcome) -> None:
+        """The skill host's ``on_outcome``: every tool call's outcome, published."""
+        self._news.publish(ToolFinished(outcome))
+
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the coordinator cancels at close."""
         return self._spawn(coro, name)
@@ -266,8 +282,7 @@ class Coordinator:
         self._outputs.earcon(cue, before_speech=False)
         if self.state is TurnState.IDLE:
             self._outputs.show(self._idle_activity())
-        if self._on_mute is not None:
-            self._on_mute(muted)
+        self._news.publish(MuteChanged(muted))
 
     def _idle_activity(self) -> Activity:
         if self.media.playing:
@@ -328,8 +343,7 @@ class Coordinator:
         log.warning("press_while_degraded", problems=" | ".join(p.line() for p in unheard))
         cue = Earcon.DEGRADED if Earcon.DEGRADED in self._earcons else Earcon.ERROR
         self._outputs.earcon(cue, before_speech=False)
-        if self._on_degraded is not None:
-            self._on_degraded(unheard)
+        self._news.publish(DegradedPress(tuple(unheard)))
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
@@ -460,6 +474,15 @@ class Coordinator:
         if self._closed:
             return
         self._replies.on_event(event)
+
+    def on_connection_status(self, status: ConnectionStatus) -> None:
+        """The session's ``on_state``: published first (the LEDs, status and
+        ``watch`` see the state before what the coordinator does about it),
+        then acted on by :meth:`on_connection`."""
+        if self._closed:
+            return
+        self._news.publish(ConnectionChanged(status))
+        self.on_connection(status.state, status.attempt, status.ended)
 
     def on_connection(
         self, state: ConnectionState, attempt: int = 0, ended: EndReason | None = None
@@ -642,6 +665,7 @@ class Coordinator:
         self._replies.new_turn()
         self.turn = TurnRecord(source=source)
         self._no_turn.clear()
+        self._news.publish(TurnBegan(self.turn.turn_id, source))
 
     def refresh_instructions(self) -> None:
         """Collect the skills' context now; the provider hears of it only if it changed."""
