@@ -39,7 +39,7 @@ main() {
 	HUXLEYD_SANITIZE=1 "$py" setup.py -q build_ext --inplace --force \
 		--build-temp build/sanitize >/dev/null || return 1
 	# a check that cannot see a build without the sanitizers would be a lie
-	for so in huxleyd/audio/_rtout.*.so huxleyd/audio/_dsp.*.so; do
+	for so in huxleyd/audio/_rt.*.so huxleyd/audio/_dsp.*.so; do
 		if ! ldd "$so" | grep -q libasan; then
 			echo "sanitize: $so is not linked with ASan" >&2
 			return 1

@@ -1,4 +1,5 @@
-/* What _rtout.c (the speaker, the module) and _rtin.c (the mic) share: one extension. */
+/* What _rtout.c (the speaker, the module init) and _rtin.c (the mic) share: one
+ * extension, huxleyd.audio._rt, named for both streams. */
 #ifndef HUXLEYD_RT_H
 #define HUXLEYD_RT_H
 
@@ -25,7 +26,7 @@ int rt_close_stream(PaStream **stream, int *pa_ready);
 /* Test seam: the next Input copy pauses `ns` half-way (0: none). See _rtin.c. */
 void rt_set_copy_pause_ns(long ns);
 
-/* huxleyd.audio._rtout.Input, defined in _rtin.c */
+/* huxleyd.audio._rt.Input, defined in _rtin.c */
 extern PyTypeObject InputType;
 
 #endif

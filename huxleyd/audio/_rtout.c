@@ -711,13 +711,13 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module = {
 	PyModuleDef_HEAD_INIT,
-	.m_name = "_rtout",
-	.m_doc = "The speaker's deadline in C (PortAudio callback).",
+	.m_name = "_rt",
+	.m_doc = "The speaker's (Output) and the mic's (Input) deadlines in C (PortAudio callbacks).",
 	.m_size = -1,
 	.m_methods = module_methods,
 };
 
-PyMODINIT_FUNC PyInit__rtout(void)
+PyMODINIT_FUNC PyInit__rt(void)
 {
 	if (PyType_Ready(&OutputType) < 0 || PyType_Ready(&InputType) < 0)
 		return NULL;

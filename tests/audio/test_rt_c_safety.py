@@ -25,7 +25,7 @@ from tests.fakes.clockcard import (
     write_asoundrc,
 )
 
-rtout = pytest.importorskip("huxleyd.audio._rtout")
+rtout = pytest.importorskip("huxleyd.audio._rt")
 dsp = pytest.importorskip("huxleyd.audio._dsp")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ UNINITIALISED = {
 @pytest.mark.parametrize("call", sorted(UNINITIALISED))
 def test_an_uninitialised_stream_raises_instead_of_killing_the_process(call: str) -> None:
     script = (
-        "from huxleyd.audio._rtout import Input, Output\n"
+        "from huxleyd.audio._rt import Input, Output\n"
         "try:\n"
         f"    {UNINITIALISED[call]}\n"
         "except RuntimeError as exc:\n"
