@@ -12,7 +12,8 @@ by seeing nothing.
   never which earcon plays (``turns/cues.py`` does).
 - ``config`` never imports ``control`` (``control`` imports ``config``).
 - ``huxleyd.pcm`` and ``huxleyd.schema`` are leaves: of ``huxleyd`` they
-  import only ``errors``.
+  import only ``errors``; ``huxleyd.bus`` (the typed event bus every layer
+  publishes on) imports only ``logs``.
 - No two packages import each other: the packages form layers, bottom to top.
 - The composition root (``huxleyd/app``) is not in the flow: no function of
   it reads the button and hands the press on, and none is a report relay
@@ -46,6 +47,7 @@ NEVER: list[tuple[str, str]] = [
 LEAVES: dict[str, set[str]] = {
     "huxleyd.pcm": {"huxleyd", "huxleyd.errors"},
     "huxleyd.schema": {"huxleyd", "huxleyd.errors"},
+    "huxleyd.bus": {"huxleyd", "huxleyd.logs"},
 }
 """A leaf module and everything of ``huxleyd`` it may import (``huxleyd`` itself:
 importing ``huxleyd.errors`` runs the package's init, which imports nothing)."""
@@ -184,6 +186,7 @@ def test_each_wall_sees_an_import_that_breaks_it() -> None:
         "huxleyd.errors": {"huxleyd"},
         "huxleyd.pcm": {"huxleyd", "huxleyd.errors"},
         "huxleyd.schema": {"huxleyd", "huxleyd.errors"},
+        "huxleyd.bus": {"huxleyd", "huxleyd.logs"},
         "huxleyd.audio.mixer": {"huxleyd", "huxleyd.pcm"},
         "huxleyd.providers.core": {"huxleyd", "huxleyd.pcm"},
         "huxleyd.config.load": {"huxleyd", "huxleyd.schema", "huxleyd.audio.mixer"},
@@ -196,11 +199,13 @@ def test_each_wall_sees_an_import_that_breaks_it() -> None:
     graph["huxleyd.config.load"].add("huxleyd.control.server")
     graph["huxleyd.pcm"].add("huxleyd.audio.mixer")
     graph["huxleyd.schema"].add("huxleyd.logs")
+    graph["huxleyd.bus"].add("huxleyd.turns.news")
     assert [crossings(graph, a, b) for a, b in NEVER] == [
         ["huxleyd.providers.core -> huxleyd.audio.mixer"],
         ["huxleyd.config.load -> huxleyd.control.server"],
     ]
     assert leaf_breaches(graph) == [
+        "huxleyd.bus -> huxleyd.turns.news",
         "huxleyd.pcm -> huxleyd.audio.mixer",
         "huxleyd.schema -> huxleyd.logs",
     ]
