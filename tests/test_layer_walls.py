@@ -141,22 +141,25 @@ def test_no_layer_imports_across_its_walls() -> None:
     graph = import_graph()
     for importer, imported in NEVER:
         assert any(_under(m, importer) for m in graph), f"{importer} is gone: update the wall"
-        assert crossings(graph, importer, imported) == [], f"{importer} imports {imported}"
+        found = crossings(graph, importer, imported)
+        assert found == [], f"{importer} imports {imported}: {found}"
 
 
 def test_the_vocabulary_leaves_import_only_the_error_types() -> None:
-    graph = import_graph()
-    assert leaf_breaches(graph) == []
+    breaches = leaf_breaches(import_graph())
+    assert breaches == [], f"a leaf imports beyond what it may: {breaches}"
 
 
 def test_no_two_packages_import_each_other() -> None:
-    assert mutual_packages(import_graph()) == []
+    mutual = mutual_packages(import_graph())
+    assert mutual == [], f"packages that import each other: {mutual}"
 
 
 def test_the_root_is_not_in_the_flow() -> None:
     sources = root_sources()
     assert "huxleyd.app.runtime" in sources and "huxleyd.app.build" in sources
-    assert root_in_the_flow(sources) == []
+    found = root_in_the_flow(sources)
+    assert found == [], f"the root is in the flow (a pump or a relay): {found}"
 
 
 def test_the_root_wall_sees_a_pump_and_a_relay() -> None:
