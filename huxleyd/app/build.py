@@ -187,17 +187,7 @@ async def build(
     leds = LedController(driver, clock, limits_s=limits_from_settings(config.hardware.led_limits))
     resources.opened("leds", leds.close)
     leds.set_state(LedState.IDLE)
-    subscribe_reports(
-        coordinator,
-        watch=watch,
-        leds=LedFollower(leds),
-        status=StatusLine(notifier),
-        speech=DegradedSpeech(
-            coordinator.spawn,
-            coordinator.proactive.inject_turn,
-            string=lambda: hooks.persona_string(PersonaString.DEGRADED),
-        ),
-    )
+    subscribe_reports(coordinator, watch=watch, leds=leds, notifier=notifier, hooks=hooks)
     return Parts(
         checked=checked,
         db=db,
@@ -224,17 +214,22 @@ def subscribe_reports(
     coordinator: Coordinator,
     *,
     watch: FeedWriter,
-    leds: LedFollower,
-    status: StatusLine,
-    speech: DegradedSpeech,
+    leds: LedController,
+    notifier: Notifier,
+    hooks: Hooks,
 ) -> None:
     """Who follows the coordinator's typed events (:mod:`huxleyd.turns.news`),
     subscribed once, in this order: the ``watch`` feed, the LEDs, systemd's
     status line, the spoken "something is wrong". None of them relays
     anything back; each is called on the loop as the fact becomes true."""
+    speech = DegradedSpeech(
+        coordinator.spawn,
+        coordinator.proactive.inject_turn,
+        string=lambda: hooks.persona_string(PersonaString.DEGRADED),
+    )
     coordinator.subscribe(watch.on_news)
-    coordinator.subscribe(leds.on_news)
-    coordinator.subscribe(status.on_news)
+    coordinator.subscribe(LedFollower(leds).on_news)
+    coordinator.subscribe(StatusLine(notifier).on_news)
     coordinator.subscribe(speech.on_news)
 
 

@@ -476,9 +476,8 @@ class Coordinator(TurnLifecycle):
     def on_connection_status(self, status: ConnectionStatus) -> None:
         """The session's ``on_state``: published first (the LEDs, status and
         ``watch`` see the state before what the coordinator does about it),
-        then acted on by :meth:`on_connection`."""
-        if self._closed:
-            return
+        then acted on by :meth:`on_connection` (not once closed: the session's
+        last report, ``closed``, is still published)."""
         self._news.publish(ConnectionChanged(status))
         self.on_connection(status.state, status.attempt, status.ended)
 
