@@ -158,16 +158,17 @@ class StatusLine:
 
 
 def unreachable_status(status: ConnectionStatus) -> str | None:
-    """The status line while the provider cannot be reached; None when it can be."""
+    """The status line while the provider cannot be reached (``state.unreachable``,
+    the rule the LEDs follow too); None when it can be."""
     state = status.state
-    if state is ConnectionState.OFFLINE:
-        return f"offline, retrying (attempt {status.attempt})"
+    if not state.unreachable:
+        return None
     if state is ConnectionState.KEY_REFUSED:
         every = f" every {status.retry_in_s:g} s" if status.retry_in_s is not None else ""
         return f"the provider refused the API key; retrying{every}"
     if state is ConnectionState.SETUP_FAILED:
         return status.detail or "setup failed"
-    return None
+    return f"offline, retrying (attempt {status.attempt})"
 
 
 _default = Notifier()

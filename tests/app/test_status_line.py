@@ -8,10 +8,11 @@ meanwhile, and both come back to the activity when the connection does.
 
 from __future__ import annotations
 
-from huxleyd.app.systemd import StatusLine
+from huxleyd.app.systemd import StatusLine, unreachable_status
 from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.turns.news import ConnectionChanged
 from tests.fakes.notify import RecordingNotifier
 from tests.fakes.turn_rig import Rig
 
@@ -73,3 +74,14 @@ async def test_a_refused_key_and_a_failed_setup_say_why() -> None:
         coordinator.press()
         assert _statuses(notifier)[-1] == "setup failed: no Wi-Fi"
         assert _shown(leds) is LedState.ERROR
+
+
+def test_the_status_line_and_the_leds_agree_on_every_state() -> None:
+    # One rule (ConnectionState.unreachable): the line says "unreachable" in
+    # exactly the states in which the LEDs show offline or error.
+    for state in ConnectionState:
+        leds = RecordingLeds()
+        LedFollower(leds).on_news(ConnectionChanged(ConnectionStatus(state, attempt=2)))
+        shows_down = bool(leds.states) and leds.states[-1] in (LedState.OFFLINE, LedState.ERROR)
+        said = unreachable_status(ConnectionStatus(state, attempt=2))
+        assert (said is not None) == shows_down == state.unreachable, state
