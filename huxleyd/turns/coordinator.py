@@ -24,8 +24,8 @@ narrow edge back:
   speech, tool calls and their side effects, follow-ups, silent retries and
   stale replies. It moves the turn only through :meth:`Coordinator.set_state`,
   :meth:`Coordinator.after_speech` and :meth:`Coordinator.finish_turn`.
-- :class:`~huxleyd.turns.outputs.TurnOutputs`: LED activity, earcons, the
-  turn journal.
+- :class:`~huxleyd.turns.outputs.TurnOutputs`: the activity (published, the
+  LEDs and systemd's status line follow it), earcons, the turn journal.
 - :class:`~huxleyd.turns.capture.MicCapture`: the mic capture switch (on
   while the user listens or a claim holds the mic); ``set_state`` and the
   claim's start and end report to it, nothing else switches capture.
