@@ -44,12 +44,13 @@ SDK_BROKEN = $(shell test -f $(VENV)/.installed && ! $(PY) -m huxleyd.skillhost.
 sdk-broken:
 	@$(PY) -m huxleyd.skillhost.sdkcheck || echo "setup: reinstalling, the venv's huxley_sdk is not ours"
 
-# Re-run when the dependency list changes; system packages first, because
+# Re-run when the dependency list or the C extensions (setup.py) change;
+# system packages first, because
 # PyAudio compiles against PortAudio and systemd-python against libsystemd.
 # Each step says what it does; pip shows one line per package (its full
 # output goes to $(VENV)/pip.log, shown when it fails). The SDK (sdk/, its
 # own distribution) goes in first: huxleyd requires it.
-$(VENV)/.installed: pyproject.toml sdk/pyproject.toml scripts/ensure-system-deps.sh $(if $(SDK_BROKEN),sdk-broken)
+$(VENV)/.installed: pyproject.toml setup.py sdk/pyproject.toml scripts/ensure-system-deps.sh $(if $(SDK_BROKEN),sdk-broken)
 	@echo "setup 1/5: system packages (scripts/ensure-system-deps.sh)"
 	@scripts/ensure-system-deps.sh
 	@echo "setup 2/5: virtualenv $(VENV)"

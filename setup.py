@@ -1,6 +1,7 @@
 """The C extensions, built from source by ``pip install`` with the system compiler.
 
-- ``huxleyd.audio._rtout``: the speaker's and the mic's deadline out of the GIL,
+- ``huxleyd.audio._rt``: the speaker's and the mic's deadlines out of the GIL
+  (``_rtout.c``, the speaker's ``Output``; ``_rtin.c``, the mic's ``Input``),
   against PortAudio (``portaudio19-dev``, which the setup already installs for
   PyAudio). Optional: without it ``audio.backend = "auto"`` uses PyAudio.
 - ``huxleyd.audio._dsp``: the audio thread's per-period arithmetic (mixing,
@@ -53,7 +54,7 @@ LINK = ["-fsanitize=address,undefined"] if SANITIZE else []
 setup(
     ext_modules=[
         Extension(
-            "huxleyd.audio._rtout",
+            "huxleyd.audio._rt",
             sources=[
                 "huxleyd/audio/_rtout.c",
                 "huxleyd/audio/_rtin.c",

@@ -42,7 +42,7 @@ main() {
 		--build-temp build/sanitize >/dev/null || return 1
 	# a check that cannot see a build without the sanitizers would be a lie
 	# _aec is optional (libspeexdsp-dev): checked when it was built
-	for so in huxleyd/audio/_rtout.*.so huxleyd/audio/_dsp.*.so huxleyd/audio/_aec.*.so; do
+	for so in huxleyd/audio/_rt.*.so huxleyd/audio/_dsp.*.so huxleyd/audio/_aec.*.so; do
 		[ -e "$so" ] || [ "${so#*_aec}" = "$so" ] || continue
 		if ! ldd "$so" | grep -q libasan; then
 			echo "sanitize: $so is not linked with ASan" >&2

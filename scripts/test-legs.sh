@@ -109,7 +109,7 @@ for v in $VERSIONS; do
     fi
     # The extensions are optional at install (a device without a compiler still
     # runs): here they must be there, or their tests would skip and pass.
-    if ! err=$("$py" -c 'import huxleyd.audio._dsp, huxleyd.audio._rtout' 2>&1); then
+    if ! err=$("$py" -c 'import huxleyd.audio._dsp, huxleyd.audio._rt' 2>&1); then
         note "Python $v leg FAILED: the C extensions are not built for it: $(echo "$err" | tail -1)"
         failed=1; continue
     fi

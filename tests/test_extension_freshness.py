@@ -34,7 +34,7 @@ def _age(path: Path, seconds: int) -> None:
 
 def test_every_extension_setup_py_builds_is_checked() -> None:
     names = declared_extensions()
-    assert "huxleyd.audio._rtout" in names and "huxleyd.audio._dsp" in names
+    assert "huxleyd.audio._rt" in names and "huxleyd.audio._dsp" in names
 
 
 def test_an_extension_older_than_a_c_source_is_refused(

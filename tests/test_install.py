@@ -165,7 +165,7 @@ def test_the_c_audio_extensions_are_built_into_the_venv(installed: tuple[Path, s
     # without a word; the image's kernel test found its daemon so.
     destdir, _ = installed
     venv = destdir / PREFIX.lstrip("/") / "venv"
-    probe = "import huxleyd.audio._rtout, huxleyd.audio._dsp; print('ok')"
+    probe = "import huxleyd.audio._rt, huxleyd.audio._dsp; print('ok')"
     result = subprocess.run(
         [str(venv / "bin/python"), "-c", probe],
         capture_output=True,

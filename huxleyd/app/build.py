@@ -32,7 +32,7 @@ from typing import Any, Protocol, cast
 from huxley_sdk import BackgroundTaskHandle, SkillContext
 from huxley_sdk.context import InjectTurnAndWait
 from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
-from huxleyd.app.systemd import Notifier, Watchdog
+from huxleyd.app.systemd import Notifier, StatusLine, Watchdog
 from huxleyd.app.volume import make_volume
 from huxleyd.audio import echo
 from huxleyd.audio.backends.base import AudioBackend
@@ -43,9 +43,11 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import Clock
-from huxleyd.config.load import Config
+from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
-from huxleyd.degraded import Degraded, Problem
+from huxleyd.control.feedwriter import FeedWriter
+from huxleyd.control.watch import EventFeed
+from huxleyd.degraded import Degraded
 from huxleyd.errors import AudioError
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
 from huxleyd.handsfree.listener import WakeListener
@@ -53,22 +55,20 @@ from huxleyd.handsfree.mutefile import mute_path, read_muted
 from huxleyd.hardware.button import PushToTalkButton
 from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
+from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState, limits_from_settings
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
-from huxleyd.providers.base import ConnectionStatus
-from huxleyd.providers.events import Event
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import read_api_key
 from huxleyd.skillhost.events import ClientEvents
-from huxleyd.skillhost.host import SkillHost, ToolOutcome
+from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets
 from huxleyd.storage.recovery import open_or_recover
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.degraded_speech import DegradedSpeech
 from huxleyd.turns.instructions import SessionInstructions
-from huxleyd.turns.outputs import Activity
-from huxleyd.turns.state import TurnRecord
 from huxleyd.turns.supervisor import Supervisor
 from huxleyd.turns.wake import WakeWord
 
@@ -76,21 +76,18 @@ log = get_logger("huxleyd.daemon")
 
 
 class Hooks(Protocol):
-    """What the built parts call back into (the :class:`~huxleyd.app.runtime.Runtime`).
+    """What the built parts ask of the :class:`~huxleyd.app.runtime.Runtime`:
+    commands and a lookup that read the live configuration (it changes at a
+    reload). No report goes through here: reports are typed events the
+    subscribers get straight from the coordinator and the session
+    (:func:`subscribe_reports`).
 
-    None of these is called before :func:`build` returned: the connection and
-    the coordinator report only once the runtime starts them.
+    None of these is called before :func:`build` returned.
     """
 
-    def on_provider_event(self, event: Event) -> None: ...
-    def on_connection_state(self, status: ConnectionStatus) -> None: ...
-    def on_tool_outcome(self, outcome: ToolOutcome) -> None: ...
-    def on_activity(self, activity: Activity) -> None: ...
-    def on_degraded_press(self, problems: list[Problem]) -> None: ...
-    def on_turn_done(self, turn: TurnRecord) -> None: ...
     def configure_session(self, instructions: str) -> None: ...
     def renew_if_due(self) -> None: ...
-    def on_mute(self, muted: bool) -> None: ...
+    def persona_string(self, key: PersonaString) -> str: ...
 
 
 async def build(
@@ -101,6 +98,7 @@ async def build(
     clock: Clock,
     notifier: Notifier,
     hooks: Hooks,
+    feed: EventFeed,
     resources: Resources,
     degraded: Degraded,
     setup_failure: str | None = None,
@@ -131,12 +129,12 @@ async def build(
     if target.simulator is not None:
         resources.opened("simulator", target.simulator.close)
     host = checked.host
-    host.on_outcome = hooks.on_tool_outcome
+    watch = FeedWriter(feed, strings=hooks.persona_string, setup_failure=setup_failure)
     connection = create_connection(
         target.settings,
         api_key=target.api_key,
-        on_event=hooks.on_provider_event,
-        on_state=hooks.on_connection_state,
+        on_event=watch.on_provider_event,  # the coordinator subscribes below
+        on_state=lambda status: coordinator.on_connection_status(status),
         url=target.url,
         key_source=key_source(checked.key) if target.rereads_key else None,
     )
@@ -155,11 +153,8 @@ async def build(
         instructions=config.persona.effective_instructions,
         settings=TurnSettings(silent_response_timeout_s=config.provider.silent_response_timeout_s),
         clock=clock,
-        on_activity=hooks.on_activity,
-        on_turn_done=hooks.on_turn_done,
         renew_session_if_due=hooks.renew_if_due,
         degraded=degraded,
-        on_degraded=hooks.on_degraded_press,
         wake=open_wake(
             config,
             engine,
@@ -169,10 +164,10 @@ async def build(
             degraded=degraded,
         ),
         muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
-        on_mute=hooks.on_mute,
     )
     # The session's events go to the coordinator straight, not through the root.
     connection.subscribe(coordinator.on_provider_event)
+    host.on_outcome = coordinator.tool_finished
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
     if overrides.pin_factory is not None:
@@ -192,6 +187,7 @@ async def build(
     leds = LedController(driver, clock, limits_s=limits_from_settings(config.hardware.led_limits))
     resources.opened("leds", leds.close)
     leds.set_state(LedState.IDLE)
+    subscribe_reports(coordinator, watch=watch, leds=leds, notifier=notifier, hooks=hooks)
     return Parts(
         checked=checked,
         db=db,
@@ -212,6 +208,29 @@ async def build(
             audio_progress=lambda: engine.stats().periods, env=overrides.env, notifier=notifier
         ),
     )
+
+
+def subscribe_reports(
+    coordinator: Coordinator,
+    *,
+    watch: FeedWriter,
+    leds: LedController,
+    notifier: Notifier,
+    hooks: Hooks,
+) -> None:
+    """Who follows the coordinator's typed events (:mod:`huxleyd.turns.news`),
+    subscribed once, in this order: the ``watch`` feed, the LEDs, systemd's
+    status line, the spoken "something is wrong". None of them relays
+    anything back; each is called on the loop as the fact becomes true."""
+    speech = DegradedSpeech(
+        coordinator.spawn,
+        coordinator.proactive.inject_turn,
+        string=lambda: hooks.persona_string(PersonaString.DEGRADED),
+    )
+    coordinator.subscribe(watch.on_news)
+    coordinator.subscribe(LedFollower(leds).on_news)
+    coordinator.subscribe(StatusLine(notifier).on_news)
+    coordinator.subscribe(speech.on_news)
 
 
 # ---------------------------------------------------------------- the wake word

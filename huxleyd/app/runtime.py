@@ -3,10 +3,13 @@
 Layer: wiring. :meth:`Runtime.start` runs the preflight, has
 :func:`~huxleyd.app.build.build` make every part (the frozen
 :class:`~huxleyd.app.parts.Parts`), sets the skills up and starts the
-long-running tasks under a supervisor. While running it turns what the parts
-report (provider events and states, activities, finished turns, tool
-outcomes) into the ``huxleyctl watch`` feed, the LEDs and systemd's status
-line. :meth:`Runtime.close` stops everything in a fixed order within a
+long-running tasks under a supervisor. Then it stays out of the way: the
+button hands presses to the coordinator itself, the session hands its events
+to the coordinator itself, and the ``huxleyctl watch`` feed, the LEDs and
+systemd's status line subscribe to the coordinator's typed events
+(:mod:`huxleyd.turns.news`), wired once by ``build``. The runtime keeps only
+its own record (the connection's last status, the saved mute).
+:meth:`Runtime.close` stops everything in a fixed order within a
 budget. Tests build a :class:`Runtime` with
 :class:`~huxleyd.app.parts.Overrides` (a WAV backend and a scaled clock,
 mock pins, the simulator's URL, a recording notifier) and get the same
@@ -34,23 +37,12 @@ from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import preflight
 from huxleyd.config.setupreport import setup_failure
 from huxleyd.control.watch import EventFeed, FeedLogTap
-from huxleyd.degraded import Degraded, Problem
+from huxleyd.degraded import Degraded
 from huxleyd.handsfree.mutefile import mute_path, write_muted
-from huxleyd.hardware.button import ButtonEventKind, PushToTalkButton
-from huxleyd.hardware.led_patterns import LedState
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
-from huxleyd.providers.events import (
-    Event,
-    Role,
-    ToolCall,
-    TranscriptDelta,
-    TranscriptDone,
-)
 from huxleyd.skillhost.events import ClientEvents
-from huxleyd.skillhost.host import ToolOutcome
-from huxleyd.turns.coordinator import Activity, Coordinator
-from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
+from huxleyd.turns.news import ConnectionChanged, MuteChanged, TurnNews
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 
 log = get_logger("huxleyd.daemon")
@@ -77,56 +69,6 @@ PERSONA_STRINGS = {
 """The persona strings the daemon shows, with their defaults (a persona's
 ``[i18n.<lang>.strings]`` overrides them): in ``huxleyctl say`` refusals and
 the ``watch`` feed, beside the earcons that say the same aloud."""
-
-DEGRADED_SPEECH_TTL_S = 120.0
-"""What went wrong is said after the reply to the press that cued it; if the
-provider is away longer than this, it is dropped (the cue, status and doctor stay)."""
-
-
-def degraded_prompt(string: str, problems: list[Problem]) -> str | None:
-    """The announcement that says why the "something is wrong" cue played, or None.
-
-    The persona's ``degraded`` string up to its first colon is its words for
-    "something is wrong" (what follows points an admin at doctor: text
-    surfaces only); each problem adds its reason in plain words. A persona
-    whose string has no such lead says nothing aloud: the cue is the signal."""
-    lead = string.split(":", 1)[0].strip() if ":" in string else ""
-    if not lead or not problems:
-        return None
-    reasons = "; ".join(p.spoken() for p in problems)
-    return (
-        "Tell the user this now, in one or two short sentences in the language you "
-        f"speak with them, adding nothing else: {lead}: {reasons}."
-    )
-
-
-def say_what_is_wrong(coordinator: Coordinator, string: str, problems: list[Problem]) -> None:
-    """Queue the announcement of :func:`degraded_prompt`, if the persona has words for it.
-
-    An announcement, not a turn of its own: the inject rule speaks it once
-    the user's turn (the press that cued it) has ended, never over it. While
-    offline it waits for the connection at most :data:`DEGRADED_SPEECH_TTL_S`,
-    then is dropped: the cue stays the signal, nothing queues forever."""
-    prompt = degraded_prompt(string, problems)
-    if prompt is None:
-        return
-    coordinator.spawn(
-        coordinator.proactive.inject_turn(
-            prompt, dedup_key="degraded", ttl_s=DEGRADED_SPEECH_TTL_S
-        ),
-        "degraded-speech",
-    )
-
-
-ACTIVITY_LEDS: dict[Activity, LedState] = {
-    Activity.IDLE: LedState.IDLE,
-    Activity.LISTENING: LedState.LISTENING,
-    Activity.THINKING: LedState.THINKING,
-    Activity.SPEAKING: LedState.SPEAKING,
-    Activity.MEDIA: LedState.MEDIA,
-    Activity.OFFLINE: LedState.OFFLINE,
-    Activity.MUTED: LedState.MUTED,
-}
 
 
 class Runtime:
@@ -173,9 +115,6 @@ class Runtime:
         self._task_handles: dict[str, SupervisedTask] = {}
         self._stopping = False
         self._log_tap = FeedLogTap(self.feed)
-        self._said_turn: dict[str, str | None] = {}
-        """The turn each reply item began in: a reply cut by a barge-in ends
-        (its transcript, its response.done) when the next turn has begun."""
 
     @property
     def parts(self) -> Parts:
@@ -221,10 +160,12 @@ class Runtime:
             clock=self.clock,
             notifier=self.notifier,
             hooks=self,
+            feed=self.feed,
             resources=self.resources,
             degraded=self.degraded,
             setup_failure=self.setup_failure,
         )
+        parts.coordinator.subscribe(self._on_news)
         self.notifier.status("setting up skills")
         self.loop_watch.owner_of = skill_files(parts.host.every_skill)
         await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
@@ -235,11 +176,10 @@ class Runtime:
             self._spawn(parts.connection.run, "provider")
         else:  # nothing to connect with: say why, on every press and in status
             log.error("setup_failed", reason=self.setup_failure)
-            self.on_connection_state(
+            parts.coordinator.on_connection_status(
                 ConnectionStatus(ConnectionState.SETUP_FAILED, detail=self.setup_failure)
             )
-        button, coordinator = parts.button, parts.coordinator
-        self._spawn(lambda: pump_button(button, coordinator), "button")
+        self._spawn(functools.partial(parts.button.pump, parts.coordinator), "button")
         self._spawn(parts.leds.run, "leds")
         self._spawn(self.clock_watch.run, "clock")
         if parts.watchdog is not None:
@@ -383,7 +323,7 @@ class Runtime:
         )
         return done
 
-    # ------------------------------------------------------------ hooks (build.Hooks)
+    # ------------------------------------------------------------ build.Hooks and its record
 
     def configure_session(self, instructions: str) -> None:
         """Send instructions, tools and voice to the provider (it re-sends only changes)."""
@@ -400,61 +340,18 @@ class Runtime:
         if age is not None and age > self.config.provider.session_renew_s:
             connection.renew()
 
-    def _current_turn(self) -> str | None:
-        turn = self.built.coordinator.turn if self.built is not None else None
-        return turn.turn_id if turn is not None else None
-
-    def on_provider_event(self, event: Event) -> None:
-        """What a person can follow of the session's events (transcripts, tool
-        calls), to ``huxleyctl watch``. The coordinator subscribes to the
-        session itself (``build``): this handler relays nothing, and a failing
-        feed costs the coordinator no event."""
-        if isinstance(event, TranscriptDelta) and event.role is Role.ASSISTANT:
-            self._said_turn.setdefault(event.item_id, self._current_turn())
-        elif isinstance(event, TranscriptDone):
-            # Every core ends a reply's transcript with one (Gemini's from its parts).
-            turn = self._said_turn.pop(event.item_id, None) or self._current_turn()
-            if event.text.strip():
-                kind = "heard" if event.role is Role.USER else "said"
-                self.feed.publish(kind, turn=turn, text=event.text.strip())
-        elif isinstance(event, ToolCall):
-            self.feed.publish(
-                "tool", turn=self._current_turn(), name=event.name, arguments=event.arguments_json
-            )
-
-    def on_tool_outcome(self, outcome: ToolOutcome) -> None:
-        effect = outcome.side_effect
-        self.feed.publish(
-            "result",
-            turn=self._current_turn(),
-            name=outcome.tool,
-            output=outcome.output,
-            error=outcome.error,
-            side_effect=effect.kind if effect is not None else None,
-        )
-
     def persona_string(self, key: PersonaString) -> str:
         """A persona string (``[i18n.<lang>.strings]``) in the persona's language."""
         return self.config.persona.string(key, PERSONA_STRINGS[key])
 
-    def on_turn_done(self, turn: TurnRecord) -> None:
-        self.feed.publish(
-            "turn",
-            turn=turn.turn_id,
-            outcome=turn.outcome.value if turn.outcome else None,
-            tools=",".join(turn.tools) or None,
-            source=turn.source,
-        )
-        if turn.outcome is TurnOutcome.TOO_SHORT and turn.source is not TurnSource.WAKE:
-            # The earcon is the audible cue; text surfaces get the persona's words.
-            self.feed.publish(
-                "notice", turn=turn.turn_id, what=self.persona_string(PersonaString.TOO_SHORT)
-            )
-
-    def on_mute(self, muted: bool) -> None:
-        """The mic was muted or unmuted: saved for the next start, told to ``watch``."""
-        self.feed.publish("mute", muted=muted)
-        self._spawn_once(self._save_mute, "mute-save")
+    def _on_news(self, news: TurnNews) -> None:
+        """The runtime's own record: the connection (status, ``next_try_in_s``)
+        and the mute (saved for the next start). It relays nothing."""
+        if isinstance(news, ConnectionChanged):
+            self.connection_status = news.status
+            self._status_at = self.clock.monotonic()
+        elif isinstance(news, MuteChanged):
+            self._spawn_once(self._save_mute, "mute-save")
 
     async def _save_mute(self) -> None:
         # One save at a time, each of the state as it is then: two quick
@@ -462,63 +359,6 @@ class Runtime:
         async with self._mute_saving:
             muted = self.parts.coordinator.muted
             await asyncio.to_thread(write_muted, mute_path(self.config.storage.state_dir), muted)
-
-    def on_degraded_press(self, problems: list[Problem]) -> None:
-        """The first press after a part degraded: its cue played; the text says it
-        too, and the device says it aloud once the reply to this press is over."""
-        self.feed.publish(
-            "notice",
-            what=self.persona_string(PersonaString.DEGRADED),
-            problems=" | ".join(p.line() for p in problems),
-        )
-        say_what_is_wrong(
-            self.parts.coordinator, self.persona_string(PersonaString.DEGRADED), problems
-        )
-
-    def on_activity(self, activity: Activity) -> None:
-        log.info("state_changed", state=activity)  # journalctl … HUXLEY_STATE=speaking
-        self.feed.publish("state", turn=self._current_turn(), state=activity)
-        if activity == Activity.OFFLINE:  # a press while offline
-            what = self.setup_failure or self.persona_string(PersonaString.OFFLINE)
-            self.feed.publish("notice", what=what)
-        if not self.connection_state.unreachable:
-            self._show_leds(ACTIVITY_LEDS.get(activity, LedState.IDLE))
-        self.notifier.status(activity)
-
-    def on_connection_state(self, status: ConnectionStatus) -> None:
-        state = status.state
-        self.connection_status = status
-        self._status_at = self.clock.monotonic()
-        self.feed.publish(
-            "connection",
-            state=state.value,
-            attempt=status.attempt,
-            retry_in_s=status.retry_in_s,
-            detail=status.detail,
-        )
-        self.parts.coordinator.on_connection(state, status.attempt, status.ended)
-        if state is ConnectionState.SETUP_FAILED:
-            self._show_leds(LedState.ERROR)
-        elif state.unreachable:
-            self._show_leds(LedState.OFFLINE)
-        elif state is ConnectionState.CONNECTED:
-            muted = self.parts.coordinator.activity is Activity.MUTED
-            self._show_leds(LedState.MUTED if muted else LedState.IDLE)
-        if state is ConnectionState.OFFLINE:
-            self.notifier.status(f"offline, retrying (attempt {status.attempt})")
-        elif state is ConnectionState.KEY_REFUSED:
-            self.notifier.status(
-                f"the provider refused the API key; retrying every {status.retry_in_s:g} s"
-            )
-
-    def _show_leds(self, state: LedState) -> None:
-        """A failing LED write (a flaky GPIO or SPI) is logged; it never breaks a turn."""
-        if self.built is None:
-            return
-        try:
-            self.built.leds.set_state(state)
-        except Exception as exc:
-            log.error("led_write_failed", state=state.value, error=f"{type(exc).__name__}: {exc}")
 
     def next_try_in_s(self) -> float | None:
         """Seconds until the transport tries to connect again, if it waits to."""
@@ -600,13 +440,3 @@ class Runtime:
             return
         if not task.cancelled() and task.exception() is not None:
             log.error("shutdown_step_failed", step=name, error=repr(task.exception()))
-
-
-async def pump_button(button: PushToTalkButton, coordinator: Coordinator) -> None:
-    """The button's presses and releases, into the coordinator (a runtime task)."""
-    while True:
-        event = await button.next_event()
-        if event.kind is ButtonEventKind.PRESSED:
-            coordinator.press()
-        else:  # RELEASED, or LONG_HOLD: a hold past the limit ends the turn
-            coordinator.release()

@@ -29,8 +29,11 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from huxleyd.logs import get_logger
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.turns.news import ActivityChanged, ConnectionChanged, TurnNews
 
 log = get_logger("huxleyd.service")  # the journal's name for these lines; kept
 
@@ -115,6 +118,57 @@ class Notifier:
     def extend_timeout(self, seconds: float) -> bool:
         """EXTEND_TIMEOUT_USEC: ask for more start/stop time (a slow first model download)."""
         return self.send(EXTEND_TIMEOUT_USEC=str(int(seconds * 1_000_000)))
+
+
+class StatusSink(Protocol):
+    """Where the status line goes (:meth:`Notifier.status`)."""
+
+    def status(self, text: str) -> bool: ...
+
+
+class StatusLine:
+    """systemd's ``STATUS=`` line, following the coordinator's typed events.
+
+    Subscribe :meth:`on_news` to the coordinator. The line says the device's
+    activity; while the provider is unreachable (offline, the key refused,
+    the image's setup failed) it says that instead, and an activity change
+    does not hide it until the connection is back."""
+
+    def __init__(self, sink: StatusSink) -> None:
+        self._sink = sink
+        self._activity = "idle"
+        self._unreachable = False
+
+    def on_news(self, news: TurnNews) -> None:
+        if isinstance(news, ActivityChanged):
+            self._activity = news.activity.value
+            if not self._unreachable:
+                self._sink.status(self._activity)
+        elif isinstance(news, ConnectionChanged):
+            self._connection(news.status)
+
+    def _connection(self, status: ConnectionStatus) -> None:
+        text = unreachable_status(status)
+        if text is not None:
+            self._unreachable = True
+            self._sink.status(text)
+        elif self._unreachable and status.state is ConnectionState.CONNECTED:
+            self._unreachable = False
+            self._sink.status(self._activity)
+
+
+def unreachable_status(status: ConnectionStatus) -> str | None:
+    """The status line while the provider cannot be reached (``state.unreachable``,
+    the rule the LEDs follow too); None when it can be."""
+    state = status.state
+    if not state.unreachable:
+        return None
+    if state is ConnectionState.KEY_REFUSED:
+        every = f" every {status.retry_in_s:g} s" if status.retry_in_s is not None else ""
+        return f"the provider refused the API key; retrying{every}"
+    if state is ConnectionState.SETUP_FAILED:
+        return status.detail or "setup failed"
+    return f"offline, retrying (attempt {status.attempt})"
 
 
 _default = Notifier()

@@ -178,7 +178,7 @@ static PyGetSetDef SourceRing_getset[] = {
 };
 
 static PyTypeObject SourceRingType = {
-	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rtout.SourceRing",
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rt.SourceRing",
 	.tp_basicsize = sizeof(SourceRing),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "One source's int16 ring, owned in C: Python writes, the C feeder reads.",
@@ -527,7 +527,7 @@ static int feeder_open(Feeder *f)
 {
 	if (f->frames)
 		return 1;
-	PyErr_SetString(PyExc_RuntimeError, "_rtout.Feeder is not open: __init__ did not run or failed");
+	PyErr_SetString(PyExc_RuntimeError, "_rt.Feeder is not open: __init__ did not run or failed");
 	return 0;
 }
 
@@ -702,7 +702,7 @@ static int Feeder_init(Feeder *f, PyObject *args, PyObject *kwargs)
 		return -1;
 	}
 	if (!rt_output_is_open(output)) {
-		PyErr_SetString(PyExc_TypeError, "Feeder: output must be an open _rtout.Output");
+		PyErr_SetString(PyExc_TypeError, "Feeder: output must be an open _rt.Output");
 		return -1;
 	}
 	if (frames < 16 || frames > 96000 || rate < 8000 || rate > 384000 || lead < 1 ||
@@ -928,7 +928,7 @@ static PyMethodDef Feeder_methods[] = {
 };
 
 static PyTypeObject FeederType = {
-	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rtout.Feeder",
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rt.Feeder",
 	.tp_basicsize = sizeof(Feeder),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "The mix, in a C thread, into the speaker Output's ring.",

@@ -1,6 +1,6 @@
-/* _feeder: the speaker path with no Python in it (part of the _rtout extension).
+/* _feeder: the speaker path with no Python in it (part of the _rt extension).
  *
- * Two types, registered by PyInit__rtout (feeder_add_types):
+ * Two types, registered by PyInit__rt (feeder_add_types):
  *
  * - SourceRing: one playback source's ring of int16 samples, owned here, seconds
  *   deep. Python (asyncio, through huxleyd.audio.ring.SampleRing) writes into it
@@ -29,7 +29,7 @@
 /* Adds SourceRing, Feeder and the report layout constants to the module. 0, or -1. */
 int feeder_add_types(PyObject *module);
 
-/* _rtout._mixer_holding(state, bits) -> (mask, idle): tests only (see _feeder.c). */
+/* _rt._mixer_holding(state, bits) -> (mask, idle): tests only (see _feeder.c). */
 PyObject *feeder_mixer_holding(PyObject *self, PyObject *args);
 
 #endif

@@ -1,4 +1,5 @@
-/* What _rtout.c (the speaker, the module) and _rtin.c (the mic) share: one extension. */
+/* What _rtout.c (the speaker, the module init) and _rtin.c (the mic) share: one
+ * extension, huxleyd.audio._rt, named for both streams. */
 #ifndef HUXLEYD_RT_H
 #define HUXLEYD_RT_H
 
@@ -38,7 +39,7 @@ uint32_t rt_output_cut_req(PyObject *obj); /* acquire: a flush published before 
 void rt_output_resume(PyObject *obj, uint32_t seq, uint64_t at);
 void rt_output_expect(PyObject *obj, unsigned mask);
 
-/* huxleyd.audio._rtout.Input, defined in _rtin.c */
+/* huxleyd.audio._rt.Input, defined in _rtin.c */
 extern PyTypeObject InputType;
 
 #endif

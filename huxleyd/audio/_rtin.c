@@ -1,4 +1,4 @@
-/* _rtin: the mic side of huxleyd.audio._rtout (one extension, two files; see _rt.h).
+/* _rtin: the mic side of huxleyd.audio._rt (one extension, two files; see _rt.h).
  *
  * A PortAudio callback capture stream copies each short period into a lock-free ring;
  * the audio thread's read() takes a whole engine period from it. A period already
@@ -155,7 +155,7 @@ static int input_open(Input *in)
 {
 	if (in->channels)
 		return 1;
-	PyErr_SetString(PyExc_RuntimeError, "_rtout.Input is not open: __init__ did not run or failed");
+	PyErr_SetString(PyExc_RuntimeError, "_rt.Input is not open: __init__ did not run or failed");
 	return 0;
 }
 
@@ -353,7 +353,7 @@ static PyMethodDef Input_methods[] = {
 };
 
 PyTypeObject InputType = {
-	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rtout.Input",
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rt.Input",
 	.tp_basicsize = sizeof(Input),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "A PortAudio callback capture stream drained into a lock-free ring.",

@@ -1,4 +1,4 @@
-/* _rtout: the speaker's deadline, out of the GIL.
+/* _rt: the speaker's deadline, out of the GIL.
  *
  * A PortAudio *callback* playback stream over one single-producer/single-consumer
  * ring of int16 frames at the device rate. Python (the audio thread) writes mixed
@@ -416,7 +416,7 @@ static int output_open(Output *o)
 {
 	if (o->channels)
 		return 1;
-	PyErr_SetString(PyExc_RuntimeError, "_rtout.Output is not open: __init__ did not run or failed");
+	PyErr_SetString(PyExc_RuntimeError, "_rt.Output is not open: __init__ did not run or failed");
 	return 0;
 }
 
@@ -673,7 +673,7 @@ static PyMethodDef Output_methods[] = {
 };
 
 static PyTypeObject OutputType = {
-	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rtout.Output",
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rt.Output",
 	.tp_basicsize = sizeof(Output),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "A PortAudio callback playback stream fed through a lock-free ring.",
@@ -766,13 +766,13 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module = {
 	PyModuleDef_HEAD_INIT,
-	.m_name = "_rtout",
-	.m_doc = "The speaker's deadline in C (PortAudio callback).",
+	.m_name = "_rt",
+	.m_doc = "The speaker's (Output) and the mic's (Input) deadlines in C (PortAudio callbacks).",
 	.m_size = -1,
 	.m_methods = module_methods,
 };
 
-PyMODINIT_FUNC PyInit__rtout(void)
+PyMODINIT_FUNC PyInit__rt(void)
 {
 	if (PyType_Ready(&OutputType) < 0 || PyType_Ready(&InputType) < 0)
 		return NULL;

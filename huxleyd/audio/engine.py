@@ -94,7 +94,7 @@ class AudioEngine:
         self.period_ms = settings.period_ms
         period_s = settings.period_ms / 1000.0
         self._n = period_frames(RATE_HZ, settings.period_ms)
-        self._rtout = feeder_module(settings, backend, kernel)
+        self._rt = feeder_module(settings, backend, kernel)
         """The C extension whose feeder mixes (``audio.mix = "c_feeder"``), or None."""
         self._mixer = self._build_mixer(settings)
         channels = [self._mixer.channels[name] for name in SOURCES]
@@ -129,8 +129,8 @@ class AudioEngine:
             on_fault=self._report_fault,
             on_crash=self._report_crash,
             fed=None
-            if self._rtout is None or kernel is None
-            else FedOutput(self._rtout, kernel, self._mixer, self._playout, self._out_meter),
+            if self._rt is None or kernel is None
+            else FedOutput(self._rt, kernel, self._mixer, self._playout, self._out_meter),
         )
         """The device and the per-period loop; it writes the state and counters read here."""
 
@@ -428,7 +428,7 @@ class AudioEngine:
         }[name]
 
     def _build_mixer(self, settings: AudioSettings) -> Mixer:
-        rtout = self._rtout
+        rtout = self._rt
         rings: dict[SourceName, SampleRing] = {
             name: SampleRing(ms_to_samples(self._ring_ms(name)), name=name)
             if rtout is None

@@ -3,7 +3,7 @@
 ``audio.backend``:
 
 - ``"callback"`` — the sound card through PortAudio/ALSA, playback from the C
-  callback (:mod:`huxleyd.audio._rtout`, out of the GIL; capture is PyAudio).
+  callback (:mod:`huxleyd.audio._rt`, out of the GIL; capture is PyAudio).
   Without that extension built: PyAudio's blocking I/O, and the start reports
   the audio part degraded (:func:`~.backends.callback_backend.forced_callback_missing`).
 - ``"pyaudio"`` — the sound card through PyAudio's blocking reads and writes

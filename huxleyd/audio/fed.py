@@ -78,7 +78,7 @@ class FedOutput:
         playout: PlayoutClock,
         out_meter: LevelMeter,
     ) -> None:
-        self._rtout = rtout
+        self._rt = rtout
         self._kernel = kernel
         self._mixer = mixer
         self._playout = playout
@@ -107,7 +107,7 @@ class FedOutput:
         return self._feeder is not None
 
     def start(self, output: Any, chain: PlaybackChain, *, rate_hz: int, lead_frames: int) -> bool:
-        """Hand the mix to a new feeder on ``output`` (an open ``_rtout.Output``).
+        """Hand the mix to a new feeder on ``output`` (an open ``_rt.Output``).
         False (and :attr:`error` says why) when it cannot: the Python mix carries on."""
         mixer = self._mixer
         fade_out, fade_in, unit = mixer.fades
@@ -115,7 +115,7 @@ class FedOutput:
         taps, ext = (None, None) if state is None else (state[1], state[0].copy())
         up, down = chain.resampler_ratio()
         try:
-            feeder = self._rtout.Feeder(
+            feeder = self._rt.Feeder(
                 output=output,
                 rings=self._rings,
                 expect_bits=self._bits,

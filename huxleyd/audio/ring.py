@@ -207,7 +207,7 @@ class SampleRing:
 
 
 class SharedSampleRing(SampleRing):
-    """A :class:`SampleRing` whose samples and positions live in C (``_rtout.SourceRing``),
+    """A :class:`SampleRing` whose samples and positions live in C (``_rt.SourceRing``),
     so the C feeder (:mod:`.fed`) reads it without the GIL.
 
     The same producer code as :class:`SampleRing`; the positions are the C object's
@@ -217,7 +217,7 @@ class SharedSampleRing(SampleRing):
 
     def __init__(self, shared: Any, *, name: str = "ring") -> None:
         self.shared = shared
-        """The ``_rtout.SourceRing`` (the feeder takes it)."""
+        """The ``_rt.SourceRing`` (the feeder takes it)."""
         super().__init__(
             int(shared.capacity), name=name, samples=np.frombuffer(shared, dtype=np.int16)
         )

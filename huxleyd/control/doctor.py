@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from huxleyd.config.files import Reader, owner_and_mode
@@ -38,6 +39,9 @@ from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.providers.keyfile import parse_key
 from huxleyd.skillhost.sdkcheck import SDK_DISTRIBUTION, sdk_problem
+
+if TYPE_CHECKING:
+    from huxleyd.providers.models import ShutdownWarning
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Below this much free space in the state directory, doctor fails."""
@@ -415,37 +419,59 @@ def check_models(
     A model the table does not know is reported as such, never passed: the
     table is the only thing looked at.
     """
-    from huxleyd.providers.models import lifecycle, replacement_for, shutdown_warning
+    from huxleyd.providers.models import lifecycle, shutdown_warning
 
-    name = "model"
     names = [m for m in dict.fromkeys(models) if m]
-    if simulator and names:
-        return DoctorCheck.skipped(
-            name, f"not in use: the simulator answers ({', '.join(names)} is configured)"
-        )
     known = [m for m in names if lifecycle(m) is not None]
-    unknown = [m for m in names if m not in known]
-    if not names:
-        return DoctorCheck.skipped(name, "no model is configured (the built-in simulator answers)")
-    if not known:
-        listed = ", ".join(repr(m) for m in names) or "no model"
-        return DoctorCheck.skipped(
-            name, f"no lifecycle known for {listed} (huxleyd.providers.models)"
-        )
+    unchecked = _models_unchecked(names, known, simulator=simulator)
+    if unchecked is not None:
+        return unchecked
     found = (shutdown_warning(m, today=today, within_days=warn_days) for m in known)
     warnings = [w for w in found if w is not None]
-    warned = {w.model for w in warnings}
-    # Information, not a fault: the provider names a newer model (a model that
-    # is also due to shut down says so in its warning instead).
-    newer = {m: replacement_for(m) for m in known if m.removeprefix("models/") not in warned}
-    also = "".join(f"; a newer model exists for {m}: {n}" for m, n in newer.items() if n)
-    also += f"; not in the table: {', '.join(unknown)}" if unknown else ""
+    also = _model_notes(known, [m for m in names if m not in known], warnings)
     if not warnings:
         return DoctorCheck.passed(
-            name,
+            "model",
             f"in use: {', '.join(names)}; no announced shutdown within {warn_days} days "
             f"for {', '.join(known)}{also}",
         )
+    return _shutdown_check(warnings, also)
+
+
+def _models_unchecked(names: list[str], known: list[str], *, simulator: bool) -> DoctorCheck | None:
+    """Skipped when nothing can be checked: the simulator answers, no model is
+    configured, or the table knows none of them. None: go on and check."""
+    if simulator and names:
+        return DoctorCheck.skipped(
+            "model", f"not in use: the simulator answers ({', '.join(names)} is configured)"
+        )
+    if not names:
+        return DoctorCheck.skipped(
+            "model", "no model is configured (the built-in simulator answers)"
+        )
+    if not known:
+        listed = ", ".join(repr(m) for m in names)
+        return DoctorCheck.skipped(
+            "model", f"no lifecycle known for {listed} (huxleyd.providers.models)"
+        )
+    return None
+
+
+def _model_notes(known: list[str], unknown: list[str], warnings: list[ShutdownWarning]) -> str:
+    """What the check adds as information, not a fault: a newer model the
+    provider names (a model also due to shut down says so in its warning
+    instead), and the models not in the table."""
+    from huxleyd.providers.models import replacement_for
+
+    warned = {w.model for w in warnings}
+    newer = {m: replacement_for(m) for m in known if m.removeprefix("models/") not in warned}
+    also = "".join(f"; a newer model exists for {m}: {n}" for m, n in newer.items() if n)
+    return also + (f"; not in the table: {', '.join(unknown)}" if unknown else "")
+
+
+def _shutdown_check(warnings: list[ShutdownWarning], also: str) -> DoctorCheck:
+    """Failed once a model's shutdown date passed, else a warning; the fix
+    names the first warning's replacement."""
     first = warnings[0]
     fix = (
         f"set the model to {first.replacement!r}"
@@ -454,8 +480,8 @@ def check_models(
     )
     detail = "; ".join(w.message() for w in warnings) + also
     if any(w.days_left < 0 for w in warnings):
-        return DoctorCheck.failed(name, detail, fix)
-    return DoctorCheck.warning(name, detail, fix)
+        return DoctorCheck.failed("model", detail, fix)
+    return DoctorCheck.warning("model", detail, fix)
 
 
 # ---------------------------------------------------------------- disk, systemd

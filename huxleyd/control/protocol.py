@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
@@ -366,54 +366,81 @@ def _int_arg(cmd: Command, raw: Mapping[str, Any], name: str, lo: int, hi: int |
     return value
 
 
-def _parse_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
-    if cmd is Command.VOLUME:
-        _only(cmd, raw, ("level",))
-        if raw.get("level") is None:
-            return VolumeArgs()
-        return VolumeArgs(_int_arg(cmd, raw, "level", 0, 100))
-    if cmd is Command.MUTE:
-        _only(cmd, raw, ("muted",))
-        muted = raw.get("muted")
-        if muted is not None and not isinstance(muted, bool):
-            raise _bad(cmd, f"'muted' expected true or false, got {_show(muted)}")
-        return MuteArgs(muted)
-    if cmd is Command.SAY:
-        _only(cmd, raw, ("text",))
-        text = raw.get("text")
-        if not isinstance(text, str) or not text.strip():
-            got = "nothing" if "text" not in raw else _show(text)
-            raise _bad(cmd, f"'text' expected a non-empty string, got {got}")
-        if len(text) > MAX_SAY_CHARS:
-            raise _bad(cmd, f"'text' longer than {MAX_SAY_CHARS} characters")
-        return SayArgs(text.strip())
-    if cmd is Command.PTT:
-        _only(cmd, raw, ("action",))
-        try:
-            return PttArgs(PttAction(str(raw["action"])))
-        except (KeyError, ValueError):
-            got = "nothing" if "action" not in raw else _show(raw.get("action"))
-            expected = ", ".join(repr(a.value) for a in PttAction)
-            raise _bad(cmd, f"'action' expected one of {expected}, got {got}") from None
-    if cmd is Command.EVENT:
-        _only(cmd, raw, ("key", "data"))
-        key = raw.get("key")
-        if not isinstance(key, str) or not key.strip() or len(key) > MAX_EVENT_KEY_CHARS:
-            got = "nothing" if "key" not in raw else _show(key)
-            raise _bad(
-                cmd, f"'key' expected an event name (1-{MAX_EVENT_KEY_CHARS} characters), got {got}"
-            )
-        data = raw.get("data", {})
-        if not isinstance(data, dict):
-            raise _bad(cmd, f"'data' expected an object, got {_json_type(data)}")
-        return EventArgs(key.strip(), dict(data))
-    if cmd in STREAMING_COMMANDS:
-        _only(cmd, raw, ("count",))
-        if raw.get("count") is None:
-            return LevelsArgs()
-        return LevelsArgs(_int_arg(cmd, raw, "count", 1, None))
+def _volume_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("level",))
+    if raw.get("level") is None:
+        return VolumeArgs()
+    return VolumeArgs(_int_arg(cmd, raw, "level", 0, 100))
+
+
+def _mute_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("muted",))
+    muted = raw.get("muted")
+    if muted is not None and not isinstance(muted, bool):
+        raise _bad(cmd, f"'muted' expected true or false, got {_show(muted)}")
+    return MuteArgs(muted)
+
+
+def _say_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("text",))
+    text = raw.get("text")
+    if not isinstance(text, str) or not text.strip():
+        got = "nothing" if "text" not in raw else _show(text)
+        raise _bad(cmd, f"'text' expected a non-empty string, got {got}")
+    if len(text) > MAX_SAY_CHARS:
+        raise _bad(cmd, f"'text' longer than {MAX_SAY_CHARS} characters")
+    return SayArgs(text.strip())
+
+
+def _ptt_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("action",))
+    try:
+        return PttArgs(PttAction(str(raw["action"])))
+    except (KeyError, ValueError):
+        got = "nothing" if "action" not in raw else _show(raw.get("action"))
+        expected = ", ".join(repr(a.value) for a in PttAction)
+        raise _bad(cmd, f"'action' expected one of {expected}, got {got}") from None
+
+
+def _event_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("key", "data"))
+    key = raw.get("key")
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_EVENT_KEY_CHARS:
+        got = "nothing" if "key" not in raw else _show(key)
+        raise _bad(
+            cmd, f"'key' expected an event name (1-{MAX_EVENT_KEY_CHARS} characters), got {got}"
+        )
+    data = raw.get("data", {})
+    if not isinstance(data, dict):
+        raise _bad(cmd, f"'data' expected an object, got {_json_type(data)}")
+    return EventArgs(key.strip(), dict(data))
+
+
+def _levels_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("count",))
+    if raw.get("count") is None:
+        return LevelsArgs()
+    return LevelsArgs(_int_arg(cmd, raw, "count", 1, None))
+
+
+def _no_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
     _only(cmd, raw, ())
     return NoArgs()
+
+
+ARG_PARSERS: Mapping[Command, Callable[[Command, Mapping[str, Any]], Args]] = {
+    Command.VOLUME: _volume_args,
+    Command.MUTE: _mute_args,
+    Command.SAY: _say_args,
+    Command.PTT: _ptt_args,
+    Command.EVENT: _event_args,
+    **dict.fromkeys(STREAMING_COMMANDS, _levels_args),
+}
+"""The commands that take arguments, each with its parser; every other takes none."""
+
+
+def _parse_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    return ARG_PARSERS.get(cmd, _no_args)(cmd, raw)
 
 
 def parse_reply(line: bytes | str) -> Reply:

@@ -8,7 +8,8 @@ markup, so a media title with ``[brackets]`` prints as it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -236,47 +237,71 @@ def _quoted(text: object) -> str:
     return f"“{text}”"
 
 
+Fields = Mapping[str, Any]
+
+
+def _heard(f: Fields) -> str:
+    via = f" (typed: {f['via']})" if f.get("via") else ""
+    return _quoted(f.get("text")) + via
+
+
+def _result(f: Fields) -> str:
+    effect = f" + {f['side_effect']}" if f.get("side_effect") else ""
+    error = f"  [error: {f['error']}]" if f.get("error") else ""
+    return f"{f.get('name')} → {f.get('output')}{effect}{error}"
+
+
+def _turn(f: Fields) -> str:
+    tools = f" (tools: {f['tools']})" if f.get("tools") else ""
+    return f"{f.get('outcome')}{tools}, from {f.get('source')}"
+
+
+def _media(f: Fields) -> str:
+    label = f": {f['label']}" if f.get("label") else ""
+    reason = f" ({f['reason']})" if f.get("reason") else ""
+    return f"{f.get('action')}{label}{reason}"
+
+
+def _connection(f: Fields) -> str:
+    retry = f.get("retry_in_s")
+    words = [str(f.get("state"))]
+    if f.get("detail"):
+        words.append(str(f["detail"]))
+    if isinstance(retry, int | float):
+        words.append(f"next try in {retry:g} s")
+    return ", ".join(words)
+
+
+def _notice(f: Fields) -> str:
+    extra = " ".join(f"{k}={v}" for k, v in f.items() if k != "what")
+    return f"{f.get('what')}" + (f"  {extra}" if extra else "")
+
+
+def _plain(f: Fields) -> str:
+    return " ".join(f"{k}={v}" for k, v in f.items())
+
+
+WATCH_WORDS: Mapping[str, Callable[[Fields], str]] = {
+    "watching": lambda f: f"from now on ({f.get('clients')} watching)",
+    "state": lambda f: str(f.get("state")),
+    "heard": _heard,
+    "said": lambda f: _quoted(f.get("text")),
+    "tool": lambda f: f"{f.get('name')}({f.get('arguments') or ''})",
+    "result": _result,
+    "turn": _turn,
+    "media": _media,
+    "volume": lambda f: f"{f.get('level')} (by {f.get('by')})",
+    "connection": _connection,
+    "notice": _notice,
+    "mute": _plain,
+}
+"""Each watch kind (:data:`huxleyd.control.watch.KINDS`) in words; a kind not
+here (a newer daemon's) prints its fields as ``key=value``."""
+
+
 def watch_text(event: WatchEvent) -> str:
     """What happened, in words (the part of a watch line after time and turn)."""
-    f = event.fields
-    kind = event.kind
-    if kind == "watching":
-        return f"from now on ({f.get('clients')} watching)"
-    if kind == "state":
-        return str(f.get("state"))
-    if kind == "heard":
-        via = f" (typed: {f['via']})" if f.get("via") else ""
-        return _quoted(f.get("text")) + via
-    if kind == "said":
-        return _quoted(f.get("text"))
-    if kind == "tool":
-        return f"{f.get('name')}({f.get('arguments') or ''})"
-    if kind == "result":
-        effect = f" + {f['side_effect']}" if f.get("side_effect") else ""
-        error = f"  [error: {f['error']}]" if f.get("error") else ""
-        return f"{f.get('name')} → {f.get('output')}{effect}{error}"
-    if kind == "turn":
-        tools = f" (tools: {f['tools']})" if f.get("tools") else ""
-        return f"{f.get('outcome')}{tools}, from {f.get('source')}"
-    if kind == "media":
-        label = f": {f['label']}" if f.get("label") else ""
-        reason = f" ({f['reason']})" if f.get("reason") else ""
-        return f"{f.get('action')}{label}{reason}"
-    if kind == "volume":
-        return f"{f.get('level')} (by {f.get('by')})"
-    if kind == "connection":
-        retry = f.get("retry_in_s")
-        words = [str(f.get("state"))]
-        if f.get("detail"):
-            words.append(str(f["detail"]))
-        if isinstance(retry, int | float):
-            words.append(f"next try in {retry:g} s")
-        return ", ".join(words)
-    if kind == "notice":
-        rest = {k: v for k, v in f.items() if k != "what"}
-        extra = " ".join(f"{k}={v}" for k, v in rest.items())
-        return f"{f.get('what')}" + (f"  {extra}" if extra else "")
-    return " ".join(f"{k}={v}" for k, v in f.items())
+    return WATCH_WORDS.get(event.kind, _plain)(event.fields)
 
 
 def watch_line(event: WatchEvent) -> str:

@@ -1,8 +1,9 @@
 """What ``huxleyctl watch`` sees: the daemon's conversation as a stream of events.
 
-Layer: asyncio only, no socket. The runtime publishes into one
-:class:`EventFeed`; each ``watch`` client subscribes and gets every event
-from then on::
+Layer: asyncio only, no socket. :class:`~huxleyd.control.feedwriter.FeedWriter`
+publishes the conversation into one :class:`EventFeed` (and
+:class:`FeedLogTap` the journal events of :data:`LOGGED_EVENTS`); each
+``watch`` client subscribes and gets every event from then on::
 
     feed = EventFeed(clock=clock)
     feed.publish("heard", turn="t3", text="what time is it")
@@ -23,6 +24,7 @@ turn        a turn ended [``outcome``, ``tools``, ``source``]
 media       a stream started, stopped, finished or was evicted [``action``, ``label``…]
 volume      the user volume changed [``level``, ``by``]
 notice      something the journal says an admin should see (offline, barge-in…)
+mute        the microphone was muted or unmuted [``muted``]
 ==========  ===============================================================
 
 Bound and drop policy: each subscriber holds at most :data:`MAX_QUEUED`
@@ -66,6 +68,7 @@ KINDS = (
     "media",
     "volume",
     "notice",
+    "mute",
 )
 
 

@@ -5,7 +5,8 @@ threads. The callbacks here do one thing: stamp the time and hand the event
 to the loop with ``loop.call_soon_threadsafe``. On the loop,
 :meth:`PushToTalkButton._deliver` drops what cannot be true (a second press
 without a release, a hold after the release) and queues a
-:class:`ButtonEvent`. The coordinator reads them with :meth:`next_event`:
+:class:`ButtonEvent`. :meth:`PushToTalkButton.pump` hands them to the
+coordinator (a :class:`PressTarget`) as they come:
 
 - ``PRESSED``: start listening (or barge in, or hang up a claim);
 - ``RELEASED``: commit the turn;
@@ -23,7 +24,7 @@ import asyncio
 import contextlib
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from gpiozero import Button
 from gpiozero.pins.mock import MockPin
@@ -51,6 +52,13 @@ class ButtonEvent:
     remote: bool = False
     """True when ``huxleyctl ptt`` injected it on real pins (on mock pins a remote
     press moves the pin, so it looks like a finger)."""
+
+
+class PressTarget(Protocol):
+    """Who the button's presses go to (the coordinator)."""
+
+    def press(self) -> None: ...
+    def release(self) -> None: ...
 
 
 class PushToTalkButton:
@@ -166,6 +174,19 @@ class PushToTalkButton:
     async def next_event(self) -> ButtonEvent:
         """Wait for the next button event."""
         return await self._queue.get()
+
+    async def pump(self, target: PressTarget) -> None:
+        """Hand every press and release to ``target`` (the coordinator), for ever.
+
+        The one path from the button to the turn layer: the daemon runs it as
+        its ``button`` task, and nothing sits between the queue and ``target``.
+        A ``LONG_HOLD`` ends the turn as a release does (a hold past the limit)."""
+        while True:
+            event = await self.next_event()
+            if event.kind is ButtonEventKind.PRESSED:
+                target.press()
+            else:
+                target.release()
 
     def pending(self) -> int:
         """Events queued and not yet read."""

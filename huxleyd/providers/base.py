@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from huxleyd.bus import Bus
 from huxleyd.providers.events import Event
 
 if TYPE_CHECKING:  # typing only: the logger is handed in by each session
@@ -388,7 +389,8 @@ class SessionReports:
         logger: EventLogger,
     ) -> None:
         self._url = url
-        self._on_event = [on_event]
+        self._events: Bus[Event] = Bus(logger, failed="provider_event_handler_failed")
+        self._events.subscribe(on_event)
         self._on_state = on_state
         self._log = logger
         self._status = ConnectionStatus(ConnectionState.CONNECTING)
@@ -414,14 +416,10 @@ class SessionReports:
         return self._status
 
     def subscribe(self, on_event: Callable[[Event], None]) -> None:
-        self._on_event.append(on_event)
+        self._events.subscribe(on_event)
 
     def _emit(self, event: Event) -> None:
-        for handler in self._on_event:
-            try:
-                handler(event)
-            except Exception:
-                self._log.exception("provider_event_handler_failed", event=type(event).__name__)
+        self._events.publish(event)
 
     def _report(self, status: ConnectionStatus) -> None:
         self._status = status

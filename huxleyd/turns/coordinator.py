@@ -1,30 +1,39 @@
 """The turn coordinator: one state machine between the button, the model,
 the skills and the speaker.
 
-Every input is a plain method called on the event loop (the button adapter
-hands presses over with ``call_soon_threadsafe``; the transport calls
-:meth:`Coordinator.on_provider_event`); none of them awaits, so inputs never
+Every input is a plain method called on the event loop (the button's
+``pump`` task calls :meth:`Coordinator.press` and :meth:`Coordinator.release`;
+the session calls :meth:`Coordinator.on_provider_event` and
+:meth:`Coordinator.on_connection_status`); none of them awaits, so inputs never
 interleave and state changes never race. Slow work (tools, media, volume,
 waiting for speech to play out) runs in tasks whose completion calls back
 into a method.
 
 The coordinator owns the turn: its :class:`~huxleyd.turns.state.TurnState`,
 its :class:`~huxleyd.turns.state.TurnRecord`, how it begins and how it ends
-(barge-in, the terminal barrier). It handles the user's side itself: the
-button, text turns, the microphone, the connection, a stream's natural end,
-and (through :class:`~huxleyd.turns.proactive.Proactive`) injects and claims.
-The rest goes to parts it owns, each with a narrow edge back:
+(barge-in, the terminal barrier: the half in
+:class:`~huxleyd.turns.lifecycle.TurnLifecycle`, its base class). This
+module is the other half, the inputs: the button, the wake word, the mute,
+text turns, the connection, a stream's natural end, and (through
+:class:`~huxleyd.turns.proactive.Proactive`) injects and claims. What it
+decides is published as typed events (:mod:`huxleyd.turns.news`,
+:meth:`Coordinator.subscribe`). The rest goes to parts it owns, each with a
+narrow edge back:
 
 - :class:`~huxleyd.turns.replies.Replies`, the model's side: provider events,
   speech, tool calls and their side effects, follow-ups, silent retries and
   stale replies. It moves the turn only through :meth:`Coordinator.set_state`,
   :meth:`Coordinator.after_speech` and :meth:`Coordinator.finish_turn`.
-- :class:`~huxleyd.turns.outputs.TurnOutputs`: LED activity, earcons, the
-  turn journal.
+- :class:`~huxleyd.turns.outputs.TurnOutputs`: the activity (published, the
+  LEDs and systemd's status line follow it), earcons, the turn journal.
 - :class:`~huxleyd.turns.capture.MicCapture`: the mic capture switch (on
   while the user listens or a claim holds the mic); ``set_state`` and the
   claim's start and end report to it, nothing else switches capture.
 - :class:`~huxleyd.turns.media.MediaRunner`: long-form audio under focus.
+- :class:`~huxleyd.turns.mic_path.MicPath`: where each mic frame goes (a
+  claim, the wake word, the provider), through ``ListeningTurn``.
+- :class:`~huxleyd.turns.link.Link`: the connection as the turn layer sees
+  it, and the cues that say it.
 
 Everything branches on the provider's
 :class:`~huxleyd.providers.base.Capabilities`, never on a provider's name.
@@ -44,22 +53,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from huxley_sdk import AudioStream
-from huxleyd.audio.types import Earcon, MicFrame
+from huxleyd.audio.types import Earcon
+from huxleyd.bus import Bus
 from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.degraded import Degraded, Problem
-from huxleyd.handsfree.vad import Verdict
+from huxleyd.degraded import Degraded
 from huxleyd.logs import get_logger
 from huxleyd.pcm import ms_to_bytes
-from huxleyd.providers.base import ConnectionState, EndReason, ProviderSession
+from huxleyd.providers.base import (
+    ConnectionState,
+    ConnectionStatus,
+    EndReason,
+    ProviderSession,
+)
 from huxleyd.providers.events import Event
-from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.host import SkillHost, ToolOutcome
 from huxleyd.turns.capture import MicCapture
-from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
+from huxleyd.turns.lifecycle import TurnLifecycle
+from huxleyd.turns.link import Link
 from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.mic_path import MicPath
 from huxleyd.turns.mute import Gesture, MuteSwitch
-from huxleyd.turns.outputs import Activity, TurnOutputs
+from huxleyd.turns.news import (
+    Activity,
+    ConnectionChanged,
+    DegradedPress,
+    MuteChanged,
+    ToolFinished,
+    TurnNews,
+)
+from huxleyd.turns.outputs import TurnOutputs
 from huxleyd.turns.ports import AudioPort, VolumePort
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
@@ -85,7 +109,7 @@ class TurnSettings:
     max_silent_retries: int = 2
 
 
-class Coordinator:
+class Coordinator(TurnLifecycle):
     """Drives turns. Create, then ``await start()``; ``await close()`` at shutdown."""
 
     def __init__(
@@ -99,30 +123,24 @@ class Coordinator:
         instructions: str = "",
         settings: TurnSettings | None = None,
         clock: Clock | None = None,
-        on_activity: Callable[[Activity], None] | None = None,
-        on_turn_done: Callable[[TurnRecord], None] | None = None,
         renew_session_if_due: Callable[[], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         session_instructions: SessionInstructions | None = None,
         degraded: Degraded | None = None,
-        on_degraded: Callable[[list[Problem]], None] | None = None,
         wake: WakeWord | None = None,
         muted: bool = False,
-        on_mute: Callable[[bool], None] | None = None,
     ) -> None:
         self._provider = provider
         self._degraded = degraded
         """Parts running degraded: the first press after a new one plays the cue."""
-        self._on_degraded = on_degraded
-        """Told of the problems a press just signalled (the text surfaces say them)."""
+        self._news: Bus[TurnNews] = Bus(log, failed="turn_news_handler_failed")
+        """What the coordinator tells the rest of the daemon (:meth:`subscribe`)."""
         self._audio = audio
         self._wake = wake
         """The wake word, when configured and its detector loaded (``handsfree``)."""
         self._mute = MuteSwitch(muted=muted)
         if wake is not None:
             wake.muted = muted
-        self._on_mute = on_mute
-        """Told of each change of the mute (the runtime persists it)."""
         self._earcons = dict(earcons or {})  # the outputs play from this very dict
         self._instructions = instructions
         self._session_instructions = session_instructions
@@ -138,9 +156,7 @@ class Coordinator:
         """Set while no turn runs (``turn`` is None)."""
         self._no_turn.set()
 
-        self._outputs = TurnOutputs(
-            audio, self._earcons, on_activity=on_activity, on_turn_done=on_turn_done
-        )
+        self._outputs = TurnOutputs(audio, self._earcons, publish=self._news.publish)
         self.media = MediaRunner(
             audio, on_natural_end=self._on_media_end, on_failed=self._on_media_failed, sleep=sleep
         )
@@ -169,13 +185,18 @@ class Coordinator:
         )
         self._barrier: asyncio.Task[None] | None = None
         self._mic_pump: asyncio.Task[None] | None = None
-        self._offline = False
-        self._key_refused = False
-        self._link_down = False
-        self._setup_failed = False
-        """The transport said the socket is gone (reconnecting…): a turn would be lost."""
+        self._link = Link(self._outputs, self._earcons)
         self._closed = False
         self.proactive = Proactive(self, spawn=self._spawn, clock=self._clock, sleep=sleep)
+        self._mic = MicPath(
+            self,
+            audio=audio,
+            provider=provider,
+            clock=self._clock,
+            mute=self._mute,
+            wake=wake,
+            claim_frame=self.proactive.mic_frame,
+        )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -187,7 +208,7 @@ class Coordinator:
         if self._mute.muted:
             self._outputs.show(Activity.MUTED)
         self._replies.start()
-        self._mic_pump = asyncio.get_running_loop().create_task(self._pump_mic(), name="mic-pump")
+        self._mic_pump = asyncio.get_running_loop().create_task(self._mic.run(), name="mic-pump")
 
     async def close(self) -> None:
         """Stop media (its bookmark is written), end a claim, cancel tools and helpers.
@@ -204,6 +225,15 @@ class Coordinator:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         await self._replies.close()
+
+    def subscribe(self, handler: Callable[[TurnNews], None]) -> Callable[[], None]:
+        """Hand ``handler`` every :mod:`~huxleyd.turns.news` event from now on, on
+        the loop, synchronously (it must not block). Returns the unsubscribe."""
+        return self._news.subscribe(handler)
+
+    def tool_finished(self, outcome: ToolOutcome) -> None:
+        """The skill host's ``on_outcome``: every tool call's outcome, published."""
+        self._news.publish(ToolFinished(outcome))
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the coordinator cancels at close."""
@@ -266,13 +296,7 @@ class Coordinator:
         self._outputs.earcon(cue, before_speech=False)
         if self.state is TurnState.IDLE:
             self._outputs.show(self._idle_activity())
-        if self._on_mute is not None:
-            self._on_mute(muted)
-
-    def _idle_activity(self) -> Activity:
-        if self.media.playing:
-            return Activity.MEDIA
-        return Activity.MUTED if self._mute.muted else Activity.IDLE
+        self._news.publish(MuteChanged(muted))
 
     def wake(self, heard_at: float) -> None:
         """The wake word ended at ``heard_at`` (the mic clock): a turn starts exactly
@@ -288,29 +312,18 @@ class Coordinator:
             return
         log.info("wake_word", model=wake.settings.model)
         for frame in wake.detected(heard_at):
-            self._send_frame(frame)
+            self._mic.send(frame)
 
     def _listen(self, source: TurnSource, at: float) -> bool:
         """Start listening for a turn from ``source`` at ``at``: the one path of a
         press and a wake word. False when refused (a claim, offline, not set up)."""
         if self.proactive.press():
             return False  # on a claim, the button hangs up
-        if self._setup_failed:
-            # Never a turn: the device is not set up (huxleyd.config.setupreport).
-            log.info("press_while_setup_failed")
-            self._outputs.earcon(Earcon.ERROR, before_speech=False)
-            self._outputs.show(Activity.OFFLINE)
-            return False
-        if self._offline or self._link_down:
-            # Nobody would hear the turn: say so now, not after the silent
-            # retries (18 s of "thinking", then an error chime).
-            log.info("press_while_offline", offline=self._offline)
-            self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
-            self._outputs.show(Activity.OFFLINE)
-            return False
+        if self._link.refuse_turn():
+            return False  # offline, or not set up: the user was told
         if self._busy():
-            self._interrupt()
-        self._begin_turn(source)
+            self.interrupt()
+        self.begin_turn(source)
         assert self.turn is not None
         self.turn.pressed_at = at
         self.media.dialog_started()
@@ -328,8 +341,7 @@ class Coordinator:
         log.warning("press_while_degraded", problems=" | ".join(p.line() for p in unheard))
         cue = Earcon.DEGRADED if Earcon.DEGRADED in self._earcons else Earcon.ERROR
         self._outputs.earcon(cue, before_speech=False)
-        if self._on_degraded is not None:
-            self._on_degraded(unheard)
+        self._news.publish(DegradedPress(tuple(unheard)))
 
     def release(self) -> None:
         """The button came up (or was held too long): commit, or drop a too-short press."""
@@ -345,9 +357,9 @@ class Coordinator:
             return
         if self.turn is not None and self.turn.source is TurnSource.WAKE:
             return  # not the button's turn: the end-of-speech detector ends it
-        self._end_listening()
+        self.end_listening()
 
-    def _end_listening(self) -> None:
+    def end_listening(self) -> None:
         """The user finished (release, or the end of speech): commit or drop as too short."""
         if self.state is not TurnState.LISTENING or self.turn is None:
             return
@@ -370,8 +382,8 @@ class Coordinator:
         if self.state is TurnState.LISTENING:
             self._provider.start_turn()
         if self._busy() or self.state is TurnState.LISTENING:
-            self._interrupt()
-        self._begin_turn(TurnSource.TEXT)
+            self.interrupt()
+        self.begin_turn(TurnSource.TEXT)
         assert self.turn is not None
         self.media.dialog_started()
         self._provider.send_user_text(text)
@@ -410,7 +422,7 @@ class Coordinator:
             self.proactive.consider()
             return
         if stream.on_complete_prompt:
-            self._begin_turn(TurnSource.MEDIA)
+            self.begin_turn(TurnSource.MEDIA)
             instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
             self._replies.request(instructions=instructions)
             if self.turn is not None:
@@ -425,7 +437,7 @@ class Coordinator:
 
     def begin_inject(self, inject_id: str, prompt: str) -> None:
         """Speak a proactive announcement now (the inject rule said it may)."""
-        self._begin_turn(TurnSource.INJECT)
+        self.begin_turn(TurnSource.INJECT)
         assert self.turn is not None
         self.turn.inject_id = inject_id
         self.media.dialog_started()
@@ -437,7 +449,7 @@ class Coordinator:
     def suspend_for_claim(self) -> None:
         """A claim takes the mic: stop any reply, clear the input, background the media."""
         if self._busy() or self.state is TurnState.LISTENING:
-            self._interrupt()
+            self.interrupt()
             self.media.dialog_ended()
             self.set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed
@@ -461,6 +473,14 @@ class Coordinator:
             return
         self._replies.on_event(event)
 
+    def on_connection_status(self, status: ConnectionStatus) -> None:
+        """The session's ``on_state``: published first (the LEDs, status and
+        ``watch`` see the state before what the coordinator does about it),
+        then acted on by :meth:`on_connection` (not once closed: the session's
+        last report, ``closed``, is still published)."""
+        self._news.publish(ConnectionChanged(status))
+        self.on_connection(status.state, status.attempt, status.ended)
+
     def on_connection(
         self, state: ConnectionState, attempt: int = 0, ended: EndReason | None = None
     ) -> None:
@@ -474,8 +494,7 @@ class Coordinator:
         """
         if self._closed:
             return
-        self._link_down = state.link_down
-        self._setup_failed = state is ConnectionState.SETUP_FAILED
+        self._link.track(state)
         if state is not ConnectionState.CONNECTED and self.state.replying:
             if self.state is TurnState.APPLYING_SIDE_EFFECTS:
                 log.info("turn_outlives_connection", state=state)
@@ -483,59 +502,20 @@ class Coordinator:
                 log.warning("turn_lost_with_connection", state=state)
                 self._replies.lose()
                 self.finish_turn(TurnOutcome.FAILED)
-        if state is ConnectionState.STALLED:
-            # The reply that was due will not come: the offline cue now, not
-            # a silence the user has to wait out.
-            self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
-            log.warning("provider_stalled_heard")
-        if state is ConnectionState.FAILED:
-            # The provider refused us for good (key, model, setup): say so once,
-            # the transport's log line names what to change; ``ended`` is why.
-            cue = failure_cue(ended, self._earcons)
-            self._outputs.earcon(cue, before_speech=False)
-            log.error("provider_failed", why=ended, cue=cue)
-        if state is ConnectionState.KEY_REFUSED and not self._key_refused:
-            self._key_refused = True
-            # Said once, not on every slow retry: "the key was refused".
-            cue = Earcon.KEY_REFUSED if Earcon.KEY_REFUSED in self._earcons else Earcon.OFFLINE
-            self._outputs.earcon(cue, before_speech=False)
-            log.error("provider_key_refused_heard")
-        if state is ConnectionState.OFFLINE and not self._offline:
-            self._offline = True
-            self._outputs.earcon(Earcon.OFFLINE, before_speech=False)
-            log.warning("provider_offline", attempt=attempt)
-        elif state is ConnectionState.CONNECTED and (self._offline or self._key_refused):
-            self._offline = self._key_refused = False
-            log.info("provider_back_online")
+        self._link.announce(state, attempt, ended)
         if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
             self._outputs.show(self._idle_activity())
         if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
 
     @property
-    def reply_heard_now(self) -> bool:
-        """No turn runs: a turn ends only once its speech has played out (or was cut)."""
-        return self.turn is None
-
-    async def reply_heard(self) -> None:
-        """Return once no turn runs and no reply is still on its way to the
-        listener (the speech source drained, by its played position: a reply
-        arrives faster than it plays). The transport's renewals wait
-        for it (:meth:`~huxleyd.providers.transport.ProviderConnection.hold_renewals_until`)."""
-        while True:
-            await self._no_turn.wait()  # a reply still streaming is not heard yet
-            await self._replies.played_out()
-            if self.turn is None:
-                return
-
-    @property
     def offline(self) -> bool:
-        return self._offline
+        return self._link.offline
 
     @property
     def key_refused(self) -> bool:
         """The provider refused the API key (the connection retries slowly)."""
-        return self._key_refused
+        return self._link.key_refused
 
     @property
     def dropped_late_chunks(self) -> int:
@@ -553,136 +533,14 @@ class Coordinator:
         disconnected are dropped). Providers without the notion count as connected."""
         return self._provider.connected
 
-    # ------------------------------------------------------------ the turn: state and endings
-    # set_state, after_speech and finish_turn are also the TurnControl Replies moves the turn by.
+    # ------------------------------------------------------------ the microphone (ListeningTurn)
 
-    def set_state(self, state: TurnState) -> None:
-        """Move the turn to ``state``; mic capture and the LED activity follow."""
-        if state is self.state:
-            return
-        self.state = state
-        self._capture.listening(state is TurnState.LISTENING)
-        if state is TurnState.LISTENING:
-            self._outputs.show(Activity.LISTENING)
-        elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
-            self._outputs.show(Activity.THINKING)
-        elif state is TurnState.IDLE:
-            self._outputs.show(self._idle_activity())
+    def listening_turn(self) -> TurnRecord | None:
+        return self.turn if self.state is TurnState.LISTENING else None
 
-    def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
-        """The terminal barrier: let the speech play out, then start latched media."""
-        self.set_state(TurnState.APPLYING_SIDE_EFFECTS)
-        turn = self.turn
-        self._barrier = asyncio.get_running_loop().create_task(
-            self._barrier_then(turn, outcome, terminal), name="terminal-barrier"
-        )
+    def speaker_busy(self) -> bool:
+        return self._busy() or self.media.playing
 
-    async def _barrier_then(
-        self, turn: TurnRecord | None, outcome: TurnOutcome, terminal: bool
-    ) -> None:
-        await self._replies.played_out()
-        if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
-            return  # interrupted while the speech played out
-        self._barrier = None
-        stream, claim = self._replies.take_latched()
-        self.finish_turn(outcome, then_play=stream if terminal else None)
-        if terminal and claim is not None:
-            try:
-                self.proactive.start_claim(claim)
-            except Exception as exc:  # ClaimBusyError, or a malformed claim
-                log.error("claim_refused", error=str(exc))
-
-    def finish_turn(
-        self,
-        outcome: TurnOutcome,
-        *,
-        next_turn_follows: bool = False,
-        then_play: AudioStream | None = None,
-    ) -> None:
-        """End the turn. ``next_turn_follows``: keep media in the background (no blip).
-
-        ``then_play`` starts after dialog gives the speaker back, so the new
-        stream does not arrive preempted (and, with patience 0, evicted).
-        """
-        turn = self.turn
-        self._replies.end_turn()
-        if turn is not None and turn.source is TurnSource.WAKE and self._wake is not None:
-            self._wake.turn_over()
-        if turn is not None:
-            turn.outcome = outcome
-            self._outputs.journal(turn)
-            self.last_turn = turn
-            self.turn = None
-            self._no_turn.set()
-            self.proactive.turn_finished(turn)
-        if next_turn_follows:
-            return
-        self.media.dialog_ended()
-        if then_play is not None:
-            self.media.start(then_play)
-        self.set_state(TurnState.IDLE)
-        if self._renew_session_if_due is not None:
-            self._renew_session_if_due()
-        self.proactive.consider()
-
-    def _interrupt(self) -> None:
-        """Barge-in: silence now, cancel the reply, truncate to what was heard."""
-        self.set_state(TurnState.INTERRUPTED)
-        self._replies.interrupt()
-        if self._barrier is not None:
-            self._barrier.cancel()
-            self._barrier = None
-        if self.turn is not None:
-            self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
-
-    def _begin_turn(self, source: TurnSource) -> None:
-        if self.turn is not None:
-            self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
-        self.refresh_instructions()
-        self._replies.new_turn()
-        self.turn = TurnRecord(source=source)
-        self._no_turn.clear()
-
-    def refresh_instructions(self) -> None:
-        """Collect the skills' context now; the provider hears of it only if it changed."""
-        if self._session_instructions is not None:
-            self._instructions = self._session_instructions.refresh()
-
-    def _busy(self) -> bool:
-        return self.state.replying or self._replies.busy
-
-    # ------------------------------------------------------------ the microphone
-
-    async def _pump_mic(self) -> None:
-        """Forward mic frames to the provider while listening; drop them otherwise."""
-        while True:
-            frame = await self._audio.read_mic()
-            if await self.proactive.mic_frame(frame.pcm):
-                continue  # a skill holds the microphone; the provider hears nothing
-            listening = self.state is TurnState.LISTENING
-            if self._wake is not None and not listening:
-                busy = self._busy() or self.media.playing
-                self._wake.hears(frame, listening=False, speaker_busy=busy)
-                continue  # on the device only: nothing goes out before a detection
-            self._send_frame(frame)
-
-    def _send_frame(self, frame: MicFrame) -> None:
-        """A frame to the provider, if a turn listens and it came after the start."""
-        turn = self.turn
-        if self.state is not TurnState.LISTENING or turn is None or turn.pressed_at is None:
-            return
-        if frame.captured_at + frame.duration_ms / 1000.0 <= turn.pressed_at:
-            return  # entirely before the press (or the wake word)
-        self._provider.append_audio(frame.pcm)
-        turn.audio_sent_ms += frame.duration_ms
-        if turn.first_frame_sent_at is None:
-            turn.first_frame_sent_at = self._clock.monotonic()
-        if turn.source is not TurnSource.WAKE:
-            self._mute.heard(frame.pcm, frame.duration_ms)
-        elif self._wake is not None:
-            verdict = self._wake.frame_sent(frame)
-            if verdict is Verdict.ENDED:
-                self._end_listening()
-            elif verdict is Verdict.NOTHING_SAID:
-                self._provider.start_turn()  # clear what was sent; nothing is committed
-                self.finish_turn(TurnOutcome.TOO_SHORT)
+    def drop_silent_turn(self) -> None:
+        self._provider.start_turn()  # clear what was sent; nothing is committed
+        self.finish_turn(TurnOutcome.TOO_SHORT)

@@ -109,8 +109,8 @@ grep -E '^(kind|sim_scenario|silent_response_timeout_s|sounds_dir|backend|board|
 # and the turn below runs with them built here from the same setup.py, with
 # the image's own gcc and portaudio19-dev, as a fixed image would have them.
 ext_dir=$(/opt/huxleyd/venv/bin/python -c 'import huxleyd.audio, os; print(os.path.dirname(huxleyd.audio.__file__))')
-has_ext() { ls "$ext_dir" | grep -q '^_rtout\..*\.so$' && ls "$ext_dir" | grep -q '^_dsp\..*\.so$'; }
-if ! check "the image has huxleyd's C audio extensions (_rtout, _dsp)" has_ext; then
+has_ext() { ls "$ext_dir" | grep -q '^_rt\..*\.so$' && ls "$ext_dir" | grep -q '^_dsp\..*\.so$'; }
+if ! check "the image has huxleyd's C audio extensions (_rt, _dsp)" has_ext; then
     mkdir -p /tmp/src && tar -xf "$files/setup-src.tar" -C /tmp/src
     (cd /tmp/src && /opt/huxleyd/venv/bin/python setup.py -q build_ext --inplace) >/tmp/ext.log 2>&1 \
         || sed 's/^/SELFTEST build_ext: /' /tmp/ext.log | tail -20

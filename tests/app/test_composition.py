@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import os
 import threading
+import traceback
 import typing
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from huxleyd.app.runtime import Runtime
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.config.load import load_config
+from huxleyd.control.feedwriter import FeedWriter
 from huxleyd.errors import StorageError
 from huxleyd.providers.base import ConnectionState
 from huxleyd.sim.scenario import Scenario
@@ -120,10 +122,10 @@ async def test_build_returns_every_part_and_close_runs_in_order(tmp_path: Path) 
 async def test_the_session_hands_its_events_to_the_coordinator_not_through_the_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The root only watches the session's events (the huxleyctl watch feed):
-    # with its handler dropping every one, the turn still runs, tool and all,
-    # because the coordinator subscribes to the session itself.
-    monkeypatch.setattr(Runtime, "on_provider_event", lambda self, event: None)
+    # The watch feed only follows the session's events: with its handler
+    # dropping every one, the turn still runs, tool and all, because the
+    # coordinator subscribes to the session itself.
+    monkeypatch.setattr(FeedWriter, "on_provider_event", lambda self, event: None)
     pins = MockFactory(pin_class=MockPWMPin)
     play = Scenario(turns=(turn(call("get_volume"), speech()),))
     async with SimServer(play, speed=SPEED, synth="tone") as sim:
@@ -209,3 +211,65 @@ async def test_the_simulator_the_daemon_runs_itself_is_in_the_record_and_closed(
     with pytest.raises(OSError):  # nobody listens there any more
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.close()
+
+
+SUPERVISION = {"huxleyd.app.runtime:for_good", "huxleyd.app.loopwatch:send"}
+"""The root's frames under every runtime task: the supervisor's restart
+wrapper and the loop watch's step timer. They carry the task (a crash is
+restarted, a slow step named), not the data: no event passes through them."""
+
+
+def _root_frames() -> list[str]:
+    """``module:function`` of each frame of the composition root on the stack
+    now, but the supervision every runtime task runs under."""
+    names = (
+        f"{frame.f_globals.get('__name__')}:{frame.f_code.co_name}"
+        for frame, _ in traceback.walk_stack(None)
+    )
+    return [n for n in names if n.startswith("huxleyd.app") and n not in SUPERVISION]
+
+
+async def test_a_press_and_the_reply_reach_the_coordinator_with_the_root_off_the_stack(
+    tmp_path: Path,
+) -> None:
+    # The root wires once and stays out of the flow: when the coordinator
+    # gets a press or a release (from the mock pin, through gpiozero and the
+    # button's queue) or a provider event (a reply), no frame of huxleyd.app
+    # is below it. Each input is wrapped to record the stack as it arrives.
+    pins = MockFactory(pin_class=MockPWMPin)
+    play = Scenario(turns=(turn(speech()), turn(speech())))  # the press may commit, or not
+    async with SimServer(play, speed=SPEED, synth="tone") as sim:
+        config = load_config(write_config(tmp_path, skills=("system",)))
+        runtime = Runtime(config, overrides(pins, url=sim.url))
+        try:
+            await runtime.start()
+            await until(lambda: runtime.connection_state is ConnectionState.CONNECTED, "up")
+            coordinator = runtime.parts.coordinator
+            seen: dict[str, list[str]] = {}
+
+            def recorded(name: str, method: Any) -> Any:
+                def wrapper(*args: Any) -> Any:
+                    seen.setdefault(name, []).extend(_root_frames())
+                    return method(*args)
+
+                return wrapper
+
+            # The button task and the session call these bound methods by name at
+            # each event (the session through the handler build subscribed).
+            coordinator.press = recorded("press", coordinator.press)  # type: ignore[method-assign]
+            coordinator.release = recorded("release", coordinator.release)  # type: ignore[method-assign]
+            replies = coordinator._replies
+            replies.on_event = recorded("provider event", replies.on_event)  # type: ignore[method-assign]
+            pin = pins.pin(runtime.parts.button.pin_name)
+            pin.drive_low()
+            await until(lambda: "press" in seen, "the press reached the coordinator")
+            pin.drive_high()  # however long it was held: only where it arrives matters
+            await until(lambda: "release" in seen, "the release reached the coordinator")
+            coordinator.say("tell me a story")  # a reply: the session's events arrive
+            await until(lambda: "provider event" in seen, "the reply reached the coordinator")
+            await until(lambda: coordinator.turn is None, "the reply was heard")
+            assert set(seen) == {"press", "release", "provider event"}
+            assert seen == {"press": [], "release": [], "provider event": []}
+        finally:
+            await runtime.close()
+    pins.close()

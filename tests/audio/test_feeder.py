@@ -30,7 +30,7 @@ from huxleyd.audio.ring import SampleRing, SharedSampleRing
 from huxleyd.audio.types import SOURCES, SourceName
 from tests.audio.test_mixcore import CAPACITY, RATE, N, apply, observe, script
 
-rtout = pytest.importorskip("huxleyd.audio._rtout")
+rtout = pytest.importorskip("huxleyd.audio._rt")
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the C kernel is not built here")
 
 

@@ -25,7 +25,7 @@ from tests.fakes.clockcard import (
     write_asoundrc,
 )
 
-rtout = pytest.importorskip("huxleyd.audio._rtout")
+rtout = pytest.importorskip("huxleyd.audio._rt")
 dsp = pytest.importorskip("huxleyd.audio._dsp")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ UNINITIALISED = {
 @pytest.mark.parametrize("call", sorted(UNINITIALISED))
 def test_an_uninitialised_stream_raises_instead_of_killing_the_process(call: str) -> None:
     script = (
-        "from huxleyd.audio._rtout import Feeder, Input, Output, SourceRing\n"
+        "from huxleyd.audio._rt import Feeder, Input, Output, SourceRing\n"
         "try:\n"
         f"    {UNINITIALISED[call]}\n"
         "except RuntimeError as exc:\n"
@@ -183,7 +183,7 @@ def test_a_source_ring_refuses_positions_that_would_break_the_ring() -> None:
 
 def test_a_feeder_refuses_what_is_not_an_open_output() -> None:
     rings = tuple(rtout.SourceRing(960) for _ in range(4))
-    with pytest.raises(TypeError, match=r"output must be an open _rtout\.Output"):
+    with pytest.raises(TypeError, match=r"output must be an open _rt\.Output"):
         rtout.Feeder(
             output=rtout.Output.__new__(rtout.Output),
             rings=rings,

@@ -91,7 +91,7 @@ def drycut(cuts: int) -> dict[str, Any]:
 
 
 def rtout() -> Any:
-    return importlib.import_module("huxleyd.audio._rtout")
+    return importlib.import_module("huxleyd.audio._rt")
 
 
 def open_input(ring_frames: int) -> Any:
@@ -124,7 +124,7 @@ def wait(ms: int) -> dict[str, Any]:
 
 
 def late(reads: int) -> dict[str, Any]:
-    _rtout = rtout()
+    _rt = rtout()
     ring = 2048  # a power of two: the capacity is exactly this
     stream = open_input(ring)
     out = np.zeros(PERIOD, dtype=np.int16)
@@ -136,13 +136,13 @@ def late(reads: int) -> dict[str, Any]:
             while stream.queued() < ring - PERIOD + 32:  # one period short of full
                 time.sleep(0.0005)
             # 25 ms: two or three callbacks write over the copy's second half meanwhile
-            _rtout._set_copy_pause_ns(25_000_000)
+            _rt._set_copy_pause_ns(25_000_000)
             if not stream.read(out, 2.0):
                 raise SystemExit("the card stopped delivering")
             steps = np.remainder(np.diff(out.astype(np.int64)), RAMP)
             torn += int(np.any(steps != 1))
     finally:
-        _rtout._set_copy_pause_ns(0)
+        _rt._set_copy_pause_ns(0)
     _, overwritten = stream.counters()
     stream.close()
     return {"reads": reads, "torn": torn, "overwritten": int(overwritten)}

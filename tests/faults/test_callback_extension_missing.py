@@ -23,7 +23,7 @@ from huxleyd.audio.settings import AudioSettings
 from tests.e2e.process import ROOT, DaemonProcess, ctl, write_daemon_config
 from tests.fakes.audio_pyaudio import FakePyAudioModule, device
 
-RTOUT = "huxleyd.audio._rtout"
+RT = "huxleyd.audio._rt"
 CAUSE = "audio.backend = 'callback' but its C extension is not built"
 
 
@@ -32,7 +32,7 @@ def _hide_the_extension(tmp: Path) -> dict[str, str]:
     built without a compiler): ``sitecustomize`` blocks the module by name."""
     site = tmp / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(f"import sys\nsys.modules[{RTOUT!r}] = None\n")
+    (site / "sitecustomize.py").write_text(f"import sys\nsys.modules[{RT!r}] = None\n")
     return {"PYTHONPATH": f"{site}:{ROOT}"}
 
 
@@ -49,7 +49,7 @@ def test_the_choice_and_the_warning_are_one_answer(
     backend: Literal["callback", "pyaudio"], built: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not built:
-        monkeypatch.setitem(sys.modules, RTOUT, None)
+        monkeypatch.setitem(sys.modules, RT, None)
     module = FakePyAudioModule([device("default")])
     chosen, _ = choose_backend(AudioSettings(backend=backend), pyaudio_module=module)
     honoured = (

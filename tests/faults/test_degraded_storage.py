@@ -184,12 +184,19 @@ def test_a_read_only_state_directory_runs_in_memory_and_says_so(tmp_path: Path) 
 
 async def test_the_first_press_after_a_part_degraded_plays_the_cue_once() -> None:
     from huxleyd.degraded import Degraded
+    from huxleyd.turns.news import DegradedPress
     from tests.fakes.turn_rig import Rig as TurnRig
 
     degraded = Degraded()
     async with TurnRig(degraded=degraded) as rig:
         told: list[list[str]] = []
-        rig.coordinator._on_degraded = lambda problems: told.append([p.part for p in problems])
+        rig.coordinator.subscribe(
+            lambda news: (
+                told.append([p.part for p in news.problems])
+                if isinstance(news, DegradedPress)
+                else None
+            )
+        )
         degraded.report("storage", "moved aside, started fresh", file="default.db")
         rig.coordinator.press()
         rig.coordinator.release()
@@ -272,10 +279,11 @@ async def test_the_first_press_after_the_database_was_damaged_says_why_once(
 
 
 async def test_what_is_wrong_waits_offline_at_most_its_ttl_then_the_cue_stays_the_signal() -> None:
-    from huxleyd.app.runtime import DEGRADED_SPEECH_TTL_S, PERSONA_STRINGS, say_what_is_wrong
+    from huxleyd.app.runtime import PERSONA_STRINGS
     from huxleyd.config.load import PersonaString
     from huxleyd.degraded import Degraded
     from huxleyd.providers.base import ConnectionState
+    from huxleyd.turns.degraded_speech import DEGRADED_SPEECH_TTL_S, DegradedSpeech
     from huxleyd.turns.state import TurnSource
     from tests.fakes.clock import settle
     from tests.fakes.turn_rig import Rig as TurnRig
@@ -283,7 +291,11 @@ async def test_what_is_wrong_waits_offline_at_most_its_ttl_then_the_cue_stays_th
     degraded = Degraded()
     async with TurnRig(degraded=degraded) as rig:
         string = PERSONA_STRINGS[PersonaString.DEGRADED]
-        rig.coordinator._on_degraded = lambda ps: say_what_is_wrong(rig.coordinator, string, ps)
+        coordinator = rig.coordinator
+        speech = DegradedSpeech(
+            coordinator.spawn, coordinator.proactive.inject_turn, string=lambda: string
+        )
+        coordinator.subscribe(speech.on_news)  # as build subscribes it
         degraded.report("skill:radio", "setup failed: no network; retried with backoff")
         rig.coordinator.press()
         await settle()
@@ -307,8 +319,8 @@ async def test_what_is_wrong_waits_offline_at_most_its_ttl_then_the_cue_stays_th
 
 
 def test_each_kind_of_part_has_a_spoken_reason_and_a_persona_without_words_is_cue_only() -> None:
-    from huxleyd.app.runtime import degraded_prompt
     from huxleyd.degraded import Degraded
+    from huxleyd.turns.degraded_speech import degraded_prompt
 
     degraded = Degraded(wall=lambda: 1_800_000_000.0)
     cases = {

@@ -165,3 +165,41 @@ async def test_closing_a_held_button_does_not_wait_out_the_hold_limit(factory: A
     assert (await _next(button)).kind is PRESSED
     button.close()  # returns; no ZombieThread
     assert button._button.closed
+
+
+class RecordingTarget:
+    """A press target (the coordinator's two inputs) that records, and says when."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.changed = asyncio.Event()
+
+    def press(self) -> None:
+        self.calls.append("press")
+        self.changed.set()
+
+    def release(self) -> None:
+        self.calls.append("release")
+        self.changed.set()
+
+    async def until(self, count: int) -> list[str]:
+        while len(self.calls) < count:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), timeout=5)
+        return self.calls
+
+
+async def test_pump_hands_presses_and_releases_to_its_target(factory: Any) -> None:
+    # The one path from the pin to the turn layer, with nothing of the daemon around it.
+    button = PushToTalkButton(17, pin_factory=factory, max_hold_s=0.05)
+    target = RecordingTarget()
+    pump = asyncio.get_running_loop().create_task(button.pump(target))
+    try:
+        pin = factory.pin(17)
+        pin.drive_low()
+        assert await target.until(2) == ["press", "release"]  # the hold limit ends the turn
+        pin.drive_high()
+        assert await target.until(3) == ["press", "release", "release"]
+    finally:
+        pump.cancel()
+        button.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from huxleyd.handsfree.settings import WakeSettings
 from huxleyd.providers.base import ConnectionState
 from huxleyd.turns.mute import MUTE_HOLD_S
+from huxleyd.turns.news import MuteChanged
 from huxleyd.turns.outputs import Activity
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
 from huxleyd.turns.wake import WakeWord
@@ -20,7 +21,10 @@ def muted_rig() -> tuple[Rig, RecordingWakePort, list[bool]]:
     port = RecordingWakePort()
     told: list[bool] = []
     rig = Rig(wake=WakeWord(port, WakeSettings(model="okay_nabu"), playback_ok=False))
-    rig.coordinator._on_mute = told.append  # what the runtime persists
+    # what the runtime persists: the coordinator's MuteChanged events
+    rig.coordinator.subscribe(
+        lambda news: told.append(news.muted) if isinstance(news, MuteChanged) else None
+    )
     return rig, port, told
 
 

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from huxleyd.audio.types import Earcon
+from huxleyd.turns.news import ActivityChanged, TurnEnded, TurnNews
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from tests.fakes.turn_ports import RecordingAudio
@@ -20,11 +21,15 @@ def outputs(
     audio = RecordingAudio()
     shown: list[str] = []
     journal: list[TurnRecord] = []
+
+    def publish(news: TurnNews) -> None:
+        if isinstance(news, ActivityChanged):
+            shown.append(news.activity)
+        elif isinstance(news, TurnEnded):
+            journal.append(news.turn)
+
     out = TurnOutputs(
-        audio,
-        earcons if earcons is not None else {"listen_start": LISTEN},
-        on_activity=shown.append,
-        on_turn_done=journal.append,
+        audio, earcons if earcons is not None else {"listen_start": LISTEN}, publish=publish
     )
     return out, audio, shown, journal
 
@@ -51,7 +56,7 @@ def test_earcons_are_read_at_each_play_not_copied() -> None:
     assert audio.earcons == [(b"\2\0" * 4, False)]
 
 
-def test_on_activity_hears_changes_only() -> None:
+def test_activity_changed_is_published_on_changes_only() -> None:
     out, _, shown, _ = outputs()
     initial = out.activity
     assert initial is Activity.IDLE

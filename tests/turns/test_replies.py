@@ -18,6 +18,7 @@ from huxleyd.providers.events import (
 from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.media import MediaRunner
+from huxleyd.turns.news import ActivityChanged, TurnNews
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import ReplyTracker
@@ -60,7 +61,7 @@ class Rig:
             turn=self.turn,
             provider=self.provider,
             outputs=TurnOutputs(
-                self.audio, {"error": ERROR, "too_short": TOO_SHORT}, on_activity=self.shown.append
+                self.audio, {"error": ERROR, "too_short": TOO_SHORT}, publish=self._shown
             ),
             speech=SpeechOutput(self.audio),
             effects=TurnEffects(
@@ -77,6 +78,10 @@ class Rig:
             clock=self.time.clock,
             before_follow_up=self.count_follow_up,
         )
+
+    def _shown(self, news: TurnNews) -> None:
+        if isinstance(news, ActivityChanged):
+            self.shown.append(news.activity)
 
     def count_follow_up(self) -> None:
         self.follow_ups += 1

@@ -130,11 +130,11 @@ class OutputClock(Protocol):
 
 @runtime_checkable
 class FeedableOutput(Protocol):
-    """A backend whose speaker is the C callback's ring (``_rtout.Output``), which the
+    """A backend whose speaker is the C callback's ring (``_rt.Output``), which the
     C feeder (:mod:`huxleyd.audio.fed`) can write instead of the engine."""
 
     def output_stream(self) -> Any:
-        """The open ``_rtout.Output``, or None while closed."""
+        """The open ``_rt.Output``, or None while closed."""
         ...
 
 

@@ -1,10 +1,10 @@
 """The PortAudio *callback* backend: the device's deadlines run in C, out of the GIL.
 
 Device discovery and naming are PyAudio's, as in :mod:`.pyaudio_backend`.
-Capture is a C callback too (:class:`huxleyd.audio._rtout.Input`, in
+Capture is a C callback too (:class:`huxleyd.audio._rt.Input`, in
 ``_rtin.c``): it drains the card into a deep ring; the engine's read waits for
 a whole period with the GIL released, and paces the engine. Playback is
-:mod:`huxleyd.audio._rtout`: a PortAudio callback stream with short periods
+the ``Output`` of :mod:`huxleyd.audio._rt`: a PortAudio callback stream with short periods
 (``callback_period_ms``: 2.5 ms at SCHED_FIFO, ``fallback_period_ms``: 5 ms
 when SCHED_FIFO is refused) fed through a lock-free ring. The engine's
 ``write`` only copies a mixed period into the ring; the callback copies it to
@@ -29,14 +29,14 @@ from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.errors import AudioDeviceError
 from huxleyd.pcm import Int16Array, period_frames
 
-RTOUT = "huxleyd.audio._rtout"
+RT = "huxleyd.audio._rt"
 """The C extension the callback backend plays (and captures) through."""
 
 
 def rtout_missing() -> str | None:
     """Why the C extension cannot be imported here (not built), or None when it can."""
     try:
-        importlib.import_module(RTOUT)
+        importlib.import_module(RT)
     except ImportError as exc:
         return str(exc)
     return None
@@ -94,9 +94,9 @@ class CallbackBackend(PyAudioBackend):
 
     # -- AudioBackend ---------------------------------------------------------
 
-    def _rtout(self) -> Any:
+    def _rt(self) -> Any:
         try:
-            return importlib.import_module(RTOUT)
+            return importlib.import_module(RT)
         except ImportError as exc:
             raise AudioDeviceError(
                 f"the C playback extension is not built ({exc}); reinstall huxleyd "
@@ -108,7 +108,7 @@ class CallbackBackend(PyAudioBackend):
         # for the GIL let a busy Python thread overrun the mic (13-21 overruns in
         # 10 s measured on the clocked card). The engine's read waits, GIL released,
         # for a whole period in a ring ring_ms deep.
-        stream = self._rtout().Input(
+        stream = self._rt().Input(
             device=index,
             rate_hz=rate,
             channels=self.input_channels,
@@ -177,7 +177,7 @@ class CallbackBackend(PyAudioBackend):
         *,
         latency_s: float | None = None,
     ) -> Any:
-        output = self._rtout().Output(
+        output = self._rt().Output(
             device=index,
             rate_hz=rate,
             channels=self.output_channels,
@@ -216,7 +216,7 @@ class CallbackBackend(PyAudioBackend):
         super().close()
 
     def output_stream(self) -> Any:
-        """The open ``_rtout.Output`` (the C feeder writes it), or None while closed."""
+        """The open ``_rt.Output`` (the C feeder writes it), or None while closed."""
         return self._output
 
     # -- OutputClock ----------------------------------------------------------

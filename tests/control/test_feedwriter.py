@@ -1,18 +1,15 @@
-"""What the runtime puts on the watch feed: a reply's text stays with its own turn."""
+"""What the watch feed's writer publishes: a reply's text stays with its own turn."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from huxleyd.app.parts import Overrides, Parts
-from huxleyd.app.runtime import Runtime
-from huxleyd.config.load import load_config
-from huxleyd.control.watch import WatchEvent
+from huxleyd.app.runtime import PERSONA_STRINGS
+from huxleyd.control.feedwriter import FeedWriter
+from huxleyd.control.watch import EventFeed, WatchEvent
 from huxleyd.providers.events import (
     Event,
     ResponseDone,
@@ -20,43 +17,35 @@ from huxleyd.providers.events import (
     TranscriptDelta,
     TranscriptDone,
 )
-from tests.config.fuzzcases import write_base
+from huxleyd.turns.news import TurnBegan, TurnEnded
+from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource
 from tests.providers.gemini_frames import content, ready_core
 
 
-@dataclass
-class _Turn:
-    turn_id: str
+async def _feed(steps: list[tuple[str | None, Event]]) -> list[WatchEvent]:
+    """Send ``steps`` (the turn under way, then the event) and collect the feed.
 
-
-@dataclass
-class _Coordinator:
-    """Just what the feed reads: the turn under way (the coordinator gets the
-    session's events from the session itself, not from the runtime)."""
-
-    turn: _Turn | None = None
-
-
-@dataclass
-class _Parts:
-    coordinator: _Coordinator
-
-
-async def _feed(tmp_path: Path, steps: list[tuple[str | None, Event]]) -> list[WatchEvent]:
-    """Send ``steps`` (the turn under way, then the event) and collect the feed."""
-    runtime = Runtime(load_config(write_base(tmp_path)), Overrides(env={}))
-    coordinator = _Coordinator()
-    runtime.built = cast(Parts, _Parts(coordinator))
+    The turn under way reaches the writer as the coordinator tells it: a
+    ``TurnEnded`` for the turn before, a ``TurnBegan`` for the new one."""
+    feed = EventFeed()
+    writer = FeedWriter(feed, strings=PERSONA_STRINGS.__getitem__)
     seen: list[WatchEvent] = []
-    feed = runtime.feed.subscribe()
-    assert (await anext(feed)).kind == "watching"
+    subscription = feed.subscribe()
+    assert (await anext(subscription)).kind == "watching"
+    current: TurnRecord | None = None
     for turn, step in steps:
-        coordinator.turn = _Turn(turn) if turn else None
-        runtime.on_provider_event(step)
-    runtime.feed.publish("end")
-    while (item := await asyncio.wait_for(anext(feed), 5)).kind != "end":
+        if (current.turn_id if current else None) != turn:
+            if current is not None:
+                current.outcome = TurnOutcome.INTERRUPTED
+                writer.on_news(TurnEnded(current))
+            current = TurnRecord(source=TurnSource.PTT, turn_id=turn) if turn else None
+            if current is not None:
+                writer.on_news(TurnBegan(current.turn_id, current.source))
+        writer.on_provider_event(step)
+    feed.publish("end")
+    while (item := await asyncio.wait_for(anext(subscription), 5)).kind != "end":
         seen.append(item)
-    await feed.aclose()
+    await subscription.aclose()
     return seen
 
 
@@ -64,10 +53,9 @@ def _said(seen: list[WatchEvent]) -> list[tuple[str | None, Any]]:
     return [(e.turn, e.fields["text"]) for e in seen if e.kind == "said"]
 
 
-async def test_a_reply_cut_by_a_barge_in_keeps_its_own_turn(tmp_path: Path) -> None:
+async def test_a_reply_cut_by_a_barge_in_keeps_its_own_turn() -> None:
     # The cut reply's transcript ends after the press began turn t2.
     seen = await _feed(
-        tmp_path,
         [
             ("t1", TranscriptDelta(Role.ASSISTANT, "item-1", "It is a quarter ")),
             ("t2", TranscriptDone(Role.ASSISTANT, "item-1", "It is a quarter")),
@@ -80,7 +68,7 @@ async def test_a_reply_cut_by_a_barge_in_keeps_its_own_turn(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("end", [{"interrupted": True}, {"turnComplete": True}])
 async def test_a_gemini_reply_keeps_its_turn_through_the_cores_final_transcript(
-    tmp_path: Path, end: dict[str, bool]
+    end: dict[str, bool],
 ) -> None:
     # Gemini sends no final transcript; its core makes one at the turn's end,
     # which comes (a barge-in, or the answer played out) once turn t2 began.
@@ -92,5 +80,5 @@ async def test_a_gemini_reply_keeps_its_turn_through_the_cores_final_transcript(
     ended = core.events_received()
     assert any(isinstance(e, ResponseDone) for e in ended)
     steps: list[tuple[str | None, Event]] = [("t1", e) for e in spoken]
-    seen = await _feed(tmp_path, steps + [("t2", e) for e in ended])
+    seen = await _feed(steps + [("t2", e) for e in ended])
     assert _said(seen) == [("t1", "Once upon a time")]
