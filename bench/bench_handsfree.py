@@ -29,8 +29,9 @@ whose capture hears its own playback through a room:
 - voice barge-in end to end (``tests/fakes/voice_bargein.py``: the real
   daemon, the simulator's reply, "okay nabu" into the mic 5 s into it): from
   the end of the wake phrase in the mic signal to the first silent sample of
-  the card's speaker recording; runs where the card saw an xrun are not
-  counted (the machine did not keep time), and the row says how many were kept.
+  the card's speaker recording; runs where the card saw an xrun, or the reply
+  reached the speaker with a gap before the cut, are not counted (the machine
+  did not keep time), and the row says how many were kept.
 
 CPU: process time per second of audio. Pi figures scale as the rest of the
 bench does (docs/conventions.md: a Pi 4 core runs Python 3.5-4x slower than
@@ -52,7 +53,7 @@ from huxleyd.handsfree.detector import MicroWakeDetector
 from tests.audio.test_echo_card import erle_windows_db
 from tests.fakes.children import run_json_child
 from tests.fakes.clockcard import ClockCardUnavailable, build_plugin, child_env, write_asoundrc
-from tests.fakes.voice_bargein import kept, voice_cut
+from tests.fakes.voice_bargein import voice_cut
 from tests.fakes.wake_audio import (
     CHATTER,
     SPEEDS,
@@ -246,7 +247,7 @@ def _voice_bargein_row() -> Row:
             directory = Path(tmp) / f"run{runs}"
             directory.mkdir()
             cut = voice_cut(directory)
-            if kept(directory) and cut.barged and cut.latency_ms is not None:
+            if cut.kept and cut.barged and cut.latency_ms is not None:
                 latencies.append(cut.latency_ms)
     if not latencies:
         return Row(AREA, f"voice barge-in: no run of {runs} kept", float("nan"), "")

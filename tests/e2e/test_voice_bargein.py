@@ -18,7 +18,7 @@ import pytest
 from huxleyd.audio import echo
 from tests.fakes.clockcard import ClockCardUnavailable, build_plugin
 from tests.fakes.realtime import RealTime
-from tests.fakes.voice_bargein import REPLY_MS, VoiceCut, kept, voice_cut
+from tests.fakes.voice_bargein import REPLY_MS, VoiceCut, voice_cut
 
 pytest.importorskip("pymicro_wakeword")
 pytestmark = [
@@ -38,7 +38,7 @@ def test_okay_nabu_over_the_devices_own_reply_cuts_it(tmp_path: Path, realtime: 
         directory = tmp_path / f"run{next(runs)}"
         directory.mkdir()
         cut = voice_cut(directory)
-        return cut, None if kept(directory) else "the card saw an xrun"
+        return cut, None if cut.kept else "an xrun, or a gap in the reply before the cut"
 
     cut = realtime.kept(attempt)
     assert cut.barged, cut.log[-3000:]
