@@ -19,6 +19,8 @@ by the C feeder, ``audio.mix = "c_feeder"``):
   thread holds the GIL for ``hold_ms`` (the switch interval raised to that), so
   the audio thread cannot refill the speaker; reports when the hold began and
   ended, and the engine's stats.
+- ``asked <kind> <rate> <count>``: the idle C feeder is asked (the master gain)
+  ``count`` times; reports how often it still said idle right after the request.
 - ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
   closed under the engine; reports who mixed before, while lost and after the
   reopen, and what of the item was heard.
@@ -246,6 +248,26 @@ async def lose(kind: str, rate: int) -> dict[str, Any]:
     return {"mix_paths": paths, "played_ms": played, **describe(stats)}
 
 
+async def asked(kind: str, rate: int, count: int) -> dict[str, Any]:
+    """Idle C feeder; ``count`` times a request (the master gain), then at once: does the
+    feeder still say idle? It must not: the audio thread would sleep on that."""
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    fed = engine._audio_thread.fed
+    stale = 0
+    for i in range(count):
+        while not fed.idle():  # the feeder took the last request and went idle again
+            await asyncio.sleep(0.005)
+        mixed = fed.status()["periods"]
+        engine.set_master_gain(0.5 + (i % 2) * 0.5)  # a change (1.0 at start): publish, then...
+        # ...asked in the same breath: idle is stale unless the feeder mixed meanwhile
+        # (then it took the request, ramped and is truly idle again)
+        stale += fed.idle() and fed.status()["periods"] == mixed
+    engine.close()
+    return {"stale_idle": stale, "asked": count}
+
+
 def describe(stats: Any) -> dict[str, Any]:
     return {
         "periods": stats.periods,
@@ -272,6 +294,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "asked":
+        result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "lose":
         result = asyncio.run(lose(kind, rate))
     elif mode == "stall":
