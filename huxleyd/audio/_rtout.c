@@ -282,19 +282,23 @@ static void stream_gone(void *user)
 
 int rt_close_stream(PaStream **stream, int *pa_ready)
 {
-	if (*stream) {
-		PaStream *open = *stream;
-		*stream = NULL;
-		Py_BEGIN_ALLOW_THREADS
+	/* Both taken while the GIL is held, before it is released: a second close() from
+	 * another thread meanwhile (the audio thread noticing the dead stream) finds
+	 * nothing left to do, instead of calling Pa_Terminate in the middle of this one's
+	 * Pa_AbortStream (PortAudio is not thread-safe; that hung under load). */
+	PaStream *open = *stream;
+	int ready = *pa_ready;
+	*stream = NULL;
+	*pa_ready = 0;
+	Py_BEGIN_ALLOW_THREADS
+	if (open) {
 		Pa_AbortStream(open);
 		Pa_CloseStream(open);
-		Py_END_ALLOW_THREADS
 	}
-	if (!*pa_ready)
-		return 0;
-	Pa_Terminate();
-	*pa_ready = 0;
-	return 1;
+	if (ready)
+		Pa_Terminate();
+	Py_END_ALLOW_THREADS
+	return ready;
 }
 
 static void output_close_stream(Output *o)

@@ -506,7 +506,9 @@ class AudioThread:
             rate_hz=fmt.output_rate_hz,
             lead_frames=timed.lead_frames,
         )
-        mix = "mixed by the C feeder" if started else f"Python mix, the C feeder failed: {fed.error}"
+        mix = (
+            "mixed by the C feeder" if started else f"Python mix, the C feeder failed: {fed.error}"
+        )
         self.device_format = replace(fmt, description=f"{fmt.description}; {mix}")
 
     def retry_later(self) -> None:

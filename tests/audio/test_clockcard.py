@@ -296,4 +296,3 @@ def test_a_request_makes_the_idle_feeder_busy_at_once(card: ClockCard) -> None:
     step."""
     result = run(card, "asked", "fed", "48000", "50")
     assert result["stale_idle"] == 0, result
-
