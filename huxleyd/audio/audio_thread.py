@@ -80,8 +80,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
