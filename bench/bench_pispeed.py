@@ -8,10 +8,12 @@ media, as ``bench_realtime``) in a CPU cgroup with that share: cgroup v2's
 with ``cpu.rt_runtime_us`` so SCHED_FIFO is still granted to the callbacks (the
 quota throttles the Python threads; a FIFO thread is bounded by its RT runtime,
 as on a Pi). The figure is the share of the time the speaker was silent, from
-the card's recording, with and without a busy Python thread.
+the card's recording, with and without a busy Python thread; each row's label
+also gives the card's own xruns (speaker, mic) of both runs.
 
-"after" is this checkout; "before" is ``HUXLEYD_BENCH_BEFORE_ROOT``'s huxleyd
-(the callback design both ways), so the two are measured in the same run.
+Both mix paths of the callback backend run in the same bench run, one beside
+the other: the value is the C feeder's (``audio.mix = "c_feeder"``: no Python in
+the speaker path), the reference the Python audio thread's (``"python"``).
 ``HUXLEYD_BENCH_PI_S`` sets each run's length (20 s by default). Needs root
 (a cgroup of its own); without one the rows say why, never a made-up figure.
 """
@@ -97,14 +99,15 @@ def _silent_share(samples: np.ndarray) -> float:
     return 100.0 * silent_ms / (float(loud[-1] - loud[0]) * 1000 / RATE)
 
 
-def _run(root: str | None, share: float, period_us: int, busy: bool, seconds: float) -> float:
+def _run(
+    kind: str, share: float, period_us: int, busy: bool, seconds: float
+) -> tuple[float, tuple[int, int]]:
+    """One ``load`` run of the ``kind`` mix path: (% silent, the card's (speaker, mic) xruns)."""
     with tempfile.TemporaryDirectory() as tmp, cpu_group(share, period_us) as procs:
         directory = Path(tmp)
         card = write_asoundrc(directory)
         env = child_env(directory)
-        if root:
-            env["PYTHONPATH"] = root
-        args = ["load", "callback", str(RATE), str(seconds), "1" if busy else "0"]
+        args = ["load", kind, str(RATE), str(seconds), "1" if busy else "0"]
         done = subprocess.run(
             [sys.executable, str(CHILD), *args],
             env=env,
@@ -119,26 +122,27 @@ def _run(root: str | None, share: float, period_us: int, busy: bool, seconds: fl
             raise RuntimeError(f"child failed: {done.stderr[-300:]}")
         json.loads(done.stdout.strip().splitlines()[-1])
         share_silent = _silent_share(card.speaker()[0])
-    return share_silent
+        xruns = card.xruns()
+    return share_silent, xruns
 
 
 def _rows() -> list[Row]:
     seconds = float(os.environ.get("HUXLEYD_BENCH_PI_S", "20"))
-    before_root = os.environ.get("HUXLEYD_BENCH_BEFORE_ROOT")
     rows = []
     for label, share, period_us in SHARES:
         for busy in (True, False):
-            after = _run(None, share, period_us, busy, seconds)
-            before = _run(before_root, share, period_us, busy, seconds)
-            thread = "with a busy Python thread" if busy else "no busy thread"
+            fed, fed_xruns = _run("fed", share, period_us, busy, seconds)
+            python, python_xruns = _run("callback", share, period_us, busy, seconds)
+            thread = "busy Python thread" if busy else "no busy thread"
             rows.append(
                 Row(
                     AREA,
-                    f"speaker silent, CPU {label}, {thread}, {seconds:g} s (after; ref = before)",
-                    after,
+                    f"speaker silent, CPU {label}, {thread}, {seconds:g} s (C feeder; ref = "
+                    f"Python mix; card xruns {fed_xruns} / {python_xruns})",
+                    fed,
                     "% of the time",
-                    before,
-                    "% before",
+                    python,
+                    "% Python mix",
                     "0 at a Pi 4's share" if share >= 0.25 else "",
                 )
             )

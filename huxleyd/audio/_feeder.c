@@ -291,10 +291,16 @@ typedef struct {
 	uint64_t slots;
 	_Atomic uint64_t report_head, report_tail, reports_lost;
 	/* Feeder -> Python, relaxed counters or flags (no data hangs on them): acked (the
-	 * last cut acknowledged), idle, periods mixed, overflow (frames the Output ring
-	 * had no room for), policy (the thread's scheduling policy, -1 before it ran). */
+	 * last cut acknowledged), periods mixed, overflow (frames the Output ring had no
+	 * room for), policy (the thread's scheduling policy, -1 before it ran).
+	 * posted: bumped (release) by every request() and wake(), before the sem_post.
+	 * idle_at: the feeder's (release): posted + 1 as it loaded it (acquire) at the start
+	 *   of a step that found nothing to do, 0 after a step that mixed. Python's idle()
+	 *   is idle_at == posted + 1: a request or ring write since that step (which the
+	 *   feeder has not seen yet) makes it false, so the audio thread never sleeps on
+	 *   a stale "idle" while the feeder is about to play. */
 	_Atomic uint32_t acked;
-	_Atomic int idle;
+	_Atomic uint64_t posted, idle_at;
 	_Atomic uint64_t periods, overflow;
 	_Atomic int policy;
 	/* Python -> feeder: stop (release store, then sem_post; the feeder's acquire load). */
@@ -475,6 +481,7 @@ static void wait_ns(Feeder *f, long ns)
 /* One pass of the loop: how long to wait before the next (ns). */
 static long feed_step(Feeder *f)
 {
+	uint64_t posted = atomic_load_explicit(&f->posted, memory_order_acquire);
 	uint32_t cut = rt_output_cut_req(f->output); /* before the requests: its flush with it */
 	take_requests(f);
 	take_positions(f);
@@ -485,10 +492,10 @@ static long feed_step(Feeder *f)
 	if (idle && f->idle_streak > 0 && !cutting) {
 		skip_idle(&f->m);
 		rt_output_expect(f->output, 0);
-		atomic_store_explicit(&f->idle, 1, memory_order_relaxed);
+		atomic_store_explicit(&f->idle_at, posted + 1, memory_order_release);
 		return 500000000L; /* a request or a ring write posts `wake` */
 	}
-	atomic_store_explicit(&f->idle, 0, memory_order_relaxed);
+	atomic_store_explicit(&f->idle_at, 0, memory_order_release);
 	uint64_t queued = rt_output_queued(f->output);
 	if (queued >= f->lead && !cutting) {
 		rt_output_expect(f->output, mask);
@@ -808,6 +815,7 @@ static PyObject *Feeder_request(Feeder *f, PyObject *state)
 	for (int i = 0; i < RQ_WORDS; i++)
 		atomic_store_explicit(&f->req_words[i], words[i], memory_order_relaxed);
 	atomic_store_explicit(&f->req_seq, seq + 2, memory_order_release);
+	atomic_fetch_add_explicit(&f->posted, 1, memory_order_release);
 	sem_post(&f->wake);
 	Py_RETURN_NONE;
 }
@@ -818,6 +826,7 @@ static PyObject *Feeder_wake(Feeder *f, PyObject *unused)
 	(void)unused;
 	if (!feeder_open(f))
 		return NULL;
+	atomic_fetch_add_explicit(&f->posted, 1, memory_order_release);
 	sem_post(&f->wake);
 	Py_RETURN_NONE;
 }
@@ -869,7 +878,7 @@ static PyObject *Feeder_status(Feeder *f, PyObject *unused)
 			     (unsigned long long)atomic_load(&f->periods), "overflow",
 			     (unsigned long long)atomic_load(&f->overflow), "reports_lost",
 			     (unsigned long long)atomic_load(&f->reports_lost), "acked",
-			     (unsigned)atomic_load(&f->acked), "idle", atomic_load(&f->idle), "policy",
+			     (unsigned)atomic_load(&f->acked), "idle", atomic_load(&f->idle_at) != 0, "policy",
 			     atomic_load(&f->policy), "running", f->running);
 }
 
@@ -886,7 +895,10 @@ static PyObject *Feeder_realtime(Feeder *f, PyObject *unused)
 static PyObject *Feeder_idle(Feeder *f, PyObject *unused)
 {
 	(void)unused;
-	return PyBool_FromLong(f->frames && atomic_load_explicit(&f->idle, memory_order_relaxed));
+	if (!f->frames)
+		Py_RETURN_FALSE;
+	uint64_t at = atomic_load_explicit(&f->idle_at, memory_order_acquire);
+	return PyBool_FromLong(at != 0 && at == atomic_load_explicit(&f->posted, memory_order_acquire) + 1);
 }
 
 static PyObject *Feeder_acked(Feeder *f, PyObject *unused)

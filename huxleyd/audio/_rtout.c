@@ -1,7 +1,8 @@
 /* _rt: the speaker's deadline, out of the GIL.
  *
  * A PortAudio *callback* playback stream over one single-producer/single-consumer
- * ring of int16 frames at the device rate. Python (the audio thread) writes mixed
+ * ring of int16 frames at the device rate. The C feeder (_feeder.c, a thread with no
+ * Python in it), or with audio.mix = "python" the Python audio thread, writes mixed
  * periods into the ring tens of milliseconds ahead; PortAudio's callback thread
  * copies them to the device. The callback never takes the GIL, never allocates,
  * never blocks, so a busy Python thread cannot make the speaker miss its deadline.
@@ -54,16 +55,20 @@ typedef struct {
 	int16_t *ring;
 	uint64_t mask; /* capacity - 1 (capacity a power of two, in frames) */
 	uint64_t fade_frames;
-	/* Written by Python (the audio thread; cut() from asyncio), read by the callback.
-	 * wpos: release store after the frames are copied in (write); the callback's
+	/* Written by the ring's one producer (the C feeder's thread through the rt_output_*
+	 * hooks, or Python's write() when no feeder runs; cut() from asyncio), read by the
+	 * callback.
+	 * wpos: release store after the frames are copied in (ring_write); the callback's
 	 *   acquire load pairs with it, so it never plays a slot before its data.
 	 * cut_end_req then cut_req: cut() stores the fade end (release), then bumps
 	 *   cut_req (acq_rel); the callback's acquire load of cut_req pairs, and only
 	 *   then loads cut_end_req (acquire), so it sees the end that goes with the cut.
-	 * resume_at then resume_seq: resume() stores both with release, the callback
-	 *   loads resume_seq then resume_at with acquire (a new seq comes with its at).
+	 * resume_at then resume_seq: resume() (or the feeder, rt_output_resume) stores
+	 *   both with release, the callback loads resume_seq then resume_at with acquire
+	 *   (a new seq comes with its at).
 	 * expect: relaxed both ways: a hint about the sources, one period late at worst;
-	 *   a mask, bit i set while the engine's source i has audio queued. */
+	 *   a mask, bit i set while the engine's source i has audio queued (set by the
+	 *   feeder each period it runs, else by the audio thread). */
 	_Atomic uint64_t wpos;
 	_Atomic uint64_t cut_end_req;
 	_Atomic uint32_t cut_req;
@@ -277,19 +282,23 @@ static void stream_gone(void *user)
 
 int rt_close_stream(PaStream **stream, int *pa_ready)
 {
-	if (*stream) {
-		PaStream *open = *stream;
-		*stream = NULL;
-		Py_BEGIN_ALLOW_THREADS
+	/* Both taken while the GIL is held, before it is released: a second close() from
+	 * another thread meanwhile (the audio thread noticing the dead stream) finds
+	 * nothing left to do, instead of calling Pa_Terminate in the middle of this one's
+	 * Pa_AbortStream (PortAudio is not thread-safe; that hung under load). */
+	PaStream *open = *stream;
+	int ready = *pa_ready;
+	*stream = NULL;
+	*pa_ready = 0;
+	Py_BEGIN_ALLOW_THREADS
+	if (open) {
 		Pa_AbortStream(open);
 		Pa_CloseStream(open);
-		Py_END_ALLOW_THREADS
 	}
-	if (!*pa_ready)
-		return 0;
-	Pa_Terminate();
-	*pa_ready = 0;
-	return 1;
+	if (ready)
+		Pa_Terminate();
+	Py_END_ALLOW_THREADS
+	return ready;
 }
 
 static void output_close_stream(Output *o)

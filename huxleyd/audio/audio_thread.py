@@ -81,6 +81,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -490,14 +491,25 @@ class AudioThread:
                 lead_frames=round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000),
             )
             self._idle_streak = 0
-            if self.fed is not None and isinstance(self._backend, FeedableOutput):
-                self.fed.start(
-                    self._backend.output_stream(),
-                    playback,
-                    rate_hz=fmt.output_rate_hz,
-                    lead_frames=self.timed.lead_frames,
-                )
+            self._start_feeder(fmt, playback)
         self._set_state(DeviceState.OPEN)
+
+    def _start_feeder(self, fmt: DeviceFormat, playback: PlaybackChain) -> None:
+        """Hand the mix to the C feeder (``audio.mix = "c_feeder"``); the device's
+        description (log, status, doctor) says who mixes, and why not the feeder."""
+        fed, timed = self.fed, self.timed
+        if fed is None or timed is None or not isinstance(self._backend, FeedableOutput):
+            return
+        started = fed.start(
+            self._backend.output_stream(),
+            playback,
+            rate_hz=fmt.output_rate_hz,
+            lead_frames=timed.lead_frames,
+        )
+        mix = (
+            "mixed by the C feeder" if started else f"Python mix, the C feeder failed: {fed.error}"
+        )
+        self.device_format = replace(fmt, description=f"{fmt.description}; {mix}")
 
     def retry_later(self) -> None:
         """The device is lost: play to nowhere, try again after ``reopen_interval_s``."""

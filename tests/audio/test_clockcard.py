@@ -286,3 +286,13 @@ def test_a_lost_speaker_hands_the_mix_back_to_python_and_the_reopen_to_a_new_fee
     assert ("lost", "python") in paths, paths  # the state change's listener saw it
     assert result["played_ms"] == 3000, result
     assert result["device_state"] == "open" and result["faults"] == 0, result
+
+
+def test_a_request_makes_the_idle_feeder_busy_at_once(card: ClockCard) -> None:
+    """The audio thread sleeps (up to 0.5 s) while the feeder says idle. A request or a
+    ring write must end that at once, before the feeder thread has even woken: else the
+    thread slept through the start of playback (the DAC clock, played_ms and the
+    device-loss check all 0.5 s late). Before: idle stayed true until the feeder's next
+    step."""
+    result = run(card, "asked", "fed", "48000", "50")
+    assert result["stale_idle"] == 0, result

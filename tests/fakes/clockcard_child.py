@@ -19,9 +19,11 @@ by the C feeder, ``audio.mix = "c_feeder"``):
   thread holds the GIL for ``hold_ms`` (the switch interval raised to that), so
   the audio thread cannot refill the speaker; reports when the hold began and
   ended, and the engine's stats.
+- ``asked <kind> <rate> <count>``: the idle C feeder is asked (the master gain)
+  ``count`` times; reports how often it still said idle right after the request.
 - ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
-  closed under the engine; reports who mixed before, while lost and after the
-  reopen, and what of the item was heard.
+  reported dead; reports who mixed before, while lost and after the reopen, and
+  what of the item was heard.
 """
 
 from __future__ import annotations
@@ -219,15 +221,15 @@ async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
 
 
 async def lose(kind: str, rate: int) -> dict[str, Any]:
-    """3 s of speech; 0.5 s in, the speaker's stream dies under the engine (as an
-    unplugged card's does); the engine notices, reopens, and plays the rest."""
+    """3 s of speech; 0.5 s in, the speaker's stream is reported dead (as PortAudio's
+    finished callback reports an unplugged card's); the engine closes the device in
+    its own thread, reopens it, and plays the rest."""
     from huxleyd.audio.engine import AudioEngine
     from huxleyd.audio.factory import callback_backend
 
     # the reopen waits 1 s: the state listener (on the idle loop) sees the lost state first
     settings = make_settings(kind, rate, reopen_interval_s=1.0)
-    backend = callback_backend(settings)
-    engine = AudioEngine(backend, settings=settings)
+    engine = AudioEngine(callback_backend(settings), settings=settings)
     engine.start()
     engine.set_capture_active(False)
     speech = engine.source("speech")
@@ -236,7 +238,10 @@ async def lose(kind: str, rate: int) -> dict[str, Any]:
     changes: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
     engine.on_device_state(lambda state: changes.put_nowait((state.value, engine.mix_path)))
     paths = [("open", engine.mix_path)]
-    backend.output_stream().close()  # the stream is gone: active() is False from now on
+    fed: Any = engine._audio_thread.fed
+    alive, deaths = fed.alive, [True]
+    # the next check finds the stream dead (once); the audio thread then closes it
+    fed.alive = lambda: not deaths.pop() if deaths else alive()
     while len(paths) == 1 or paths[-1][0] != "open":
         paths.append(await changes.get())
     await speech.drained()
@@ -244,6 +249,27 @@ async def lose(kind: str, rate: int) -> dict[str, Any]:
     played = speech.played_ms("s")
     engine.close()
     return {"mix_paths": paths, "played_ms": played, **describe(stats)}
+
+
+async def asked(kind: str, rate: int, count: int) -> dict[str, Any]:
+    """Idle C feeder; ``count`` times a request (the master gain), then at once: does the
+    feeder still say idle? It must not: the audio thread would sleep on that."""
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    fed: Any = engine._audio_thread.fed
+    stale = 0
+    for i in range(count):
+        # the feeder (a C thread: no event to await) took the last request, idle again
+        while not fed.idle():  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+        mixed = fed.status()["periods"]
+        engine.set_master_gain(0.5 + (i % 2) * 0.5)  # a change (1.0 at start): publish, then...
+        # ...asked in the same breath: idle is stale unless the feeder mixed meanwhile
+        # (then it took the request, ramped and is truly idle again)
+        stale += fed.idle() and fed.status()["periods"] == mixed
+    engine.close()
+    return {"stale_idle": stale, "asked": count}
 
 
 def describe(stats: Any) -> dict[str, Any]:
@@ -272,6 +298,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "asked":
+        result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "lose":
         result = asyncio.run(lose(kind, rate))
     elif mode == "stall":
