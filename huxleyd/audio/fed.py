@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from huxleyd.audio.backends.base import FeedableOutput
-from huxleyd.audio.backends.callback_backend import RTOUT
+from huxleyd.audio.backends.callback_backend import RT
 from huxleyd.audio.chains import PlaybackChain
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer, SourceChannel
@@ -62,7 +62,7 @@ def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType |
     if settings.mix != "c_feeder" or kernel is None or not isinstance(backend, FeedableOutput):
         return None
     try:
-        return importlib.import_module(RTOUT)
+        return importlib.import_module(RT)
     except ImportError:
         return None
 
