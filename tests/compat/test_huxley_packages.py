@@ -43,7 +43,11 @@ class Compat:
         cells = []
         for flavour in FLAVOURS:
             found = self.outcomes.get((pin.name, flavour))
-            cells.append("-" if found is None else f"{len(found.passed)}/{len(found.by_id)}")
+            if found is None:
+                cells.append("-")
+            else:  # "!" marks a run that tested nothing (a failure, see Outcomes.problem)
+                mark = "" if found.problem is None else " !"
+                cells.append(f"{len(found.passed)}/{len(found.by_id)}{mark}")
         return f"{pin.short:<11} {cells[0]:>14} {cells[1]:>14}"
 
     def table(self) -> str:
@@ -77,7 +81,7 @@ def compat() -> Compat:
         for flavour in FLAVOURS
         if pin.name not in venvs[flavour].not_installed
     ]
-    reports = cache / "reports"
+    reports = cache / "reports" / huxley.interpreter_tag()
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         futures = {
             (pin.name, flavour): pool.submit(
@@ -90,7 +94,7 @@ def compat() -> Compat:
         }
         outcomes = {key: future.result() for key, future in futures.items()}
     result = Compat(venvs, outcomes)
-    (cache / "last-table.txt").write_text(result.table() + "\n")
+    huxley.replace_atomically(result.table() + "\n", reports / "last-table.txt")
     return result
 
 
@@ -123,7 +127,9 @@ def test_what_passes_on_huxleys_sdk_passes_on_ours(compat: Compat, pin: Pin) -> 
     )
     baseline = compat.outcomes[(pin.name, "baseline")]
     ours = compat.outcomes[(pin.name, "ours")]
-    # A harness that collected nothing would compare nothing: that is a failure.
+    # A run that tested nothing would compare nothing: that is a failure, with pytest's reason.
+    for flavour, outcomes in (("the real SDK", baseline), ("ours", ours)):
+        assert outcomes.problem is None, f"{pin.name} on {flavour}: {outcomes.problem}"
     assert baseline.passed, f"no test of {pin.name} passed on the real SDK:\n{baseline.output_tail}"
     lost = sorted(baseline.passed - ours.passed)
     assert not lost, (
