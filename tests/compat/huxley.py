@@ -278,6 +278,11 @@ class Venv:
     def python(self) -> str:
         return str(self.path / "bin" / "python")
 
+    @property
+    def lock(self) -> Path:
+        """Held exclusive to build or change the venv, shared while suites run in it."""
+        return self.path.with_name(self.path.name + ".lock")
+
     def pip(self, *args: str) -> str:
         return _run([self.python, "-m", "pip", "--disable-pip-version-check", *args])
 
@@ -298,10 +303,10 @@ def build_venv(flavour: str, sdists: dict[Pin, Path], cache: Path) -> Venv:
     (they declare >=3.13 and run on 3.11) and their dependencies from the
     index; pip must find the skills' ``huxley-sdk`` requirement met.
     """
-    key = _venv_key(flavour, sdists)  # sys.version is in it: one venv per interpreter
-    venv = Venv(cache / "venvs" / key)
+    # sys.version is in the key: one venv per interpreter.
+    venv = Venv(cache / "venvs" / _venv_key(flavour, sdists))
     state = venv.path / "huxleyd-compat.json"
-    with locked(cache / "venvs" / f"{key}.lock"):
+    with locked(venv.lock):
         if not state.exists():
             shutil.rmtree(venv.path, ignore_errors=True)
             _run([sys.executable, "-m", "venv", str(venv.path)])
@@ -345,10 +350,37 @@ def _install_our_sdk(venv: Venv, *extra: str) -> None:
     (venv.path / "huxleyd-sdk.fingerprint").write_text(sdk_fingerprint())
 
 
-def _refresh_our_sdk(venv: Venv) -> None:
+def _our_sdk_current(venv: Venv) -> bool:
     stamp = venv.path / "huxleyd-sdk.fingerprint"
-    if not stamp.exists() or stamp.read_text() != sdk_fingerprint():
+    return stamp.exists() and stamp.read_text() == sdk_fingerprint()
+
+
+def _refresh_our_sdk(venv: Venv) -> None:
+    if not _our_sdk_current(venv):
         _install_our_sdk(venv, "--no-deps", "--force-reinstall")
+
+
+@contextmanager
+def in_use(venv: Venv, flavour: str) -> Iterator[Venv]:
+    """Hold ``venv`` (shared) while suites run in it.
+
+    Another checkout, whose ``sdk/`` differs, reinstalls its SDK into the
+    same *ours* venv only under the exclusive lock, so never under our runs;
+    and ours is checked again under the shared lock, since that checkout may
+    have slipped in between :func:`build_venv` and here.
+    """
+    with venv.lock.open("a") as handle:
+        while True:
+            fcntl.flock(handle, fcntl.LOCK_SH)
+            if flavour != "ours" or _our_sdk_current(venv):
+                break
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            with locked(venv.lock):
+                _refresh_our_sdk(venv)
+        try:
+            yield venv
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_python(venv: Venv, script: str) -> str:

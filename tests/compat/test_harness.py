@@ -3,12 +3,13 @@ what a suite run that another leg runs beside it, or that tests nothing, gives."
 
 from __future__ import annotations
 
+import fcntl
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.compat.huxley import Outcomes, Venv, parse_junit, run_suite
+from tests.compat.huxley import Outcomes, Venv, in_use, parse_junit, run_suite
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -94,3 +95,25 @@ def test_an_empty_report_is_a_failure_too() -> None:
     assert (
         Outcomes({}, 0, "no tests ran").problem == "pytest reported no test (exit 0):\nno tests ran"
     )
+
+
+def test_a_venv_in_use_cannot_be_rebuilt_or_have_its_sdk_reinstalled_under_it(
+    tmp_path: Path,
+) -> None:
+    """Another checkout reinstalls its SDK into the shared venv only under the
+    exclusive lock (build_venv's ``locked(venv.lock)``); runs hold it shared."""
+    venv = fake_venv(tmp_path / "venvs" / "baseline-0123")
+
+    def exclusive_is_free() -> bool:
+        with venv.lock.open("a") as other:  # another process's open file
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    with in_use(venv, "baseline") as held:
+        assert held is venv
+        assert not exclusive_is_free()
+    assert exclusive_is_free()

@@ -20,7 +20,9 @@ import json
 import os
 import subprocess
 import tomllib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +58,13 @@ class Compat:
 
 
 @pytest.fixture(scope="module")
-def compat() -> Compat:
+def compat() -> Iterator[Compat]:
+    with ExitStack() as held:
+        yield _compat(held)
+
+
+def _compat(held: ExitStack) -> Compat:
+    """Build (or reuse) the venvs, hold them while the suites run, compare."""
     if os.environ.get("HUXLEY_COMPAT") == "skip":
         pytest.skip("HUXLEY_COMPAT=skip: Huxley's packages were not tested against our SDK")
     cache = huxley.cache_dir()
@@ -73,6 +81,9 @@ def compat() -> Compat:
         with ThreadPoolExecutor(max_workers=2) as pool:
             built = {f: pool.submit(huxley.build_venv, f, sdists, cache) for f in FLAVOURS}
             venvs = {flavour: future.result() for flavour, future in built.items()}
+        venvs = {
+            flavour: held.enter_context(huxley.in_use(v, flavour)) for flavour, v in venvs.items()
+        }
     except subprocess.CalledProcessError as exc:
         pytest.fail(f"building the venvs failed: {huxley.explain(exc)}", pytrace=False)
     jobs = [
