@@ -25,6 +25,7 @@ from huxleyd.hardware.led_patterns import (
     pattern_level,
 )
 from huxleyd.hardware.settings import LedLimits
+from tests.fakes.clock import FakeSleeper
 from tests.fakes.gpio_time import SteppedTime
 
 BLINK = LedPattern(PatternKind.BLINK, on_s=0.1, off_s=0.1)
@@ -200,18 +201,25 @@ def test_default_limits_cover_listening_speaking_and_error() -> None:
     assert leds.expired_count == 3
 
 
+def state_now(leds: LedController) -> LedState:
+    """``leds.state`` read afresh (mypy would keep the value an earlier assert narrowed)."""
+    return leds.state
+
+
 async def test_run_task_ticks_the_watchdog() -> None:
-    clock = ManualClock()
-    leds = LedController(NullLedDriver(), clock, limits_s={LedState.ERROR: 1.0})
+    sleeper = FakeSleeper()
+    leds = LedController(
+        NullLedDriver(), sleeper.clock, limits_s={LedState.ERROR: 1.0}, sleep=sleeper.sleep
+    )
     leds.set_state(LedState.ERROR)
-    task = asyncio.create_task(leds.run(period_s=0.001))
-    clock.advance(2.0)
-    for _ in range(100):
-        await asyncio.sleep(0.001)
-        if leds.state is LedState.IDLE:
-            break
-    task.cancel()
-    assert leds.state is LedState.IDLE
+    task = asyncio.create_task(leds.run(period_s=0.04))
+    try:
+        await sleeper.advance(0.99)
+        assert state_now(leds) is LedState.ERROR
+        await sleeper.advance(0.02)
+        assert state_now(leds) is LedState.IDLE
+    finally:
+        task.cancel()
 
 
 class CountingDriver:
@@ -232,22 +240,27 @@ class CountingDriver:
 
 
 async def test_run_sleeps_while_static_but_still_expires_a_state_on_time() -> None:
-    from huxleyd.clock import MonotonicClock
-
+    sleeper = FakeSleeper()
     driver = CountingDriver()
     leds = LedController(
-        driver, MonotonicClock(), limits_s={LedState.LISTENING: 0.15}, initial=LedState.IDLE
+        driver,
+        sleeper.clock,
+        limits_s={LedState.LISTENING: 0.15},
+        initial=LedState.IDLE,
+        sleep=sleeper.sleep,
     )
     task = asyncio.create_task(leds.run(period_s=0.01))
     try:
-        await asyncio.sleep(0.3)
-        assert driver.ticks <= 2, "idle (off) must not tick 25 times a second"
+        await sleeper.advance(0.3)
+        assert driver.ticks == 1, "idle (off) must not tick 25 times a second"
         leds.set_state(LedState.LISTENING)  # solid, with a 0.15 s limit
-        await asyncio.sleep(0.4)
-        assert leds.state is LedState.IDLE, "the static wait still ends at the limit"
-        leds.set_state(LedState.THINKING)  # a blink: animated, ticks again
+        await sleeper.advance(0.14)
+        assert state_now(leds) is LedState.LISTENING and driver.ticks == 2
+        await sleeper.advance(0.02)
+        assert state_now(leds) is LedState.IDLE, "the static wait still ends at the limit"
+        leds.set_state(LedState.THINKING)  # a blink: animated, ticks every period again
         ticks = driver.ticks
-        await asyncio.sleep(0.1)
-        assert driver.ticks > ticks + 3
+        await sleeper.advance(0.1)
+        assert driver.ticks == ticks + 1 + 10  # the change wakes it, then every 0.01 s
     finally:
         task.cancel()
