@@ -10,9 +10,8 @@ transition cannot leave the speaker "listening" all night.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from huxleyd.clock import Clock
@@ -56,12 +55,15 @@ class LedController:
         patterns: Mapping[LedState, LedPattern] = DEFAULT_PATTERNS,
         limits_s: Mapping[LedState, float] | None = None,
         initial: LedState = LedState.BOOTING,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         missing = [s.name for s in LedState if s not in patterns]
         if missing:
             raise ValueError(f"no LED pattern for {', '.join(missing)}")
         self._driver = driver
         self._clock = clock
+        self._sleep = sleep
+        """:meth:`run`'s timer, on the same time as ``clock`` (tests pass a fake of both)."""
         self._patterns = dict(patterns)
         self._limits = dict(limits_from_settings(LedLimits()) if limits_s is None else limits_s)
         self._current = _Current(initial, clock.monotonic())
@@ -112,15 +114,25 @@ class LedController:
         while True:
             state = self.tick()
             if self._patterns[state].kind not in (PatternKind.OFF, PatternKind.SOLID):
-                await asyncio.sleep(period_s)
+                await self._sleep(period_s)
                 continue
             limit = self._limits.get(state)
             timeout = None
             if limit is not None:
                 timeout = max(period_s, self._current.since_s + limit - self._clock.monotonic())
             self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+            await self._changed_or_after(self._changed, timeout)
+
+    async def _changed_or_after(self, changed: asyncio.Event, after_s: float | None) -> None:
+        """Return at the next state change, or after ``after_s`` (on ``sleep``'s time)."""
+        waits: set[asyncio.Future[object]] = {asyncio.ensure_future(changed.wait())}
+        if after_s is not None:
+            waits.add(asyncio.ensure_future(self._sleep(after_s)))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def close(self) -> None:
         """Turn the LEDs off and release them. Idempotent."""

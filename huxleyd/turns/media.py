@@ -19,6 +19,9 @@ verdict for its own state (MUST_STOP ends the stream).
 
 The skill's iterator is always closed (``aclose``) when the stream stops
 for any reason, so its ``finally`` — where bookmarks are written — runs.
+A stopped stream stops *playing* at once (:attr:`MediaRunner.playing` is
+false, the source flushed), but that ``finally`` may still be writing:
+:meth:`MediaRunner.settled` and :meth:`MediaRunner.close` wait for it.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class MediaRunner:
         self._claim = FocusClaimant("claim", Channel.COMMS)
         self._holding: set[FocusClaimant] = set()
         self._current: _Playing | None = None
+        self._ending: set[asyncio.Task[None]] = set()
+        """Tasks of streams stopped or replaced whose skill ``finally`` still runs."""
         self._content = audio.source("content")
         """The source streams play on; the focus manager ducks and pauses it directly."""
 
@@ -79,6 +84,7 @@ class MediaRunner:
 
     async def close(self) -> None:
         await self.stop(reason="shutdown")
+        await self._ended()  # a replaced or evicted stream's bookmark, before the loop ends
         await self.focus.close()
 
     # ------------------------------------------------------------ state
@@ -106,8 +112,14 @@ class MediaRunner:
     # ------------------------------------------------------------ focus requests
 
     async def settled(self) -> None:
-        """Wait until patience callbacks in flight and their evictions are done (tests, shutdown)."""
+        """Wait until patience callbacks in flight and their evictions are done, and
+        every stopped stream's ``finally`` has run (tests, shutdown)."""
         await self.focus.drain()
+        await self._ended()
+
+    async def _ended(self) -> None:
+        while self._ending:
+            await asyncio.wait(set(self._ending))
 
     def dialog_started(self) -> None:
         self._hold(self._dialog)
@@ -169,6 +181,8 @@ class MediaRunner:
             return
         if current.task is not None and not current.task.done():
             current.task.cancel()
+            self._ending.add(current.task)
+            current.task.add_done_callback(self._ending.discard)
         self._content.flush()
         self._let_go_of(current)
 

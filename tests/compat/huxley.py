@@ -12,6 +12,14 @@ Everything slow is cached under :func:`cache_dir`: the sdists (checked
 against pinned sha256s), their unpacked trees, and the venvs, keyed by
 everything that went into them. Our SDK is reinstalled into the *ours*
 venv only when its sources change.
+
+The cache is shared by every checkout on the machine and by both legs of
+``make test``, which run at once. So every entry is filled under an flock
+and appears complete or not at all (built in a private temporary place,
+then renamed); the venvs are keyed by the interpreter; each suite run
+writes its junit report to a private file (the record kept in
+``reports/<interpreter>/`` is a copy); and a run that tested nothing is a
+failure that names why (:attr:`Outcomes.problem`), never a quiet 0/0.
 """
 
 from __future__ import annotations
@@ -132,9 +140,14 @@ def cache_dir() -> Path:
     return Path(base) / "huxleyd" / "compat"
 
 
+def interpreter_tag() -> str:
+    """``py3.11``…: what this run's per-interpreter cache entries are filed under."""
+    return f"py{sys.version_info.major}.{sys.version_info.minor}"
+
+
 @contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (two worktrees may share the cache)."""
+    """Hold an exclusive lock on ``path`` (worktrees and test legs share the cache)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -142,6 +155,15 @@ def locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def replace_atomically(data: bytes | str, target: Path) -> None:
+    """Write ``target`` whole or not at all: a private temporary file, then a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    with os.fdopen(handle, "wb") as out:
+        out.write(data.encode() if isinstance(data, str) else data)
+    Path(temporary).replace(target)
 
 
 # ---------------------------------------------------------------- sdists
@@ -168,37 +190,40 @@ def _sdist_url(pin: Pin) -> str:
 def fetch_sdist(pin: Pin, cache: Path) -> Path:
     """The pinned sdist in the cache, downloaded once; its sha256 is always checked."""
     target = cache / "sdists" / pin.filename
-    if target.exists() and _sha256(target) == pin.sha256:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    with locked(cache / "sdists" / ".lock"):
+        if not (target.exists() and _sha256(target) == pin.sha256):
+            replace_atomically(_download(pin), target)
+    return target
+
+
+def _download(pin: Pin) -> bytes:
+    """The pinned sdist's bytes from the index, their sha256 checked."""
     try:
         url = _sdist_url(pin)
         with urllib.request.urlopen(url, timeout=120) as response:
-            data = response.read()
+            data: bytes = response.read()
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise Unreachable(f"cannot download {pin.filename} from {INDEX}: {exc}") from exc
     digest = hashlib.sha256(data).hexdigest()
     if digest != pin.sha256:
         raise RuntimeError(f"{pin.filename}: sha256 {digest}, pinned {pin.sha256}")
-    partial = target.with_suffix(".part")
-    partial.write_bytes(data)
-    partial.replace(target)
-    return target
+    return data
 
 
 def unpack(sdist: Path, cache: Path) -> Path:
     """The sdist's tree (its tests and pyproject with the pytest settings)."""
     name = sdist.name.removesuffix(".tar.gz")
     tree = cache / "src" / name
-    if (tree / "pyproject.toml").exists():
-        return tree
-    staging = Path(tempfile.mkdtemp(dir=cache))
-    with tarfile.open(sdist) as archive:
-        archive.extractall(staging, filter="data")
-    shutil.rmtree(tree, ignore_errors=True)
-    tree.parent.mkdir(parents=True, exist_ok=True)
-    (staging / name).replace(tree)
-    shutil.rmtree(staging)
+    with locked(cache / "src" / ".lock"):
+        # A tree appears by one rename, complete; one without its pyproject
+        # is a leftover of a run killed before this lock existed.
+        if not (tree / "pyproject.toml").exists():
+            staging = Path(tempfile.mkdtemp(dir=cache))
+            with tarfile.open(sdist) as archive:
+                archive.extractall(staging, filter="data")
+            shutil.rmtree(tree, ignore_errors=True)
+            (staging / name).replace(tree)
+            shutil.rmtree(staging)
     return tree
 
 
@@ -253,6 +278,11 @@ class Venv:
     def python(self) -> str:
         return str(self.path / "bin" / "python")
 
+    @property
+    def lock(self) -> Path:
+        """Held exclusive to build or change the venv, shared while suites run in it."""
+        return self.path.with_name(self.path.name + ".lock")
+
     def pip(self, *args: str) -> str:
         return _run([self.python, "-m", "pip", "--disable-pip-version-check", *args])
 
@@ -273,9 +303,10 @@ def build_venv(flavour: str, sdists: dict[Pin, Path], cache: Path) -> Venv:
     (they declare >=3.13 and run on 3.11) and their dependencies from the
     index; pip must find the skills' ``huxley-sdk`` requirement met.
     """
+    # sys.version is in the key: one venv per interpreter.
     venv = Venv(cache / "venvs" / _venv_key(flavour, sdists))
     state = venv.path / "huxleyd-compat.json"
-    with locked(cache / "venvs" / f"{flavour}.lock"):
+    with locked(venv.lock):
         if not state.exists():
             shutil.rmtree(venv.path, ignore_errors=True)
             _run([sys.executable, "-m", "venv", str(venv.path)])
@@ -301,7 +332,7 @@ def build_venv(flavour: str, sdists: dict[Pin, Path], cache: Path) -> Venv:
                     except subprocess.CalledProcessError as exc:
                         tail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
                         not_installed[pin.name] = " / ".join(tail) or f"pip exit {exc.returncode}"
-            state.write_text(json.dumps({"not_installed": not_installed}))
+            replace_atomically(json.dumps({"not_installed": not_installed}), state)
         venv.not_installed = json.loads(state.read_text())["not_installed"]
         if flavour == "ours":
             _refresh_our_sdk(venv)
@@ -319,10 +350,37 @@ def _install_our_sdk(venv: Venv, *extra: str) -> None:
     (venv.path / "huxleyd-sdk.fingerprint").write_text(sdk_fingerprint())
 
 
-def _refresh_our_sdk(venv: Venv) -> None:
+def _our_sdk_current(venv: Venv) -> bool:
     stamp = venv.path / "huxleyd-sdk.fingerprint"
-    if not stamp.exists() or stamp.read_text() != sdk_fingerprint():
+    return stamp.exists() and stamp.read_text() == sdk_fingerprint()
+
+
+def _refresh_our_sdk(venv: Venv) -> None:
+    if not _our_sdk_current(venv):
         _install_our_sdk(venv, "--no-deps", "--force-reinstall")
+
+
+@contextmanager
+def in_use(venv: Venv, flavour: str) -> Iterator[Venv]:
+    """Hold ``venv`` (shared) while suites run in it.
+
+    Another checkout, whose ``sdk/`` differs, reinstalls its SDK into the
+    same *ours* venv only under the exclusive lock, so never under our runs;
+    and ours is checked again under the shared lock, since that checkout may
+    have slipped in between :func:`build_venv` and here.
+    """
+    with venv.lock.open("a") as handle:
+        while True:
+            fcntl.flock(handle, fcntl.LOCK_SH)
+            if flavour != "ours" or _our_sdk_current(venv):
+                break
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            with locked(venv.lock):
+                _refresh_our_sdk(venv)
+        try:
+            yield venv
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_python(venv: Venv, script: str) -> str:
@@ -347,16 +405,38 @@ class Outcomes:
     by_id: dict[str, str]
     returncode: int
     output_tail: str
+    reported: bool = True
+    """Whether pytest wrote its junit report at all."""
 
     @property
     def passed(self) -> set[str]:
         return {test for test, outcome in self.by_id.items() if outcome == "passed"}
 
+    @property
+    def problem(self) -> str | None:
+        """Why this run tested nothing (a failure, never a 0/0 pass), else None."""
+        if self.by_id:
+            return None
+        said = "wrote no junit report" if not self.reported else "reported no test"
+        return f"pytest {said} (exit {self.returncode}):\n{self.output_tail}"
 
-def run_suite(venv: Venv, tree: Path, report: Path) -> Outcomes:
-    """Run the package's own tests (its ``tests/``, its pytest settings) in ``venv``."""
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.unlink(missing_ok=True)
+
+def run_suite(venv: Venv, tree: Path, record: Path) -> Outcomes:
+    """Run the package's own tests (its ``tests/``, its pytest settings) in ``venv``.
+
+    The junit report goes to a file of this run's own (another leg may be
+    running the same package this moment); a copy is kept as ``record`` when
+    the run tested something.
+    """
+    with tempfile.TemporaryDirectory(prefix="huxley-compat-") as scratch:
+        report = Path(scratch) / "report.xml"
+        outcomes = _run_pytest(venv, tree, report)
+        if outcomes.problem is None:
+            replace_atomically(report.read_bytes(), record)
+    return outcomes
+
+
+def _run_pytest(venv: Venv, tree: Path, report: Path) -> Outcomes:
     env = {
         **os.environ,
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -384,7 +464,7 @@ def run_suite(venv: Venv, tree: Path, report: Path) -> Outcomes:
     )
     tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
     by_id = parse_junit(report) if report.exists() else {}
-    return Outcomes(by_id, done.returncode, tail)
+    return Outcomes(by_id, done.returncode, tail, reported=report.exists())
 
 
 def parse_junit(report: Path) -> dict[str, str]:

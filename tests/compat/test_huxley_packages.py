@@ -20,7 +20,9 @@ import json
 import os
 import subprocess
 import tomllib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +45,11 @@ class Compat:
         cells = []
         for flavour in FLAVOURS:
             found = self.outcomes.get((pin.name, flavour))
-            cells.append("-" if found is None else f"{len(found.passed)}/{len(found.by_id)}")
+            if found is None:
+                cells.append("-")
+            else:  # "!" marks a run that tested nothing (a failure, see Outcomes.problem)
+                mark = "" if found.problem is None else " !"
+                cells.append(f"{len(found.passed)}/{len(found.by_id)}{mark}")
         return f"{pin.short:<11} {cells[0]:>14} {cells[1]:>14}"
 
     def table(self) -> str:
@@ -52,7 +58,13 @@ class Compat:
 
 
 @pytest.fixture(scope="module")
-def compat() -> Compat:
+def compat() -> Iterator[Compat]:
+    with ExitStack() as held:
+        yield _compat(held)
+
+
+def _compat(held: ExitStack) -> Compat:
+    """Build (or reuse) the venvs, hold them while the suites run, compare."""
     if os.environ.get("HUXLEY_COMPAT") == "skip":
         pytest.skip("HUXLEY_COMPAT=skip: Huxley's packages were not tested against our SDK")
     cache = huxley.cache_dir()
@@ -69,6 +81,9 @@ def compat() -> Compat:
         with ThreadPoolExecutor(max_workers=2) as pool:
             built = {f: pool.submit(huxley.build_venv, f, sdists, cache) for f in FLAVOURS}
             venvs = {flavour: future.result() for flavour, future in built.items()}
+        venvs = {
+            flavour: held.enter_context(huxley.in_use(v, flavour)) for flavour, v in venvs.items()
+        }
     except subprocess.CalledProcessError as exc:
         pytest.fail(f"building the venvs failed: {huxley.explain(exc)}", pytrace=False)
     jobs = [
@@ -77,7 +92,7 @@ def compat() -> Compat:
         for flavour in FLAVOURS
         if pin.name not in venvs[flavour].not_installed
     ]
-    reports = cache / "reports"
+    reports = cache / "reports" / huxley.interpreter_tag()
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         futures = {
             (pin.name, flavour): pool.submit(
@@ -90,7 +105,7 @@ def compat() -> Compat:
         }
         outcomes = {key: future.result() for key, future in futures.items()}
     result = Compat(venvs, outcomes)
-    (cache / "last-table.txt").write_text(result.table() + "\n")
+    huxley.replace_atomically(result.table() + "\n", reports / "last-table.txt")
     return result
 
 
@@ -123,7 +138,9 @@ def test_what_passes_on_huxleys_sdk_passes_on_ours(compat: Compat, pin: Pin) -> 
     )
     baseline = compat.outcomes[(pin.name, "baseline")]
     ours = compat.outcomes[(pin.name, "ours")]
-    # A harness that collected nothing would compare nothing: that is a failure.
+    # A run that tested nothing would compare nothing: that is a failure, with pytest's reason.
+    for flavour, outcomes in (("the real SDK", baseline), ("ours", ours)):
+        assert outcomes.problem is None, f"{pin.name} on {flavour}: {outcomes.problem}"
     assert baseline.passed, f"no test of {pin.name} passed on the real SDK:\n{baseline.output_tail}"
     lost = sorted(baseline.passed - ours.passed)
     assert not lost, (

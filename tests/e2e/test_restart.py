@@ -120,6 +120,9 @@ async def test_an_interrupted_book_is_bookmarked_where_the_listener_stopped_hear
         coordinator.say("pause the book")  # the book pauses under the question, then stops
         await until(lambda: not rig.media_playing(), "the book stops")
         await until(rig.idle, "idle")
+        # CancelMedia stops the book in a task of its own, beside the reply: the book
+        # stops playing at once, but its finally (the bookmark) may still be writing.
+        await coordinator.media.settled()
         saved = await bookmark(rig, "counting.flac")
         assert saved is not None and saved["finished"] is False
         runs = counter_runs(rig.speaker())

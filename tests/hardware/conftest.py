@@ -1,15 +1,19 @@
-"""Fixtures: a fresh gpiozero MockFactory per test (PWM-capable pins)."""
+"""Fixtures: a fresh gpiozero MockFactory per test (PWM-capable pins), and
+gpiozero's animation time stepped by the test (:mod:`tests.fakes.gpio_time`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+import gpiozero.output_devices
+import gpiozero.pins.mock
 import pytest
 from gpiozero import Device
 from gpiozero.pins.mock import MockFactory
 
 from huxleyd.hardware.pins import mock_factory
+from tests.fakes.gpio_time import SteppedTime, stepped_thread_class
 
 
 @pytest.fixture
@@ -36,3 +40,13 @@ def plain_factory() -> Iterator[Any]:
     Device.pin_factory = previous
     pins.reset()
     pins.close()
+
+
+@pytest.fixture
+def gpio_time(monkeypatch: pytest.MonkeyPatch) -> SteppedTime:
+    """gpiozero's blink/pulse threads and mock pin timestamps on a clock the test steps."""
+    time = SteppedTime()
+    monkeypatch.setattr(gpiozero.pins.mock, "monotonic", time.monotonic)
+    thread = stepped_thread_class(time, gpiozero.output_devices.GPIOThread)
+    monkeypatch.setattr(gpiozero.output_devices, "GPIOThread", thread)
+    return time

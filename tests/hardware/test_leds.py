@@ -1,11 +1,13 @@
-"""LEDs: the pattern map, gpiozero drivers on mock pins (timelines checked with
-MockPin.assert_states_and_times), and the controller's watchdog."""
+"""LEDs: the pattern map, gpiozero drivers on mock pins, and the controller's watchdog.
+
+gpiozero animates blinks and pulses on its own thread; here that thread and the
+mock pins' timestamps run on a clock the test steps (the ``gpio_time`` fixture),
+so each timeline is exact and no load can stretch it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 import pytest
@@ -23,6 +25,8 @@ from huxleyd.hardware.led_patterns import (
     pattern_level,
 )
 from huxleyd.hardware.settings import LedLimits
+from tests.fakes.clock import FakeSleeper
+from tests.fakes.gpio_time import SteppedTime
 
 BLINK = LedPattern(PatternKind.BLINK, on_s=0.1, off_s=0.1)
 PULSE = LedPattern(PatternKind.PULSE, fade_in_s=0.2, fade_out_s=0.2)
@@ -73,7 +77,7 @@ def _patterns(**overrides: LedPattern) -> dict[LedState, LedPattern]:
     return patterns
 
 
-def test_plain_led_timeline(factory: Any) -> None:
+def test_plain_led_timeline(factory: Any, gpio_time: SteppedTime) -> None:
     """LISTENING lights the LED; THINKING blinks it 0.1 s on / 0.1 s off; IDLE ends it."""
     driver = GpioLedDriver(27, pin_factory=factory, pwm=False)
     pin = factory.pin(27)
@@ -82,46 +86,48 @@ def test_plain_led_timeline(factory: Any) -> None:
     )
     pin.clear_states()
     leds.set_state(LedState.LISTENING)
-    time.sleep(0.1)
+    gpio_time.advance(0.1)
     leds.set_state(LedState.THINKING)
-    time.sleep(0.45)
+    assert [gpio_time.step() for _ in range(4)] == pytest.approx([0.2, 0.3, 0.4, 0.5])
     leds.set_state(LedState.IDLE)
     # Times are since the previous change. Listening turns the LED on at once;
-    # thinking's blink starts lit, so the first "off" comes 0.1 + 0.1 s later.
-    expected = [(0.0, False), (0.0, True), (0.2, False), (0.1, True), (0.1, False), (0.1, True)]
-    assert len(pin.states) >= len(expected) + 1  # zip() in gpiozero would hide missing ones
-    pin.assert_states_and_times(expected)
-    assert pin.states[-1].state == 0  # idle: off again
+    # thinking's blink starts lit, so the first "off" comes 0.1 + 0.1 s later;
+    # idle turns it off at once.
+    assert [s.state for s in pin.states] == [False, True, False, True, False, True, False]
+    assert [s.timestamp for s in pin.states] == pytest.approx([0, 0, 0.2, 0.1, 0.1, 0.1, 0])
     assert pin.state == 0
     leds.close()
 
 
-def test_plain_led_shows_a_pulse_as_a_blink(factory: Any) -> None:
+def test_plain_led_shows_a_pulse_as_a_blink(factory: Any, gpio_time: SteppedTime) -> None:
+    """On for the fade-in, off for the fade-out: the pulse's rhythm, on gpiozero's
+    own blink thread (stepped, so a loaded machine cannot stretch it)."""
+    uneven = LedPattern(PatternKind.PULSE, fade_in_s=0.2, fade_out_s=0.3)
     driver = GpioLedDriver(27, pin_factory=factory, pwm=False)
     pin = factory.pin(27)
     pin.clear_states()
-    driver.show(PULSE, 0.0)
-    time.sleep(0.5)
+    driver.show(uneven, 0.0)
+    assert [gpio_time.step() for _ in range(3)] == pytest.approx([0.2, 0.5, 0.7])
     driver.close()
-    assert len(pin.states) >= 4
-    pin.assert_states_and_times([(0.0, False), (0.0, True), (0.2, False), (0.2, True)])
+    # Times are since the previous change; close() finds the LED off already.
+    assert [s.state for s in pin.states] == [False, True, False, True, False]
+    assert [s.timestamp for s in pin.states] == pytest.approx([0.0, 0.0, 0.2, 0.3, 0.2])
 
 
-def test_pwm_led_solid_level_and_pulse(factory: Any) -> None:
+def test_pwm_led_solid_level_and_pulse(factory: Any, gpio_time: SteppedTime) -> None:
     driver = GpioLedDriver(27, pin_factory=factory, pwm=True)
     pin = factory.pin(27)
     driver.show(LedPattern(PatternKind.SOLID, level=0.2), 0.0)
     assert pin.state == pytest.approx(0.2)
     pin.clear_states()
     driver.show(PULSE, 0.0)
-    time.sleep(0.5)
+    for _ in range(10):  # one whole pulse: gpiozero fades in 25 steps a second
+        gpio_time.step()
     driver.show(OFF, 0.0)
-    values = [s.state for s in pin.states]
-    peak = values.index(max(values))
-    assert max(values) == pytest.approx(1.0)
-    rising, falling = values[1 : peak + 1], values[peak:]
-    assert rising == sorted(rising) and len(rising) > 3  # a fade, not a jump
-    assert falling[: len(falling) // 2] == sorted(falling[: len(falling) // 2], reverse=True)
+    # From the solid 0.2: dark, a fade up to full over 0.2 s, a fade down over 0.2 s.
+    values = [0.2, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.8, 0.6, 0.4, 0.2, 0.0]
+    assert [s.state for s in pin.states] == pytest.approx(values)
+    assert [s.timestamp for s in pin.states] == pytest.approx([0.0, 0.0] + [0.04] * 10)
     assert pin.state == 0.0
     driver.close()
 
@@ -139,16 +145,16 @@ def test_rgb_led_colours(factory: Any) -> None:
     leds.close()
 
 
-def test_rgb_led_without_pwm_blinks_full_channels(factory: Any) -> None:
+def test_rgb_led_without_pwm_blinks_full_channels(factory: Any, gpio_time: SteppedTime) -> None:
     driver = RgbLedDriver(5, 6, 13, pin_factory=factory, pwm=False)
     red, green, blue = (factory.pin(n) for n in (5, 6, 13))
     red.clear_states()
     driver.show(LedPattern(PatternKind.BLINK, (1.0, 0.0, 0.0), 0.3, on_s=0.1, off_s=0.1), 0.0)
-    time.sleep(0.25)
+    assert [gpio_time.step() for _ in range(2)] == pytest.approx([0.1, 0.2])
+    assert green.state == 0 and blue.state == 0  # a dim red is full red on on/off pins
     driver.close()
-    assert len(red.states) >= 4
-    red.assert_states_and_times([(0.0, False), (0.0, True), (0.1, False), (0.1, True)])
-    assert green.state == 0 and blue.state == 0
+    assert [s.state for s in red.states] == [False, True, False, True, False]
+    assert [s.timestamp for s in red.states] == pytest.approx([0.0, 0.0, 0.1, 0.1, 0.0])
 
 
 def test_watchdog_returns_a_stuck_state_to_idle(caplog: pytest.LogCaptureFixture) -> None:
@@ -195,18 +201,25 @@ def test_default_limits_cover_listening_speaking_and_error() -> None:
     assert leds.expired_count == 3
 
 
+def state_now(leds: LedController) -> LedState:
+    """``leds.state`` read afresh (mypy would keep the value an earlier assert narrowed)."""
+    return leds.state
+
+
 async def test_run_task_ticks_the_watchdog() -> None:
-    clock = ManualClock()
-    leds = LedController(NullLedDriver(), clock, limits_s={LedState.ERROR: 1.0})
+    sleeper = FakeSleeper()
+    leds = LedController(
+        NullLedDriver(), sleeper.clock, limits_s={LedState.ERROR: 1.0}, sleep=sleeper.sleep
+    )
     leds.set_state(LedState.ERROR)
-    task = asyncio.create_task(leds.run(period_s=0.001))
-    clock.advance(2.0)
-    for _ in range(100):
-        await asyncio.sleep(0.001)
-        if leds.state is LedState.IDLE:
-            break
-    task.cancel()
-    assert leds.state is LedState.IDLE
+    task = asyncio.create_task(leds.run(period_s=0.04))
+    try:
+        await sleeper.advance(0.99)
+        assert state_now(leds) is LedState.ERROR
+        await sleeper.advance(0.02)
+        assert state_now(leds) is LedState.IDLE
+    finally:
+        task.cancel()
 
 
 class CountingDriver:
@@ -227,22 +240,27 @@ class CountingDriver:
 
 
 async def test_run_sleeps_while_static_but_still_expires_a_state_on_time() -> None:
-    from huxleyd.clock import MonotonicClock
-
+    sleeper = FakeSleeper()
     driver = CountingDriver()
     leds = LedController(
-        driver, MonotonicClock(), limits_s={LedState.LISTENING: 0.15}, initial=LedState.IDLE
+        driver,
+        sleeper.clock,
+        limits_s={LedState.LISTENING: 0.15},
+        initial=LedState.IDLE,
+        sleep=sleeper.sleep,
     )
     task = asyncio.create_task(leds.run(period_s=0.01))
     try:
-        await asyncio.sleep(0.3)
-        assert driver.ticks <= 2, "idle (off) must not tick 25 times a second"
+        await sleeper.advance(0.3)
+        assert driver.ticks == 1, "idle (off) must not tick 25 times a second"
         leds.set_state(LedState.LISTENING)  # solid, with a 0.15 s limit
-        await asyncio.sleep(0.4)
-        assert leds.state is LedState.IDLE, "the static wait still ends at the limit"
-        leds.set_state(LedState.THINKING)  # a blink: animated, ticks again
+        await sleeper.advance(0.14)
+        assert state_now(leds) is LedState.LISTENING and driver.ticks == 2
+        await sleeper.advance(0.02)
+        assert state_now(leds) is LedState.IDLE, "the static wait still ends at the limit"
+        leds.set_state(LedState.THINKING)  # a blink: animated, ticks every period again
         ticks = driver.ticks
-        await asyncio.sleep(0.1)
-        assert driver.ticks > ticks + 3
+        await sleeper.advance(0.1)
+        assert driver.ticks == ticks + 1 + 10  # the change wakes it, then every 0.01 s
     finally:
         task.cancel()

@@ -115,3 +115,66 @@ async def test_a_nonmixable_stream_pauses_and_an_impatient_one_is_evicted_after_
         assert mixer_calls(audio) == [("pause", "content"), ("resume", "content")]
         names = audio.names()
         assert names.index("flush") < names.index("resume"), "flushed before it may play again"
+
+
+class SlowFinally:
+    """A book whose ``finally`` (its bookmark write) waits until the test lets it end."""
+
+    def __init__(self) -> None:
+        self.saving = asyncio.Event()
+        self.release = asyncio.Event()
+        self.saved = asyncio.Event()
+
+    def stream(self) -> AudioStream:
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                while True:
+                    yield b"\0\0" * 240
+                    await asyncio.Event().wait()
+            finally:
+                self.saving.set()
+                await self.release.wait()  # the write in flight
+                self.saved.set()
+
+        return AudioStream(factory=chunks, content_type=ContentType.NONMIXABLE, label="book")
+
+
+async def test_a_stream_stopped_in_a_task_stops_playing_at_once_and_settled_waits_for_its_finally() -> (
+    None
+):
+    """CancelMedia runs stop() in a task of its own: the stream stops playing at once,
+    and what reads a bookmark after it must wait for settled()."""
+    book = SlowFinally()
+    async with running(RecordingAudio()) as media:
+        media.start(book.stream())
+        await settle()
+        stopping = asyncio.create_task(media.stop(reason="cancel_media"))
+        await book.saving.wait()
+        assert not media.playing
+        settled = asyncio.create_task(media.settled())
+        await settle()
+        assert not settled.done() and not book.saved.is_set()
+        book.release.set()
+        await settled
+        assert book.saved.is_set()
+        assert await stopping is True
+
+
+async def test_settled_and_close_wait_for_a_replaced_streams_finally() -> None:
+    """A stream replaced by another is stopped by no awaiting caller: settled() and
+    close() (shutdown) still let its finally finish before they return."""
+    book = SlowFinally()
+    media = MediaRunner(RecordingAudio(), on_natural_end=lambda s: None, sleep=FakeSleeper().sleep)
+    media.open()
+    media.start(book.stream())
+    await settle()
+    media.start(endless(asyncio.Event()))
+    await book.saving.wait()
+    settled = asyncio.create_task(media.settled())
+    closing = asyncio.create_task(media.close())
+    await settle()
+    assert not closing.done(), "shutdown must not end the loop under a bookmark write"
+    assert not settled.done() and not book.saved.is_set()
+    book.release.set()
+    await asyncio.gather(settled, closing)
+    assert book.saved.is_set()
