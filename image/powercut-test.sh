@@ -72,6 +72,10 @@ while :; do
         console | grep -a 'SELFTEST' || true
         say "FAILED: the machine stopped before the power cut: see $first_log"; exit 1
     fi
+    if grep -aq '^SELFTEST FAIL' "$first_log"; then
+        sleep 5; console | grep -a 'SELFTEST' || true  # the journal tail it prints
+        say "FAILED before the power cut: see $first_log"; exit 1
+    fi
     if [ $(( $(date +%s) - start )) -gt "$limit_s" ]; then
         kill -KILL "$vm_pid"; say "FAILED: nothing heard in $limit_s s: see $first_log"; exit 1
     fi
