@@ -59,19 +59,28 @@ cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"
 # -- 1. play, then the power cut ---------------------------------------------------------------
 first_log=$work/console-play.log
 vm_start "$test_img" "$work" "$first_log" 5 "$cmdline huxleyd_powercut=play"
+trap '[ -z "$vm_pid" ] || kill -KILL "$vm_pid" 2>/dev/null' EXIT  # never leave it running
 start=$(date +%s)
+# grep reads the file itself: `tr | grep -q` can fail with SIGPIPE (pipefail) on a match.
 console() { tr -d '\r' < "$first_log"; }
-last_heard() { console | grep -a '^POWERCUT heard ' | tail -1 | sed -n 's/^POWERCUT heard \([0-9.]*\) s$/\1/p'; }
+last_heard() {
+    { grep -a '^POWERCUT heard ' "$first_log" || true; } | tail -1 | tr -d '\r' \
+        | sed -n 's/^POWERCUT heard \([0-9.]*\) s$/\1/p'
+}
 while :; do
     if ! kill -0 "$vm_pid" 2>/dev/null; then
         console | grep -a 'SELFTEST' || true
         say "FAILED: the machine stopped before the power cut: see $first_log"; exit 1
     fi
+    if grep -aq '^SELFTEST FAIL' "$first_log"; then
+        sleep 5; console | grep -a 'SELFTEST' || true  # the journal tail it prints
+        say "FAILED before the power cut: see $first_log"; exit 1
+    fi
     if [ $(( $(date +%s) - start )) -gt "$limit_s" ]; then
         kill -KILL "$vm_pid"; say "FAILED: nothing heard in $limit_s s: see $first_log"; exit 1
     fi
     heard=$(last_heard)
-    if console | grep -aq '^POWERCUT armed' && [ -n "$heard" ] \
+    if grep -aq '^POWERCUT armed' "$first_log" && [ -n "$heard" ] \
         && awk -v h="$heard" -v t="$heard_s" 'BEGIN { exit !(h >= t) }'; then
         break
     fi
@@ -79,6 +88,7 @@ while :; do
 done
 kill -KILL "$vm_pid"
 wait "$vm_pid" 2>/dev/null || true
+vm_pid=
 heard=$(last_heard)  # a line printed after the poll, before the kill, counts too
 console | grep -a 'SELFTEST' || true
 say "power cut (SIGKILL to QEMU) after $(( $(date +%s) - start )) s; the book was heard to $heard s"

@@ -19,18 +19,23 @@ fails=0
 up() { cut -d' ' -f1 /proc/uptime; }
 ok() { echo "SELFTEST ok: $*"; }
 bad() { echo "SELFTEST FAIL: $*"; fails=$((fails + 1)); }
-check() { name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+check() { name=$1; shift; if "$@"; then ok "$name"; return 0; fi; bad "$name"; return 1; }
 mono_s() {  # a unit's monotonic timestamp property, in seconds since the kernel started
     v=$(systemctl show -P "$2" "$1"); echo "$v" | awk '{ printf "%.1f", $1 / 1000000 }'
 }
-# Bounded waits: the emulator is slow and loaded; the limit is a safety net.
-# While waiting, the pending jobs every minute show what the boot waits on.
+# Bounded waits: the emulator is slow and loaded; the limit (600 s of this
+# machine's uptime, not tries: one `huxleyctl status` takes seconds here) is a
+# safety net. While waiting, the pending jobs every minute show what the boot
+# waits on.
 wait_for() {
-    n=0
+    t0=$(cut -d. -f1 /proc/uptime); said=0
     while ! "$@" 2>/dev/null; do
-        n=$((n + 1))
+        n=$(( $(cut -d. -f1 /proc/uptime) - t0 ))
         [ $n -gt 600 ] && return 1
-        [ $((n % 60)) -eq 0 ] && systemctl list-jobs --no-pager 2>&1 | sed "s/^/SELFTEST waiting ($n s): /"
+        if [ $((n / 60)) -gt $said ]; then
+            said=$((n / 60))
+            systemctl list-jobs --no-pager 2>&1 | sed "s/^/SELFTEST waiting ($n s): /"
+        fi
         sleep 1
     done
 }
@@ -241,7 +246,8 @@ reboot_journal "daemon down"
 systemctl start huxleyd.service
 check "huxleyd READY again" wait_for active huxleyd.service
 idle_now() { huxleyctl status --json | tr -d ' \n' | grep -q '"busy":\[\],"reboot_pending":true,"reboot_policy":"when_idle"'; }
-check "idle and allowed: status lists no reason to wait (the timer would reboot now)" wait_for idle_now
+check "idle and allowed: status lists no reason to wait (the timer would reboot now)" wait_for idle_now \
+    || huxleyctl status --json | tr -d '\n' | sed 's/^/SELFTEST status: /'
 rm -f /run/reboot-required
 systemctl start huxleyd-reboot.service
 check "no reboot pending: the unit is skipped" sh -c \

@@ -97,15 +97,17 @@ if [ "$phase" = play ]; then
     install -o "$owner" -g "$owner" -m 0644 "$files/power-cut-book.flac" "$library/"
     sync  # all of the above is on the disk before the book plays: the cut takes only what follows
     systemctl restart huxleyd.service || journalctl --no-pager -u huxleyd -n 30 -o cat | sed 's/^/SELFTEST huxleyd failed: /'
-    check "huxleyd READY on the loopback card" wait_for active huxleyd.service
+    # A first boot that fails stops here: the host sees the machine stop before the cut.
+    check "huxleyd READY on the loopback card" wait_for active huxleyd.service || finish
     journalctl -u huxleyd -b HUXLEY_EVENT=daemon_started -o cat | tail -1 | cut -c1-300 | sed 's/^/SELFTEST journal: /'
-    check "provider connected (huxleyctl status)" wait_for connected
+    check "provider connected (huxleyctl status)" wait_for connected || finish
     scanned() { [ "$(events library_scanned)" -ge 1 ]; }
-    check "the library is scanned" wait_for scanned
+    check "the library is scanned" wait_for scanned || finish
     listen 0
-    huxleyctl say "play the power cut book" >/dev/null
+    huxleyctl --timeout 120 say --no-wait "play the power cut book" >/tmp/say.out 2>&1
+    echo "SELFTEST say: exit $? $(tr '\n' ' ' < /tmp/say.out | cut -c1-200)"
     playing() { [ "$(events book_started)" -ge 1 ]; }
-    check "the book plays (book_started)" wait_for playing
+    check "the book plays (book_started)" wait_for playing || finish
     journalctl -u huxleyd -b HUXLEY_EVENT=book_started -o cat | tail -1 | sed 's/^/SELFTEST journal: /'
     # What a playing book writes to the card (everything on vda; journald's share included).
     w0=$(awk '{ print $7 }' /sys/block/vda/stat); t0=$(up)
@@ -145,7 +147,8 @@ systemctl restart huxleyd.service
 check "huxleyd READY with the resume script" wait_for active huxleyd.service
 check "provider connected" wait_for connected
 listen "$saved"
-huxleyctl say "resume the book" >/dev/null
+huxleyctl --timeout 120 say --no-wait "resume the book" >/tmp/say.out 2>&1
+echo "SELFTEST say: exit $? $(tr '\n' ' ' < /tmp/say.out | cut -c1-200)"
 playing() { [ "$(events book_started)" -ge 1 ]; }
 check "the book plays again (book_started)" wait_for playing
 started=$(journalctl -u huxleyd -b HUXLEY_EVENT=book_started -o cat | tail -1)
