@@ -103,6 +103,10 @@ typedef struct {
 	_Atomic uint64_t starved;      /* callbacks that found part of a period queued */
 	_Atomic uint64_t dropouts;     /* callbacks short of audio while `expect` was set */
 	_Atomic uint64_t dropout_frames; /* the silence they played instead, in frames */
+	/* cuts asked while the ring held less than one fade: the fade could only span what
+	 * was queued (a steeper ramp, a click), and without the cut the ring would have run
+	 * dry there (a dropout the cut hid): the engine was behind its lead, as in a dropout */
+	_Atomic uint64_t short_cuts;
 	_Atomic uint64_t source_dropouts[EXPECT_SOURCES]; /* per source: its bit was set */
 	_Atomic uint32_t stamp_seq;
 	uint64_t heard_last; /* heard_now()'s last consistent answer (readers hold the GIL) */
@@ -493,6 +497,8 @@ static PyObject *Output_cut(Output *o, PyObject *unused)
 	uint64_t r = atomic_load_explicit(&o->rpos, memory_order_acquire);
 	uint64_t w = atomic_load_explicit(&o->wpos, memory_order_acquire);
 	uint64_t end = r + (o->fade_frames < w - r ? o->fade_frames : w - r);
+	if (w - r < o->fade_frames)
+		atomic_fetch_add_explicit(&o->short_cuts, 1, memory_order_relaxed);
 	atomic_store_explicit(&o->cut_end_req, end, memory_order_release);
 	uint32_t seq = atomic_fetch_add_explicit(&o->cut_req, 1, memory_order_acq_rel) + 1;
 	return Py_BuildValue("(IK)", (unsigned)seq, (unsigned long long)end);
@@ -584,14 +590,15 @@ static PyObject *Output_status(Output *o, PyObject *unused)
 	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
 	uint64_t heard = heard_now(o, now);
 	return Py_BuildValue(
-		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
+		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
 		(unsigned long long)atomic_load(&o->wpos), "read", (unsigned long long)atomic_load(&o->rpos),
 		"heard", (unsigned long long)heard, "callbacks",
 		(unsigned long long)atomic_load(&o->callbacks), "xruns",
 		(unsigned long long)atomic_load(&o->xruns), "starved",
 		(unsigned long long)atomic_load(&o->starved), "dropouts",
 		(unsigned long long)atomic_load(&o->dropouts), "dropout_frames",
-		(unsigned long long)atomic_load(&o->dropout_frames), "cut_end",
+		(unsigned long long)atomic_load(&o->dropout_frames), "short_cuts",
+		(unsigned long long)atomic_load(&o->short_cuts), "cut_end",
 		(unsigned long long)atomic_load(&o->cut_end), "drop_from",
 		(unsigned long long)atomic_load(&o->drop_from), "drop_to",
 		(unsigned long long)atomic_load(&o->drop_to), "cut_req", (unsigned)atomic_load(&o->cut_req),

@@ -93,21 +93,36 @@ async def bargein(kind: str, rate: int, cuts: int) -> dict[str, Any]:
     press: list[int] = []
     ends: list[int] = []
     starts: list[int] = []
+    short: list[bool] = []  # the cut found less than one fade queued (the engine's count)
     for index in range(cuts):
         item = f"cut{index}"
         starts.append(time.monotonic_ns())
         await engine.source("speech").write(tone(1.0), item_id=item)
         await settle(engine, 15 + index % 5)  # press at varying phases of the period
         await asyncio.sleep((index % 7) * 0.0029)
+        before = short_cuts(engine)
         press.append(time.monotonic_ns())
         engine.source("speech").flush()
+        short.append(short_cuts(engine) > before)
         ends.append(
             engine.source("speech").played_ms(item)
         )  # what the truncate sends, read at once
         await settle(engine, 10)
     stats = engine.stats()
     engine.close()
-    return {"press_ns": press, "audio_end_ms": ends, "write_ns": starts, **describe(stats)}
+    return {
+        "press_ns": press,
+        "audio_end_ms": ends,
+        "write_ns": starts,
+        "short_cuts": short,
+        **describe(stats),
+    }
+
+
+def short_cuts(engine: Any) -> int:
+    """Cuts the speaker's callback was asked while its ring held less than one fade."""
+    timed = engine._audio_thread.timed
+    return int(timed.out.status().get("short_cuts", 0)) if timed is not None else 0
 
 
 async def load(kind: str, rate: int, seconds: float, busy: int) -> dict[str, Any]:

@@ -86,8 +86,9 @@ def drycut(cuts: int) -> dict[str, Any]:
         seq, _ = out.cut()
         time.sleep(0.05)
         out.resume(seq, out.written())
+    short = int(out.status().get("short_cuts", 0))  # older builds: never counted
     out.close()
-    return {"asked_ns": asked, "queued": left}
+    return {"asked_ns": asked, "queued": left, "short_cuts": short}
 
 
 def rtout() -> Any:
