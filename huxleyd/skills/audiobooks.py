@@ -187,6 +187,11 @@ def _audio_files(root: Path) -> list[tuple[Path, tuple[int, int]]]:
     return found
 
 
+def _mark(at_s: float, finished: bool) -> tuple[float, bool]:
+    """The bookmark of a stream at ``at_s``: a finished book starts over."""
+    return (0.0 if finished else round(at_s, 3)), finished
+
+
 def clock(seconds: float) -> str:
     """``H:MM:SS`` for a position or a duration."""
     total = max(0, int(seconds))
@@ -252,6 +257,10 @@ class AudiobooksSkill:
         self._serials = itertools.count(1)
         self._latest: dict[str, int] = {}
         self._current: _Session | None = None
+        self._stopping: dict[str, tuple[_Session, bool]] = {}
+        """Per book, a stream that stopped and is still writing its final bookmark
+        (and whether it finished): until that write lands, storage holds an older
+        place, and "resume" right after "pause" must not start from it."""
 
     @property
     def tools(self) -> list[ToolDefinition]:
@@ -392,6 +401,10 @@ class AudiobooksSkill:
         return info
 
     async def _bookmark(self, book: Book) -> tuple[float, bool]:
+        stopping = self._stopping.get(book.id)
+        if stopping is not None:
+            session, finished = stopping
+            return _mark(session.position_s, finished)
         raw = await require_ctx(self._ctx, self.name).storage.get_setting(BOOKMARK_PREFIX + book.id)
         if raw is None:
             return 0.0, False
@@ -411,7 +424,7 @@ class AudiobooksSkill:
     async def _save(self, session: _Session, at_s: float, *, finished: bool = False) -> None:
         if self._latest.get(session.book.id) != session.serial:
             return  # superseded by a newer stream of this book: its bookmark wins
-        position = 0.0 if finished else round(at_s, 3)
+        position, _ = _mark(at_s, finished)
         value = json.dumps({"position_s": position, "finished": finished})
         ctx = require_ctx(self._ctx, self.name)
         try:
@@ -505,6 +518,8 @@ class AudiobooksSkill:
                 if earcons and "book_end" in self._earcons:
                     yield self._earcons["book_end"]
             finally:
+                if self._latest.get(book.id) == serial:
+                    self._stopping[book.id] = (session, finished)
                 if self._current is session:
                     self._current = None
                 if session.saving is not None:
@@ -513,6 +528,8 @@ class AudiobooksSkill:
                     with contextlib.suppress(Exception):
                         await session.saving
                 await self._save(session, session.position_s, finished=finished)
+                if self._stopping.get(book.id, (None, False))[0] is session:
+                    del self._stopping[book.id]
                 ctx.logger.info(
                     "book_stopped",
                     book=book.id,

@@ -178,9 +178,12 @@ class SlowCard(MemoryStorage):
         self.positions: list[float] = []
         self.in_flight = 0
         self.most_in_flight = 0
+        self.writing = asyncio.Event()
+        """Set when a write begins."""
 
     async def set_setting(self, key: str, value: str) -> None:
         self.in_flight += 1
+        self.writing.set()
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             await self.gate.wait()
@@ -369,3 +372,28 @@ async def test_the_library_is_probed_at_start_and_then_only_for_changes(
     listed, _ = await call(skill, "search_audiobooks")
     assert listed["count"] == 3
     assert ffprobe.starts == 4  # nothing changed: all from the cache
+
+
+async def test_resume_right_after_pause_starts_where_it_paused_while_the_card_writes(
+    data_dir: Path,
+) -> None:
+    """The final bookmark is still being written (a slow card) when "resume" comes."""
+    card = SlowCard()
+    skill = AudiobooksSkill(save_every_s=5.0)  # no save while playing: storage has none
+    ctx = make_test_context(name="audiobooks", persona_data_dir=data_dir, storage=card)
+    await skill.setup(ctx)
+    _, effect = await call(skill, "play_audiobook", title="flac tale", from_start=True)
+    stream = cast(AsyncGenerator[bytes, None], effect.factory())
+    await take(stream, 30)  # 3 s handed to the runtime
+    await call(skill, "pause_audiobook")
+    card.gate.clear()
+    card.writing.clear()
+    closing = asyncio.ensure_future(stream.aclose())  # the runtime's CancelMedia
+    await card.writing.wait()  # the final bookmark's write has begun, and waits
+    data, _ = await call(skill, "play_audiobook")  # "resume"
+    status, _ = await call(skill, "audiobook_status")
+    card.gate.set()
+    await closing
+    assert (data["from"], data["resumed"]) == ("0:00:03", True)
+    assert (status["playing"], status["position"]) == (False, "0:00:03")
+    assert (await bookmark(ctx, "the_flac_tale.flac"))["position_s"] == pytest.approx(3.0)
