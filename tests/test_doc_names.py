@@ -45,7 +45,7 @@ NOT_CODE: dict[str, str] = {
     "Output.expect": "a method of the C extension's type (huxleyd/audio/_rtout.c)",
     "_dsp.mixer_state": "a function of the C extension (huxleyd/audio/_dspmix.c)",
     "_dsp.mixer_restore": "a function of the C extension (huxleyd/audio/_dspmix.c)",
-    "overflow": "a counter of the C feeder's status() (huxleyd/audio/_feeder.c)",
+    "full": "a counter of the C feeder's status() (huxleyd/audio/_feeder.c)",
     "reports_lost": "a counter of the C feeder's status() (huxleyd/audio/_feeder.c)",
     "huxleyd-feeder": "the C feeder's thread, as the hand-off table names it (_feeder.c)",
     "adjtimex": "a Linux system call",

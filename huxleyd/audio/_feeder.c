@@ -246,8 +246,9 @@ static void unpack_requests(const uint64_t *w, mc_mixer *m)
 /* ---- the report log ------------------------------------------------------------------- */
 
 /* One mixed period, as Python's playout clock, meters and echo canceller need it. The
- * layout Python reads (take()) is REPORT_HEAD then each REPORT_SOURCE field for the four
- * sources in SOURCE_ORDER: the module exports both tuples, the only list of them. */
+ * layout Python reads (peek(), pending()) is REPORT_HEAD then each REPORT_SOURCE field
+ * for the four sources in SOURCE_ORDER: the module exports both tuples, the only list
+ * of them. */
 typedef struct {
 	double head[5]; /* dev_start (-1: not written), limiter_active, peak, power, holding */
 	double src[6][MC_SOURCES];
@@ -256,6 +257,7 @@ static const char *REPORT_HEAD[] = {"dev_start", "limiter_active", "peak", "powe
 static const char *REPORT_SOURCE[] = {"pull_start", "pull_offset", "pull_count",
 				      "skip_from",  "skip_to",     "dry_count"};
 #define REPORT_WORDS (5 + 6 * MC_SOURCES)
+_Static_assert(sizeof(report_t) == REPORT_WORDS * sizeof(double), "a report is its words");
 
 /* ---- the Feeder ---------------------------------------------------------------------- */
 
@@ -282,17 +284,22 @@ typedef struct {
 	_Atomic uint64_t req_words[RQ_WORDS];
 	uint32_t req_taken; /* the feeder's: the req_seq of its snapshot */
 	/* Reports. The feeder fills slot head % slots, then stores head + 1 (release);
-	 * take() loads head (acquire) before reading the slot and stores tail + 1
-	 * (release) after; the feeder's acquire load of tail pairs, so it never
-	 * overwrites a slot being read. A full log: the period plays and is not logged
-	 * (reports_lost, relaxed: a counter). */
+	 * peek() and pending() load head (acquire) before reading slots [tail, head);
+	 * pop() stores tail + 1 (release) once the oldest was recorded; the feeder's
+	 * acquire load of tail pairs, so it never overwrites a slot still to be read.
+	 * tail is written only with the GIL held (pop), so peek, pending and pop never
+	 * interleave: a report is in the log until Python recorded it, and a cut's
+	 * pending() sees every report not yet in the playout clock's history. A full
+	 * log: the period plays and is not logged (reports_lost, relaxed: a counter). */
 	report_t *reports;
 	int16_t *report_pcm; /* slots * period mixer samples: the mix, for the echo canceller */
 	uint64_t slots;
 	_Atomic uint64_t report_head, report_tail, reports_lost;
 	/* Feeder -> Python, relaxed counters or flags (no data hangs on them): acked (the
-	 * last cut acknowledged), periods mixed, overflow (frames the Output ring had no
-	 * room for), policy (the thread's scheduling policy, -1 before it ran).
+	 * last cut acknowledged), periods mixed, full (times a period waited because the
+	 * Output ring had no room for all of it: nothing is mixed that cannot be written),
+	 * overflow (frames a write refused anyway: a bug, counted), policy (the thread's
+	 * scheduling policy, -1 before it ran).
 	 * posted: bumped (release) by every request() and wake(), before the sem_post.
 	 * idle_at: the feeder's (release): posted + 1 as it loaded it (acquire) at the start
 	 *   of a step that found nothing to do, 0 after a step that mixed. Python's idle()
@@ -301,7 +308,7 @@ typedef struct {
 	 *   a stale "idle" while the feeder is about to play. */
 	_Atomic uint32_t acked;
 	_Atomic uint64_t posted, idle_at;
-	_Atomic uint64_t periods, overflow;
+	_Atomic uint64_t periods, full, overflow;
 	_Atomic int policy;
 	/* Python -> feeder: stop (release store, then sem_post; the feeder's acquire load). */
 	_Atomic int stop;
@@ -448,7 +455,13 @@ static void log_report(Feeder *f, int64_t dev_start, double peak, double power, 
 	atomic_store_explicit(&f->report_head, head + 1, memory_order_release);
 }
 
-/* One period: mix, convert, write after what the callback has queued, report. */
+/* One period: mix, convert, report, then write after what the callback has queued.
+ * The report is logged before the write: a cut (asyncio) that finds these frames in
+ * the speaker's ring (its acquire load of the write position) then finds their report
+ * in the log too (the head's release store comes first in this thread), drained or
+ * not, and answers from this period, not from an older one. The caller checked the
+ * ring has room for the whole period, and only the callback runs beside us (it frees
+ * slots), so the write takes every frame the report claims. */
 static void feed_period(Feeder *f)
 {
 	mc_mix_period(&f->m, f->mix);
@@ -456,13 +469,13 @@ static void feed_period(Feeder *f)
 	double peak, power;
 	to_device(f, &peak, &power);
 	uint64_t start = rt_output_written(f->output);
-	uint64_t wrote = rt_output_write(f->output, f->pcm, f->frames);
-	if (wrote < f->frames)
-		atomic_fetch_add_explicit(&f->overflow, f->frames - wrote, memory_order_relaxed);
-	atomic_fetch_add_explicit(&f->periods, 1, memory_order_relaxed);
 	int idle;
 	unsigned mask = holding(f, &idle);
 	log_report(f, (int64_t)start, peak, power, mask);
+	uint64_t wrote = rt_output_write(f->output, f->pcm, f->frames);
+	if (wrote < f->frames) /* cannot happen (room checked): counted, never hidden */
+		atomic_fetch_add_explicit(&f->overflow, f->frames - wrote, memory_order_relaxed);
+	atomic_fetch_add_explicit(&f->periods, 1, memory_order_relaxed);
 }
 
 static void wait_ns(Feeder *f, long ns)
@@ -476,6 +489,13 @@ static void wait_ns(Feeder *f, long ns)
 	}
 	while (sem_clockwait(&f->wake, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR)
 		;
+}
+
+/* How long the callback takes to play `frames` (ns): at least 0.5 ms, at most a period. */
+static long wait_for_frames(const Feeder *f, uint64_t frames)
+{
+	long ns = (long)(frames * 1000000000ULL / f->rate);
+	return ns < f->period_ns ? (ns > 500000L ? ns : 500000L) : f->period_ns;
 }
 
 /* One pass of the loop: how long to wait before the next (ns). */
@@ -499,8 +519,13 @@ static long feed_step(Feeder *f)
 	uint64_t queued = rt_output_queued(f->output);
 	if (queued >= f->lead && !cutting) {
 		rt_output_expect(f->output, mask);
-		long ns = (long)((queued - f->lead + 1) * 1000000000ULL / f->rate);
-		return ns < f->period_ns ? (ns > 500000L ? ns : 500000L) : f->period_ns;
+		return wait_for_frames(f, queued - f->lead + 1);
+	}
+	uint64_t room = rt_output_room(f->output);
+	if (room < f->frames) { /* a lead near the ring's size: never mix what cannot be written */
+		atomic_fetch_add_explicit(&f->full, 1, memory_order_relaxed);
+		rt_output_expect(f->output, mask);
+		return wait_for_frames(f, f->frames - room);
 	}
 	feed_period(f);
 	f->idle_streak = idle ? f->idle_streak + 1 : 0;
@@ -831,8 +856,9 @@ static PyObject *Feeder_wake(Feeder *f, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* take(fields: float64[REPORT_WORDS], pcm: int16[period]) -> bool: the oldest report */
-static PyObject *Feeder_take(Feeder *f, PyObject *args)
+/* peek(fields: float64[REPORT_WORDS], pcm: int16[period]) -> bool: copy the oldest
+ * report; it stays in the log until pop() (so a cut's pending() still sees it) */
+static PyObject *Feeder_peek(Feeder *f, PyObject *args)
 {
 	PyObject *a, *b;
 	if (!feeder_open(f) || !PyArg_ParseTuple(args, "OO", &a, &b))
@@ -848,7 +874,7 @@ static PyObject *Feeder_take(Feeder *f, PyObject *args)
 	if (!fields.format || strcmp(fields.format, "d") ||
 	    fields.len != (Py_ssize_t)(REPORT_WORDS * sizeof(double)) || !pcm.format ||
 	    strcmp(pcm.format, "h") || pcm.len != (Py_ssize_t)(f->m.period * sizeof(int16_t))) {
-		PyErr_Format(PyExc_ValueError, "take: fields must be %d float64, pcm %llu int16",
+		PyErr_Format(PyExc_ValueError, "peek: fields must be %d float64, pcm %llu int16",
 			     REPORT_WORDS, (unsigned long long)f->m.period);
 		goto done;
 	}
@@ -861,7 +887,6 @@ static PyObject *Feeder_take(Feeder *f, PyObject *args)
 	uint64_t slot = tail % f->slots;
 	memcpy(fields.buf, &f->reports[slot], sizeof(report_t));
 	memcpy(pcm.buf, f->report_pcm + slot * f->m.period, (size_t)f->m.period * sizeof(int16_t));
-	atomic_store_explicit(&f->report_tail, tail + 1, memory_order_release);
 	result = Py_NewRef(Py_True);
 done:
 	PyBuffer_Release(&fields);
@@ -869,13 +894,56 @@ done:
 	return result;
 }
 
+/* pop(): the oldest report was recorded: its slot is the feeder's again */
+static PyObject *Feeder_pop(Feeder *f, PyObject *unused)
+{
+	(void)unused;
+	if (!feeder_open(f))
+		return NULL;
+	uint64_t tail = atomic_load_explicit(&f->report_tail, memory_order_relaxed);
+	if (tail == atomic_load_explicit(&f->report_head, memory_order_acquire))
+		return PyErr_Format(PyExc_RuntimeError, "pop: the report log is empty");
+	atomic_store_explicit(&f->report_tail, tail + 1, memory_order_release);
+	Py_RETURN_NONE;
+}
+
+/* pending() -> tuple of tuples of REPORT_WORDS floats: every report not yet popped,
+ * oldest first (a cut answers from them and the history, drained or not) */
+static PyObject *Feeder_pending(Feeder *f, PyObject *unused)
+{
+	(void)unused;
+	if (!feeder_open(f))
+		return NULL;
+	uint64_t tail = atomic_load_explicit(&f->report_tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&f->report_head, memory_order_acquire);
+	PyObject *all = PyTuple_New((Py_ssize_t)(head - tail));
+	for (uint64_t k = 0; all && k < head - tail; k++) {
+		double words[REPORT_WORDS];
+		memcpy(words, &f->reports[(tail + k) % f->slots], sizeof(words));
+		PyObject *one = PyTuple_New(REPORT_WORDS);
+		for (Py_ssize_t i = 0; one && i < REPORT_WORDS; i++) {
+			PyObject *v = PyFloat_FromDouble(words[i]);
+			if (!v)
+				Py_CLEAR(one);
+			else
+				PyTuple_SET_ITEM(one, i, v);
+		}
+		if (!one)
+			Py_CLEAR(all);
+		else
+			PyTuple_SET_ITEM(all, (Py_ssize_t)k, one);
+	}
+	return all;
+}
+
 static PyObject *Feeder_status(Feeder *f, PyObject *unused)
 {
 	(void)unused;
 	if (!feeder_open(f))
 		return NULL;
-	return Py_BuildValue("{s:K,s:K,s:K,s:I,s:i,s:i,s:i}", "periods",
-			     (unsigned long long)atomic_load(&f->periods), "overflow",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:I,s:i,s:i,s:i}", "periods",
+			     (unsigned long long)atomic_load(&f->periods), "full",
+			     (unsigned long long)atomic_load(&f->full), "overflow",
 			     (unsigned long long)atomic_load(&f->overflow), "reports_lost",
 			     (unsigned long long)atomic_load(&f->reports_lost), "acked",
 			     (unsigned)atomic_load(&f->acked), "idle", atomic_load(&f->idle_at) != 0, "policy",
@@ -931,7 +999,9 @@ static PyMethodDef Feeder_methods[] = {
 	{"stop", (PyCFunction)Feeder_stop, METH_NOARGS, "Join the thread; the mixer state (bytes)."},
 	{"request", (PyCFunction)Feeder_request, METH_O, "request(state): publish the requests."},
 	{"wake", (PyCFunction)Feeder_wake, METH_NOARGS, "A ring was written: look now."},
-	{"take", (PyCFunction)Feeder_take, METH_VARARGS, "take(fields, pcm) -> bool: the oldest report."},
+	{"peek", (PyCFunction)Feeder_peek, METH_VARARGS, "peek(fields, pcm) -> bool: the oldest report."},
+	{"pop", (PyCFunction)Feeder_pop, METH_NOARGS, "The oldest report was recorded: free it."},
+	{"pending", (PyCFunction)Feeder_pending, METH_NOARGS, "Every report not yet popped."},
 	{"status", (PyCFunction)Feeder_status, METH_NOARGS, "Counters (a dict)."},
 	{"realtime", (PyCFunction)Feeder_realtime, METH_NOARGS, "Does the thread run SCHED_FIFO?"},
 	{"idle", (PyCFunction)Feeder_idle, METH_NOARGS, "Nothing to mix, nothing pending."},

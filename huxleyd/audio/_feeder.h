@@ -17,7 +17,8 @@
  *
  * Requests (gains, duck, pause, flush, master, the earcon gate) reach the feeder
  * through a seqlock it reads once a period (never waits on it); reports go back
- * through a single-producer/single-consumer log Python drains. The ordering of
+ * through a single-producer/single-consumer log Python drains (a report leaves it
+ * only once recorded, so a cut sees it until then). The ordering of
  * every atomic is commented at its field in _feeder.c.
  */
 #ifndef HUXLEYD_FEEDER_H

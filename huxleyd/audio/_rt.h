@@ -33,6 +33,9 @@ int rt_output_is_open(PyObject *obj); /* an Output whose __init__ succeeded */
 uint64_t rt_output_channels(PyObject *obj);
 uint64_t rt_output_written(PyObject *obj);
 uint64_t rt_output_queued(PyObject *obj);
+/* Frames the ring has room for now: only grows until the producer writes (the
+ * callback only frees slots), so a write of that many takes them all. */
+uint64_t rt_output_room(PyObject *obj);
 /* Copy up to n interleaved frames into the ring; how many fit. */
 uint64_t rt_output_write(PyObject *obj, const int16_t *frames, uint64_t n);
 uint32_t rt_output_cut_req(PyObject *obj); /* acquire: a flush published before it is seen */

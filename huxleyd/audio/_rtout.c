@@ -721,6 +721,12 @@ uint64_t rt_output_queued(PyObject *obj)
 	return avail_frames((Output *)obj);
 }
 
+uint64_t rt_output_room(PyObject *obj)
+{
+	Output *o = (Output *)obj;
+	return (o->mask + 1) - avail_frames(o);
+}
+
 uint64_t rt_output_write(PyObject *obj, const int16_t *frames, uint64_t n)
 {
 	return ring_write((Output *)obj, frames, n);
