@@ -27,7 +27,7 @@ int rt_close_stream(PaStream **stream, int *pa_ready);
 /* Test seam: the next Input copy pauses `ns` half-way (0: none). See _rtin.c. */
 void rt_set_copy_pause_ns(long ns);
 
-/* The speaker Output as the C feeder (_feeder.c) drives it, without the GIL. The
+/* The speaker Output as the C feeder (_feedthread.c) drives it, without the GIL. The
  * feeder is then the ring's only producer: Python does not write() meanwhile. */
 int rt_output_is_open(PyObject *obj); /* an Output whose __init__ succeeded */
 uint64_t rt_output_channels(PyObject *obj);

@@ -3,7 +3,7 @@
 With the callback backend the speaker's deadline is already a C callback's; what
 fed its ring was the Python audio thread, mixing ``output_lead_ms`` ahead, so a
 Python thread holding the GIL for longer than the lead starved the speaker.
-:class:`FedOutput` hands the whole mix to the C feeder (``_feeder.c``): a pthread
+:class:`FedOutput` hands the whole mix to the C feeder (``_feedthread.c``): a pthread
 that mixes the four sources (the same mixer core as :class:`~.mixer.CoreMix`),
 resamples, converts and writes the callback's ring without the GIL, from source
 rings that live in C (:class:`~.ring.SharedSampleRing`, seconds deep). A busy
