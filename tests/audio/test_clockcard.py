@@ -178,6 +178,34 @@ def test_a_cut_answers_from_every_report_the_feeder_logged_drained_or_not(
             assert truth is not None and answered == truth, result
 
 
+def test_the_feeder_never_mixes_a_period_the_speaker_ring_cannot_take(
+    card: ClockCard, realtime: RealTime
+) -> None:
+    """Issue 26: the feeder wrote a period into the speaker's ring and reported all of
+    it, even when the ring took only part: the rest of the audio was lost, and the
+    report claimed frames the ring refused. Here the ring (170 ms) is shallower than
+    the lead asked (400 ms), so the feeder meets a full ring at every period: it must
+    wait for room (counted) and lose nothing. Before: it spun writing into the full
+    ring, the playout clock never reached the item's end and ``drained`` never
+    returned. Judged on a run the card kept in time (an xrun would stretch the tone)."""
+
+    def attempt() -> tuple[dict[str, Any], str | None]:
+        fresh = write_asoundrc(card.directory)
+        result = run(fresh, "fullring", "fed", "48000")
+        heard, _ = fresh.speaker()
+        loud = np.flatnonzero(np.abs(heard) >= 160)
+        result["tone_frames"] = int(loud[-1] - loud[0] + 1) if len(loud) else 0
+        return result, (f"the card saw {fresh.xruns()} xruns" if fresh.xruns() != (0, 0) else None)
+
+    result = realtime.kept(attempt)
+    assert result["mix"] == "c_feeder" and result["drained"], result
+    assert result["full"] >= 1 and result["overflow"] == 0, result  # it met the full ring
+    assert result["played"] == result["written"] == 48000, result
+    # every frame mixed reached the card: 2 s at 24 kHz is 96,000 frames at 48 kHz
+    assert abs(result["tone_frames"] - 2 * result["written"]) <= 48, result
+    assert result["speaker_dropouts"] == 0 and result["faults"] == 0, result
+
+
 @pytest.mark.parametrize("kind", ["blocking", "callback"])
 def test_one_xrun_is_a_short_silence_never_a_reopen(
     card: ClockCard, kind: str, realtime: RealTime

@@ -27,6 +27,9 @@ by the C feeder, ``audio.mix = "c_feeder"``):
   cut, the ring position the cut answered and the one the playout clock gives
   for the same fade end once every report is drained, and whether the ring held
   less than one fade (the engine's short cut).
+- ``fullring fed <rate>``: a speaker ring (170 ms) shallower than the lead asked
+  (400 ms), so the feeder meets a full ring at every period; speech plays 2 s.
+  Reports the feeder's counters and what of the item was played and written.
 - ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
   reported dead; reports who mixed before, while lost and after the reopen, and
   what of the item was heard.
@@ -293,6 +296,39 @@ async def asked(kind: str, rate: int, count: int) -> dict[str, Any]:
     return {"stale_idle": stale, "asked": count}
 
 
+async def fullring(kind: str, rate: int) -> dict[str, Any]:
+    """The feeder against a ring it can never fill to its lead (see the module)."""
+    from huxleyd.audio.engine import AudioEngine
+    from huxleyd.audio.factory import callback_backend
+
+    settings = make_settings(kind, rate, output_lead_ms=400)
+    backend = callback_backend(settings)
+    backend.ring_ms = 100  # 4800 frames, a power of two: 8192 (170 ms)
+    engine = AudioEngine(backend, settings=settings)
+    engine.start()
+    engine.set_capture_active(False)
+    speech = engine.source("speech")
+    await speech.write(tone(2.0), item_id="f")
+    try:  # a guard, not a bound: the 2 s item is heard in 2 s, or never
+        await asyncio.wait_for(speech.drained(), 30)
+        drained = True
+    except TimeoutError:
+        drained = False
+    counters = engine._audio_thread.fed.status()
+    stats, mix = engine.stats(), engine.mix_path
+    played, written = speech.channel.playout.played_pos, speech.write_pos
+    engine.close()
+    return {
+        "mix": mix,
+        "drained": drained,
+        "full": counters.get("full", 0),  # older feeders: not counted
+        "overflow": counters["overflow"],
+        "played": played,
+        "written": written,
+        **describe(stats),
+    }
+
+
 async def heldcut(kind: str, rate: int, cuts: int) -> dict[str, Any]:
     """Cuts answered while the feeder's newest reports are not drained (see the module)."""
     from huxleyd.audio.types import SOURCES
@@ -362,6 +398,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(first(kind, rate, int(argv[3])))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
+    elif mode == "fullring":
+        result = asyncio.run(fullring(kind, rate))
     elif mode == "heldcut":
         result = asyncio.run(heldcut(kind, rate, int(argv[3])))
     elif mode == "lose":
