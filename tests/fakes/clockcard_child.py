@@ -314,7 +314,8 @@ async def fullring(kind: str, rate: int) -> dict[str, Any]:
         drained = True
     except TimeoutError:
         drained = False
-    counters = engine._audio_thread.fed.status()
+    fed: Any = engine._audio_thread.fed
+    counters = fed.status()
     stats, mix = engine.stats(), engine.mix_path
     played, written = speech.channel.playout.played_pos, speech.write_pos
     engine.close()
