@@ -53,8 +53,11 @@ main() {
 	HUXLEYD_SANITIZE=1 "$py" setup.py -q build_ext --inplace --force \
 		--build-temp build/sanitize >/dev/null || return 1
 	# a check that cannot see a build without the sanitizers would be a lie
-	# _aec is optional (libspeexdsp-dev): checked when it was built
-	for so in huxleyd/audio/_rt.*.so huxleyd/audio/_dsp.*.so huxleyd/audio/_aec.*.so; do
+	# _aec is optional (libspeexdsp-dev): checked when it was built. Only this
+	# interpreter's builds: make test leaves another Python's (.venv-3.13) beside them
+	local ext
+	ext=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || return 1
+	for so in huxleyd/audio/_rt"$ext" huxleyd/audio/_dsp"$ext" huxleyd/audio/_aec"$ext"; do
 		[ -e "$so" ] || [ "${so#*_aec}" = "$so" ] || continue
 		if ! ldd "$so" | grep -q libasan; then
 			echo "sanitize: $so is not linked with ASan" >&2
