@@ -11,6 +11,10 @@
 # finding or failed test fails the run.
 # The optimised extensions are rebuilt afterwards, pass or fail.
 #
+# Arguments after the interpreter go to pytest; those naming tests (tests/...)
+# replace the default set, so a change can be checked on its own tests first:
+#   scripts/sanitize.sh .venv/bin/python tests/audio/test_feeder.py
+#
 # Python itself is not instrumented, so the ASan runtime must be loaded first:
 # LD_PRELOAD of the compiler's libasan, inherited by every child the tests start.
 #
@@ -31,6 +35,14 @@ restore() {
 
 main() {
 	local py=$PY
+	local tests=() args=()
+	for arg in "$@"; do
+		case $arg in
+		tests/*) tests+=("$arg") ;;
+		*) args+=("$arg") ;;
+		esac
+	done
+	[ ${#tests[@]} -gt 0 ] || tests=(tests/audio tests/handsfree)
 	local cc=${CC:-cc} asan reports=build/sanitize/reports
 	asan=$($cc -print-file-name=libasan.so)
 	if [ ! -e "$asan" ]; then
@@ -41,8 +53,11 @@ main() {
 	HUXLEYD_SANITIZE=1 "$py" setup.py -q build_ext --inplace --force \
 		--build-temp build/sanitize >/dev/null || return 1
 	# a check that cannot see a build without the sanitizers would be a lie
-	# _aec is optional (libspeexdsp-dev): checked when it was built
-	for so in huxleyd/audio/_rt.*.so huxleyd/audio/_dsp.*.so huxleyd/audio/_aec.*.so; do
+	# _aec is optional (libspeexdsp-dev): checked when it was built. Only this
+	# interpreter's builds: make test leaves another Python's (.venv-3.13) beside them
+	local ext
+	ext=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || return 1
+	for so in huxleyd/audio/_rt"$ext" huxleyd/audio/_dsp"$ext" huxleyd/audio/_aec"$ext"; do
 		[ -e "$so" ] || [ "${so#*_aec}" = "$so" ] || continue
 		if ! ldd "$so" | grep -q libasan; then
 			echo "sanitize: $so is not linked with ASan" >&2
@@ -56,9 +71,9 @@ main() {
 	export LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
 	# espeak-ng hangs with the ASan runtime preloaded, and runs none of our C: left
 	# out here, and the tests' own calls run it without LD_PRELOAD (wake_audio.espeak)
-	"$py" -m pytest -q -p no:cacheprovider tests/audio tests/handsfree \
-		--deselect tests/audio/test_pcm.py::test_espeak_ngs_streaming_wav_parses_to_its_end "$@" \
-		2>&1 | tee "$reports/pytest.out"
+	"$py" -m pytest -q -p no:cacheprovider "${tests[@]}" \
+		--deselect tests/audio/test_pcm.py::test_espeak_ngs_streaming_wav_parses_to_its_end \
+		${args[@]+"${args[@]}"} 2>&1 | tee "$reports/pytest.out"
 	local rc=${PIPESTATUS[0]} files printed
 	unset LD_PRELOAD
 	files=$(find "$reports" -type f -name 'asan*' | wc -l)

@@ -45,9 +45,9 @@ NOT_CODE: dict[str, str] = {
     "Output.expect": "a method of the C extension's type (huxleyd/audio/_rtout.c)",
     "_dsp.mixer_state": "a function of the C extension (huxleyd/audio/_dspmix.c)",
     "_dsp.mixer_restore": "a function of the C extension (huxleyd/audio/_dspmix.c)",
-    "overflow": "a counter of the C feeder's status() (huxleyd/audio/_feeder.c)",
-    "reports_lost": "a counter of the C feeder's status() (huxleyd/audio/_feeder.c)",
-    "huxleyd-feeder": "the C feeder's thread, as the hand-off table names it (_feeder.c)",
+    "full": "a counter of the C feeder's status() (huxleyd/audio/_feedthread.h)",
+    "reports_lost": "a counter of the C feeder's status() (huxleyd/audio/_feedthread.h)",
+    "huxleyd-feeder": "the C feeder's thread, as the hand-off table names it (_feedthread.c)",
     "adjtimex": "a Linux system call",
     "mc_mix_period": "a C function of the mixer core (huxleyd/audio/_mixcore.c)",
     "_dsp.mix_period": "a function of the C extension (huxleyd/audio/_dsp.c)",
@@ -249,6 +249,10 @@ def check_span(index: Index, span: str, config: set[str]) -> str | None:
     return "not defined or named in the code"
 
 
+C_FILE = "<C file>"
+"""The "class" of a diagram's C file name (``_feedthread.c``): looked up as a file."""
+
+
 def doc_names(text: str) -> tuple[list[str], list[tuple[str, str | None]]]:
     """The prose's backticked spans, and the diagrams' (class, member) pairs
     (class None: a bare private name with no class before it on its line)."""
@@ -257,10 +261,12 @@ def doc_names(text: str) -> tuple[list[str], list[tuple[str, str | None]]]:
     pairs: list[tuple[str, str | None]] = []
     for line in "".join(chunks[1::2]).splitlines():
         last: str | None = None
-        for m in re.finditer(r"\b([A-Z]\w+)\.(\w+)|(?<![\w.])(_[a-z]\w*)", line):
+        for m in re.finditer(r"\b([A-Z]\w+)\.(\w+)|(?<![\w.])(_[a-z]\w*)(\.[ch]\b)?", line):
             if m.group(1):
                 last = m.group(1)
                 pairs.append((m.group(2), last))
+            elif m.group(4):  # a C source or header: the file must exist
+                pairs.append((m.group(3) + m.group(4), C_FILE))
             elif not m.group(3).startswith(("_rt", "_dsp")):  # the C extensions
                 pairs.append((m.group(3), last))
     return spans, pairs
@@ -273,6 +279,11 @@ def wrong_names(text: str, index: Index) -> list[str]:
     for member, cls in pairs:
         if cls is None:
             ok = member in index.defined
+        elif cls == C_FILE:
+            ok = _path_exists(member)
+            if not ok:
+                wrong.append(f"diagram: {member}: no such file")
+                continue
         else:
             ok = cls in index.classes and member in index.members(cls)
         if not ok:
@@ -296,7 +307,8 @@ def test_a_moved_name_is_caught(tmp_path: Path) -> None:
         "The `Runtime.no_such_member` and `audio/no_such.py`, `providers.base.Nope`,"
         " `NoSuchClass`, `audio.no_such_key`, `make no-such-target`, `no_such_event`.\n"
         " `LogOnly`, said in a string by the code but defined nowhere.\n"
-        "```\n AudioEngine._no_such → _nor_this\n Runtime.close → _neither\n```\n"
+        "```\n AudioEngine._no_such → _nor_this\n Runtime.close → _neither\n"
+        " [a C thread]  _no_such.c: its loop\n```\n"
     )
     assert wrong_names(page, index) == [
         "`LogOnly`: not defined in the code",
@@ -310,6 +322,7 @@ def test_a_moved_name_is_caught(tmp_path: Path) -> None:
         "diagram: AudioEngine._no_such: no such member",
         "diagram: AudioEngine._nor_this: no such member",
         "diagram: Runtime._neither: no such member",
+        "diagram: _no_such.c: no such file",
     ]
 
 

@@ -317,7 +317,7 @@ done:
 }
 
 /* mixer_state(channels, mixer) -> bytes: the whole core struct (requests, state, ring
- * positions) as mix_period would read it, for the C feeder (_feeder.c), which runs the
+ * positions) as mix_period would read it, for the C feeder (_feedthread.c), which runs the
  * same core on its own copy: the tables above stay the only list of the fields. */
 PyObject *mixer_state(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

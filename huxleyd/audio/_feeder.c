@@ -1,534 +1,26 @@
-/* _feeder: SourceRing and the C feeder thread. See _feeder.h for the picture.
- *
- * The feeder's period loop (feeder_run) is the real-time contract: no allocation, no
- * lock, no Python, no logging; it waits only in sem_clockwait on CLOCK_MONOTONIC
- * (a request or a ring write posts the semaphore; sem_post never blocks the poster).
+/* _feeder: the C feeder's Python side (part of the _rt extension): the Feeder type
+ * (init, start, stop, request, wake, the report log's peek/pop/pending, status) and the
+ * module's registration of it and of SourceRing. See _feeder.h for the picture. Every
+ * call here holds the GIL; the thread, the seqlock and the log are _feedthread.c's,
+ * and this file touches their atomics only through the functions it declares (the
+ * counters status() and idle() read are said at their fields in _feedthread.h).
  */
-#include "_rt.h" /* first: Python.h before the standard headers */
+#include "_feedthread.h" /* first: Python.h before the standard headers */
 #include "_feeder.h"
-#include "_mixcore.h"
 #include "_polyphase.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
-#include <semaphore.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
-/* ---- SourceRing ---------------------------------------------------------------------- */
-
-typedef struct {
-	PyObject_HEAD
-	int16_t *buf;
-	uint64_t capacity; /* samples; 0 until __init__ succeeded (every method checks) */
-	Py_ssize_t shape[1], strides[1];
-	/* wpos: written by the producer (Python, GIL held) with a release store after the
-	 *   samples are copied in; the consumer's acquire load pairs, so it never mixes a
-	 *   slot before its data.
-	 * rpos: written by the consumer (the feeder thread, or the Python mixer while no
-	 *   feeder runs: never both, the engine hands over at device open and close) with
-	 *   a release store after the samples were read; the producer's acquire load
-	 *   pairs, so it never overwrites a slot still being read. */
-	_Atomic uint64_t wpos;
-	_Atomic uint64_t rpos;
-} SourceRing;
-
-static int SourceRing_init(SourceRing *r, PyObject *args, PyObject *kwargs)
-{
-	static char *kw[] = {"capacity", NULL};
-	long long capacity;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "L", kw, &capacity))
-		return -1;
-	if (r->buf) {
-		PyErr_SetString(PyExc_RuntimeError, "SourceRing is already initialised");
-		return -1;
-	}
-	if (capacity < 1 || capacity > (1LL << 31)) {
-		PyErr_Format(PyExc_ValueError, "SourceRing: capacity %lld is not 1 to 2**31 samples",
-			     capacity);
-		return -1;
-	}
-	r->buf = PyMem_Calloc((size_t)capacity, sizeof(int16_t));
-	if (!r->buf) {
-		PyErr_NoMemory();
-		return -1;
-	}
-	r->shape[0] = (Py_ssize_t)capacity;
-	r->strides[0] = (Py_ssize_t)sizeof(int16_t);
-	r->capacity = (uint64_t)capacity;
-	return 0;
-}
-
-static void SourceRing_dealloc(SourceRing *r)
-{
-	PyMem_Free(r->buf);
-	Py_TYPE(r)->tp_free((PyObject *)r);
-}
-
-static int ring_open(SourceRing *r)
-{
-	if (r->capacity)
-		return 1;
-	PyErr_SetString(PyExc_RuntimeError, "SourceRing is not open: __init__ did not run or failed");
-	return 0;
-}
-
-/* The samples as a writable 1-D int16 buffer (numpy.frombuffer): the producer's side. */
-static int SourceRing_getbuffer(SourceRing *r, Py_buffer *view, int flags)
-{
-	if (!ring_open(r)) {
-		view->obj = NULL;
-		return -1;
-	}
-	view->obj = Py_NewRef((PyObject *)r);
-	view->buf = r->buf;
-	view->len = (Py_ssize_t)(r->capacity * sizeof(int16_t));
-	view->readonly = 0;
-	view->itemsize = (Py_ssize_t)sizeof(int16_t);
-	view->format = (flags & PyBUF_FORMAT) ? "h" : NULL;
-	view->ndim = 1;
-	view->shape = (flags & PyBUF_ND) ? r->shape : NULL;
-	view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? r->strides : NULL;
-	view->suboffsets = NULL;
-	view->internal = NULL;
-	return 0;
-}
-
-static PyBufferProcs SourceRing_buffer = {.bf_getbuffer = (getbufferproc)SourceRing_getbuffer};
-
-static PyObject *SourceRing_get_capacity(SourceRing *r, void *closure)
-{
-	(void)closure;
-	return PyLong_FromUnsignedLongLong(r->capacity);
-}
-
-static PyObject *SourceRing_get_wpos(SourceRing *r, void *closure)
-{
-	(void)closure;
-	return PyLong_FromUnsignedLongLong(atomic_load_explicit(&r->wpos, memory_order_acquire));
-}
-
-static PyObject *SourceRing_get_rpos(SourceRing *r, void *closure)
-{
-	(void)closure;
-	return PyLong_FromUnsignedLongLong(atomic_load_explicit(&r->rpos, memory_order_acquire));
-}
-
-static int position_arg(SourceRing *r, PyObject *value, const char *name, uint64_t *out)
-{
-	if (!ring_open(r))
-		return -1;
-	if (!value) {
-		PyErr_Format(PyExc_AttributeError, "SourceRing.%s cannot be deleted", name);
-		return -1;
-	}
-	unsigned long long v = PyLong_AsUnsignedLongLong(value);
-	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-		PyErr_Format(PyExc_ValueError, "SourceRing.%s must be a whole number >= 0", name);
-		return -1;
-	}
-	*out = (uint64_t)v;
-	return 0;
-}
-
-/* the producer publishes: never behind the reader, never more than a ring ahead of it */
-static int SourceRing_set_wpos(SourceRing *r, PyObject *value, void *closure)
-{
-	(void)closure;
-	uint64_t w;
-	if (position_arg(r, value, "write_pos", &w) < 0)
-		return -1;
-	uint64_t rp = atomic_load_explicit(&r->rpos, memory_order_acquire);
-	if (w < rp || w - rp > r->capacity) {
-		PyErr_Format(PyExc_ValueError,
-			     "SourceRing.write_pos = %llu: must be read_pos %llu to read_pos + capacity %llu",
-			     (unsigned long long)w, (unsigned long long)rp, (unsigned long long)r->capacity);
-		return -1;
-	}
-	atomic_store_explicit(&r->wpos, w, memory_order_release);
-	return 0;
-}
-
-/* the consumer publishes (the Python mixer while no feeder runs): never past the writer */
-static int SourceRing_set_rpos(SourceRing *r, PyObject *value, void *closure)
-{
-	(void)closure;
-	uint64_t rp;
-	if (position_arg(r, value, "read_pos", &rp) < 0)
-		return -1;
-	uint64_t w = atomic_load_explicit(&r->wpos, memory_order_acquire);
-	if (rp > w) {
-		PyErr_Format(PyExc_ValueError, "SourceRing.read_pos = %llu: past write_pos %llu",
-			     (unsigned long long)rp, (unsigned long long)w);
-		return -1;
-	}
-	atomic_store_explicit(&r->rpos, rp, memory_order_release);
-	return 0;
-}
-
-static PyGetSetDef SourceRing_getset[] = {
-	{"capacity", (getter)SourceRing_get_capacity, NULL, "Samples the ring holds.", NULL},
-	{"write_pos", (getter)SourceRing_get_wpos, (setter)SourceRing_set_wpos,
-	 "Samples ever written (producer stores, release).", NULL},
-	{"read_pos", (getter)SourceRing_get_rpos, (setter)SourceRing_set_rpos,
-	 "Samples ever consumed (consumer stores, release).", NULL},
-	{NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject SourceRingType = {
-	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "huxleyd.audio._rt.SourceRing",
-	.tp_basicsize = sizeof(SourceRing),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "One source's int16 ring, owned in C: Python writes, the C feeder reads.",
-	.tp_new = PyType_GenericNew,
-	.tp_init = (initproc)SourceRing_init,
-	.tp_dealloc = (destructor)SourceRing_dealloc,
-	.tp_as_buffer = &SourceRing_buffer,
-	.tp_getset = SourceRing_getset,
-};
-
-/* ---- requests: a seqlock of 64-bit words ------------------------------------------------ */
-
-enum { RQ_GAIN, RQ_DUCKED, RQ_PAUSED, RQ_FLUSH_SEQ, RQ_FLUSH_TO, RQ_PER_SOURCE };
-enum { RQ_MASTER = RQ_PER_SOURCE * MC_SOURCES, RQ_GATE_SEQ, RQ_GATE_END, RQ_GATE_POS, RQ_WORDS };
-
-static uint64_t bits_of(double d)
-{
-	uint64_t w;
-	memcpy(&w, &d, sizeof(w));
-	return w;
-}
-
-static double double_of(uint64_t w)
-{
-	double d;
-	memcpy(&d, &w, sizeof(d));
-	return d;
-}
-
-/* The request fields of a mixer struct as words, and back (the one list of them). */
-static void pack_requests(const mc_mixer *m, uint64_t *w)
-{
-	for (int i = 0; i < MC_SOURCES; i++) {
-		const mc_source *s = &m->src[i];
-		uint64_t *at = w + i * RQ_PER_SOURCE;
-		at[RQ_GAIN] = bits_of(s->req_gain);
-		at[RQ_DUCKED] = (uint64_t)(s->req_ducked != 0);
-		at[RQ_PAUSED] = (uint64_t)(s->req_paused != 0);
-		at[RQ_FLUSH_SEQ] = s->req_flush_seq;
-		at[RQ_FLUSH_TO] = s->req_flush_to;
-	}
-	w[RQ_MASTER] = bits_of(m->req_master);
-	w[RQ_GATE_SEQ] = m->req_gate_seq;
-	w[RQ_GATE_END] = m->req_gate_earcon_end;
-	w[RQ_GATE_POS] = m->req_gate_speech_pos;
-}
-
-static void unpack_requests(const uint64_t *w, mc_mixer *m)
-{
-	for (int i = 0; i < MC_SOURCES; i++) {
-		mc_source *s = &m->src[i];
-		const uint64_t *at = w + i * RQ_PER_SOURCE;
-		s->req_gain = double_of(at[RQ_GAIN]);
-		s->req_ducked = at[RQ_DUCKED] != 0;
-		s->req_paused = at[RQ_PAUSED] != 0;
-		s->req_flush_seq = at[RQ_FLUSH_SEQ];
-		s->req_flush_to = at[RQ_FLUSH_TO];
-	}
-	m->req_master = double_of(w[RQ_MASTER]);
-	m->req_gate_seq = w[RQ_GATE_SEQ];
-	m->req_gate_earcon_end = w[RQ_GATE_END];
-	m->req_gate_speech_pos = w[RQ_GATE_POS];
-}
-
-/* ---- the report log ------------------------------------------------------------------- */
-
-/* One mixed period, as Python's playout clock, meters and echo canceller need it. The
- * layout Python reads (take()) is REPORT_HEAD then each REPORT_SOURCE field for the four
- * sources in SOURCE_ORDER: the module exports both tuples, the only list of them. */
-typedef struct {
-	double head[5]; /* dev_start (-1: not written), limiter_active, peak, power, holding */
-	double src[6][MC_SOURCES];
-} report_t;
+/* The report's field names, in report_t's order: exported as REPORT_HEAD and
+ * REPORT_SOURCE (fed.py reads the layout from them, never from a copy). */
 static const char *REPORT_HEAD[] = {"dev_start", "limiter_active", "peak", "power", "holding"};
 static const char *REPORT_SOURCE[] = {"pull_start", "pull_offset", "pull_count",
 				      "skip_from",  "skip_to",     "dry_count"};
-#define REPORT_WORDS (5 + 6 * MC_SOURCES)
-
-/* ---- the Feeder ---------------------------------------------------------------------- */
-
-typedef struct {
-	PyObject_HEAD
-	uint64_t frames; /* device frames per period; 0 until __init__ succeeded */
-	PyObject *output;
-	SourceRing *rings[MC_SOURCES];
-	unsigned expect_bit[MC_SOURCES]; /* the Output's expect() bit of each core source */
-	mc_mixer m;                      /* the feeder thread's alone while it runs */
-	float *shapes, *mix, *ext, *taps, *device;
-	uint64_t ext_n, taps_n;
-	long up, down; /* 0: the device runs at the mixer's rate (a copy) */
-	int16_t *pcm;
-	uint64_t channels, lead, rate;
-	long period_ns;
-	int idle_streak; /* periods mixed in a row with nothing to mix (the feeder's) */
-	/* Requests. Writers hold the GIL (one at a time): req_seq odd (relaxed store, then
-	 * a release fence), the words (relaxed), req_seq even (release). The feeder loads
-	 * req_seq (acquire), the words (relaxed), an acquire fence, req_seq again (relaxed),
-	 * and keeps its last snapshot when the two differ or are odd after a few tries:
-	 * the request is then taken one period later, never torn and never waited for. */
-	_Atomic uint32_t req_seq;
-	_Atomic uint64_t req_words[RQ_WORDS];
-	uint32_t req_taken; /* the feeder's: the req_seq of its snapshot */
-	/* Reports. The feeder fills slot head % slots, then stores head + 1 (release);
-	 * take() loads head (acquire) before reading the slot and stores tail + 1
-	 * (release) after; the feeder's acquire load of tail pairs, so it never
-	 * overwrites a slot being read. A full log: the period plays and is not logged
-	 * (reports_lost, relaxed: a counter). */
-	report_t *reports;
-	int16_t *report_pcm; /* slots * period mixer samples: the mix, for the echo canceller */
-	uint64_t slots;
-	_Atomic uint64_t report_head, report_tail, reports_lost;
-	/* Feeder -> Python, relaxed counters or flags (no data hangs on them): acked (the
-	 * last cut acknowledged), periods mixed, overflow (frames the Output ring had no
-	 * room for), policy (the thread's scheduling policy, -1 before it ran).
-	 * posted: bumped (release) by every request() and wake(), before the sem_post.
-	 * idle_at: the feeder's (release): posted + 1 as it loaded it (acquire) at the start
-	 *   of a step that found nothing to do, 0 after a step that mixed. Python's idle()
-	 *   is idle_at == posted + 1: a request or ring write since that step (which the
-	 *   feeder has not seen yet) makes it false, so the audio thread never sleeps on
-	 *   a stale "idle" while the feeder is about to play. */
-	_Atomic uint32_t acked;
-	_Atomic uint64_t posted, idle_at;
-	_Atomic uint64_t periods, overflow;
-	_Atomic int policy;
-	/* Python -> feeder: stop (release store, then sem_post; the feeder's acquire load). */
-	_Atomic int stop;
-	sem_t wake;
-	int sem_ready;
-	pthread_t thread;
-	int running; /* the thread was started and not yet joined (GIL held: Python's) */
-} Feeder;
-
-/* Take the newest consistent requests into the mixer struct (see req_seq). */
-static void take_requests(Feeder *f)
-{
-	uint64_t words[RQ_WORDS];
-	for (int tries = 0; tries < 8; tries++) {
-		uint32_t before = atomic_load_explicit(&f->req_seq, memory_order_acquire);
-		if (before & 1u)
-			continue;
-		if (before == f->req_taken)
-			return; /* nothing new */
-		for (int i = 0; i < RQ_WORDS; i++)
-			words[i] = atomic_load_explicit(&f->req_words[i], memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&f->req_seq, memory_order_relaxed) != before)
-			continue;
-		unpack_requests(words, &f->m);
-		f->req_taken = before;
-		return;
-	}
-}
-
-/* Each ring's write position, as its producer published it (acquire: its samples too). */
-static void take_positions(Feeder *f)
-{
-	for (int i = 0; i < MC_SOURCES; i++) {
-		mc_source *s = &f->m.src[i];
-		s->write_pos = atomic_load_explicit(&f->rings[i]->wpos, memory_order_acquire);
-	}
-}
-
-static void publish_positions(Feeder *f)
-{
-	for (int i = 0; i < MC_SOURCES; i++)
-		atomic_store_explicit(&f->rings[i]->rpos, f->m.src[i].read_pos, memory_order_release);
-}
-
-/* SourceChannel.idle: nothing to play and nothing moving for source s */
-static int source_idle(const mc_mixer *m, const mc_source *s)
-{
-	if (s->req_flush_seq != s->flush_seq || (s->req_paused != 0) != (s->paused != 0))
-		return 0;
-	if (s->gain != s->req_gain || s->duck_db != (s->req_ducked ? m->depth_db : 0.0))
-		return 0;
-	return s->paused || s->write_pos == s->read_pos;
-}
-
-/* Mixer.holding (as the Output's expect bits, bits[i] for core source i) and Mixer.idle
- * (*idle). tests/audio/test_feeder.py compares both with the Python methods. */
-static unsigned holding_of(const mc_mixer *m, const unsigned *bits, int *idle)
-{
-	unsigned mask = 0;
-	int any = 0;
-	for (int i = 0; i < MC_SOURCES; i++)
-		if (!source_idle(m, &m->src[i])) {
-			mask |= bits[i];
-			any = 1;
-		}
-	*idle = !any && m->master == m->req_master && m->limiter_gain == 1.0 && !m->gate_active &&
-		m->req_gate_seq == m->gate_seq;
-	return mask;
-}
-
-static unsigned holding(const Feeder *f, int *idle)
-{
-	return holding_of(&f->m, f->expect_bit, idle);
-}
-
-/* Mixer.skip_idle: a silent period's bookkeeping without the arithmetic */
-static void skip_idle(mc_mixer *m)
-{
-	for (int i = 0; i < MC_SOURCES; i++) {
-		mc_source *s = &m->src[i];
-		s->pull_start = s->read_pos;
-		s->pull_offset = s->pull_count = 0;
-		s->skip_from = s->skip_to = 0;
-		if (!s->paused) {
-			if (s->flowing)
-				s->dry_count++;
-			s->flowing = 0;
-		}
-	}
-}
-
-/* The period's mix (24 kHz) at the device rate, metered, as int16 on every channel. */
-static void to_device(Feeder *f, double *peak, double *power)
-{
-	uint64_t n = f->frames;
-	if (f->up) {
-		const char *why = NULL; /* the shapes were checked at __init__: cannot fail */
-		pp_resample(f->ext, f->ext_n, f->mix, f->m.period, f->taps, f->taps_n, f->device, n,
-			    f->up, f->down, &why);
-	} else {
-		memcpy(f->device, f->mix, n * sizeof(float));
-	}
-	float high = f->device[0], low = f->device[0];
-	double sum = 0.0;
-	for (uint64_t i = 0; i < n; i++) {
-		float v = f->device[i];
-		high = v > high ? v : high;
-		low = v < low ? v : low;
-		sum += (double)v * (double)v;
-		int16_t s = pp_to_int16(v);
-		for (uint64_t c = 0; c < f->channels; c++)
-			f->pcm[i * f->channels + c] = s;
-	}
-	*peak = (double)high > -(double)low ? (double)high : -(double)low;
-	*power = sum / (double)n;
-}
-
-static void log_report(Feeder *f, int64_t dev_start, double peak, double power, unsigned mask)
-{
-	uint64_t head = atomic_load_explicit(&f->report_head, memory_order_relaxed);
-	uint64_t tail = atomic_load_explicit(&f->report_tail, memory_order_acquire);
-	if (head - tail >= f->slots) {
-		atomic_fetch_add_explicit(&f->reports_lost, 1, memory_order_relaxed);
-		return;
-	}
-	uint64_t slot = head % f->slots;
-	report_t *r = &f->reports[slot];
-	r->head[0] = (double)dev_start;
-	r->head[1] = (double)f->m.limiter_active;
-	r->head[2] = peak;
-	r->head[3] = power;
-	r->head[4] = (double)mask;
-	for (int i = 0; i < MC_SOURCES; i++) {
-		const mc_source *s = &f->m.src[i];
-		const uint64_t v[6] = {s->pull_start, s->pull_offset, s->pull_count,
-				       s->skip_from,  s->skip_to,     s->dry_count};
-		for (int k = 0; k < 6; k++)
-			r->src[k][i] = (double)v[k];
-	}
-	int16_t *pcm = f->report_pcm + slot * f->m.period;
-	for (uint64_t i = 0; i < f->m.period; i++)
-		pcm[i] = pp_to_int16(f->mix[i]);
-	atomic_store_explicit(&f->report_head, head + 1, memory_order_release);
-}
-
-/* One period: mix, convert, write after what the callback has queued, report. */
-static void feed_period(Feeder *f)
-{
-	mc_mix_period(&f->m, f->mix);
-	publish_positions(f);
-	double peak, power;
-	to_device(f, &peak, &power);
-	uint64_t start = rt_output_written(f->output);
-	uint64_t wrote = rt_output_write(f->output, f->pcm, f->frames);
-	if (wrote < f->frames)
-		atomic_fetch_add_explicit(&f->overflow, f->frames - wrote, memory_order_relaxed);
-	atomic_fetch_add_explicit(&f->periods, 1, memory_order_relaxed);
-	int idle;
-	unsigned mask = holding(f, &idle);
-	log_report(f, (int64_t)start, peak, power, mask);
-}
-
-static void wait_ns(Feeder *f, long ns)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until); /* not the wall clock: NTP steps it */
-	until.tv_nsec += ns;
-	while (until.tv_nsec >= 1000000000L) {
-		until.tv_nsec -= 1000000000L;
-		until.tv_sec++;
-	}
-	while (sem_clockwait(&f->wake, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR)
-		;
-}
-
-/* One pass of the loop: how long to wait before the next (ns). */
-static long feed_step(Feeder *f)
-{
-	uint64_t posted = atomic_load_explicit(&f->posted, memory_order_acquire);
-	uint32_t cut = rt_output_cut_req(f->output); /* before the requests: its flush with it */
-	take_requests(f);
-	take_positions(f);
-	int cutting = cut != atomic_load_explicit(&f->acked, memory_order_relaxed);
-	int idle;
-	unsigned mask = holding(f, &idle);
-	/* idle after a silent period was mixed: the resampler's history is zeros too */
-	if (idle && f->idle_streak > 0 && !cutting) {
-		skip_idle(&f->m);
-		rt_output_expect(f->output, 0);
-		atomic_store_explicit(&f->idle_at, posted + 1, memory_order_release);
-		return 500000000L; /* a request or a ring write posts `wake` */
-	}
-	atomic_store_explicit(&f->idle_at, 0, memory_order_release);
-	uint64_t queued = rt_output_queued(f->output);
-	if (queued >= f->lead && !cutting) {
-		rt_output_expect(f->output, mask);
-		long ns = (long)((queued - f->lead + 1) * 1000000000ULL / f->rate);
-		return ns < f->period_ns ? (ns > 500000L ? ns : 500000L) : f->period_ns;
-	}
-	feed_period(f);
-	f->idle_streak = idle ? f->idle_streak + 1 : 0;
-	if (cutting) { /* that mix took the cut's flush in: the callback plays from here */
-		rt_output_resume(f->output, cut, rt_output_written(f->output));
-		atomic_store_explicit(&f->acked, cut, memory_order_relaxed);
-	}
-	mask = holding(f, &idle);
-	rt_output_expect(f->output, mask);
-	return 0; /* at once: up to the lead */
-}
-
-static void *feeder_run(void *arg)
-{
-	Feeder *f = arg;
-	pthread_setname_np(pthread_self(), "huxleyd-feeder"); /* as ps, top and the docs name it */
-	int policy;
-	struct sched_param param;
-	atomic_store(&f->policy, pthread_getschedparam(pthread_self(), &policy, &param) == 0 ? policy : 0);
-	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
-		long ns = feed_step(f);
-		if (ns > 0)
-			wait_ns(f, ns);
-	}
-	return NULL;
-}
-
-/* ---- the Feeder's Python side ----------------------------------------------------------- */
+_Static_assert(sizeof(REPORT_HEAD) / sizeof(*REPORT_HEAD) == REPORT_HEAD_WORDS, "a name a word");
+_Static_assert(sizeof(REPORT_SOURCE) / sizeof(*REPORT_SOURCE) == REPORT_SOURCE_WORDS,
+	       "a name a word");
 
 static int feeder_open(Feeder *f)
 {
@@ -593,9 +85,8 @@ static int load_state(Feeder *f, PyObject *state)
 		}
 	}
 	uint64_t words[RQ_WORDS];
-	pack_requests(&f->m, words);
-	for (int i = 0; i < RQ_WORDS; i++)
-		atomic_store(&f->req_words[i], words[i]);
+	feeder_pack_requests(&f->m, words);
+	feeder_post_requests(f, words); /* the thread takes them (unchanged) at its first step */
 	return 0;
 }
 
@@ -609,7 +100,7 @@ static int take_rings(Feeder *f, PyObject *rings, PyObject *bits)
 	}
 	for (int i = 0; i < MC_SOURCES; i++) {
 		PyObject *ring = PyTuple_GET_ITEM(rings, i);
-		if (!PyObject_TypeCheck(ring, &SourceRingType) || !ring_open((SourceRing *)ring)) {
+		if (!PyObject_TypeCheck(ring, &SourceRingType) || !sourcering_open((SourceRing *)ring)) {
 			PyErr_Format(PyExc_TypeError, "Feeder: rings[%d] is not an open SourceRing", i);
 			return -1;
 		}
@@ -808,15 +299,9 @@ static PyObject *Feeder_request(Feeder *f, PyObject *state)
 	mc_mixer m;
 	memcpy(&m, data, sizeof(m));
 	uint64_t words[RQ_WORDS];
-	pack_requests(&m, words);
-	uint32_t seq = atomic_load_explicit(&f->req_seq, memory_order_relaxed);
-	atomic_store_explicit(&f->req_seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	for (int i = 0; i < RQ_WORDS; i++)
-		atomic_store_explicit(&f->req_words[i], words[i], memory_order_relaxed);
-	atomic_store_explicit(&f->req_seq, seq + 2, memory_order_release);
-	atomic_fetch_add_explicit(&f->posted, 1, memory_order_release);
-	sem_post(&f->wake);
+	feeder_pack_requests(&m, words);
+	feeder_post_requests(f, words);
+	feeder_wake(f);
 	Py_RETURN_NONE;
 }
 
@@ -826,13 +311,13 @@ static PyObject *Feeder_wake(Feeder *f, PyObject *unused)
 	(void)unused;
 	if (!feeder_open(f))
 		return NULL;
-	atomic_fetch_add_explicit(&f->posted, 1, memory_order_release);
-	sem_post(&f->wake);
+	feeder_wake(f);
 	Py_RETURN_NONE;
 }
 
-/* take(fields: float64[REPORT_WORDS], pcm: int16[period]) -> bool: the oldest report */
-static PyObject *Feeder_take(Feeder *f, PyObject *args)
+/* peek(fields: float64[REPORT_WORDS], pcm: int16[period]) -> bool: copy the oldest
+ * report; it stays in the log until pop() (so a cut's pending() still sees it) */
+static PyObject *Feeder_peek(Feeder *f, PyObject *args)
 {
 	PyObject *a, *b;
 	if (!feeder_open(f) || !PyArg_ParseTuple(args, "OO", &a, &b))
@@ -848,20 +333,16 @@ static PyObject *Feeder_take(Feeder *f, PyObject *args)
 	if (!fields.format || strcmp(fields.format, "d") ||
 	    fields.len != (Py_ssize_t)(REPORT_WORDS * sizeof(double)) || !pcm.format ||
 	    strcmp(pcm.format, "h") || pcm.len != (Py_ssize_t)(f->m.period * sizeof(int16_t))) {
-		PyErr_Format(PyExc_ValueError, "take: fields must be %d float64, pcm %llu int16",
+		PyErr_Format(PyExc_ValueError, "peek: fields must be %d float64, pcm %llu int16",
 			     REPORT_WORDS, (unsigned long long)f->m.period);
 		goto done;
 	}
-	uint64_t tail = atomic_load_explicit(&f->report_tail, memory_order_relaxed);
-	uint64_t head = atomic_load_explicit(&f->report_head, memory_order_acquire);
-	if (tail == head) {
+	uint64_t tail;
+	if (feeder_reports_unpopped(f, &tail) == 0) {
 		result = Py_NewRef(Py_False);
 		goto done;
 	}
-	uint64_t slot = tail % f->slots;
-	memcpy(fields.buf, &f->reports[slot], sizeof(report_t));
-	memcpy(pcm.buf, f->report_pcm + slot * f->m.period, (size_t)f->m.period * sizeof(int16_t));
-	atomic_store_explicit(&f->report_tail, tail + 1, memory_order_release);
+	feeder_report_copy(f, tail, fields.buf, pcm.buf);
 	result = Py_NewRef(Py_True);
 done:
 	PyBuffer_Release(&fields);
@@ -869,13 +350,54 @@ done:
 	return result;
 }
 
+/* pop(): the oldest report was recorded: its slot is the feeder's again */
+static PyObject *Feeder_pop(Feeder *f, PyObject *unused)
+{
+	(void)unused;
+	if (!feeder_open(f))
+		return NULL;
+	if (feeder_report_pop(f) < 0)
+		return PyErr_Format(PyExc_RuntimeError, "pop: the report log is empty");
+	Py_RETURN_NONE;
+}
+
+/* pending() -> tuple of tuples of REPORT_WORDS floats: every report not yet popped,
+ * oldest first (a cut answers from them and the history, drained or not) */
+static PyObject *Feeder_pending(Feeder *f, PyObject *unused)
+{
+	(void)unused;
+	if (!feeder_open(f))
+		return NULL;
+	uint64_t tail;
+	uint64_t count = feeder_reports_unpopped(f, &tail);
+	PyObject *all = PyTuple_New((Py_ssize_t)count);
+	for (uint64_t k = 0; all && k < count; k++) {
+		double words[REPORT_WORDS];
+		feeder_report_copy(f, tail + k, words, NULL);
+		PyObject *one = PyTuple_New(REPORT_WORDS);
+		for (Py_ssize_t i = 0; one && i < REPORT_WORDS; i++) {
+			PyObject *v = PyFloat_FromDouble(words[i]);
+			if (!v)
+				Py_CLEAR(one);
+			else
+				PyTuple_SET_ITEM(one, i, v);
+		}
+		if (!one)
+			Py_CLEAR(all);
+		else
+			PyTuple_SET_ITEM(all, (Py_ssize_t)k, one);
+	}
+	return all;
+}
+
 static PyObject *Feeder_status(Feeder *f, PyObject *unused)
 {
 	(void)unused;
 	if (!feeder_open(f))
 		return NULL;
-	return Py_BuildValue("{s:K,s:K,s:K,s:I,s:i,s:i,s:i}", "periods",
-			     (unsigned long long)atomic_load(&f->periods), "overflow",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:I,s:i,s:i,s:i}", "periods",
+			     (unsigned long long)atomic_load(&f->periods), "full",
+			     (unsigned long long)atomic_load(&f->full), "overflow",
 			     (unsigned long long)atomic_load(&f->overflow), "reports_lost",
 			     (unsigned long long)atomic_load(&f->reports_lost), "acked",
 			     (unsigned)atomic_load(&f->acked), "idle", atomic_load(&f->idle_at) != 0, "policy",
@@ -931,7 +453,9 @@ static PyMethodDef Feeder_methods[] = {
 	{"stop", (PyCFunction)Feeder_stop, METH_NOARGS, "Join the thread; the mixer state (bytes)."},
 	{"request", (PyCFunction)Feeder_request, METH_O, "request(state): publish the requests."},
 	{"wake", (PyCFunction)Feeder_wake, METH_NOARGS, "A ring was written: look now."},
-	{"take", (PyCFunction)Feeder_take, METH_VARARGS, "take(fields, pcm) -> bool: the oldest report."},
+	{"peek", (PyCFunction)Feeder_peek, METH_VARARGS, "peek(fields, pcm) -> bool: the oldest report."},
+	{"pop", (PyCFunction)Feeder_pop, METH_NOARGS, "The oldest report was recorded: free it."},
+	{"pending", (PyCFunction)Feeder_pending, METH_NOARGS, "Every report not yet popped."},
 	{"status", (PyCFunction)Feeder_status, METH_NOARGS, "Counters (a dict)."},
 	{"realtime", (PyCFunction)Feeder_realtime, METH_NOARGS, "Does the thread run SCHED_FIFO?"},
 	{"idle", (PyCFunction)Feeder_idle, METH_NOARGS, "Nothing to mix, nothing pending."},
@@ -982,7 +506,7 @@ PyObject *feeder_mixer_holding(PyObject *self, PyObject *args)
 	memcpy(&m, state.buf, sizeof(m));
 	PyBuffer_Release(&state);
 	int idle;
-	unsigned mask = holding_of(&m, bits, &idle);
+	unsigned mask = feeder_holding_of(&m, bits, &idle);
 	return Py_BuildValue("(IO)", mask, idle ? Py_True : Py_False);
 }
 
@@ -991,8 +515,8 @@ int feeder_add_types(PyObject *module)
 	if (PyType_Ready(&SourceRingType) < 0 || PyType_Ready(&FeederType) < 0 ||
 	    PyModule_AddType(module, &SourceRingType) < 0 || PyModule_AddType(module, &FeederType) < 0)
 		return -1;
-	PyObject *head = names_tuple(REPORT_HEAD, 5);
-	PyObject *src = names_tuple(REPORT_SOURCE, 6);
+	PyObject *head = names_tuple(REPORT_HEAD, REPORT_HEAD_WORDS);
+	PyObject *src = names_tuple(REPORT_SOURCE, REPORT_SOURCE_WORDS);
 	int bad = !head || !src || PyModule_AddObjectRef(module, "REPORT_HEAD", head) < 0 ||
 		  PyModule_AddObjectRef(module, "REPORT_SOURCE", src) < 0;
 	Py_XDECREF(head);

@@ -1,6 +1,6 @@
 /* _polyphase: the streaming polyphase resampler and the float -> int16 conversion, in
  * plain C (no Python objects, no allocation, no locks), so a GIL-free thread (the C
- * feeder, _feeder.c) and the Python kernel (_dsp.c's resample, play and capture) run
+ * feeder, _feedthread.c) and the Python kernel (_dsp.c's resample, play and capture) run
  * the same code. The numpy reference is huxleyd/audio/resample.py (StreamResampler)
  * and pcm.float_to_int16_into; tests/audio/test_dsp_kernel.py compares them through
  * _dsp on generated inputs. Build with -ffp-contract=off: numpy rounds each operation.

@@ -27,12 +27,15 @@ int rt_close_stream(PaStream **stream, int *pa_ready);
 /* Test seam: the next Input copy pauses `ns` half-way (0: none). See _rtin.c. */
 void rt_set_copy_pause_ns(long ns);
 
-/* The speaker Output as the C feeder (_feeder.c) drives it, without the GIL. The
+/* The speaker Output as the C feeder (_feedthread.c) drives it, without the GIL. The
  * feeder is then the ring's only producer: Python does not write() meanwhile. */
 int rt_output_is_open(PyObject *obj); /* an Output whose __init__ succeeded */
 uint64_t rt_output_channels(PyObject *obj);
 uint64_t rt_output_written(PyObject *obj);
 uint64_t rt_output_queued(PyObject *obj);
+/* Frames the ring has room for now: only grows until the producer writes (the
+ * callback only frees slots), so a write of that many takes them all. */
+uint64_t rt_output_room(PyObject *obj);
 /* Copy up to n interleaved frames into the ring; how many fit. */
 uint64_t rt_output_write(PyObject *obj, const int16_t *frames, uint64_t n);
 uint32_t rt_output_cut_req(PyObject *obj); /* acquire: a flush published before it is seen */

@@ -1,7 +1,7 @@
 /* _rt: the speaker's deadline, out of the GIL.
  *
  * A PortAudio *callback* playback stream over one single-producer/single-consumer
- * ring of int16 frames at the device rate. The C feeder (_feeder.c, a thread with no
+ * ring of int16 frames at the device rate. The C feeder (_feedthread.c, a thread with no
  * Python in it), or with audio.mix = "python" the Python audio thread, writes mixed
  * periods into the ring tens of milliseconds ahead; PortAudio's callback thread
  * copies them to the device. The callback never takes the GIL, never allocates,
@@ -719,6 +719,12 @@ uint64_t rt_output_written(PyObject *obj)
 uint64_t rt_output_queued(PyObject *obj)
 {
 	return avail_frames((Output *)obj);
+}
+
+uint64_t rt_output_room(PyObject *obj)
+{
+	Output *o = (Output *)obj;
+	return (o->mask + 1) - avail_frames(o);
 }
 
 uint64_t rt_output_write(PyObject *obj, const int16_t *frames, uint64_t n)

@@ -197,6 +197,8 @@ class AudioThread:
         timed = backend if isinstance(backend, OutputClock) else None
         self.timed = None if timed is None else TimedOutput(timed, playout)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
+        if self.timed is not None and fed is not None:  # a cut sees undrained reports
+            self.timed.unrecorded = fed.pending
         queued = backend if isinstance(backend, QueuedInput) else None
         self._queued_input = queued
         """The capture ring a late engine drains (the C capture callback), if any."""

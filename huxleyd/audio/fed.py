@@ -3,7 +3,7 @@
 With the callback backend the speaker's deadline is already a C callback's; what
 fed its ring was the Python audio thread, mixing ``output_lead_ms`` ahead, so a
 Python thread holding the GIL for longer than the lead starved the speaker.
-:class:`FedOutput` hands the whole mix to the C feeder (``_feeder.c``): a pthread
+:class:`FedOutput` hands the whole mix to the C feeder (``_feedthread.c``): a pthread
 that mixes the four sources (the same mixer core as :class:`~.mixer.CoreMix`),
 resamples, converts and writes the callback's ring without the GIL, from source
 rings that live in C (:class:`~.ring.SharedSampleRing`, seconds deep). A busy
@@ -20,10 +20,14 @@ What stays in Python, and how it reaches the feeder:
   acknowledges them itself after the mix that took the flush in.
 - **reports**: the feeder logs each mixed period (which ring samples of each
   source went where, what a flush dropped, the dry counts, the meter, the mix
-  as PCM16 for the echo canceller, and the device frame it was written at);
+  as PCM16 for the echo canceller, and the device frame it was written at)
+  before it writes the period to the speaker's ring;
   :meth:`FedOutput.drain` (the audio thread, each cycle) feeds them to the
   channels' published fields and the playout clock, so truncation, bookmarks
-  and EngineStats are exact as before.
+  and EngineStats are exact as before. A report leaves the log only once it
+  is recorded, so a cut (asyncio) answers from the playout clock's history
+  plus :meth:`FedOutput.pending`: every period the callback may have played,
+  drained or not.
 
 The mixer's state (gains, ramps, limiter) moves into the feeder when the device
 opens and back (``_dsp.mixer_restore``) when it closes, so the Python path mixes
@@ -43,7 +47,7 @@ from huxleyd.audio.backends.callback_backend import RT
 from huxleyd.audio.chains import PlaybackChain
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer, SourceChannel
-from huxleyd.audio.playout import PlayoutClock
+from huxleyd.audio.playout import PeriodPulls, PlayoutClock
 from huxleyd.audio.ring import FrameRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
@@ -95,6 +99,9 @@ class FedOutput:
         self._at = {name: i for i, name in enumerate(head)}
         self._src_at = {name: len(head) + k * len(channels) for k, name in enumerate(per_source)}
         self._pcm = np.zeros(mixer.period_samples, dtype=np.int16)
+        # the playout clock lists sources in its own order: where each is in ours
+        ours = {id(channel): i for i, channel in enumerate(channels)}
+        self._clock_order = tuple(ours[id(channel)] for channel in playout.channels)
         self._feeder: Any = None
         self.error: str | None = None
         """Why the feeder could not start on the last open (the Python mix ran instead)."""
@@ -182,6 +189,27 @@ class FedOutput:
         feeder = self._feeder
         return dict(feeder.status()) if feeder is not None else {}
 
+    def pending(self) -> list[PeriodPulls]:
+        """The periods the feeder logged and :meth:`drain` has not recorded yet,
+        oldest first (asyncio, for a cut; may repeat one just recorded)."""
+        feeder = self._feeder
+        if feeder is None:
+            return []
+        at, src_at, order = self._at["dev_start"], self._src_at, self._clock_order
+
+        def per_source(values: tuple[float, ...], field: str) -> tuple[int, ...]:
+            return tuple(int(values[src_at[field] + i]) for i in order)
+
+        return [
+            PeriodPulls(
+                int(values[at]),
+                per_source(values, "pull_start"),
+                per_source(values, "pull_offset"),
+                per_source(values, "pull_count"),
+            )
+            for values in feeder.pending()
+        ]
+
     def drain(self, far_end: tuple[FrameRing, float, int, int] | None) -> int:
         """Take every report the feeder logged (audio thread); return how many.
 
@@ -195,7 +223,7 @@ class FedOutput:
         for name in pulled:
             pulled[name] = False
         count = 0
-        while feeder.take(fields, pcm):
+        while feeder.peek(fields, pcm):
             count += 1
             values = fields.tolist()
             dev_start = int(values[self._at["dev_start"]])
@@ -206,6 +234,7 @@ class FedOutput:
             if far_end is not None:
                 ring, now, heard, rate = far_end
                 ring.push(pcm, rate_hz=RATE_HZ, captured_at=now + (dev_start - heard) / rate)
+            feeder.pop()  # recorded: only now may it leave the log (see pending)
         return count
 
     def _take_sources(self, values: list[float]) -> None:

@@ -99,6 +99,25 @@ class Pulled(Protocol):
     playout: SourcePlayout
 
 
+@dataclass(frozen=True, slots=True)
+class PeriodPulls:
+    """One mixed period as the playout clock records it: the device frame it was
+    written at and, per source (the clock's channel order), which ring samples it
+    pulled and where in the period they started. The C feeder's reports not yet
+    recorded reach a cut in this shape (:meth:`PlayoutClock.positions_at`)."""
+
+    dev_start: int
+    starts: tuple[int, ...]
+    offsets: tuple[int, ...]
+    counts: tuple[int, ...]
+
+
+def _heard(start: int, offset: int, count: int, into: int) -> int:
+    """The ring position of a source once ``into`` mixer samples of a period that
+    pulled ``count`` samples from ``start``, beginning at ``offset``, were heard."""
+    return start + min(max(into - offset, 0), count)
+
+
 class PlayoutClock:
     """Per-period pull history → ``played_pos`` of every source (audio thread only).
 
@@ -155,32 +174,50 @@ class PlayoutClock:
         self.dev_delay_frames = delay_frames
         self._dev_starts = [-1] * self._h
 
-    def positions_at(self, dev_pos: int) -> list[int] | None:
+    @property
+    def channels(self) -> tuple[Pulled, ...]:
+        """The sources, in the order of every per-source list here."""
+        return self._channels
+
+    def positions_at(self, dev_pos: int, pending: Sequence[PeriodPulls] = ()) -> list[int] | None:
         """Each source's ring position once device frame ``dev_pos`` has been heard.
 
-        ``None`` when that frame is older than the history. Reads only slots the
-        audio thread finished, so asyncio may call it too.
+        ``pending``: periods already written to the device and not yet recorded
+        here (the C feeder's undrained reports, oldest first); they may repeat
+        recorded ones. ``None`` when that frame is older than the history. Reads
+        only slots the audio thread finished, so asyncio may call it too.
         """
-        found = self._find(dev_pos)
-        if found is None:
+        pos = dev_pos - self.dev_delay_frames
+        period = self._find(pos)
+        for candidate in reversed(pending):  # newest first: the first match is the one
+            if 0 <= candidate.dev_start <= pos:
+                if period is None or candidate.dev_start > period.dev_start:
+                    period = candidate
+                break
+        if period is None:
             return None
-        slot, into = found
+        into = min(self._n, (pos - period.dev_start) * self._n // self.dev_frames)
         return [
-            self._starts[i][slot]
-            + min(max(into - self._offsets[i][slot], 0), self._counts[i][slot])
-            for i in range(len(self._channels))
+            _heard(start, offset, count, into)
+            for start, offset, count in zip(
+                period.starts, period.offsets, period.counts, strict=True
+            )
         ]
 
-    def _find(self, dev_pos: int) -> tuple[int, int] | None:
-        """(slot, mixer samples of it heard) for the newest written period at or before
-        ``dev_pos`` (its frames, shifted by the resampler's delay)."""
-        n, frames = self._n, self.dev_frames
-        pos = dev_pos - self.dev_delay_frames
-        for back in range(1, min(self.periods, self._h - 1) + 1):
-            slot = (self.periods - back) % self._h
+    def _find(self, pos: int) -> PeriodPulls | None:
+        """The newest recorded period written at or before device frame ``pos`` (its
+        frames, shifted by the resampler's delay)."""
+        periods = self.periods  # once: the audio thread may record meanwhile
+        for back in range(1, min(periods, self._h - 1) + 1):
+            slot = (periods - back) % self._h
             start = self._dev_starts[slot]
             if 0 <= start <= pos:
-                return slot, min(n, (pos - start) * n // frames)
+                return PeriodPulls(
+                    start,
+                    tuple(starts[slot] for starts in self._starts),
+                    tuple(offsets[slot] for offsets in self._offsets),
+                    tuple(counts[slot] for counts in self._counts),
+                )
         return None
 
     def publish_device(self, heard: int) -> None:
@@ -222,8 +259,9 @@ class PlayoutClock:
         into = heard - period * n  # mixer samples of that period already heard (1..n)
         slot = period % self._h
         for i, channel in enumerate(self._channels):
-            start = self._starts[i][slot]
-            played = start + min(max(into - self._offsets[i][slot], 0), self._counts[i][slot])
+            played = _heard(
+                self._starts[i][slot], self._offsets[i][slot], self._counts[i][slot], into
+            )
             playout = channel.playout
             if played > playout.played_pos:  # monotonic even if the latency estimate changes
                 playout.played_pos = played

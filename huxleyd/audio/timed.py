@@ -13,8 +13,14 @@ an :class:`~huxleyd.audio.backends.base.OutputClock`:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from huxleyd.audio.backends.base import OutputClock
-from huxleyd.audio.playout import PlayoutClock
+from huxleyd.audio.playout import PeriodPulls, PlayoutClock
+
+
+def _none_pending() -> Sequence[PeriodPulls]:
+    return ()
 
 
 class TimedOutput:
@@ -29,6 +35,9 @@ class TimedOutput:
         self._cut_acked = 0
         self._cuts_done = 0
         self._last_heard = -1
+        self.unrecorded: Callable[[], Sequence[PeriodPulls]] = _none_pending
+        """The periods written to the device and not yet in the playout clock (the
+        C feeder's undrained reports): a cut answers from them too."""
 
     def opened(self, *, frames: int, delay_frames: int, lead_frames: int) -> None:
         """The device (re)opened: its positions and cut numbers start again at 0."""
@@ -44,7 +53,9 @@ class TimedOutput:
             return None
         seq, fade_end = cut
         self._cut_seq = seq  # after the flush request: the thread's next mix sees both
-        return self._playout.positions_at(fade_end)
+        # every frame up to fade_end was in the ring when cut() looked, so its period
+        # is recorded or (logged before its write) among the unrecorded ones
+        return self._playout.positions_at(fade_end, self.unrecorded())
 
     def pending_cut(self) -> int:
         """The cut to acknowledge after this period's mix (read before mixing)."""

@@ -151,6 +151,61 @@ def test_a_cut_is_silent_within_one_short_period_and_truncates_at_the_fade_end(
         assert abs(cut.end_ms - cut.heard_ms) <= 5
 
 
+def test_a_cut_answers_from_every_report_the_feeder_logged_drained_or_not(
+    card: ClockCard, realtime: RealTime
+) -> None:
+    """Issue 26: the C feeder's cut was sometimes truncated short (14.3 ms once under
+    load). A cut answers "what was heard" at its fade's end from the playout clock,
+    which the audio thread fills by draining the feeder's reports; a period the
+    callback played before the drain took its report was missing, and the answer
+    came from an older period. Here nothing drains between the engine's steps, so
+    every cut falls past the drained reports: its answer must be the playout clock's
+    once every report is drained, to the sample. Before: short by 1250 samples (52
+    ms) at every cut. A short cut (the ring held less than the fade: its end is where
+    the next period starts, which the drain may record after it) is not judged."""
+
+    def attempt() -> tuple[dict[str, Any], str | None]:
+        fresh = write_asoundrc(card.directory)
+        result = run(fresh, "heldcut", "fed", "48000", "6")
+        judged = sum(not short for short in result["short"])
+        return result, (None if judged >= 4 else f"{6 - judged} of 6 cuts were short")
+
+    result = realtime.kept(attempt)
+    for answered, truth, short in zip(
+        result["answered"], result["truth"], result["short"], strict=True
+    ):
+        if not short:
+            assert truth is not None and answered == truth, result
+
+
+def test_the_feeder_never_mixes_a_period_the_speaker_ring_cannot_take(
+    card: ClockCard, realtime: RealTime
+) -> None:
+    """Issue 26: the feeder wrote a period into the speaker's ring and reported all of
+    it, even when the ring took only part: the rest of the audio was lost, and the
+    report claimed frames the ring refused. Here the ring (170 ms) is shallower than
+    the lead asked (400 ms), so the feeder meets a full ring at every period: it must
+    wait for room (counted) and lose nothing. Before: it spun writing into the full
+    ring, the playout clock never reached the item's end and ``drained`` never
+    returned. Judged on a run the card kept in time (an xrun would stretch the tone)."""
+
+    def attempt() -> tuple[dict[str, Any], str | None]:
+        fresh = write_asoundrc(card.directory)
+        result = run(fresh, "fullring", "fed", "48000")
+        heard, _ = fresh.speaker()
+        loud = np.flatnonzero(np.abs(heard) >= 160)
+        result["tone_frames"] = int(loud[-1] - loud[0] + 1) if len(loud) else 0
+        return result, (f"the card saw {fresh.xruns()} xruns" if fresh.xruns() != (0, 0) else None)
+
+    result = realtime.kept(attempt)
+    assert result["mix"] == "c_feeder" and result["drained"], result
+    assert result["full"] >= 1 and result["overflow"] == 0, result  # it met the full ring
+    assert result["played"] == result["written"] == 48000, result
+    # every frame mixed reached the card: 2 s at 24 kHz is 96,000 frames at 48 kHz
+    assert abs(result["tone_frames"] - 2 * result["written"]) <= 48, result
+    assert result["speaker_dropouts"] == 0 and result["faults"] == 0, result
+
+
 @pytest.mark.parametrize("kind", ["blocking", "callback"])
 def test_one_xrun_is_a_short_silence_never_a_reopen(
     card: ClockCard, kind: str, realtime: RealTime

@@ -1,6 +1,6 @@
 """The C feeder's Python-free pieces against the Python engine, on generated scripts.
 
-The feeder (``_feeder.c``) mixes with the same core as :class:`~huxleyd.audio.mixer.CoreMix`
+The feeder (``_feedthread.c``) mixes with the same core as :class:`~huxleyd.audio.mixer.CoreMix`
 (``tests/audio/test_mixcore.py`` compares that core with numpy). What is its own, and
 checked here against the Python it stands in for:
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from huxleyd.audio.playout import PlayoutClock, PlayoutTracker, SourcePlayout
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from huxleyd.audio.playout import PeriodPulls, PlayoutClock, PlayoutTracker, SourcePlayout
 
 N = 480
 
@@ -97,3 +100,59 @@ def test_an_item_heard_counts_neither_skips_nor_what_is_still_queued() -> None:
     tracker.heard_floor = 3600  # a cut's fade ends there, before the DAC says so
     assert tracker.played_samples("b") == 1200
     assert tracker.played_samples("unknown") == 0
+
+
+# one period of two sources: (pull count, offset) each, and whether it was written
+period_pulls = st.tuples(
+    st.integers(0, N), st.integers(0, N), st.integers(0, N), st.integers(0, N), st.booleans()
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    periods=st.lists(period_pulls, min_size=1, max_size=12),
+    recorded=st.integers(0, 12),
+    repeated=st.integers(0, 3),
+    frames=st.sampled_from([N, 2 * N, 441]),
+    delay=st.integers(0, 50),
+    probe=st.integers(-60, 12 * 2 * N + 60),
+)
+def test_a_cut_answers_from_unrecorded_periods_as_if_they_were_recorded(
+    periods: list[tuple[int, int, int, int, bool]],
+    recorded: int,
+    repeated: int,
+    frames: int,
+    delay: int,
+    probe: int,
+) -> None:
+    """Issue 26: the C feeder's reports not yet drained reach a cut as
+    :class:`PeriodPulls` beside the history (possibly repeating its newest, as the
+    log keeps a report until it was recorded). The answer is the one the clock gives
+    once every period is recorded: the same arithmetic, never a second copy of it."""
+    sources = [Pull(), Pull()]
+    full, held = PlayoutClock(sources, period_samples=N), PlayoutClock(sources, period_samples=N)
+    for clock in (full, held):
+        clock.start_device(frames=frames, delay_frames=delay)
+    recorded = min(recorded, len(periods))
+    pending: list[PeriodPulls] = []
+    ring, dev = [0, 0], 0
+    for k, (count_a, offset_a, count_b, offset_b, written) in enumerate(periods):
+        pulls = [(count_a, min(offset_a, N - count_a)), (count_b, min(offset_b, N - count_b))]
+        for pull, position, (count, offset) in zip(sources, ring, pulls, strict=True):
+            pull.period(position, count, offset)
+        start = dev if written else -1
+        full.record_period(start)
+        if k < recorded:
+            held.record_period(start)
+        if k >= recorded - repeated:  # the newest recorded may still be in the log
+            pending.append(
+                PeriodPulls(
+                    start,
+                    tuple(ring),
+                    tuple(offset for _, offset in pulls),
+                    tuple(count for count, _ in pulls),
+                )
+            )
+        ring = [position + count for position, (count, _) in zip(ring, pulls, strict=True)]
+        dev += frames if written else 0
+    assert held.positions_at(probe, pending) == full.positions_at(probe)

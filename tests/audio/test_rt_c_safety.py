@@ -42,7 +42,9 @@ UNINITIALISED = {
     "SourceRing.buffer": "memoryview(SourceRing.__new__(SourceRing))",
     "Feeder.start": "Feeder.__new__(Feeder).start()",
     "Feeder.request": "Feeder.__new__(Feeder).request(bytes(8))",
-    "Feeder.take": "Feeder.__new__(Feeder).take(bytearray(8), bytearray(8))",
+    "Feeder.peek": "Feeder.__new__(Feeder).peek(bytearray(8), bytearray(8))",
+    "Feeder.pop": "Feeder.__new__(Feeder).pop()",
+    "Feeder.pending": "Feeder.__new__(Feeder).pending()",
     "Feeder.stop": "Feeder.__new__(Feeder).stop()",
 }
 

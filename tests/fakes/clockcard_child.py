@@ -21,6 +21,15 @@ by the C feeder, ``audio.mix = "c_feeder"``):
   ended, and the engine's stats.
 - ``asked <kind> <rate> <count>``: the idle C feeder is asked (the master gain)
   ``count`` times; reports how often it still said idle right after the request.
+- ``heldcut fed <rate> <cuts>``: the engine driven by hand (``step()``: nothing
+  drains the C feeder's reports between steps); speech plays, and each cut is
+  asked once the callback has played past every report drained. Reports, per
+  cut, the ring position the cut answered and the one the playout clock gives
+  for the same fade end once every report is drained, and whether the ring held
+  less than one fade (the engine's short cut).
+- ``fullring fed <rate>``: a speaker ring (170 ms) shallower than the lead asked
+  (400 ms), so the feeder meets a full ring at every period; speech plays 2 s.
+  Reports the feeder's counters and what of the item was played and written.
 - ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
   reported dead; reports who mixed before, while lost and after the reopen, and
   what of the item was heard.
@@ -287,6 +296,81 @@ async def asked(kind: str, rate: int, count: int) -> dict[str, Any]:
     return {"stale_idle": stale, "asked": count}
 
 
+async def fullring(kind: str, rate: int) -> dict[str, Any]:
+    """The feeder against a ring it can never fill to its lead (see the module)."""
+    from huxleyd.audio.engine import AudioEngine
+    from huxleyd.audio.factory import callback_backend
+
+    settings = make_settings(kind, rate, output_lead_ms=400)
+    backend = callback_backend(settings)
+    backend.ring_ms = 100  # 4800 frames, a power of two: 8192 (170 ms)
+    engine = AudioEngine(backend, settings=settings)
+    engine.start()
+    engine.set_capture_active(False)
+    speech = engine.source("speech")
+    await speech.write(tone(2.0), item_id="f")
+    try:  # a guard, not a bound: the 2 s item is heard in 2 s, or never
+        await asyncio.wait_for(speech.drained(), 30)
+        drained = True
+    except TimeoutError:
+        drained = False
+    fed: Any = engine._audio_thread.fed
+    counters = fed.status()
+    stats, mix = engine.stats(), engine.mix_path
+    played, written = speech.channel.playout.played_pos, speech.write_pos
+    engine.close()
+    return {
+        "mix": mix,
+        "drained": drained,
+        "full": counters.get("full", 0),  # older feeders: not counted
+        "overflow": counters["overflow"],
+        "played": played,
+        "written": written,
+        **describe(stats),
+    }
+
+
+async def heldcut(kind: str, rate: int, cuts: int) -> dict[str, Any]:
+    """Cuts answered while the feeder's newest reports are not drained (see the module)."""
+    from huxleyd.audio.types import SOURCES
+
+    engine = make_engine(kind, rate)
+    engine.set_capture_active(False)
+    engine.step()  # opens the device; the feeder starts
+    audio: Any = engine._audio_thread
+    timed, clock = audio.timed, audio._playout
+    out = timed.out
+    ends: list[int] = []
+    cut = out.cut
+
+    def recorded_cut() -> Any:  # the fade's end the engine answered for
+        answer = cut()
+        ends.append(answer[1])
+        return answer
+
+    out.cut = recorded_cut
+    speech = engine.source("speech")
+    index = SOURCES.index("speech")  # the playout clock's order (the engine's)
+    answered, truth, short = [], [], []
+    for n in range(cuts):
+        await speech.write(tone(1.0), item_id=f"held{n}")
+        engine.step()  # drain what the feeder logged so far; then nothing more is
+        drained = out.written_frames()
+        frames = clock.dev_frames
+        while out.heard_frame() < drained + 2 * frames:  # noqa: ASYNC110 - a C callback
+            await asyncio.sleep(0.002)
+        before = short_cuts(engine)
+        speech.flush()
+        short.append(short_cuts(engine) > before)
+        answered.append(speech._playout.heard_floor)
+        engine.step()  # now every report of the frames up to the fade's end is drained
+        positions = clock.positions_at(ends[-1])
+        truth.append(None if positions is None else positions[index])
+        engine.run_periods(3)
+    engine.close()
+    return {"answered": answered, "truth": truth, "short": short, "fade_end": ends}
+
+
 def describe(stats: Any) -> dict[str, Any]:
     return {
         "periods": stats.periods,
@@ -315,6 +399,10 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(first(kind, rate, int(argv[3])))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
+    elif mode == "fullring":
+        result = asyncio.run(fullring(kind, rate))
+    elif mode == "heldcut":
+        result = asyncio.run(heldcut(kind, rate, int(argv[3])))
     elif mode == "lose":
         result = asyncio.run(lose(kind, rate))
     elif mode == "stall":

@@ -1,0 +1,340 @@
+/* _feedthread: the C feeder's thread, its requests seqlock and its report log. See
+ * _feedthread.h for the picture and the ordering of every atomic.
+ */
+#include "_feedthread.h" /* first: Python.h before the standard headers */
+#include "_polyphase.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- requests: a seqlock of 64-bit words ------------------------------------------------ */
+
+static uint64_t bits_of(double d)
+{
+	uint64_t w;
+	memcpy(&w, &d, sizeof(w));
+	return w;
+}
+
+static double double_of(uint64_t w)
+{
+	double d;
+	memcpy(&d, &w, sizeof(d));
+	return d;
+}
+
+/* The request fields of a mixer struct as words, and back (the one list of them). */
+void feeder_pack_requests(const mc_mixer *m, uint64_t *w)
+{
+	for (int i = 0; i < MC_SOURCES; i++) {
+		const mc_source *s = &m->src[i];
+		uint64_t *at = w + i * RQ_PER_SOURCE;
+		at[RQ_GAIN] = bits_of(s->req_gain);
+		at[RQ_DUCKED] = (uint64_t)(s->req_ducked != 0);
+		at[RQ_PAUSED] = (uint64_t)(s->req_paused != 0);
+		at[RQ_FLUSH_SEQ] = s->req_flush_seq;
+		at[RQ_FLUSH_TO] = s->req_flush_to;
+	}
+	w[RQ_MASTER] = bits_of(m->req_master);
+	w[RQ_GATE_SEQ] = m->req_gate_seq;
+	w[RQ_GATE_END] = m->req_gate_earcon_end;
+	w[RQ_GATE_POS] = m->req_gate_speech_pos;
+}
+
+static void unpack_requests(const uint64_t *w, mc_mixer *m)
+{
+	for (int i = 0; i < MC_SOURCES; i++) {
+		mc_source *s = &m->src[i];
+		const uint64_t *at = w + i * RQ_PER_SOURCE;
+		s->req_gain = double_of(at[RQ_GAIN]);
+		s->req_ducked = at[RQ_DUCKED] != 0;
+		s->req_paused = at[RQ_PAUSED] != 0;
+		s->req_flush_seq = at[RQ_FLUSH_SEQ];
+		s->req_flush_to = at[RQ_FLUSH_TO];
+	}
+	m->req_master = double_of(w[RQ_MASTER]);
+	m->req_gate_seq = w[RQ_GATE_SEQ];
+	m->req_gate_earcon_end = w[RQ_GATE_END];
+	m->req_gate_speech_pos = w[RQ_GATE_POS];
+}
+
+
+/* The seqlock's writer (see req_seq): the only store to req_seq and req_words. */
+void feeder_post_requests(Feeder *f, const uint64_t *words)
+{
+	uint32_t seq = atomic_load_explicit(&f->req_seq, memory_order_relaxed);
+	atomic_store_explicit(&f->req_seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	for (int i = 0; i < RQ_WORDS; i++)
+		atomic_store_explicit(&f->req_words[i], words[i], memory_order_relaxed);
+	atomic_store_explicit(&f->req_seq, seq + 2, memory_order_release);
+}
+
+void feeder_wake(Feeder *f)
+{
+	atomic_fetch_add_explicit(&f->posted, 1, memory_order_release);
+	sem_post(&f->wake);
+}
+
+/* ---- the thread ------------------------------------------------------------------------- */
+
+/* Take the newest consistent requests into the mixer struct (see req_seq). */
+static void take_requests(Feeder *f)
+{
+	uint64_t words[RQ_WORDS];
+	for (int tries = 0; tries < 8; tries++) {
+		uint32_t before = atomic_load_explicit(&f->req_seq, memory_order_acquire);
+		if (before & 1u)
+			continue;
+		if (before == f->req_taken)
+			return; /* nothing new */
+		for (int i = 0; i < RQ_WORDS; i++)
+			words[i] = atomic_load_explicit(&f->req_words[i], memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&f->req_seq, memory_order_relaxed) != before)
+			continue;
+		unpack_requests(words, &f->m);
+		f->req_taken = before;
+		return;
+	}
+}
+
+/* Each ring's write position, as its producer published it (acquire: its samples too). */
+static void take_positions(Feeder *f)
+{
+	for (int i = 0; i < MC_SOURCES; i++) {
+		mc_source *s = &f->m.src[i];
+		s->write_pos = atomic_load_explicit(&f->rings[i]->wpos, memory_order_acquire);
+	}
+}
+
+static void publish_positions(Feeder *f)
+{
+	for (int i = 0; i < MC_SOURCES; i++)
+		atomic_store_explicit(&f->rings[i]->rpos, f->m.src[i].read_pos, memory_order_release);
+}
+
+/* SourceChannel.idle: nothing to play and nothing moving for source s */
+static int source_idle(const mc_mixer *m, const mc_source *s)
+{
+	if (s->req_flush_seq != s->flush_seq || (s->req_paused != 0) != (s->paused != 0))
+		return 0;
+	if (s->gain != s->req_gain || s->duck_db != (s->req_ducked ? m->depth_db : 0.0))
+		return 0;
+	return s->paused || s->write_pos == s->read_pos;
+}
+
+/* See _feedthread.h. */
+unsigned feeder_holding_of(const mc_mixer *m, const unsigned *bits, int *idle)
+{
+	unsigned mask = 0;
+	int any = 0;
+	for (int i = 0; i < MC_SOURCES; i++)
+		if (!source_idle(m, &m->src[i])) {
+			mask |= bits[i];
+			any = 1;
+		}
+	*idle = !any && m->master == m->req_master && m->limiter_gain == 1.0 && !m->gate_active &&
+		m->req_gate_seq == m->gate_seq;
+	return mask;
+}
+
+static unsigned holding(const Feeder *f, int *idle)
+{
+	return feeder_holding_of(&f->m, f->expect_bit, idle);
+}
+
+/* Mixer.skip_idle: a silent period's bookkeeping without the arithmetic */
+static void skip_idle(mc_mixer *m)
+{
+	for (int i = 0; i < MC_SOURCES; i++) {
+		mc_source *s = &m->src[i];
+		s->pull_start = s->read_pos;
+		s->pull_offset = s->pull_count = 0;
+		s->skip_from = s->skip_to = 0;
+		if (!s->paused) {
+			if (s->flowing)
+				s->dry_count++;
+			s->flowing = 0;
+		}
+	}
+}
+
+/* The period's mix (24 kHz) at the device rate, metered, as int16 on every channel. */
+static void to_device(Feeder *f, double *peak, double *power)
+{
+	uint64_t n = f->frames;
+	if (f->up) {
+		const char *why = NULL; /* the shapes were checked at __init__: cannot fail */
+		pp_resample(f->ext, f->ext_n, f->mix, f->m.period, f->taps, f->taps_n, f->device, n,
+			    f->up, f->down, &why);
+	} else {
+		memcpy(f->device, f->mix, n * sizeof(float));
+	}
+	float high = f->device[0], low = f->device[0];
+	double sum = 0.0;
+	for (uint64_t i = 0; i < n; i++) {
+		float v = f->device[i];
+		high = v > high ? v : high;
+		low = v < low ? v : low;
+		sum += (double)v * (double)v;
+		int16_t s = pp_to_int16(v);
+		for (uint64_t c = 0; c < f->channels; c++)
+			f->pcm[i * f->channels + c] = s;
+	}
+	*peak = (double)high > -(double)low ? (double)high : -(double)low;
+	*power = sum / (double)n;
+}
+
+static void log_report(Feeder *f, int64_t dev_start, double peak, double power, unsigned mask)
+{
+	uint64_t head = atomic_load_explicit(&f->report_head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&f->report_tail, memory_order_acquire);
+	if (head - tail >= f->slots) {
+		atomic_fetch_add_explicit(&f->reports_lost, 1, memory_order_relaxed);
+		return;
+	}
+	uint64_t slot = head % f->slots;
+	report_t *r = &f->reports[slot];
+	r->head[0] = (double)dev_start;
+	r->head[1] = (double)f->m.limiter_active;
+	r->head[2] = peak;
+	r->head[3] = power;
+	r->head[4] = (double)mask;
+	for (int i = 0; i < MC_SOURCES; i++) {
+		const mc_source *s = &f->m.src[i];
+		const uint64_t v[6] = {s->pull_start, s->pull_offset, s->pull_count,
+				       s->skip_from,  s->skip_to,     s->dry_count};
+		for (int k = 0; k < 6; k++)
+			r->src[k][i] = (double)v[k];
+	}
+	int16_t *pcm = f->report_pcm + slot * f->m.period;
+	for (uint64_t i = 0; i < f->m.period; i++)
+		pcm[i] = pp_to_int16(f->mix[i]);
+	atomic_store_explicit(&f->report_head, head + 1, memory_order_release);
+}
+
+/* One period: mix, convert, report, then write after what the callback has queued.
+ * The report is logged before the write: a cut (asyncio) that finds these frames in
+ * the speaker's ring (its acquire load of the write position) then finds their report
+ * in the log too (the head's release store comes first in this thread), drained or
+ * not, and answers from this period, not from an older one. The caller checked the
+ * ring has room for the whole period, and only the callback runs beside us (it frees
+ * slots), so the write takes every frame the report claims. */
+static void feed_period(Feeder *f)
+{
+	mc_mix_period(&f->m, f->mix);
+	publish_positions(f);
+	double peak, power;
+	to_device(f, &peak, &power);
+	uint64_t start = rt_output_written(f->output);
+	int idle;
+	unsigned mask = holding(f, &idle);
+	log_report(f, (int64_t)start, peak, power, mask);
+	uint64_t wrote = rt_output_write(f->output, f->pcm, f->frames);
+	if (wrote < f->frames) /* cannot happen (room checked): counted, never hidden */
+		atomic_fetch_add_explicit(&f->overflow, f->frames - wrote, memory_order_relaxed);
+	atomic_fetch_add_explicit(&f->periods, 1, memory_order_relaxed);
+}
+
+static void wait_ns(Feeder *f, long ns)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until); /* not the wall clock: NTP steps it */
+	until.tv_nsec += ns;
+	while (until.tv_nsec >= 1000000000L) {
+		until.tv_nsec -= 1000000000L;
+		until.tv_sec++;
+	}
+	while (sem_clockwait(&f->wake, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR)
+		;
+}
+
+/* How long the callback takes to play `frames` (ns): at least 0.5 ms, at most a period. */
+static long wait_for_frames(const Feeder *f, uint64_t frames)
+{
+	long ns = (long)(frames * 1000000000ULL / f->rate);
+	return ns < f->period_ns ? (ns > 500000L ? ns : 500000L) : f->period_ns;
+}
+
+/* One pass of the loop: how long to wait before the next (ns). */
+static long feed_step(Feeder *f)
+{
+	uint64_t posted = atomic_load_explicit(&f->posted, memory_order_acquire);
+	uint32_t cut = rt_output_cut_req(f->output); /* before the requests: its flush with it */
+	take_requests(f);
+	take_positions(f);
+	int cutting = cut != atomic_load_explicit(&f->acked, memory_order_relaxed);
+	int idle;
+	unsigned mask = holding(f, &idle);
+	/* idle after a silent period was mixed: the resampler's history is zeros too */
+	if (idle && f->idle_streak > 0 && !cutting) {
+		skip_idle(&f->m);
+		rt_output_expect(f->output, 0);
+		atomic_store_explicit(&f->idle_at, posted + 1, memory_order_release);
+		return 500000000L; /* a request or a ring write posts `wake` */
+	}
+	atomic_store_explicit(&f->idle_at, 0, memory_order_release);
+	uint64_t queued = rt_output_queued(f->output);
+	if (queued >= f->lead && !cutting) {
+		rt_output_expect(f->output, mask);
+		return wait_for_frames(f, queued - f->lead + 1);
+	}
+	uint64_t room = rt_output_room(f->output);
+	if (room < f->frames) { /* a lead near the ring's size: never mix what cannot be written */
+		atomic_fetch_add_explicit(&f->full, 1, memory_order_relaxed);
+		rt_output_expect(f->output, mask);
+		return wait_for_frames(f, f->frames - room);
+	}
+	feed_period(f);
+	f->idle_streak = idle ? f->idle_streak + 1 : 0;
+	if (cutting) { /* that mix took the cut's flush in: the callback plays from here */
+		rt_output_resume(f->output, cut, rt_output_written(f->output));
+		atomic_store_explicit(&f->acked, cut, memory_order_relaxed);
+	}
+	mask = holding(f, &idle);
+	rt_output_expect(f->output, mask);
+	return 0; /* at once: up to the lead */
+}
+
+void *feeder_run(void *arg)
+{
+	Feeder *f = arg;
+	pthread_setname_np(pthread_self(), "huxleyd-feeder"); /* as ps, top and the docs name it */
+	int policy;
+	struct sched_param param;
+	atomic_store(&f->policy, pthread_getschedparam(pthread_self(), &policy, &param) == 0 ? policy : 0);
+	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
+		long ns = feed_step(f);
+		if (ns > 0)
+			wait_ns(f, ns);
+	}
+	return NULL;
+}
+
+/* ---- the report log's consumer side (Python, GIL held; see report_tail) --------------- */
+
+uint64_t feeder_reports_unpopped(Feeder *f, uint64_t *tail)
+{
+	*tail = atomic_load_explicit(&f->report_tail, memory_order_relaxed);
+	return atomic_load_explicit(&f->report_head, memory_order_acquire) - *tail;
+}
+
+void feeder_report_copy(const Feeder *f, uint64_t index, double *words, int16_t *pcm)
+{
+	uint64_t slot = index % f->slots;
+	memcpy(words, &f->reports[slot], sizeof(report_t));
+	if (pcm)
+		memcpy(pcm, f->report_pcm + slot * f->m.period, (size_t)f->m.period * sizeof(int16_t));
+}
+
+int feeder_report_pop(Feeder *f)
+{
+	uint64_t tail;
+	if (feeder_reports_unpopped(f, &tail) == 0)
+		return -1;
+	atomic_store_explicit(&f->report_tail, tail + 1, memory_order_release);
+	return 0;
+}
