@@ -121,6 +121,14 @@ class ClockCard:
         mic = sum(1 for event, _ in self.events(self.mic_log) if event == "xrun")
         return spk, mic
 
+    def foreign(self) -> list[tuple[int, int]]:
+        """(ns, thread id) of calls into the running speaker PCM by a thread other than
+        its writer (the first 16 per prepare): each takes the lock the writer needs."""
+        if not self.speaker_log.exists():
+            return []
+        lines = (line.split() for line in self.speaker_log.read_text().splitlines())
+        return [(int(w[1]), int(w[2])) for w in lines if w[0] == "foreign"]
+
     def mic_starts(self) -> list[tuple[int, int]]:
         """Each capture start: (its time in ns, the ``mic.raw`` frame it captured first).
         Frame ``f`` of the file, read in that run, was captured at
