@@ -218,12 +218,20 @@ def speaker_silences(
     ``threshold`` longer than 1 ms between the first and the last loud sample. The
     engine's test tones never go quiet for that long (a zero crossing is a sample
     or two), so each is the speaker fed zeros: a dropout the listener heard."""
+    spans = silence_spans(samples, rate_hz=rate_hz, threshold=threshold)
+    return len(spans), float(sum(n for _, n in spans)) * 1000 / rate_hz
+
+
+def silence_spans(
+    samples: np.ndarray, *, rate_hz: int, threshold: int = 160
+) -> list[tuple[int, int]]:
+    """The silences :func:`speaker_silences` counts: (first quiet index, length in samples)."""
     loud = np.flatnonzero(np.abs(samples.astype(np.int32)) >= threshold)
     if len(loud) < 2:
-        return 0, 0.0
+        return []
     gaps = np.diff(loud) - 1  # quiet samples between consecutive loud ones
-    long = gaps[gaps > rate_hz // 1000]
-    return len(long), float(long.sum()) * 1000 / rate_hz
+    long = np.flatnonzero(gaps > rate_hz // 1000)
+    return [(int(loud[i]) + 1, int(gaps[i])) for i in long]
 
 
 def longest_gap(samples: np.ndarray, start: int, end: int, *, threshold: int = 160) -> int:
