@@ -31,7 +31,7 @@ restore() {
 
 main() {
 	local py=$PY
-	local cc=${CC:-cc} asan reports=build/sanitize/reports
+	local cc=${CC:-cc} asan deps reports=build/sanitize/reports
 	asan=$($cc -print-file-name=libasan.so)
 	if [ ! -e "$asan" ]; then
 		echo "sanitize: $cc has no libasan.so (apt-get install gcc)" >&2
@@ -44,7 +44,10 @@ main() {
 	# _aec is optional (libspeexdsp-dev): checked when it was built
 	for so in huxleyd/audio/_rt.*.so huxleyd/audio/_dsp.*.so huxleyd/audio/_aec.*.so; do
 		[ -e "$so" ] || [ "${so#*_aec}" = "$so" ] || continue
-		if ! ldd "$so" | grep -q libasan; then
+		# read whole before grep: `ldd | grep -q` under pipefail fails when grep's
+		# early exit makes ldd die of SIGPIPE (seen: an ASan build called unlinked)
+		deps=$(ldd "$so") || return 1
+		if ! grep -q libasan <<<"$deps"; then
 			echo "sanitize: $so is not linked with ASan" >&2
 			return 1
 		fi
