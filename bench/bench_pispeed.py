@@ -14,8 +14,14 @@ also gives the card's own xruns (speaker, mic) of both runs.
 Both mix paths of the callback backend run in the same bench run, one beside
 the other: the value is the C feeder's (``audio.mix = "c_feeder"``: no Python in
 the speaker path), the reference the Python audio thread's (``"python"``).
-``HUXLEYD_BENCH_PI_S`` sets each run's length (20 s by default). Needs root
-(a cgroup of its own); without one the rows say why, never a made-up figure.
+``HUXLEYD_BENCH_PI_S`` sets each run's length (20 s by default);
+``HUXLEYD_BENCH_PI_ONLY`` runs only the shares whose label starts with it
+(``"25 % (a Pi 4)"``) and ``HUXLEYD_BENCH_PI_BUSY`` (``1`` or ``0``) only the runs
+with or without the busy thread: ``HUXLEYD_BENCH_PI_ONLY="25 % (a" make bench``
+is one scenario. Each label also says how many silences fell while the machine
+itself stalled (:mod:`bench.witness`: a VM's host descheduling it), which no
+engine can prevent. Needs root (a cgroup of its own); without one the rows say
+why, never a made-up figure.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from pathlib import Path
 import numpy as np
 
 from bench import Row
+from bench.witness import Witness
 from tests.fakes.clockcard import (
     ClockCardUnavailable,
     build_plugin,
     child_env,
+    silence_spans,
     speaker_silences,
     write_asoundrc,
 )
@@ -52,6 +60,9 @@ SHARES = (  # (label, share of one core, CFS period in µs)
     ("25 % as 25 ms in every 100 ms", 0.25, 100_000),
     ("5 %", 0.05, 10_000),
 )
+CARD_PLAYS_ON_NS = 10_000_000
+"""How long the card plays on from what the callback had queued (its buffer, 7.5 ms at
+2.5 ms periods, with a margin): a stall that began that long before a silence made it."""
 RT_RUNTIME_US = 50_000
 """SCHED_FIFO time the group may use per second (the callbacks need ~1 %)."""
 
@@ -101,9 +112,14 @@ def _silent_share(samples: np.ndarray) -> float:
 
 def _run(
     kind: str, share: float, period_us: int, busy: bool, seconds: float
-) -> tuple[float, tuple[int, int]]:
-    """One ``load`` run of the ``kind`` mix path: (% silent, the card's (speaker, mic) xruns)."""
-    with tempfile.TemporaryDirectory() as tmp, cpu_group(share, period_us) as procs:
+) -> tuple[float, tuple[int, int], tuple[int, int]]:
+    """One ``load`` run of the ``kind`` mix path: (% silent, the card's (speaker, mic)
+    xruns, (silences, of which the machine stalled meanwhile))."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        cpu_group(share, period_us) as procs,
+        Witness() as witness,
+    ):
         directory = Path(tmp)
         card = write_asoundrc(directory)
         env = child_env(directory)
@@ -121,24 +137,41 @@ def _run(
         if done.returncode != 0:
             raise RuntimeError(f"child failed: {done.stderr[-300:]}")
         json.loads(done.stdout.strip().splitlines()[-1])
-        share_silent = _silent_share(card.speaker()[0])
+        samples, t0 = card.speaker()
+        share_silent = _silent_share(samples)
         xruns = card.xruns()
-    return share_silent, xruns
+    spans = silence_spans(samples, rate_hz=RATE)
+    stalled = sum(
+        witness.covers(
+            t0 + start * 10**9 // RATE,
+            t0 + (start + length) * 10**9 // RATE,
+            before_ns=CARD_PLAYS_ON_NS,
+        )
+        for start, length in spans
+    )
+    return share_silent, xruns, (len(spans), stalled)
 
 
 def _rows() -> list[Row]:
     seconds = float(os.environ.get("HUXLEYD_BENCH_PI_S", "20"))
+    only = os.environ.get("HUXLEYD_BENCH_PI_ONLY", "")
+    busy_only = os.environ.get("HUXLEYD_BENCH_PI_BUSY", "")
     rows = []
     for label, share, period_us in SHARES:
+        if not label.startswith(only):
+            continue
         for busy in (True, False):
-            fed, fed_xruns = _run("fed", share, period_us, busy, seconds)
-            python, python_xruns = _run("callback", share, period_us, busy, seconds)
+            if busy_only and busy != (busy_only == "1"):
+                continue
+            fed, fed_xruns, fed_stalled = _run("fed", share, period_us, busy, seconds)
+            python, python_xruns, python_stalled = _run("callback", share, period_us, busy, seconds)
             thread = "busy Python thread" if busy else "no busy thread"
             rows.append(
                 Row(
                     AREA,
                     f"speaker silent, CPU {label}, {thread}, {seconds:g} s (C feeder; ref = "
-                    f"Python mix; card xruns {fed_xruns} / {python_xruns})",
+                    f"Python mix; card xruns {fed_xruns} / {python_xruns}; silences, of "
+                    f"them while the machine stalled {fed_stalled} / {python_stalled})",
                     fed,
                     "% of the time",
                     python,

@@ -43,7 +43,7 @@ main() {
 		esac
 	done
 	[ ${#tests[@]} -gt 0 ] || tests=(tests/audio tests/handsfree)
-	local cc=${CC:-cc} asan reports=build/sanitize/reports
+	local cc=${CC:-cc} asan deps reports=build/sanitize/reports
 	asan=$($cc -print-file-name=libasan.so)
 	if [ ! -e "$asan" ]; then
 		echo "sanitize: $cc has no libasan.so (apt-get install gcc)" >&2
@@ -59,7 +59,10 @@ main() {
 	ext=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || return 1
 	for so in huxleyd/audio/_rt"$ext" huxleyd/audio/_dsp"$ext" huxleyd/audio/_aec"$ext"; do
 		[ -e "$so" ] || [ "${so#*_aec}" = "$so" ] || continue
-		if ! ldd "$so" | grep -q libasan; then
+		# read whole before grep: `ldd | grep -q` under pipefail fails when grep's
+		# early exit makes ldd die of SIGPIPE (seen: an ASan build called unlinked)
+		deps=$(ldd "$so") || return 1
+		if ! grep -q libasan <<<"$deps"; then
 			echo "sanitize: $so is not linked with ASan" >&2
 			return 1
 		fi

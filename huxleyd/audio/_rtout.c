@@ -20,7 +20,11 @@
  *   was queued behind it (expect()), be it part way or at a period boundary. The
  *   card never sees those (it is fed silence), so its xruns alone would lie;
  * - stamp which ring position reaches the DAC when (outputBufferDacTime), so the
- *   playout clock is the device's, not a latency guessed at open.
+ *   playout clock is the device's, not a latency guessed at open. The stamp is moved
+ *   onto CLOCK_MONOTONIC in the callback, so that asking "what is heard now" never
+ *   enters ALSA from Python: Pa_GetStreamTime takes the PCM's lock (snd_pcm_status),
+ *   and a Python thread throttled by the CPU share while holding it kept the callback
+ *   waiting past the card's buffer (a speaker xrun at a Pi's share, issue 26).
  *
  * The mic's capture stream (Input) is _rtin.c, in this same extension (_rt.h).
  *
@@ -35,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define STAMPS 8
 #define EXPECT_SOURCES 8 /* bits of expect()'s mask: the engine's sources (it has four) */
@@ -43,7 +48,7 @@ enum { PLAYING, FADING, MUTED }; /* recent callbacks kept for "what is at the DA
 typedef struct {
 	uint64_t pos;    /* ring position of the first frame of that callback */
 	uint64_t frames; /* how many ring frames it played (after skips) */
-	double dac;      /* when its first frame reached the DAC (PortAudio time) */
+	double dac;      /* when its first frame reached the DAC (CLOCK_MONOTONIC, seconds) */
 } stamp_t;
 
 typedef struct {
@@ -114,6 +119,14 @@ typedef struct {
 	_Atomic int aborted;
 	_Atomic int policy; /* the callback thread's scheduling policy, -1 until it ran */
 } Output;
+
+/* CLOCK_MONOTONIC in seconds (vDSO: no system call, safe in the callback) */
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static uint64_t avail_frames(Output *o)
 {
@@ -272,7 +285,9 @@ static int on_device(const void *input, void *output, unsigned long frames,
 	stamp_t *s = &o->stamps[(seq / 2) % STAMPS];
 	s->pos = first;
 	s->frames = played;
-	s->dac = time->outputBufferDacTime;
+	/* currentTime is the same status read as the DAC time: their difference is the
+	 * device's delay, which monotonic "now" carries over without an ALSA call */
+	s->dac = mono_s() + (time->outputBufferDacTime - time->currentTime);
 	atomic_store_explicit(&o->stamp_seq, seq + 2, memory_order_release);
 	atomic_store_explicit(&o->rpos, rpos, memory_order_release);
 	return paContinue;
@@ -587,7 +602,7 @@ static uint64_t heard_now(Output *o, double now)
 static PyObject *Output_status(Output *o, PyObject *unused)
 {
 	(void)unused;
-	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
+	double now = mono_s(); /* never Pa_GetStreamTime: see the stamp in on_device */
 	uint64_t heard = heard_now(o, now);
 	return Py_BuildValue(
 		"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:I,s:i,s:d}", "written",
@@ -615,8 +630,7 @@ static PyObject *Output_written(Output *o, PyObject *unused)
 static PyObject *Output_heard(Output *o, PyObject *unused)
 {
 	(void)unused;
-	double now = o->stream ? Pa_GetStreamTime(o->stream) : 0.0;
-	return PyLong_FromUnsignedLongLong(heard_now(o, now));
+	return PyLong_FromUnsignedLongLong(heard_now(o, mono_s()));
 }
 
 /* drops() -> (cuts completed, first dropped frame, first frame played after) of the last cut */

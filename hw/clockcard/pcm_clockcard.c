@@ -13,6 +13,11 @@
  * - an xrun is real: when the clock passes what the application wrote (playback) or
  *   the application falls a whole buffer behind (capture) the pointer reports
  *   -EPIPE, and the event is appended to `log`;
+ * - playback: the thread that writes (transfers) is the one a real application's
+ *   deadline rides on. Another thread that enters the running PCM (its pointer: a
+ *   status or avail call) takes the PCM's lock the writer needs, and, throttled or
+ *   preempted there, holds that writer up past its deadline: a "foreign" line notes
+ *   the first few such calls (the writer is the thread with the last 8 transfers);
  * - snd_pcm_drop() discards what was written and not yet heard;
  * - capture delivers `infile` (raw S16, looped) or silence, paced by the clock;
  * - a room: with `room` (a file of float32 taps at the card's rate, the acoustic delay
@@ -44,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,7 +74,13 @@ struct card {
 	float *hist;          /* capture: the speaker's frames one transfer needs */
 	int16_t *raw;
 	size_t room_cap;      /* frames hist and raw hold */
+	pid_t writer;         /* playback: the thread of the last transfer */
+	unsigned writes;      /* its transfers in a row (the writer is settled from 8) */
+	unsigned foreign;     /* other threads' pointer calls noted since prepare */
 };
+
+#define SETTLED_WRITES 8
+#define FOREIGN_NOTES 16
 
 /* The room joins the two cards of one process (asym's playback and capture): the
  * capture reads the playback card's state from its own thread, under this lock, which
@@ -170,6 +182,14 @@ static snd_pcm_sframes_t pointer_locked(snd_pcm_ioplug_t *io)
 		return (snd_pcm_sframes_t)(c->hw % io->buffer_size);
 	uint64_t now = clock_hw(c);
 	if (io->stream == SND_PCM_STREAM_PLAYBACK) {
+		pid_t me = (pid_t)syscall(SYS_gettid);
+		if (c->writes >= SETTLED_WRITES && me != c->writer && c->foreign < FOREIGN_NOTES) {
+			c->foreign++;
+			if (c->log) {
+				fprintf(c->log, "foreign %lld %d\n", (long long)mono_ns(), (int)me);
+				fflush(c->log);
+			}
+		}
 		if (now > c->appl) { /* the clock passed what was written: underrun */
 			hear(c, c->appl);
 			return xrun(c);
@@ -291,7 +311,10 @@ static snd_pcm_sframes_t card_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
 		size_t first = (io->buffer_size - at) * c->frame_bytes;
 		if (first > bytes)
 			first = bytes;
+		pid_t me = (pid_t)syscall(SYS_gettid);
 		pthread_mutex_lock(&room_lock);
+		c->writes = me == c->writer ? c->writes + 1 : 1;
+		c->writer = me;
 		memcpy(c->buf + at * c->frame_bytes, app, first);
 		memcpy(c->buf, app + first, bytes - first);
 		c->appl += size;
@@ -366,6 +389,8 @@ static int card_prepare(snd_pcm_ioplug_t *io)
 	pthread_mutex_lock(&room_lock);
 	c->running = 0;
 	c->appl = c->hw = 0;
+	c->writer = 0;
+	c->writes = c->foreign = 0;
 	tick(c, TICK_NOW);
 	free(c->buf);
 	c->frame_bytes = (size_t)io->channels * 2;

@@ -89,6 +89,22 @@ def test_a_busy_python_thread_causes_no_xrun(card: ClockCard, realtime: RealTime
     assert len(heard) >= 48000 * 6  # it really played the 6 s
 
 
+@pytest.mark.parametrize("kind", ["fed", "callback"])
+def test_no_python_thread_enters_the_speakers_pcm_while_it_plays(
+    card: ClockCard, kind: str
+) -> None:
+    """Only the speaker's callback thread calls into its ALSA PCM while it plays. The
+    engine's "what is heard now" once asked PortAudio for the stream time, a status
+    call that holds the PCM's lock: a Python thread throttled to a Pi's CPU share
+    while holding it kept the callback waiting past the card's buffer (speaker xruns,
+    issue 26). The card names every other thread that enters (counted, not timed)."""
+    result = run(card, "load", kind, "48000", "1.5", "0")
+    assert result["device_state"] == "open"
+    heard, _ = card.speaker()
+    assert np.count_nonzero(heard) > 48000  # it played: the callback wrote all along
+    assert card.foreign() == [], "a thread other than the callback entered the speaker's PCM"
+
+
 def test_a_busy_python_thread_loses_no_mic_period(card: ClockCard, realtime: RealTime) -> None:
     """The engine's Python side under the same load: its periods may start late (the
     busy thread holds the GIL for up to a switch interval at each hand-off), but it

@@ -121,6 +121,14 @@ class ClockCard:
         mic = sum(1 for event, _ in self.events(self.mic_log) if event == "xrun")
         return spk, mic
 
+    def foreign(self) -> list[tuple[int, int]]:
+        """(ns, thread id) of calls into the running speaker PCM by a thread other than
+        its writer (the first 16 per prepare): each takes the lock the writer needs."""
+        if not self.speaker_log.exists():
+            return []
+        lines = (line.split() for line in self.speaker_log.read_text().splitlines())
+        return [(int(w[1]), int(w[2])) for w in lines if w[0] == "foreign"]
+
     def mic_starts(self) -> list[tuple[int, int]]:
         """Each capture start: (its time in ns, the ``mic.raw`` frame it captured first).
         Frame ``f`` of the file, read in that run, was captured at
@@ -210,12 +218,20 @@ def speaker_silences(
     ``threshold`` longer than 1 ms between the first and the last loud sample. The
     engine's test tones never go quiet for that long (a zero crossing is a sample
     or two), so each is the speaker fed zeros: a dropout the listener heard."""
+    spans = silence_spans(samples, rate_hz=rate_hz, threshold=threshold)
+    return len(spans), float(sum(n for _, n in spans)) * 1000 / rate_hz
+
+
+def silence_spans(
+    samples: np.ndarray, *, rate_hz: int, threshold: int = 160
+) -> list[tuple[int, int]]:
+    """The silences :func:`speaker_silences` counts: (first quiet index, length in samples)."""
     loud = np.flatnonzero(np.abs(samples.astype(np.int32)) >= threshold)
     if len(loud) < 2:
-        return 0, 0.0
+        return []
     gaps = np.diff(loud) - 1  # quiet samples between consecutive loud ones
-    long = gaps[gaps > rate_hz // 1000]
-    return len(long), float(long.sum()) * 1000 / rate_hz
+    long = np.flatnonzero(gaps > rate_hz // 1000)
+    return [(int(loud[i]) + 1, int(gaps[i])) for i in long]
 
 
 def longest_gap(samples: np.ndarray, start: int, end: int, *, threshold: int = 160) -> int:
