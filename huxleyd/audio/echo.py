@@ -61,6 +61,12 @@ FOLLOW = 0.02
 """Per block, how much of a stamp's distance from the counted timeline the
 timeline moves: the stamps' jitter averages out over a second or two, a slow
 drift between the stream's clock and the engine's is followed."""
+HOLD_SAMPLES = 3.0
+"""How far (in samples) the offset between the far end and the mic, measured by
+time, may stray from the one held before the canceller moves its reference
+(:class:`EchoCanceller`). The measure wanders with the stamps' jitter: by 1 to
+1.8 samples at 16 kHz (60-110 us) over 12 s on the clocked card, with a steady
+offset; an xrun moves it by a period (2.5 ms and more: 40 samples)."""
 MIC_EARLY = 0.3
 MIC_LATE = 0.002
 """How fast the mic's timeline follows a stamp earlier, and later, than it
@@ -138,18 +144,23 @@ class FarEnd:
         self._anchors.append((self._written, self.timeline.at(dac_time, len(samples))))
         self._written += len(samples)
 
-    def at(self, start_time: float, count: int) -> np.ndarray:
-        """The ``count`` samples that reached the DAC from ``start_time`` on (zeros
-        where nothing played, or what is older than the buffer keeps)."""
-        out = np.zeros(count, dtype=np.int16)
+    def index_at(self, time: float) -> float | None:
+        """Which sample reached the DAC at ``time``: its index among all written, a
+        fraction between two, by the newest write at or before ``time`` (the oldest
+        kept when none is); None before anything was written."""
         if not self._anchors:
-            return out
+            return None
         index, anchor_time = self._anchors[0]
         for candidate, when in self._anchors:
-            if when > start_time:
+            if when > time:
                 break
             index, anchor_time = candidate, when
-        first = index + round((start_time - anchor_time) * self.rate_hz)
+        return index + (time - anchor_time) * self.rate_hz
+
+    def read(self, first: int, count: int) -> np.ndarray:
+        """The ``count`` samples written from index ``first`` on (zeros for those not
+        written yet, or older than the buffer keeps)."""
+        out = np.zeros(count, dtype=np.int16)
         oldest = max(0, self._written - len(self._samples))
         for i in range(count):  # short spans (one frame): clarity over vectorising
             n = first + i
@@ -157,9 +168,28 @@ class FarEnd:
                 out[i] = self._samples[n % len(self._samples)]
         return out
 
+    def at(self, start_time: float, count: int) -> np.ndarray:
+        """The ``count`` samples that reached the DAC from ``start_time`` on (zeros
+        where nothing played, or what is older than the buffer keeps)."""
+        index = self.index_at(start_time)
+        if index is None:
+            return np.zeros(count, dtype=np.int16)
+        return self.read(round(index), count)
+
 
 class EchoCanceller:
-    """The mic without what the speaker put into it; feed it whole mic frames."""
+    """The mic without what the speaker put into it; feed it whole mic frames.
+
+    Which far-end sample goes with which mic sample is an offset between the two
+    streams' sample counts: measured by time for every frame (the mic's capture
+    times against the far end's DAC times), but *held* while the measure stays
+    within :data:`HOLD_SAMPLES` of it. Two continuous streams keep a constant
+    offset; the measure wanders by a fraction of a sample with the stamps'
+    jitter, and rounding it afresh for every frame moved the reference by a
+    whole sample whenever it crossed a half: to the adaptive filter a new echo
+    path, which it took a second or two to learn again (the clocked card's dips,
+    to 7-10 dB). A measure further off than that is the streams really moving
+    (an xrun, a gap, a drift): the offset follows it at once (:attr:`realigns`)."""
 
     def __init__(self, far: FarEnd, *, tail_ms: int = TAIL_MS, suppress: bool = True) -> None:
         if KERNEL is None:
@@ -170,6 +200,12 @@ class EchoCanceller:
         self._aec = KERNEL.Canceller(
             self._frame, far.rate_hz * tail_ms // 1000, far.rate_hz, suppress
         )
+        self._mic_count = 0
+        """Mic samples processed: the mic's side of the offset."""
+        self._offset: int | None = None
+        """Far-end index minus mic sample count, held (None: not measured yet)."""
+        self.realigns = 0
+        """Times the held offset moved (the first measure included)."""
 
     def process(self, mic: bytes, captured_at: float) -> bytes:
         """``mic`` (PCM16, a whole number of 10 ms frames) whose first sample was
@@ -184,10 +220,23 @@ class EchoCanceller:
         rate = self.far.rate_hz
         at = self.mic_time.at(captured_at, len(samples)) + LOOKAHEAD_MS / 1000
         for start in range(0, len(samples), self._frame):
-            far = self.far.at(at + start / rate, self._frame)
+            far = self.far.read(self._align(at + start / rate), self._frame)
             out += self._aec.process(samples[start : start + self._frame].tobytes(), far.tobytes())
+            self._mic_count += self._frame
         return bytes(out)
+
+    def _align(self, at: float) -> int:
+        """The far-end index to read for the next mic frame, whose far end starts at ``at``."""
+        measured = self.far.index_at(at)
+        if measured is None:  # nothing played yet: an index nothing was written at
+            return -self._frame
+        offset = measured - self._mic_count
+        if self._offset is None or abs(offset - self._offset) > HOLD_SAMPLES:
+            self._offset = round(offset)
+            self.realigns += 1
+        return self._mic_count + self._offset
 
     def reset(self) -> None:
         self._aec.reset()
         self.mic_time.reset()
+        self._offset = None

@@ -67,7 +67,9 @@ def test_a_backlog_keeps_the_capture_times_the_card_stamped() -> None:
     times = []
     while (frame := engine.read_mic_nowait()) is not None:
         times.append(frame.captured_at)
-    assert times == pytest.approx(stamps, abs=1e-9)  # 24 kHz in and out: no resampler delay to take off
+    assert times == pytest.approx(
+        stamps, abs=1e-9
+    )  # 24 kHz in and out: no resampler delay to take off
     engine.close()
 
 
