@@ -56,21 +56,22 @@ restart on jitter."""
 FAR_JUMP_S = 0.002
 """The same for the speaker's DAC stamps, which jitter by half a sample on the
 clocked card: a step of more than this is the output really moving (an
-underrun, the first periods after idle, measured 6.4 ms off), followed at once."""
-FOLLOW = 0.02
-"""Per block, how much of a stamp's distance from the counted timeline the
-timeline moves: the stamps' jitter averages out over a second or two, a slow
-drift between the stream's clock and the engine's is followed."""
+underrun, the first periods after idle, measured 6.4 ms off)."""
 HOLD_SAMPLES = 3.0
 """How far (in samples) the offset between the far end and the mic, measured by
 time, may stray from the one held before the canceller moves its reference
 (:class:`EchoCanceller`). The measure wanders with the stamps' jitter: by 1 to
 1.8 samples at 16 kHz (60-110 us) over 12 s on the clocked card, with a steady
 offset; an xrun moves it by a period (2.5 ms and more: 40 samples)."""
-MIC_EARLY = 0.3
-MIC_LATE = 0.002
-"""How fast the mic's timeline follows a stamp earlier, and later, than it
-(:class:`Timeline`): its truth is the stamps' lower edge."""
+EARLY = 0.3
+LATE = 0.002
+"""How fast a timeline follows a stamp earlier, and later, than it
+(:class:`Timeline`): its truth is the stamps' lower edge. Both streams' stamps
+are late, never early, by however long the thread that took them was kept
+from it: on the clocked card each had a sharp lower edge (25 us below the
+median) and a tail to 0.3-1.8 ms late under load. Following both ways alike
+(the far end did, by 2 % a block) let a burst of late stamps drag a timeline
+by a sample or more: the reference moved."""
 
 
 class Timeline:
@@ -86,36 +87,44 @@ class Timeline:
     never holds still.
 
     ``early``/``late``: how much of a stamp's distance the timeline moves when
-    the stamp is earlier or later than it. A mic stamp is the read time minus
-    what was queued, and the card hands over whole periods: a late read makes
-    it late, never early, so its truth is the stamps' lower edge (a fast
-    ``early``, a slow ``late`` that still follows a drifting clock)."""
+    the stamp is earlier or later than it. A stamp is taken by a thread that may
+    be kept from it, never one that runs ahead: late, never early, so the truth
+    is the stamps' lower edge (a fast ``early``, a slow ``late`` that still
+    follows a drifting clock; :data:`EARLY`, :data:`LATE`). For the same
+    reason a stamp too early (by ``jump_s``) starts the timeline again at once,
+    one too late only when the next one is too: a single late stamp is a
+    thread held up, two in a row the stream moving (a gap, an underrun)."""
 
     def __init__(
-        self, rate_hz: int, *, jump_s: float, early: float = FOLLOW, late: float = FOLLOW
+        self, rate_hz: int, *, jump_s: float, early: float = EARLY, late: float = LATE
     ) -> None:
         self.rate_hz = rate_hz
         self._jump_s = jump_s
         self._early = early
         self._late = late
         self._next: float | None = None
+        self._held_late = False
+        """The last stamp was too late, and not followed."""
         self.restarts = 0
         """Times the timeline started again at a stamp (the first included)."""
 
     def at(self, stamp: float, samples: int) -> float:
         """The smoothed time of a block of ``samples`` stamped ``stamp``."""
         expected = self._next
-        if expected is None or abs(stamp - expected) > self._jump_s:
+        late = expected is not None and stamp - expected > self._jump_s
+        if expected is None or stamp - expected < -self._jump_s or (late and self._held_late):
             self.restarts += 1
             expected = stamp
-        else:
+        elif not late:
             error = stamp - expected
             expected += (self._early if error < 0 else self._late) * error
+        self._held_late = late and expected != stamp
         self._next = expected + samples / self.rate_hz
         return expected
 
     def reset(self) -> None:
         self._next = None
+        self._held_late = False
 
 
 class FarEnd:
@@ -195,7 +204,7 @@ class EchoCanceller:
         if KERNEL is None:
             raise RuntimeError("the echo canceller was not built (libspeexdsp-dev missing)")
         self.far = far
-        self.mic_time = Timeline(far.rate_hz, jump_s=MIC_JUMP_S, early=MIC_EARLY, late=MIC_LATE)
+        self.mic_time = Timeline(far.rate_hz, jump_s=MIC_JUMP_S)
         self._frame = far.rate_hz * FRAME_MS // 1000
         self._aec = KERNEL.Canceller(
             self._frame, far.rate_hz * tail_ms // 1000, far.rate_hz, suppress
