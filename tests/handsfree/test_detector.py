@@ -126,9 +126,9 @@ def test_the_canceller_cancels_an_echo_that_crossed_the_engines_resamplers() -> 
     mic = np.clip(np.rint(through_resampler(mic48, 48_000, 24_000)), -32768, 32767)
     mic, device = mic.astype("<i2"), device.astype("<i2")
     detector = MicroWakeDetector("okay_nabu", 24_000, cancel_echo=True)
-    powers: list[tuple[float, float]] = []
+    powers: list[list[float]] = []
     detector.echo_tap = lambda m, c: powers.append(
-        (float(np.sum(m.astype(np.float64) ** 2)), float(np.sum(c.astype(np.float64) ** 2)))
+        [float(np.sum(m.astype(np.float64) ** 2)), float(np.sum(c.astype(np.float64) ** 2))]
     )
     frame, ahead = 480, 960  # 20 ms frames; the far end two periods ahead, as the engine has it
     detector.played(device[:ahead].tobytes(), 100.0)
