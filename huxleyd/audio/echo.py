@@ -7,11 +7,12 @@ ring or a clock that drifts moves the two streams apart. So the far end is
 kept by **time**: :class:`FarEnd` stores what was sent to the DAC with the
 time its first sample reached it (the speaker callback's
 ``outputBufferDacTime`` stamps, re-anchored at every write, so a gap or a
-drift moves the anchor, not the alignment), and :meth:`FarEnd.at` reads
-the samples that reached the DAC over any span of time (silence where
-nothing played). :class:`EchoCanceller` reads that span for each mic frame
-by its capture time (the ADC time) and hands both to Speex; the adaptive
-filter models only the acoustic path (the room, a few ms to tens of ms).
+drift moves the anchor, not the alignment), and :meth:`FarEnd.index_at` says
+which sample reached the DAC at any time. :class:`EchoCanceller` finds that
+sample for each mic frame by its capture time (the ADC time), holds the
+offset between the two streams while they run on, and hands both to Speex;
+the adaptive filter models only the acoustic path (the room, a few ms to tens
+of ms).
 
 The C part (``huxleyd.audio._aec``, libspeexdsp) is optional:
 :data:`AVAILABLE` says whether it was built, and without it the wake word
@@ -180,14 +181,6 @@ class FarEnd:
             if oldest <= n < self._written:
                 out[i] = self._samples[n % len(self._samples)]
         return out
-
-    def at(self, start_time: float, count: int) -> np.ndarray:
-        """The ``count`` samples that reached the DAC from ``start_time`` on (zeros
-        where nothing played, or what is older than the buffer keeps)."""
-        index = self.index_at(start_time)
-        if index is None:
-            return np.zeros(count, dtype=np.int16)
-        return self.read(round(index), count)
 
 
 class EchoCanceller:

@@ -146,10 +146,11 @@ def test_the_canceller_cancels_the_cards_own_echo_aligned_by_its_stamps(
     """Issue 29: the device's speech over music goes out of the card's speaker,
     through a room (20 ms, -10 dB) into its mic, and the wake word's canceller,
     its far end aligned by the engine's DAC and capture stamps, removes it: over
-    the last 5 s of 10, the median 1 s ERLE clears a loose floor of 12 dB (the
-    bench measures it: about 20-25 dB). With the raw stamps (they jitter by up to
-    a capture period, and the mic's run 19 ms early on this card) it stayed at
-    2-8 dB."""
+    the last 5 s of 10, the median 1 s ERLE clears a floor of 20 dB (the bench
+    measures the goal, 25 dB, over 12 s: 28-36 dB once converged). With the raw
+    stamps (they jittered by up to a capture period, and the mic's ran 19 ms early
+    on this card) it stayed at 2-8 dB; with the stamps smoothed, but the reference
+    rounded afresh each frame and resampled with 8-9 kHz folded in, 12-25 dB."""
 
     def attempt() -> tuple[list[float], str | None]:
         nonlocal card
@@ -163,4 +164,4 @@ def test_the_canceller_cancels_the_cards_own_echo_aligned_by_its_stamps(
 
     windows = realtime.kept(attempt)
     print(f"ERLE per second on the card (dB): {np.round(windows, 1)}")
-    assert float(np.median(windows[5:10])) >= 12.0
+    assert float(np.median(windows[5:10])) >= 20.0
