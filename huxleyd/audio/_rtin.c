@@ -15,6 +15,15 @@
  * a seqlock reader checks the sequence: a copy the writer reached is thrown away
  * and the frames it lost are counted, never handed on torn.
  *
+ * Each callback also stamps when its first frame was captured (`stamps`): PortAudio's
+ * inputBufferAdcTime, moved onto CLOCK_MONOTONIC by its distance from the callback's
+ * currentTime (both on PortAudio's time base, which for ALSA is the status time stamp,
+ * not necessarily monotonic). read() hands the stamp of the period it took on
+ * (captured_ago()): when the card captured it, not when Python got to read it, which
+ * is what an echo canceller aligning the mic with the speaker needs. Where the host
+ * API gives no ADC time (0), the stamp is the callback's own time minus its frames,
+ * and counted (stamp_counts()).
+ *
  * The reader waits on CLOCK_MONOTONIC (sem_clockwait): a Pi has no RTC and NTP
  * steps the wall clock after boot; a wall-clock deadline would end a wait early
  * (a "lost" device, reopened) or stretch it.
@@ -26,6 +35,15 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+/* One callback's capture time. seq: odd while the callback rewrites the slot (release),
+ * even after (release); the reader loads it (acquire) before and after its copy and
+ * takes the copy only when both are the same even value, like heard_now() in _rtout.c. */
+typedef struct {
+	_Atomic uint32_t seq;
+	uint64_t pos; /* ring position of the callback's first frame */
+	double adc;   /* when that frame was captured, CLOCK_MONOTONIC seconds */
+} mic_stamp_t;
 
 typedef struct {
 	PyObject_HEAD
@@ -53,7 +71,78 @@ typedef struct {
 	_Atomic uint64_t wake_at;
 	_Atomic int armed;
 	sem_t ready;
+	/* Written by the callback: one slot per callback (callbacks % nstamps), enough
+	 * slots to outlive the frames they stamp (see Input_init). adc_stamps and
+	 * guessed_stamps: relaxed counters (ADC times from the host API, and stamps that
+	 * were the callback's own time because it gave none). */
+	mic_stamp_t *stamps;
+	uint64_t stamp_mask;
+	_Atomic uint64_t stamped; /* callbacks stamped so far: release after the slot */
+	_Atomic uint64_t adc_stamps;
+	_Atomic uint64_t guessed_stamps;
+	_Atomic uint64_t unstamped; /* reader, relaxed: periods read with no stamp found */
+	int rate;
+	double last_adc; /* reader only: the capture time of the last period read, or 0 */
 } Input;
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* When this callback's first frame was captured, on CLOCK_MONOTONIC: the host API's ADC
+ * time at its distance before the callback's currentTime (one time base, whatever it
+ * is), else the callback's own time minus its frames (counted). Callback only. */
+static double capture_time(Input *in, const PaStreamCallbackTimeInfo *time, unsigned long frames)
+{
+	double now = mono_s();
+	if (time && time->inputBufferAdcTime > 0.0 && time->currentTime > 0.0) {
+		double age = time->currentTime - time->inputBufferAdcTime;
+		if (age >= 0.0 && age < 1.0) { /* a stamp a second old is no stamp: guess */
+			atomic_fetch_add_explicit(&in->adc_stamps, 1, memory_order_relaxed);
+			return now - age;
+		}
+	}
+	atomic_fetch_add_explicit(&in->guessed_stamps, 1, memory_order_relaxed);
+	return now - (double)frames / in->rate;
+}
+
+/* Publish the stamp of the callback whose first frame is ring position `pos`. */
+static void stamp(Input *in, uint64_t pos, double adc)
+{
+	uint64_t k = atomic_load_explicit(&in->stamped, memory_order_relaxed);
+	mic_stamp_t *s = &in->stamps[k & in->stamp_mask];
+	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	s->pos = pos;
+	s->adc = adc;
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+	atomic_store_explicit(&in->stamped, k + 1, memory_order_release);
+}
+
+/* The capture time of ring position `r`, from the newest stamp at or before it; 0 when
+ * none is found (a slot being rewritten, or older than the slots keep). Reader only. */
+static double stamp_of(Input *in, uint64_t r)
+{
+	uint64_t k = atomic_load_explicit(&in->stamped, memory_order_acquire);
+	uint64_t n = in->stamp_mask + 1;
+	for (uint64_t back = 1; back <= n && back <= k; back++) {
+		mic_stamp_t *s = &in->stamps[(k - back) & in->stamp_mask];
+		uint32_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
+		uint64_t pos = s->pos;
+		double adc = s->adc;
+		atomic_thread_fence(memory_order_acquire);
+		uint32_t after = atomic_load_explicit(&s->seq, memory_order_relaxed);
+		if (before != after || (before & 1))
+			return 0.0;
+		if (pos <= r)
+			return adc + (double)(r - pos) / in->rate;
+	}
+	return 0.0;
+}
 
 static int on_mic(const void *input, void *output, unsigned long frames,
 		  const PaStreamCallbackTimeInfo *time, PaStreamCallbackFlags flags, void *user)
@@ -61,7 +150,7 @@ static int on_mic(const void *input, void *output, unsigned long frames,
 	Input *in = user;
 	const int16_t *src = input;
 	(void)output;
-	(void)time;
+	double adc = capture_time(in, time, frames);
 	if (flags & (paInputOverflow | paInputUnderflow))
 		atomic_fetch_add_explicit(&in->xruns, 1, memory_order_relaxed);
 	uint64_t w = atomic_load_explicit(&in->wpos, memory_order_relaxed);
@@ -79,6 +168,7 @@ static int on_mic(const void *input, void *output, unsigned long frames,
 			memset(in->ring + at * in->channels, 0, n * fb);
 		done += n;
 	}
+	stamp(in, w, adc); /* before wpos: a reader that sees the frames finds their stamp */
 	atomic_store_explicit(&in->wpos, w + frames, memory_order_release);
 	if (w + frames >= atomic_load_explicit(&in->wake_at, memory_order_acquire) &&
 	    atomic_exchange_explicit(&in->armed, 0, memory_order_acq_rel))
@@ -104,6 +194,7 @@ static void Input_dealloc(Input *in)
 	if (in->sem_ready) /* here, not at close(): a read() after close() still waits on it */
 		sem_destroy(&in->ready);
 	PyMem_Free(in->ring);
+	PyMem_Free(in->stamps);
 	Py_TYPE(in)->tp_free((PyObject *)in);
 }
 
@@ -138,6 +229,17 @@ static int Input_init(Input *in, PyObject *args, PyObject *kwargs)
 		PyErr_NoMemory();
 		return -1;
 	}
+	/* a slot per callback, twice what the ring's frames span: a stamp outlives its frames */
+	uint64_t slots = 4;
+	while (slots < 2 * (cap / (uint64_t)period + 2))
+		slots <<= 1;
+	in->stamps = PyMem_Calloc((size_t)slots, sizeof(mic_stamp_t));
+	if (!in->stamps) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	in->stamp_mask = slots - 1;
+	in->rate = rate;
 	in->mask = cap - 1;
 	in->channels = (uint64_t)channels; /* from here on the methods may use the ring */
 	PaError err = Pa_Initialize();
@@ -230,6 +332,9 @@ static int take_period(Input *in, char *buf, uint64_t want)
 		copy_frames(in, buf, r, want);
 		atomic_thread_fence(memory_order_acquire); /* pairs with on_mic's release fence */
 		if (atomic_load_explicit(&in->wend, memory_order_relaxed) - r <= cap) {
+			in->last_adc = stamp_of(in, r);
+			if (in->last_adc == 0.0)
+				atomic_fetch_add_explicit(&in->unstamped, 1, memory_order_relaxed);
 			atomic_store_explicit(&in->rpos, r + want, memory_order_release);
 			return 1;
 		}
@@ -334,6 +439,27 @@ static PyObject *Input_counters(Input *in, PyObject *unused)
 			     (unsigned long long)atomic_load(&in->overwritten));
 }
 
+/* captured_ago() -> seconds since the card captured the first frame of the period the
+ * last read() took (CLOCK_MONOTONIC, read now), or None when it has no stamp. The caller
+ * subtracts it from its own clock's now, as the speaker's DAC stamps are used. */
+static PyObject *Input_captured_ago(Input *in, PyObject *unused)
+{
+	(void)unused;
+	if (in->last_adc == 0.0)
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(mono_s() - in->last_adc);
+}
+
+/* stamp_counts() -> (callbacks stamped with the host API's ADC time, callbacks stamped
+ * with their own time because it gave none, periods read with no stamp found) */
+static PyObject *Input_stamp_counts(Input *in, PyObject *unused)
+{
+	(void)unused;
+	return Py_BuildValue("(KKK)", (unsigned long long)atomic_load(&in->adc_stamps),
+			     (unsigned long long)atomic_load(&in->guessed_stamps),
+			     (unsigned long long)atomic_load(&in->unstamped));
+}
+
 static PyObject *Input_latency(Input *in, PyObject *unused)
 {
 	(void)unused;
@@ -349,6 +475,10 @@ static PyMethodDef Input_methods[] = {
 	{"queued", (PyCFunction)Input_queued, METH_NOARGS, "Frames captured, not yet read."},
 	{"discard", (PyCFunction)Input_discard, METH_O, "discard(keep): skip to the newest keep frames."},
 	{"latency_s", (PyCFunction)Input_latency, METH_NOARGS, "PortAudio's input latency."},
+	{"captured_ago", (PyCFunction)Input_captured_ago, METH_NOARGS,
+	 "Seconds since the last read period's first frame was captured, or None."},
+	{"stamp_counts", (PyCFunction)Input_stamp_counts, METH_NOARGS,
+	 "(ADC stamps, stamps guessed from the callback's time, periods read unstamped)."},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -94,6 +94,7 @@ from huxleyd.audio.backends.base import (
     IoStatus,
     OutputClock,
     QueuedInput,
+    StampedInput,
 )
 from huxleyd.audio.chains import CaptureChain, PlaybackChain
 from huxleyd.audio.fed import FedOutput
@@ -202,6 +203,8 @@ class AudioThread:
         queued = backend if isinstance(backend, QueuedInput) else None
         self._queued_input = queued
         """The capture ring a late engine drains (the C capture callback), if any."""
+        self._stamped_input = backend if isinstance(backend, StampedInput) else None
+        """The backend's per-period capture stamps (the C capture callback's), if any."""
         self._sleeper = (
             None
             if queued is None or self.timed is None or not idle_path
@@ -442,14 +445,28 @@ class AudioThread:
             # event loop 50x/s.
             capture.prime(rate)
             return
+        captured_at = self._captured_at() - capture.delay_s(rate)
+        self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
+        self._mic_waker.notify()
+
+    def _captured_at(self) -> float:
+        """When the card captured the first frame of the period just read, on the
+        engine's clock. The capture callback's own stamp where there is one: the
+        read time is later by however late the engine read, which jittered by up to
+        a period and ran 19 ms early on average once PortAudio's reported input
+        latency was taken off (the clocked card), too far off for the echo
+        canceller. Otherwise the read time minus the period, the device's input
+        latency and what is queued behind it."""
+        stamped = self._stamped_input
+        ago = stamped.input_captured_ago() if stamped is not None else None
+        if ago is not None:
+            return self._clock.monotonic() - ago
         fmt = self.device_format
         latency = fmt.input_latency_s if fmt is not None else 0.0
         queued = self._queued_input
         if queued is not None and fmt is not None:  # newer periods wait behind this one
             latency += queued.input_queued_frames() / fmt.input_rate_hz
-        captured_at = self._clock.monotonic() - self._period_s - latency
-        self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
-        self._mic_waker.notify()
+        return self._clock.monotonic() - self._period_s - latency
 
     def _wake_waiters(self) -> None:
         fed = self.fed

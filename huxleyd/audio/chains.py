@@ -71,6 +71,12 @@ class CaptureChain:
         }
         self._rate = CAPTURE_RATES_HZ[0]
         self._meter = meter
+        self._in_rate = fmt.input_rate_hz
+
+    def delay_s(self, rate_hz: int) -> float:
+        """How much later than its input a frame at ``rate_hz`` comes out (the
+        resampler's group delay): what a capture time is moved by."""
+        return self._resamplers[rate_hz].delay_in / self._in_rate
 
     def process(self, rate_hz: int) -> Int16Array:
         """Convert the period in :attr:`buffer`; return the frame at ``rate_hz`` (reused array)."""

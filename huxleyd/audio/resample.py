@@ -30,17 +30,22 @@ _KAISER_BETA = 5.0
 _HALF_LEN_PER_RATIO = 10
 
 
-def design_filter(up: int, down: int) -> npt.NDArray[np.float64]:
+def design_filter(up: int, down: int, band: float = 1.0) -> npt.NDArray[np.float64]:
     """The polyphase low-pass ``resample_poly`` would use, gain ``up``.
 
     ``scipy.signal.firwin(n, 1/max_rate, window=("kaiser", 5.0))`` written
     out in numpy (a windowed sinc scaled to unit DC gain): importing
     scipy.signal costs the daemon about 80 MB and a second on a Pi.
+
+    ``band``: the cutoff as a fraction of the lower rate's Nyquist frequency.
+    At 1 (``resample_poly``'s) the filter is down 6 dB only *at* that Nyquist
+    frequency, so what lies just above it folds back into the top of the band
+    (see :class:`StreamResampler`).
     """
     max_rate = max(up, down)
     half_len = _HALF_LEN_PER_RATIO * max_rate
     offsets = np.arange(-half_len, half_len + 1, dtype=np.float64)
-    cutoff = 1.0 / max_rate  # of the Nyquist frequency
+    cutoff = band / max_rate  # of the Nyquist frequency
     taps = cutoff * np.sinc(cutoff * offsets) * np.kaiser(len(offsets), _KAISER_BETA)
     taps /= taps.sum()
     return taps * up
@@ -52,6 +57,12 @@ class StreamResampler:
     ``block_in * out_rate_hz`` must be a multiple of ``in_rate_hz`` (true for
     one period of any whole-millisecond length at common rates); equal rates
     make it a plain copy with no delay.
+
+    ``band`` (:func:`design_filter`): below 1, the top of the band is given up
+    to keep what lies above the output's Nyquist frequency from folding into
+    it. An echo canceller needs that: the folded part of the mic came through
+    the room at another frequency than the one it lands on, which no filter
+    from the far end can model.
     """
 
     def __init__(
@@ -61,8 +72,13 @@ class StreamResampler:
         block_in: int,
         *,
         kernel: ModuleType | None = KERNEL,
+        band: float = 1.0,
     ) -> None:
         self.kernel = kernel
+        if not 0.5 <= band <= 1.0:
+            raise ValueError(
+                f"resampler band must be 0.5 to 1 of the Nyquist frequency, got {band}"
+            )
         if in_rate_hz <= 0 or out_rate_hz <= 0 or block_in <= 0:
             raise ValueError(
                 f"resampler needs positive rates and block, got {in_rate_hz} → {out_rate_hz} Hz, "
@@ -86,7 +102,7 @@ class StreamResampler:
             self.delay_in = 0.0
             self._history = 0
             return
-        taps = design_filter(self.up, self.down)
+        taps = design_filter(self.up, self.down, band)
         self.delay_in = (len(taps) - 1) / 2 / self.up
         """Group delay, in input samples (half the filter)."""
         self._build(taps)

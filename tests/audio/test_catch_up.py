@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.clock import ManualClock
-from tests.fakes.audio_backends import QueuedMicBackend
+from tests.fakes.audio_backends import QueuedMicBackend, StampedMicBackend
 
 PERIOD = 480  # 20 ms at 24 kHz
 
@@ -45,6 +46,30 @@ def test_the_captured_times_of_a_backlog_are_a_period_apart() -> None:
     while (frame := engine.read_mic_nowait()) is not None:
         times.append(frame.captured_at)
     assert len(times) == 4 and np.allclose(np.diff(times), 0.020)
+    engine.close()
+
+
+def test_a_backlog_keeps_the_capture_times_the_card_stamped() -> None:
+    """Issue 29: with the capture callback's stamps, a frame's capture time is when
+    the card captured it, not when the engine got to read it: read late, in a
+    backlog, the frames keep their stamps (jittered ones too: each is the card's).
+    The engine used to compute it from the read time, the periods queued behind
+    and the input latency PortAudio reports (19 ms early on the clocked card)."""
+    clock = ManualClock(50.0)
+    backend = StampedMicBackend(clock)
+    engine = AudioEngine(backend, settings=AudioSettings(), clock=clock)
+    engine.step()
+    engine.drain_mic()
+    stamps = [50.0005, 50.0203, 50.0401, 50.0607]
+    backend.feed_stamped(numbered_periods(1, 4), stamps)
+    clock.advance(0.137)  # the engine wakes late
+    engine.step()
+    times = []
+    while (frame := engine.read_mic_nowait()) is not None:
+        times.append(frame.captured_at)
+    assert times == pytest.approx(
+        stamps, abs=1e-9
+    )  # 24 kHz in and out: no resampler delay to take off
     engine.close()
 
 

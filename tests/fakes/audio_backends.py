@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from typing import Any
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
 from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError
 from huxleyd.pcm import Int16Array
 
@@ -199,6 +201,31 @@ class QueuedMicBackend(WavBackend):
         self._feed.skip_to(self._feed.read_pos + drop * self.input_channels)
         self.discarded += drop
         return drop
+
+
+class StampedMicBackend(QueuedMicBackend):
+    """A queued mic whose periods carry their capture time, as the C capture
+    callback's do (:class:`~huxleyd.audio.backends.base.StampedInput`): each period
+    fed with :meth:`feed_stamped` was captured at its stamp on ``clock``, however
+    late the engine reads it. Periods fed without one read as unstamped."""
+
+    def __init__(self, clock: Clock, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._clock = clock
+        self._stamps: deque[float | None] = deque()
+        self._last: float | None = None
+
+    def feed_stamped(self, pcm: bytes, stamps: list[float]) -> None:
+        """Queue ``len(stamps)`` whole periods of ``pcm``, the k-th captured at ``stamps[k]``."""
+        self.feed_mic(pcm)
+        self._stamps.extend(stamps)
+
+    def read(self, out: Int16Array) -> IoStatus:
+        self._last = self._stamps.popleft() if self._stamps else None
+        return super().read(out)
+
+    def input_captured_ago(self) -> float | None:
+        return None if self._last is None else self._clock.monotonic() - self._last
 
 
 class TimedWavBackend(WavBackend):

@@ -15,6 +15,11 @@ the frame with its capture time). Each mode prints one JSON object; times are
 - ``stamps <bursts>``: the device plays tone bursts between silences; reports
   the DAC time the engine gave each far-end period and its samples' onsets, so
   the parent can place each burst where the card's recording heard it.
+- ``micstamps <seconds>``: the card's mic file holds tone bursts (the parent's);
+  while the device plays its speech over music (no room: the mic hears only its
+  file), reports each burst's onset in the mic frames, placed by the capture
+  time the engine gave its frame, so the parent can compare it with when the
+  card captured that frame of the file; and the backend's stamp counts.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.fakes.clockcard_child import describe, make_engine
+from tests.fakes.clockcard_child import describe, make_engine, make_settings
 
 RATE_IN_HZ = 24_000
 DEVICE_HZ = 48_000
@@ -125,10 +130,55 @@ async def stamps(bursts: int) -> dict[str, Any]:
     return {"onsets_s": onsets, **describe(stats)}
 
 
+def onsets_in(
+    samples: np.ndarray, start_s: float, rate_hz: int, loud: bool
+) -> tuple[list[float], bool]:
+    """The times of the samples above 1000 that follow a quiet stretch (``loud``:
+    whether the previous block ended loud), and whether this block ends loud."""
+    above = np.abs(samples.astype(np.int32)) > 1000
+    found = []
+    for i in np.flatnonzero(above):
+        if not loud and not above[max(0, i - rate_hz // 100) : i].any():
+            found.append(start_s + int(i) / rate_hz)
+    return found, bool(above[-rate_hz // 100 :].any()) if len(samples) else loud
+
+
+async def micstamps(seconds: float) -> dict[str, Any]:
+    from huxleyd.audio.engine import AudioEngine
+    from huxleyd.audio.factory import callback_backend
+
+    settings = make_settings("callback", DEVICE_HZ)
+    backend = callback_backend(settings)
+    engine = AudioEngine(backend, settings=settings)
+    engine.start()
+    engine.set_capture_active(True)
+    speech = engine.source("speech")
+    writer = asyncio.ensure_future(
+        speech.write(reply_audio(seconds).astype("<i2").tobytes(), item_id="reply")
+    )
+    onsets: list[float] = []
+    loud = True  # a burst cut by the start is not an onset
+    for _ in range(int(seconds * 50) + 25):
+        frame = await engine.read_mic()
+        while engine.read_far_end() is not None:
+            pass
+        found, loud = onsets_in(
+            np.frombuffer(frame.pcm, dtype="<i2"), frame.captured_at, frame.rate_hz, loud
+        )
+        onsets += found
+    await writer
+    stats = engine.stats()
+    counts = backend.input_stamp_counts()
+    engine.close()
+    return {"onsets_s": onsets, "stamp_counts": list(counts), **describe(stats)}
+
+
 def main(argv: list[str]) -> int:
     mode = argv[0]
     if mode == "erle":
         result = asyncio.run(erle(float(argv[1])))
+    elif mode == "micstamps":
+        result = asyncio.run(micstamps(float(argv[1])))
     elif mode == "stamps":
         result = asyncio.run(stamps(int(argv[1])))
     else:

@@ -151,3 +151,14 @@ class QueuedInput(Protocol):
         """Skip to the newest ``keep_frames`` (nobody listened); return how many were
         dropped. Not counted as lost."""
         ...
+
+
+@runtime_checkable
+class StampedInput(Protocol):
+    """A backend that knows when the card captured each period it reads (the C
+    capture callback's per-period ADC stamps), not only when the engine read it."""
+
+    def input_captured_ago(self) -> float | None:
+        """Seconds from the capture of the first frame of the period the last
+        ``read`` filled to now, or None when that period has no stamp."""
+        ...

@@ -134,6 +134,22 @@ class CallbackBackend(PyAudioBackend):
         # a second without one period from the card: the device is gone
         return IoStatus.OK if stream.read(out, 1.0) else IoStatus.LOST
 
+    def input_captured_ago(self) -> float | None:
+        """How long ago the card captured the period the last read took (its
+        callback's ADC stamp), or None without one."""
+        if self._in is None:
+            return None
+        ago = self._in.captured_ago()
+        return None if ago is None else float(ago)
+
+    def input_stamp_counts(self) -> tuple[int, int, int]:
+        """(callbacks stamped by the card's ADC time, stamped by their own time since
+        the host API gave none, periods read with no stamp)."""
+        if self._in is None:
+            return 0, 0, 0
+        adc, guessed, unstamped = self._in.stamp_counts()
+        return int(adc), int(guessed), int(unstamped)
+
     def input_queued_frames(self) -> int:
         return int(self._in.queued()) if self._in is not None else 0
 
