@@ -24,7 +24,13 @@ def write_daemon_config(
     sounds_dir: Path | str = ROOT / "sounds",
     sim_speed: float = 4.0,
 ) -> Path:
-    """``<tmp>/<name>.toml`` + its persona + scenario; returns the config path."""
+    """``<tmp>/<name>.toml`` + its persona + scenario; returns the config path.
+
+    The silent-reply retry waits 60 s, not 6: on a loaded CI machine the
+    simulator's first reply once took 7 s, the retry fired, and the scenario's
+    next response (without the tool call the test waited for) answered instead.
+    Tests of the retry set their own timeout.
+    """
     (tmp / "personas").mkdir(exist_ok=True)
     (tmp / "personas" / "default.toml").write_text(
         f'name = "Test"\ntimezone = "UTC"\ninstructions = "Be brief."\n{skills}'
@@ -41,6 +47,7 @@ state_dir = "state"
 kind = "sim"
 sim_scenario = "{name}-scenario.toml"
 sim_speed = {sim_speed}
+silent_response_timeout_s = 60.0
 [audio]
 backend = "wav"
 speaker_wav = "{name}-speaker.wav"
