@@ -118,7 +118,7 @@ from huxleyd.audio.backends import callback_backend as c
 importlib.import_module(getattr(c, "RT", None) or c.RTOUT)
 import huxleyd.audio._dsp'
 }
-if ! check "the image has huxleyd's C audio extensions (_rt, _dsp)" has_ext; then
+if ! check "the image has huxleyd's C audio extensions (the callback's, _dsp)" has_ext; then
     mkdir -p /tmp/src && tar -xf "$files/setup-src.tar" -C /tmp/src
     (cd /tmp/src && /opt/huxleyd/venv/bin/python setup.py -q build_ext --inplace) >/tmp/ext.log 2>&1 \
         || sed 's/^/SELFTEST build_ext: /' /tmp/ext.log | tail -20

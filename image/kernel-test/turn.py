@@ -350,7 +350,9 @@ def interrupt(lines: Lines, rec: Recorder, released_at: int, stop: Path) -> int:
     )
     # Into the reply, past its first words: judge_recording wants REPLY_MS of it.
     heard = wait_reply_ms(rec, released_at, REPLY_MS + 500, 60)
-    say(f"pressing again after {heard} ms of the reply")
+    # And in a word, not in a pause between sentences: the press must cut sound.
+    in_word = wait_until(lambda: rec.tail_loud(100), 30)
+    say(f"pressing again after {heard} ms of the reply, in a word: {in_word is not None}")
     lines.press()
     press_frame = rec.frame_now()
     lit = wait_until(lambda: lines.leds() == LISTENING, 30)
