@@ -135,6 +135,34 @@ check "no logging errors" sh -c "! journalctl -u huxleyd -o cat | grep -q -- '--
 echo "SELFTEST doctor:"
 huxleyctl doctor 2>&1 | sed 's/^/  /'
 
+# -- the control socket's group: the daemon gives it with chown, which the unit's --------
+# seccomp filter must leave it (control_chgrp_failed otherwise: then only the
+# daemon's own group reaches the socket).
+journalctl --no-pager -u huxleyd -b -o cat | grep -E '^control_(listening|chgrp_failed|group_missing)' | tail -2 \
+    | sed 's/^/SELFTEST control: /'
+echo "SELFTEST control socket: $(stat -c '%a %U:%G' /run/huxleyd/control.sock)"
+check "control socket group huxley-control (the daemon's chgrp)" \
+    [ "$(stat -c '%G' /run/huxleyd/control.sock)" = huxley-control ]
+grep -E '^(Groups|Seccomp|NoNewPrivs):' "/proc/$(systemctl show -P MainPID huxleyd)/status" | tr -s '\t' ' ' \
+    | sed 's/^/SELFTEST huxleyd process: /'
+# The unit's filter lines, each way round, on a file the service user owns:
+# which of them lets the user's chgrp through (exit 0) on this systemd.
+chgrp_under() {
+    install -o huxley -g huxley -m 0600 /dev/null /run/chgrp-probe
+    systemd-run --wait --pipe --quiet -p User=huxley -p Group=huxley -p NoNewPrivileges=yes \
+        -p SystemCallErrorNumber=EPERM "$@" /usr/bin/chgrp huxley-control /run/chgrp-probe 2>&1 | head -1
+    echo "group after: $(stat -c %G /run/chgrp-probe)"
+}
+echo "SELFTEST chgrp probe, no filter: $(chgrp_under | tr '\n' ' ')"
+echo "SELFTEST chgrp probe, the unit's lines: $(chgrp_under -p SystemCallFilter=@system-service \
+    -p 'SystemCallFilter=~@privileged @resources' -p 'SystemCallFilter=sched_setscheduler sched_setparam' \
+    -p SystemCallFilter=@chown | tr '\n' ' ')"
+echo "SELFTEST chgrp probe, @system-service alone: $(chgrp_under -p SystemCallFilter=@system-service | tr '\n' ' ')"
+echo "SELFTEST chgrp probe, ~@privileged then fchownat: $(chgrp_under -p SystemCallFilter=@system-service \
+    -p 'SystemCallFilter=~@privileged @resources' -p SystemCallFilter=fchownat | tr '\n' ' ')"
+systemctl cat huxleyd | grep -n '^SystemCallFilter' | sed 's/^/SELFTEST unit: /'
+rm -f /run/chgrp-probe
+
 # -- item 4: overlays after an initramfs update and a raspi-firmware reinstall -----------
 overlays_apply() {
     n=0; bad=0
@@ -229,6 +257,12 @@ systemctl start huxleyd-reboot.service
 check "reboot waits while the button is held" wait_for reboot_said "reboot needed, waiting: listening to the user"
 reboot_journal "button held"
 huxleyctl ptt release
+# A press held this long with nothing said (the mic is a silent WAV here) is the
+# long silent hold, the mute gesture: the device is muted now, as a user's would
+# be. Unmuted here, so the case "idle" below is the plain one; a muted device
+# reboots too (checked after the update, on this checkout's daemon).
+echo "SELFTEST after the silent hold: $(huxleyctl mute 2>&1)"
+huxleyctl mute off >/dev/null
 persona=/etc/huxleyd/personas/default.toml
 cp "$persona" /root/persona.before
 sed -i 's/^reboot = "when_idle"$/reboot = "never"/' "$persona"  # the shipped [updates] table
@@ -285,6 +319,14 @@ check "update to N+1 ($new): exit 0" [ "$rc" -eq 0 ]
 check "huxleyd runs release $new" runs_release "$new"
 check "huxleyd READY on $new" active huxleyd.service
 journalctl --no-pager -u huxleyd -n 3 -o short-monotonic | sed 's/^/SELFTEST journal after update: /'
+# N+1 is this checkout's daemon: a muted device is idle for the reboot timer.
+echo '*** System restart required ***' > /run/reboot-required
+huxleyctl mute on >/dev/null
+check "N+1: muted and idle, status lists no reason to wait" wait_for idle_now \
+    || huxleyctl status --json | tr -d '\n' | sed 's/^/SELFTEST status: /'
+huxleyctl status --json | tr -d ' \n' | grep -o '"state":"[a-z]*"' | sed 's/^/SELFTEST N+1 status: /'
+huxleyctl mute off >/dev/null
+rm -f /run/reboot-required
 # N+2: the same source, but its daemon exits before READY (after passing --check-config).
 rm -rf /root/broken && mkdir /root/broken && tar -xf /root/huxleyd-update.tar -C /root/broken
 sed -i 's/^def main(argv: Sequence\[str\] | None = None) -> int:$/&\n    if "--check-config" not in (argv if argv is not None else sys.argv):\n        raise SystemExit("vm test: this version never reaches READY")/' \
