@@ -143,25 +143,6 @@ journalctl --no-pager -u huxleyd -b -o cat | grep -E '^control_(listening|chgrp_
 echo "SELFTEST control socket: $(stat -c '%a %U:%G' /run/huxleyd/control.sock)"
 check "control socket group huxley-control (the daemon's chgrp)" \
     [ "$(stat -c '%G' /run/huxleyd/control.sock)" = huxley-control ]
-grep -E '^(Groups|Seccomp|NoNewPrivs):' "/proc/$(systemctl show -P MainPID huxleyd)/status" | tr -s '\t' ' ' \
-    | sed 's/^/SELFTEST huxleyd process: /'
-# The unit's filter lines, each way round, on a file the service user owns:
-# which of them lets the user's chgrp through (exit 0) on this systemd.
-chgrp_under() {
-    install -o huxley -g huxley -m 0600 /dev/null /run/chgrp-probe
-    systemd-run --wait --pipe --quiet -p User=huxley -p Group=huxley -p NoNewPrivileges=yes \
-        -p SystemCallErrorNumber=EPERM "$@" /usr/bin/chgrp huxley-control /run/chgrp-probe 2>&1 | head -1
-    echo "group after: $(stat -c %G /run/chgrp-probe)"
-}
-echo "SELFTEST chgrp probe, no filter: $(chgrp_under | tr '\n' ' ')"
-echo "SELFTEST chgrp probe, the unit's lines: $(chgrp_under -p SystemCallFilter=@system-service \
-    -p 'SystemCallFilter=~@privileged @resources' -p 'SystemCallFilter=sched_setscheduler sched_setparam' \
-    -p SystemCallFilter=@chown | tr '\n' ' ')"
-echo "SELFTEST chgrp probe, @system-service alone: $(chgrp_under -p SystemCallFilter=@system-service | tr '\n' ' ')"
-echo "SELFTEST chgrp probe, ~@privileged then fchownat: $(chgrp_under -p SystemCallFilter=@system-service \
-    -p 'SystemCallFilter=~@privileged @resources' -p SystemCallFilter=fchownat | tr '\n' ' ')"
-systemctl cat huxleyd | grep -n '^SystemCallFilter' | sed 's/^/SELFTEST unit: /'
-rm -f /run/chgrp-probe
 
 # -- item 4: overlays after an initramfs update and a raspi-firmware reinstall -----------
 overlays_apply() {
