@@ -310,9 +310,23 @@ huxleyctl mute off >/dev/null
 rm -f /run/reboot-required
 # N+2: the same source, but its daemon exits before READY (after passing --check-config).
 rm -rf /root/broken && mkdir /root/broken && tar -xf /root/huxleyd-update.tar -C /root/broken
-sed -i 's/^def main(argv: Sequence\[str\] | None = None) -> int:$/&\n    if "--check-config" not in (argv if argv is not None else sys.argv):\n        raise SystemExit("vm test: this version never reaches READY")/' \
-    /root/broken/src/huxleyd/app/main.py
-grep -q '^import sys' /root/broken/src/huxleyd/app/main.py || sed -i '0,/^import /s//import sys\nimport /' /root/broken/src/huxleyd/app/main.py
+# Wrapped at the end of main.py, whatever main's signature: a sed on the signature
+# stopped matching when it grew keyword arguments, and the 'broken' release
+# then started fine. The wrapper is checked before the bundle is made.
+cat >> /root/broken/src/huxleyd/app/main.py <<'PY'
+
+
+_vm_test_main = main
+
+
+def main(argv=None, **kwargs):  # type: ignore[no-redef]  # the VM test's broken N+2
+    import sys as _sys
+
+    if "--check-config" not in (argv if argv is not None else _sys.argv):
+        raise SystemExit("vm test: this version never reaches READY")
+    return _vm_test_main(argv, **kwargs)
+PY
+check "broken N+2 made (main wrapped)" grep -q 'this version never reaches READY' /root/broken/src/huxleyd/app/main.py
 printf 'version = "%s"\n' "${new}-broken" > /root/broken/huxleyd-update.toml
 tar -C /root/broken -cf /root/broken.tar huxleyd-update.toml src wheels && rm -rf /root/broken
 t0=$(up)
