@@ -17,7 +17,7 @@
 #   (without it they refuse: "unable to locate Pi revision");
 # - on the firmware partition, in huxleyd-kernel-test/: the module, the
 #   board profile, asound.conf and simulator script (image/kernel-test/),
-#   a spoken question made here with espeak-ng, a silent earcon, and the
+#   a spoken question and a spoken "stop" made here with espeak-ng, a silent earcon, and the
 #   check scripts; a unit runs image/kernel-test/selftest.sh once the
 #   default target is up, which powers the machine off when done.
 set -euo pipefail
@@ -62,6 +62,9 @@ cp "$work/kmod/gpio-sim.ko" "$here"/kernel-test/{kernel-test.toml,kernel-test.as
 (cd "$here/.." && tar -cf "$files/setup-src.tar" pyproject.toml setup.py README.md LICENSE \
     $(git ls-files 'huxleyd/audio/*.c' 'huxleyd/audio/*.h'))
 espeak-ng -w "$files/question.wav" "Tell me a long story."
+# Said while the second press is held (a held press with nothing said is
+# the silent-hold mute, not a barge-in).
+espeak-ng -w "$files/stop.wav" "Stop."
 python3 - "$files/silent.wav" <<'PY'
 import sys, wave
 with wave.open(sys.argv[1], "wb") as w:  # the earcons' format: PCM16 24 kHz mono

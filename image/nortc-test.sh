@@ -40,10 +40,11 @@ fdtput -r "$work/virt.dtb" "/$pl031"
 files=$work/files
 rm -rf "$files" && mkdir -p "$files"
 cp "$here/nortc-test/alarms.py" "$files/"
-# This checkout's daemon and SDK (pure Python), laid over the image's venv in
-# the VM: an image built before the timers skill learned the wall clock's
+# This checkout's daemon and SDK (its C extensions built in the VM), laid over
+# the image's venv in the VM: an image built before the timers skill learned the wall clock's
 # plausibility (huxleyd/skills/skillclock.py) would test old code.
-(cd "$here/.." && git ls-files -z huxleyd sdk/src/huxley_sdk | tar --null -T - -cf "$files/daemon-src.tar")
+vm_daemon_src "$files/daemon-src.tar"
+cp "$here/overlay-daemon.sh" "$files/"
 # The true time the VM's clock is stepped to: this host's (NTP's stand-in).
 sed "s/@HOST_BOOT_S@/$(date +%s)/" "$here/nortc-test/selftest.sh" > "$files/selftest.sh"
 mmd -i "$vm_fat" ::huxleyd-nortc-test

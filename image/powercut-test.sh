@@ -48,7 +48,8 @@ ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi \
     -i "sine=frequency=1000:sample_rate=24000:duration=300" -af volume=0.5 \
     -metadata title="The Power Cut Book" -metadata artist="Tess Ting" \
     -c:a flac "$files/power-cut-book.flac"
-(cd "$here/.." && git ls-files -z huxleyd sdk/src/huxley_sdk | tar --null -T - -cf "$files/daemon-src.tar")
+vm_daemon_src "$files/daemon-src.tar"
+cp "$here/overlay-daemon.sh" "$files/"
 cp "$here/powercut-test/selftest.sh" "$files/selftest.sh"
 mmd -i "$vm_fat" ::huxleyd-powercut-test
 mcopy -o -i "$vm_fat" "$files"/* ::huxleyd-powercut-test/

@@ -135,6 +135,15 @@ check "no logging errors" sh -c "! journalctl -u huxleyd -o cat | grep -q -- '--
 echo "SELFTEST doctor:"
 huxleyctl doctor 2>&1 | sed 's/^/  /'
 
+# -- the control socket's group: the daemon gives it with chown, which the unit's --------
+# seccomp filter must leave it (control_chgrp_failed otherwise: then only the
+# daemon's own group reaches the socket).
+journalctl --no-pager -u huxleyd -b -o cat | grep -E '^control_(listening|chgrp_failed|group_missing)' | tail -2 \
+    | sed 's/^/SELFTEST control: /'
+echo "SELFTEST control socket: $(stat -c '%a %U:%G' /run/huxleyd/control.sock)"
+check "control socket group huxley-control (the daemon's chgrp)" \
+    [ "$(stat -c '%G' /run/huxleyd/control.sock)" = huxley-control ]
+
 # -- item 4: overlays after an initramfs update and a raspi-firmware reinstall -----------
 overlays_apply() {
     n=0; bad=0
@@ -229,6 +238,12 @@ systemctl start huxleyd-reboot.service
 check "reboot waits while the button is held" wait_for reboot_said "reboot needed, waiting: listening to the user"
 reboot_journal "button held"
 huxleyctl ptt release
+# A press held this long with nothing said (the mic is a silent WAV here) is the
+# long silent hold, the mute gesture: the device is muted now, as a user's would
+# be. Unmuted here, so the case "idle" below is the plain one; a muted device
+# reboots too (checked after the update, on this checkout's daemon).
+echo "SELFTEST after the silent hold: $(huxleyctl mute 2>&1)"
+huxleyctl mute off >/dev/null
 persona=/etc/huxleyd/personas/default.toml
 cp "$persona" /root/persona.before
 sed -i 's/^reboot = "when_idle"$/reboot = "never"/' "$persona"  # the shipped [updates] table
@@ -285,11 +300,33 @@ check "update to N+1 ($new): exit 0" [ "$rc" -eq 0 ]
 check "huxleyd runs release $new" runs_release "$new"
 check "huxleyd READY on $new" active huxleyd.service
 journalctl --no-pager -u huxleyd -n 3 -o short-monotonic | sed 's/^/SELFTEST journal after update: /'
+# N+1 is this checkout's daemon: a muted device is idle for the reboot timer.
+echo '*** System restart required ***' > /run/reboot-required
+huxleyctl mute on >/dev/null
+check "N+1: muted and idle, status lists no reason to wait" wait_for idle_now \
+    || huxleyctl status --json | tr -d '\n' | sed 's/^/SELFTEST status: /'
+huxleyctl status --json | tr -d ' \n' | grep -o '"state":"[a-z]*"' | sed 's/^/SELFTEST N+1 status: /'
+huxleyctl mute off >/dev/null
+rm -f /run/reboot-required
 # N+2: the same source, but its daemon exits before READY (after passing --check-config).
 rm -rf /root/broken && mkdir /root/broken && tar -xf /root/huxleyd-update.tar -C /root/broken
-sed -i 's/^def main(argv: Sequence\[str\] | None = None) -> int:$/&\n    if "--check-config" not in (argv if argv is not None else sys.argv):\n        raise SystemExit("vm test: this version never reaches READY")/' \
-    /root/broken/src/huxleyd/app/main.py
-grep -q '^import sys' /root/broken/src/huxleyd/app/main.py || sed -i '0,/^import /s//import sys\nimport /' /root/broken/src/huxleyd/app/main.py
+# Wrapped at the end of main.py, whatever main's signature: a sed on the signature
+# stopped matching when it grew keyword arguments, and the 'broken' release
+# then started fine. The wrapper is checked before the bundle is made.
+cat >> /root/broken/src/huxleyd/app/main.py <<'PY'
+
+
+_vm_test_main = main
+
+
+def main(argv=None, **kwargs):  # type: ignore[no-redef]  # the VM test's broken N+2
+    import sys as _sys
+
+    if "--check-config" not in (argv if argv is not None else _sys.argv):
+        raise SystemExit("vm test: this version never reaches READY")
+    return _vm_test_main(argv, **kwargs)
+PY
+check "broken N+2 made (main wrapped)" grep -q 'this version never reaches READY' /root/broken/src/huxleyd/app/main.py
 printf 'version = "%s"\n' "${new}-broken" > /root/broken/huxleyd-update.toml
 tar -C /root/broken -cf /root/broken.tar huxleyd-update.toml src wheels && rm -rf /root/broken
 t0=$(up)

@@ -124,3 +124,11 @@ vm_start() {
     nice -n "$niceness" "${vm_cmd[@]}" </dev/null >"$log" 2>&1 &
     vm_pid=$!
 }
+
+# vm_daemon_src OUT.tar: this checkout's daemon and SDK, with setup.py and what
+# it reads, for image/overlay-daemon.sh in the VM (the tests that lay the code
+# under review over an older image's venv, C extensions built there).
+vm_daemon_src() {
+    (cd "$(dirname "${BASH_SOURCE[0]}")/.." && git ls-files -z huxleyd sdk/src/huxley_sdk \
+        setup.py pyproject.toml README.md LICENSE | tar --null -T - -cf "$1")
+}

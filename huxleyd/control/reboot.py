@@ -8,8 +8,8 @@ reboots only when
 
 - a reboot is pending (:func:`reboot_pending`);
 - the persona allows it (``[updates] reboot = "when_idle"``, the default);
-- the daemon answers and says it is idle: nothing speaks, plays, listens or
-  holds the microphone, and no timer or reminder is due within
+- the daemon answers and says it is idle (or muted): nothing speaks, plays,
+  listens or holds the microphone, and no timer or reminder is due within
   :data:`ALERT_MARGIN_S` (:func:`busy_reasons`).
 
 The daemon computes its reasons into the ``status`` report, the very report
@@ -57,6 +57,10 @@ _ACTIVITY = {
     "offline": "the button was just pressed (offline)",
     "starting": "the daemon is starting",
 }
+_IDLE = frozenset({"idle", "muted"})
+"""Activities that are no reason to wait. Muted, nothing listens, speaks or
+plays; the mute is saved and holds after the reboot, so a device kept muted
+(for privacy, for weeks) still gets its security reboots."""
 
 
 def reboot_pending(flag: Path = REBOOT_REQUIRED) -> bool:
@@ -85,7 +89,7 @@ def busy_reasons(
     """Why the device is not idle now (empty: idle). ``activity`` is ``status``'s
     state; ``next_alert_in_s`` the soonest timer or reminder (None: none)."""
     reasons: list[str] = []
-    if activity != "idle":
+    if activity not in _IDLE:
         reasons.append(_ACTIVITY.get(activity, f"busy ({activity})"))
     if next_alert_in_s is not None and next_alert_in_s <= margin_s:
         if next_alert_in_s <= 0:

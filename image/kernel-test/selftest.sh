@@ -109,15 +109,23 @@ grep -E '^(kind|sim_scenario|silent_response_timeout_s|sounds_dir|backend|board|
 # and the turn below runs with them built here from the same setup.py, with
 # the image's own gcc and portaudio19-dev, as a fixed image would have them.
 ext_dir=$(/opt/huxleyd/venv/bin/python -c 'import huxleyd.audio, os; print(os.path.dirname(huxleyd.audio.__file__))')
-has_ext() { ls "$ext_dir" | grep -q '^_rt\..*\.so$' && ls "$ext_dir" | grep -q '^_dsp\..*\.so$'; }
-if ! check "the image has huxleyd's C audio extensions (_rt, _dsp)" has_ext; then
+# Whether the installed daemon finds them is asked of the daemon's own module:
+# an image built before the extension was renamed (_rtout -> _rt) imports
+# the old name, and a file list of either name alone would misjudge one.
+has_ext() {
+    /opt/huxleyd/venv/bin/python -c 'import importlib
+from huxleyd.audio.backends import callback_backend as c
+importlib.import_module(getattr(c, "RT", None) or c.RTOUT)
+import huxleyd.audio._dsp'
+}
+if ! check "the image has huxleyd's C audio extensions (the callback's, _dsp)" has_ext; then
     mkdir -p /tmp/src && tar -xf "$files/setup-src.tar" -C /tmp/src
     (cd /tmp/src && /opt/huxleyd/venv/bin/python setup.py -q build_ext --inplace) >/tmp/ext.log 2>&1 \
         || sed 's/^/SELFTEST build_ext: /' /tmp/ext.log | tail -20
     install -m 0644 /tmp/src/huxleyd/audio/_*.so "$ext_dir/" 2>/dev/null
     check "C extensions built in the VM from setup.py (for the turn below)" has_ext
 fi
-ls "$ext_dir" | grep -E '^_(rtout|dsp)\..*\.so$' | sed 's/^/SELFTEST C extension: /'
+ls "$ext_dir" | grep -E '^_(rt|rtout|dsp)\..*\.so$' | sed 's/^/SELFTEST C extension: /'
 check "config valid (huxleyd --check-config)" /opt/huxleyd/venv/bin/huxleyd --check-config --config "$conf"
 systemctl restart huxleyd.service || journalctl --no-pager -u huxleyd -n 30 -o cat | sed 's/^/SELFTEST huxleyd failed: /'
 check "huxleyd READY on the kernel devices" wait_for active huxleyd.service
@@ -146,7 +154,7 @@ done
 
 # -- the turn ------------------------------------------------------------------------------
 python3 "$files/turn.py" --chip-dir "$chip_dir" --profile /etc/huxleyd/kernel-test/kernel-test.toml --question "$files/question.wav" \
-    --record /root/speaker.raw --silence-bound-ms "$silence_bound_ms" --xrun-file /tmp/kernel-xruns
+    --stop "$files/stop.wav" --record /root/speaker.raw --silence-bound-ms "$silence_bound_ms" --xrun-file /tmp/kernel-xruns
 turn_fails=$?
 fails=$((fails + turn_fails))
 after=$(xruns)

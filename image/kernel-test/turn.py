@@ -36,6 +36,8 @@ nothing plays, and softvol scales zeros to zeros."""
 SILENT_RUN_MS = 1000
 """Silence after the press must last this long to count (longer than any pause
 between espeak-ng's sentences, shorter than the hold that follows the press)."""
+REPLY_MS = 1000
+"""Sound the recording must hold between the release and the second press."""
 PROC = Path("/proc/asound/Loopback")
 fails = 0
 
@@ -275,6 +277,25 @@ def check_lines_at_rest(lines: Lines) -> None:
     )
 
 
+class Played:
+    """How aplay went: its exit status and the start of its complaint."""
+
+    def __init__(self, returncode: int, stderr: str) -> None:
+        self.returncode = returncode
+        self.stderr = stderr.strip()[:200]
+
+
+def play(wav: Path) -> Played:
+    """``wav`` into the mic side (device 1 subdevice 1), to its end."""
+    done = subprocess.run(
+        ["aplay", "-q", "-D", "plughw:CARD=Loopback,DEV=1,SUBDEV=1", str(wav)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return Played(done.returncode, done.stderr)
+
+
 def ask(lines: Lines, rec: Recorder, question: Path) -> int:
     """Press, play the question into the mic side while held, release; the
     recording's frame at the release."""
@@ -282,17 +303,8 @@ def ask(lines: Lines, rec: Recorder, question: Path) -> int:
     lit = wait_until(lambda: lines.leds() == LISTENING, 30)
     detail = f"{lit * 1000:.0f} ms after the press" if lit is not None else f"lines {lines.leds()}"
     check("LED lines show listening after the press", lit is not None, detail)
-    played = subprocess.run(
-        ["aplay", "-q", "-D", "plughw:CARD=Loopback,DEV=1,SUBDEV=1", str(question)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    check(
-        "question played into hw:Loopback,1,1 while held",
-        played.returncode == 0,
-        played.stderr.strip()[:200],
-    )
+    played = play(question)
+    check("question played into hw:Loopback,1,1 while held", played.returncode == 0, played.stderr)
     still = lines.leds()
     check(
         "LED lines still listening at the end of the question", still == LISTENING, f"lines {still}"
@@ -301,9 +313,32 @@ def ask(lines: Lines, rec: Recorder, question: Path) -> int:
     return rec.frame_now()
 
 
-def interrupt(lines: Lines, rec: Recorder) -> int:
-    """Wait for the reply, press in the middle of it, hold, release; the
-    recording's frame at the press."""
+def wait_reply_ms(rec: Recorder, start_frame: int, want_ms: int, limit_s: float) -> int:
+    """Wait until the recording holds ``want_ms`` of sound (10 ms windows, as
+    :func:`loud_ms` counts them) after ``start_frame``; the count reached.
+    Read as the file grows, whole windows only: the press comes once enough
+    of the reply was heard, however jerkily an emulated CPU plays it."""
+    window_bytes = 10 * FRAMES_PER_MS * 2
+    offset, loud = start_frame * 2, 0
+    start = time.monotonic()
+    while loud < want_ms and time.monotonic() - start < limit_s:
+        with rec.path.open("rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+        whole = len(chunk) - len(chunk) % window_bytes
+        offset += whole
+        loud += loud_ms(array.array("h", chunk[:whole]), 0, whole // 2)
+        time.sleep(0.05)
+    return loud
+
+
+def interrupt(lines: Lines, rec: Recorder, released_at: int, stop: Path) -> int:
+    """Wait for the reply, press in the middle of it, say "stop" while held,
+    release; the recording's frame at the press.
+
+    The second press carries speech, as a user's barge-in does: a hold of
+    MUTE_HOLD_S (3 s) with nothing said is the daemon's silent-hold mute, not
+    a turn, and an emulated machine can stretch any hold past that."""
     speaking = wait_until(lambda: lines.leds() == SPEAKING_LIT and rec.tail_loud(200), 180)
     detail = (
         f"{speaking:.1f} s after the release" if speaking is not None else f"lines {lines.leds()}"
@@ -313,12 +348,17 @@ def interrupt(lines: Lines, rec: Recorder) -> int:
         speaking is not None,
         detail,
     )
-    time.sleep(1.0)  # into the reply, past its first words
+    # Into the reply, past its first words: judge_recording wants REPLY_MS of it.
+    heard = wait_reply_ms(rec, released_at, REPLY_MS + 500, 60)
+    # And in a word, not in a pause between sentences: the press must cut sound.
+    in_word = wait_until(lambda: rec.tail_loud(100), 30)
+    say(f"pressing again after {heard} ms of the reply, in a word: {in_word is not None}")
     lines.press()
     press_frame = rec.frame_now()
     lit = wait_until(lambda: lines.leds() == LISTENING, 30)
     check("LED lines show listening after the press during the reply", lit is not None)
-    time.sleep(2.5)  # held: the cut must show as lasting silence
+    spoke = play(stop)
+    check("'stop' played into hw:Loopback,1,1 while held", spoke.returncode == 0, spoke.stderr)
     lines.release()
     idle = wait_steady(lambda: lines.leds() == IDLE, 1.5, 240)
     check(
@@ -340,7 +380,7 @@ def judge_recording(
     reply_ms = loud_ms(samples, released_at, press_frame)
     check(
         "the reply is there, not silence",
-        reply_ms >= 1000,
+        reply_ms >= REPLY_MS,
         f"{reply_ms} ms of sound before the press",
     )
     # Speech has pauses between words: sound somewhere in the last half second.
@@ -388,6 +428,7 @@ def main() -> int:
         "--profile", type=Path, required=True, help="the board profile the daemon runs"
     )
     parser.add_argument("--question", type=Path, required=True)
+    parser.add_argument("--stop", type=Path, required=True, help="said during the second press")
     parser.add_argument("--record", type=Path, required=True)
     parser.add_argument("--silence-bound-ms", type=float, required=True)
     parser.add_argument("--xrun-file", type=Path, required=True)
@@ -402,7 +443,7 @@ def main() -> int:
         wait_until(rec.running, 30) is not None,
     )
     released_at = ask(lines, rec, args.question)
-    press_frame = interrupt(lines, rec)
+    press_frame = interrupt(lines, rec, released_at, args.stop)
     time.sleep(1.0)
     err = rec.stop()
     watch.stop.set()

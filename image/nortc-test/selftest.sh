@@ -58,10 +58,8 @@ timedatectl show 2>/dev/null | grep -E '^(NTP|NTPSynchronized|CanNTP)=' | sed 's
 check "not synchronised (no /run/systemd/timesync/synchronized)" [ ! -e /run/systemd/timesync/synchronized ]
 echo "SELFTEST time-sync.target: active at $(mono_s time-sync.target ActiveEnterTimestampMonotonic) s; huxleyd started at $(mono_s huxleyd ExecMainStartTimestampMonotonic) s after kernel start"
 
-# -- this checkout's daemon, laid over the image's (pure Python; C extensions stay) -----------
-site=$(/opt/huxleyd/venv/bin/python -c 'import huxleyd, os; print(os.path.dirname(os.path.dirname(huxleyd.__file__)))')
-mkdir -p /tmp/src && tar -xf "$files/daemon-src.tar" -C /tmp/src
-cp -a /tmp/src/huxleyd/. "$site/huxleyd/" && cp -a /tmp/src/sdk/src/huxley_sdk/. "$site/huxley_sdk/"
+# -- this checkout's daemon, laid over the image's (its C extensions built here) -------------
+check "this checkout's daemon and C extensions in the image's venv" sh "$files/overlay-daemon.sh" "$files/daemon-src.tar"
 check "this checkout's timers skill in the image's venv" /opt/huxleyd/venv/bin/python -c 'import huxleyd.skills.skillclock'
 echo "SELFTEST the skill's clock: kernel NTP status synced=$(/opt/huxleyd/venv/bin/python -c 'from huxleyd.skills.skillclock import kernel_clock_synced as k; print(k())') (adjtimex)"
 

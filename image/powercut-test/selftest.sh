@@ -66,11 +66,10 @@ echo "SELFTEST boot: multi-user.target at $(mono_s multi-user.target ActiveEnter
 install -m 0644 "$files/heard.py" /tmp/heard.py
 
 if [ "$phase" = play ]; then
-    # -- this checkout's daemon, laid over the image's (pure Python; C extensions stay) --------
+    # -- this checkout's daemon, laid over the image's (its C extensions built here) ----------
     # An image built before the bookmark cadence and the synced commits would test old code.
-    site=$($py -c 'import huxleyd, os; print(os.path.dirname(os.path.dirname(huxleyd.__file__)))')
-    mkdir -p /tmp/src && tar -xf "$files/daemon-src.tar" -C /tmp/src
-    cp -a /tmp/src/huxleyd/. "$site/huxleyd/" && cp -a /tmp/src/sdk/src/huxley_sdk/. "$site/huxley_sdk/"
+    check "this checkout's daemon and C extensions in the image's venv" \
+        sh "$files/overlay-daemon.sh" "$files/daemon-src.tar"
     check "this checkout's daemon in the image's venv (bookmark cadence 0.5 s)" \
         $py -c 'from huxleyd.skills.audiobooks import SAVE_EVERY_S; assert SAVE_EVERY_S == 0.5'
     # -- the speaker on snd-aloop, at every boot (the second start must find it) ---------------

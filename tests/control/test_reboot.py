@@ -23,6 +23,7 @@ from huxleyd.control.reboot import (
 )
 from huxleyd.control.render import status_table
 from huxleyd.errors import ConfigError
+from huxleyd.turns.news import Activity
 
 
 def report(**changes: object) -> StatusReport:
@@ -53,6 +54,23 @@ def report(**changes: object) -> StatusReport:
 )
 def test_every_activity_but_idle_is_a_reason(activity: str, reason: str) -> None:
     assert busy_reasons(activity, None) == (reason,)
+
+
+@pytest.mark.parametrize("activity", list(Activity))
+def test_each_activity_is_idle_or_a_named_reason(activity: Activity) -> None:
+    """Every state ``status`` can report: idle and muted (nothing listens, plays
+    or is due: the mute is saved and outlives the reboot) are no reason to
+    wait; any other has its own words, not the catch-all for a state the
+    policy never heard of."""
+    reasons = busy_reasons(activity, None)
+    if activity in (Activity.IDLE, Activity.MUTED):
+        assert reasons == ()
+    else:
+        assert len(reasons) == 1 and not reasons[0].startswith("busy ("), reasons
+
+
+def test_a_muted_device_still_waits_for_a_due_alert() -> None:
+    assert busy_reasons(Activity.MUTED, 20.0) == ("a timer or reminder is due in 1 min",)
 
 
 def test_an_alert_within_the_margin_is_a_reason_and_one_after_is_not() -> None:

@@ -57,6 +57,22 @@ async def test_idle_daemon_reboots_once(tmp_path: Path, capsys: pytest.CaptureFi
     assert "rebooting for security updates" in capsys.readouterr().out
 
 
+async def test_a_muted_idle_daemon_reboots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Muted (``huxleyctl mute on``, or a long silent hold) is idle: the mute is
+    saved and holds after the reboot, and a device kept muted must still get
+    its security reboots (seen in the image's VM test: it waited forever)."""
+    flag, reboot = pending(tmp_path), Reboots()
+    with scenario_skill_installed(tmp_path):
+        async with Rig(tmp_path, Scenario(turns=()), skills=SKILLS, reboot_flag=flag) as rig:
+            rig.coordinator.set_muted(True)
+            await until(lambda: rig.coordinator.activity == "muted", "muted")
+            await ask(rig, flag, reboot)
+    assert reboot.count == 1
+    assert "rebooting for security updates" in capsys.readouterr().out
+
+
 async def test_no_pending_reboot_does_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -90,4 +90,6 @@ def test_silence_after_a_press_is_found_where_it_starts() -> None:
 def test_the_simulators_script_loads() -> None:
     scenario = load_scenario(KERNEL_TEST / "scenario.toml")
     first = scenario.turns[0].responses[0]
-    assert first.say is not None and len(first.say.split()) > 50, "long enough to interrupt"
+    # A tone long enough to be interrupted: turn.py presses after REPLY_MS + 0.5 s of it.
+    assert first.tone_hz is not None and first.duration_ms is not None
+    assert first.duration_ms >= 10 * (turn_driver().REPLY_MS + 500)
