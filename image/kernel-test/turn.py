@@ -170,12 +170,28 @@ class XrunWatch(threading.Thread):
 
 class Recorder:
     """arecord on the loopback's device 1 subdevice 0 (through plug: the
-    daemon's side sets format and rate): what the daemon played."""
+    daemon's side sets format and rate): what the daemon played.
+
+    Positions in the recording are counted in the file arecord wrote, not
+    from the card's hardware pointer: after an overrun ALSA drops what the
+    buffer held and restarts the stream, so the pointer no longer matches
+    the file (a run judged a press 5 s away from where it was). The buffer
+    is large (BUFFER_US) so that the emulated machine's stalls of a second
+    or more do not overrun it; when one does anyway, arecord says so on
+    stderr, and each report is kept with the moment it came."""
 
     PCM = "pcm1c/sub0"
+    BUFFER_US = 4_000_000
+    """4 s: the daemon's loop stalled for up to 1 s under emulation, and the
+    recorder shares that CPU. snd-aloop allows 2 MiB (here 384 KiB)."""
+    PERIOD_US = 50_000
+    """What arecord reads and writes at a time: the most the file can lag
+    behind what arecord has taken from the card (see :meth:`frame_now`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.overruns: list[tuple[float, str]] = []
+        """(time.monotonic() when arecord reported it, its line)."""
         self._proc = subprocess.Popen(
             [
                 "arecord",
@@ -190,19 +206,45 @@ class Recorder:
                 "1",
                 "-t",
                 "raw",
-                "--buffer-time=500000",
+                f"--buffer-time={self.BUFFER_US}",
+                f"--period-time={self.PERIOD_US}",
                 str(path),
             ],
             stderr=subprocess.PIPE,
             text=True,
         )
+        self._err: list[str] = []
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self._err.append(line)
+            if "overrun" in line:
+                self.overruns.append((time.monotonic(), line.strip()))
 
     def frame_now(self) -> int:
-        """The frame of arecord's file that the card is at now: the capture
-        stream's hardware position (the file starts at its frame 0), scaled
-        from the card's rate (the daemon's stream sets it) to the file's."""
-        card_frame = int(stream_status(self.PCM).get("hw_ptr", "-1"))
-        return card_frame * RATE_HZ // self._card_rate_hz()
+        """The frame of the recording that the card is at now: the frames
+        arecord has written, plus those the card captured that arecord has
+        not read yet (``hw_ptr - appl_ptr`` of the capture stream, both
+        counted since the stream's last start, so an earlier overrun does
+        not skew them). A chunk arecord has read but not yet written is
+        missed, so this is at most one period early: a press placed early
+        makes the time to silence longer, never shorter."""
+        status = stream_status(self.PCM)
+        written = self.path.stat().st_size // 2 if self.path.exists() else 0
+        pending = int(status.get("hw_ptr", "0")) - int(status.get("appl_ptr", "0"))
+        return written + max(pending, 0) * RATE_HZ // self._card_rate_hz()
+
+    def hw_params(self) -> str:
+        """The recorder's stream parameters as the kernel holds them (the
+        buffer arecord actually got)."""
+        try:
+            text = (PROC / self.PCM / "hw_params").read_text()
+        except OSError:
+            return ""
+        return " ".join(text.split())
 
     def _card_rate_hz(self) -> int:
         for line in (PROC / self.PCM / "hw_params").read_text().splitlines():
@@ -215,8 +257,9 @@ class Recorder:
 
     def stop(self) -> str:
         self._proc.terminate()
-        _, err = self._proc.communicate(timeout=30)
-        return err
+        self._proc.wait(timeout=30)
+        self._reader.join(timeout=30)
+        return "".join(self._err)
 
     def samples(self) -> array.array[int]:
         data = array.array("h")
@@ -369,6 +412,25 @@ def interrupt(lines: Lines, rec: Recorder, released_at: int, stop: Path) -> int:
     return press_frame
 
 
+def recording_whole(rec: Recorder, released_t: float) -> bool:
+    """Whether the recording can be judged from the release on: arecord
+    reported no overrun after it. An overrun drops what the buffer held, so
+    the file would skip from before the gap to after it: a press would read
+    closer to the silence than it was, and a sound before the gap would
+    count as playing at the press. The test's recorder is the test's own
+    problem (hence its large buffer), never a finding about the daemon; an
+    overrun before the release costs nothing (positions are counted in the
+    file) and is only reported."""
+    for at, line in rec.overruns:
+        say(f"recorder overrun {at - released_t:+.1f} s from the release: {line}")
+    after = [line for at, line in rec.overruns if at >= released_t]
+    return check(
+        "the recording is whole from the release on (arecord reported no overrun after it)",
+        not after,
+        f"{len(after)} overrun(s): the recording checks below are not judged" if after else "",
+    )
+
+
 def judge_recording(
     samples: array.array[int], released_at: int, press_frame: int, bound_ms: float
 ) -> None:
@@ -395,7 +457,8 @@ def judge_recording(
     to_silence_ms = (quiet - press_frame) / FRAMES_PER_MS
     say(
         f"time to silence: {to_silence_ms:.1f} ms (press to the first of {SILENT_RUN_MS} ms "
-        "of silence; the recorder's hardware position at the press)"
+        "of silence; the press placed in the file by what arecord had written and had "
+        "yet to read at that moment)"
     )
     check(
         f"speaker silent within {bound_ms:.0f} ms of the press",
@@ -414,11 +477,10 @@ def judge_streams(watch: XrunWatch, arecord_err: str, xrun_file: Path) -> None:
         "the daemon's loopback streams seen running",
         watch.running["pcm0p/sub0"] > 0 and watch.running["pcm0c/sub1"] > 0,
     )
-    check(
-        "the test's own streams: no XRUN",
-        not watch.xruns["pcm1c/sub0"] and not watch.xruns["pcm1p/sub1"],
-    )
-    check("arecord reported no overrun", "overrun" not in arecord_err, arecord_err.strip()[:200])
+    # The recorder's own overruns (pcm1c/sub0) are judged by when arecord
+    # reported them (recording_whole); the question's player has no such account.
+    check("the question's player (pcm1p/sub1): no XRUN", not watch.xruns["pcm1p/sub1"])
+    say(f"arecord stderr: {arecord_err.strip()[:300] or '(nothing)'}")
 
 
 def main() -> int:
@@ -442,13 +504,16 @@ def main() -> int:
         "recorder running on the loopback's device 1, subdevice 0",
         wait_until(rec.running, 30) is not None,
     )
+    say(f"recorder hw_params: {rec.hw_params()}")
     released_at = ask(lines, rec, args.question)
+    released_t = time.monotonic()
     press_frame = interrupt(lines, rec, released_at, args.stop)
     time.sleep(1.0)
     err = rec.stop()
     watch.stop.set()
     watch.join()
-    judge_recording(rec.samples(), released_at, press_frame, args.silence_bound_ms)
+    if recording_whole(rec, released_t):
+        judge_recording(rec.samples(), released_at, press_frame, args.silence_bound_ms)
     judge_streams(watch, err, args.xrun_file)
     return fails
 
