@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from huxleyd.hardware.boards import load_board
 from huxleyd.sim.scenario import load_scenario
 
@@ -93,3 +95,51 @@ def test_the_simulators_script_loads() -> None:
     # A tone long enough to be interrupted: turn.py presses after REPLY_MS + 0.5 s of it.
     assert first.tone_hz is not None and first.duration_ms is not None
     assert first.duration_ms >= 10 * (turn_driver().REPLY_MS + 500)
+
+
+def fake_recorder(turn: ModuleType, proc: Path, hw_ptr: int, appl_ptr: int, path: Path) -> object:
+    """A Recorder without arecord: its capture stream's /proc files under
+    ``proc`` say ``hw_ptr`` and ``appl_ptr`` (the kernel's own format)."""
+    stream = proc / turn.Recorder.PCM
+    stream.mkdir(parents=True)
+    (stream / "status").write_text(
+        f"state: RUNNING\nowner_pid   : 9\navail       : {hw_ptr - appl_ptr}\n"
+        f"-----\nhw_ptr      : {hw_ptr}\nappl_ptr    : {appl_ptr}\n"
+    )
+    (stream / "hw_params").write_text(
+        "access: RW_INTERLEAVED\nformat: S16_LE\nrate: 48000 (48000/1)\n"
+    )
+    rec = object.__new__(turn.Recorder)
+    rec.path = path
+    rec.overruns = []
+    return rec
+
+
+def test_the_press_is_placed_in_the_file_not_at_the_restarted_hw_ptr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an overrun ALSA restarts the capture stream: its hw_ptr counts
+    from the restart while the file holds everything written before it (the
+    run that judged a press 5 s off). The press frame is the file's length
+    plus what the card captured that arecord has not read yet."""
+    turn = turn_driver()
+    monkeypatch.setattr(turn, "PROC", tmp_path / "proc")
+    recording = tmp_path / "speaker.raw"
+    recording.write_bytes(bytes(2 * 5 * turn.RATE_HZ))  # 5 s written
+    rec = fake_recorder(turn, tmp_path / "proc", hw_ptr=1000 + 2400, appl_ptr=1000, path=recording)
+    assert rec.frame_now() == 5 * turn.RATE_HZ + 2400  # type: ignore[attr-defined]
+
+
+def test_an_overrun_after_the_release_leaves_the_recording_unjudged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Frames lost after the release would bring the silence closer to the
+    press: the judge says so and fails, it never passes on such a file."""
+    turn = turn_driver()
+    rec = fake_recorder(turn, tmp_path / "proc", 0, 0, tmp_path / "r.raw")
+    rec.overruns = [(9.0, "overrun!!! (at least 12.150 ms long)")]  # type: ignore[attr-defined]
+    assert turn.recording_whole(rec, released_t=10.0)
+    rec.overruns.append((11.0, "overrun!!! (at least 3.000 ms long)"))  # type: ignore[attr-defined]
+    assert not turn.recording_whole(rec, released_t=10.0)
+    assert turn.fails == 1
+    assert "FAIL: the recording is whole" in capsys.readouterr().out
