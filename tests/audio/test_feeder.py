@@ -41,7 +41,12 @@ def make(*, shared: bool) -> tuple[Mixer, dict[SourceName, SampleRing]]:
         else SampleRing(CAPACITY, name=name)
         for name in SOURCES
     }
-    mixer = Mixer(
+    return mixer_on(rings), rings
+
+
+def mixer_on(rings: dict[SourceName, SampleRing]) -> Mixer:
+    """The mixer every test here runs: one period of N samples, the same duck ramps."""
+    return Mixer(
         rings,
         period_samples=N,
         rate_hz=RATE,
@@ -49,7 +54,6 @@ def make(*, shared: bool) -> tuple[Mixer, dict[SourceName, SampleRing]]:
         duck_release_ms=60.0,
         kernel=KERNEL,
     )
-    return mixer, rings
 
 
 def core_channels(mixer: Mixer) -> tuple[Any, ...]:
@@ -113,14 +117,7 @@ def test_the_hand_over_carries_the_whole_mixer_state(steps: list[list[Any]], see
             apply(mixer, rings, step, seed + 31 * period + k)
         mixer.mix(out)
     state = KERNEL.mixer_state(core_channels(mixer), mixer)
-    twin = Mixer(
-        rings,
-        period_samples=N,
-        rate_hz=RATE,
-        duck_attack_ms=30.0,
-        duck_release_ms=60.0,
-        kernel=KERNEL,
-    )
+    twin = mixer_on(rings)
     for name in SOURCES:  # requests are asyncio's: the twin is asked the same
         ours, theirs = mixer.channels[name], twin.channels[name]
         theirs._req_gain, theirs._req_ducked = ours.req_gain, ours.req_ducked
