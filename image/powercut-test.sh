@@ -30,6 +30,9 @@ limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-3600}
 # Where in the book the plug is pulled: past the first saves, off the save
 # cadence's grid (a commit may be in flight).
 heard_s=${HUXLEYD_POWERCUT_HEARD_S:-30.$(( RANDOM % 10 ))}
+# Armed, a book whose count stops growing this long has stalled (the guest's
+# check at arming already caught one that never played).
+stall_s=${HUXLEYD_POWERCUT_STALL_S:-120}
 for tool in qemu-system-aarch64 mcopy mdir mmd sfdisk debugfs ffmpeg; do
     command -v "$tool" >/dev/null || { echo "image-test-powercut: $tool missing: make image-deps" >&2; exit 1; }
 done
@@ -64,6 +67,14 @@ trap '[ -z "$vm_pid" ] || kill -KILL "$vm_pid" 2>/dev/null' EXIT  # never leave 
 start=$(date +%s)
 # grep reads the file itself: `tr | grep -q` can fail with SIGPIPE (pipefail) on a match.
 console() { tr -d '\r' < "$first_log"; }
+# What the guest's diagnose saved on the firmware partition (a failed first boot).
+evidence() {
+    local f
+    for f in journal.txt heard-tail.raw; do
+        mcopy -n -i "$vm_fat" "::huxleyd-powercut-test/$f" "$work/$f" 2>/dev/null \
+            && say "the guest's $f: $work/$f"
+    done
+}
 last_heard() {
     { grep -a '^POWERCUT heard ' "$first_log" || true; } | tail -1 | tr -d '\r' \
         | sed -n 's/^POWERCUT heard \([0-9.]*\) s$/\1/p'
@@ -74,13 +85,26 @@ while :; do
         say "FAILED: the machine stopped before the power cut: see $first_log"; exit 1
     fi
     if grep -aq '^SELFTEST FAIL' "$first_log"; then
-        sleep 5; console | grep -a 'SELFTEST' || true  # the journal tail it prints
+        # the guest prints what it knows, saves its evidence and powers off
+        for _ in $(seq 120); do kill -0 "$vm_pid" 2>/dev/null || break; sleep 1; done
+        console | grep -a 'SELFTEST' || true
+        kill -KILL "$vm_pid" 2>/dev/null || true
+        evidence
         say "FAILED before the power cut: see $first_log"; exit 1
     fi
     if [ $(( $(date +%s) - start )) -gt "$limit_s" ]; then
         kill -KILL "$vm_pid"; say "FAILED: nothing heard in $limit_s s: see $first_log"; exit 1
     fi
     heard=$(last_heard)
+    # Armed, the book must go on being heard: a count that stops is a failure now,
+    # not an hour's wait for the limit.
+    if [ "$heard" != "${last_count:-}" ]; then
+        last_count=$heard; counted_at=$(date +%s)
+    elif grep -aq '^POWERCUT armed' "$first_log" && [ $(( $(date +%s) - counted_at )) -gt "$stall_s" ]; then
+        kill -KILL "$vm_pid"; console | grep -a -E '^(SELFTEST|POWERCUT blocks)' | tail -40 || true
+        say "FAILED: armed, but the book's count stayed at ${heard:-nothing} s for $stall_s s: see $first_log"
+        exit 1
+    fi
     if grep -aq '^POWERCUT armed' "$first_log" && [ -n "$heard" ] \
         && awk -v h="$heard" -v t="$heard_s" 'BEGIN { exit !(h >= t) }'; then
         break

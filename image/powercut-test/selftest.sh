@@ -45,10 +45,32 @@ finish() {
     systemctl poweroff --no-block
     exit 0
 }
-# The speaker's other side: what the daemon played, counted by heard.py.
+# The speaker's other side: what the daemon played, counted by heard.py (and
+# kept raw in /run/heard.raw for diagnose: /run, so the recording is never
+# among the disk writes measured while the book plays).
 listen() {
     arecord -q -D plughw:CARD=Loopback,DEV=1,SUBDEV=0 -f S16_LE -r 48000 -c 1 -t raw \
-        --buffer-time=500000 --period-time=50000 2>/tmp/arecord.err | "$py" /tmp/heard.py "$1" | tee /tmp/heard.out &
+        --buffer-time=500000 --period-time=50000 2>/tmp/arecord.err | tee /run/heard.raw \
+        | "$py" /tmp/heard.py "$1" | tee /tmp/heard.out &
+}
+last_heard() { tail -1 /tmp/heard.out 2>/dev/null | sed -n 's/^POWERCUT heard \([0-9.]*\) s$/\1/p'; }
+# When the book is not heard as it plays: what the daemon, the card and the
+# recorder say, on the console; the journal and the last 30 s of the recording
+# on the firmware partition, where the host copies them from (powercut-test.sh).
+diagnose() {
+    huxleyctl status --json 2>&1 | tr -d '\n' | cut -c1-900 | sed 's/^/SELFTEST diagnose status: /'
+    huxleyctl doctor 2>&1 | head -40 | sed 's/^/SELFTEST diagnose doctor: /'
+    for f in /proc/asound/Loopback/pcm0p/sub0/hw_params /proc/asound/Loopback/pcm0p/sub0/status \
+        /proc/asound/Loopback/pcm1c/sub0/status; do
+        sed "s|^|SELFTEST diagnose $f: |" "$f" 2>/dev/null
+    done
+    pid=$(systemctl show -P MainPID huxleyd.service)
+    ps -L -o tid,cls,rtprio,pcpu,stat,comm -p "$pid" 2>&1 | sed 's/^/SELFTEST diagnose threads: /'
+    tail -5 /tmp/arecord.err 2>/dev/null | sed 's/^/SELFTEST diagnose arecord: /'
+    journalctl --no-pager -u huxleyd -b -o short-monotonic > "$files/journal.txt" 2>&1
+    tail -c $((96000 * 30)) /run/heard.raw > "$files/heard-tail.raw" 2>/dev/null
+    sync
+    echo "SELFTEST diagnose: journal.txt and heard-tail.raw (48 kHz S16_LE mono) on the firmware partition"
 }
 # The bookmark as stored: position_s, finished (read-only, beside the daemon).
 bookmark() {
@@ -113,6 +135,14 @@ if [ "$phase" = play ]; then
     sleep 20   # an observation window, not a judged time
     w1=$(awk '{ print $7 }' /sys/block/vda/stat); t1=$(up)
     echo "SELFTEST disk writes while the book plays: $(( (w1 - w0) * 512 / 1024 )) KiB in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (all of vda)"
+    # The window is 20 s: most of it must have reached the speaker as the book. A book
+    # that stalled, or one chopped in every block by underruns, stops here, with the
+    # evidence, instead of leaving the host waiting for a count that never comes.
+    now_heard=$(last_heard)
+    if ! check "the book is heard as it plays (${now_heard:-nothing} s of the book in a 20 s window)" \
+        awk -v n="$now_heard" 'BEGIN { exit !(n != "" && n >= 10) }'; then
+        diagnose; finish
+    fi
     check "the daemon is not degraded while playing" sh -c 'huxleyctl status --json | tr -d " \n" | grep -q "\"problems\":\[\]"'
     echo "POWERCUT armed at uptime $(up) s"
     sleep 600  # the host pulls the plug; still here means it did not
@@ -158,9 +188,8 @@ check "the book plays again (book_started)" wait_for playing
 started=$(journalctl -u huxleyd -b HUXLEY_EVENT=book_started -o cat | tail -1)
 echo "SELFTEST journal: $started"
 resumed=$(printf '%s' "$started" | sed -n 's/.*position_s=\([0-9.]*\).*/\1/p')
-last_heard() { tail -1 /tmp/heard.out 2>/dev/null | sed -n 's/^POWERCUT heard \([0-9.]*\) s$/\1/p'; }
 further() { awk -v n="$(last_heard)" -v s="$saved" 'BEGIN { exit !(n != "" && n >= s + 2) }'; }
-check "the resumed book is heard (2 s of it on the speaker)" wait_for further
+check "the resumed book is heard (2 s of it on the speaker)" wait_for further || diagnose
 echo "SELFTEST power cut: heard ${heard} s, bookmark ${saved} s, resumed at ${resumed} s (book_started)"
 within() {
     awk -v h="$heard" -v r="$1" -v b="$RESUME_BOUND_S" 'BEGIN { d = r - h; if (d < 0) d = -d; exit !(h > 0 && d <= b) }'

@@ -55,6 +55,27 @@ def test_heard_counts_the_books_seconds_and_nothing_else() -> None:
     assert steps == sorted(steps) and len(steps) == len(set(steps))
 
 
+def test_heard_says_what_the_blocks_were_when_the_book_is_not_heard() -> None:
+    """The console's evidence when the count stops: a book that fell silent reads
+    silent, one chopped by underruns in every 10 ms block reads other."""
+    chopped = tone(1000, 5.0, 0.5)
+    chopped.reshape(-1, 480)[:, :120] = 0  # 2.5 ms of each 10 ms block: an underrun's gap
+    pcm = np.concatenate([tone(1000, 5.0, 0.5), np.zeros(5 * RATE), chopped])
+    out = subprocess.run(
+        [sys.executable, str(SCRIPTS / "heard.py")],
+        input=pcm.astype("<i2").tobytes(),
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stderr.decode().splitlines() == [
+        "POWERCUT blocks book 500 silent 0 other 0",
+        "POWERCUT blocks book 0 silent 500 other 0",
+        "POWERCUT blocks book 0 silent 0 other 500",
+    ]
+    assert out.stdout.decode().splitlines()[-1] == "POWERCUT heard 5.00 s"
+
+
 def test_the_simulators_scripts_call_the_skills_tool() -> None:
     tools = {t.name: t for t in AudiobooksSkill().tools}
     play = load_scenario(SCRIPTS / "play.toml")
