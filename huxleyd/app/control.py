@@ -304,6 +304,8 @@ def daemon_facts(rt: Runtime) -> Facts:
         audio_description += (
             f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
         )
+    if stats.period_widened:
+        audio_description += f" ({stats.period_widened})"
     if stats.speaker_dropouts:  # the card saw nothing: only this counter did
         audio_description += (
             f" (the speaker went silent in {stats.speaker_dropouts} device period(s) while"
@@ -316,6 +318,13 @@ def daemon_facts(rt: Runtime) -> Facts:
         simulator=parts.is_simulator,
         audio_state=audio_state,
         audio_description=audio_description,
+        audio_widened=stats.period_widened,
+        # the card's own: the counters less what a source or the feeder made silent
+        audio_card_xruns=(
+            stats.underruns - stats.source_gaps - stats.speaker_dropouts,
+            stats.overruns,
+        ),
+        uptime_s=rt.clock.monotonic() - rt.started_at,
         volume=volume,
         pin_factory=parts.pins_description,
         pins_mock=is_mock(parts.pin_factory),

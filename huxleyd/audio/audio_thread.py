@@ -95,6 +95,7 @@ from huxleyd.audio.backends.base import (
     OutputClock,
     QueuedInput,
     StampedInput,
+    WidenablePeriod,
 )
 from huxleyd.audio.chains import CaptureChain, PlaybackChain
 from huxleyd.audio.fed import FedOutput
@@ -108,6 +109,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
 from huxleyd.audio.timed import TimedOutput
 from huxleyd.audio.types import SOURCES, DeviceState, SourceName
+from huxleyd.audio.xrun_watch import XrunWatch
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.pcm import RATE_HZ, float_to_int16_into, period_frames
@@ -224,6 +226,9 @@ class AudioThread:
         """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
         self._idle_streak = 0
         self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
+        self._widenable = backend if isinstance(backend, WidenablePeriod) else None
+        """The backend's ladder of longer periods, if it has one (the C callbacks)."""
+        self._xrun_watch = XrunWatch()
 
     # -- lifecycle (called by the engine, not per period) -------------------------
 
@@ -336,6 +341,13 @@ class AudioThread:
             self._play(playback if open_ else None)
         self.periods += 1
         self._wake_waiters()
+        widenable = self._widenable
+        if (
+            open_
+            and widenable is not None
+            and self._xrun_watch.observe(self._clock.monotonic(), widenable.card_xruns())
+        ):
+            self._widen(widenable)
 
     def _idle_period(self) -> bool:
         """True when this period can take the idle path: the mixer is idle and was
@@ -507,11 +519,17 @@ class AudioThread:
             self.timed.opened(
                 frames=playback.buffer.shape[0],
                 delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
-                lead_frames=round(self._settings.output_lead_ms * fmt.output_rate_hz / 1000),
+                lead_frames=round(self._lead_s(fmt) * fmt.output_rate_hz),
             )
             self._idle_streak = 0
             self._start_feeder(fmt, playback)
         self._set_state(DeviceState.OPEN)
+
+    def _lead_s(self, fmt: DeviceFormat) -> float:
+        """How far ahead of the DAC the callback's ring is kept: ``output_lead_ms``, and
+        at least one and a half times the device's latency, whose callback takes a
+        whole period at once (a widened period, :mod:`.xrun_watch`, needs more)."""
+        return max(self._settings.output_lead_ms / 1000, 1.5 * fmt.output_latency_s)
 
     def _start_feeder(self, fmt: DeviceFormat, playback: PlaybackChain) -> None:
         """Hand the mix to the C feeder (``audio.mix = "c_feeder"``); the device's
@@ -543,6 +561,16 @@ class AudioThread:
         except AudioDeviceError:
             self.retry_later()
 
+    def _widen(self, widenable: WidenablePeriod) -> None:
+        """The card xran again and again (:mod:`.xrun_watch`): this machine cannot keep
+        the period. Reopen at once with the backend's next, longer one (the device is
+        not lost: no retry wait); at the ladder's top, play on and count."""
+        if not widenable.widen(self._xrun_watch.reason()):
+            return
+        self._keep_counts()
+        self._try_reopen()
+        self._xrun_watch.reset()
+
     def _fault(self, exc: Exception) -> None:
         """A period raised (a write error on the speaker, a backend bug): close the
         device, report, and reopen it after ``reopen_interval_s`` like a lost one.
@@ -560,15 +588,19 @@ class AudioThread:
             self.retry_later()
 
     def _lose(self) -> None:
+        self._keep_counts()
+        self._close_backend()
+        self.retry_later()
+
+    def _keep_counts(self) -> None:
+        """Add the open device's counters to the thread's, before a close resets them."""
         if self.timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self.timed.out.xrun_counts()  # kept past the close
+            device_under, device_over = self.timed.out.xrun_counts()
             self.underruns += device_under
             self.overruns += device_over
             self.speaker_dropouts += self.timed.out.dropouts()
             for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
                 self.source_dropouts[i] += count
-        self._close_backend()
-        self.retry_later()
 
     def _close_backend(self) -> None:
         """Close the device; the C feeder first (it writes the device's ring), handing

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from huxleyd.audio.audio_thread import AudioThread
-from huxleyd.audio.backends.base import AudioBackend, DeviceFormat
+from huxleyd.audio.backends.base import AudioBackend, DeviceFormat, WidenablePeriod
 from huxleyd.audio.chains import CAPTURE_RATES_HZ
 from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.fed import FedOutput, feeder_module
@@ -112,6 +112,7 @@ class AudioEngine:
         self._out_meter = LevelMeter(period_s)
         self._closed = False
         self._listeners: list[StateListener] = []
+        self._widened_logged = ""
         self._audio_thread = AudioThread(
             backend,
             settings=settings,
@@ -331,7 +332,12 @@ class AudioEngine:
             ),
             faults=audio.faults,
             last_fault=audio.last_fault,
+            period_widened=self._widened(),
         )
+
+    def _widened(self) -> str:
+        backend = self._backend
+        return backend.widened() if isinstance(backend, WidenablePeriod) else ""
 
     @property
     def device_state(self) -> DeviceState:
@@ -370,6 +376,10 @@ class AudioEngine:
                 out_rate_hz=fmt.output_rate_hz,
                 output_latency_ms=round(fmt.output_latency_s * 1000, 1),
             )
+            widened = self._widened()
+            if widened and widened != self._widened_logged:
+                self._widened_logged = widened
+                log.warning("audio_period_widened", why=widened)
         for listener in list(self._listeners):
             listener(state)
 

@@ -120,3 +120,6 @@ class EngineStats:
     device, which was then reopened like a lost one. The thread kept running."""
     last_fault: str | None = None
     """The last such error, for ``huxleyctl doctor``."""
+    period_widened: str = ""
+    """Why the device runs a longer period than its first (the card xran again and
+    again: this machine could not keep it), or empty (:mod:`~huxleyd.audio.xrun_watch`)."""

@@ -57,6 +57,11 @@ class Facts:
     audio_state: str | None = None
     """The engine's device state; None: no daemon (the card is not opened by doctor)."""
     audio_description: str = ""
+    audio_widened: str = ""
+    """Why the daemon's device runs a longer period than its first (empty: it does not)."""
+    audio_card_xruns: tuple[int, int] = (0, 0)
+    """The card's own (speaker underruns, mic overruns) since the daemon started."""
+    uptime_s: float = 0.0
     volume: str | None = None
     """What the daemon's volume drives; None: no daemon."""
     pin_factory: str = ""
@@ -165,7 +170,15 @@ def doctor_checks(
         partial(check_config, partial(_summary, config_path, key_file, environ), config_path),
         partial(check_service_user, config.daemon.service_user),
         partial(check_key_file, facts.key, reader=facts.reader),
-        partial(check_audio_device, "audio", facts.audio_state, facts.audio_description),
+        partial(
+            check_audio_device,
+            "audio",
+            facts.audio_state,
+            facts.audio_description,
+            widened=facts.audio_widened,
+            card_xruns=facts.audio_card_xruns,
+            uptime_s=facts.uptime_s,
+        ),
         partial(
             check_mixer,
             card=audio.mixer_card,

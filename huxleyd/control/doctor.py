@@ -189,8 +189,23 @@ def check_service_user(name: str, *, euid: int | None = None) -> DoctorCheck:
 # ---------------------------------------------------------------- audio
 
 
-def check_audio_device(label: str, state: str | None, description: str) -> DoctorCheck:
-    """What the daemon's engine reports about its device (``state`` None: no daemon)."""
+XRUN_EVERY_S = 600.0
+"""A card that xruns more often than once in this long, on average since the start,
+breaks up audibly: doctor warns (one xrun alone never does)."""
+
+
+def check_audio_device(
+    label: str,
+    state: str | None,
+    description: str,
+    *,
+    widened: str = "",
+    card_xruns: tuple[int, int] = (0, 0),
+    uptime_s: float = 0.0,
+) -> DoctorCheck:
+    """What the daemon's engine reports about its device (``state`` None: no daemon;
+    ``widened``: why it runs a longer period than its first; ``card_xruns``: the
+    card's (speaker underruns, mic overruns) since the start, ``uptime_s`` ago)."""
     if state is None:
         return DoctorCheck.skipped(
             label, "only the running daemon opens the sound card; start it and run doctor again"
@@ -208,7 +223,23 @@ def check_audio_device(label: str, state: str | None, description: str) -> Docto
             f"the device is {state} ({description})",
             "check the board profile's ALSA device names against `aplay -L` / `arecord -L`",
         )
-    return DoctorCheck.passed(label, f"open: {description}")
+    under, over = card_xruns
+    xruns = f"{under} speaker underrun(s) and {over} mic overrun(s) in {uptime_s:.0f} s"
+    if under + over > 1 and under + over > uptime_s / XRUN_EVERY_S:
+        return DoctorCheck.warning(
+            label,
+            f"open, but the card xruns (the sound breaks up): {xruns}; {description}",
+            "look for what loads the CPU (`top`), check that huxleyd runs SCHED_FIFO "
+            "(`ps -L -o cls,comm -p $(pidof huxleyd)`) and the board profile's periods",
+        )
+    if widened:
+        return DoctorCheck.warning(
+            label,
+            f"open, but the card could not keep its period: {description}",
+            "barge-in takes a few ms longer; look for what loads the CPU (`top`) and check "
+            "that huxleyd runs SCHED_FIFO; restarting huxleyd tries the short period again",
+        )
+    return DoctorCheck.passed(label, f"open: {description}; {xruns}")
 
 
 def mixer_controls(card: str, *, amixer: str = "amixer", run: Runner = run_command) -> list[str]:

@@ -129,6 +129,24 @@ def test_audio_device_is_what_the_daemon_reports() -> None:
     assert lost.status == "fail" and "reopening" in lost.detail
 
 
+def test_a_card_that_xruns_is_not_a_tick() -> None:
+    """The emulated Pi's speaker was silent 89 % of the time, 433 underruns in 53 s,
+    while doctor said '✓ audio: open'. The card's own xruns are read now: more than
+    one per ten minutes on average is a warning; fewer are counted on the tick."""
+    desc = "callback 2.5 ms SCHED_FIFO (a → b)"
+    breaking = check_audio_device("audio", "open", desc, card_xruns=(433, 7), uptime_s=53.4)
+    assert breaking.status == "warn"
+    assert "433 speaker underrun(s) and 7 mic overrun(s) in 53 s" in breaking.detail
+    one = check_audio_device("audio", "open", desc, card_xruns=(1, 0), uptime_s=30.0)
+    assert one.status == "ok" and "1 speaker underrun(s)" in one.detail
+    a_day = check_audio_device("audio", "open", desc, card_xruns=(3, 2), uptime_s=86_400.0)
+    assert a_day.status == "ok"
+    widened = check_audio_device(
+        "audio", "open", desc, widened="widened from 2.5 ms to 5 ms after 5 card xruns in 1.0 s"
+    )
+    assert widened.status == "warn" and "could not keep its period" in widened.detail
+
+
 # ---------------------------------------------------------------- mixer (a real amixer process)
 
 

@@ -295,3 +295,37 @@ class TimedWavBackend(WavBackend):
 
     def xrun_counts(self) -> tuple[int, int]:
         return 0, 0
+
+
+class XrunningBackend(TimedWavBackend):
+    """A timed WAV backend whose card xruns when told (:attr:`xruns`, the count since
+    the open, as the callbacks' flags) and which has a ladder of periods, as the C
+    callback backend has (:class:`~huxleyd.audio.backends.base.WidenablePeriod`):
+    each ``widen`` doubles the period the next ``open`` records in :attr:`opened`."""
+
+    def __init__(self, *, steps: int = 3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.steps = steps
+        self.scale = 1
+        self.xruns = 0
+        self.opened: list[int] = []
+        """The ladder's factor at each open."""
+        self._why = ""
+
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        self.xruns = 0  # the callbacks' counters restart with the stream
+        self.opened.append(self.scale)
+        return super().open(period_ms=period_ms)
+
+    def card_xruns(self) -> int:
+        return self.xruns
+
+    def widen(self, reason: str) -> bool:
+        if self.scale >= 2**self.steps:
+            return False
+        self.scale *= 2
+        self._why = f"widened to x{self.scale} after {reason}"
+        return True
+
+    def widened(self) -> str:
+        return self._why

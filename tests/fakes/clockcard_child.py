@@ -33,6 +33,9 @@ by the C feeder, ``audio.mix = "c_feeder"``):
 - ``lose <kind> <rate>``: speech plays 3 s; 0.5 s in, the speaker's stream is
   reported dead; reports who mixed before, while lost and after the reopen, and
   what of the item was heard.
+- ``ladder callback <rate>``: the callback backend alone, opened, widened and
+  opened again up its ladder of periods; reports each open's description and
+  latency, and what ``widened()`` says at the top.
 """
 
 from __future__ import annotations
@@ -371,6 +374,21 @@ async def heldcut(kind: str, rate: int, cuts: int) -> dict[str, Any]:
     return {"answered": answered, "truth": truth, "short": short, "fade_end": ends}
 
 
+def ladder(rate: int) -> dict[str, Any]:
+    from huxleyd.audio.factory import callback_backend
+
+    backend = callback_backend(make_settings("callback", rate))
+    opens: list[dict[str, Any]] = []
+    while True:
+        fmt = backend.open(period_ms=20)
+        opens.append({"description": fmt.description, "latency_ms": fmt.output_latency_s * 1e3})
+        time.sleep(0.1)
+        backend.close()
+        if not backend.widen("a test's request"):
+            break
+    return {"opens": opens, "widened": backend.widened()}
+
+
 def describe(stats: Any) -> dict[str, Any]:
     return {
         "periods": stats.periods,
@@ -384,6 +402,7 @@ def describe(stats: Any) -> dict[str, Any]:
         "faults": getattr(stats, "faults", 0),  # older engines (the bench's "before")
         "device_state": stats.device_state.value,
         "output_latency_ms": stats.output_latency_ms,
+        "period_widened": getattr(stats, "period_widened", ""),  # older engines: never
     }
 
 
@@ -399,6 +418,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(first(kind, rate, int(argv[3])))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
+    elif mode == "ladder":
+        result = ladder(rate)
     elif mode == "fullring":
         result = asyncio.run(fullring(kind, rate))
     elif mode == "heldcut":

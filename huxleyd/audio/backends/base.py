@@ -162,3 +162,25 @@ class StampedInput(Protocol):
         """Seconds from the capture of the first frame of the period the last
         ``read`` filled to now, or None when that period has no stamp."""
         ...
+
+
+@runtime_checkable
+class WidenablePeriod(Protocol):
+    """A backend whose device periods have a ladder of longer ones (the C callbacks):
+    where the machine cannot keep the short one, the engine takes the next
+    (:mod:`huxleyd.audio.xrun_watch`)."""
+
+    def card_xruns(self) -> int:
+        """The card's own xruns since the open (the callbacks' status flags, speaker
+        and mic), without the dropouts a late feeder made."""
+        ...
+
+    def widen(self, reason: str) -> bool:
+        """Take the ladder's next, longer period at the next ``open`` (``reason``: what
+        the card showed, said with the device's description); False at the top."""
+        ...
+
+    def widened(self) -> str:
+        """Why the device runs a longer period than its first (the last ``reason``,
+        with the periods), or an empty string."""
+        ...

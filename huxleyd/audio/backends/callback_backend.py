@@ -15,7 +15,11 @@ The backend is also the engine's :class:`~.base.OutputClock`: where each
 written frame is at the DAC (from the callback's ``outputBufferDacTime``), a
 cut (barge-in) honoured by the callback within its next short period, with its
 own fade, and the frames that cut dropped. xruns are counted from the
-callback's status flags; nothing closes a stream because of one.
+callback's status flags; nothing closes a stream because of one. Where the
+machine cannot keep the short period at all (card xruns again and again: a
+slow or loaded Pi), :meth:`CallbackBackend.widen` takes the next of a ladder
+of longer ones (each twice the last, up to ``max_period_ms``) and the engine
+reopens at once (:mod:`huxleyd.audio.xrun_watch`); the description says so.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class CallbackBackend(PyAudioBackend):
         output_latency_s: float = 0.005,
         fade_ms: float = 5.0,
         ring_ms: int = 500,
+        max_period_ms: float = 20.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(prefill_periods=0, **kwargs)
@@ -89,6 +94,11 @@ class CallbackBackend(PyAudioBackend):
         self.output_latency_s = output_latency_s
         self.fade_ms = fade_ms
         self.ring_ms = ring_ms
+        self.max_period_ms = max_period_ms
+        """The ladder's top (:meth:`widen`): barge-in still well under a second."""
+        self._scale = 1
+        """Each period (and latency) is its first value times this: 1, 2, 4…"""
+        self._widened = ""
         self._output: Any = None
         self._out_rate = 0
 
@@ -107,22 +117,52 @@ class CallbackBackend(PyAudioBackend):
         # Capture drains the card from a C callback too: a blocking read that waits
         # for the GIL let a busy Python thread overrun the mic (13-21 overruns in
         # 10 s measured on the clocked card). The engine's read waits, GIL released,
-        # for a whole period in a ring ring_ms deep.
+        # for a whole period in a ring ring_ms deep. A widened ladder (widen) lengthens
+        # it up to the engine's period, never beyond: a longer one would hand the
+        # engine its periods in bursts, and the Python mix's lead is only 30 ms.
+        capture_ms = min(
+            self.capture_period_ms * self._scale, max(self.capture_period_ms, period_ms)
+        )
         stream = self._rt().Input(
             device=index,
             rate_hz=rate,
             channels=self.input_channels,
-            period_frames=max(16, round(rate * self.capture_period_ms / 1000.0)),
+            period_frames=max(16, round(rate * capture_ms / 1000.0)),
             ring_frames=max(4 * period_frames(rate, period_ms), rate * self.ring_ms // 1000),
-            latency_s=self.capture_period_ms * 2 / 1000.0,
+            latency_s=capture_ms * 2 / 1000.0,
         )
         stream.start()
         return stream
 
     def _kind(self) -> str:
+        widened = f" ({self._widened})" if self._widened else ""
         if self.realtime:
-            return f"callback {self.callback_period_ms:g} ms SCHED_FIFO"
-        return f"callback {self.fallback_period_ms:g} ms (normal priority: SCHED_FIFO refused)"
+            return f"callback {self.callback_period_ms * self._scale:g} ms SCHED_FIFO{widened}"
+        return (
+            f"callback {self.fallback_period_ms * self._scale:g} ms (normal priority: "
+            f"SCHED_FIFO refused){widened}"
+        )
+
+    # -- WidenablePeriod: the period this machine can keep ---------------------
+
+    def card_xruns(self) -> int:
+        if self._output is None:
+            return 0
+        return int(self._output.xruns()) + self.input_counters()[0]
+
+    def widen(self, reason: str) -> bool:
+        first = self.callback_period_ms if self.realtime is not False else self.fallback_period_ms
+        if first * self._scale * 2 > self.max_period_ms:
+            return False
+        self._scale *= 2
+        self._widened = (
+            f"widened from {first:g} ms to {first * self._scale:g} ms after {reason}: "
+            "this machine could not keep the shorter period"
+        )
+        return True
+
+    def widened(self) -> str:
+        return self._widened
 
     def _input_latency(self, stream: Any) -> float:
         return float(stream.latency_s())
@@ -165,7 +205,7 @@ class CallbackBackend(PyAudioBackend):
 
     def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
         self._out_rate = rate
-        output = self._start_output(index, rate, period_ms, self.callback_period_ms)
+        output = self._start_output(index, rate, period_ms, self.callback_period_ms * self._scale)
         if not self._runs_realtime(output):
             # SCHED_FIFO refused (no CAP_SYS_NICE, no rtprio limit, systemd's
             # RestrictRealtime): a 2.5 ms period at normal priority would xrun under
@@ -175,8 +215,8 @@ class CallbackBackend(PyAudioBackend):
                 index,
                 rate,
                 period_ms,
-                self.fallback_period_ms,
-                latency_s=self.fallback_latency_s,
+                self.fallback_period_ms * self._scale,
+                latency_s=self.fallback_latency_s * self._scale,
             )
             self.realtime = False
         else:
@@ -200,7 +240,7 @@ class CallbackBackend(PyAudioBackend):
             period_frames=max(16, round(rate * callback_ms / 1000.0)),
             ring_frames=max(4 * period_frames(rate, period_ms), rate * self.ring_ms // 1000),
             fade_frames=max(1, round(rate * self.fade_ms / 1000.0)),
-            latency_s=self.output_latency_s if latency_s is None else latency_s,
+            latency_s=self.output_latency_s * self._scale if latency_s is None else latency_s,
         )
         output.start()
         return output

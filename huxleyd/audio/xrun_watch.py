@@ -1,0 +1,77 @@
+"""When the card's own xruns say this machine cannot keep the device's period.
+
+The callback backend plays in short periods (2.5 ms at SCHED_FIFO): what a
+12 ms barge-in needs. A machine that cannot run the callbacks that often (a
+Zero 2 W under load, a Pi emulated on a PC) underruns again and again, and the
+listener hears a speaker that breaks up, every few periods, for as long as it
+plays. One xrun is one period of silence and never a reopen (a budget of
+docs/conventions.md); ``limit`` of them within ``window_s`` mean the period
+itself is out of this machine's reach. The audio thread then asks the backend
+for the next, longer period of its ladder (:class:`~.backends.base.WidenablePeriod`)
+and reopens at once: a few milliseconds of barge-in traded for a speaker that
+plays whole.
+
+Only the card's xruns count (the callbacks' status flags, speaker and mic): a
+dropout (the ring ran dry because what feeds it was late) is not the period's
+fault, and a longer period would not cure it.
+"""
+
+from __future__ import annotations
+
+import math
+
+XRUN_LIMIT = 5
+"""Card xruns, within :data:`XRUN_WINDOW_S`, that widen the period."""
+XRUN_WINDOW_S = 10.0
+"""A healthy device shows none in an hour; a machine that cannot keep the period,
+several a second."""
+
+
+class XrunWatch:
+    """Counts the card's xruns against a window; the audio thread feeds it.
+
+    Per period it costs one comparison (and one store per new xrun); it never
+    allocates: the last ``limit`` xrun times sit in a fixed ring.
+    """
+
+    __slots__ = ("_next", "_seen", "_span_s", "_times", "limit", "window_s")
+
+    def __init__(self, *, limit: int = XRUN_LIMIT, window_s: float = XRUN_WINDOW_S) -> None:
+        if limit < 1 or window_s <= 0:
+            raise ValueError(
+                f"XrunWatch needs limit >= 1 and window_s > 0, got {limit}, {window_s}"
+            )
+        self.limit = limit
+        self.window_s = window_s
+        self._times = [-math.inf] * limit
+        self._next = 0
+        self._seen = 0
+        self._span_s = 0.0
+
+    def observe(self, now_s: float, xruns: int) -> bool:
+        """Take the card's xrun count since the device opened (cumulative), at
+        ``now_s``: True when ``limit`` xruns fell within ``window_s``."""
+        new = xruns - self._seen
+        if new <= 0:
+            self._seen = min(self._seen, xruns)  # a reopen restarts the device's count
+            return False
+        self._seen = xruns
+        times, limit = self._times, self.limit
+        for _ in range(min(new, limit)):
+            times[self._next] = now_s
+            self._next = (self._next + 1) % limit
+        span = now_s - times[self._next]  # the oldest of the last `limit`
+        if span > self.window_s:
+            return False
+        self._span_s = span
+        return True
+
+    def reason(self) -> str:
+        """What the last True of :meth:`observe` saw, for the log and doctor."""
+        return f"{self.limit} card xruns in {self._span_s:.1f} s"
+
+    def reset(self) -> None:
+        """Forget every xrun seen (a device opened anew counts from 0)."""
+        self._times[:] = [-math.inf] * self.limit
+        self._next = 0
+        self._seen = 0
