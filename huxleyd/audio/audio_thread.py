@@ -72,8 +72,10 @@ period already captured, not one, and the period's arithmetic is the C
 kernel's (:mod:`.dsp`), which never releases the GIL: a busy Python thread
 costs a bounded number of GIL hand-offs per cycle, however late it runs.
 
-Device state changes (open, reopen, lose, fault) happen in the thread or in
-the engine's ``start()``/``step()``, never per period of a healthy device.
+Device state changes (open, reopen, lose, fault, and a reopen at a longer
+period when the card xruns again and again: :mod:`.xrun_watch`) happen in the
+thread or in the engine's ``start()``/``step()``, never per period of a healthy
+device.
 """
 
 from __future__ import annotations
