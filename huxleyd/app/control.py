@@ -139,6 +139,9 @@ class RuntimeControl:
                 overruns=stats.overruns,
                 late_periods=stats.late_periods,
                 dropped_mic_frames=stats.mic_frames_dropped,
+                card_underruns=stats.card_underruns,
+                speaker_dropouts=stats.speaker_dropouts,
+                source_gaps=stats.source_gaps,
             ),
             last_turn_timings_ms=last.timings_ms() if last else {},
             last_turn_id=last.turn_id if last else None,
@@ -319,11 +322,7 @@ def daemon_facts(rt: Runtime) -> Facts:
         audio_state=audio_state,
         audio_description=audio_description,
         audio_widened=stats.period_widened,
-        # the card's own: the counters less what a source or the feeder made silent
-        audio_card_xruns=(
-            stats.underruns - stats.source_gaps - stats.speaker_dropouts,
-            stats.overruns,
-        ),
+        audio_card_xruns=(stats.card_underruns, stats.overruns),
         uptime_s=rt.clock.monotonic() - rt.started_at,
         volume=volume,
         pin_factory=parts.pins_description,

@@ -123,3 +123,9 @@ class EngineStats:
     period_widened: str = ""
     """Why the device runs a longer period than its first (the card xran again and
     again: this machine could not keep it), or empty (:mod:`~huxleyd.audio.xrun_watch`)."""
+
+    @property
+    def card_underruns(self) -> int:
+        """The card's own underruns: ``underruns`` less the periods the engine fed
+        silence (``speaker_dropouts``) and the gaps inside a source's items."""
+        return self.underruns - self.speaker_dropouts - self.source_gaps

@@ -70,6 +70,13 @@ class XrunCounts:
     """Periods the engine produced after their deadline (audible risk)."""
     dropped_mic_frames: int = 0
     """Mic frames dropped because the capture ring was full."""
+    card_underruns: int = 0
+    """Of ``underruns``: the card's own (its callback was late: the CPU)."""
+    speaker_dropouts: int = 0
+    """Of ``underruns``: periods the speaker was fed silence while audio was queued
+    (what feeds it was late)."""
+    source_gaps: int = 0
+    """Of ``underruns``: a source ran dry inside an item (its producer was late)."""
 
     def to_dict(self) -> dict[str, int]:
         return {
@@ -77,17 +84,27 @@ class XrunCounts:
             "overruns": self.overruns,
             "late_periods": self.late_periods,
             "dropped_mic_frames": self.dropped_mic_frames,
+            "card_underruns": self.card_underruns,
+            "speaker_dropouts": self.speaker_dropouts,
+            "source_gaps": self.source_gaps,
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> XrunCounts:
         what = "status xruns"
+        # an older daemon sends no breakdown of its underruns: none is claimed
+        parts = {k: _get(d, k, int, what) for k in SPLIT_UNDERRUNS if k in d}
         return cls(
             underruns=_get(d, "underruns", int, what),
             overruns=_get(d, "overruns", int, what),
             late_periods=_get(d, "late_periods", int, what),
             dropped_mic_frames=_get(d, "dropped_mic_frames", int, what),
+            **parts,
         )
+
+
+SPLIT_UNDERRUNS = ("card_underruns", "speaker_dropouts", "source_gaps")
+"""What ``XrunCounts.underruns`` is made of, each its own field."""
 
 
 UNKNOWN_BUSY = "the daemon does not say whether it is idle (an older huxleyd)"

@@ -101,6 +101,13 @@ def xruns_in_words(x: XrunCounts) -> str:
         (x.dropped_mic_frames, "mic frame", "mic frames", " dropped (nobody read them in time)"),
     )
     parts = [_plural(n, one, many) + meaning for n, one, many, meaning in counters if n]
+    split = (
+        (x.card_underruns, "at the card"),
+        (x.speaker_dropouts, "fed silence with audio queued"),
+        (x.source_gaps, "inside an item"),
+    )
+    if x.underruns and any(n for n, _ in split):
+        parts[0] += " [" + ", ".join(f"{n} {where}" for n, where in split if n) + "]"
     return "; ".join(parts) if parts else "no glitches since start"
 
 

@@ -145,9 +145,10 @@ for s in pcm0p/sub0 pcm0c/sub0 pcm0c/sub1; do
 done
 grep -h . /sys/kernel/debug/gpio 2>/dev/null | grep -E 'gpio-(17|22|23|24) ' | sed 's/^/SELFTEST debugfs gpio: /'
 xruns() { huxleyctl status --json | python3 -c 'import json, sys; x = json.load(sys.stdin)["xruns"]; print(" ".join(f"{k}={v}" for k, v in sorted(x.items())))'; }
-# The device's own: underruns (the speaker) and overruns (the mic); late periods
-# and mic frames asyncio read late are the emulated loop's, not the card's.
-card_xruns() { xruns | tr ' ' '\n' | grep -E '^(underruns|overruns)=' | tr '\n' ' '; }
+# The card's own: its underruns (the speaker) and overruns (the mic). The other
+# parts of the daemon's underruns (the speaker fed silence with audio queued, a
+# gap inside an item) and the late periods are the emulated machine's, printed.
+card_xruns() { xruns | tr ' ' '\n' | grep -E '^(card_underruns|overruns)=' | tr '\n' ' '; }
 # A machine that cannot keep the callbacks' 2.5 ms period (this emulated one
 # cannot) shows it in bursts of card xruns, and the daemon then widens the
 # period (audio_period_widened) until the card keeps time. The turn starts once

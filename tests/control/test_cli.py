@@ -107,6 +107,11 @@ def test_status_of_a_healthy_device_says_so(
     from huxleyd.control.render import provider_explanation, xruns_in_words
 
     assert xruns_in_words(XrunCounts()) == "no glitches since start"
+    split = XrunCounts(underruns=11, card_underruns=9, speaker_dropouts=2)
+    assert xruns_in_words(split).startswith(
+        "11 underruns (the speaker ran dry: a click or a gap was heard) "
+        "[9 at the card, 2 fed silence with audio queued]"
+    )
     fake.is_simulator = False
     done = huxleyctl("status", socket_path=daemon.path)
     assert "next try" not in done.stdout and "tries failed" not in done.stdout

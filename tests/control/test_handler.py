@@ -23,7 +23,15 @@ REPORT = StatusReport(
     media=None,
     volume=40,
     uptime_s=12.25,
-    xruns=XrunCounts(underruns=1, overruns=2, late_periods=3, dropped_mic_frames=4),
+    xruns=XrunCounts(
+        underruns=6,
+        overruns=2,
+        late_periods=3,
+        dropped_mic_frames=4,
+        card_underruns=3,
+        speaker_dropouts=2,
+        source_gaps=1,
+    ),
     last_turn_timings_ms={"press_to_first_frame": 12.0},
     last_turn_id="t-9",
     persona="abuela",
@@ -58,6 +66,19 @@ def test_status_from_dict_names_the_bad_field(change: dict[str, Any], fragment: 
     with pytest.raises(ControlProtocolError) as caught:
         StatusReport.from_dict({**REPORT.to_dict(), **change})
     assert fragment in str(caught.value)
+
+
+def test_an_older_daemons_underruns_come_without_their_parts() -> None:
+    """A daemon from before the breakdown sends only the total: the parts read 0,
+    none invented; a part of the wrong type is still refused by name."""
+    d = REPORT.to_dict()
+    for key in ("card_underruns", "speaker_dropouts", "source_gaps"):
+        del d["xruns"][key]
+    older = StatusReport.from_dict(wire(d)).xruns
+    assert (older.underruns, older.card_underruns, older.source_gaps) == (6, 0, 0)
+    d["xruns"]["source_gaps"] = "2"
+    with pytest.raises(ControlProtocolError, match="'source_gaps' has the wrong type"):
+        StatusReport.from_dict(d)
 
 
 def test_status_missing_field() -> None:

@@ -51,6 +51,9 @@ async def test_every_command_round_trips(sock_path: Path) -> None:
             "overruns": 1,
             "late_periods": 4,
             "dropped_mic_frames": 0,
+            "card_underruns": 2,
+            "speaker_dropouts": 0,
+            "source_gaps": 0,
         }
         assert status["result"]["is_simulator"] is True
         assert await client.call(2, "volume") == {"id": 2, "ok": True, "result": {"volume": 55}}

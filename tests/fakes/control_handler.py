@@ -104,7 +104,9 @@ class FakeControlHandler:
             media=self.playing,
             volume=self.volume,
             uptime_s=3725.5,
-            xruns=XrunCounts(underruns=2, overruns=1, late_periods=4, dropped_mic_frames=0),
+            xruns=XrunCounts(
+                underruns=2, overruns=1, late_periods=4, dropped_mic_frames=0, card_underruns=2
+            ),
             last_turn_timings_ms={"release_to_commit": 1.5, "commit_to_first_audio": 640.0},
             last_turn_id="t-0003",
             persona="default",

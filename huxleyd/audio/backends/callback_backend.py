@@ -99,6 +99,8 @@ class CallbackBackend(PyAudioBackend):
         self._scale = 1
         """Each period (and latency) is its first value times this: 1, 2, 4…"""
         self._widened = ""
+        self._steps: list[str] = []
+        """What the card showed at each step of the ladder, in order."""
         self._output: Any = None
         self._out_rate = 0
 
@@ -154,10 +156,11 @@ class CallbackBackend(PyAudioBackend):
         first = self.callback_period_ms if self.realtime is not False else self.fallback_period_ms
         if first * self._scale * 2 > self.max_period_ms:
             return False
+        self._steps.append(f"{reason} at {first * self._scale:g} ms")
         self._scale *= 2
         self._widened = (
-            f"widened from {first:g} ms to {first * self._scale:g} ms after {reason}: "
-            "this machine could not keep the shorter period"
+            f"widened from {first:g} ms to {first * self._scale:g} ms after "
+            f"{'; '.join(self._steps)}: this machine could not keep the shorter period"
         )
         return True
 
