@@ -112,9 +112,10 @@ def _silent_share(samples: np.ndarray) -> float:
 
 def _run(
     kind: str, share: float, period_us: int, busy: bool, seconds: float
-) -> tuple[float, tuple[int, int], tuple[int, int]]:
+) -> tuple[float, tuple[int, int], tuple[int, int], str]:
     """One ``load`` run of the ``kind`` mix path: (% silent, the card's (speaker, mic)
-    xruns, (silences, of which the machine stalled meanwhile))."""
+    xruns, (silences, of which the machine stalled meanwhile), the period it ended on
+    (``"2.5 ms"``, or longer where the engine widened it: :mod:`huxleyd.audio.xrun_watch`))."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         cpu_group(share, period_us) as procs,
@@ -136,7 +137,11 @@ def _run(
         )
         if done.returncode != 0:
             raise RuntimeError(f"child failed: {done.stderr[-300:]}")
-        json.loads(done.stdout.strip().splitlines()[-1])
+        stats = json.loads(done.stdout.strip().splitlines()[-1])
+        periods = [int(x.split("period=")[1].split()[0]) for x in card.geometry(card.speaker_log)]
+        period = f"{periods[-1] * 1000 / RATE:g} ms" if periods else "?"
+        if stats.get("period_widened"):
+            period += " (widened)"
         samples, t0 = card.speaker()
         share_silent = _silent_share(samples)
         xruns = card.xruns()
@@ -149,7 +154,7 @@ def _run(
         )
         for start, length in spans
     )
-    return share_silent, xruns, (len(spans), stalled)
+    return share_silent, xruns, (len(spans), stalled), period
 
 
 def _rows() -> list[Row]:
@@ -163,15 +168,18 @@ def _rows() -> list[Row]:
         for busy in (True, False):
             if busy_only and busy != (busy_only == "1"):
                 continue
-            fed, fed_xruns, fed_stalled = _run("fed", share, period_us, busy, seconds)
-            python, python_xruns, python_stalled = _run("callback", share, period_us, busy, seconds)
+            fed, fed_xruns, fed_stalled, fed_period = _run("fed", share, period_us, busy, seconds)
+            python, python_xruns, python_stalled, python_period = _run(
+                "callback", share, period_us, busy, seconds
+            )
             thread = "busy Python thread" if busy else "no busy thread"
             rows.append(
                 Row(
                     AREA,
                     f"speaker silent, CPU {label}, {thread}, {seconds:g} s (C feeder; ref = "
                     f"Python mix; card xruns {fed_xruns} / {python_xruns}; silences, of "
-                    f"them while the machine stalled {fed_stalled} / {python_stalled})",
+                    f"them while the machine stalled {fed_stalled} / {python_stalled}; "
+                    f"speaker period at the end {fed_period} / {python_period})",
                     fed,
                     "% of the time",
                     python,

@@ -13,7 +13,13 @@ plays whole.
 
 Only the card's xruns count (the callbacks' status flags, speaker and mic): a
 dropout (the ring ran dry because what feeds it was late) is not the period's
-fault, and a longer period would not cure it.
+fault, and a longer period would not cure it. And they count by the period
+they are seen in, not one by one: a machine that stalls once (a VM's host
+descheduling it for 20 ms) leaves a burst of xruns, speaker and mic, seen in
+one period, and a longer period would not have saved them; the reopen would
+only cost a gap (measured: 167 ms at a Pi 4's share of this machine, where a
+burst of five in 1.3 s widened the period). A machine out of its depth xruns
+period after period.
 """
 
 from __future__ import annotations
@@ -21,17 +27,18 @@ from __future__ import annotations
 import math
 
 XRUN_LIMIT = 5
-"""Card xruns, within :data:`XRUN_WINDOW_S`, that widen the period."""
+"""Periods with new card xruns, within :data:`XRUN_WINDOW_S`, that widen the period."""
 XRUN_WINDOW_S = 10.0
 """A healthy device shows none in an hour; a machine that cannot keep the period,
-several a second."""
+several a second (the emulated Pi: 9 a second)."""
 
 
 class XrunWatch:
-    """Counts the card's xruns against a window; the audio thread feeds it.
+    """Counts the periods in which the card xran against a window; the audio thread
+    feeds it once a period.
 
-    Per period it costs one comparison (and one store per new xrun); it never
-    allocates: the last ``limit`` xrun times sit in a fixed ring.
+    Per period it costs one comparison (and a store when there are new xruns); it
+    never allocates: the last ``limit`` times sit in a fixed ring.
     """
 
     __slots__ = ("_next", "_seen", "_span_s", "_times", "limit", "window_s")
@@ -50,16 +57,15 @@ class XrunWatch:
 
     def observe(self, now_s: float, xruns: int) -> bool:
         """Take the card's xrun count since the device opened (cumulative), at
-        ``now_s``: True when ``limit`` xruns fell within ``window_s``."""
-        new = xruns - self._seen
-        if new <= 0:
-            self._seen = min(self._seen, xruns)  # a reopen restarts the device's count
+        ``now_s``: True when ``limit`` of the observations that saw it grow fell
+        within ``window_s`` (however many xruns each one saw)."""
+        if xruns <= self._seen:
+            self._seen = xruns  # unchanged, or a reopen restarted the device's count
             return False
         self._seen = xruns
         times, limit = self._times, self.limit
-        for _ in range(min(new, limit)):
-            times[self._next] = now_s
-            self._next = (self._next + 1) % limit
+        times[self._next] = now_s
+        self._next = (self._next + 1) % limit
         span = now_s - times[self._next]  # the oldest of the last `limit`
         if span > self.window_s:
             return False
@@ -68,7 +74,7 @@ class XrunWatch:
 
     def reason(self) -> str:
         """What the last True of :meth:`observe` saw, for the log and doctor."""
-        return f"{self.limit} card xruns in {self._span_s:.1f} s"
+        return f"card xruns in {self.limit} periods within {self._span_s:.1f} s"
 
     def reset(self) -> None:
         """Forget every xrun seen (a device opened anew counts from 0)."""

@@ -57,7 +57,9 @@ async def test_xruns_again_and_again_widen_the_period_and_say_why(
         xrun_every(engine, backend, clock, 0.5, XRUN_LIMIT)
     assert backend.opened == [1, 2]  # reopened at once, not after reopen_interval_s
     assert engine.device_state is DeviceState.OPEN
-    assert engine.stats().period_widened == f"widened to x2 after {XRUN_LIMIT} card xruns in 2.0 s"
+    assert engine.stats().period_widened == (
+        f"widened to x2 after card xruns in {XRUN_LIMIT} periods within 2.0 s"
+    )
     assert engine.stats().underruns == 0  # the fake's xruns are not its counters: none lost
     assert any("audio_period_widened" in r.getMessage() for r in caplog.records)
     engine.close()

@@ -19,12 +19,14 @@ histories = st.lists(
 
 
 def model(history: list[tuple[float, int]], limit: int, window_s: float) -> list[bool]:
-    """Every xrun's time kept; True where the last ``limit`` fit in the window."""
+    """The time of every period that saw new xruns kept (once, however many it saw);
+    True where the last ``limit`` fit in the window."""
     times: list[float] = []
     now, out = 0.0, []
     for step, new in history:
         now += step
-        times += [now] * new
+        if new:
+            times.append(now)
         out.append(new > 0 and len(times) >= limit and now - times[-limit] <= window_s)
     return out
 
@@ -48,7 +50,17 @@ def test_one_xrun_never_widens_and_a_burst_says_what_it_saw() -> None:
     assert not any(watch.observe(1.0 + 11 * i, 1 + i) for i in range(1, 8))  # one per 11 s
     watch.reset()
     assert [watch.observe(0.5 * i, i) for i in range(1, 6)] == [False] * 4 + [True]
-    assert watch.reason() == "5 card xruns in 2.0 s"
+    assert watch.reason() == "card xruns in 5 periods within 2.0 s"
+
+
+def test_a_stall_is_one_burst_not_a_machine_out_of_its_depth() -> None:
+    """A VM's host descheduling the daemon once: the speaker and the mic xrun
+    together, several times, all seen in one period. Seen at a Pi 4's share of the
+    CI machine: five in 1.3 s widened the period, and the reopen cost 167 ms."""
+    watch = XrunWatch()
+    assert not watch.observe(1.0, 5)  # one stall, five xruns
+    assert not watch.observe(1.02, 6)  # and its tail, the next period
+    assert not watch.observe(4.0, 9)  # another stall, seconds later
 
 
 def test_a_reopened_device_counts_from_zero() -> None:
