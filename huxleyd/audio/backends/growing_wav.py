@@ -5,7 +5,11 @@ on every ``writeframes``, with a seek each time), so the speaker file of a
 running daemon read as empty or broken. :class:`GrowingWavWriter` writes
 PCM16 frames and rewrites the two size fields every ``patch_every`` writes
 and at close: a reader (``aplay``, ``ffplay``, a test) opening the file at
-any moment gets a valid WAV holding everything up to the last patch.
+any moment gets a valid WAV holding everything up to the last patch. Each
+write is flushed, so the samples on disk (past the header's count) are all
+that was played, even when the process is killed before its next patch: a
+power-cut test reads what the speaker really got from them
+(:func:`pcm_on_disk`).
 
 Layer: a file, used from the audio thread: no allocation per write beyond
 what the OS does, two small seeks per patch.
@@ -57,6 +61,7 @@ class GrowingWavWriter:
         if self._file is None:
             return
         self._file.write(pcm)
+        self._file.flush()  # on disk at once: a SIGKILL loses no played period
         self.data_bytes += memoryview(pcm).nbytes  # len() of a 2-D view counts rows
         self._since_patch += 1
         if self._since_patch >= self.patch_every:
@@ -84,3 +89,11 @@ class GrowingWavWriter:
         self.patch()
         self._file.close()
         self._file = None
+
+
+def pcm_on_disk(path: Path) -> bytes:
+    """Every sample a :class:`GrowingWavWriter` wrote to ``path`` (PCM16 LE), counted
+    by the file's length, not its header: after a kill the header lags by up to
+    ``patch_every`` writes."""
+    data = path.read_bytes()[HEADER_BYTES:]
+    return data[: len(data) & ~1]
