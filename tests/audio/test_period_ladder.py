@@ -159,3 +159,21 @@ def test_a_daemon_frozen_again_and_again_gets_a_longer_period(card: ClockCard, k
     assert max(spk) > min(spk), spk  # the card itself was asked for a longer period
     assert stats["device_state"] == "open"
     assert spk == sorted(spk) and len(set(spk)) <= 4  # up the ladder, never down
+
+
+def test_a_widened_period_is_told_apart_from_a_reopen_in_the_cards_log(tmp_path: Path) -> None:
+    """The freeze test allows no reopen, and a loaded CI host once failed it on a
+    widening (4 ``open`` lines: PortAudio probes the PCM to open one stream). The
+    card's log, as the clocked card wrote it that run, then a lost device reopened."""
+    card = ClockCard(tmp_path)
+    opens = "open 1\nopen 2\nopen 3\nopen 4\n"
+    card.speaker_log.write_text(
+        opens + "prepare 5 rate=48000 period=120 buffer=360\n"
+        "prepare 6 rate=48000 period=120 buffer=360\nstart 7\nxrun 8\nstop 9\n"
+        "prepare 10 rate=48000 period=120 buffer=360\nstart 11\nstop 12\n"
+        + opens
+        + "prepare 13 rate=48000 period=240 buffer=720\nstart 14\nstop 15\n"
+        + opens
+        + "prepare 16 rate=48000 period=240 buffer=720\nstart 17\nstop 18\n"
+    )
+    assert card.stream_periods(card.speaker_log) == [120, 240, 240]

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,27 @@ class ClockCard:
         if not log.exists():
             return []
         return [line for line in log.read_text().splitlines() if line.startswith("prepare")]
+
+    def stream_periods(self, log: Path) -> list[int]:
+        """The period (frames) of each stream the application opened, in order.
+
+        PortAudio opens the PCM several times to open one stream (it probes), then
+        prepares it: a run of ``open`` lines and the ``prepare`` after it are one
+        stream. A later stream at a longer period is the engine widening its
+        period (:mod:`huxleyd.audio.xrun_watch`), not a lost device reopened."""
+        if not log.exists():
+            return []
+        periods: list[int] = []
+        opened = False
+        for line in log.read_text().splitlines():
+            words = line.split()
+            if words[0] == "open":
+                opened = True
+            elif words[0] == "prepare" and opened:
+                opened = False
+                fields = dict(word.split("=", 1) for word in words[2:])
+                periods.append(int(fields["period"]))
+        return periods
 
     def xruns(self) -> tuple[int, int]:
         """(speaker underruns, mic overruns) the card saw."""
@@ -333,7 +355,7 @@ class Freeze:
     silence_ms: float
     """The longest silence once the daemon ran again: what the recovery cost."""
     reopens: int
-    """Stream reopens after the first start (never a matter of load)."""
+    """Streams reopened at the same period after the first (never a matter of load)."""
     disturbed: str | None
     """Why this run says nothing about the recovery (the machine did not run the
     thawed daemon in time), or None: the run was kept and can be judged."""
@@ -408,10 +430,18 @@ def freeze_run(
     stats: dict[str, Any] = json.loads(lines[-1]) if lines else {}
     events = card.events(card.speaker_log)
     heard, t0 = card.speaker()
-    first_start = next(ns for event, ns in events if event == "start")
     xruns = [ns for event, ns in events if event == "xrun"]
-    reopens = sum(1 for event, ns in events if event == "open" and ns > first_start)
-    disturbed = _freeze_disturbed(waited_ns)
+    periods = card.stream_periods(card.speaker_log)
+    steps = list(pairwise(periods))
+    reopens = sum(1 for before, after in steps if after <= before)
+    widened = sum(1 for before, after in steps if after > before)
+    # A widened period is the engine's answer to a card that xran again and again
+    # after the freeze's one xrun: the machine did not keep time (a loaded host).
+    disturbed = _freeze_disturbed(waited_ns) or (
+        f"the engine widened its period {widened} time(s): {stats.get('period_widened')}"
+        if widened
+        else None
+    )
     if not xruns:
         return Freeze(0.0, reopens, disturbed, card.xruns(), stats)
     # The card notes the xrun when the daemon runs again (its pointer is read): the
