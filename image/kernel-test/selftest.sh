@@ -176,17 +176,21 @@ fails=$((fails + turn_fails))
 after=$(xruns)
 card_after=$(card_xruns)
 echo "SELFTEST daemon xruns after the turn: $after"
-kernel_xruns=$(cat /tmp/kernel-xruns 2>/dev/null || echo 0)
-echo "SELFTEST xruns during the turn: the kernel showed XRUN in $kernel_xruns samples of the daemon's streams; daemon counters before: $before; after: $after"
+read -r kernel_xruns kernel_triggers < /tmp/kernel-xruns 2>/dev/null || { kernel_xruns=0; kernel_triggers=0; }
+echo "SELFTEST xruns during the turn: the kernel showed XRUN in $kernel_xruns samples of the daemon's streams and triggered them $kernel_triggers times; daemon counters before: $before; after: $after"
 # Both ways: no xrun on the daemon's streams during the turn, as the kernel
-# samples them and as the daemon counts them; and a kernel XRUN with counters
-# that did not move would be a counter blind to its own failure.
-check "no XRUN on the daemon's streams during the turn (the kernel's state, sampled every 10 ms)" \
-    [ "$kernel_xruns" -eq 0 ]
+# shows them (its XRUN state, and its triggers: an xrun stops and restarts a
+# stream however short it was) and as the daemon counts them; and the two must
+# agree: a kernel xrun with counters that did not move is a counter blind to its
+# own failure, counters that moved with no trigger are a counter that invents.
+check "no XRUN on the daemon's streams during the turn (the kernel's state and triggers)" \
+    [ "$((kernel_xruns + kernel_triggers))" -eq 0 ]
 check "no card xrun in the daemon's counters during the turn ($card_before-> $card_after)" \
     [ "$card_before" = "$card_after" ]
 check "the daemon's counters see the kernel's xruns" sh -c \
-    '[ "$1" -eq 0 ] || [ "$2" != "$3" ]' - "$kernel_xruns" "$card_before" "$card_after"
+    '[ "$1" -eq 0 ] && [ "$2" -eq 0 ] || [ "$3" != "$4" ]' - "$kernel_xruns" "$kernel_triggers" "$card_before" "$card_after"
+check "the kernel saw each xrun the daemon counted (a trigger of its streams)" sh -c \
+    '[ "$2" = "$3" ] || [ "$1" -gt 0 ]' - "$kernel_triggers" "$card_before" "$card_after"
 
 # -- the journal's turn records ------------------------------------------------------------
 done_turns() { [ "$(journalctl -u huxleyd HUXLEY_EVENT=turn_done -o cat | wc -l)" -ge 2 ]; }
