@@ -138,7 +138,7 @@ def _run(
         if done.returncode != 0:
             raise RuntimeError(f"child failed: {done.stderr[-300:]}")
         stats = json.loads(done.stdout.strip().splitlines()[-1])
-        periods = [int(x.split("period=")[1].split()[0]) for x in card.geometry(card.speaker_log)]
+        periods = card.prepared_periods(card.speaker_log)
         period = f"{periods[-1] * 1000 / RATE:g} ms" if periods else "?"
         if stats.get("period_widened"):
             period += " (widened)"

@@ -70,7 +70,7 @@ def test_the_far_ends_dac_stamps_are_when_the_card_played_it(
         card = write_asoundrc(card.directory)
         result = run(card, "stamps", "8")
         heard, t0 = card.speaker()
-        period = int(card.geometry(card.speaker_log)[-1].split("period=")[1].split()[0])
+        period = card.prepared_periods(card.speaker_log)[-1]
         return (result["onsets_s"], burst_onsets(heard, t0), period), disturbed(card, result)
 
     stamped, played, period = realtime.kept(attempt)
@@ -121,7 +121,7 @@ def test_the_mics_capture_stamps_are_when_the_card_captured_it(
         nonlocal card
         card = write_asoundrc(card.directory, mic_pcm=pcm.tobytes())
         result = run(card, "micstamps", "8")
-        period = int(card.geometry(card.mic_log)[-1].split("period=")[1].split()[0])
+        period = card.prepared_periods(card.mic_log)[-1]
         truth = captured_onsets(card, pcm)
         return (result["onsets_s"], truth, period, result["stamp_counts"]), disturbed(card, result)
 

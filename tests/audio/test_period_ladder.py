@@ -26,7 +26,7 @@ from huxleyd.audio.xrun_watch import XRUN_LIMIT
 from huxleyd.clock import ManualClock
 from tests.fakes.audio_backends import XrunningBackend
 from tests.fakes.children import run_json_child
-from tests.fakes.clockcard import ClockCard, child_env, write_asoundrc
+from tests.fakes.clockcard import ClockCard, child_env, stream_changes, write_asoundrc
 
 CHILD = Path(__file__).resolve().parents[1] / "fakes" / "clockcard_child.py"
 
@@ -93,11 +93,6 @@ def test_the_ladder_has_a_top_and_the_engine_plays_on_there() -> None:
 # -- the real backend on the clocked card --------------------------------------------
 
 
-def periods(card: ClockCard, log: Path) -> list[int]:
-    """The period (frames) of each ``prepare`` the card logged."""
-    return [int(line.split("period=")[1].split()[0]) for line in card.geometry(log)]
-
-
 @pytest.mark.clockcard
 def test_the_callback_backend_doubles_its_periods_up_to_its_top(card: ClockCard) -> None:
     """What the card was asked for at each open, not what the backend says it asked."""
@@ -106,11 +101,14 @@ def test_the_callback_backend_doubles_its_periods_up_to_its_top(card: ClockCard)
         child_env(card.directory),
         timeout_s=120,
     )
-    speaker = sorted(set(periods(card, card.speaker_log)))
+    speaker = sorted(set(card.prepared_periods(card.speaker_log)))
     first = speaker[0]
     assert first in (120, 240)  # 2.5 ms at SCHED_FIFO, 5 ms where it is refused
     assert speaker == [first * 2**i for i in range(len(speaker))] and speaker[-1] == 960
-    assert sorted(set(periods(card, card.mic_log))) == [480, 960]  # up to the engine's 20 ms
+    assert sorted(set(card.prepared_periods(card.mic_log))) == [
+        480,
+        960,
+    ]  # up to the engine's 20 ms
     latencies = [o["latency_ms"] for o in result["opens"]]
     assert latencies == sorted(latencies) and latencies[-1] >= 40.0
     assert "widened from" in result["opens"][-1]["description"]
@@ -154,7 +152,7 @@ def test_a_daemon_frozen_again_and_again_gets_a_longer_period(card: ClockCard, k
     the engine widened, that the card was asked for the longer period at a reopen,
     and that it plays on there."""
     stats, card = frozen_again_and_again(card.directory, kind)
-    spk = periods(card, card.speaker_log)
+    spk = card.prepared_periods(card.speaker_log)
     assert stats["period_widened"].startswith("widened from"), stats
     assert max(spk) > min(spk), spk  # the card itself was asked for a longer period
     assert stats["device_state"] == "open"
@@ -176,4 +174,6 @@ def test_a_widened_period_is_told_apart_from_a_reopen_in_the_cards_log(tmp_path:
         + opens
         + "prepare 16 rate=48000 period=240 buffer=720\nstart 17\nstop 18\n"
     )
-    assert card.stream_periods(card.speaker_log) == [120, 240, 240]
+    periods = card.stream_periods(card.speaker_log)
+    assert periods == [120, 240, 240]
+    assert stream_changes(periods) == (1, 1)  # one reopen, one widening

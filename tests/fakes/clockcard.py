@@ -78,6 +78,20 @@ def build_plugin(build_dir: Path = BUILD_DIR) -> Path:
     return target
 
 
+def _period(prepare: str) -> int:
+    """The period of a ``prepare`` line (``prepare NS rate=R period=P buffer=B``)."""
+    fields = dict(word.split("=", 1) for word in prepare.split()[2:])
+    return int(fields["period"])
+
+
+def stream_changes(periods: list[int]) -> tuple[int, int]:
+    """(reopens, widenings) in a run's :meth:`ClockCard.stream_periods`: a stream at
+    a longer period than the last is the engine widening its period
+    (:mod:`huxleyd.audio.xrun_watch`), one at the same period a device reopened."""
+    widenings = sum(after > before for before, after in pairwise(periods))
+    return max(len(periods) - 1, 0) - widenings, widenings
+
+
 @dataclass(frozen=True, slots=True)
 class ClockCard:
     """One card's files in ``directory``."""
@@ -116,25 +130,26 @@ class ClockCard:
             return []
         return [line for line in log.read_text().splitlines() if line.startswith("prepare")]
 
+    def prepared_periods(self, log: Path) -> list[int]:
+        """The period (frames) of each ``prepare`` the card logged."""
+        return [_period(line) for line in self.geometry(log)]
+
     def stream_periods(self, log: Path) -> list[int]:
         """The period (frames) of each stream the application opened, in order.
 
         PortAudio opens the PCM several times to open one stream (it probes), then
-        prepares it: a run of ``open`` lines and the ``prepare`` after it are one
-        stream. A later stream at a longer period is the engine widening its
-        period (:mod:`huxleyd.audio.xrun_watch`), not a lost device reopened."""
+        prepares it, and prepares it again at each xrun's recovery: a run of
+        ``open`` lines and the ``prepare`` after it are one stream."""
         if not log.exists():
             return []
         periods: list[int] = []
         opened = False
         for line in log.read_text().splitlines():
-            words = line.split()
-            if words[0] == "open":
+            if line.startswith("open"):
                 opened = True
-            elif words[0] == "prepare" and opened:
+            elif line.startswith("prepare") and opened:
                 opened = False
-                fields = dict(word.split("=", 1) for word in words[2:])
-                periods.append(int(fields["period"]))
+                periods.append(_period(line))
         return periods
 
     def xruns(self) -> tuple[int, int]:
@@ -431,10 +446,7 @@ def freeze_run(
     events = card.events(card.speaker_log)
     heard, t0 = card.speaker()
     xruns = [ns for event, ns in events if event == "xrun"]
-    periods = card.stream_periods(card.speaker_log)
-    steps = list(pairwise(periods))
-    reopens = sum(1 for before, after in steps if after <= before)
-    widened = sum(1 for before, after in steps if after > before)
+    reopens, widened = stream_changes(card.stream_periods(card.speaker_log))
     # A widened period is the engine's answer to a card that xran again and again
     # after the freeze's one xrun: the machine did not keep time (a loaded host).
     disturbed = _freeze_disturbed(waited_ns) or (
