@@ -156,6 +156,8 @@ class XrunWatch(threading.Thread):
     from its start to its end, so during the turn a trigger is an xrun."""
 
     STREAMS = ("pcm0p/sub0", "pcm0c/sub1", "pcm1c/sub0", "pcm1p/sub1")
+    DAEMON = ("pcm0p/sub0", "pcm0c/sub1")
+    """The daemon's speaker and mic streams (the loopback's device 0)."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -166,24 +168,23 @@ class XrunWatch(threading.Thread):
         """Changes of ``trigger_time`` seen on the daemon's streams."""
         self._stamps: dict[str, str] = {}
 
-    DAEMON = ("pcm0p/sub0", "pcm0c/sub1")
-    """The daemon's speaker and mic streams (the loopback's device 0)."""
-
     def run(self) -> None:
         while not self.stop.wait(0.01):
-            for pcm in self.STREAMS:
-                status = stream_status(pcm)
-                state = status.get("state", "")
-                if state == "XRUN":
-                    self.xruns[pcm] += 1
-                elif state == "RUNNING":
-                    self.running[pcm] += 1
-                stamp = status.get("trigger_time", "")
-                if pcm in self.triggers and stamp:
-                    seen = self._stamps.setdefault(pcm, stamp)
-                    if stamp != seen:
-                        self.triggers[pcm] += 1
-                        self._stamps[pcm] = stamp
+            self.sample()
+
+    def sample(self) -> None:
+        """One look at every stream's status."""
+        for pcm in self.STREAMS:
+            status = stream_status(pcm)
+            state = status.get("state", "")
+            if state == "XRUN":
+                self.xruns[pcm] += 1
+            elif state == "RUNNING":
+                self.running[pcm] += 1
+            stamp = status.get("trigger_time")
+            if pcm in self.triggers and stamp:
+                self.triggers[pcm] += self._stamps.get(pcm, stamp) != stamp
+                self._stamps[pcm] = stamp
 
 
 class Recorder:
@@ -486,15 +487,16 @@ def judge_recording(
 
 
 def judge_streams(watch: XrunWatch, arecord_err: str, xrun_file: Path) -> None:
-    """What the kernel showed of the streams. The count of samples in XRUN goes
-    to ``xrun_file``: selftest.sh holds it against the daemon's counters."""
+    """What the kernel showed of the streams. The daemon's streams' samples in
+    XRUN and triggers go to ``xrun_file``: selftest.sh holds them against the
+    daemon's counters."""
     say(f"kernel stream states sampled every 10 ms: RUNNING {watch.running}, XRUN {watch.xruns}")
     say(f"kernel triggers of the daemon's streams (trigger_time changes): {watch.triggers}")
     daemon_xruns = sum(watch.xruns[pcm] for pcm in watch.DAEMON)
     xrun_file.write_text(f"{daemon_xruns} {sum(watch.triggers.values())}\n")
     check(
         "the daemon's loopback streams seen running",
-        watch.running["pcm0p/sub0"] > 0 and watch.running["pcm0c/sub1"] > 0,
+        all(watch.running[pcm] > 0 for pcm in watch.DAEMON),
     )
     # The recorder's own overruns (pcm1c/sub0) are judged by when arecord
     # reported them (recording_whole); the question's player has no such account.

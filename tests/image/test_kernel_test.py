@@ -143,3 +143,30 @@ def test_an_overrun_after_the_release_leaves_the_recording_unjudged(
     assert not turn.recording_whole(rec, released_t=10.0)
     assert turn.fails == 1
     assert "FAIL: the recording is whole" in capsys.readouterr().out
+
+
+def test_the_watch_counts_a_trigger_the_state_samples_never_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's daemon counted 5 card underruns while every 10 ms sample of the state
+    read RUNNING: the recoveries fell between samples. The kernel's trigger_time
+    stays changed after one; a stream seen first (or closed) is no trigger."""
+    turn = turn_driver()
+    monkeypatch.setattr(turn, "PROC", tmp_path / "proc")
+    speaker = tmp_path / "proc" / "pcm0p" / "sub0"
+    speaker.mkdir(parents=True)
+
+    def status(trigger: str) -> None:
+        (speaker / "status").write_text(
+            f"state: RUNNING\nowner_pid   : 9\ntrigger_time: {trigger}\nhw_ptr      : 0\n"
+        )
+
+    watch = turn.XrunWatch()
+    status("100.000000001")
+    watch.sample()
+    watch.sample()
+    status("101.500000000")  # stopped by an xrun and restarted, between two samples
+    watch.sample()
+    watch.sample()
+    assert watch.xruns["pcm0p/sub0"] == 0 and watch.running["pcm0p/sub0"] == 4
+    assert watch.triggers == {"pcm0p/sub0": 1, "pcm0c/sub1": 0}
