@@ -14,11 +14,15 @@ by seeing nothing.
 - ``huxleyd.pcm`` and ``huxleyd.schema`` are leaves: of ``huxleyd`` they
   import only ``errors``; ``huxleyd.bus`` (the typed event bus every layer
   publishes on) imports only ``logs``.
-- No two packages import each other: the packages form layers, bottom to top.
+- No circle of packages, of any length (``audio -> hardware -> turns -> audio``
+  as much as ``a <-> b``): the packages form layers, bottom to top, and
+  docs/architecture.md prints them in that order (``tests/doc_blocks.py``).
 - The composition root (``huxleyd/app``) is not in the flow: no function of
   it reads the button and hands the press on, and none is a report relay
   (the ``build.Hooks`` callbacks it once held: ``on_provider_event``,
-  ``on_activity``...). The button hands presses to the coordinator itself
+  ``on_activity``...). The check follows calls, not names: a callback of the
+  root that passes its input into a call on a part (a field of ``Parts``) is
+  a relay, and a loop that awaits one part and calls another is a pump. The button hands presses to the coordinator itself
   (``PushToTalkButton.pump``); reports are typed events the watch feed, the
   LEDs and systemd's status line subscribe to. (``tests/app/test_composition.py``
   checks the same on the running daemon: no frame of the root below the
@@ -28,10 +32,12 @@ by seeing nothing.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.test_import_cycles import ROOT, import_graph
+from huxleyd.app.parts import Parts
+from tests.test_import_cycles import ROOT, cycles, import_graph
 
 PACKAGE = ROOT / "huxleyd"
 MAX_TOP_LEVEL_MODULES = 8
@@ -52,17 +58,9 @@ LEAVES: dict[str, set[str]] = {
 """A leaf module and everything of ``huxleyd`` it may import (``huxleyd`` itself:
 importing ``huxleyd.errors`` runs the package's init, which imports nothing)."""
 
-ROOT_RELAYS = {
-    "on_provider_event",
-    "on_connection_state",
-    "on_tool_outcome",
-    "on_activity",
-    "on_degraded_press",
-    "on_turn_done",
-    "on_mute",
-}
-"""The report relays the root once held: a function of ``app/`` by one of these
-names is the root back in the flow."""
+PARTS = frozenset(field.name for field in dataclasses.fields(Parts))
+"""What ``build`` makes (``coordinator``, ``leds``, ``button``...): a call on one of
+these is a call into the flow."""
 
 Graph = Mapping[str, set[str]]
 
@@ -93,33 +91,143 @@ def part_of(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def mutual_packages(graph: Graph) -> list[str]:
-    """``a <-> b`` for every two parts of ``huxleyd`` that import each other."""
-    edges = {
-        (part_of(name), part_of(dep))
-        for name, deps in graph.items()
-        for dep in deps
-        if dep != "huxleyd" and part_of(name) != part_of(dep)
-    }
-    return sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
+def package_graph(graph: Graph) -> dict[str, set[str]]:
+    """The parts of ``huxleyd`` (:func:`part_of`) and the parts each imports."""
+    parts: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        mine = parts.setdefault(part_of(name), set())
+        mine.update(
+            part_of(dep) for dep in deps if dep != "huxleyd" and part_of(dep) != part_of(name)
+        )
+    return parts
+
+
+def package_circles(graph: Graph) -> list[list[str]]:
+    """Each group of parts of ``huxleyd`` that import each other, directly or round a circle."""
+    return cycles(package_graph(graph))
+
+
+def _receiver_names(func: ast.expr) -> tuple[str | None, set[str]]:
+    """The name a call's receiver starts from, and every name on the way
+    (``self.parts.leds.set`` → ``("self", {"self", "parts", "leds"})``)."""
+    names: set[str] = set()
+    node: ast.expr = func.value if isinstance(func, ast.Attribute) else func
+    while True:
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call | ast.Await):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+    start = node.id if isinstance(node, ast.Name) else None
+    return start, names | ({start} if start else set())
+
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def _handed_on(tree: ast.AST) -> tuple[set[str], list[ast.Lambda]]:
+    """Functions (by name) and lambdas that this module hands to another object:
+    an argument of a call whose receiver is not ``self``, or a value assigned to
+    an attribute (``host.on_outcome = ...``). ``functools.partial(f, ...)`` is ``f``."""
+    names: set[str] = set()
+    lambdas: list[ast.Lambda] = []
+    kept_home: set[int] = set()  # partial(...) calls that are arguments of self.method(...)
+    for node in ast.walk(tree):
+        values: list[ast.expr] = []
+        if isinstance(node, ast.Call):
+            func = node.func  # self.own_method(f) keeps f at home
+            if isinstance(func, ast.Attribute) and ast.unparse(func.value) in {"self", "cls"}:
+                kept_home.update(id(a) for a in node.args if isinstance(a, ast.Call))
+                continue
+            if id(node) in kept_home:
+                continue
+            values = [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) for t in node.targets
+        ):
+            values = [node.value]
+        for value in values:
+            if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("partial"):
+                value = value.args[0] if value.args else value
+            if isinstance(value, ast.Lambda):
+                lambdas.append(value)
+            elif isinstance(value, ast.Attribute):
+                names.add(value.attr)
+            elif isinstance(value, ast.Name):
+                names.add(value.id)
+    return names, lambdas
+
+
+def _parameters(fn: Function) -> set[str]:
+    args = fn.args
+    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self", "cls"}
+
+
+def _part_calls(fn: Function) -> list[tuple[ast.Call, set[str]]]:
+    """Each call on a part in ``fn`` and the plain names it passes."""
+    found = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            _, names = _receiver_names(node.func)
+            if names & PARTS:
+                passed = {
+                    a.id
+                    for a in [*node.args, *(k.value for k in node.keywords)]
+                    if isinstance(a, ast.Name)
+                }
+                found.append((node, passed))
+    return found
+
+
+def _relays(fn: Function) -> bool:
+    """Hands its own input to a part: a parameter passed into a call on a part."""
+    params = _parameters(fn)
+    return any(passed & params for _, passed in _part_calls(fn))
+
+
+def _pumps(fn: Function) -> bool:
+    """A loop that goes on (``while``, ``async for``) awaiting something of one part
+    and calling another part in the same loop."""
+    for loop in ast.walk(fn):
+        if not isinstance(loop, ast.While | ast.AsyncFor):
+            continue
+        sources: set[str] = set()
+        if isinstance(loop, ast.AsyncFor):
+            sources |= _receiver_names(loop.iter)[1] & PARTS
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
+                sources |= _receiver_names(node.value.func)[1] & PARTS
+        called = {
+            name
+            for node in ast.walk(loop)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            for name in _receiver_names(node.func)[1] & PARTS
+        }
+        if sources and called - sources:
+            return True
+    return False
 
 
 def root_in_the_flow(sources: Mapping[str, str]) -> list[str]:
-    """``module:function`` for each function that reads the button (``next_event``)
-    and hands it on (``press``/``release``), or that is named as a relay."""
+    """``module:function`` for each piece of the root that carries a press or a
+    report from one part to another, whatever it is called: a function or lambda
+    handed to another object that passes its input into a call on a part (a
+    relay), or a loop that awaits one part and calls another (a pump). Parts are
+    the fields of :class:`~huxleyd.app.parts.Parts`."""
     found = []
     for module, text in sources.items():
-        for node in ast.walk(ast.parse(text)):
+        tree = ast.parse(text)
+        handed, lambdas = _handed_on(tree)
+        for node in ast.walk(tree):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
-            calls = {
-                call.func.attr
-                for call in ast.walk(node)
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            }
-            pumps = "next_event" in calls and bool(calls & {"press", "release"})
-            if pumps or node.name in ROOT_RELAYS:
+            if _pumps(node) or (node.name in handed and _relays(node)):
                 found.append(f"{module}:{node.name}")
+        found.extend(f"{module}:<lambda line {fn.lineno}>" for fn in lambdas if _relays(fn))
     return sorted(found)
 
 
@@ -150,9 +258,25 @@ def test_the_vocabulary_leaves_import_only_the_error_types() -> None:
     assert breaches == [], f"a leaf imports beyond what it may: {breaches}"
 
 
-def test_no_two_packages_import_each_other() -> None:
-    mutual = mutual_packages(import_graph())
-    assert mutual == [], f"packages that import each other: {mutual}"
+def test_no_circle_of_packages() -> None:
+    circles = package_circles(import_graph())
+    assert circles == [], f"packages that import each other round a circle: {circles}"
+
+
+def test_one_import_that_closes_a_three_package_circle_fails_the_wall() -> None:
+    # audio -> hardware -> turns -> audio: no two of them import each other.
+    graph = {name: set(deps) for name, deps in import_graph().items()}
+    assert "huxleyd.hardware.devicetree" in graph and "huxleyd.audio.levels" in graph
+    graph["huxleyd.audio.levels"].add("huxleyd.hardware.devicetree")
+    parts = package_graph(graph)
+    assert not any(
+        a in parts[b] and b in parts[a]
+        for a in ("huxleyd.audio", "huxleyd.hardware", "huxleyd.turns")
+        for b in ("huxleyd.audio", "huxleyd.hardware", "huxleyd.turns")
+        if a != b
+    ), "the probe must close a circle of three, not a pair"
+    circle = next(c for c in package_circles(graph) if "huxleyd.audio" in c)
+    assert {"huxleyd.audio", "huxleyd.hardware", "huxleyd.turns"} <= set(circle)
 
 
 def test_the_root_is_not_in_the_flow() -> None:
@@ -162,23 +286,33 @@ def test_the_root_is_not_in_the_flow() -> None:
     assert found == [], f"the root is in the flow (a pump or a relay): {found}"
 
 
-def test_the_root_wall_sees_a_pump_and_a_relay() -> None:
-    # The shapes the root held before: the button's pump and a report relay.
-    kept = {"huxleyd.app.control": "def ptt(button):\n    button.press()\n"}
+def test_the_root_wall_follows_calls_not_names() -> None:
+    # The shapes the root held before, under names nobody listed.
+    kept = {
+        "huxleyd.app.control": (
+            "def ptt(button):\n    button.press()\n"
+            "def answer(self, level):\n    return self.parts.volume.set(level)\n"
+            "async def retry(self, name):\n    while True:\n        await asyncio.sleep(1)\n"
+        )
+    }
     assert root_in_the_flow(kept) == []
     pump = (
-        "async def pump_button(button, coordinator):\n"
+        "async def carry_presses(leds, coordinator):\n"
         "    while True:\n"
-        "        event = await button.next_event()\n"
-        "        coordinator.press()\n"
+        "        event = await leds.button.next_edge()\n"
+        "        coordinator.begin()\n"
     )
     relay = (
-        "class Runtime:\n    def on_activity(self, activity):\n        self.leds.set(activity)\n"
+        "class Runtime:\n"
+        "    def start(self):\n        self.parts.coordinator.subscribe(self.forward)\n"
+        "    def forward(self, news):\n        self.parts.leds.show(news)\n"
     )
-    sources = {**kept, "huxleyd.app.runtime": pump + relay}
+    wired = "def build(c):\n    make(on_state=lambda status: coordinator.on_status(status))\n"
+    sources = {**kept, "huxleyd.app.runtime": pump + relay, "huxleyd.app.build": wired}
     assert root_in_the_flow(sources) == [
-        "huxleyd.app.runtime:on_activity",
-        "huxleyd.app.runtime:pump_button",
+        "huxleyd.app.build:<lambda line 2>",
+        "huxleyd.app.runtime:carry_presses",
+        "huxleyd.app.runtime:forward",
     ]
 
 
@@ -197,7 +331,7 @@ def test_each_wall_sees_an_import_that_breaks_it() -> None:
     }
     assert [crossings(graph, a, b) for a, b in NEVER] == [[], []]
     assert leaf_breaches(graph) == []
-    assert mutual_packages(graph) == []
+    assert package_circles(graph) == []
     graph["huxleyd.providers.core"].add("huxleyd.audio.mixer")
     graph["huxleyd.config.load"].add("huxleyd.control.server")
     graph["huxleyd.pcm"].add("huxleyd.audio.mixer")
@@ -212,7 +346,7 @@ def test_each_wall_sees_an_import_that_breaks_it() -> None:
         "huxleyd.pcm -> huxleyd.audio.mixer",
         "huxleyd.schema -> huxleyd.logs",
     ]
-    assert mutual_packages(graph) == [
-        "huxleyd.audio <-> huxleyd.pcm",
-        "huxleyd.config <-> huxleyd.control",
+    assert package_circles(graph) == [
+        ["huxleyd.audio", "huxleyd.pcm"],
+        ["huxleyd.config", "huxleyd.control"],
     ]

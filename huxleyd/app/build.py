@@ -134,7 +134,6 @@ async def build(
         target.settings,
         api_key=target.api_key,
         on_event=watch.on_provider_event,  # the coordinator subscribes below
-        on_state=lambda status: coordinator.on_connection_status(status),
         url=target.url,
         key_source=key_source(checked.key) if target.rereads_key else None,
     )
@@ -159,14 +158,17 @@ async def build(
             config,
             engine,
             connection.capabilities.input_rate_hz,
-            on_wake=lambda heard_at: coordinator.wake(heard_at),
             resources=resources,
             degraded=degraded,
         ),
         muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
     )
-    # The session's events go to the coordinator straight, not through the root.
+    # The session's events and states, and the wake word's detections, go to the
+    # coordinator straight, not through the root.
     connection.subscribe(coordinator.on_provider_event)
+    connection.report_states_to(coordinator.on_connection_status)
+    if coordinator.wake_word is not None:
+        coordinator.wake_word.deliver_to(coordinator.wake)
     host.on_outcome = coordinator.tool_finished
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
@@ -241,7 +243,6 @@ def open_wake(
     engine: AudioEngine,
     input_rate_hz: int,
     *,
-    on_wake: Callable[[float], None],
     resources: Resources,
     degraded: Degraded,
 ) -> WakeWord | None:
@@ -264,7 +265,7 @@ def open_wake(
     if cancel_echo:
         engine.enable_far_end()
     far_end = engine.read_far_end if cancel_echo else None
-    listener = WakeListener(detector, on_wake, far_end=far_end)
+    listener = WakeListener(detector, far_end=far_end)  # build wires the coordinator
     listener.start(asyncio.get_running_loop())
     resources.opened("wake", listener.close)
     playback_ok = settings.during_playback == "on" or cancel_echo

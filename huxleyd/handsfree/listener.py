@@ -35,7 +35,7 @@ class WakeListener:
     def __init__(
         self,
         detector: WakeDetector,
-        on_wake: Callable[[float], None],
+        on_wake: Callable[[float], None] | None = None,
         *,
         queue_frames: int = QUEUE_FRAMES,
         far_end: Callable[[], MicFrame | None] | None = None,
@@ -53,6 +53,11 @@ class WakeListener:
         self.frames_heard = 0
         self.frames_dropped = 0
         self.detections = 0
+
+    def deliver_to(self, on_wake: Callable[[float], None]) -> None:
+        """Hand each detection to ``on_wake`` (on the loop) from now on: how the
+        composition root wires the coordinator once it exists."""
+        self._on_wake = on_wake
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -120,4 +125,5 @@ class WakeListener:
                 self.detector.played(played.pcm, played.captured_at)
         if self.detector.feed(pcm, captured_at) and self._loop is not None:
             self.detections += 1
-            self._loop.call_soon_threadsafe(self._on_wake, end_at)
+            if self._on_wake is not None:
+                self._loop.call_soon_threadsafe(self._on_wake, end_at)

@@ -347,6 +347,11 @@ class Session(ProviderSession, VerbatimReader, Protocol):
     def subscribe(self, on_event: Callable[[Event], None]) -> None:
         """Also hand every event to ``on_event``, after the handlers before it."""
 
+    def report_states_to(self, on_state: Callable[[ConnectionStatus], None]) -> None:
+        """Report each state from now on to ``on_state`` (in place of the one given
+        at construction): how the composition root wires the coordinator once it
+        exists, with nothing of its own in between. Call it before :meth:`run`."""
+
     async def run(self) -> None:
         """Connect and stay connected until :meth:`close`; raises on a fatal error."""
 
@@ -417,6 +422,9 @@ class SessionReports:
 
     def subscribe(self, on_event: Callable[[Event], None]) -> None:
         self._events.subscribe(on_event)
+
+    def report_states_to(self, on_state: Callable[[ConnectionStatus], None]) -> None:
+        self._on_state = on_state
 
     def _emit(self, event: Event) -> None:
         self._events.publish(event)

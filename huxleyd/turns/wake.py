@@ -21,6 +21,7 @@ on its own thread); nothing here sends audio anywhere.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 from huxleyd.audio.types import MicFrame
@@ -40,6 +41,10 @@ class WakePort(Protocol):
 
     def reset(self) -> None:
         """Forget what was heard: the next detection starts from fresh audio."""
+        ...
+
+    def deliver_to(self, on_wake: Callable[[float], None]) -> None:
+        """Hand each detection (``heard_at``) to ``on_wake``, on the loop."""
         ...
 
 
@@ -63,6 +68,10 @@ class WakeWord:
         self._recent: deque[MicFrame] = deque()
         self._vad: EndOfSpeech | None = None
         self._noise = NOISE_START_DBFS
+
+    def deliver_to(self, on_wake: Callable[[float], None]) -> None:
+        """Hand each detection to ``on_wake`` (the coordinator's ``wake``)."""
+        self._port.deliver_to(on_wake)
 
     @property
     def armed(self) -> bool:

@@ -5,6 +5,8 @@ nothing reaches the provider before a detection."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from huxleyd.handsfree.settings import WakeSettings
@@ -30,6 +32,9 @@ class RecordingWakePort:
 
     def reset(self) -> None:
         self.resets += 1
+
+    def deliver_to(self, on_wake: Callable[[float], None]) -> None:
+        self.on_wake = on_wake
 
 
 def wake_rig(
