@@ -50,7 +50,12 @@ CLOSE_ORDER = [
     "loop-watch",
 ]
 """Turns first (media bookmarks need storage and audio), then the session,
-the tasks, the skills; then what build opened, last opened first."""
+the tasks, the skills; then what build opened, last opened first.
+docs/architecture.md prints it from here (``tests/doc_blocks.py``)."""
+
+RUNTIME_TASKS = frozenset({"provider", "button", "leds", "clock", "watchdog-heartbeat"})
+"""The runtime's own supervised tasks when systemd asked for a watchdog
+(printed in docs/architecture.md, too)."""
 
 
 def audio_threads() -> list[threading.Thread]:
@@ -97,13 +102,7 @@ async def test_build_returns_every_part_and_close_runs_in_order(tmp_path: Path) 
                     assert getattr(parts, field.name) is not None, field.name
             assert parts.simulator is None and parts.is_simulator
             assert parts.watchdog is not None
-            assert set(runtime.task_health()) == {
-                "provider",
-                "button",
-                "leds",
-                "clock",
-                "watchdog-heartbeat",
-            }
+            assert set(runtime.task_health()) == RUNTIME_TASKS
             assert [s.name for s in parts.host.skills] == ["system"]
             button_pin = parts.button.pin_name
             assert audio_threads()
