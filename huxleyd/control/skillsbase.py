@@ -97,7 +97,14 @@ def ensure(env: SkillsEnv) -> list[str]:
     """Make the skills environment if it is not there yet; the lines to say."""
     if ready(env):
         return []
-    if env.root.exists():  # a creation that did not finish
+    if env.root.exists():  # a creation that did not finish, or an environment broken since
+        skills = [p.stem for p in records(env).glob("*.json") if p.name not in (BASE_MARK, HASHES)]
+        if skills:
+            raise BaseError(
+                f"the skills environment {env.root} has no interpreter or no base any more "
+                f"(skills installed in it: {', '.join(sorted(skills))}); remove the folder "
+                "and install the skills again"
+            )
         shutil.rmtree(env.root)
     try:
         return _create(env)
@@ -184,6 +191,8 @@ def repair(env: SkillsEnv) -> list[str]:
         n for n in names if n == normalize(SDK_DISTRIBUTION) or found.get(n) != present[n].version
     ]
     _install_base(env, broken, "--force-reinstall")
+    base = {n: present[n].version for n in ["pip", *names] if n in present}
+    (records(env) / BASE_MARK).write_text(json.dumps({"base": base}, indent=1) + "\n")
     problem = sdk_problem(env)
     if problem is not None:
         raise BaseError(f"{problem} after the repair; remove {env.root} and install again")
@@ -314,16 +323,26 @@ def repack(dist: metadata.Distribution, dest: Path) -> Path:
 
 
 def sdk_problem(env: SkillsEnv) -> str | None:
-    """What is wrong with the skills environment's huxley-sdk, or None when it is ours."""
+    """What is wrong with the skills environment's huxley-sdk, or None when it is ours
+    and the daemon's version (an update of the daemon may bring a newer SDK)."""
     found = {
         normalize(d.metadata["Name"] or ""): d.version
         for d in metadata.distributions(path=[str(env.site_packages)])
     }
     version = found.get(normalize(SDK_DISTRIBUTION))
-    if version is not None and version.endswith(OUR_LABEL):
+    if version is None or not version.endswith(OUR_LABEL):
+        what = f"{SDK_DISTRIBUTION} {version}" if version else f"no {SDK_DISTRIBUTION}"
+        return (
+            f"the skills environment {env.root} has {what}, not huxleyd's "
+            f"({SDK_DISTRIBUTION} *{OUR_LABEL})"
+        )
+    try:
+        daemon = metadata.version(SDK_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
         return None
-    what = f"{SDK_DISTRIBUTION} {version}" if version else f"no {SDK_DISTRIBUTION}"
-    return (
-        f"the skills environment {env.root} has {what}, not huxleyd's "
-        f"({SDK_DISTRIBUTION} *{OUR_LABEL})"
-    )
+    if daemon != version:
+        return (
+            f"the skills environment {env.root} has {SDK_DISTRIBUTION} {version}, "
+            f"the daemon {daemon}"
+        )
+    return None
