@@ -25,7 +25,8 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,19 +58,24 @@ def _stub(folder: Path, name: str, version: str) -> Path:
     return wheel
 
 
-class _Builder:
-    """Runs pip as the build user, in ``home``."""
+class Builder:
+    """Runs the skills environment's pip as the build user (when root) in a folder
+    that user owns: ``home`` (HOME, TMPDIR, the working folder), ``top``,
+    ``wheels``, ``stubs`` and ``plan`` (pip's reports). Files root writes into
+    it later are root's, readable (0644) by the builder."""
 
-    def __init__(self, env: SkillsEnv, home: Path) -> None:
+    def __init__(self, env: SkillsEnv, folder: Path) -> None:
         self.env = env
-        self.home = home
+        self.folder = folder
+        for name in ("home", "top", "wheels", "stubs", "plan"):
+            (folder / name).mkdir()
+        self.home = folder / "home"
         self.extra: dict[str, Any] = {}
         self.who = ""
         if os.geteuid() == 0:
             user = pwd.getpwnam(BUILD_USER)
-            for folder, dirs, files in os.walk(home.parent):
-                for item in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-                    os.chown(item, user.pw_uid, user.pw_gid)
+            for item in [folder, *folder.iterdir()]:
+                os.chown(item, user.pw_uid, user.pw_gid)
             self.extra = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
             self.who = f" as {BUILD_USER}"
 
@@ -96,43 +102,46 @@ class _Builder:
             raise SkillPackageError(f"cannot run pip{self.who}: {exc}") from exc
 
 
+@contextmanager
+def unprivileged(env: SkillsEnv) -> Iterator[Builder]:
+    """A :class:`Builder` in a folder of its own, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="huxleyctl-build-"))
+    try:
+        yield Builder(env, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def build_wheels(
-    env: SkillsEnv,
+    builder: Builder,
     package: str,
     index: IndexOptions,
     present: Mapping[str, pins.Installed],
-    scratch: Path,
 ) -> tuple[str, Path]:
     """Build ``package`` and what it needs as wheels; the request to plan now
     (``name==version``) and the folder of built wheels (root's copy)."""
-    folder = Path(tempfile.mkdtemp(prefix="huxleyctl-build-"))
-    try:
-        home, top, built, stubs = (folder / n for n in ("home", "top", "wheels", "stubs"))
-        for f in (home, top, built, stubs):
-            f.mkdir()
-        stub_names = {_stub(stubs, d.name, d.version).name for d in present.values()}
-        constraints = pins.write_constraints(folder / "constraints.txt", present)
-        builder = _Builder(env, home)
-        common = ["--ignore-requires-python", "--constraint", str(constraints), *index.args()]
-        first = builder.pip(["wheel", "--no-deps", "--wheel-dir", str(top), *common, package])
-        tops = sorted(top.glob("*.whl"))
-        if first.returncode != 0 or len(tops) != 1:
-            raise SkillPackageError(
-                f"cannot build {package} from source{builder.who}: {last_error(first)}"
-            )
-        name, version = tops[0].name.split("-")[:2]
-        request = f"{name}=={version}"
-        links = ["--find-links", str(top), "--find-links", str(stubs)]
-        rest = builder.pip(["wheel", "--wheel-dir", str(built), *links, *common, request])
-        if rest.returncode != 0:
-            raise SkillPackageError(
-                f"cannot build what {package} needs{builder.who}: {last_error(rest)}"
-            )
-        out = scratch / "built"
-        out.mkdir()
-        for wheel in sorted(built.glob("*.whl")):
-            if wheel.name not in stub_names and not wheel.is_symlink():
-                shutil.copyfile(wheel, out / wheel.name)
-        return request, out
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    folder = builder.folder
+    top, built, stubs = (folder / n for n in ("top", "wheels", "stubs"))
+    stub_names = {_stub(stubs, d.name, d.version).name for d in present.values()}
+    constraints = pins.write_constraints(folder / "constraints.txt", present)
+    common = ["--ignore-requires-python", "--constraint", str(constraints), *index.args()]
+    first = builder.pip(["wheel", "--no-deps", "--wheel-dir", str(top), *common, package])
+    tops = sorted(top.glob("*.whl"))
+    if first.returncode != 0 or len(tops) != 1:
+        raise SkillPackageError(
+            f"cannot build {package} from source{builder.who}: {last_error(first)}"
+        )
+    name, version = tops[0].name.split("-")[:2]
+    request = f"{name}=={version}"
+    links = ["--find-links", str(top), "--find-links", str(stubs)]
+    rest = builder.pip(["wheel", "--wheel-dir", str(built), *links, *common, request])
+    if rest.returncode != 0:
+        raise SkillPackageError(
+            f"cannot build what {package} needs{builder.who}: {last_error(rest)}"
+        )
+    out = folder / "built"  # root's: the builder reads it, no process of its can change it
+    out.mkdir(mode=0o755)
+    for wheel in sorted(built.glob("*.whl")):
+        if wheel.name not in stub_names and not wheel.is_symlink():
+            shutil.copyfile(wheel, out / wheel.name)
+    return request, out

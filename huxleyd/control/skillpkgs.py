@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from huxleyd.control import envfiles, pins, skillsbase
 from huxleyd.control.requests import (
     IndexOptions,
@@ -50,6 +52,7 @@ from huxleyd.control.requests import (
     requested_name,
     why_refused,
 )
+from huxleyd.control.skillbuild import Builder, build_wheels, unprivileged
 from huxleyd.control.wheelcheck import DAEMON_PACKAGES, WheelRefused, check_all, read_wheel
 from huxleyd.skillhost.sdkcheck import sdk_problem
 from huxleyd.skillhost.skillenv import SkillsEnv, skills_env
@@ -86,14 +89,17 @@ BINARY_ARGS = ("--only-binary", ":all:", "--ignore-requires-python")
 
 
 def _plan(
-    env: SkillsEnv, request: str, index: IndexOptions, constraints: Path | None, scratch: Path
+    builder: Builder, request: str, index: IndexOptions, constraints: Path | None
 ) -> tuple[list[PlannedDistribution] | None, str]:
-    """pip's plan (metadata only, wheels only), or None and pip's reason."""
-    report = scratch / ("report.json" if constraints else "report-unpinned.json")
+    """pip's plan (metadata only, wheels only), or None and pip's reason.
+
+    Run unprivileged: pip builds a source package given as a URL (the request's
+    or a dependency's) to read its metadata, ``--only-binary`` or not."""
+    report = builder.folder / "plan" / ("report.json" if constraints else "report-unpinned.json")
     args = ["install", "--dry-run", "--report", str(report), *BINARY_ARGS]
     if constraints is not None:
         args += ["--constraint", str(constraints)]
-    result = skillsbase.env_pip(env, [*args, *index.args(), request])
+    result = builder.pip([*args, *index.args(), request])
     if result.returncode != 0:
         return None, last_error(result)
     entries = json.loads(report.read_text()).get("install", [])
@@ -220,18 +226,24 @@ def install(
     present = pins.installed([str(env.site_packages)])
     _check_request(name, env, present)
     base = set(skillsbase.base_distributions(env))
-    with tempfile.TemporaryDirectory(prefix="huxleyctl-skills-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="huxleyctl-skills-") as tmp,
+        unprivileged(env) as builder,
+    ):
         scratch = Path(tmp)
-        constraints = pins.write_constraints(scratch / "constraints.txt", present)
+        constraints = pins.write_constraints(builder.folder / "constraints.txt", present)
         request, use = package, index
         if policy.allow_sdist:
-            from huxleyd.control.skillbuild import build_wheels
-
-            request, built = build_wheels(env, package, index, present, scratch)
+            request, built = build_wheels(builder, package, index, present)
             use = index.also(built)
-        items, why = _plan(env, request, use, constraints, scratch)
+        elif _is_source(package):
+            raise SkillPackageError(
+                f"refused: {package} is a source package (wheels only; --allow-sdist builds "
+                "it, unprivileged)"
+            )
+        items, why = _plan(builder, request, use, constraints)
         if items is None:
-            raise _failed_plan(env, package, request, use, present, base, policy, why, scratch)
+            raise _failed_plan(builder, package, request, use, present, base, policy, why)
         tolerated = check_plan(package, items, present, base, policy)
         wheels = _fetch(env, items, scratch / "wheels")
         try:
@@ -256,8 +268,19 @@ def install(
     return outcome
 
 
+def _is_source(package: str) -> bool:
+    """A request naming a path or URL that is not a wheel (a source archive or folder)."""
+    try:
+        where = Requirement(package).url
+    except InvalidRequirement:
+        where = package
+    if not where:
+        return False
+    return not where.split("#", 1)[0].split("?", 1)[0].endswith(".whl")
+
+
 def _failed_plan(
-    env: SkillsEnv,
+    builder: Builder,
     package: str,
     request: str,
     index: IndexOptions,
@@ -265,10 +288,9 @@ def _failed_plan(
     base: set[str],
     policy: Policy,
     why: str,
-    scratch: Path,
 ) -> SkillPackageError:
     """The pinned plan failed: say which pin it would change, else pip's reason."""
-    unpinned, _ = _plan(env, request, index, None, scratch)
+    unpinned, _ = _plan(builder, request, index, None)
     if unpinned is not None:
         reason = why_refused(package, unpinned, present, base)
         if reason is not None:

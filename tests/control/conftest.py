@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from huxleyd.control.envfiles import differences
-from tests.control.skillenv_world import World, huxleyctl_runs, make_world
+from tests.control.skillenv_world import World, huxleyctl_runs, make_world, readable_folder
 
 
 @pytest.fixture
@@ -30,10 +30,11 @@ def sock_path(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def skills_world(tmp_path_factory: pytest.TempPathFactory) -> World:
+def skills_world() -> Iterator[World]:
     """One daemon venv and one skills environment for every install test (making the
     skills environment costs seconds); each test leaves it as it found it."""
-    return make_world(tmp_path_factory.mktemp("skills-world"))
+    with readable_folder() as where:
+        yield make_world(where)
 
 
 @pytest.fixture

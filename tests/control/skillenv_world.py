@@ -11,15 +11,22 @@ offline against a folder of wheels written in the test.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from huxleyd.control.envfiles import Hasher, Manifest, manifest
+from huxleyd.control.skillbuild import BUILD_USER
 from huxleyd.control.skillsbase import RECORDS
 from huxleyd.skillhost.skillenv import ENV_VARIABLE
-from tests.fakes.wheels import build_wheel, daemon_venv
+from tests.fakes.wheels import ROOT, build_wheel, daemon_venv
 
 SDK = "huxley-sdk>=0.1.1,<0.2"
 
@@ -63,8 +70,54 @@ class World:
         return build_wheel(self.index, name=name, version="1.0", files=files, **spec)  # type: ignore[arg-type]
 
 
+def builder_cannot_run(python: Path) -> str | None:
+    """Why the build user (who plans and builds when huxleyctl runs as root) cannot run
+    ``python``, or None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        subprocess.run([str(python), "-c", ""], user=BUILD_USER, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return f"{BUILD_USER} cannot run {python} here: {exc}"
+    return None
+
+
+def readable_daemon_venv(where: Path) -> Path:
+    """A daemon venv on an interpreter the build user may run: this one, or the system's
+    python3 of the same version (this one may live in root's home, as with pyenv)."""
+    python = daemon_venv(where / "daemon")
+    if builder_cannot_run(python) is None:
+        return python
+    system = Path("/usr/bin/python3")
+    probe = subprocess.run(
+        [str(system), "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0 or probe.stdout.strip() != str(sys.version_info[:2]):
+        pytest.skip(f"{BUILD_USER} cannot run this interpreter and there is no other 3.x here")
+    shutil.rmtree(where / "daemon")
+    subprocess.run([str(system), "-m", "venv", "--without-pip", str(where / "daemon")], check=True)
+    site = next((where / "daemon").glob("lib/python3*/site-packages"))
+    paths = [p for p in sys.path if p.endswith("site-packages") or p.endswith("/src")]
+    (site / "zz_huxleyd_checkout.pth").write_text("\n".join([*paths, str(ROOT)]) + "\n")
+    return where / "daemon" / "bin" / "python"
+
+
+@contextmanager
+def readable_folder() -> Iterator[Path]:
+    """A folder the build user can read (pytest's tmp is root's alone)."""
+    where = Path(tempfile.mkdtemp(prefix="huxleyd-skills-test-"))
+    where.chmod(0o755)
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 def make_world(where: Path, python: Path | None = None) -> World:
-    python = python or daemon_venv(where / "daemon")
+    """``where`` must be readable by the build user when root runs the tests."""
+    python = python or readable_daemon_venv(where)
     world = World(python, where / "skills-env", where / "index")
     world.index.mkdir()
     made = world.huxleyctl("skills", "repair")  # with no skills environment: makes it

@@ -7,21 +7,13 @@ environment before and after, by hash.
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from huxleyd.control.envfiles import differences
-from huxleyd.control.skillbuild import BUILD_USER
-from tests.control.skillenv_world import World, make_world, refused
+from tests.control.skillenv_world import World, refused
 from tests.control.test_skill_packages import demo_wheel
-from tests.fakes.wheels import build_sdist, build_wheel, cached_wheel, daemon_venv, fetch_dists
+from tests.fakes.wheels import build_sdist, build_wheel, cached_wheel, fetch_dists
 
 SETUP_PY = """
 import os
@@ -29,10 +21,22 @@ from setuptools import setup
 
 with open({marker!r}, "a") as f:
     f.write(f"{{os.geteuid()}}\\n")
-setup(name="sneaky", version="1.0", py_modules=[])
+setup(name={name!r}, version="1.0", py_modules=[])
 """
 
 SDK = "huxley-sdk>=0.1.1,<0.2"
+
+
+def setup_py(marker: Path, name: str) -> str:
+    return SETUP_PY.format(marker=str(marker), name=name)
+
+
+def marker_in(world: World, name: str) -> Path:
+    """Where setup.py notes each run and its uid: a folder anyone (the builder) may write."""
+    folder = world.index.parent / f"ran-{name}"
+    folder.mkdir()
+    folder.chmod(0o777)
+    return folder / "setup-py-ran"
 
 
 def refused_unchanged(world: World, package: str, *extra: str) -> str:
@@ -82,9 +86,9 @@ def test_a_dependency_changing_another_skills_package_is_refused(guard: World) -
     assert world.huxleyctl("skills", "remove", "huxley-skill-a").returncode == 0
 
 
-def test_a_url_or_a_path_needs_allow_url(guard: World, tmp_path: Path) -> None:
+def test_a_url_or_a_path_needs_allow_url(guard: World) -> None:
     world = guard
-    wheel = demo_wheel(tmp_path / "elsewhere", name="huxley-skill-url")
+    wheel = demo_wheel(guard.index.parent / "elsewhere", name="huxley-skill-url")
     by_url = refused_unchanged(world, f"huxley-skill-url @ {wheel.as_uri()}")
     assert by_url == (
         f"refused: 'huxley-skill-url @ {wheel.as_uri()}' names a URL ({wheel.as_uri()}), "
@@ -100,9 +104,11 @@ def test_a_url_or_a_path_needs_allow_url(guard: World, tmp_path: Path) -> None:
     assert world.huxleyctl("skills", "remove", "huxley-skill-url").returncode == 0
 
 
-def test_a_dependency_from_a_url_needs_allow_url(guard: World, tmp_path: Path) -> None:
+def test_a_dependency_from_a_url_needs_allow_url(guard: World) -> None:
     world = guard
-    helper = build_wheel(tmp_path / "elsewhere", name="urlhelper", version="1.0", files={})
+    helper = build_wheel(
+        guard.index.parent / "elsewhere", name="urlhelper", version="1.0", files={}
+    )
     demo_wheel(
         world.index, name="huxley-skill-urldep", requires=[SDK, f"urlhelper @ {helper.as_uri()}"]
     )
@@ -112,12 +118,10 @@ def test_a_dependency_from_a_url_needs_allow_url(guard: World, tmp_path: Path) -
     )
 
 
-def test_an_sdist_is_never_built_by_default(guard: World, tmp_path: Path) -> None:
+def test_an_sdist_is_never_built_by_default(guard: World) -> None:
     """Planning used to run setup.py (as root, on the device): the marker must not appear."""
-    world, marker = guard, tmp_path / "setup-py-ran"
-    build_sdist(
-        world.index, name="sneaky", version="1.0", setup_py=SETUP_PY.format(marker=str(marker))
-    )
+    world, marker = guard, marker_in(guard, "never")
+    build_sdist(world.index, name="sneaky", version="1.0", setup_py=setup_py(marker, "sneaky"))
     demo_wheel(world.index, name="huxley-skill-sneaky", requires=[SDK, "sneaky"])
     line = refused_unchanged(world, "huxley-skill-sneaky")
     assert line.startswith("pip cannot install huxley-skill-sneaky: ")
@@ -125,76 +129,38 @@ def test_an_sdist_is_never_built_by_default(guard: World, tmp_path: Path) -> Non
     assert not marker.exists()
 
 
-@pytest.fixture
-def world_readable() -> Iterator[Path]:
-    """A folder the unprivileged build user can read (pytest's tmp is root-only)."""
-    where = Path(tempfile.mkdtemp(prefix="huxleyd-sdist-"))
-    where.chmod(0o755)
-    try:
-        yield where
-    finally:
-        shutil.rmtree(where)
-
-
-def _builder_can_run(python: Path) -> str | None:
-    if os.geteuid() != 0:
-        return None
-    try:
-        subprocess.run([str(python), "-c", ""], user=BUILD_USER, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        return f"{BUILD_USER} cannot run {python} here: {exc}"
-    return None
-
-
-def _readable_daemon_venv(where: Path) -> Path:
-    """A daemon venv on an interpreter the build user may run: this one, or the system's
-    python3 of the same version (this one may live in root's home)."""
-    python = daemon_venv(where / "daemon")
-    if _builder_can_run(python) is None:
-        return python
-    system = Path("/usr/bin/python3")
-    probe = subprocess.run(
-        [str(system), "-c", "import sys; print(sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-    )
-    import sys
-
-    if probe.returncode != 0 or probe.stdout.strip() != str(sys.version_info[:2]):
-        pytest.skip(f"{BUILD_USER} cannot run this interpreter and there is no other 3.x here")
-    shutil.rmtree(where / "daemon")
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(where / "daemon")], check=True)
-    site = next((where / "daemon").glob("lib/python3*/site-packages"))
-    (site / "zz_huxleyd_checkout.pth").write_text(
-        "\n".join(p for p in sys.path if p.endswith("site-packages") or p.endswith("/src"))
-        + f"\n{Path(__file__).resolve().parents[2]}\n"
-    )
-    return where / "daemon" / "bin" / "python"
-
-
-def test_allow_sdist_builds_unprivileged_and_once(world_readable: Path) -> None:
+def test_allow_sdist_builds_unprivileged_and_once(guard: World) -> None:
     """As root, setup.py runs as the build user, in one build (no second run for the plan
     or the install), and only the wheel it made is checked and installed."""
     setuptools = cached_wheel(fetch_dists(["setuptools==75.8.0"]), "setuptools==75.8.0")
-    python = _readable_daemon_venv(world_readable)
-    (world_readable / "w").mkdir()
-    world = make_world(world_readable / "w", python)
-    for folder in (world_readable, world_readable / "w"):
-        folder.chmod(0o755)
+    world = guard
     shutil.copy(setuptools, world.index)
-    marker = world_readable / "ran" / "setup-py-ran"
-    marker.parent.mkdir()
-    marker.parent.chmod(0o777)
-    build_sdist(
-        world.index, name="sneaky", version="1.0", setup_py=SETUP_PY.format(marker=str(marker))
-    )
-    demo_wheel(world.index, name="huxley-skill-sneaky", requires=[SDK, "sneaky"])
-    for path in world.index.iterdir():
-        path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    done = world.install("huxley-skill-sneaky", "--allow-sdist")
+    marker = marker_in(world, "sdist")
+    build_sdist(world.index, name="sneakier", version="1.0", setup_py=setup_py(marker, "sneakier"))
+    demo_wheel(world.index, name="huxley-skill-sneakier", requires=[SDK, "sneakier"])
+    done = world.install("huxley-skill-sneakier", "--allow-sdist")
     assert done.returncode == 0, done.stderr
     runs = [int(line) for line in marker.read_text().split()]
     assert runs and 0 not in runs  # setup.py ran, never as root
     assert len(runs) <= 3, runs  # one PEP 517 build: requires, metadata, wheel
     site = next(world.skills.glob("lib/python3*/site-packages"))
-    assert (site / "sneaky-1.0.dist-info").is_dir()
+    assert (site / "sneakier-1.0.dist-info").is_dir()
+    gone = world.huxleyctl("skills", "remove", "huxley-skill-sneakier")
+    assert gone.returncode == 0, gone.stderr
+    assert "(and what its install added: sneakier)" in gone.stdout
+
+
+def test_allow_url_with_an_sdist_is_refused_without_allow_sdist(guard: World) -> None:
+    """Wheels only: a source archive named as the request is refused before pip sees it."""
+    world = guard
+    marker = marker_in(world, "url")
+    sdist = build_sdist(
+        world.index.parent / "elsewhere",
+        name="sneakiest",
+        version="1.0",
+        setup_py=setup_py(marker, "sneakiest"),
+    )
+    assert refused_unchanged(world, str(sdist), "--allow-url") == (
+        f"refused: {sdist} is a source package (wheels only; --allow-sdist builds it, unprivileged)"
+    )
+    assert not marker.exists()
