@@ -7,9 +7,10 @@ is on the path of ``huxleyd``, ``huxleyctl``, pip or any root process. An
 install:
 
 1. plans with the skills environment's pip (``--dry-run --report``, wheels
-   only, metadata only) against a constraints file pinning every
-   distribution installed there (:mod:`huxleyd.control.pins`): an install
-   only adds distributions. A URL or a path needs ``allow_url``; a source
+   only, metadata only; as the unprivileged build user when root, since pip
+   builds a source package named by a URL even then) against a constraints
+   file pinning every distribution installed there
+   (:mod:`huxleyd.control.pins`): an install only adds distributions. A URL or a path needs ``allow_url``; a source
    package needs ``allow_sdist`` (:mod:`huxleyd.control.skillbuild` builds
    it, unprivileged);
 2. fetches the planned wheels, checks each against the hash pip's report
