@@ -233,15 +233,15 @@ def install(
     ):
         scratch = Path(tmp)
         constraints = pins.write_constraints(builder.folder / "constraints.txt", present)
-        request, use = package, index
-        if policy.allow_sdist:
-            request, built = build_wheels(builder, package, index, present)
-            use = index.also(built)
-        elif _is_source(package):
+        if not policy.allow_sdist and _is_source(package):
             raise SkillPackageError(
                 f"refused: {package} is a source package (wheels only; --allow-sdist builds "
                 "it, unprivileged)"
             )
+        request, use = builder_copies(builder, package, index)
+        if policy.allow_sdist:
+            request, built = build_wheels(builder, request, use, present)
+            use = use.also(built)
         items, why = _plan(builder, request, use, constraints)
         if items is None:
             raise _failed_plan(builder, package, request, use, present, base, policy, why)
@@ -267,6 +267,47 @@ def install(
     outcome = _installed_outcome(env, name, version, tolerated)
     outcome.lines[:0] = created
     return outcome
+
+
+ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
+
+
+def builder_copies(builder: Builder, package: str, index: IndexOptions) -> tuple[str, IndexOptions]:
+    """The request and the index with local files copied where the build user can read them
+    (the admin's home is not theirs to enter): a path or ``file://`` request, and the
+    archives of each local ``--find-links`` folder. The copies are root's, read-only."""
+    links: list[str] = []
+    for i, link in enumerate(index.find_links):
+        folder = Path(link)
+        if "://" in link or not folder.is_dir():
+            links.append(link)
+            continue
+        copy = builder.folder / "links" / str(i)
+        copy.mkdir(mode=0o755, parents=True)
+        for item in folder.iterdir():
+            if item.is_file() and item.name.endswith(ARCHIVE_SUFFIXES):
+                shutil.copyfile(item, copy / item.name)
+        links.append(str(copy))
+    use = IndexOptions(index.index_url, tuple(links), index.no_index)
+    try:
+        req: Requirement | None = Requirement(package)
+        where = req.url if req is not None else None
+    except InvalidRequirement:
+        req, where = None, package
+    if not where:
+        return package, use
+    local = (
+        Path(urllib.request.url2pathname(where[len("file://") :]))
+        if where.startswith("file://")
+        else Path(where)
+    )
+    if ("://" in where and not where.startswith("file://")) or not local.is_file():
+        return package, use
+    into = builder.folder / "request"
+    into.mkdir(mode=0o755, exist_ok=True)
+    shutil.copyfile(local, into / local.name)
+    copied = str(into / local.name)
+    return (f"{req.name} @ {Path(copied).as_uri()}" if req is not None else copied), use
 
 
 def _is_source(package: str) -> bool:

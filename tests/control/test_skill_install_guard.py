@@ -86,9 +86,12 @@ def test_a_dependency_changing_another_skills_package_is_refused(guard: World) -
     assert world.huxleyctl("skills", "remove", "huxley-skill-a").returncode == 0
 
 
-def test_a_url_or_a_path_needs_allow_url(guard: World) -> None:
+def test_a_url_or_a_path_needs_allow_url(guard: World, tmp_path: Path) -> None:
+    """The wheel sits in a folder only its owner may enter (pytest's, or an admin's home):
+    huxleyctl copies it where the unprivileged planner can read it."""
     world = guard
-    wheel = demo_wheel(guard.index.parent / "elsewhere", name="huxley-skill-url")
+    tmp_path.chmod(0o700)
+    wheel = demo_wheel(tmp_path / "elsewhere", name="huxley-skill-url")
     by_url = refused_unchanged(world, f"huxley-skill-url @ {wheel.as_uri()}")
     assert by_url == (
         f"refused: 'huxley-skill-url @ {wheel.as_uri()}' names a URL ({wheel.as_uri()}), "
