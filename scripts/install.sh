@@ -9,6 +9,9 @@
 #                                      the new default lands beside it as .dist
 #   /etc/huxleyd/openai.key            created empty (0600) if missing: put the key there
 #   /usr/local/bin/huxleyctl           the admin's CLI
+#   /var/lib/huxleyd-skills            (tmpfiles) where `huxleyctl skills install`
+#                                      makes the skills environment, on first use:
+#                                      our SDK is copied into it from $PREFIX/venv
 #
 # DESTDIR stages everything under another root (an image, a package) and
 # then nothing on this machine is touched; with DESTDIR empty and systemd

@@ -3,7 +3,8 @@
 #
 # Kept, because they are the admin's or the user's: /etc/huxleyd (config and
 # the API key), /var/lib/huxleyd (timers, bookmarks, the database),
-# /etc/asound.conf, and the huxley user. The last lines say how to remove them.
+# /var/lib/huxleyd-skills (the installed skills), /etc/asound.conf, and the
+# huxley user. The last lines say how to remove them.
 set -eu
 
 DESTDIR=${1:-}
@@ -37,4 +38,5 @@ if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
 fi
 
 say "kept $DESTDIR/etc/huxleyd (config, API key) and $DESTDIR/var/lib/huxleyd (state);"
-say "remove them with: rm -r $DESTDIR/etc/huxleyd $DESTDIR/var/lib/huxleyd; userdel huxley"
+say "kept $DESTDIR/var/lib/huxleyd-skills (the installed skills);"
+say "remove them with: rm -r $DESTDIR/etc/huxleyd $DESTDIR/var/lib/huxleyd $DESTDIR/var/lib/huxleyd-skills; userdel huxley"

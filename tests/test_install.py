@@ -12,6 +12,7 @@ scipy, openai and PyAudio again: that would take minutes and the network.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -258,3 +259,25 @@ def test_system_deps_include_what_a_minimal_debian_needs_to_build(tmp_path: Path
     install = next(line for line in log.read_text().splitlines() if "install" in line).split()
     for package in ("gcc", "python3-dev", "python3-venv", "portaudio19-dev", "libsystemd-dev"):
         assert package in install
+
+
+def test_tmpfiles_make_the_skills_environments_folder(tmp_path: Path) -> None:
+    """The folder huxleyctl makes the skills environment in exists on an installed system,
+    root's to write and everyone's to read (the skill host runs from it as its own user)."""
+    from huxleyd.skillhost.skillenv import INSTALLED_ROOT
+
+    tool = shutil.which("systemd-tmpfiles")
+    if tool is None:
+        pytest.skip("no systemd-tmpfiles here")
+    conf = tmp_path / "huxleyd.conf"
+    lines = (ROOT / "systemd/huxleyd.tmpfiles").read_text().splitlines()
+    conf.write_text("".join(f"{ln}\n" for ln in lines if "huxleyd-skills" in ln))
+    root = tmp_path / "root"
+    root.mkdir()
+    done = subprocess.run(
+        [tool, "--create", f"--root={root}", str(conf)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    folder = root / INSTALLED_ROOT.parent.relative_to("/")
+    st = folder.stat()
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o755, 0, 0)

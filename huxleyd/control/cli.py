@@ -8,9 +8,10 @@
     huxleyctl say TEXT...             start a text turn, as if spoken; print the answer
     huxleyctl stop                    stop the media that is playing
     huxleyctl skills [--json]         loaded skills and their tools
-    huxleyctl skills install PACKAGE  add a Huxley skill package to the daemon's venv
+    huxleyctl skills install PACKAGE  add a Huxley skill package to the skills environment
                                       (wheels only; --allow-sdist, --allow-url to widen)
     huxleyctl skills remove PACKAGE   remove it (see huxleyd.control.skillpkgs)
+    huxleyctl skills repair           put huxleyd's SDK back into the skills environment
     huxleyctl ptt press|release|tap   drive the push-to-talk button
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
     huxleyctl doctor [--json]         diagnose config, key, audio, GPIO, network, disk
@@ -168,7 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     skills = command("skills", "list loaded skills; install or remove a skill package")
     skills.add_argument("--json", action="store_true", help="print the raw result")
     skills.add_argument(
-        "action", nargs="?", choices=["install", "remove"], help="change this environment"
+        "action",
+        nargs="?",
+        choices=["install", "remove", "repair"],
+        help="change the skills environment (repair: put huxleyd's SDK back in it)",
     )
     skills.add_argument("package", nargs="?", metavar="PACKAGE", help="e.g. huxley-skill-reminders")
     skills.add_argument("--index-url", help="pip index (default: pip's configuration)")
@@ -183,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     skills.add_argument(
         "--allow-url", action="store_true", help="accept a URL or a path as PACKAGE or a dependency"
+    )
+    skills.add_argument(
+        "--allow-name",
+        action="append",
+        default=[],
+        metavar="SKILL",
+        help="let the package register a first-party skill's name too (e.g. timers)",
     )
     command("ptt", "drive the push-to-talk button").add_argument(
         "action", choices=[a.value for a in PttAction]
@@ -527,34 +538,48 @@ _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
 }
 
 
-def cmd_skill_package(args: argparse.Namespace) -> int:
-    """``skills install|remove``: works on this environment, no daemon needed."""
-    from huxleyd.skillhost.sdkcheck import sdk_problem
+def _skills_env_owner(root: Path) -> int:
+    """The owner of the skills environment, or of the folder it will be made in."""
+    here = root
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return here.stat().st_uid
 
-    owner = Path(sys.prefix).stat().st_uid
-    if os.geteuid() not in (0, owner):  # a developer's own venv is theirs to change
+
+def cmd_skill_package(args: argparse.Namespace) -> int:
+    """``skills install|remove|repair``: works on the skills environment, no daemon needed."""
+    from huxleyd.skillhost.sdkcheck import sdk_problem
+    from huxleyd.skillhost.skillenv import skills_env
+
+    env = skills_env()
+    owner = _skills_env_owner(env.root)
+    if os.geteuid() not in (0, owner):  # a developer's own checkout is theirs to change
         print(
-            f"huxleyctl: skills {args.action} (installing) is root's: the daemon's venv "
-            f"{sys.prefix} belongs to uid {owner}; run it with sudo",
+            f"huxleyctl: skills {args.action} is root's: the skills environment "
+            f"{env.root} belongs to uid {owner}; run it with sudo",
             file=sys.stderr,
         )
         return EXIT_FAILED
-    problem = sdk_problem() if args.action == "install" else None
-    if problem is not None:  # before pip plans anything against a foreign SDK
-        print(f"huxleyctl: skills install: {problem}; nothing was installed", file=sys.stderr)
+    problem = sdk_problem() if args.action in ("install", "repair") else None
+    if problem is not None:  # before anything is copied from a foreign SDK
+        print(f"huxleyctl: skills {args.action}: {problem}; nothing was installed", file=sys.stderr)
         return EXIT_FAILED
     from huxleyd.control.skillpkgs import IndexOptions, Policy, SkillPackageError, install, remove
+    from huxleyd.control.skillsbase import BaseError, repair
 
     try:
         if args.action == "install":
             index = IndexOptions(args.index_url, tuple(args.find_links), args.no_index)
-            outcome = install(args.package, index, Policy(args.allow_sdist, args.allow_url))
+            policy = Policy(args.allow_sdist, args.allow_url, tuple(args.allow_name))
+            lines = install(args.package, index, policy, env).lines
+        elif args.action == "repair":
+            lines = repair(env)
         else:
-            outcome = remove(args.package)
-    except SkillPackageError as exc:
+            lines = remove(args.package, env).lines
+    except (SkillPackageError, BaseError) as exc:
         print(f"huxleyctl: skills {args.action}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    for line in outcome.lines:
+    for line in lines:
         print(line)
     return EXIT_OK
 
@@ -596,7 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "update":  # no daemon needed: it restarts it
         return cmd_update(args.bundle)
     if args.command == "skills" and args.action is not None:
-        if not args.package:
+        if not args.package and args.action != "repair":
             parser.error(f"skills {args.action}: PACKAGE is missing")
         return cmd_skill_package(args)
     if args.command == "say":

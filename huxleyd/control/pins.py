@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as metadata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,12 +37,13 @@ class Installed:
     requires: tuple[str, ...]
 
 
-def installed() -> dict[str, Installed]:
-    """Every distribution on this interpreter's path, by normalized name (first one wins,
-    as for imports)."""
+def installed(path: Sequence[str] | None = None) -> dict[str, Installed]:
+    """Every distribution on this interpreter's path (or on ``path``: the skills
+    environment's site-packages), by normalized name (first one wins, as for imports)."""
     importlib.invalidate_caches()
     found: dict[str, Installed] = {}
-    for dist in metadata.distributions():
+    dists = metadata.distributions() if path is None else metadata.distributions(path=list(path))
+    for dist in dists:
         name = dist.metadata["Name"]
         if not name or normalize(name) in found:
             continue

@@ -8,9 +8,11 @@ requirement of a plan would change which installed distribution.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -20,6 +22,34 @@ from huxleyd.control.pins import Installed
 from huxleyd.skillhost.sources import normalize
 
 ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOptions:
+    """Where pip looks (passed through): a mirror, a local directory, offline."""
+
+    index_url: str | None = None
+    find_links: tuple[str, ...] = ()
+    no_index: bool = False
+
+    def args(self) -> list[str]:
+        out: list[str] = []
+        if self.index_url:
+            out += ["--index-url", self.index_url]
+        for link in self.find_links:
+            out += ["--find-links", link]
+        if self.no_index:
+            out.append("--no-index")
+        return out
+
+    def also(self, folder: Path) -> IndexOptions:
+        return IndexOptions(self.index_url, (*self.find_links, str(folder)), self.no_index)
+
+
+def last_error(result: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln.strip() for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("ERROR")]
+    return (errors or lines or ["pip failed with no output"])[-1]
 
 
 class SkillPackageError(Exception):
@@ -66,6 +96,8 @@ class PlannedDistribution:
     """Fetched from a URL or a path given in a requirement, not found on the index."""
     requested: bool = False
     """The admin asked for this one (not a dependency)."""
+    sha256: str | None = None
+    """The archive's hash, as the index or the file gave it to pip."""
 
     @classmethod
     def from_report(cls, entry: Mapping[str, Any]) -> PlannedDistribution:
@@ -78,6 +110,7 @@ class PlannedDistribution:
             requires=tuple(meta.get("requires_dist", ()) or ()),
             is_direct=bool(entry.get("is_direct", False)),
             requested=bool(entry.get("requested", False)),
+            sha256=_archive_sha256(entry),
         )
 
     @property
@@ -94,6 +127,15 @@ class PlannedDistribution:
             )
         except InvalidSpecifier:
             return False
+
+
+def _archive_sha256(entry: Mapping[str, Any]) -> str | None:
+    archive = entry.get("download_info", {}).get("archive_info", {})
+    hashes = archive.get("hashes") or {}
+    if "sha256" in hashes:
+        return str(hashes["sha256"])
+    algorithm, _, value = str(archive.get("hash", "")).partition("=")
+    return value if algorithm == "sha256" and value else None
 
 
 def _requirement_on(
@@ -132,7 +174,7 @@ def why_refused(
             through = "" if who.requested else f" (through {who.name} {who.version})"
             asked = f'{package}{through} requires "{line}"'
         if key in daemon:
-            return f"refused: {asked}, but the daemon pins {pin}"
+            return f"refused: {asked}, but the skills environment's base pins {pin}"
         return (
             f"refused: {asked}, but {pin} is installed and a skill install only adds "
             "distributions (remove what needs it first)"

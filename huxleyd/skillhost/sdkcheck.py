@@ -64,12 +64,37 @@ def sdk_problem() -> SdkProblem | None:
             fix,
         )
     try:
-        importlib.import_module(SDK_PACKAGE)
+        module = importlib.import_module(SDK_PACKAGE)
     except Exception as exc:  # any import failure has the same answer: reinstall
         reason = " ".join(str(exc).split()) or type(exc).__name__
         return SdkProblem(
             f"{SDK_PACKAGE} ({SDK_DISTRIBUTION} {version}) cannot be imported: {reason}", fix
         )
+    return _shadowed(str(getattr(module, "__file__", "") or ""))
+
+
+def _shadowed(imported: str) -> SdkProblem | None:
+    """Another distribution's ``huxley_sdk`` imported in place of ours.
+
+    Reinstalling our SDK does not remove it (it is that distribution's file,
+    found first on the path), so the repair is uninstalling that one."""
+    if not imported:
+        return None
+    here = Path(imported).resolve()
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"] or ""
+        if name.lower() == SDK_DISTRIBUTION:
+            continue
+        record = dist.read_text("RECORD") or ""
+        if f"{SDK_PACKAGE}/__init__.py" not in record:
+            continue
+        theirs = Path(str(dist.locate_file(f"{SDK_PACKAGE}/__init__.py"))).resolve()
+        if theirs == here:
+            return SdkProblem(
+                f"{SDK_PACKAGE} is imported from {here.parent}, which is {name}'s, "
+                f"not {SDK_DISTRIBUTION}'s",
+                f"{sys.executable} -m pip uninstall --yes {name}",
+            )
     return None
 
 

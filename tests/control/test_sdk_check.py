@@ -7,12 +7,20 @@ huxley-sdk==0.1.1`` would on a device.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.fakes.wheels import ROOT, cached_wheel, daemon_venv, fetch_dists, write_check_config
+from tests.fakes.wheels import (
+    ROOT,
+    build_wheel,
+    cached_wheel,
+    daemon_venv,
+    fetch_dists,
+    write_check_config,
+)
 
 HUXLEY_SDK = "huxley-sdk==0.1.1"
 
@@ -111,3 +119,30 @@ def test_make_setup_leaves_a_good_venv_alone(tmp_path: Path) -> None:
     )
     assert run(python, "-m", "huxleyd.skillhost.sdkcheck").returncode == 0
     assert "pip install" not in plan.stdout
+
+
+def test_a_shadowing_package_is_named_and_the_repair_repairs(tmp_path: Path) -> None:
+    """A distribution that ships huxley_sdk/ into the daemon's own site-packages (found
+    before ours): reinstalling the SDK would not remove it, so the repair names the
+    uninstall, and running exactly that line makes every entry point whole again."""
+    python = daemon_venv(tmp_path / "venv")
+    shadow = build_wheel(
+        tmp_path / "index",
+        name="huxley-skill-shadow",
+        version="1.0",
+        files={"huxley_sdk/__init__.py": "SHADOW = True\n"},
+    )
+    pip = [str(python), "-m", "pip", "install", "-q", "--no-deps", str(shadow)]
+    subprocess.run(pip, check=True)
+    broken = run(python, "-m", "huxleyd.skillhost.sdkcheck")
+    assert broken.returncode == 1
+    what, _, fix = broken.stderr.strip().partition("; repair: ")
+    site = next((tmp_path / "venv").glob("lib/python3*/site-packages"))
+    assert what == (
+        f"huxley_sdk is imported from {site / 'huxley_sdk'}, which is huxley-skill-shadow's, "
+        "not huxley-sdk's"
+    )
+    assert fix == f"{python} -m pip uninstall --yes huxley-skill-shadow"
+    subprocess.run(shlex.split(fix), check=True, capture_output=True)
+    assert run(python, "-m", "huxleyd.skillhost.sdkcheck").returncode == 0
+    assert not (site / "huxley_sdk").exists()

@@ -1,8 +1,10 @@
-"""``huxleyctl skills install|remove``: real pip, a throwaway venv, a local index.
+"""``huxleyctl skills install|remove``: real pip, the skills environment, a local index.
 
 Every install runs offline (``--no-index --find-links`` a directory of wheels
-built here, or the cached published ones); the command runs with the venv's
-own interpreter, as an admin runs it from the daemon's venv.
+built here, or the cached published ones); ``huxleyctl`` runs with a
+throwaway daemon venv's interpreter, as an admin runs it, and installs into
+the skills environment the tests share (``skills_world``,
+tests/control/conftest.py).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.wheels import build_wheel, daemon_venv, fetch_dists, write_check_config
+from huxleyd.control.envfiles import differences
+from tests.control.skillenv_world import World, refused
+from tests.fakes.wheels import build_wheel, daemon_venv, fetch_dists
 
 SKILL = """
 from huxley_sdk import ToolDefinition, ToolResult
@@ -31,25 +35,6 @@ PAST = f">={sys.version_info.major}.{sys.version_info.minor + 1}"
 >=3.13, which Raspberry Pi OS bookworm's 3.11 does not; on 3.13 the next one)."""
 
 
-def huxleyctl(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(python), "-m", "huxleyd.control.cli", "skills", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def check_config(python: Path, tmp: Path, persona: str) -> subprocess.CompletedProcess[str]:
-    config = write_check_config(tmp, persona)
-    return subprocess.run(
-        [str(python), "-m", "huxleyd", "--check-config", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def demo_wheel(index: Path, **overrides: object) -> Path:
     spec: dict[str, object] = {
         "name": "huxley-skill-demo",
@@ -67,103 +52,101 @@ def offline(index: Path) -> list[str]:
     return ["--no-index", "--find-links", str(index)]
 
 
-def test_install_check_config_and_remove(tmp_path: Path) -> None:
-    python = daemon_venv(tmp_path / "venv")
-    demo_wheel(tmp_path / "index")
-    done = huxleyctl(python, "install", "huxley-skill-demo", *offline(tmp_path / "index"))
+def test_install_and_remove(guard: World) -> None:
+    world = guard
+    before = world.skills_files()
+    demo_wheel(world.index)
+    done = world.install("huxley-skill-demo")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0].startswith("installed huxley-skill-demo 0.1.0 into ")
-    assert lines[0].endswith(" (skills: demo)")
-    assert lines[1] == (
+    assert done.stdout.splitlines() == [
+        f"installed huxley-skill-demo 0.1.0 into {world.skills} (skills: demo)",
         "  pure Python, installed despite its marker: "
-        f"huxley-skill-demo 0.1.0 (requires-python {PAST})"
-    )
-    assert lines[2:] == [
+        f"huxley-skill-demo 0.1.0 (requires-python {PAST})",
         "add to the persona file, then restart: systemctl restart huxleyd",
         "  [skills.demo]",
     ]
-    ok = check_config(python, tmp_path, "[skills.demo]\n")
-    assert ok.returncode == 0, ok.stderr
-    assert "demo" in ok.stdout
-
-    gone = huxleyctl(python, "remove", "huxley-skill-demo")
-    assert gone.returncode == 0, gone.stderr
-    assert gone.stdout.splitlines()[1] == (
-        "delete [skills.demo] from the persona file (or the daemon will not start), "
-        "then: systemctl restart huxleyd"
-    )
-    missing = check_config(python, tmp_path, "[skills.demo]\n")
-    assert missing.returncode == 78 and "skill 'demo' is not installed" in missing.stderr
-
-
-def test_a_skill_needing_another_sdk_is_refused(tmp_path: Path) -> None:
-    python = daemon_venv(tmp_path / "venv")
-    index = tmp_path / "index"
-    demo_wheel(index, requires=["huxley-sdk>=0.3"])
-    build_wheel(index, name="huxley-sdk", version="0.3.0", files={"huxley_sdk/__init__.py": ""})
-    refused = huxleyctl(python, "install", "huxley-skill-demo", *offline(index))
-    assert refused.returncode == 1
-    assert refused.stderr.startswith(
-        'huxleyctl: skills install: refused: huxley-skill-demo requires "huxley-sdk>=0.3", '
-        "but the daemon pins huxley-sdk=="
-    )
-    site_has = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('huxley-sdk'))"],
+    runs = subprocess.run(
+        [str(world.skills / "bin" / "python"), "-c", "import huxley_skill_demo as d; d.DemoSkill"],
         capture_output=True,
         text=True,
     )
-    assert site_has.stdout.strip() != "0.3.0"  # ours is still there, untouched
+    assert runs.returncode == 0, runs.stderr  # with our SDK, in the skills environment
+    daemon = subprocess.run(
+        [str(world.python), "-c", "import huxley_skill_demo"], capture_output=True, text=True
+    )
+    assert "No module named 'huxley_skill_demo'" in daemon.stderr  # not on the daemon's path
+    gone = world.huxleyctl("skills", "remove", "huxley-skill-demo")
+    assert gone.returncode == 0, gone.stderr
+    assert gone.stdout.splitlines() == [
+        f"removed huxley-skill-demo 0.1.0 from {world.skills}",
+        "delete [skills.demo] from the persona file (or the daemon will not start), "
+        "then: systemctl restart huxleyd",
+    ]
+    assert differences(before, world.skills_files()) == []
 
 
-def test_a_native_package_past_its_python_marker_is_refused(tmp_path: Path) -> None:
-    python = daemon_venv(tmp_path / "venv")
-    index = tmp_path / "index"
-    demo_wheel(index, requires=["huxley-sdk>=0.1.1,<0.2", "fastmath"])
+def test_a_skill_needing_another_sdk_is_refused(guard: World) -> None:
+    world = guard
+    demo_wheel(world.index, name="huxley-skill-newsdk", requires=["huxley-sdk>=0.3"])
     build_wheel(
-        index,
+        world.index, name="huxley-sdk", version="0.3.0", files={"huxley_sdk/__init__.py": ""}
+    )
+    line = refused(world.install("huxley-skill-newsdk"))
+    assert line.startswith(
+        'refused: huxley-skill-newsdk requires "huxley-sdk>=0.3", '
+        "but the skills environment's base pins huxley-sdk==0.1.2+huxleyd"
+    ), line
+
+
+def test_a_native_package_past_its_python_marker_is_refused(guard: World) -> None:
+    world = guard
+    demo_wheel(world.index, name="huxley-skill-native", requires=["fastmath"])
+    build_wheel(
+        world.index,
         name="fastmath",
         version="1.0",
         files={"fastmath/__init__.py": ""},
         requires_python=PAST,
         tag="py3-none-linux_x86_64",
     )
-    refused = huxleyctl(python, "install", "huxley-skill-demo", *offline(index))
-    assert refused.returncode == 1
-    assert refused.stderr.strip().endswith(
+    assert refused(world.install("huxley-skill-native")) == (
         f"refused: fastmath 1.0 requires Python {PAST} (this is {THIS}) and is not pure "
         "Python, so it may really need it"
     )
-    assert "installed" not in refused.stdout
 
 
-def test_the_daemon_itself_is_not_a_skill_package(tmp_path: Path) -> None:
-    python = daemon_venv(tmp_path / "venv")
-    refused = huxleyctl(python, "install", "huxley-sdk")
-    assert refused.returncode == 1
-    assert refused.stderr.strip() == (
-        "huxleyctl: skills install: refused: huxley-sdk is part of the daemon, not a skill package"
-    )
+def test_the_daemon_itself_is_not_a_skill_package(skills_world: World) -> None:
+    for name in ("huxley-sdk", "huxleyd"):
+        assert refused(skills_world.install(name)) == (
+            f"refused: {name} is part of the daemon, not a skill package"
+        )
 
 
 def test_without_our_sdk_distribution_nothing_is_installed(tmp_path: Path) -> None:
     python = daemon_venv(tmp_path / "venv", with_sdk=False)
-    refused = huxleyctl(python, "install", "huxley-skill-demo")
-    assert refused.returncode == 1
-    assert "huxley_sdk: no huxley-sdk distribution in " in refused.stderr
-    assert refused.stderr.strip().endswith("; nothing was installed")
+    world = World(python, tmp_path / "skills-env", tmp_path / "index")
+    line = refused(world.install("huxley-skill-demo"))
+    assert "huxley_sdk: no huxley-sdk distribution in " in line
+    assert line.endswith("; nothing was installed")
+    assert not world.skills.exists()
 
 
-def test_install_published_reminders_and_check_config(tmp_path: Path) -> None:
+def test_install_published_reminders(guard: World) -> None:
     """The real huxley-skill-reminders wheel from PyPI (cached), installed offline."""
     cache = fetch_dists(
         ["huxley-skill-reminders==0.1.0", "python-dateutil==2.9.0.post0", "six==1.17.0"]
     )
-    python = daemon_venv(tmp_path / "venv")
-    done = huxleyctl(python, "install", "huxley-skill-reminders", *offline(cache))
+    world = guard
+    done = world.huxleyctl("skills", "install", "huxley-skill-reminders", *offline(cache))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].endswith(" (skills: reminders)")
     assert "  [skills.reminders]" in done.stdout.splitlines()
-    ok = check_config(python, tmp_path, "[skills.reminders]\n")
-    assert ok.returncode == 0, ok.stderr
-    assert "reminders" in ok.stdout
+    imports = subprocess.run(
+        [str(world.skills / "bin" / "python"), "-c", "import huxley_skill_reminders"],
+        capture_output=True,
+        text=True,
+    )
+    assert imports.returncode == 0, imports.stderr
+    gone = world.huxleyctl("skills", "remove", "huxley-skill-reminders")
+    assert gone.returncode == 0, gone.stderr
+    assert "(and what its install added: python-dateutil, six)" in gone.stdout

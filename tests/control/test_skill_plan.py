@@ -13,17 +13,22 @@ from huxleyd.control.requests import PlannedDistribution, SkillPackageError, req
 from huxleyd.control.skillpkgs import Policy, check_plan
 
 PRESENT = {
-    "huxleyd": Installed("huxleyd", "0.1.0", ("huxley-sdk==0.1.2+huxleyd", "websockets>=13")),
-    "huxley-sdk": Installed("huxley-sdk", "0.1.2+huxleyd", ()),
-    "websockets": Installed("websockets", "15.0.1", ()),
+    "huxley-sdk": Installed("huxley-sdk", "0.1.2+huxleyd", ("numpy>=1.26",)),
+    "numpy": Installed("numpy", "2.4.6", ()),
     "helper": Installed("helper", "1.0", ()),
 }
+BASE = {"huxley-sdk", "numpy"}
+"""The skills environment's base: our SDK and what it needs."""
 WHEEL = "file:///index/{0}-{1}-py3-none-any.whl"
 
 
-def planned(name: str, version: str, *requires: str, **kw: bool) -> PlannedDistribution:
+def planned(
+    name: str, version: str, *requires: str, requested: bool = False, is_direct: bool = False
+) -> PlannedDistribution:
     url = WHEEL.format(name.replace("-", "_"), version)
-    return PlannedDistribution(name, version, url, None, requires, **kw)
+    return PlannedDistribution(
+        name, version, url, None, requires, is_direct=is_direct, requested=requested
+    )
 
 
 SKILL = "huxley-skill-x"
@@ -32,20 +37,29 @@ SKILL = "huxley-skill-x"
 @pytest.mark.parametrize(
     ("dependency", "pin"),
     [
-        (planned("huxleyd", "9.0"), "huxleyd==0.1.0"),
         (planned("huxley-sdk", "0.1.1"), "huxley-sdk==0.1.2+huxleyd"),
-        (planned("websockets", "10.0"), "websockets==15.0.1"),
+        (planned("numpy", "1.0"), "numpy==2.4.6"),
     ],
 )
-def test_a_plan_replacing_a_daemon_distribution_is_refused(
+def test_a_plan_replacing_a_base_distribution_is_refused(
     dependency: PlannedDistribution, pin: str
 ) -> None:
     requirement = f"{dependency.name}=={dependency.version}"
     skill = planned(SKILL, "1.0", requirement, requested=True)
     with pytest.raises(SkillPackageError) as refused:
-        check_plan(SKILL, [skill, dependency], PRESENT, Policy())
+        check_plan(SKILL, [skill, dependency], PRESENT, BASE, Policy())
     assert str(refused.value) == (
-        f'refused: {SKILL} requires "{requirement}", but the daemon pins {pin}'
+        f'refused: {SKILL} requires "{requirement}", but the skills environment\'s base pins {pin}'
+    )
+
+
+def test_a_plan_bringing_the_daemon_is_refused() -> None:
+    """huxleyd is not in the skills environment, so no pin stops it: the name does."""
+    plan = [planned(SKILL, "1.0", "huxleyd>=9", requested=True), planned("huxleyd", "9.0")]
+    with pytest.raises(SkillPackageError) as refused:
+        check_plan(SKILL, plan, PRESENT, BASE, Policy())
+    assert str(refused.value) == (
+        f"refused: {SKILL} would install huxleyd 9.0, which is the daemon's own distribution"
     )
 
 
@@ -53,7 +67,7 @@ def test_a_plan_replacing_another_package_is_refused_naming_the_way() -> None:
     lib = planned("lib", "1.0", "helper>=2")
     plan = [planned(SKILL, "1.0", "lib", requested=True), lib, planned("helper", "2.0")]
     with pytest.raises(SkillPackageError) as refused:
-        check_plan(SKILL, plan, PRESENT, Policy())
+        check_plan(SKILL, plan, PRESENT, BASE, Policy())
     assert str(refused.value) == (
         f'refused: {SKILL} (through lib 1.0) requires "helper>=2", but helper==1.0 is '
         "installed and a skill install only adds distributions (remove what needs it first)"
@@ -63,8 +77,8 @@ def test_a_plan_replacing_another_package_is_refused_naming_the_way() -> None:
 def test_a_direct_url_needs_allow_url() -> None:
     plan = [planned(SKILL, "1.0", requested=True, is_direct=True)]
     with pytest.raises(SkillPackageError, match="--allow-url installs from a URL or a path"):
-        check_plan(SKILL, plan, PRESENT, Policy())
-    assert check_plan(SKILL, plan, PRESENT, Policy(allow_url=True)) == []
+        check_plan(SKILL, plan, PRESENT, BASE, Policy())
+    assert check_plan(SKILL, plan, PRESENT, BASE, Policy(allow_url=True)) == []
 
 
 @pytest.mark.parametrize(

@@ -53,8 +53,10 @@ def build_wheel(
     requires: Sequence[str] = (),
     skills: Mapping[str, str] | None = None,
     tag: str = "py3-none-any",
+    entry_points: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Path:
-    """Write ``<name>-<version>-<tag>.whl`` into ``dest``; ``skills``: entry name → target."""
+    """Write ``<name>-<version>-<tag>.whl`` into ``dest``; ``skills``: entry name → target;
+    ``entry_points``: other groups (``console_scripts``)."""
     dest.mkdir(parents=True, exist_ok=True)
     stem = name.replace("-", "_")
     info = f"{stem}-{version}.dist-info"
@@ -68,9 +70,13 @@ def build_wheel(
     content[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: {str(pure).lower()}\nTag: {tag}\n"
     ).encode()
-    if skills:
-        lines = "".join(f"{k} = {v}\n" for k, v in skills.items())
-        content[f"{info}/entry_points.txt"] = f"[huxley.skills]\n{lines}".encode()
+    groups = {**({"huxley.skills": skills} if skills else {}), **(entry_points or {})}
+    if groups:
+        text = "".join(
+            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in items.items())
+            for group, items in groups.items()
+        )
+        content[f"{info}/entry_points.txt"] = text.encode()
     record = [_record_line(path, data) for path, data in content.items()]
     content[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
     wheel = dest / f"{stem}-{version}-{tag}.whl"
