@@ -114,6 +114,19 @@ def instantiate(name: str, ep: EntryPoint) -> Skill:
     return _check_shape(name, obj, ep.value)
 
 
+def load_source(source: SkillSource) -> Skill:
+    """The skill of ``source``: instantiated here, or a proxy of its host process."""
+    if source.remote:
+        from huxleyd.skillhost.remote import RemoteSkill
+
+        def check(skill: Skill, config: dict[str, Any]) -> None:
+            check_config(skill, config, persona_file="persona")
+
+        remote = RemoteSkill(source.name, source.distribution, config_check=check)
+        return cast(Skill, remote)
+    return instantiate(source.name, source.entry_point)
+
+
 def check_config(skill: Skill, config: Mapping[str, Any], *, persona_file: str) -> None:
     """Check a skill's persona table against its ``config_schema`` (when it has one).
 
@@ -256,7 +269,7 @@ class SkillHost:
             seen.add(name)
             raw = configs.get(name, {})
             source = pick_source(name, available, raw, persona_file=persona_file)
-            skill = instantiate(name, source.entry_point)
+            skill = load_source(source)
             check_config(skill, skill_config(raw, language), persona_file=persona_file)
             skills.append(skill)
             sources[name] = source.distribution

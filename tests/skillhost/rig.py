@@ -1,0 +1,75 @@
+"""A daemon's side of one probe skill: a SkillHost, a real database, recorded injects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from huxley_sdk import InjectPriority, Skill, SkillContext
+from huxleyd.logs import get_logger
+from huxleyd.skillhost.host import SkillHost, ToolOutcome
+from huxleyd.skillhost.process import launcher_for
+from huxleyd.skillhost.remote import RemoteSkill
+from huxleyd.skillhost.skillenv import SkillsEnv
+from huxleyd.storage.db import Database, FileSecrets
+
+
+@dataclass
+class Rig:
+    host: SkillHost
+    skill: RemoteSkill
+    db: Database
+    injected: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    down: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+
+    async def call(self, tool: str, **args: Any) -> ToolOutcome:
+        return await self.host.call("call-1", tool, json.dumps(args))
+
+    async def output(self, tool: str, **args: Any) -> Any:
+        outcome = await self.call(tool, **args)
+        assert outcome.ok, outcome
+        return json.loads(outcome.output)
+
+
+@asynccontextmanager
+async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> AsyncIterator[Rig]:
+    """The probe skill set up in its host, as the daemon's start does it."""
+    db = await Database.open(tmp / "state" / "huxleyd.db")
+    skill = RemoteSkill(
+        "probe", "huxley-skill-probe", launcher=lambda: launcher_for(env), ping_every_s=ping_every_s
+    )
+    host = SkillHost([cast(Skill, skill)], tool_timeout_s=8.0)
+    rig = Rig(host, skill, db)
+    skill.on_down = lambda name, reason: rig.down.put_nowait(reason)
+
+    async def inject(
+        prompt: str,
+        /,
+        *,
+        dedup_key: str | None = None,
+        priority: InjectPriority = InjectPriority.NORMAL,
+    ) -> None:
+        rig.injected.put_nowait(prompt)
+
+    def context(name: str, config: dict[str, Any]) -> SkillContext:
+        return SkillContext(
+            logger=get_logger(f"huxley.skill.{name}", skill=name),
+            storage=db.skill_storage(name),
+            secrets=FileSecrets(tmp / "secrets", name),
+            persona_data_dir=tmp,
+            config=config,
+            inject_turn=inject,
+        )
+
+    await host.setup_all(context, {"probe": {"greeting": "hi"}})
+    assert not host.failed, host.failed
+    try:
+        yield rig
+    finally:
+        await host.teardown_all()
+        await db.close()
