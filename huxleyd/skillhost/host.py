@@ -295,6 +295,20 @@ class SkillHost:
         self.failed[name] = reason
         log.error("skill_left_out", skill=name, reason=reason, effect="its tools are not offered")
 
+    def take_out(self, name: str, reason: str) -> bool:
+        """A running skill stops working (its host process died): left out, retryable.
+
+        False when ``name`` is not running (already left out). The caller says
+        so and retries its setup (:meth:`retry_setup`) with backoff."""
+        skill = next((s for s in self.skills if s.name == name), None)
+        if skill is None:
+            return False
+        self.skills.remove(skill)
+        self._retryable[name] = skill
+        self.leave_out(name, reason)
+        self._index_tools()
+        return True
+
     async def setup_all(
         self,
         make_context: ContextFactory,

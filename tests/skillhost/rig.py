@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ class Rig:
     host: SkillHost
     skill: RemoteSkill
     db: Database
+    context: Callable[[str, dict[str, Any]], SkillContext]
     injected: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     down: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
 
@@ -44,8 +45,7 @@ async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> 
         "probe", "huxley-skill-probe", launcher=lambda: launcher_for(env), ping_every_s=ping_every_s
     )
     host = SkillHost([cast(Skill, skill)], tool_timeout_s=8.0)
-    rig = Rig(host, skill, db)
-    skill.on_down = lambda name, reason: rig.down.put_nowait(reason)
+    injected: asyncio.Queue[str] = asyncio.Queue()
 
     async def inject(
         prompt: str,
@@ -54,7 +54,7 @@ async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> 
         dedup_key: str | None = None,
         priority: InjectPriority = InjectPriority.NORMAL,
     ) -> None:
-        rig.injected.put_nowait(prompt)
+        injected.put_nowait(prompt)
 
     def context(name: str, config: dict[str, Any]) -> SkillContext:
         return SkillContext(
@@ -66,6 +66,8 @@ async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> 
             inject_turn=inject,
         )
 
+    rig = Rig(host, skill, db, context, injected)
+    skill.on_down = lambda name, reason: rig.down.put_nowait(reason)
     await host.setup_all(context, {"probe": {"greeting": "hi"}})
     assert not host.failed, host.failed
     try:
