@@ -25,8 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from huxley_sdk import (
@@ -83,6 +85,31 @@ def with_third_party(
     return with_remote(local, found), None
 
 
+DATA_VARIABLE = "HUXLEYD_SKILLS_DATA"
+"""Names the folder of the third-party skills' data folders (tests)."""
+
+
+def skills_data_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where each third-party skill's ``persona_data_dir`` is: beside the skills environment.
+
+    Not the persona's data folder: that is in the daemon's state directory,
+    which the skill user cannot enter (and which holds other skills' files).
+    """
+    env = os.environ if environ is None else environ
+    explicit = env.get(DATA_VARIABLE)
+    return Path(explicit) if explicit else skills_env(dict(env)).root.parent / "data"
+
+
+def skill_data_dir(name: str, launcher: Launcher, root: Path | None = None) -> Path:
+    """``<root>/<skill>``, 0700 and owned by the user the skill's host runs as."""
+    path = (root or skills_data_root()) / name
+    path.mkdir(parents=True, exist_ok=True)
+    if launcher.uid is not None and launcher.gid is not None:
+        os.chown(path, launcher.uid, launcher.gid)
+    path.chmod(0o700)
+    return path
+
+
 class RemoteToolError(Exception):
     """A tool raised in the host; the subclass is named as the skill's exception was."""
 
@@ -106,8 +133,10 @@ class RemoteSkill:
         launcher: Callable[[], Launcher] | None = None,
         ping_every_s: float | None = None,
         config_check: Callable[[Any, dict[str, Any]], None] | None = None,
+        data_root: Path | None = None,
     ) -> None:
         self._name = name
+        self._data_root = data_root
         self._config_check = config_check
         """Checks the persona's table against the ``config_schema`` the host reports
         (``host.check_config``; passed in, as the host module imports this one)."""
@@ -156,11 +185,11 @@ class RemoteSkill:
             )
             self._describe(self._answer(loaded))
             self._check_config(ctx.config)
+            data_dir = str(
+                await asyncio.to_thread(skill_data_dir, self._name, host.launcher, self._data_root)
+            )
             done = await host.ask(
-                lambda s: link.Setup(
-                    s, ctx.config, ctx.language, ctx.timezone, str(ctx.persona_data_dir)
-                ),
-                None,
+                lambda s: link.Setup(s, ctx.config, ctx.language, ctx.timezone, data_dir), None
             )
             self._answer(done)
         except BaseException:

@@ -51,17 +51,26 @@ def skills_env_with(wheels: Sequence[Path]) -> SkillsEnv:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (root / "bin" / "python").exists():
             building = Path(tempfile.mkdtemp(dir=CACHE, prefix=".building-"))
-            subprocess.run([sys.executable, "-m", "venv", str(building)], check=True)
-            pip = [str(building / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-            subprocess.run([*pip, str(ROOT / "sdk")], check=True, capture_output=True)
-            if wheels:
-                subprocess.run([*pip, "--no-index", *map(str, wheels)], check=True)
-            os.chmod(building, 0o755)
+            try:
+                _build(building, wheels)
+            except BaseException:
+                shutil.rmtree(building, ignore_errors=True)
+                raise
             # venv hardcodes its folder in scripts; the host runs `python -m`, which
             # only needs pyvenv.cfg beside bin/python: a rename keeps that working.
             shutil.rmtree(root, ignore_errors=True)
             building.rename(root)
     return SkillsEnv(root)
+
+
+def _build(where: Path, wheels: Sequence[Path]) -> None:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, str(ROOT / "sdk")], check=True, capture_output=True)
+    if wheels:  # Huxley's packages say >=3.13 but run on 3.11 (tests/compat shows it)
+        offline = ["--no-index", "--ignore-requires-python"]
+        subprocess.run([*pip, *offline, *map(str, wheels)], check=True)
+    os.chmod(where, 0o755)
 
 
 def probe_wheel(dest: Path) -> Path:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -41,8 +44,14 @@ class Rig:
 async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> AsyncIterator[Rig]:
     """The probe skill set up in its host, as the daemon's start does it."""
     db = await Database.open(tmp / "state" / "huxleyd.db")
+    data_root = Path(tempfile.mkdtemp(prefix="huxleyd-skills-data-"))
+    os.chmod(data_root, 0o755)
     skill = RemoteSkill(
-        "probe", "huxley-skill-probe", launcher=lambda: launcher_for(env), ping_every_s=ping_every_s
+        "probe",
+        "huxley-skill-probe",
+        launcher=lambda: launcher_for(env),
+        ping_every_s=ping_every_s,
+        data_root=data_root,
     )
     host = SkillHost([cast(Skill, skill)], tool_timeout_s=8.0)
     injected: asyncio.Queue[str] = asyncio.Queue()
@@ -75,3 +84,4 @@ async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> 
     finally:
         await host.teardown_all()
         await db.close()
+        shutil.rmtree(data_root, ignore_errors=True)
