@@ -32,7 +32,7 @@ from huxleyd.skillhost.remote import DATA_VARIABLE, RemoteSkill
 from huxleyd.skillhost.skillenv import ENV_VARIABLE, SkillsEnv
 from tests.e2e.harness import Rig, tone_windows, until
 from tests.fakes.wheels import cached_wheel, fetch_dists
-from tests.skillhost.envs import ensure_skill_user, skills_env_with
+from tests.skillhost.envs import ensure_skill_user, probe_wheel, skills_env_with
 
 PACKAGES = (
     "huxley-skill-timers==0.1.0",
@@ -128,3 +128,67 @@ def _fired(rig: Rig, text: str) -> bool:
         e.get("type") == "response.create" and text in json.dumps(e.get("response", {}))
         for e in rig.sim.raw
     )
+
+
+# ---------------------------------------------------------------- supervision, degrade
+
+
+@pytest.fixture(scope="module")
+def probe_skills_env() -> SkillsEnv:
+    ensure_skill_user()
+    with tempfile.TemporaryDirectory() as tmp:
+        return skills_env_with([probe_wheel(Path(tmp))])
+
+
+def _session_tools(rig: Rig) -> list[str]:
+    updates = [e for e in rig.sim.raw if e.get("type") == "session.update"]
+    return [t["name"] for t in updates[-1]["session"].get("tools", [])] if updates else []
+
+
+async def test_a_crashed_host_is_left_out_said_and_restarted(
+    probe_skills_env: SkillsEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_VARIABLE, str(probe_skills_env.root))
+    monkeypatch.setenv(DATA_VARIABLE, str(tmp_path / "skills-data"))
+    crash = ToolCallSpec(name="crash", arguments={})
+    scenario = Scenario(turns=(TurnSpec(responses=(ResponseSpec(tool_calls=(crash,)),)),))
+    async with Rig(
+        tmp_path, scenario, skills=("system", "probe"), skill_retry_delays_s=(1.0,)
+    ) as rig:
+        host = rig.rt.parts.host
+        (probe,) = [s for s in host.skills if isinstance(s, RemoteSkill)]
+        first = probe.pid
+        await until(lambda: "echo" in _session_tools(rig), "the probe's tools are offered")
+        rig.rt.parts.coordinator.say("crash")
+        await until(lambda: rig.sim.record.tool_outputs, "the crashed call is answered")
+        (output,) = rig.sim.record.tool_outputs.values()
+        assert json.loads(output)["error"] == "tool_failed"
+        await until(lambda: "probe" in host.failed, "the probe is left out")
+        said = " ".join(rig.rt.degraded.lines())
+        assert "skill:probe" in said and "exited (status 3)" in said, said
+        await until(lambda: "echo" not in _session_tools(rig), "its tools are withdrawn")
+        assert _session_tools(rig), "the system skill's tools are still offered"
+        await until(lambda: "probe" not in host.failed, "the probe is set up again", 30)
+        assert probe.pid not in (None, first)
+        assert "skill:probe" not in " ".join(rig.rt.degraded.lines())
+        await until(lambda: "echo" in _session_tools(rig), "its tools are offered again")
+
+
+async def test_a_broken_skills_environment_leaves_third_party_skills_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken-env"
+    (broken / "bin").mkdir(parents=True)
+    (broken / "bin" / "python").write_text("#!/bin/sh\necho 'no python here' >&2\nexit 1\n")
+    (broken / "bin" / "python").chmod(0o755)
+    (broken / "bin").chmod(0o755)
+    broken.chmod(0o755)
+    monkeypatch.setenv(ENV_VARIABLE, str(broken))
+    ensure_skill_user()
+    async with Rig(tmp_path, Scenario(turns=()), skills=("system", "probe")) as rig:
+        host = rig.rt.parts.host
+        assert [s.name for s in host.skills] == ["system"]
+        reason = host.failed["probe"]
+        assert "third-party skills are left out" in reason, reason
+        assert "interpreter failed to list skills" in reason, reason
+        assert "skill:probe" in " ".join(rig.rt.degraded.lines())
