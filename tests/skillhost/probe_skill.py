@@ -69,7 +69,7 @@ class ProbeSkill:
             _tool("remember", key="string", value="string"),
             _tool("recall", key="string"),
             _tool("announce", prompt="string", delay_s="number"),
-            _tool("stream", chunks="integer"),
+            _tool("stream", chunks="integer", record="boolean"),
             _tool("beep"),
             _tool("volume", level="integer"),
             _tool("stop"),
@@ -121,7 +121,7 @@ class ProbeSkill:
             ctx.background_task("announce", later, restart_on_crash=False)
             return ToolResult("{}")
         if tool_name == "stream":
-            return ToolResult("{}", self._stream(int(args["chunks"])))
+            return ToolResult("{}", self._stream(int(args["chunks"]), args.get("record", True)))
         if tool_name == "beep":
             return ToolResult("{}", PlaySound(b"".join(tone(5, 880.0))))
         if tool_name == "volume":
@@ -140,7 +140,9 @@ class ProbeSkill:
             return ToolResult("{}")
         raise ValueError("the probe failed on purpose")
 
-    def _stream(self, chunks: int) -> AudioStream:
+    def _stream(self, chunks: int, record: bool) -> AudioStream:
+        """``chunks`` of :func:`tone`; ``record``: each chunk sent is written to storage
+        (a round trip to the daemon per chunk), and where it was closed."""
         ctx = self.ctx
         assert ctx is not None
 
@@ -150,7 +152,8 @@ class ProbeSkill:
                 for chunk in tone(chunks):
                     yield chunk
                     sent += 1
-                    await ctx.storage.set_setting("sent", str(sent))
+                    if record:
+                        await ctx.storage.set_setting("sent", str(sent))
             finally:
                 await ctx.storage.set_setting("closed_after", str(sent))
 
