@@ -19,7 +19,9 @@ from typing import Any
 from huxley_sdk import (
     AudioStream,
     CancelMedia,
+    ClaimEndReason,
     ContentType,
+    InputClaim,
     PlaySound,
     SetVolume,
     SkillContext,
@@ -77,7 +79,12 @@ class ProbeSkill:
             _tool("crash"),
             _tool("flood"),
             _tool("fail"),
+            _tool("claim"),
+            _tool("setting"),
         ]
+
+    async def reconfigure(self, ctx: SkillContext) -> None:
+        self.ctx = ctx
 
     async def setup(self, ctx: SkillContext) -> None:
         self.ctx = ctx
@@ -138,7 +145,34 @@ class ProbeSkill:
                 ctx.logger.info("flood", i=i)
             await asyncio.sleep(5)
             return ToolResult("{}")
+        if tool_name == "setting":
+            return ToolResult(json.dumps({"config": ctx.config}))
+        if tool_name == "claim":
+            return ToolResult("{}", self._claim(ctx))
         raise ValueError("the probe failed on purpose")
+
+    def _claim(self, ctx: SkillContext) -> InputClaim:
+        """A call: each mic frame's length is added up in storage; the speaker plays
+        two chunks of :func:`tone`; the end's reason is stored."""
+        heard = {"bytes": 0}
+
+        async def on_mic_frame(pcm: bytes) -> None:
+            heard["bytes"] += len(pcm)
+            await ctx.storage.set_setting("mic_bytes", str(heard["bytes"]))
+
+        async def on_claim_end(reason: ClaimEndReason) -> None:
+            await ctx.storage.set_setting("claim_end", reason.value)
+
+        async def speaker() -> AsyncIterator[bytes]:
+            for chunk in tone(2, 660.0):
+                yield chunk
+
+        return InputClaim(
+            on_mic_frame=on_mic_frame,
+            speaker_source=speaker(),
+            on_claim_end=on_claim_end,
+            title="probe call",
+        )
 
     def _stream(self, chunks: int, record: bool) -> AudioStream:
         """``chunks`` of :func:`tone`; ``record``: each chunk sent is written to storage

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from huxley_sdk import AudioStream, CancelMedia, PlaySound, SetVolume
+from huxley_sdk import AudioStream, CancelMedia, ClaimEndReason, InputClaim, PlaySound, SetVolume
 from huxleyd.skillhost.process import SKILL_USER
 from huxleyd.skillhost.skillenv import SkillsEnv
 from tests.skillhost.probe_skill import tone
@@ -98,3 +98,30 @@ async def test_a_raising_tool_answers_with_its_class(probe_env: SkillsEnv, tmp_p
         assert outcome.error == "tool_failed"
         assert outcome.output == '{"error": "tool_failed", "exception": "ValueError"}'
         assert await rig.output("echo", text="still here") == {"echo": "still here"}
+
+
+async def test_an_input_claim_reaches_the_skill_and_its_speaker(
+    probe_env: SkillsEnv, tmp_path: Path
+) -> None:
+    async with probe_rig(probe_env, tmp_path) as rig:
+        claim = (await rig.call("claim")).side_effect
+        assert isinstance(claim, InputClaim) and claim.title == "probe call"
+        for _ in range(3):
+            await claim.on_mic_frame(b"\x01\x00" * 480)
+        storage = rig.db.skill_storage("probe")
+        assert await storage.get_setting("mic_bytes") == str(3 * 960)
+        assert claim.speaker_source is not None
+        assert [c async for c in claim.speaker_source] == tone(2, 660.0)
+        assert claim.on_claim_end is not None
+        await claim.on_claim_end(ClaimEndReason.USER_PTT)
+        assert await storage.get_setting("claim_end") == "user_ptt"
+
+
+async def test_reconfigure_hands_the_new_config_to_the_host(
+    probe_env: SkillsEnv, tmp_path: Path
+) -> None:
+    async with probe_rig(probe_env, tmp_path) as rig:
+        assert (await rig.output("setting"))["config"] == {"greeting": "hi"}
+        done = await rig.host.reconfigure(rig.context, {"probe": {"greeting": "hola"}}, ["probe"])
+        assert done == ["probe"]
+        assert (await rig.output("setting"))["config"] == {"greeting": "hola"}
