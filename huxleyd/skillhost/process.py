@@ -44,7 +44,7 @@ SKILL_USER = "huxley-skills"
 INVENTORY_TIMEOUT_S = 20.0
 PING_EVERY_S = 1.0
 PONG_DEADLINE_S = 2.0
-EXIT_WAIT_S = 2.0
+EXIT_WAIT_S = 0.8
 STDERR_LINES = 50
 """The host's stderr lines logged per host (a crash's traceback); the rest is counted."""
 
@@ -384,21 +384,25 @@ class HostLink:
         log.error("skill_host_down", skill=self.label, reason=reason)
         self._on_down(reason)
 
-    async def stop(self, teardown_deadline_s: float = 5.0) -> None:
-        """Teardown (within its deadline), then the process ends or is killed."""
+    async def stop(self, teardown_deadline_s: float = 4.0) -> None:
+        """Teardown within its deadline, the exit within :data:`EXIT_WAIT_S`; else killed.
+
+        Killed also when the caller gives up first (cancelled: the host's own
+        teardown budget, a shutdown): a host never outlives its stop."""
         self._stopping = True
-        if self.down is None:
-            with contextlib.suppress(SkillHostError):
-                await self.ask(link.Teardown, teardown_deadline_s)
-        if self.process is not None and self.process.returncode is None:
-            try:
-                await asyncio.wait_for(self.process.wait(), EXIT_WAIT_S)
-            except TimeoutError:
+        try:
+            if self.down is None:
+                with contextlib.suppress(SkillHostError):
+                    await self.ask(link.Teardown, teardown_deadline_s)
+            if self.process is not None and self.process.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.process.wait(), EXIT_WAIT_S)
+        finally:
+            if self.process is not None and self.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     self.process.kill()
-                await self.process.wait()
-        self.down = self.down or "stopped"
-        if self._writer is not None:
-            self._writer.close()
-        for task in list(self._tasks):
-            task.cancel()
+            self.down = self.down or "stopped"
+            if self._writer is not None:
+                self._writer.close()
+            for task in list(self._tasks):
+                task.cancel()

@@ -61,6 +61,7 @@ class ProbeSkill:
     def __init__(self) -> None:
         self.ctx: SkillContext | None = None
         self.calls = 0
+        self.stubborn = False
 
     @property
     def tools(self) -> list[ToolDefinition]:
@@ -81,7 +82,12 @@ class ProbeSkill:
             _tool("fail"),
             _tool("claim"),
             _tool("setting"),
+            _tool("stubborn"),
         ]
+
+    async def teardown(self) -> None:
+        if self.stubborn:  # a teardown that never ends: the daemon must not wait
+            await asyncio.Event().wait()
 
     async def reconfigure(self, ctx: SkillContext) -> None:
         self.ctx = ctx
@@ -144,6 +150,9 @@ class ProbeSkill:
             for i in range(100_000):
                 ctx.logger.info("flood", i=i)
             await asyncio.sleep(5)
+            return ToolResult("{}")
+        if tool_name == "stubborn":
+            self.stubborn = True
             return ToolResult("{}")
         if tool_name == "setting":
             return ToolResult(json.dumps({"config": ctx.config}))

@@ -9,8 +9,11 @@ answered ``tool_failed``; a fresh setup starts a fresh host.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
+
+import pytest
 
 from huxleyd.skillhost.skillenv import SkillsEnv
 from tests.skillhost.rig import probe_rig
@@ -57,3 +60,19 @@ async def test_setting_up_again_starts_a_fresh_host(probe_env: SkillsEnv, tmp_pa
         assert await rig.host.retry_setup("probe", context)
         assert rig.skill.pid not in (None, first)
         assert await rig.output("echo", text="back") == {"echo": "back"}
+
+
+async def test_a_teardown_that_never_ends_costs_its_budget_and_the_host(
+    probe_env: SkillsEnv, tmp_path: Path
+) -> None:
+    """Whoever gives up on a stop first (the host's teardown deadline, or the
+    shutdown's own budget cancelling it) leaves no host process behind."""
+    async with probe_rig(probe_env, tmp_path) as rig:
+        await rig.output("stubborn")
+        assert rig.skill.link is not None
+        process = rig.skill.link.process
+        assert process is not None
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(rig.skill.teardown(), 1.0)  # the shutdown's budget
+        await asyncio.wait_for(process.wait(), 2.0)  # killed, not left running
+        assert rig.down.empty()  # a stop is not a crash
