@@ -96,6 +96,14 @@ def launcher_for(env: SkillsEnv, *, user: str = SKILL_USER, euid: int | None = N
     if not env.exists():
         raise SkillHostError(f"no skills environment at {env.root} (no {env.python})")
     if (os.geteuid() if euid is None else euid) != 0:
+        global _said_same_user
+        if not _said_same_user:
+            _said_same_user = True
+            log.warning(
+                "skill_host_same_user",
+                reason="not root: cannot switch to the skill user",
+                effect="third-party skills run as the daemon's user, in processes of their own",
+            )
         return Launcher(env.python)
     try:
         entry = pwd.getpwnam(user)
@@ -139,6 +147,9 @@ def inventory(
     except (ValueError, AttributeError, TypeError) as exc:
         raise SkillHostError(f"the skill list is not JSON: {done.stdout[:80]!r}") from exc
 
+
+_said_same_user = False
+"""``skill_host_same_user`` is said once per daemon, not once per host."""
 
 RequestHandler = Callable[[link.Request], Awaitable[Any]]
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from huxleyd.skillhost.process import SKILL_USER
@@ -30,11 +30,16 @@ CACHE = Path(tempfile.gettempdir()) / "huxleyd-skills-envs"
 PROBE = Path(__file__).with_name("probe_skill.py")
 
 
-def _key(wheels: Sequence[Path]) -> str:
+def _sdk_key() -> str:
     digest = hashlib.sha256(sys.version.encode())
     for path in sorted((ROOT / "sdk").rglob("*")):
         if path.is_file() and "egg-info" not in str(path) and "__pycache__" not in str(path):
             digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _key(wheels: Sequence[Path]) -> str:
+    digest = hashlib.sha256(_sdk_key().encode())
     for wheel in wheels:  # by content: a zip's timestamps change with every build
         with zipfile.ZipFile(wheel) as zf:
             for name in sorted(zf.namelist()):
@@ -43,34 +48,50 @@ def _key(wheels: Sequence[Path]) -> str:
 
 
 def skills_env_with(wheels: Sequence[Path]) -> SkillsEnv:
-    """A skills environment holding our SDK and ``wheels`` (built once, then reused)."""
+    """A skills environment holding our SDK and ``wheels`` (built once, then reused).
+
+    The SDK's environment (pip resolving numpy and scipy: the slow part) is
+    built once per SDK and copied for each set of wheels."""
     CACHE.mkdir(mode=0o755, exist_ok=True)
     os.chmod(CACHE, 0o755)
-    root = CACHE / _key(wheels)
     with (CACHE / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (root / "bin" / "python").exists():
-            building = Path(tempfile.mkdtemp(dir=CACHE, prefix=".building-"))
-            try:
-                _build(building, wheels)
-            except BaseException:
-                shutil.rmtree(building, ignore_errors=True)
-                raise
-            # venv hardcodes its folder in scripts; the host runs `python -m`, which
-            # only needs pyvenv.cfg beside bin/python: a rename keeps that working.
-            shutil.rmtree(root, ignore_errors=True)
-            building.rename(root)
+        base = _kept(CACHE / f"sdk-{_sdk_key()}", lambda where: _venv_with_sdk(where))
+        root = _kept(CACHE / _key(wheels), lambda where: _add_wheels(base, where, wheels))
     return SkillsEnv(root)
 
 
-def _build(where: Path, wheels: Sequence[Path]) -> None:
+def _kept(root: Path, build: Callable[[Path], None]) -> Path:
+    """``root``, built by ``build`` into a private folder and renamed in when complete."""
+    if (root / "bin" / "python").exists():
+        return root
+    building = Path(tempfile.mkdtemp(dir=CACHE, prefix=".building-"))
+    try:
+        shutil.rmtree(building)
+        build(building)
+        os.chmod(building, 0o755)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    # venv writes its folder into scripts; the host runs `python -m`, which needs
+    # only pyvenv.cfg beside bin/python: a rename (or a copy) keeps that working.
+    shutil.rmtree(root, ignore_errors=True)
+    building.rename(root)
+    return root
+
+
+def _venv_with_sdk(where: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
     pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, str(ROOT / "sdk")], check=True, capture_output=True)
+
+
+def _add_wheels(base: Path, where: Path, wheels: Sequence[Path]) -> None:
+    shutil.copytree(base, where, symlinks=True)
     if wheels:  # Huxley's packages say >=3.13 but run on 3.11 (tests/compat shows it)
+        pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         offline = ["--no-index", "--ignore-requires-python"]
         subprocess.run([*pip, *offline, *map(str, wheels)], check=True)
-    os.chmod(where, 0o755)
 
 
 def probe_wheel(dest: Path) -> Path:
