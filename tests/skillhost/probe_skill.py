@@ -83,6 +83,10 @@ class ProbeSkill:
             _tool("claim"),
             _tool("setting"),
             _tool("stubborn"),
+            _tool("secret", key="string", value="string"),
+            _tool("call_in"),
+            _tool("listen", key="string"),
+            _tool("tell", event="string"),
         ]
 
     async def teardown(self) -> None:
@@ -150,6 +154,23 @@ class ProbeSkill:
             for i in range(100_000):
                 ctx.logger.info("flood", i=i)
             await asyncio.sleep(5)
+            return ToolResult("{}")
+        if tool_name == "secret":
+            await ctx.secrets.set(args["key"], args["value"])
+            return ToolResult(json.dumps({"keys": await ctx.secrets.keys()}))
+        if tool_name == "call_in":  # a claim no tool returns: an incoming call
+            handle = await ctx.start_input_claim(self._claim(ctx))
+            reason = await handle.wait_end()
+            return ToolResult(json.dumps({"ended": reason.value}))
+        if tool_name == "listen":
+
+            async def heard(data: dict[str, Any]) -> None:
+                await ctx.storage.set_setting("event", json.dumps(data))
+
+            ctx.subscribe_client_event(args["key"], heard)
+            return ToolResult("{}")
+        if tool_name == "tell":
+            await ctx.emit_server_event(args["event"], {"from": "probe"})
             return ToolResult("{}")
         if tool_name == "stubborn":
             self.stubborn = True

@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from huxley_sdk import InjectPriority, Skill, SkillContext
+from huxley_sdk import (
+    ClaimEndReason,
+    ClaimHandle,
+    InjectPriority,
+    InputClaim,
+    Skill,
+    SkillContext,
+)
 from huxleyd.logs import get_logger
+from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost, ToolOutcome
 from huxleyd.skillhost.process import launcher_for
 from huxleyd.skillhost.remote import RemoteSkill
@@ -30,6 +38,11 @@ class Rig:
     context: Callable[[str, dict[str, Any]], SkillContext]
     injected: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     down: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    events: ClientEvents = field(default_factory=ClientEvents)
+    claims: asyncio.Queue[tuple[InputClaim, asyncio.Future[ClaimEndReason]]] = field(
+        default_factory=asyncio.Queue
+    )
+    """Claims the skill started with ``ctx.start_input_claim``; resolve the future to end one."""
 
     async def call(self, tool: str, **args: Any) -> ToolOutcome:
         return await self.host.call("call-1", tool, json.dumps(args))
@@ -65,6 +78,22 @@ async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> 
     ) -> None:
         injected.put_nowait(prompt)
 
+    events = ClientEvents()
+    claims: asyncio.Queue[tuple[InputClaim, asyncio.Future[ClaimEndReason]]] = asyncio.Queue()
+
+    async def start_claim(claim: InputClaim, /) -> ClaimHandle:
+        ended: asyncio.Future[ClaimEndReason] = asyncio.get_running_loop().create_future()
+        claims.put_nowait((claim, ended))
+
+        def cancel() -> None:
+            if not ended.done():
+                ended.set_result(ClaimEndReason.NATURAL)
+
+        async def wait_end() -> ClaimEndReason:
+            return await ended
+
+        return ClaimHandle(_cancel=cancel, _wait_end=wait_end)
+
     def context(name: str, config: dict[str, Any]) -> SkillContext:
         return SkillContext(
             logger=get_logger(f"huxley.skill.{name}", skill=name),
@@ -73,9 +102,14 @@ async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> 
             persona_data_dir=tmp,
             config=config,
             inject_turn=inject,
+            start_input_claim=start_claim,
+            subscribe_client_event=events.subscriber(name),
+            emit_server_event=events.emitter(name),
         )
 
     rig = Rig(host, skill, db, context, injected)
+    rig.events = events
+    rig.claims = claims
     skill.on_down = lambda name, reason: rig.down.put_nowait(reason)
     await host.setup_all(context, {"probe": {"greeting": "hi"}})
     assert not host.failed, host.failed

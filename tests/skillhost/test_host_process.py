@@ -9,6 +9,7 @@ daemon's side: PCM by its bytes, storage in the daemon's SQLite file.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pwd
 from pathlib import Path
@@ -125,3 +126,37 @@ async def test_reconfigure_hands_the_new_config_to_the_host(
         done = await rig.host.reconfigure(rig.context, {"probe": {"greeting": "hola"}}, ["probe"])
         assert done == ["probe"]
         assert (await rig.output("setting"))["config"] == {"greeting": "hola"}
+
+
+async def test_secrets_are_the_daemons_file(probe_env: SkillsEnv, tmp_path: Path) -> None:
+    async with probe_rig(probe_env, tmp_path) as rig:
+        assert await rig.output("secret", key="token", value="t0k") == {"keys": ["token"]}
+        saved = json.loads((tmp_path / "secrets" / "probe.json").read_text())
+        assert saved == {"token": "t0k"}
+
+
+async def test_a_claim_started_from_the_context_lives_until_the_daemon_ends_it(
+    probe_env: SkillsEnv, tmp_path: Path
+) -> None:
+    async with probe_rig(probe_env, tmp_path) as rig:
+        call = asyncio.create_task(rig.call("call_in"))
+        claim, ended = await asyncio.wait_for(rig.claims.get(), 5)
+        await claim.on_mic_frame(b"\x02\x00" * 240)
+        assert await rig.db.skill_storage("probe").get_setting("mic_bytes") == "480"
+        assert not call.done()  # the skill waits on handle.wait_end() across the link
+        ended.set_result(ClaimEndReason.PREEMPTED)
+        outcome = await asyncio.wait_for(call, 5)
+        assert json.loads(outcome.output) == {"ended": "preempted"}
+
+
+async def test_client_events_reach_the_skill_and_its_server_events_the_daemon(
+    probe_env: SkillsEnv, tmp_path: Path
+) -> None:
+    async with probe_rig(probe_env, tmp_path) as rig:
+        await rig.output("listen", key="doorbell")
+        assert rig.events.keys() == {"doorbell": ["probe"]}
+        assert await rig.events.deliver("doorbell", {"who": "postman"}) == ["probe"]
+        stored = await rig.db.skill_storage("probe").get_setting("event")
+        assert json.loads(stored or "null") == {"who": "postman"}
+        await rig.output("tell", event="ring")
+        assert rig.events.emitted[-1] == ("probe", "ring", {"from": "probe"})

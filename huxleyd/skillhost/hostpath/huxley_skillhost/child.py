@@ -65,22 +65,27 @@ class Link:
     async def drain(self) -> None:
         await self._writer.drain()
 
-    async def request(
-        self, op: str, deadline_s: float | None = REQUEST_DEADLINE_S, **args: Any
-    ) -> Any:
-        """Ask the daemon; its Reply's value, or the error it names raised as RuntimeError."""
+    def ask(self, op: str, **args: Any) -> tuple[int, asyncio.Future[Any]]:
+        """Send a Request now (in order with what follows); its seq and future answer."""
         self._seq += 1
         seq = self._seq
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[seq] = future
         self.send(link.Request(seq, op, args))
+        return seq, future
+
+    async def request(
+        self, op: str, deadline_s: float | None = REQUEST_DEADLINE_S, **args: Any
+    ) -> Any:
+        """Ask the daemon; its Reply's value, or the error it names raised as RuntimeError."""
+        seq, future = self.ask(op, **args)
         try:
             return await asyncio.wait_for(future, deadline_s)
         finally:
             self._pending.pop(seq, None)
 
     def replied(self, reply: link.Reply) -> None:
-        future = self._pending.get(reply.seq)
+        future = self._pending.pop(reply.seq, None)
         if future is None or future.done():
             return
         if reply.error is not None:
@@ -461,8 +466,8 @@ class Host:
             return bool(await wire.request("cancel_active_claim", reason=reason.value))
 
         def subscribe(key: str, handler: Callable[[dict[str, Any]], Awaitable[None]], /) -> None:
-            ref = self._ref(handler)
-            asyncio.get_running_loop().create_task(wire.request("subscribe", key=key, ref=ref))
+            # Sent now, so the daemon has it before anything the skill does next.
+            wire.ask("subscribe", key=key, ref=self._ref(handler))
 
         async def emit(event: str, data: dict[str, Any] | None = None, /) -> None:
             await wire.request("emit_server_event", event=event, data=data or {})
