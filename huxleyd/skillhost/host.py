@@ -115,7 +115,8 @@ def instantiate(name: str, ep: EntryPoint) -> Skill:
 
 
 def load_source(source: SkillSource) -> Skill:
-    """The skill of ``source``: instantiated here, or a proxy of its host process."""
+    """The skill of ``source``: instantiated here, or a proxy of its host process (its
+    ``config_schema`` as the host read it, so its table is checked before it starts)."""
     if source.remote:
         from huxleyd.skillhost.remote import RemoteSkill
 
@@ -123,6 +124,7 @@ def load_source(source: SkillSource) -> Skill:
             check_config(skill, config, persona_file="persona")
 
         remote = RemoteSkill(source.name, source.distribution, config_check=check)
+        remote.config_schema = source.config_schema
         return cast(Skill, remote)
     return instantiate(source.name, source.entry_point)
 

@@ -117,8 +117,9 @@ def launcher_for(env: SkillsEnv, *, user: str = SKILL_USER, euid: int | None = N
 
 def inventory(
     launcher: Launcher, *, timeout_s: float = INVENTORY_TIMEOUT_S
-) -> dict[str, list[str]]:
-    """Skill name → distributions, as the skills environment's own interpreter finds them.
+) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """Skill name → {distribution: its config schema}, as the skills environment's
+    own interpreter finds them.
 
     Run by a host process (as the skill user), so no skill code runs in the
     daemon's interpreter even to list them. SkillHostError with one line.
@@ -143,7 +144,13 @@ def inventory(
         )
     try:
         found = json.loads(done.stdout)
-        return {str(k): [str(d) for d in v] for k, v in found.items()}
+        return {
+            str(name): {
+                str(dist): (schema if isinstance(schema, dict) else None)
+                for dist, schema in dists.items()
+            }
+            for name, dists in found.items()
+        }
     except (ValueError, AttributeError, TypeError) as exc:
         raise SkillHostError(f"the skill list is not JSON: {done.stdout[:80]!r}") from exc
 

@@ -31,7 +31,7 @@ from huxleyd.sim.scenario import ResponseSpec, Scenario, ToolCallSpec, TurnSpec
 from huxleyd.skillhost.remote import DATA_VARIABLE, RemoteSkill
 from huxleyd.skillhost.skillenv import ENV_VARIABLE, SkillsEnv
 from tests.e2e.harness import Rig, tone_windows, until
-from tests.fakes.wheels import cached_wheel, fetch_dists
+from tests.fakes.wheels import cached_wheel, fetch_dists, write_check_config
 from tests.skillhost.envs import ensure_skill_user, probe_wheel, skills_env_with
 
 PACKAGES = (
@@ -192,3 +192,26 @@ async def test_a_broken_skills_environment_leaves_third_party_skills_out(
         assert "third-party skills are left out" in reason, reason
         assert "interpreter failed to list skills" in reason, reason
         assert "skill:probe" in " ".join(rig.rt.degraded.lines())
+
+
+def test_check_config_checks_a_third_party_table_before_it_runs(
+    probe_skills_env: SkillsEnv, tmp_path: Path
+) -> None:
+    """The probe's schema (additionalProperties false) is read by its host: a wrong
+    key fails ``--check-config`` naming the file and the key; a right table passes."""
+    env = {**os.environ, ENV_VARIABLE: str(probe_skills_env.root)}
+    command = [sys.executable, "-m", "huxleyd", "--check-config", "--config"]
+    (tmp_path / "wrong").mkdir()
+    (tmp_path / "right").mkdir()
+    wrong = write_check_config(tmp_path / "wrong", '[skills.probe]\ncolour = "red"\n')
+    result = subprocess.run(
+        [*command, str(wrong)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode != 0
+    assert "skills.probe.colour" in result.stderr, result.stderr
+    assert "expected one of: greeting" in result.stderr, result.stderr
+    right = write_check_config(tmp_path / "right", '[skills.probe]\ngreeting = "hi"\n')
+    result = subprocess.run(
+        [*command, str(right)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr

@@ -14,7 +14,7 @@ import os
 import struct
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, ClassVar
 
 from huxley_sdk import (
     AudioStream,
@@ -56,7 +56,11 @@ def _tool(name: str, **props: str) -> ToolDefinition:
 
 class ProbeSkill:
     name = "probe"
-    config_schema: dict[str, Any] | None = None
+    config_schema: ClassVar[dict[str, Any] | None] = {
+        "type": "object",
+        "properties": {"greeting": {"type": "string"}},
+        "additionalProperties": False,
+    }
 
     def __init__(self) -> None:
         self.ctx: SkillContext | None = None

@@ -586,10 +586,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def inventory() -> dict[str, list[str]]:
-    """Skill name → the distributions registering it in this environment."""
-    found: dict[str, list[str]] = {}
+def inventory() -> dict[str, dict[str, Any]]:
+    """Skill name → {distribution: its ``config_schema``} in this environment.
+
+    The schema is the class attribute Huxley's skills declare (read after
+    importing the module, never instantiating the skill), so the daemon can
+    check a persona's table before the skill starts; None when there is none
+    or the module does not import (Load says why, at the start)."""
+    found: dict[str, dict[str, Any]] = {}
     for ep in entry_points(group=GROUP):
         dist = ep.dist.metadata["Name"] if ep.dist is not None else "(unknown distribution)"
-        found.setdefault(ep.name, []).append(dist)
+        try:
+            schema = getattr(ep.load(), "config_schema", None)
+        except Exception:
+            schema = None
+        found.setdefault(ep.name, {})[dist] = schema if isinstance(schema, dict) else None
     return found
