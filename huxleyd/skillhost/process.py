@@ -41,7 +41,9 @@ HOSTPATH = Path(__file__).resolve().parent / "hostpath"
 """The child's whole ``PYTHONPATH``: the ``huxley_skillhost`` package and nothing else."""
 SKILL_USER = "huxley-skills"
 """The user third-party skills run as (created by the image's sysusers file)."""
-INVENTORY_TIMEOUT_S = 20.0
+INVENTORY_TIMEOUT_S = 10.0
+"""Listing the skills imports their modules (for their schemas): a module that hangs at
+import costs the start this much, then the third-party skills are left out."""
 PING_EVERY_S = 1.0
 PONG_DEADLINE_S = 2.0
 EXIT_WAIT_S = 0.8
