@@ -8,7 +8,8 @@
     │   ├── SkillNotInstalledError (LookupError)
     │   ├── SkillCollisionError
     │   ├── SkillShapeError (TypeError)
-    │   └── SkillSetupError
+    │   ├── SkillSetupError
+    │   └── SkillHostError              the skill host process died, hung or flooded
     ├── StorageError                    the persona database failed
     ├── AudioError                      audio devices and the engine
     │   └── AudioDeviceError (OSError)  a device could not be opened or vanished
@@ -60,6 +61,10 @@ class SkillShapeError(SkillError, TypeError):
 
 class SkillSetupError(SkillError):
     """A skill's ``setup`` raised."""
+
+
+class SkillHostError(SkillError):
+    """A third-party skill's host process could not start, died, hung or flooded the link."""
 
 
 class StorageError(HuxleydError):

@@ -42,6 +42,7 @@ from huxleyd.handsfree.mutefile import mute_path, write_muted
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.skillhost.events import ClientEvents
+from huxleyd.skillhost.remote import RemoteSkill
 from huxleyd.turns.news import ConnectionChanged, MuteChanged, TurnNews
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 
@@ -169,6 +170,7 @@ class Runtime:
         self.notifier.status("setting up skills")
         self.loop_watch.owner_of = skill_files(parts.host.every_skill)
         await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
+        self._watch_skill_hosts(parts)
         self._report_failed_skills(parts)
         await parts.coordinator.start()
         parts.instructions.refresh()  # the first configure: persona + skills' context
@@ -236,6 +238,24 @@ class Runtime:
                 f"{parts.host.failed[name]}; retried with backoff ({attempt} tries so far)",
                 file=str(self.config.persona_path),
             )
+
+    def _watch_skill_hosts(self, parts: Parts) -> None:
+        """A third-party skill whose host process dies, hangs or floods is left out,
+        said (status, doctor, journal) and set up again in a fresh host with backoff."""
+        for skill in parts.host.every_skill:
+            if isinstance(skill, RemoteSkill):
+                skill.on_down = functools.partial(self._skill_host_down, parts)
+
+    def _skill_host_down(self, parts: Parts, name: str, reason: str) -> None:
+        why = f"its skill host stopped: {reason}"
+        if not parts.host.take_out(name, why):
+            return  # not running: a setup in progress says its own failure
+        self._forget(name)
+        self.degraded.report(
+            f"skill:{name}", why + "; restarted with backoff", file=str(self.config.persona_path)
+        )
+        self._spawn_once(functools.partial(self._retry_skill, parts, name), f"retry-{name}")
+        self.configure_session(parts.instructions.refresh())  # its tools, no longer offered
 
     def _forget(self, skill: str) -> None:
         """What a failed setup started (tasks, client event handlers) does not run on."""

@@ -27,10 +27,17 @@ from huxleyd.audio.earcons import load_earcons
 from huxleyd.config.files import Reader, check_directory, check_file
 from huxleyd.config.load import Config
 from huxleyd.config.preflight_io import check_devices
-from huxleyd.errors import AudioError, ConfigError, SkillCollisionError, SkillError
+from huxleyd.errors import (
+    AudioError,
+    ConfigError,
+    SkillCollisionError,
+    SkillError,
+    SkillNotInstalledError,
+)
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.keyfile import ParsedKey, is_blank, parse_key
 from huxleyd.skillhost.host import SkillHost, installed_skills
+from huxleyd.skillhost.remote import with_third_party
 from huxleyd.skillhost.sources import Installed
 
 CREDENTIAL_NAME = "openai-key"
@@ -252,7 +259,7 @@ def check_skills(config: Config, *, leave_out: bool = False) -> SkillHost:
     """
     persona_file = str(config.persona_path)
     persona = config.persona
-    available = installed_skills()
+    available, remote_problem = with_third_party(installed_skills())
     skills = []
     sources: dict[str, str] = {}
     namespaces: dict[str, str] = {}
@@ -262,8 +269,10 @@ def check_skills(config: Config, *, leave_out: bool = False) -> SkillHost:
         try:
             one = _load_one(name, config, available, tools)
         except (ConfigError, SkillError) as exc:
+            if remote_problem is not None and isinstance(exc, SkillNotInstalledError):
+                exc = SkillNotInstalledError(f"{exc}; {remote_problem}")
             if not leave_out:
-                raise
+                raise exc from None
             failed[name] = " ".join(str(exc).split())
             continue
         skills.extend(one.skills)

@@ -114,6 +114,21 @@ def instantiate(name: str, ep: EntryPoint) -> Skill:
     return _check_shape(name, obj, ep.value)
 
 
+def load_source(source: SkillSource) -> Skill:
+    """The skill of ``source``: instantiated here, or a proxy of its host process (its
+    ``config_schema`` as the host read it, so its table is checked before it starts)."""
+    if source.remote:
+        from huxleyd.skillhost.remote import RemoteSkill
+
+        def check(skill: Skill, config: dict[str, Any]) -> None:
+            check_config(skill, config, persona_file="persona")
+
+        remote = RemoteSkill(source.name, source.distribution, config_check=check)
+        remote.config_schema = source.config_schema
+        return cast(Skill, remote)
+    return instantiate(source.name, source.entry_point)
+
+
 def check_config(skill: Skill, config: Mapping[str, Any], *, persona_file: str) -> None:
     """Check a skill's persona table against its ``config_schema`` (when it has one).
 
@@ -256,7 +271,7 @@ class SkillHost:
             seen.add(name)
             raw = configs.get(name, {})
             source = pick_source(name, available, raw, persona_file=persona_file)
-            skill = instantiate(name, source.entry_point)
+            skill = load_source(source)
             check_config(skill, skill_config(raw, language), persona_file=persona_file)
             skills.append(skill)
             sources[name] = source.distribution
@@ -281,6 +296,20 @@ class SkillHost:
             self.order.append(name)
         self.failed[name] = reason
         log.error("skill_left_out", skill=name, reason=reason, effect="its tools are not offered")
+
+    def take_out(self, name: str, reason: str) -> bool:
+        """A running skill stops working (its host process died): left out, retryable.
+
+        False when ``name`` is not running (already left out). The caller says
+        so and retries its setup (:meth:`retry_setup`) with backoff."""
+        skill = next((s for s in self.skills if s.name == name), None)
+        if skill is None:
+            return False
+        self.skills.remove(skill)
+        self._retryable[name] = skill
+        self.leave_out(name, reason)
+        self._index_tools()
+        return True
 
     async def setup_all(
         self,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -45,6 +45,11 @@ class SkillSource:
     name: str
     entry_point: EntryPoint
     distribution: str
+    remote: bool = False
+    """Found in the skills environment: it runs in a skill host process, never here."""
+    config_schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    """A remote skill's ``config_schema``, as its host read it (the table is checked
+    against it before the skill starts)."""
 
     @classmethod
     def of(cls, ep: EntryPoint) -> SkillSource:
@@ -75,6 +80,30 @@ def skill_sources(group: str = ENTRY_POINT_GROUP) -> dict[str, list[SkillSource]
     for sources in found.values():  # messages name them in an order that does not move
         sources.sort(key=lambda s: normalize(s.distribution))
     return found
+
+
+def with_remote(
+    local: Mapping[str, list[SkillSource]],
+    remote: Mapping[str, Mapping[str, dict[str, Any] | None]],
+) -> dict[str, list[SkillSource]]:
+    """``local`` (the daemon's environment) and the skills environment's registrations.
+
+    ``remote`` is skill name → {distribution: config schema}, as the skill host
+    lists them; the same distribution in both counts once, the daemon's copy
+    (it is one choice).
+    """
+    merged = {name: list(sources) for name, sources in local.items()}
+    for name, dists in remote.items():
+        known = merged.setdefault(name, [])
+        for dist, schema in dists.items():
+            if any(normalize(s.distribution) == normalize(dist) for s in known):
+                continue
+            ep = EntryPoint(
+                name=name, value=f"{dist} (skills environment)", group=ENTRY_POINT_GROUP
+            )
+            known.append(SkillSource(name, ep, dist, remote=True, config_schema=schema))
+        known.sort(key=lambda s: normalize(s.distribution))
+    return merged
 
 
 def _as_sources(installed: Installed) -> dict[str, list[SkillSource]]:

@@ -116,6 +116,12 @@ SKILLS = (
 NATIVE = frozenset({"huxley-skill-telegram"})
 """Packages with native dependencies: installed on their own, skipped (with
 pip's reason) where their wheels do not install."""
+NATIVE_INSTALL = ("install", "--quiet", "--ignore-requires-python")
+"""How a native package installs: with build isolation. Its dependencies include
+sdists (telegram's kurigram needs ``pyaes``, an sdist only) whose build needs
+setuptools' ``bdist_wheel``; in the venv, used without isolation for Huxley's
+own sdists, pip said ``invalid command 'bdist_wheel'`` and telegram was skipped
+on both SDKs."""
 
 TEST_TOOLS = ("pytest>=8,<10", "pytest-asyncio>=0.24,<2", "pytest-httpx>=0.30,<1")
 """What the packages' test suites need (their dev dependency groups)."""
@@ -289,7 +295,8 @@ class Venv:
 
 def _venv_key(flavour: str, sdists: dict[Pin, Path]) -> str:
     digest = hashlib.sha256()
-    parts = [flavour, sys.version, INDEX, *TEST_TOOLS, BUILD_BACKEND, *(p.sha256 for p in sdists)]
+    parts = [flavour, sys.version, INDEX, *TEST_TOOLS, BUILD_BACKEND, *NATIVE_INSTALL]
+    parts += [p.sha256 for p in sdists]
     if flavour == "ours":
         parts.extend(_sdk_dependencies())
     digest.update("\n".join(parts).encode())
@@ -328,7 +335,7 @@ def build_venv(flavour: str, sdists: dict[Pin, Path], cache: Path) -> Venv:
             for pin, path in sdists.items():
                 if pin.name in NATIVE:
                     try:
-                        venv.pip(*sdist, str(path))
+                        venv.pip(*NATIVE_INSTALL, str(path))
                     except subprocess.CalledProcessError as exc:
                         tail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
                         not_installed[pin.name] = " / ".join(tail) or f"pip exit {exc.returncode}"

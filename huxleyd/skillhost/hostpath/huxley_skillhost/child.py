@@ -1,0 +1,604 @@
+"""The skill host process: one third-party skill, served over the link.
+
+Started by the daemon (``huxleyd.skillhost.remote``) as
+``python -P -s -m huxley_skillhost --fd N`` with the skills environment's
+interpreter, a clean environment, and (as root) another user. It finds the
+skill in its own environment's ``huxley.skills`` entry points, builds a
+:class:`~huxley_sdk.SkillContext` whose callables are messages to the daemon
+(storage, secrets, ``inject_turn``…), and answers the daemon's requests.
+
+Imports the standard library, ``huxley_sdk`` and :mod:`.link` only.
+The host keeps nothing the daemon does not give it: no key, no database,
+no state directory (it could not read them: it runs as another user).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from huxley_sdk import (
+    AudioStream,
+    CancelMedia,
+    ClaimEndReason,
+    ClaimHandle,
+    InjectPriority,
+    InputClaim,
+    PlaySound,
+    SetVolume,
+    Skill,
+    SkillContext,
+    ToolResult,
+)
+from huxley_sdk.context import BackgroundTaskHandle, CoroFactory
+from huxley_sdk.contract import PermanentFailure, SpeakVerbatim, StopRetrying
+
+from . import link
+
+GROUP = "huxley.skills"
+REQUEST_DEADLINE_S = 10.0
+"""How long a storage or secrets request waits for the daemon's Reply."""
+TASK_DELAYS_S = (1.0, 3.0, 10.0, 30.0, 60.0)
+"""Restart delays of a crashed background task (the daemon's backoff, rule 7)."""
+
+
+class Link:
+    """This side of the socket: send messages, await the daemon's replies."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._seq = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+
+    def send(self, message: link.Message) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(link.encode(message))
+
+    async def drain(self) -> None:
+        await self._writer.drain()
+
+    def ask(self, op: str, **args: Any) -> tuple[int, asyncio.Future[Any]]:
+        """Send a Request now (in order with what follows); its seq and future answer."""
+        self._seq += 1
+        seq = self._seq
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[seq] = future
+        self.send(link.Request(seq, op, args))
+        return seq, future
+
+    async def request(
+        self, op: str, deadline_s: float | None = REQUEST_DEADLINE_S, **args: Any
+    ) -> Any:
+        """Ask the daemon; its Reply's value, or the error it names raised as RuntimeError."""
+        seq, future = self.ask(op, **args)
+        try:
+            return await asyncio.wait_for(future, deadline_s)
+        finally:
+            self._pending.pop(seq, None)
+
+    def replied(self, reply: link.Reply) -> None:
+        future = self._pending.pop(reply.seq, None)
+        if future is None or future.done():
+            return
+        if reply.error is not None:
+            future.set_exception(RuntimeError(reply.error))
+        else:
+            future.set_result(reply.value)
+
+
+class LinkStorage:
+    """``ctx.storage``: the daemon keeps the database; every call is a Request."""
+
+    def __init__(self, wire: Link, prefix: str = "storage") -> None:
+        self._wire = wire
+        self._op = prefix
+
+    async def get_setting(self, key: str, default: str | None = None) -> str | None:
+        value = await self._wire.request(f"{self._op}.get", key=key)
+        return default if value is None else str(value)
+
+    async def set_setting(self, key: str, value: str) -> None:
+        await self._wire.request(f"{self._op}.set", key=key, value=value)
+
+    async def list_settings(self, prefix: str = "") -> list[tuple[str, str]]:
+        rows = await self._wire.request(f"{self._op}.list", prefix=prefix)
+        return [(str(k), str(v)) for k, v in rows]
+
+    async def delete_setting(self, key: str) -> None:
+        await self._wire.request(f"{self._op}.delete", key=key)
+
+
+class LinkSecrets:
+    """``ctx.secrets``: the daemon reads the skill's secrets file; it is not readable here."""
+
+    def __init__(self, wire: Link) -> None:
+        self._wire = wire
+
+    async def get(self, key: str) -> str | None:
+        value = await self._wire.request("secrets.get", key=key)
+        return None if value is None else str(value)
+
+    async def set(self, key: str, value: str) -> None:
+        await self._wire.request("secrets.set", key=key, value=value)
+
+    async def delete(self, key: str) -> None:
+        await self._wire.request("secrets.delete", key=key)
+
+    async def keys(self) -> list[str]:
+        return [str(k) for k in await self._wire.request("secrets.keys")]
+
+
+class LinkLogger:
+    """``ctx.logger``: each event is a Log message; the daemon writes the journal."""
+
+    def __init__(self, wire: Link) -> None:
+        self._wire = wire
+
+    def _log(self, level: str, event: str, kwargs: dict[str, Any]) -> None:
+        fields = {k: str(v) for k, v in kwargs.items()}
+        self._wire.send(link.Log(level, str(event), fields))
+
+    def debug(self, event: str, /, **kwargs: Any) -> None:
+        self._log("debug", event, kwargs)
+
+    def info(self, event: str, /, **kwargs: Any) -> None:
+        self._log("info", event, kwargs)
+
+    def warning(self, event: str, /, **kwargs: Any) -> None:
+        self._log("warning", event, kwargs)
+
+    def error(self, event: str, /, **kwargs: Any) -> None:
+        self._log("error", event, kwargs)
+
+    def exception(self, event: str, /, **kwargs: Any) -> None:
+        self._log("error", event, {**kwargs, "exception": repr(sys.exc_info()[1])})
+
+    async def adebug(self, event: str, **kwargs: Any) -> None:
+        self.debug(event, **kwargs)
+
+    async def ainfo(self, event: str, **kwargs: Any) -> None:
+        self.info(event, **kwargs)
+
+    async def awarning(self, event: str, **kwargs: Any) -> None:
+        self.warning(event, **kwargs)
+
+    async def aerror(self, event: str, **kwargs: Any) -> None:
+        self.error(event, **kwargs)
+
+    async def aexception(self, event: str, **kwargs: Any) -> None:
+        self.exception(event, **kwargs)
+
+
+def find_skill(name: str, distribution: str) -> Skill:
+    """Instantiate ``name`` from this environment; ValueError with one line if it cannot."""
+    found = [ep for ep in entry_points(group=GROUP) if ep.name == name]
+    wanted = _norm(distribution)
+    match = [
+        ep for ep in found if ep.dist is not None and _norm(ep.dist.metadata["Name"]) == wanted
+    ]
+    chosen = match or found
+    if not chosen:
+        raise ValueError(f"no skill {name!r} in the skills environment")
+    ep = chosen[0]
+    try:
+        target = ep.load()
+        obj: Any = target() if isinstance(target, type) else target
+    except Exception as exc:
+        raise ValueError(f"cannot load {ep.value}: {type(exc).__name__}: {exc}") from exc
+    missing = [m for m in ("name", "tools", "handle") if not hasattr(obj, m)]
+    if missing:
+        raise ValueError(f"{ep.value} is not a Skill: missing {', '.join(missing)}")
+    if obj.name != name:
+        raise ValueError(f"its name is {obj.name!r} but it is registered as {name!r}")
+    skill: Skill = obj
+    return skill
+
+
+def _norm(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
+class Host:
+    """The skill, its context and everything in flight for the daemon."""
+
+    def __init__(self, wire: Link) -> None:
+        self.wire = wire
+        self.skill: Skill | None = None
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        """Calls, setups and invokes in flight, by the daemon's seq (Cancel finds them)."""
+        self._refs: dict[int, Callable[..., Awaitable[Any]]] = {}
+        self._streams: dict[int, Callable[[], AsyncIterator[bytes]]] = {}
+        self._running: dict[int, tuple[asyncio.Task[None], asyncio.Semaphore]] = {}
+        self._next_id = 0
+        self._background: list[asyncio.Task[None]] = []
+        self.stopping = asyncio.Event()
+
+    # ---------------------------------------------------------- dispatch
+
+    def receive(self, message: link.Message) -> None:
+        """One message from the daemon; long work runs in its own task."""
+        match message:
+            case link.Ping(seq):
+                self.wire.send(link.Pong(seq, self.prompt_context()))
+            case link.Reply():
+                self.wire.replied(message)
+            case link.Cancel(seq):
+                task = self._tasks.get(seq)
+                if task is not None:
+                    task.cancel()
+            case link.StreamOpen(stream, credit):
+                self._open(stream, credit)
+            case link.Credit(stream, chunks):
+                running = self._running.get(stream)
+                if running is not None:
+                    for _ in range(chunks):
+                        running[1].release()
+            case link.StreamClose(stream):
+                running = self._running.get(stream)
+                if running is not None:
+                    running[0].cancel()
+                else:
+                    self._streams.pop(stream, None)
+                    self.wire.send(link.StreamEnd(stream))
+            case link.Load() | link.Setup() | link.Reconfigure() | link.Call() | link.Invoke():
+                self._spawn(message.seq, self._answer(message))
+            case link.Teardown(seq):
+                self._spawn(seq, self._teardown(seq))
+
+    def _spawn(self, seq: int, coro: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await coro
+            finally:
+                self._tasks.pop(seq, None)
+
+        self._tasks[seq] = asyncio.get_running_loop().create_task(run())
+
+    async def _answer(self, message: link.Message) -> None:
+        seq: int = getattr(message, "seq")  # noqa: B009 (every request has one)
+        try:
+            value, pcm = await self._do(message)
+        except asyncio.CancelledError:
+            self.wire.send(link.Done(seq, error="cancelled"))
+            raise
+        except Exception as exc:
+            self.wire.send(
+                link.Done(seq, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            )
+            return
+        self.wire.send(link.Done(seq, value=value, pcm=pcm))
+
+    async def _do(self, message: link.Message) -> tuple[Any, bytes]:
+        match message:
+            case link.Load(_, name, distribution):
+                self.skill = find_skill(name, distribution)
+                return self._description(self.skill), b""
+            case link.Setup(_, config, language, timezone, data_dir):
+                setup = getattr(self._skill, "setup", None)
+                if setup is not None:
+                    await setup(self._context(config, language, timezone, data_dir))
+                return {"prompt_context": self.prompt_context()}, b""
+            case link.Reconfigure(_, config, language, timezone):
+                hook = getattr(self._skill, "reconfigure", None)
+                if hook is not None:
+                    await hook(self._context(config, language, timezone, self._data_dir))
+                return {"prompt_context": self.prompt_context()}, b""
+            case link.Call(_, tool, args):
+                result: object = await self._skill.handle(tool, args)
+                if not isinstance(result, ToolResult):
+                    raise TypeError(f"the skill returned {type(result).__name__}, not a ToolResult")
+                effect, pcm = self._effect(result)
+                value = {"output": result.output, "effect": effect}
+                return {**value, "prompt_context": self.prompt_context()}, pcm
+            case link.Invoke(_, ref, args, pcm):
+                callback = self._refs[ref]
+                await callback(*([pcm] if pcm else []), *args)
+                return None, b""
+        raise ValueError(f"unexpected {type(message).__name__}")
+
+    @property
+    def _skill(self) -> Skill:
+        if self.skill is None:
+            raise RuntimeError("no skill loaded")
+        return self.skill
+
+    _data_dir = "."
+
+    @staticmethod
+    def _description(skill: Skill) -> dict[str, Any]:
+        schema = getattr(skill, "config_schema", None)
+        timeouts = getattr(skill, "tool_timeouts_s", None)
+        return {
+            "tools": [
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in skill.tools
+            ],
+            "config_schema": schema if isinstance(schema, dict) else None,
+            "tool_timeouts_s": dict(timeouts) if isinstance(timeouts, dict) else {},
+            "has_prompt_context": callable(getattr(skill, "prompt_context", None)),
+        }
+
+    def prompt_context(self) -> str:
+        getter = getattr(self.skill, "prompt_context", None)
+        if getter is None:
+            return ""
+        try:
+            text: object = getter()
+        except Exception as exc:
+            return f"\0{type(exc).__name__}"  # the daemon logs it once, as in-process
+        return text if isinstance(text, str) else "\0not text"
+
+    # ---------------------------------------------------------- side effects
+
+    def _ref(self, callback: Callable[..., Awaitable[Any]]) -> int:
+        self._next_id += 1
+        self._refs[self._next_id] = callback
+        return self._next_id
+
+    def _stream(self, factory: Callable[[], AsyncIterator[bytes]]) -> int:
+        self._next_id += 1
+        self._streams[self._next_id] = factory
+        return self._next_id
+
+    def _effect(self, result: ToolResult) -> tuple[dict[str, Any] | None, bytes]:
+        effect = result.side_effect
+        if effect is None:
+            return None, b""
+        if isinstance(effect, PlaySound):
+            return {"kind": "play_sound"}, bytes(effect.pcm)
+        if isinstance(effect, AudioStream):
+            patience = effect.patience.total_seconds() if effect.patience is not None else None
+            expired = effect.on_patience_expired
+            return {
+                "kind": "audio_stream",
+                "stream": self._stream(effect.factory),
+                "on_complete_prompt": effect.on_complete_prompt,
+                "completion_silence_ms": effect.completion_silence_ms,
+                "content_type": effect.content_type.value,
+                "label": effect.label,
+                "preroll_ms": effect.preroll_ms,
+                "patience_s": patience,
+                "on_patience_expired": self._ref(expired) if expired is not None else None,
+            }, b""
+        if isinstance(effect, CancelMedia):
+            return {"kind": "cancel_media"}, b""
+        if isinstance(effect, SetVolume):
+            return {"kind": "set_volume", "level": effect.level}, b""
+        if isinstance(effect, SpeakVerbatim):
+            return {"kind": "speak_verbatim", "text": effect.text}, b""
+        if isinstance(effect, InputClaim):
+            return self.claim(effect), b""
+        raise TypeError(f"unknown side effect {type(effect).__name__}")
+
+    def claim(self, claim: InputClaim) -> dict[str, Any]:
+        """An InputClaim as the daemon rebuilds it: refs to its callbacks, a stream."""
+        source = claim.speaker_source
+        end = claim.on_claim_end
+
+        async def on_end(reason: str) -> None:
+            if end is not None:
+                await end(ClaimEndReason(reason))
+
+        return {
+            "kind": "input_claim",
+            "on_mic_frame": self._ref(claim.on_mic_frame),
+            "speaker": self._stream(lambda: source) if source is not None else None,
+            "on_claim_end": self._ref(on_end),
+            "title": claim.title,
+        }
+
+    def _open(self, stream: int, credit: int) -> None:
+        factory = self._streams.pop(stream, None)
+        if factory is None:
+            self.wire.send(link.StreamEnd(stream, error="no such stream"))
+            return
+        window = asyncio.Semaphore(credit)
+        task = asyncio.get_running_loop().create_task(self._pump(stream, factory, window))
+        self._running[stream] = (task, window)
+
+    async def _pump(
+        self, stream: int, factory: Callable[[], AsyncIterator[bytes]], window: asyncio.Semaphore
+    ) -> None:
+        """Send the stream's chunks, one per credit; close its iterator however it ends."""
+        error: str | None = None
+        iterator = factory()
+        try:
+            async for chunk in iterator:
+                await window.acquire()
+                self.wire.send(link.Chunk(stream, bytes(chunk)))
+                await self.wire.drain()
+        except asyncio.CancelledError:
+            pass  # StreamClose: closed below, its finally runs
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+            self._running.pop(stream, None)
+            self.wire.send(link.StreamEnd(stream, error=error))
+
+    # ---------------------------------------------------------- context
+
+    def _context(
+        self, config: dict[str, Any], language: str, timezone: str, data_dir: str
+    ) -> SkillContext:
+        self._data_dir = data_dir
+        wire = self.wire
+
+        async def inject_turn(
+            prompt: str,
+            /,
+            *,
+            dedup_key: str | None = None,
+            priority: InjectPriority = InjectPriority.NORMAL,
+        ) -> None:
+            await wire.request(
+                "inject_turn", prompt=prompt, dedup_key=dedup_key, priority=priority.value
+            )
+
+        async def inject_turn_and_wait(prompt: str, /, *, dedup_key: str | None = None) -> Any:
+            return await wire.request(
+                "inject_turn_and_wait", None, prompt=prompt, dedup_key=dedup_key
+            )
+
+        async def start_input_claim(claim: InputClaim, /) -> ClaimHandle:
+            claim_id = await wire.request("start_input_claim", claim=self.claim(claim))
+
+            def cancel() -> None:
+                asyncio.get_running_loop().create_task(wire.request("claim.cancel", claim=claim_id))
+
+            async def wait_end() -> ClaimEndReason:
+                return ClaimEndReason(await wire.request("claim.wait_end", None, claim=claim_id))
+
+            return ClaimHandle(_cancel=cancel, _wait_end=wait_end)
+
+        async def cancel_active_claim(*, reason: ClaimEndReason = ClaimEndReason.NATURAL) -> bool:
+            return bool(await wire.request("cancel_active_claim", reason=reason.value))
+
+        def subscribe(key: str, handler: Callable[[dict[str, Any]], Awaitable[None]], /) -> None:
+            # Sent now, so the daemon has it before anything the skill does next.
+            wire.ask("subscribe", key=key, ref=self._ref(handler))
+
+        async def emit(event: str, data: dict[str, Any] | None = None, /) -> None:
+            await wire.request("emit_server_event", event=event, data=data or {})
+
+        return SkillContext(
+            logger=LinkLogger(wire),
+            storage=LinkStorage(wire),
+            secrets=LinkSecrets(wire),
+            persona_data_dir=Path(data_dir),
+            config=config,
+            language=language,
+            timezone=timezone,
+            inject_turn=inject_turn,
+            inject_turn_and_wait=inject_turn_and_wait,
+            background_task=self.background_task,
+            start_input_claim=start_input_claim,
+            cancel_active_claim=cancel_active_claim,
+            subscribe_client_event=subscribe,
+            emit_server_event=emit,
+        )
+
+    def background_task(
+        self,
+        name: str,
+        coro_factory: CoroFactory,
+        *,
+        restart_on_crash: bool = True,
+        max_restarts_per_hour: int = 10,
+        on_permanent_failure: Callable[[PermanentFailure], Awaitable[None]] | None = None,
+    ) -> BackgroundTaskHandle:
+        """``ctx.background_task``: supervised here, restarted with backoff, said in the journal."""
+        logger = LinkLogger(self.wire)
+        loop = asyncio.get_running_loop()
+
+        async def supervise() -> None:
+            restarts = 0
+            started = loop.time()
+            while True:
+                try:
+                    await coro_factory()
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    logger.error("background_task_crashed", task=name, error=repr(exc))
+                    if (
+                        isinstance(exc, StopRetrying)
+                        or not restart_on_crash
+                        or restarts >= max_restarts_per_hour
+                    ):
+                        if on_permanent_failure is not None:
+                            failure = PermanentFailure(
+                                name, type(exc).__name__, str(exc), restarts, loop.time() - started
+                            )
+                            with contextlib.suppress(Exception):
+                                await on_permanent_failure(failure)
+                        return
+                    await asyncio.sleep(TASK_DELAYS_S[min(restarts, len(TASK_DELAYS_S) - 1)])
+                    restarts += 1
+
+        task = loop.create_task(supervise(), name=f"skill:{name}")
+        self._background.append(task)
+
+        def cancel() -> None:
+            task.cancel()
+
+        return BackgroundTaskHandle(name=name, _cancel=cancel, _done=task.done)
+
+    async def _teardown(self, seq: int) -> None:
+        error: str | None = None
+        teardown = getattr(self.skill, "teardown", None)
+        try:
+            if teardown is not None:
+                await teardown()
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        for task in self._background:
+            task.cancel()
+        self.wire.send(link.Done(seq, error=error))
+        with contextlib.suppress(Exception):
+            await self.wire.drain()
+        self.stopping.set()
+
+
+async def serve(sock: socket.socket) -> None:
+    """Answer the daemon on ``sock`` until Teardown or until the link closes."""
+    reader, writer = await asyncio.open_unix_connection(sock=sock)
+    host = Host(Link(writer))
+
+    async def read_all() -> None:
+        while True:
+            try:
+                message = await link.read(reader, link.TO_HOST)
+            except link.LinkError:
+                return  # the daemon went away: nothing to serve
+            host.receive(message)
+
+    reading = asyncio.get_running_loop().create_task(read_all())
+    stopping = asyncio.get_running_loop().create_task(host.stopping.wait())
+    await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    writer.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="huxley_skillhost")
+    parser.add_argument("--fd", type=int, help="the link's socket")
+    parser.add_argument("--inventory", action="store_true", help="print the skills as JSON")
+    args = parser.parse_args(argv)
+    if args.inventory:
+        print(json.dumps(inventory()))
+        return 0
+    if args.fd is None:
+        parser.error("--fd is required")
+    sock = socket.socket(fileno=args.fd)
+    asyncio.run(serve(sock))
+    return 0
+
+
+def inventory() -> dict[str, dict[str, Any]]:
+    """Skill name → {distribution: its ``config_schema``} in this environment.
+
+    The schema is the class attribute Huxley's skills declare (read after
+    importing the module, never instantiating the skill), so the daemon can
+    check a persona's table before the skill starts; None when there is none
+    or the module does not import (Load says why, at the start)."""
+    found: dict[str, dict[str, Any]] = {}
+    for ep in entry_points(group=GROUP):
+        dist = ep.dist.metadata["Name"] if ep.dist is not None else "(unknown distribution)"
+        try:
+            schema = getattr(ep.load(), "config_schema", None)
+        except Exception:
+            schema = None
+        found.setdefault(ep.name, {})[dist] = schema if isinstance(schema, dict) else None
+    return found

@@ -1,0 +1,428 @@
+"""Starting a skill host process, and the daemon's end of its link.
+
+:class:`Launcher` says how a host starts: the skills environment's
+interpreter, ``-P -s -m huxley_skillhost`` with :mod:`huxleyd.skillhost.hostpath`
+as its only ``PYTHONPATH``, a clean environment (nothing of the daemon's: no
+key in an environment variable reaches it), and, when the daemon is root,
+``setpriv`` to the skill user. Under systemd the daemon runs as its own
+unprivileged user with ``NoNewPrivileges=yes`` and no capabilities, so it
+cannot switch users: the host runs as the daemon's user there, and that is
+said once in the journal (``skill_host_same_user``); the unit's sandboxing
+is what it gets.
+
+:class:`HostLink` is the daemon's end of one running host: it sends
+messages, awaits answers each with its deadline, and kills the host when it
+breaks the link's rules (a bad frame, a flood) or stops answering pings.
+Nothing here ever waits on the host past a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import pwd
+import socket
+import subprocess
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from huxleyd.errors import SkillHostError
+from huxleyd.logs import get_logger
+from huxleyd.skillhost.hostpath.huxley_skillhost import link
+from huxleyd.skillhost.skillenv import SkillsEnv
+
+log = get_logger("huxleyd.skills")
+
+HOSTPATH = Path(__file__).resolve().parent / "hostpath"
+"""The child's whole ``PYTHONPATH``: the ``huxley_skillhost`` package and nothing else."""
+SKILL_USER = "huxley-skills"
+"""The user third-party skills run as (created by the image's sysusers file)."""
+INVENTORY_TIMEOUT_S = 10.0
+"""Listing the skills imports their modules (for their schemas): a module that hangs at
+import costs the start this much, then the third-party skills are left out."""
+PING_EVERY_S = 1.0
+PONG_DEADLINE_S = 2.0
+EXIT_WAIT_S = 0.8
+STDERR_LINES = 50
+"""The host's stderr lines logged per host (a crash's traceback); the rest is counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Launcher:
+    """How a skill host process starts."""
+
+    python: Path
+    uid: int | None = None
+    """Switch to this user (and ``gid``) with setpriv; None: run as this process's user."""
+    gid: int | None = None
+    user: str | None = None
+
+    def argv(self, *extra: str) -> list[str]:
+        command = [str(self.python), "-P", "-s", "-m", "huxley_skillhost", *extra]
+        if self.uid is None:
+            return command
+        return [
+            "setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--pdeathsig=KILL",
+            "--",
+            *command,
+        ]
+
+    def environ(self) -> dict[str, str]:
+        """The child's whole environment: nothing inherited from the daemon."""
+        return {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "PYTHONPATH": str(HOSTPATH),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "LANG": "C.UTF-8",
+            "HOME": "/nonexistent" if self.uid is not None else os.environ.get("HOME", "/"),
+        }
+
+
+def launcher_for(env: SkillsEnv, *, user: str = SKILL_USER, euid: int | None = None) -> Launcher:
+    """The launcher for ``env``; SkillHostError when the host cannot run safely.
+
+    As root the host runs as ``user``; a missing user is an error (a host
+    as root would defeat the point), never a silent fallback.
+    """
+    if not env.exists():
+        raise SkillHostError(f"no skills environment at {env.root} (no {env.python})")
+    if (os.geteuid() if euid is None else euid) != 0:
+        global _said_same_user
+        if not _said_same_user:
+            _said_same_user = True
+            log.warning(
+                "skill_host_same_user",
+                reason="not root: cannot switch to the skill user",
+                effect="third-party skills run as the daemon's user, in processes of their own",
+            )
+        return Launcher(env.python)
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise SkillHostError(
+            f"the skill user {user!r} does not exist (systemd-sysusers huxleyd.conf creates it); "
+            "third-party skills never run as root"
+        ) from None
+    return Launcher(env.python, entry.pw_uid, entry.pw_gid, user)
+
+
+def inventory(
+    launcher: Launcher, *, timeout_s: float = INVENTORY_TIMEOUT_S
+) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """Skill name → {distribution: its config schema}, as the skills environment's
+    own interpreter finds them.
+
+    Run by a host process (as the skill user), so no skill code runs in the
+    daemon's interpreter even to list them. SkillHostError with one line.
+    """
+    try:
+        done = subprocess.run(
+            launcher.argv("--inventory"),
+            env=launcher.environ(),
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SkillHostError(f"cannot list the skills environment's skills: {exc}") from exc
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SkillHostError(
+            f"the skills environment's interpreter failed to list skills "
+            f"(exit {done.returncode}): {last}"
+        )
+    try:
+        found = json.loads(done.stdout)
+        return {
+            str(name): {
+                str(dist): (schema if isinstance(schema, dict) else None)
+                for dist, schema in dists.items()
+            }
+            for name, dists in found.items()
+        }
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise SkillHostError(f"the skill list is not JSON: {done.stdout[:80]!r}") from exc
+
+
+_said_same_user = False
+"""``skill_host_same_user`` is said once per daemon, not once per host."""
+
+RequestHandler = Callable[[link.Request], Awaitable[Any]]
+
+
+class HostLink:
+    """One running host process and the daemon's end of its socket.
+
+    After :meth:`start`, use :meth:`ask` (a request and its answer within a
+    deadline), :meth:`send` (no answer), :meth:`open_stream`. When the host
+    dies, hangs or floods, it is killed once, every waiting :meth:`ask`
+    raises SkillHostError, and ``on_down(reason)`` is told.
+    """
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        *,
+        label: str,
+        on_request: RequestHandler,
+        on_log: Callable[[link.Log], None],
+        on_down: Callable[[str], None],
+        ping_every_s: float = PING_EVERY_S,
+        pong_deadline_s: float = PONG_DEADLINE_S,
+    ) -> None:
+        self.launcher = launcher
+        self.label = label
+        self._on_request = on_request
+        self._on_log = on_log
+        self._on_down = on_down
+        self.ping_every_s = ping_every_s
+        self.pong_deadline_s = pong_deadline_s
+        self.process: asyncio.subprocess.Process | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._seq = 0
+        self._pending: dict[int, asyncio.Future[link.Done | link.Pong]] = {}
+        self._streams: dict[int, asyncio.Queue[link.Chunk | link.StreamEnd]] = {}
+        self._credit: dict[int, int] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._gate = link.RateGate()
+        self.down: str | None = None
+        """Why the host is gone (None while it runs)."""
+        self._stopping = False
+        self.prompt_context = ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    async def start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.launcher.argv("--fd", str(theirs.fileno())),
+                pass_fds=(theirs.fileno(),),
+                env=self.launcher.environ(),
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise SkillHostError(f"cannot start the skill host: {exc}") from exc
+        finally:
+            theirs.close()
+        reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+        log.info(
+            "skill_host_started",
+            skill=self.label,
+            pid=self.process.pid,
+            user=self.launcher.user or "(the daemon's)",
+        )
+        self._spawn(self._read(reader))
+        self._spawn(self._stderr())
+        self._spawn(self._ping())
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def send(self, message: link.Message) -> None:
+        if self.down is None and self._writer is not None and not self._writer.is_closing():
+            self._writer.write(link.encode(message))
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    async def ask(
+        self, make: Callable[[int], link.Message], deadline_s: float | None
+    ) -> link.Done | link.Pong:
+        """Send ``make(seq)`` and await its answer.
+
+        Past ``deadline_s`` (None: the caller bounds it) the host is killed and
+        SkillHostError raised: a request missing its deadline means a host that
+        cannot be trusted with the next one. When the caller is cancelled
+        (a tool's budget), Cancel is sent and the host lives on.
+        """
+        if self.down is not None:
+            raise SkillHostError(self.down)
+        seq = self.next_seq()
+        future: asyncio.Future[link.Done | link.Pong] = asyncio.get_running_loop().create_future()
+        self._pending[seq] = future
+        message = make(seq)
+        self.send(message)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), deadline_s)
+        except TimeoutError:
+            self.kill(f"no answer to {type(message).__name__} within {deadline_s:g} s")
+            raise SkillHostError(self.down or "hung") from None
+        except asyncio.CancelledError:
+            if not isinstance(message, link.Ping):
+                self.send(link.Cancel(seq))
+            raise
+        finally:
+            self._pending.pop(seq, None)
+
+    def open_stream(self, stream: int) -> asyncio.Queue[link.Chunk | link.StreamEnd]:
+        """Start ``stream``; its chunks (at most the window) and its end arrive on the queue."""
+        queue: asyncio.Queue[link.Chunk | link.StreamEnd] = asyncio.Queue()
+        if self.down is not None:
+            queue.put_nowait(link.StreamEnd(stream, error=self.down))
+            return queue
+        self._streams[stream] = queue
+        self._credit[stream] = link.STREAM_WINDOW_CHUNKS
+        self.send(link.StreamOpen(stream, link.STREAM_WINDOW_CHUNKS))
+        return queue
+
+    def took_chunk(self, stream: int) -> None:
+        """The consumer took one chunk: the host may send one more."""
+        if stream in self._credit:
+            self._credit[stream] += 1
+            self.send(link.Credit(stream, 1))
+
+    def forget_stream(self, stream: int) -> None:
+        self._streams.pop(stream, None)
+        self._credit.pop(stream, None)
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        loop = asyncio.get_running_loop()
+        while self.down is None:
+            try:
+                message = await link.read(reader, link.TO_DAEMON)
+            except link.LinkError as exc:
+                self.kill(await self._why_closed(str(exc)))
+                return
+            if not self._gate.admit(loop.time()):
+                self.kill(f"flooded the link (more than {self._gate.limit_per_s} messages in 1 s)")
+                return
+            problem = self._dispatch(message)
+            if problem is not None:
+                self.kill(problem)
+                return
+
+    async def _why_closed(self, problem: str) -> str:
+        if problem != "the link closed" or self.process is None:
+            return problem
+        with contextlib.suppress(TimeoutError):
+            code = await asyncio.wait_for(self.process.wait(), EXIT_WAIT_S)
+            return f"the skill host exited (status {code})"
+        return problem
+
+    def _dispatch(self, message: link.Message) -> str | None:
+        """Route one message; a reason to kill the host when it broke a rule."""
+        match message:
+            case link.Done(seq) | link.Pong(seq):
+                if isinstance(message, link.Pong):
+                    self.prompt_context = message.prompt_context
+                future = self._pending.get(seq)
+                if future is not None and not future.done():
+                    future.set_result(message)
+            case link.Chunk(stream):
+                if stream not in self._streams:
+                    return None  # a chunk of a stream just closed
+                if self._credit[stream] <= 0:
+                    return f"sent chunks of stream {stream} beyond its credit"
+                self._credit[stream] -= 1
+                self._streams[stream].put_nowait(message)
+            case link.StreamEnd(stream):
+                queue = self._streams.pop(stream, None)
+                self._credit.pop(stream, None)
+                if queue is not None:
+                    queue.put_nowait(message)
+            case link.Request():
+                self._spawn(self._answer(message))
+            case link.Log():
+                self._on_log(message)
+        return None
+
+    async def _answer(self, request: link.Request) -> None:
+        try:
+            value = await self._on_request(request)
+        except Exception as exc:
+            self.send(link.Reply(request.seq, error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.send(link.Reply(request.seq, value=value))
+
+    async def _ping(self) -> None:
+        while self.down is None:
+            await asyncio.sleep(self.ping_every_s)
+            with contextlib.suppress(SkillHostError):
+                await self.ask(link.Ping, self.pong_deadline_s)
+
+    async def _stderr(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        shown = dropped = 0
+        async for raw in self.process.stderr:
+            if shown < STDERR_LINES:
+                shown += 1
+                line = raw.decode(errors="replace").rstrip()
+                log.warning("skill_host_stderr", skill=self.label, line=line)
+            else:
+                dropped += 1
+        if dropped:
+            log.warning("skill_host_stderr_dropped", skill=self.label, lines=dropped)
+
+    def quiet(self) -> None:
+        """From now on an end of the host is expected: ``on_down`` is not told."""
+        self._stopping = True
+
+    def kill(self, reason: str) -> None:
+        """Kill the host now (idempotent): answers fail, streams end, ``on_down`` is told."""
+        if self.down is not None:
+            return
+        self.down = reason
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        if self._writer is not None:
+            self._writer.close()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(SkillHostError(reason))
+        for stream, queue in self._streams.items():
+            queue.put_nowait(link.StreamEnd(stream, error=reason))
+        self._streams.clear()
+        self._credit.clear()
+        if self._stopping:
+            log.info("skill_host_stopped", skill=self.label, how=reason)
+            return
+        log.error("skill_host_down", skill=self.label, reason=reason)
+        self._on_down(reason)
+
+    async def stop(self, teardown_deadline_s: float = 4.0) -> None:
+        """Teardown within its deadline, the exit within :data:`EXIT_WAIT_S`; else killed.
+
+        Killed also when the caller gives up first (cancelled: the host's own
+        teardown budget, a shutdown): a host never outlives its stop."""
+        self._stopping = True
+        try:
+            if self.down is None:
+                with contextlib.suppress(SkillHostError):
+                    await self.ask(link.Teardown, teardown_deadline_s)
+            if self.process is not None and self.process.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.process.wait(), EXIT_WAIT_S)
+        finally:
+            if self.process is not None and self.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+            self.down = self.down or "stopped"
+            if self._writer is not None:
+                self._writer.close()
+            for task in list(self._tasks):
+                task.cancel()

@@ -1,0 +1,1 @@
+"""The skill host process: its link, supervision, user, and Huxley skills through it."""

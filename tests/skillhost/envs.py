@@ -1,0 +1,123 @@
+"""Skills environments for the skill host's tests: real venvs, cached between runs.
+
+A skills environment is a venv with this checkout's ``sdk/`` and skill
+wheels, as ``huxleyctl skills install`` makes one. Building one costs tens
+of seconds (pip resolves the SDK's numpy and scipy), so each is kept under
+the system's temporary folder, keyed by everything that went into it, built
+under an flock and renamed into place complete. The folder is world-readable
+(0755): the skill host runs as the skill user, who must read it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from huxleyd.skillhost.process import SKILL_USER
+from huxleyd.skillhost.skillenv import SkillsEnv
+from tests.fakes.wheels import ROOT, build_wheel
+
+CACHE = Path(tempfile.gettempdir()) / "huxleyd-skills-envs"
+PROBE = Path(__file__).with_name("probe_skill.py")
+
+
+def _sdk_key() -> str:
+    digest = hashlib.sha256(sys.version.encode())
+    for path in sorted((ROOT / "sdk").rglob("*")):
+        if path.is_file() and "egg-info" not in str(path) and "__pycache__" not in str(path):
+            digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _key(wheels: Sequence[Path]) -> str:
+    digest = hashlib.sha256(_sdk_key().encode())
+    for wheel in wheels:  # by content: a zip's timestamps change with every build
+        with zipfile.ZipFile(wheel) as zf:
+            for name in sorted(zf.namelist()):
+                digest.update(name.encode() + zf.read(name))
+    return digest.hexdigest()[:16]
+
+
+def skills_env_with(wheels: Sequence[Path]) -> SkillsEnv:
+    """A skills environment holding our SDK and ``wheels`` (built once, then reused).
+
+    The SDK's environment (pip resolving numpy and scipy: the slow part) is
+    built once per SDK and copied for each set of wheels."""
+    CACHE.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(CACHE, 0o755)
+    with (CACHE / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        base = _kept(CACHE / f"sdk-{_sdk_key()}", lambda where: _venv_with_sdk(where))
+        root = _kept(CACHE / _key(wheels), lambda where: _add_wheels(base, where, wheels))
+    return SkillsEnv(root)
+
+
+def _kept(root: Path, build: Callable[[Path], None]) -> Path:
+    """``root``, built by ``build`` into a private folder and renamed in when complete."""
+    if (root / "bin" / "python").exists():
+        return root
+    building = Path(tempfile.mkdtemp(dir=CACHE, prefix=".building-"))
+    try:
+        shutil.rmtree(building)
+        build(building)
+        os.chmod(building, 0o755)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    # venv writes its folder into scripts; the host runs `python -m`, which needs
+    # only pyvenv.cfg beside bin/python: a rename (or a copy) keeps that working.
+    shutil.rmtree(root, ignore_errors=True)
+    building.rename(root)
+    return root
+
+
+def _venv_with_sdk(where: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, str(ROOT / "sdk")], check=True, capture_output=True)
+
+
+def _add_wheels(base: Path, where: Path, wheels: Sequence[Path]) -> None:
+    shutil.copytree(base, where, symlinks=True)
+    if wheels:  # Huxley's packages say >=3.13 but run on 3.11 (tests/compat shows it)
+        pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        offline = ["--no-index", "--ignore-requires-python"]
+        subprocess.run([*pip, *offline, *map(str, wheels)], check=True)
+
+
+def probe_wheel(dest: Path) -> Path:
+    """``huxley-skill-probe``: tests/skillhost/probe_skill.py as a third-party wheel."""
+    return build_wheel(
+        dest,
+        name="huxley-skill-probe",
+        version="0.1.0",
+        files={"huxley_probe_skill.py": PROBE.read_text()},
+        requires=["huxley-sdk"],
+        skills={"probe": "huxley_probe_skill:ProbeSkill"},
+    )
+
+
+def ensure_skill_user() -> str | None:
+    """As root: the skill user exists (created with ``useradd --system`` if missing).
+
+    Returns its name, or None when not root (the host then runs as this user).
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(SKILL_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SKILL_USER],
+            check=True,
+        )
+    return SKILL_USER
