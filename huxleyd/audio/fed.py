@@ -58,6 +58,22 @@ REPORT_SLOTS = 1024
 may stall before the playout clock misses a period (counted, never waited for)."""
 
 
+HOLD_START_MS, HOLD_MIN_MS, HOLD_MAX_MS = 200, 40, 500
+"""The playout buffer's target (``_feedthread.c``'s hold_step): where it starts, its
+floor and its ceiling. It starts high enough to ride the event-loop stalls a busy
+Python thread causes at a Pi 4's CPU share (100-211 ms measured between two deltas);
+a provider streams a reply ahead of real time, so on a calm machine the target fills
+within a few ms of the first delta, and a reply whose end was written plays at once."""
+HOLD_CALM_MS = 60_000
+"""The target shrinks by a quarter per minute without a hole (a late source): a busy
+spell (a skill's work, a slow loop) lasts seconds, so the replies right after it keep
+the margin that covered it; from the ceiling to the floor takes about seven calm
+minutes."""
+HOLD_SOURCES = ("speech", "content")
+"""Whose starts are held: model speech and media. Earcons are written whole, and
+call audio (comms) is live: holding it would only add latency."""
+
+
 def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType | None) -> Any:
     """The C extension to feed the speaker with, or None: the Python mix then runs.
 
@@ -136,6 +152,17 @@ class FedOutput:
                 rate_hz=rate_hz,
                 lead_frames=lead_frames,
                 report_slots=REPORT_SLOTS,
+                hold=(
+                    HOLD_START_MS,
+                    HOLD_MIN_MS,
+                    HOLD_MAX_MS,
+                    HOLD_CALM_MS,
+                    sum(
+                        1 << i
+                        for i, name in enumerate(self._kernel.SOURCE_ORDER)
+                        if name in HOLD_SOURCES
+                    ),
+                ),
             )
             feeder.start()
         except (OSError, ValueError, TypeError) as exc:
