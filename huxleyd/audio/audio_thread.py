@@ -193,6 +193,8 @@ class AudioThread:
         self.underruns = 0
         self.speaker_dropouts = 0
         """Dropouts of devices closed since start (the open one's are its own)."""
+        self.dropout_ms = 0.0
+        """The silence those dropouts played, in ms."""
         self.source_dropouts = [0] * len(SOURCES)
         """The same per source (SOURCES order): periods it had audio queued in."""
         self.overruns = 0
@@ -231,6 +233,13 @@ class AudioThread:
         self._widenable = backend if isinstance(backend, WidenablePeriod) else None
         """The backend's ladder of longer periods, if it has one (the C callbacks)."""
         self._xrun_watch = XrunWatch()
+        self.period_steps = [0, 0]
+        """Ladder steps since start: [wider, narrower] (each a reopen)."""
+        self.reopen_silences = 0
+        """Reopens the engine chose (a ladder step) while a source had audio queued."""
+        self.reopen_silence_s = 0.0
+        """Their summed silence: the close to the open's return, plus the new stream's
+        output latency (when its first sample reaches the DAC)."""
 
     # -- lifecycle (called by the engine, not per period) -------------------------
 
@@ -344,12 +353,18 @@ class AudioThread:
         self.periods += 1
         self._wake_waiters()
         widenable = self._widenable
-        if (
-            open_
-            and widenable is not None
-            and self._xrun_watch.observe(self._clock.monotonic(), widenable.card_xruns())
-        ):
-            self._widen(widenable)
+        if open_ and widenable is not None:
+            now = self._clock.monotonic()
+            watch = self._xrun_watch
+            if watch.observe(now, widenable.card_xruns()):
+                self._widen(widenable)
+            elif widenable.widened() and watch.calm(now) and self._speaker_idle():
+                self._narrow(widenable)
+
+    def _speaker_idle(self) -> bool:
+        """No source has audio queued (whoever mixes): a reopen now is heard by nobody."""
+        fed = self.fed
+        return fed.idle() if fed is not None and fed.running else self._mixer.idle()
 
     def _idle_period(self) -> bool:
         """True when this period can take the idle path: the mixer is idle and was
@@ -569,9 +584,30 @@ class AudioThread:
         not lost: no retry wait); at the ladder's top, play on and count."""
         if not widenable.widen(self._xrun_watch.reason()):
             return
+        self.period_steps[0] += 1
+        self._step_reopen(wider=True)
+
+    def _narrow(self, widenable: WidenablePeriod) -> None:
+        """A calm stretch at a widened period, nothing playing (:mod:`.xrun_watch`):
+        one step back towards the short period, for the barge-ins' sake."""
+        if not widenable.narrow():
+            return
+        self.period_steps[1] += 1
+        self._step_reopen(wider=False)
+
+    def _step_reopen(self, *, wider: bool) -> None:
+        """Reopen at the ladder's new period; a reopen while a source had audio queued
+        is a silence the listener heard: counted, with its length."""
+        playing = not self._speaker_idle()
+        started = self._clock.monotonic()
         self._keep_counts()
         self._try_reopen()
-        self._xrun_watch.reset()
+        now = self._clock.monotonic()
+        if playing:
+            fmt = self.device_format
+            self.reopen_silences += 1
+            self.reopen_silence_s += now - started + (fmt.output_latency_s if fmt else 0.0)
+        self._xrun_watch.stepped(now, wider=wider)
 
     def _fault(self, exc: Exception) -> None:
         """A period raised (a write error on the speaker, a backend bug): close the
@@ -601,6 +637,7 @@ class AudioThread:
             self.underruns += device_under
             self.overruns += device_over
             self.speaker_dropouts += self.timed.out.dropouts()
+            self.dropout_ms += self.timed.out.dropout_ms()
             for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
                 self.source_dropouts[i] += count
 

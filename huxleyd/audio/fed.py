@@ -124,6 +124,8 @@ class FedOutput:
         self.pulled = {channel.name: False for channel in channels}
         """Per source: did any period the last :meth:`drain` took pull its samples."""
         self._output: Any = None
+        self._late_before = (0, 0.0)
+        """Late-source silences (count, ms) of the feeders already stopped."""
 
     @property
     def running(self) -> bool:
@@ -181,6 +183,7 @@ class FedOutput:
             return
         self._mixer.doorbell.on_ring = None
         state = feeder.stop()
+        self._late_before = self.late_sources()
         self.drain(None)
         self._feeder = self._output = None
         self._kernel.mixer_restore(self._channels, self._mixer, state)
@@ -215,6 +218,17 @@ class FedOutput:
     def status(self) -> dict[str, Any]:
         feeder = self._feeder
         return dict(feeder.status()) if feeder is not None else {}
+
+    def late_sources(self) -> tuple[int, float]:
+        """(count, ms) of the silences the playout buffer saw since start: a source ran
+        dry before its end and went on (its producer was late)."""
+        count, ms = self._late_before
+        feeder = self._feeder
+        if feeder is not None:
+            status = feeder.status()
+            count += int(status["holes"])
+            ms += float(status["hole_ms"])
+        return count, ms
 
     def pending(self) -> list[PeriodPulls]:
         """The periods the feeder logged and :meth:`drain` has not recorded yet,

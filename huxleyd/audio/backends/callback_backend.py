@@ -164,6 +164,20 @@ class CallbackBackend(PyAudioBackend):
         )
         return True
 
+    def narrow(self) -> bool:
+        if self._scale == 1:
+            return False
+        first = self.callback_period_ms if self.realtime is not False else self.fallback_period_ms
+        self._scale //= 2
+        self._steps.pop()
+        self._widened = (
+            f"widened from {first:g} ms to {first * self._scale:g} ms after "
+            f"{'; '.join(self._steps)}: this machine could not keep the shorter period"
+            if self._steps
+            else ""
+        )
+        return True
+
     def widened(self) -> str:
         return self._widened
 
@@ -311,6 +325,11 @@ class CallbackBackend(PyAudioBackend):
 
     def dropouts(self) -> int:
         return int(self._output.dropouts()[0]) if self._output is not None else 0
+
+    def dropout_ms(self) -> float:
+        if self._output is None or not self._out_rate:
+            return 0.0
+        return float(self._output.dropouts()[1]) * 1000.0 / self._out_rate
 
     def source_dropouts(self) -> tuple[int, ...]:
         if self._output is None:
