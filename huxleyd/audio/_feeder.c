@@ -207,6 +207,7 @@ static int take_hold(Feeder *f, PyObject *hold)
 		f->hold_on[i] = (sources >> i) & 1u;
 		f->armed[i] = f->hold_on[i]; /* nothing has played yet: the first audio is a start */
 	}
+	f->hold_cap_factor = 2;
 	f->hold_min_ns = low * 1000000LL;
 	f->hold_max_ns = high * 1000000LL;
 	f->hold_calm_ns = calm * 1000000LL;
@@ -428,7 +429,8 @@ static PyObject *Feeder_status(Feeder *f, PyObject *unused)
 	if (!feeder_open(f))
 		return NULL;
 	return Py_BuildValue(
-		"{s:K,s:K,s:K,s:K,s:I,s:i,s:i,s:i,s:d,s:K,s:K,s:d,s:K,s:K,s:d}", "periods",
+		"{s:K,s:K,s:K,s:K,s:I,s:i,s:i,s:i,s:d,s:K,s:K,s:d,s:K,s:K,s:d,s:K,s:K,s:K}",
+		"periods",
 		(unsigned long long)atomic_load(&f->periods), "full",
 		(unsigned long long)atomic_load(&f->full), "overflow",
 		(unsigned long long)atomic_load(&f->overflow), "reports_lost",
@@ -441,7 +443,10 @@ static PyObject *Feeder_status(Feeder *f, PyObject *unused)
 		(double)atomic_load(&f->hole_ns) / 1e6, "hold_grows",
 		(unsigned long long)atomic_load(&f->grows), "hold_shrinks",
 		(unsigned long long)atomic_load(&f->shrinks), "hold_ms_max",
-		(double)atomic_load(&f->hold_ns_max) / 1e6);
+		(double)atomic_load(&f->hold_ns_max) / 1e6, "released_full",
+		(unsigned long long)atomic_load(&f->released_full), "released_end",
+		(unsigned long long)atomic_load(&f->released_end), "released_late",
+		(unsigned long long)atomic_load(&f->released_late));
 }
 
 /* realtime() -> True/False once the thread ran (SCHED_FIFO?), None before */

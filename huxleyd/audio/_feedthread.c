@@ -132,8 +132,10 @@ static int source_idle(const mc_mixer *m, const mc_source *s)
  * A reply starts only when it can keep going. A holding source that ran dry (or never
  * played) is armed: its next samples are held (mc_source.held: the mixer pulls nothing,
  * a flush still drops them) until the ring holds the target's worth of audio, or the
- * first of them waited the target's time, or the producer said its audio ends there
- * (SourceRing.end_pos: a short reply plays at once). A provider streams a reply ahead
+ * producer said its audio ends there (SourceRing.end_pos: a short reply plays at once),
+ * or the first of them waited hold_cap_factor times the target (a producer that never
+ * marks its end; twice, so a start the event loop is slow to feed still waits for
+ * its audio rather than playing a first delta alone into a hole). A provider streams a reply ahead
  * of real time, so on a calm machine the target fills within a few ms of the first
  * delta; on a starved one (a busy Python thread: the event loop stalls 100-200 ms
  * between two deltas) the hold is what keeps the first delta from playing alone into
@@ -201,7 +203,11 @@ static void hold_step(Feeder *f, int64_t now)
 				hold_grow(f, now - f->dry_at[i], now);
 		}
 		int64_t waited = now - f->held_since[i];
-		if (s->write_pos - s->read_pos >= want || waited >= target || end >= s->write_pos) {
+		int full = s->write_pos - s->read_pos >= want, ended = end >= s->write_pos;
+		if (full || ended || waited >= f->hold_cap_factor * target) {
+			atomic_fetch_add_explicit(full ? &f->released_full
+						       : ended ? &f->released_end : &f->released_late,
+						  1, memory_order_relaxed);
 			f->armed[i] = 0;
 			f->held_since[i] = 0;
 			if (waited > atomic_load_explicit(&f->hold_ns_max, memory_order_relaxed))
@@ -217,7 +223,7 @@ static void hold_step(Feeder *f, int64_t now)
 			continue;
 		}
 		s->held = 1;
-		int64_t due = f->held_since[i] + target;
+		int64_t due = f->held_since[i] + f->hold_cap_factor * target;
 		if (f->hold_deadline == 0 || due < f->hold_deadline)
 			f->hold_deadline = due;
 	}

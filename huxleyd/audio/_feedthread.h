@@ -63,7 +63,7 @@ typedef struct {
 	 * (hold_on), the target's start, floor and ceiling and the calm stretch after which
 	 * it shrinks one step (ns). The rest is the feeder thread's own state. */
 	int hold_on[MC_SOURCES];
-	int64_t hold_min_ns, hold_max_ns, hold_calm_ns;
+	int64_t hold_min_ns, hold_max_ns, hold_calm_ns, hold_cap_factor;
 	int armed[MC_SOURCES];         /* 1: the next audio of this source is held */
 	int64_t held_since[MC_SOURCES]; /* when the held audio was first seen (0: none yet) */
 	int64_t dry_at[MC_SOURCES];     /* when it ran dry before its end (0: at its end) */
@@ -76,6 +76,8 @@ typedef struct {
 	 *   hold_ns_max (the longest hold). */
 	_Atomic int64_t hold_target_ns, hole_ns, hold_ns_max;
 	_Atomic uint64_t holds, holes, grows, shrinks;
+	/* how each hold ended: its target queued, its end marked, or its time cap */
+	_Atomic uint64_t released_full, released_end, released_late;
 	/* Requests: a seqlock. Written by Python only (feeder_post_requests, GIL held: one
 	 * writer at a time): req_seq odd (relaxed store, then a release fence), the words
 	 * (relaxed), req_seq even (release). Read by the feeder only (take_requests):

@@ -58,10 +58,11 @@ REPORT_SLOTS = 1024
 may stall before the playout clock misses a period (counted, never waited for)."""
 
 
-HOLD_START_MS, HOLD_MIN_MS, HOLD_MAX_MS = 200, 40, 500
+HOLD_START_MS, HOLD_MIN_MS, HOLD_MAX_MS = 300, 40, 500
 """The playout buffer's target (``_feedthread.c``'s hold_step): where it starts, its
 floor and its ceiling. It starts high enough to ride the event-loop stalls a busy
-Python thread causes at a Pi 4's CPU share (100-211 ms measured between two deltas);
+Python thread causes at a Pi 4's CPU share (100-211 ms measured between two deltas,
+268 ms at the first reply after the start);
 a provider streams a reply ahead of real time, so on a calm machine the target fills
 within a few ms of the first delta, and a reply whose end was written plays at once."""
 HOLD_CALM_MS = 60_000

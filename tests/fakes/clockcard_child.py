@@ -218,6 +218,32 @@ async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
     return {"sent_ns": sent, **describe(stats)}
 
 
+async def streamed(kind: str, rate: int, count: int, lone: int) -> dict[str, Any]:
+    """A reply as a provider streams it: 40 ms deltas handed over back to back (sent
+    ahead of real time), its end marked (drained) after the last; ``lone``: one 40 ms
+    delta alone, no end marked, nothing after it (the playout buffer's worst case:
+    it waits its target). ``sent_ns``: each reply's first delta."""
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    await asyncio.sleep(0.5)
+    sent: list[int] = []
+    speech = engine.source("speech")
+    for index in range(count):
+        await asyncio.sleep(0.3 + (index % 5) * 0.0037)  # idle, at varying phases
+        reply = tone(0.04 if lone else 0.4)
+        sent.append(time.monotonic_ns())
+        for at in range(0, len(reply), 1920):  # 40 ms of PCM16 at 24 kHz
+            await speech.write(reply[at : at + 1920], item_id=f"r{index}")
+        if lone:
+            await asyncio.sleep(0.6)
+        else:
+            await speech.drained()
+    stats = engine.stats()
+    engine.close()
+    return {"sent_ns": sent, **describe(stats)}
+
+
 async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
     engine = make_engine(kind, rate)
     engine.start()
@@ -416,6 +442,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "streamed":
+        result = asyncio.run(streamed(kind, rate, int(argv[3]), int(argv[4])))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "ladder":
