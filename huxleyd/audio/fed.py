@@ -36,14 +36,13 @@ on from where the feeder stopped while the device is lost.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from huxleyd.audio.backends.base import FeedableOutput
-from huxleyd.audio.backends.callback_backend import RT
+from huxleyd.audio.backends.callback_backend import RtTypes, load_rt
 from huxleyd.audio.chains import PlaybackChain
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer, SourceChannel
@@ -52,6 +51,9 @@ from huxleyd.audio.ring import FrameRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
 from huxleyd.pcm import RATE_HZ
+
+if TYPE_CHECKING:
+    from huxleyd.audio import _rt
 
 REPORT_SLOTS = 1024
 """Periods the report log holds (20 s of 20 ms periods): how long the audio thread
@@ -75,7 +77,9 @@ HOLD_SOURCES = ("speech", "content")
 call audio (comms) is live: holding it would only add latency."""
 
 
-def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType | None) -> Any:
+def feeder_module(
+    settings: AudioSettings, backend: object, kernel: ModuleType | None
+) -> RtTypes | None:
     """The C extension to feed the speaker with, or None: the Python mix then runs.
 
     The feeder needs ``audio.mix = "c_feeder"``, a backend whose speaker is the C
@@ -83,7 +87,7 @@ def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType |
     if settings.mix != "c_feeder" or kernel is None or not isinstance(backend, FeedableOutput):
         return None
     try:
-        return importlib.import_module(RT)
+        return load_rt()
     except ImportError:
         return None
 
@@ -93,7 +97,7 @@ class FedOutput:
 
     def __init__(
         self,
-        rtout: ModuleType,
+        rtout: RtTypes,
         kernel: ModuleType,
         mixer: Mixer,
         playout: PlayoutClock,
@@ -119,12 +123,12 @@ class FedOutput:
         # the playout clock lists sources in its own order: where each is in ours
         ours = {id(channel): i for i, channel in enumerate(channels)}
         self._clock_order = tuple(ours[id(channel)] for channel in playout.channels)
-        self._feeder: Any = None
+        self._feeder: _rt.Feeder | None = None
         self.error: str | None = None
         """Why the feeder could not start on the last open (the Python mix ran instead)."""
         self.pulled = {channel.name: False for channel in channels}
         """Per source: did any period the last :meth:`drain` took pull its samples."""
-        self._output: Any = None
+        self._output: _rt.Output | None = None
         self._late_before = (0, 0.0)
         """Late-source silences (count, ms) of the feeders already stopped."""
 
