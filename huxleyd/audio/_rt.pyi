@@ -1,4 +1,4 @@
-# The _rt extension's types (huxleyd/audio/_rtout.c, _rtin.c, _feeder.c, _sourcering.c):
+# The _rt extension's types (huxleyd/audio/csrc/_rtout.c, _rtin.c, _feeder.c, _sourcering.c):
 # the speaker's and the mic's C callbacks, the C feeder and its source rings. Buffers
 # are C-contiguous numpy arrays (int16 frames, float64 report words).
 from typing import Any

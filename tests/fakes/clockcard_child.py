@@ -236,7 +236,7 @@ async def streamed(kind: str, rate: int, count: int, lone: int) -> dict[str, Any
         for at in range(0, len(reply), 1920):  # 40 ms of PCM16 at 24 kHz
             await speech.write(reply[at : at + 1920], item_id=f"r{index}")
         if lone:
-            await asyncio.sleep(0.6)
+            await asyncio.sleep(1.5)  # twice the hold's target, and its playing
         else:
             await speech.drained()
     stats = engine.stats()

@@ -98,22 +98,28 @@ def pi4_share() -> Iterator[Path | None]:
         yield None
 
 
-def run_replies(tmp: Path, count: int) -> ReplyRun:
-    """``count`` replies of the real daemon (sim provider, the clocked card, a busy
-    Python thread in it) at a Pi 4's CPU share where a cgroup can be had."""
+def card_config(tmp: Path, scenario: str) -> tuple[ClockCard, Path]:
+    """The clocked card as the default ALSA device of ``tmp`` and a daemon config on it
+    (the callback backend, the C feeder, the sim provider at real-time pace, no
+    earcons: the recording holds the replies alone)."""
     build_plugin()
     card = write_asoundrc(tmp)
-    sounds = tmp / "sounds"  # no earcons: the recording holds the replies alone
+    sounds = tmp / "sounds"
     sounds.mkdir()
-    config = write_daemon_config(
-        tmp, scenario=replies_scenario(count), sounds_dir=sounds, sim_speed=1.0
-    )
+    config = write_daemon_config(tmp, scenario=scenario, sounds_dir=sounds, sim_speed=1.0)
     text = config.read_text().replace(
         'backend = "wav"\nspeaker_wav = "huxleyd-speaker.wav"',
         'backend = "callback"\ncapture_device = "hux_mic"\nplayback_device = "hux_spk"\n'
         "device_rate_hz = 48000",
     )
     config.write_text(text)
+    return card, config
+
+
+def run_replies(tmp: Path, count: int) -> ReplyRun:
+    """``count`` replies of the real daemon (sim provider, the clocked card, a busy
+    Python thread in it) at a Pi 4's CPU share where a cgroup can be had."""
+    card, config = card_config(tmp, replies_scenario(count))
     env = {
         "HOME": str(tmp),
         "HUXLEYD_TEST_BUSY_THREAD": "1",
