@@ -56,6 +56,7 @@ setup(
         Extension(
             "huxleyd.audio._rt",
             sources=[
+                "huxleyd/audio/csrc/_rtmodule.c",
                 "huxleyd/audio/csrc/_rtout.c",
                 "huxleyd/audio/csrc/_rtin.c",
                 "huxleyd/audio/csrc/_feeder.c",
@@ -95,11 +96,13 @@ setup(
             sources=[
                 "huxleyd/audio/csrc/_dsp.c",
                 "huxleyd/audio/csrc/_dspmix.c",
+                "huxleyd/audio/csrc/_dspbuf.c",
                 "huxleyd/audio/csrc/_mixcore.c",
                 "huxleyd/audio/csrc/_polyphase.c",
             ],
             depends=[
-                "huxleyd/audio/csrc/_dsp.h",
+                "huxleyd/audio/csrc/_dspbuf.h",
+                "huxleyd/audio/csrc/_dspmix.h",
                 "huxleyd/audio/csrc/_mixcore.h",
                 "huxleyd/audio/csrc/_polyphase.h",
             ],

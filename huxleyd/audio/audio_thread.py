@@ -1,15 +1,32 @@
 """The audio thread: the one loop that owns the sound device and runs per period.
 
-Each period (``audio.period_ms``, 20 ms by default) :meth:`AudioThread.cycle`
+**The path that runs by default** (the callback backend, ``audio.mix =
+"c_feeder"``): the speaker is not this thread's. C callbacks play and capture
+(``csrc/_rtout.c``, ``csrc/_rtin.c``) and the C feeder (:mod:`.fed`,
+``csrc/_feedthread.c``) mixes the four sources, holds each reply's start in its
+playout buffer, resamples and fills the speaker's ring, all without the GIL. Each
+period (``audio.period_ms``, 20 ms) :meth:`AudioThread.cycle` then
 
-1. reads one period from the device, takes the mic channel, resamples it to
-   the capture rate (24 kHz, or 16 kHz when a provider asks) and pushes it,
-   with its capture time, into the capture ring;
-2. pulls the four playback sources, mixes them with their gain ramps
-   (ducking, pause, flush), applies the master (software volume) gain and the
-   soft limiter, resamples to the device rate and writes the device;
-3. records what each source contributed for the playout clock, updates the
-   meters and counters, and wakes asyncio waiters that asked to be woken.
+1. reads the mic periods the capture callback queued, resamples them to the
+   capture rate (24 kHz, or 16 kHz when a provider asks) and pushes them, with
+   their capture time, into the capture ring;
+2. drains the feeder's reports (:meth:`~.fed.FedOutput.drain`) into the playout
+   clock, the meters and the sources' published fields, and the callback's DAC
+   stamps into ``played_pos``;
+3. updates the counters (the silences by cause among them), watches the card's
+   xruns for the period ladder (:mod:`.xrun_watch`: wider after repeated xruns,
+   narrower after a calm stretch) and wakes asyncio waiters that asked.
+
+Idle (nothing queued, nothing heard pending, nobody listening to the mic) it
+sleeps on the mixer's doorbell (:mod:`.idle`).
+
+**The Python mix** (``audio.mix = "python"``, the ``pyaudio`` and ``wav``
+backends, or while the device is lost): step 2 is this thread's own. It pulls
+the four playback sources, mixes them with their gain ramps (ducking, pause,
+flush) through the same C mixer core (``_dsp.mix_period``; numpy where no
+compiler built it), applies the master gain and the soft limiter, resamples to
+the device rate and writes the device (with the callback backend, its ring,
+``output_lead_ms`` ahead); it has no playout buffer.
 
 This module knows nothing of the facade asyncio calls
 (:class:`~huxleyd.audio.engine.AudioEngine`): the engine builds the shared
@@ -52,13 +69,10 @@ the mixer), the meters and the playout clock's periods.
 (gain, duck, pause, flush, the earcon gate), the timed output's pending cut,
 and the stop event; the mixer's doorbell wakes it from the idle sleep.
 
-With the callback backend (:mod:`~huxleyd.audio.backends.callback_backend`)
-the device's own deadline is not this thread's: C callbacks play from a ring
-this thread keeps ``output_lead_ms`` ahead and capture into a ring it reads
-with the GIL released. Step 2 then mixes as many periods as the lead needs
-(after idle: at once), a source's flush is also a cut the callback honours in
-its next short period (``played_ms`` answers at the fade's end at once), and
-the playout clock is published from the callback's DAC stamps.
+With the callback backend and the Python mix the Python step 2 mixes as many
+periods as the lead needs (after idle: at once). On either mix path a source's
+flush is also a cut the callback honours in its next short period (``played_ms``
+answers at the fade's end at once).
 
 **The idle path**: when no source has audio and no ramp runs (and did not
 last period either), a period is only the mixer's bookkeeping: nothing is

@@ -143,8 +143,14 @@ static int source_idle(const mc_mixer *m, const mc_source *s)
  *
  * The target follows the feed's jitter on this device, as a jitter buffer does: a
  * source that ran dry before its end (end_pos behind the ring: a late source) and then
- * went on grows it to 1.5 times that lateness (up to hold_max_ns); each hold released
- * after hold_calm_ns without a hole shrinks it by a quarter (down to hold_min_ns). */
+ * went on within HOLE_WINDOW_NS grows it to 1.5 times that lateness (up to
+ * hold_max_ns); each hold released after hold_calm_ns without a hole shrinks it by a
+ * quarter (down to hold_min_ns). */
+
+/* A dry spell longer than this, end marked or not, is a pause between two replies, not
+ * a late delta: no listener hears a second of silence as a hole inside one reply, and
+ * counting it would grow the target to its ceiling after every unmarked reply. */
+#define HOLE_WINDOW_NS 1000000000LL
 
 int64_t feeder_now_ns(void)
 {
@@ -199,6 +205,8 @@ static void hold_step(Feeder *f, int64_t now)
 			atomic_fetch_add_explicit(&f->holds, 1, memory_order_relaxed);
 			if (f->dry_at[i] && end >= s->read_pos) /* that dry spell was its end after all */
 				f->dry_at[i] = 0;
+			if (f->dry_at[i] && now - f->dry_at[i] > HOLE_WINDOW_NS)
+				f->dry_at[i] = 0; /* a pause between replies whose end nobody marked */
 			if (f->dry_at[i])
 				hold_grow(f, now - f->dry_at[i], now);
 		}
