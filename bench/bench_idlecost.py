@@ -31,19 +31,22 @@ SETTLE_S = 5.0
 """After ``daemon_started``: the session connects and the first idle sleep begins."""
 
 
-def _threads(pid: int) -> dict[str, tuple[int, int]]:
-    """Per thread name (summed over threads of that name): (on-CPU ns, context switches)."""
-    out: dict[str, tuple[int, int]] = {}
+def _threads(pid: int) -> dict[int, tuple[str, int, int]]:
+    """Per thread id: (its name, on-CPU ns, context switches). Python does not name its
+    OS threads: the main thread (the event loop) and the feeder are named here, the
+    others (the audio thread, PortAudio's callbacks, the executor's) by their id."""
+    out: dict[int, tuple[str, int, int]] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            name = (task / "comm").read_text().strip()
+            comm = (task / "comm").read_text().strip()
             ns = int((task / "schedstat").read_text().split()[0])
             status = (task / "status").read_text().splitlines()
         except OSError:  # the thread ended meanwhile
             continue
+        tid = int(task.name)
+        name = "main (event loop)" if tid == pid else comm if comm != "python" else f"tid {tid}"
         switches = sum(int(line.split()[1]) for line in status if "ctxt_switches" in line)
-        cpu, sw = out.get(name, (0, 0))
-        out[name] = (cpu + ns, sw + switches)
+        out[tid] = (name, ns, switches)
     return out
 
 
@@ -60,15 +63,16 @@ def _daemon(seconds: float) -> tuple[float, str]:
             after, wall = _threads(daemon.proc.pid), time.monotonic() - start
         finally:
             daemon.terminate()
-    used = {
-        name: (ns - before.get(name, (0, 0))[0], sw - before.get(name, (0, 0))[1])
-        for name, (ns, sw) in after.items()
+    used = {  # threads alive at both ends (one that came or went is counted where it ran)
+        tid: (name, ns - before[tid][1], sw - before[tid][2])
+        for tid, (name, ns, sw) in after.items()
+        if tid in before
     }
-    total_ns = sum(ns for ns, _ in used.values())
-    parts = sorted(used.items(), key=lambda item: -item[1][0])
+    total_ns = sum(ns for _, ns, _ in used.values())
+    parts = sorted(used.values(), key=lambda part: -part[1])
     breakdown = ", ".join(
-        f"{name} {100 * ns / max(total_ns, 1):.0f} % ({sw / wall:.0f}/s)"
-        for name, (ns, sw) in parts
+        f"{name} {100 * ns / max(total_ns, 1):.0f} % ({sw / wall:.0f} wakeups/s)"
+        for name, ns, sw in parts
         if ns > 0.02 * total_ns or sw / wall >= 5
     )
     return 100 * total_ns / 1e9 / wall, breakdown
