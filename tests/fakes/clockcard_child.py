@@ -218,11 +218,14 @@ async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
     return {"sent_ns": sent, **describe(stats)}
 
 
-async def streamed(kind: str, rate: int, count: int, lone: int) -> dict[str, Any]:
-    """A reply as a provider streams it: 40 ms deltas handed over back to back (sent
-    ahead of real time), its end marked (drained) after the last; ``lone``: one 40 ms
-    delta alone, no end marked, nothing after it (the playout buffer's worst case:
-    it waits its target). ``sent_ns``: each reply's first delta."""
+async def streamed(
+    kind: str, rate: int, count: int, lone: int, reply_ms: int = 400
+) -> dict[str, Any]:
+    """A reply as a provider streams it: ``reply_ms`` of 40 ms deltas handed over back
+    to back (sent ahead of real time), its end marked (drained) after the last;
+    ``lone``: one 40 ms delta alone, no end marked, nothing after it (the playout
+    buffer's worst case: it waits twice its target). ``sent_ns``: each reply's first
+    delta."""
     engine = make_engine(kind, rate)
     engine.start()
     engine.set_capture_active(False)
@@ -231,7 +234,7 @@ async def streamed(kind: str, rate: int, count: int, lone: int) -> dict[str, Any
     speech = engine.source("speech")
     for index in range(count):
         await asyncio.sleep(0.3 + (index % 5) * 0.0037)  # idle, at varying phases
-        reply = tone(0.04 if lone else 0.4)
+        reply = tone(0.04 if lone else reply_ms / 1000)
         sent.append(time.monotonic_ns())
         for at in range(0, len(reply), 1920):  # 40 ms of PCM16 at 24 kHz
             await speech.write(reply[at : at + 1920], item_id=f"r{index}")
@@ -443,7 +446,8 @@ def main(argv: list[str]) -> int:
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
     elif mode == "streamed":
-        result = asyncio.run(streamed(kind, rate, int(argv[3]), int(argv[4])))
+        more = [int(argv[5])] if len(argv) > 5 else []
+        result = asyncio.run(streamed(kind, rate, int(argv[3]), int(argv[4]), *more))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "ladder":
