@@ -19,7 +19,7 @@ the speaker path), the reference the Python audio thread's (``"python"``).
 (``"25 % (a Pi 4)"``) and ``HUXLEYD_BENCH_PI_BUSY`` (``1`` or ``0``) only the runs
 with or without the busy thread: ``HUXLEYD_BENCH_PI_ONLY="25 % (a" make bench``
 is one scenario. Each label also says how many silences fell while the machine
-itself stalled (:mod:`bench.witness`: a VM's host descheduling it), which no
+itself stalled (:mod:`tests.fakes.witness`: a VM's host descheduling it), which no
 engine can prevent. Needs root (a cgroup of its own); without one the rows say
 why, never a made-up figure.
 """
@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 
 from bench import Row
-from bench.witness import Witness
 from tests.fakes.clockcard import (
     ClockCardUnavailable,
     build_plugin,
@@ -46,6 +45,7 @@ from tests.fakes.clockcard import (
     write_asoundrc,
 )
 from tests.fakes.cpu_share import NoCgroup, cpu_group
+from tests.fakes.witness import Witness
 
 AREA = "pi speed"
 RATE = 48_000

@@ -27,7 +27,7 @@ def _rows() -> list[Row]:
     count = int(os.environ.get("HUXLEYD_BENCH_REPLIES_N", "50"))
     with tempfile.TemporaryDirectory() as tmp:
         run = run_replies(Path(tmp), count)
-        verdict = judge(run.samples, card_disturbances(run.card))
+        verdict = judge(run.samples, card_disturbances(run.card), run.stalls, run.card.speaker()[1])
     share = "CPU 25 % (a Pi 4)" if run.grouped else "no cgroup: the machine's full CPU"
     judged = len(verdict.holes)
     s = run.silences

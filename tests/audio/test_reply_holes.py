@@ -29,10 +29,12 @@ pytestmark = pytest.mark.clockcard
 def test_every_reply_plays_without_a_hole_with_a_busy_thread_at_a_pi4_share(
     tmp_path: Path, realtime: RealTime
 ) -> None:
-    """Judged on the replies the card kept in time: a card xrun (or the reopen the
-    period ladder makes after several) says the machine missed the clock, not that a
-    reply started too early; a run where more than a third of the replies were so
-    disturbed proves nothing and is tried again (then skipped for load)."""
+    """Judged on the replies the machine kept in time: a card xrun (or the reopen the
+    period ladder makes after several), or a hole that fell while the whole machine
+    stalled (a witness thread above the daemon's priority was held up too: a VM's
+    host), says the machine missed the clock, not that a reply started too early; a
+    run where more than a third of the replies were so disturbed proves nothing and is
+    tried again (then skipped for load)."""
     count = int(os.environ.get("HUXLEYD_REPLY_HOLES_N", "8"))
     runs = iter(range(1, 10))
 
@@ -43,7 +45,7 @@ def test_every_reply_plays_without_a_hole_with_a_busy_thread_at_a_pi4_share(
             run = run_replies(tmp, count)
         except ClockCardUnavailable as exc:
             pytest.skip(str(exc))
-        verdict = judge(run.samples, card_disturbances(run.card))
+        verdict = judge(run.samples, card_disturbances(run.card), run.stalls, run.card.speaker()[1])
         print(
             f"cgroup {'25 %' if run.grouped else 'none'}; replies {len(verdict.lengths)}; "
             f"not judged (card xrun or reopen) {verdict.disturbed}; "

@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,13 @@ import numpy as np
 from tests.e2e.process import DaemonProcess, ctl, write_daemon_config
 from tests.fakes.clockcard import ClockCard, build_plugin, write_asoundrc
 from tests.fakes.cpu_share import PI4_PERIOD_US, PI4_SHARE, NoCgroup, cpu_group
+from tests.fakes.witness import Witness
 
 RATE = 48_000
 REPLY_MS = 400
+PLAYS_ON_NS = 40_000_000
+"""How long the speaker plays on from what was queued (the feeder's 30 ms lead and the
+card's buffer): a machine stall that began that long before a hole made it."""
 BUSY_SITE = Path(__file__).resolve().parent / "busy_site"
 BETWEEN_MS = 250
 """Quiet longer than this separates two replies on the recording (the run waits
@@ -45,6 +49,8 @@ class ReplyRun:
     """The daemon ran in a CPU cgroup at a Pi 4's share (False: no cgroup here)."""
     silences: dict[str, Any]
     """``huxleyctl status``'s silences by cause, at the end of the run."""
+    stalls: list[tuple[int, int]]
+    """When the machine itself stalled (:mod:`tests.fakes.witness`: monotonic ns spans)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +87,19 @@ def reply_spans(samples: np.ndarray, *, threshold: int = 160) -> list[tuple[int,
     return [(int(a), int(b) + 1) for a, b in zip(starts, ends, strict=True)]
 
 
-def holes_in(samples: np.ndarray, start: int, end: int, *, threshold: int = 160) -> list[float]:
-    """Quiet runs longer than 1 ms inside [start, end), in ms (a 440 Hz tone at -10 dBFS
-    is below the threshold for one sample at a zero crossing)."""
+def hole_spans(
+    samples: np.ndarray, start: int, end: int, *, threshold: int = 160
+) -> list[tuple[int, int]]:
+    """Quiet runs longer than 1 ms inside [start, end): (first quiet index, samples) (a
+    440 Hz tone at -10 dBFS is below the threshold for one sample at a zero crossing)."""
     loud = np.flatnonzero(np.abs(samples[start:end].astype(np.int32)) >= threshold)
     gaps = np.diff(loud) - 1
-    return [float(g) * 1000 / RATE for g in gaps if g > RATE // 1000]
+    return [(start + int(loud[i]) + 1, int(g)) for i, g in enumerate(gaps) if g > RATE // 1000]
+
+
+def holes_in(samples: np.ndarray, start: int, end: int, *, threshold: int = 160) -> list[float]:
+    """The lengths (ms) of :func:`hole_spans`."""
+    return [n * 1000 / RATE for _, n in hole_spans(samples, start, end, threshold=threshold)]
 
 
 @contextlib.contextmanager
@@ -125,7 +138,7 @@ def run_replies(tmp: Path, count: int) -> ReplyRun:
         "HUXLEYD_TEST_BUSY_THREAD": "1",
         "PYTHONPATH": os.pathsep.join([str(BUSY_SITE), os.environ.get("PYTHONPATH", "")]),
     }
-    with pi4_share() as procs:
+    with pi4_share() as procs, Witness() as witness:
         daemon = DaemonProcess(config, env=env)
         try:
             if procs is not None:  # the whole process, every thread it has or starts
@@ -153,7 +166,9 @@ def run_replies(tmp: Path, count: int) -> ReplyRun:
     periods = card.prepared_periods(card.speaker_log)
     said.append(f"card xruns (speaker, mic) {card.xruns()}; speaker periods {periods}")
     silences = dict(status.get("xruns", {}).get("silences", {}))
-    return ReplyRun(samples, "\n".join(said), card, procs is not None, silences)
+    return ReplyRun(
+        samples, "\n".join(said), card, procs is not None, silences, list(witness.stalls)
+    )
 
 
 def card_disturbances(card: ClockCard) -> list[int]:
@@ -173,13 +188,31 @@ def card_disturbances(card: ClockCard) -> list[int]:
     return marks
 
 
-def judge(samples: np.ndarray, marks: list[int]) -> Verdict:
-    """The replies on the recording, judged where the card kept its clock."""
+def judge(
+    samples: np.ndarray,
+    marks: list[int],
+    stalls: Sequence[tuple[int, int]] = (),
+    t0: int = 0,
+) -> Verdict:
+    """The replies on the recording, judged where the machine kept its clock: a reply
+    near a card xrun or a reopen (``marks``, sample indexes) is not judged, nor one
+    whose hole fell while the machine itself stalled (``stalls``, monotonic ns; ``t0``
+    the recording's sample 0: a stall up to :data:`PLAYS_ON_NS` before a hole made it,
+    the speaker playing on from what was queued)."""
     spans = reply_spans(samples)
     near = RATE * 30 // 1000
     lengths = [round((b - a) * 1000 / RATE) for a, b in spans]
     disturbed = [
         i for i, (a, b) in enumerate(spans) if any(a - near <= m <= b + near for m in marks)
     ]
-    holes = {i: holes_in(samples, a, b) for i, (a, b) in enumerate(spans) if i not in disturbed}
-    return Verdict(lengths, holes, disturbed)
+    holes: dict[int, list[float]] = {}
+    for i, (a, b) in enumerate(spans):
+        if i in disturbed:
+            continue
+        found = hole_spans(samples, a, b)
+        at_ns = [(t0 + at * 10**9 // RATE, t0 + (at + n) * 10**9 // RATE) for at, n in found]
+        if any(s <= end and e >= start - PLAYS_ON_NS for start, end in at_ns for s, e in stalls):
+            disturbed.append(i)
+            continue
+        holes[i] = [n * 1000 / RATE for _, n in found]
+    return Verdict(lengths, holes, sorted(disturbed))
