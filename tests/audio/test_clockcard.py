@@ -322,7 +322,7 @@ def test_the_playout_buffer_holds_a_start_until_its_end_is_marked_or_twice_its_t
 
     marked, lone = realtime.kept(attempt)
     assert max(marked) <= 30, marked  # the budget: delta to the DAC, the buffer included
-    assert all(580 <= wait <= 700 for wait in lone), lone
+    assert all(580 <= wait <= 900 for wait in lone), lone  # 600 ms, and a wake-up late
 
 
 def longest_gap_ms(card: ClockCard, hold_ns: list[int], rate: int = 48000) -> float:
