@@ -28,7 +28,7 @@ setup: $(VENV)/.installed $(VENV)/.extensions
 # source would leave pytest testing the old .so. So they are rebuilt (all, with
 # --force: the tests' freshness check compares each .so with every source)
 # whenever a C source, a header or setup.py is newer than this stamp.
-EXT_SOURCES := $(wildcard huxleyd/audio/*.c huxleyd/audio/*.h) setup.py
+EXT_SOURCES := $(wildcard huxleyd/audio/csrc/*.c huxleyd/audio/csrc/*.h) setup.py
 $(VENV)/.extensions: $(VENV)/.installed $(EXT_SOURCES)
 	@echo "setup: rebuilding the C extensions (a source changed since they were built)"
 	@HUXLEYD_WERROR=1 $(PY) setup.py build_ext --inplace --force > $(VENV)/build_ext.log 2>&1 \
@@ -104,7 +104,7 @@ config-fuzz: setup
 	$(PY) -m tests.config.fuzzcases
 
 # The C extensions under AddressSanitizer + UBSan, then tests/audio (scripts/sanitize.sh);
-# after any change to huxleyd/audio/*.c or _rt.h. Rebuilds the optimised ones after.
+# after any change to huxleyd/audio/csrc/*.c or *.h. Rebuilds the optimised ones after.
 sanitize: setup clockcard
 	scripts/sanitize.sh $(PY) $(PYTEST_ARGS)
 

@@ -56,21 +56,22 @@ setup(
         Extension(
             "huxleyd.audio._rt",
             sources=[
-                "huxleyd/audio/_rtout.c",
-                "huxleyd/audio/_rtin.c",
-                "huxleyd/audio/_feeder.c",
-                "huxleyd/audio/_feedthread.c",
-                "huxleyd/audio/_sourcering.c",
-                "huxleyd/audio/_mixcore.c",
-                "huxleyd/audio/_polyphase.c",
+                "huxleyd/audio/csrc/_rtmodule.c",
+                "huxleyd/audio/csrc/_rtout.c",
+                "huxleyd/audio/csrc/_rtin.c",
+                "huxleyd/audio/csrc/_feeder.c",
+                "huxleyd/audio/csrc/_feedthread.c",
+                "huxleyd/audio/csrc/_sourcering.c",
+                "huxleyd/audio/csrc/_mixcore.c",
+                "huxleyd/audio/csrc/_polyphase.c",
             ],
             depends=[
-                "huxleyd/audio/_rt.h",
-                "huxleyd/audio/_feeder.h",
-                "huxleyd/audio/_feedthread.h",
-                "huxleyd/audio/_sourcering.h",
-                "huxleyd/audio/_mixcore.h",
-                "huxleyd/audio/_polyphase.h",
+                "huxleyd/audio/csrc/_rt.h",
+                "huxleyd/audio/csrc/_feeder.h",
+                "huxleyd/audio/csrc/_feedthread.h",
+                "huxleyd/audio/csrc/_sourcering.h",
+                "huxleyd/audio/csrc/_mixcore.h",
+                "huxleyd/audio/csrc/_polyphase.h",
             ],
             libraries=["portaudio", "m"],
             # the C feeder mixes with the same core as _dsp: numpy's rounding, no FMA
@@ -82,7 +83,7 @@ setup(
         ),
         Extension(
             "huxleyd.audio._aec",
-            sources=["huxleyd/audio/_aec.c"],
+            sources=["huxleyd/audio/csrc/_aec.c"],
             # Speex's echo canceller (libspeexdsp-dev): optional, without it the
             # wake word does not listen while the speaker plays (doctor says so)
             libraries=["speexdsp"],
@@ -93,15 +94,17 @@ setup(
         Extension(
             "huxleyd.audio._dsp",
             sources=[
-                "huxleyd/audio/_dsp.c",
-                "huxleyd/audio/_dspmix.c",
-                "huxleyd/audio/_mixcore.c",
-                "huxleyd/audio/_polyphase.c",
+                "huxleyd/audio/csrc/_dsp.c",
+                "huxleyd/audio/csrc/_dspmix.c",
+                "huxleyd/audio/csrc/_dspbuf.c",
+                "huxleyd/audio/csrc/_mixcore.c",
+                "huxleyd/audio/csrc/_polyphase.c",
             ],
             depends=[
-                "huxleyd/audio/_dsp.h",
-                "huxleyd/audio/_mixcore.h",
-                "huxleyd/audio/_polyphase.h",
+                "huxleyd/audio/csrc/_dspbuf.h",
+                "huxleyd/audio/csrc/_dspmix.h",
+                "huxleyd/audio/csrc/_mixcore.h",
+                "huxleyd/audio/csrc/_polyphase.h",
             ],
             libraries=["m"],
             # no fused multiply-add: numpy rounds every float32 operation on its own

@@ -19,26 +19,23 @@ the speaker path), the reference the Python audio thread's (``"python"``).
 (``"25 % (a Pi 4)"``) and ``HUXLEYD_BENCH_PI_BUSY`` (``1`` or ``0``) only the runs
 with or without the busy thread: ``HUXLEYD_BENCH_PI_ONLY="25 % (a" make bench``
 is one scenario. Each label also says how many silences fell while the machine
-itself stalled (:mod:`bench.witness`: a VM's host descheduling it), which no
+itself stalled (:mod:`tests.fakes.witness`: a VM's host descheduling it), which no
 engine can prevent. Needs root (a cgroup of its own); without one the rows say
 why, never a made-up figure.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from bench import Row
-from bench.witness import Witness
 from tests.fakes.clockcard import (
     ClockCardUnavailable,
     build_plugin,
@@ -47,12 +44,12 @@ from tests.fakes.clockcard import (
     speaker_silences,
     write_asoundrc,
 )
+from tests.fakes.cpu_share import NoCgroup, cpu_group
+from tests.fakes.witness import Witness
 
 AREA = "pi speed"
 RATE = 48_000
 CHILD = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "clockcard_child.py"
-V1 = Path("/sys/fs/cgroup/cpu")
-V2 = Path("/sys/fs/cgroup")
 SHARES = (  # (label, share of one core, CFS period in µs)
     ("100 %", 1.0, 10_000),
     ("50 %", 0.5, 10_000),
@@ -63,42 +60,6 @@ SHARES = (  # (label, share of one core, CFS period in µs)
 CARD_PLAYS_ON_NS = 10_000_000
 """How long the card plays on from what the callback had queued (its buffer, 7.5 ms at
 2.5 ms periods, with a margin): a stall that began that long before a silence made it."""
-RT_RUNTIME_US = 50_000
-"""SCHED_FIFO time the group may use per second (the callbacks need ~1 %)."""
-
-
-class NoCgroup(RuntimeError):
-    """No CPU cgroup can be made here (not root, or no cpu controller)."""
-
-
-@contextlib.contextmanager
-def cpu_group(share: float, period_us: int) -> Iterator[Path]:
-    """A CPU cgroup limited to ``share`` of one core; yields its ``cgroup.procs``."""
-    quota = max(1000, round(share * period_us))
-    v2 = (V2 / "cgroup.controllers").exists() and "cpu" in (V2 / "cgroup.controllers").read_text()
-    root = V2 if v2 else V1
-    if not (root / "cgroup.procs").exists():
-        raise NoCgroup("no cgroup cpu controller mounted")
-    group = root / f"huxleyd-bench-{os.getpid()}"
-    try:
-        group.mkdir()
-        if v2:
-            (group / "cpu.max").write_text(f"{quota if share < 1 else 'max'} {period_us}")
-        else:
-            (group / "cpu.cfs_period_us").write_text(str(period_us))
-            (group / "cpu.cfs_quota_us").write_text(str(quota if share < 1 else -1))
-            rt = group / "cpu.rt_runtime_us"
-            if rt.exists():
-                rt.write_text(str(RT_RUNTIME_US))
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            group.rmdir()
-        raise NoCgroup(f"cannot make a CPU cgroup: {exc}") from exc
-    try:
-        yield group / "cgroup.procs"
-    finally:
-        with contextlib.suppress(OSError):
-            group.rmdir()  # empty again once the child exited
 
 
 def _silent_share(samples: np.ndarray) -> float:

@@ -16,8 +16,8 @@ def _tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         'setup(ext_modules=[Extension(\n    "freshpkg.built",\n    sources=[]),'
         ' Extension("freshpkg.absent", sources=[])])\n'
     )
-    (tmp_path / "huxleyd" / "audio").mkdir(parents=True)
-    (tmp_path / "huxleyd" / "audio" / "_x.c").write_text("int x;\n")
+    (tmp_path / "huxleyd" / "audio" / "csrc").mkdir(parents=True)
+    (tmp_path / "huxleyd" / "audio" / "csrc" / "_x.c").write_text("int x;\n")
     pkg = tmp_path / "site" / "freshpkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -50,7 +50,7 @@ def test_a_fresh_extension_passes_and_a_missing_one_fails_only_when_required(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _tree(tmp_path, monkeypatch)
-    for source in (root / "setup.py", root / "huxleyd" / "audio" / "_x.c"):
+    for source in (root / "setup.py", root / "huxleyd" / "audio" / "csrc" / "_x.c"):
         _age(source, 60)
     states = inspect_extensions(root)
     assert problems(states, require=False) == []

@@ -142,6 +142,7 @@ class RuntimeControl:
                 card_underruns=stats.card_underruns,
                 speaker_dropouts=stats.speaker_dropouts,
                 source_gaps=stats.source_gaps,
+                silences=stats.silences.to_dict(),
             ),
             last_turn_timings_ms=last.timings_ms() if last else {},
             last_turn_id=last.turn_id if last else None,
@@ -217,7 +218,11 @@ class RuntimeControl:
         engine = self._rt.built.engine
         while True:
             stats = engine.stats()
-            yield LevelsSample(mic_dbfs=stats.input_rms_dbfs, output_dbfs=stats.output_rms_dbfs)
+            yield LevelsSample(
+                mic_dbfs=stats.input_rms_dbfs,
+                output_dbfs=stats.output_rms_dbfs,
+                silences=stats.silences.count,
+            )
             await asyncio.sleep(0.1)
 
     async def watch(self) -> AsyncIterator[WatchEvent]:

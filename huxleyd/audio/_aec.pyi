@@ -1,4 +1,4 @@
-# Speex's echo canceller (huxleyd/audio/_aec.c).
+# Speex's echo canceller (huxleyd/audio/csrc/_aec.c).
 class Canceller:
     def __init__(
         self, frame: int, filter_length: int, rate_hz: int, suppress: bool = True

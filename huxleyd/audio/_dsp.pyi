@@ -1,4 +1,4 @@
-# The C kernel's signatures (huxleyd/audio/_dsp.c); buffers are C-contiguous numpy arrays.
+# The C kernel's signatures (huxleyd/audio/csrc/_dsp.c); buffers are C-contiguous numpy arrays.
 from typing import Any
 
 def mix_source(

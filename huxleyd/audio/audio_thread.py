@@ -1,15 +1,32 @@
 """The audio thread: the one loop that owns the sound device and runs per period.
 
-Each period (``audio.period_ms``, 20 ms by default) :meth:`AudioThread.cycle`
+**The path that runs by default** (the callback backend, ``audio.mix =
+"c_feeder"``): the speaker is not this thread's. C callbacks play and capture
+(``csrc/_rtout.c``, ``csrc/_rtin.c``) and the C feeder (:mod:`.fed`,
+``csrc/_feedthread.c``) mixes the four sources, holds each reply's start in its
+playout buffer, resamples and fills the speaker's ring, all without the GIL. Each
+period (``audio.period_ms``, 20 ms) :meth:`AudioThread.cycle` then
 
-1. reads one period from the device, takes the mic channel, resamples it to
-   the capture rate (24 kHz, or 16 kHz when a provider asks) and pushes it,
-   with its capture time, into the capture ring;
-2. pulls the four playback sources, mixes them with their gain ramps
-   (ducking, pause, flush), applies the master (software volume) gain and the
-   soft limiter, resamples to the device rate and writes the device;
-3. records what each source contributed for the playout clock, updates the
-   meters and counters, and wakes asyncio waiters that asked to be woken.
+1. reads the mic periods the capture callback queued, resamples them to the
+   capture rate (24 kHz, or 16 kHz when a provider asks) and pushes them, with
+   their capture time, into the capture ring;
+2. drains the feeder's reports (:meth:`~.fed.FedOutput.drain`) into the playout
+   clock, the meters and the sources' published fields, and the callback's DAC
+   stamps into ``played_pos``;
+3. updates the counters (the silences by cause among them), watches the card's
+   xruns for the period ladder (:mod:`.xrun_watch`: wider after repeated xruns,
+   narrower after a calm stretch) and wakes asyncio waiters that asked.
+
+Idle (nothing queued, nothing heard pending, nobody listening to the mic) it
+sleeps on the mixer's doorbell (:mod:`.idle`).
+
+**The Python mix** (``audio.mix = "python"``, the ``pyaudio`` and ``wav``
+backends, or while the device is lost): step 2 is this thread's own. It pulls
+the four playback sources, mixes them with their gain ramps (ducking, pause,
+flush) through the same C mixer core (``_dsp.mix_period``; numpy where no
+compiler built it), applies the master gain and the soft limiter, resamples to
+the device rate and writes the device (with the callback backend, its ring,
+``output_lead_ms`` ahead); it has no playout buffer.
 
 This module knows nothing of the facade asyncio calls
 (:class:`~huxleyd.audio.engine.AudioEngine`): the engine builds the shared
@@ -52,13 +69,10 @@ the mixer), the meters and the playout clock's periods.
 (gain, duck, pause, flush, the earcon gate), the timed output's pending cut,
 and the stop event; the mixer's doorbell wakes it from the idle sleep.
 
-With the callback backend (:mod:`~huxleyd.audio.backends.callback_backend`)
-the device's own deadline is not this thread's: C callbacks play from a ring
-this thread keeps ``output_lead_ms`` ahead and capture into a ring it reads
-with the GIL released. Step 2 then mixes as many periods as the lead needs
-(after idle: at once), a source's flush is also a cut the callback honours in
-its next short period (``played_ms`` answers at the fade's end at once), and
-the playout clock is published from the callback's DAC stamps.
+With the callback backend and the Python mix the Python step 2 mixes as many
+periods as the lead needs (after idle: at once). On either mix path a source's
+flush is also a cut the callback honours in its next short period (``played_ms``
+answers at the fade's end at once).
 
 **The idle path**: when no source has audio and no ramp runs (and did not
 last period either), a period is only the mixer's bookkeeping: nothing is
@@ -193,6 +207,8 @@ class AudioThread:
         self.underruns = 0
         self.speaker_dropouts = 0
         """Dropouts of devices closed since start (the open one's are its own)."""
+        self.dropout_ms = 0.0
+        """The silence those dropouts played, in ms."""
         self.source_dropouts = [0] * len(SOURCES)
         """The same per source (SOURCES order): periods it had audio queued in."""
         self.overruns = 0
@@ -231,6 +247,13 @@ class AudioThread:
         self._widenable = backend if isinstance(backend, WidenablePeriod) else None
         """The backend's ladder of longer periods, if it has one (the C callbacks)."""
         self._xrun_watch = XrunWatch()
+        self.period_steps = [0, 0]
+        """Ladder steps since start: [wider, narrower] (each a reopen)."""
+        self.reopen_silences = 0
+        """Reopens the engine chose (a ladder step) while a source had audio queued."""
+        self.reopen_silence_s = 0.0
+        """Their summed silence: the close to the open's return, plus the new stream's
+        output latency (when its first sample reaches the DAC)."""
 
     # -- lifecycle (called by the engine, not per period) -------------------------
 
@@ -344,12 +367,18 @@ class AudioThread:
         self.periods += 1
         self._wake_waiters()
         widenable = self._widenable
-        if (
-            open_
-            and widenable is not None
-            and self._xrun_watch.observe(self._clock.monotonic(), widenable.card_xruns())
-        ):
-            self._widen(widenable)
+        if open_ and widenable is not None:
+            now = self._clock.monotonic()
+            watch = self._xrun_watch
+            if watch.observe(now, widenable.card_xruns()):
+                self._widen(widenable)
+            elif widenable.widened() and watch.calm(now) and self._speaker_idle():
+                self._narrow(widenable)
+
+    def _speaker_idle(self) -> bool:
+        """No source has audio queued (whoever mixes): a reopen now is heard by nobody."""
+        fed = self.fed
+        return fed.idle() if fed is not None and fed.running else self._mixer.idle()
 
     def _idle_period(self) -> bool:
         """True when this period can take the idle path: the mixer is idle and was
@@ -569,9 +598,30 @@ class AudioThread:
         not lost: no retry wait); at the ladder's top, play on and count."""
         if not widenable.widen(self._xrun_watch.reason()):
             return
+        self.period_steps[0] += 1
+        self._step_reopen(wider=True)
+
+    def _narrow(self, widenable: WidenablePeriod) -> None:
+        """A calm stretch at a widened period, nothing playing (:mod:`.xrun_watch`):
+        one step back towards the short period, for the barge-ins' sake."""
+        if not widenable.narrow():
+            return
+        self.period_steps[1] += 1
+        self._step_reopen(wider=False)
+
+    def _step_reopen(self, *, wider: bool) -> None:
+        """Reopen at the ladder's new period; a reopen while a source had audio queued
+        is a silence the listener heard: counted, with its length."""
+        playing = not self._speaker_idle()
+        started = self._clock.monotonic()
         self._keep_counts()
         self._try_reopen()
-        self._xrun_watch.reset()
+        now = self._clock.monotonic()
+        if playing:
+            fmt = self.device_format
+            self.reopen_silences += 1
+            self.reopen_silence_s += now - started + (fmt.output_latency_s if fmt else 0.0)
+        self._xrun_watch.stepped(now, wider=wider)
 
     def _fault(self, exc: Exception) -> None:
         """A period raised (a write error on the speaker, a backend bug): close the
@@ -601,6 +651,7 @@ class AudioThread:
             self.underruns += device_under
             self.overruns += device_over
             self.speaker_dropouts += self.timed.out.dropouts()
+            self.dropout_ms += self.timed.out.dropout_ms()
             for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
                 self.source_dropouts[i] += count
 

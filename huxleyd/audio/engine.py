@@ -39,7 +39,14 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
-from huxleyd.audio.types import SOURCES, DeviceState, EngineStats, MicFrame, SourceName
+from huxleyd.audio.types import (
+    SOURCES,
+    DeviceState,
+    EngineStats,
+    MicFrame,
+    Silences,
+    SourceName,
+)
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.logs import get_logger
@@ -113,6 +120,7 @@ class AudioEngine:
         self._closed = False
         self._listeners: list[StateListener] = []
         self._widened_logged = ""
+        self._steps_logged = (0, 0)
         self._audio_thread = AudioThread(
             backend,
             settings=settings,
@@ -304,12 +312,14 @@ class AudioEngine:
         audio = self._audio_thread
         underruns, overruns = audio.underruns, audio.overruns
         dropouts = audio.speaker_dropouts
+        dropout_ms = audio.dropout_ms
         by_source = list(audio.source_dropouts)
         if audio.timed is not None and audio.device_state is DeviceState.OPEN:
             device_under, device_over = audio.timed.out.xrun_counts()
             underruns += device_under
             overruns += device_over
             dropouts += audio.timed.out.dropouts()
+            dropout_ms += audio.timed.out.dropout_ms()
             for i, count in enumerate(audio.timed.out.source_dropouts()[: len(SOURCES)]):
                 by_source[i] += count
         return EngineStats(
@@ -333,6 +343,22 @@ class AudioEngine:
             faults=audio.faults,
             last_fault=audio.last_fault,
             period_widened=self._widened(),
+            period_steps=(audio.period_steps[0], audio.period_steps[1]),
+            silences=self._silences(underruns - dropouts, dropouts, dropout_ms),
+        )
+
+    def _silences(self, card_xruns: int, dropouts: int, dropout_ms: float) -> Silences:
+        """Every silence heard inside a reply, by cause (:class:`Silences`)."""
+        audio = self._audio_thread
+        late, late_ms = audio.fed.late_sources() if audio.fed is not None else (0, 0.0)
+        return Silences(
+            card_xruns=card_xruns,
+            dry_ring=dropouts,
+            dry_ring_ms=dropout_ms,
+            late_source=late,
+            late_source_ms=late_ms,
+            reopens=audio.reopen_silences,
+            reopen_ms=audio.reopen_silence_s * 1000.0,
         )
 
     def _widened(self) -> str:
@@ -377,9 +403,19 @@ class AudioEngine:
                 output_latency_ms=round(fmt.output_latency_s * 1000, 1),
             )
             widened = self._widened()
-            if widened and widened != self._widened_logged:
-                self._widened_logged = widened
-                log.warning("audio_period_widened", why=widened)
+            wider, narrower = self._audio_thread.period_steps
+            if widened and widened != self._widened_logged and wider > self._steps_logged[0]:
+                log.warning("audio_period_widened", why=widened, wider=wider, narrower=narrower)
+            elif narrower > self._steps_logged[1]:
+                log.info(
+                    "audio_period_narrowed",
+                    why="no card xrun for a calm stretch, nothing playing",
+                    now=widened or "the first period",
+                    wider=wider,
+                    narrower=narrower,
+                )
+            self._widened_logged = widened
+            self._steps_logged = (wider, narrower)
         for listener in list(self._listeners):
             listener(state)
 

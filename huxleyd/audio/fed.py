@@ -36,14 +36,13 @@ on from where the feeder stopped while the device is lost.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from huxleyd.audio.backends.base import FeedableOutput
-from huxleyd.audio.backends.callback_backend import RT
+from huxleyd.audio.backends.callback_backend import RtTypes, load_rt
 from huxleyd.audio.chains import PlaybackChain
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mixer import Mixer, SourceChannel
@@ -53,12 +52,34 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
 from huxleyd.pcm import RATE_HZ
 
+if TYPE_CHECKING:
+    from huxleyd.audio import _rt
+
 REPORT_SLOTS = 1024
 """Periods the report log holds (20 s of 20 ms periods): how long the audio thread
 may stall before the playout clock misses a period (counted, never waited for)."""
 
 
-def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType | None) -> Any:
+HOLD_START_MS, HOLD_MIN_MS, HOLD_MAX_MS = 300, 40, 500
+"""The playout buffer's target (``_feedthread.c``'s hold_step): where it starts, its
+floor and its ceiling. It starts high enough to ride the event-loop stalls a busy
+Python thread causes at a Pi 4's CPU share (100-211 ms measured between two deltas,
+268 ms at the first reply after the start);
+a provider streams a reply ahead of real time, so on a calm machine the target fills
+within a few ms of the first delta, and a reply whose end was written plays at once."""
+HOLD_CALM_MS = 60_000
+"""The target shrinks by a quarter per minute without a hole (a late source): a busy
+spell (a skill's work, a slow loop) lasts seconds, so the replies right after it keep
+the margin that covered it; from the ceiling to the floor takes about seven calm
+minutes."""
+HOLD_SOURCES = ("speech", "content")
+"""Whose starts are held: model speech and media. Earcons are written whole, and
+call audio (comms) is live: holding it would only add latency."""
+
+
+def feeder_module(
+    settings: AudioSettings, backend: object, kernel: ModuleType | None
+) -> RtTypes | None:
     """The C extension to feed the speaker with, or None: the Python mix then runs.
 
     The feeder needs ``audio.mix = "c_feeder"``, a backend whose speaker is the C
@@ -66,7 +87,7 @@ def feeder_module(settings: AudioSettings, backend: object, kernel: ModuleType |
     if settings.mix != "c_feeder" or kernel is None or not isinstance(backend, FeedableOutput):
         return None
     try:
-        return importlib.import_module(RT)
+        return load_rt()
     except ImportError:
         return None
 
@@ -76,7 +97,7 @@ class FedOutput:
 
     def __init__(
         self,
-        rtout: ModuleType,
+        rtout: RtTypes,
         kernel: ModuleType,
         mixer: Mixer,
         playout: PlayoutClock,
@@ -102,12 +123,14 @@ class FedOutput:
         # the playout clock lists sources in its own order: where each is in ours
         ours = {id(channel): i for i, channel in enumerate(channels)}
         self._clock_order = tuple(ours[id(channel)] for channel in playout.channels)
-        self._feeder: Any = None
+        self._feeder: _rt.Feeder | None = None
         self.error: str | None = None
         """Why the feeder could not start on the last open (the Python mix ran instead)."""
         self.pulled = {channel.name: False for channel in channels}
         """Per source: did any period the last :meth:`drain` took pull its samples."""
-        self._output: Any = None
+        self._output: _rt.Output | None = None
+        self._late_before = (0, 0.0)
+        """Late-source silences (count, ms) of the feeders already stopped."""
 
     @property
     def running(self) -> bool:
@@ -136,6 +159,17 @@ class FedOutput:
                 rate_hz=rate_hz,
                 lead_frames=lead_frames,
                 report_slots=REPORT_SLOTS,
+                hold=(
+                    HOLD_START_MS,
+                    HOLD_MIN_MS,
+                    HOLD_MAX_MS,
+                    HOLD_CALM_MS,
+                    sum(
+                        1 << i
+                        for i, name in enumerate(self._kernel.SOURCE_ORDER)
+                        if name in HOLD_SOURCES
+                    ),
+                ),
             )
             feeder.start()
         except (OSError, ValueError, TypeError) as exc:
@@ -154,6 +188,7 @@ class FedOutput:
             return
         self._mixer.doorbell.on_ring = None
         state = feeder.stop()
+        self._late_before = self.late_sources()
         self.drain(None)
         self._feeder = self._output = None
         self._kernel.mixer_restore(self._channels, self._mixer, state)
@@ -188,6 +223,17 @@ class FedOutput:
     def status(self) -> dict[str, Any]:
         feeder = self._feeder
         return dict(feeder.status()) if feeder is not None else {}
+
+    def late_sources(self) -> tuple[int, float]:
+        """(count, ms) of the silences the playout buffer saw since start: a source ran
+        dry before its end and went on (its producer was late)."""
+        count, ms = self._late_before
+        feeder = self._feeder
+        if feeder is not None:
+            status = feeder.status()
+            count += int(status["holes"])
+            ms += float(status["hole_ms"])
+        return count, ms
 
     def pending(self) -> list[PeriodPulls]:
         """The periods the feeder logged and :meth:`drain` has not recorded yet,

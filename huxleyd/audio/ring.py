@@ -169,6 +169,11 @@ class SampleRing:
             self.on_write()
         return count
 
+    def mark_end(self) -> None:
+        """The producer's audio ends here for now (a reply's last delta is written):
+        a held start plays at once, and running dry here is the end, not a late source.
+        Only the C feeder's playout buffer listens (:class:`SharedSampleRing`)."""
+
     # -- consumer side (audio thread) ---------------------------------------
 
     def read_into(self, dst: Float32Array | Int16Array, offset: int, count: int) -> int:
@@ -237,6 +242,11 @@ class SharedSampleRing(SampleRing):
     @read_pos.setter
     def read_pos(self, value: int) -> None:
         self.shared.read_pos = value
+
+    def mark_end(self) -> None:
+        self.shared.end_pos = self.write_pos
+        if self.on_write is not None:  # the feeder looks now: a held start plays
+            self.on_write()
 
 
 class FrameRing:

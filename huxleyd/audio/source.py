@@ -144,8 +144,12 @@ class PlaybackSource:
     async def drained(self) -> None:
         """Return once everything written so far has been heard (or flushed).
 
-        Raises :class:`AudioError` if the engine closes first.
+        Waiting for the end says the audio ends here: the playout buffer (the C
+        feeder's) plays a start it still holds at once, and counts running dry here
+        as the end, not as a late source. Raises :class:`AudioError` if the engine
+        closes first.
         """
+        self._ring.mark_end()
         await self.wait_played(self._ring.write_pos)
 
     async def wait_played(self, position: int) -> None:

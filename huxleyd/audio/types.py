@@ -79,6 +79,46 @@ class DeviceState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class Silences:
+    """Every silence the listener could hear inside a reply, once each, by cause: the
+    one place they are counted (``huxleyctl status``, ``levels`` and the bench read
+    it). Lengths come from the stamps of whoever saw the silence: the callback's
+    frames of zeros (a dry ring), the C feeder's clock from a source running dry to
+    its next sample (a late source), the engine's clock around a reopen plus the new
+    stream's latency to the DAC (a reopen). A card xrun is at most one device period
+    (the budget), its length is not stamped."""
+
+    card_xruns: int = 0
+    """The card's own xruns on the speaker (its callback was late: the CPU)."""
+    dry_ring: int = 0
+    """Device periods the callback's ring ran dry while a source had audio queued
+    (the feeder, or the Python mix, was late)."""
+    dry_ring_ms: float = 0.0
+    late_source: int = 0
+    """A source ran dry before its end and went on (the producer was late: a
+    delta held up by a stalled event loop)."""
+    late_source_ms: float = 0.0
+    reopens: int = 0
+    """Reopens of the speaker (a step of the period ladder) while audio was queued."""
+    reopen_ms: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return self.card_xruns + self.dry_ring + self.late_source + self.reopens
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "card_xruns": self.card_xruns,
+            "dry_ring": self.dry_ring,
+            "dry_ring_ms": round(self.dry_ring_ms, 1),
+            "late_source": self.late_source,
+            "late_source_ms": round(self.late_source_ms, 1),
+            "reopens": self.reopens,
+            "reopen_ms": round(self.reopen_ms, 1),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class EngineStats:
     """A snapshot of the engine's health, for the watchdog and ``huxleyctl``.
 
@@ -123,6 +163,10 @@ class EngineStats:
     period_widened: str = ""
     """Why the device runs a longer period than its first (the card xran again and
     again: this machine could not keep it), or empty (:mod:`~huxleyd.audio.xrun_watch`)."""
+    period_steps: tuple[int, int] = (0, 0)
+    """Steps of the period ladder since start: (wider, narrower), each a reopen."""
+    silences: Silences = Silences()
+    """Every silence heard inside a reply, by cause (see :class:`Silences`)."""
 
     @property
     def card_underruns(self) -> int:

@@ -20,6 +20,17 @@ one period, and a longer period would not have saved them; the reopen would
 only cost a gap (measured: 167 ms at a Pi 4's share of this machine, where a
 burst of five in 1.3 s widened the period). A machine out of its depth xruns
 period after period.
+
+The ladder narrows again after a calm stretch: :data:`NARROW_CALM_S` without one
+card xrun at the wider period, and only while nothing plays (the reopen's gap is
+then heard by nobody), steps back one period. A stretch of host stalls (a VM's
+neighbour, an upgrade running) lasts seconds to a minute; two calm minutes are
+twelve windows of :data:`XRUN_WINDOW_S` without a single xrun, the evidence that it
+is over. Measured before this rule: five ~8 ms stalls within 10 s widened 2.5 → 5 ms
+and every barge-in of the next 19.9 minutes was a period slower. A narrowing that
+the card answers with a widening again within the calm stretch doubles the stretch
+the next one needs (up to :data:`NARROW_CALM_MAX_S`): a machine that truly cannot
+keep the short period is not reopened every two minutes.
 """
 
 from __future__ import annotations
@@ -33,6 +44,12 @@ XRUN_WINDOW_S = 10.0
 several a second (the emulated Pi: 9 a second)."""
 
 
+NARROW_CALM_S = 120.0
+"""Seconds without a card xrun at a widened period before it narrows one step."""
+NARROW_CALM_MAX_S = 3600.0
+"""The longest calm stretch a narrowing waits for after failed ones (doubling)."""
+
+
 class XrunWatch:
     """Counts the periods in which the card xran against a window; the audio thread
     feeds it once a period.
@@ -41,19 +58,42 @@ class XrunWatch:
     never allocates: the last ``limit`` times sit in a fixed ring.
     """
 
-    __slots__ = ("_next", "_seen", "_span_s", "_times", "limit", "window_s")
+    __slots__ = (
+        "_narrowed_at",
+        "_next",
+        "_quiet_since",
+        "_seen",
+        "_span_s",
+        "_times",
+        "calm_s",
+        "limit",
+        "needed_calm_s",
+        "window_s",
+    )
 
-    def __init__(self, *, limit: int = XRUN_LIMIT, window_s: float = XRUN_WINDOW_S) -> None:
-        if limit < 1 or window_s <= 0:
+    def __init__(
+        self,
+        *,
+        limit: int = XRUN_LIMIT,
+        window_s: float = XRUN_WINDOW_S,
+        calm_s: float = NARROW_CALM_S,
+    ) -> None:
+        if limit < 1 or window_s <= 0 or calm_s <= 0:
             raise ValueError(
-                f"XrunWatch needs limit >= 1 and window_s > 0, got {limit}, {window_s}"
+                f"XrunWatch needs limit >= 1, window_s > 0 and calm_s > 0, got {limit}, "
+                f"{window_s}, {calm_s}"
             )
         self.limit = limit
         self.window_s = window_s
+        self.calm_s = calm_s
+        self.needed_calm_s = calm_s
+        """The calm stretch the next narrowing waits for (doubled by failed ones)."""
         self._times = [-math.inf] * limit
         self._next = 0
         self._seen = 0
         self._span_s = 0.0
+        self._quiet_since = 0.0
+        self._narrowed_at = -math.inf
 
     def observe(self, now_s: float, xruns: int) -> bool:
         """Take the card's xrun count since the device opened (cumulative), at
@@ -63,6 +103,7 @@ class XrunWatch:
             self._seen = xruns  # unchanged, or a reopen restarted the device's count
             return False
         self._seen = xruns
+        self._quiet_since = now_s
         times, limit = self._times, self.limit
         times[self._next] = now_s
         self._next = (self._next + 1) % limit
@@ -75,6 +116,20 @@ class XrunWatch:
     def reason(self) -> str:
         """What the last True of :meth:`observe` saw, for the log and doctor."""
         return f"card xruns in {self.limit} periods within {self._span_s:.1f} s"
+
+    def calm(self, now_s: float) -> bool:
+        """No card xrun for the calm stretch: a widened period may narrow one step."""
+        return now_s - self._quiet_since >= self.needed_calm_s
+
+    def stepped(self, now_s: float, *, wider: bool) -> None:
+        """The period changed (a reopen): count xruns from 0 and calm from now. A
+        widening within a calm stretch of the last narrowing doubles the next stretch."""
+        if wider and now_s - self._narrowed_at < self.needed_calm_s:
+            self.needed_calm_s = min(2 * self.needed_calm_s, NARROW_CALM_MAX_S)
+        if not wider:
+            self._narrowed_at = now_s
+        self.reset()
+        self._quiet_since = now_s
 
     def reset(self) -> None:
         """Forget every xrun seen (a device opened anew counts from 0)."""

@@ -77,9 +77,15 @@ class XrunCounts:
     (what feeds it was late)."""
     source_gaps: int = 0
     """Of ``underruns``: a source ran dry inside an item (its producer was late)."""
+    silences: Mapping[str, float] = field(default_factory=dict)
+    """Every silence heard inside a reply, by cause, counted once
+    (:class:`huxleyd.audio.types.Silences` as a dict: ``card_xruns``, ``dry_ring``
+    and ``dry_ring_ms``, ``late_source`` and ``late_source_ms``, ``reopens`` and
+    ``reopen_ms``); empty from an older daemon."""
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         return {
+            "silences": dict(self.silences),
             "underruns": self.underruns,
             "overruns": self.overruns,
             "late_periods": self.late_periods,
@@ -94,7 +100,10 @@ class XrunCounts:
         what = "status xruns"
         # an older daemon sends no breakdown of its underruns: none is claimed
         parts = {k: _get(d, k, int, what) for k in SPLIT_UNDERRUNS if k in d}
+        raw = _get(d, "silences", dict, what) if "silences" in d else {}
+        silences = {str(k): _number(raw, k, f"{what} silences") for k in raw}
         return cls(
+            silences=silences,
             underruns=_get(d, "underruns", int, what),
             overruns=_get(d, "overruns", int, what),
             late_periods=_get(d, "late_periods", int, what),
@@ -281,11 +290,14 @@ class LevelsSample:
 
     mic_dbfs: float
     output_dbfs: float
+    silences: int = 0
+    """Silences heard inside replies since start, every cause (see ``XrunCounts.silences``)."""
 
     def to_dict(self) -> dict[str, float]:
         return {
             "mic_dbfs": _clamp_dbfs(self.mic_dbfs),
             "output_dbfs": _clamp_dbfs(self.output_dbfs),
+            "silences": self.silences,
         }
 
     @classmethod
@@ -294,6 +306,7 @@ class LevelsSample:
         return cls(
             _number(d, "mic_dbfs", what),
             _number(d, "output_dbfs", what),
+            _get(d, "silences", int, what) if "silences" in d else 0,
         )
 
 

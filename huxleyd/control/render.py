@@ -108,7 +108,30 @@ def xruns_in_words(x: XrunCounts) -> str:
     )
     if x.underruns and any(n for n, _ in split):
         parts[0] += " [" + ", ".join(f"{n} {where}" for n, where in split if n) + "]"
+    heard = silences_in_words(x.silences)
+    if heard:
+        parts.append(heard)
     return "; ".join(parts) if parts else "no glitches since start"
+
+
+SILENCE_CAUSES = (
+    ("card_xruns", "", "card xrun"),
+    ("dry_ring", "dry_ring_ms", "dry ring (the mix was late)"),
+    ("late_source", "late_source_ms", "late source (a delta was late)"),
+    ("reopens", "reopen_ms", "reopen"),
+)
+"""The causes of :class:`huxleyd.audio.types.Silences`, with their lengths' keys."""
+
+
+def silences_in_words(silences: Mapping[str, float]) -> str:
+    """ "silences heard inside replies: 2 late source (45 ms), 1 reopen (60 ms)", or ""."""
+    parts = []
+    for key, ms_key, label in SILENCE_CAUSES:
+        count = int(silences.get(key, 0))
+        if count:
+            ms = f" ({silences[ms_key]:g} ms)" if ms_key in silences else ""
+            parts.append(f"{count} {label}{ms}")
+    return "silences heard inside replies: " + ", ".join(parts) if parts else ""
 
 
 LINK_CLEAN = "no stalls since start"
@@ -212,7 +235,8 @@ def levels_meter(sample: LevelsSample, peak: LevelsSample) -> RenderableType:
     table.add_row("mic", level_bar(sample.mic_dbfs))
     table.add_row("output", level_bar(sample.output_dbfs))
     hint = Text(
-        f"peak: mic {peak.mic_dbfs:.1f} dBFS, output {peak.output_dbfs:.1f} dBFS   (Ctrl-C to stop)",
+        f"peak: mic {peak.mic_dbfs:.1f} dBFS, output {peak.output_dbfs:.1f} dBFS; silences "
+        f"heard inside replies {sample.silences}   (Ctrl-C to stop)",
         style="dim",
     )
     return Group(table, hint)
@@ -220,7 +244,10 @@ def levels_meter(sample: LevelsSample, peak: LevelsSample) -> RenderableType:
 
 def levels_line(sample: LevelsSample) -> str:
     """The plain form for a pipe or a log: one line per sample."""
-    return f"mic {sample.mic_dbfs:6.1f} dBFS  output {sample.output_dbfs:6.1f} dBFS"
+    return (
+        f"mic {sample.mic_dbfs:6.1f} dBFS  output {sample.output_dbfs:6.1f} dBFS  "
+        f"silences {sample.silences}"
+    )
 
 
 _WATCH_LABELS = {

@@ -290,6 +290,41 @@ def test_a_delta_wakes_the_sleeping_engine_and_is_heard(card: ClockCard) -> None
         assert np.any(np.abs(heard[at : at + rate // 5]) >= 160)  # within the 0.1 s tone's span
 
 
+def onsets_ms(card: ClockCard, sent_ns: list[int], rate: int = 48000) -> list[float]:
+    """For each delta handed over at ``sent_ns``: ms until the speaker played it."""
+    heard, t0 = card.speaker()
+    waits = []
+    for sent in sent_ns:
+        at = (sent - t0) * rate // 10**9
+        loud = np.flatnonzero(np.abs(heard[at:]) >= 160)
+        waits.append(float(loud[0]) * 1000 / rate if len(loud) else float("inf"))
+    return waits
+
+
+def test_the_playout_buffer_holds_a_start_until_its_end_is_marked_or_twice_its_target(
+    card: ClockCard, realtime: RealTime
+) -> None:
+    """Issue 39: a reply starts only when it can keep going. A short reply whose end
+    was marked (120 ms, under the 300 ms target) plays at once; a lone 40 ms delta with
+    no end and nothing after it waits twice the target (600 ms) for more, and a pause
+    between two such replies is not a late source (the target stays, so does the wait)."""
+
+    def attempt() -> tuple[tuple[list[float], list[float]], str | None]:
+        marked_card = write_asoundrc(card.directory)
+        marked = onsets_ms(
+            marked_card, run(marked_card, "streamed", "fed", "48000", "3", "0", "120")["sent_ns"]
+        )
+        xruns = marked_card.xruns()
+        lone_card = write_asoundrc(card.directory)
+        lone = onsets_ms(lone_card, run(lone_card, "streamed", "fed", "48000", "2", "1")["sent_ns"])
+        disturbed = xruns != (0, 0) or lone_card.xruns() != (0, 0)
+        return (marked, lone), ("the card xran" if disturbed else None)
+
+    marked, lone = realtime.kept(attempt)
+    assert max(marked) <= 30, marked  # the budget: delta to the DAC, the buffer included
+    assert all(580 <= wait <= 900 for wait in lone), lone  # 600 ms, and a wake-up late
+
+
 def longest_gap_ms(card: ClockCard, hold_ns: list[int], rate: int = 48000) -> float:
     """The longest silence on the speaker from the GIL hold's start to 100 ms after it."""
     heard, t0 = card.speaker()

@@ -22,7 +22,7 @@ import pytest
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import DeviceState
-from huxleyd.audio.xrun_watch import XRUN_LIMIT
+from huxleyd.audio.xrun_watch import NARROW_CALM_S, XRUN_LIMIT
 from huxleyd.clock import ManualClock
 from tests.fakes.audio_backends import XrunningBackend
 from tests.fakes.children import run_json_child
@@ -87,6 +87,75 @@ def test_the_ladder_has_a_top_and_the_engine_plays_on_there() -> None:
         xrun_every(engine, backend, clock, 0.1, XRUN_LIMIT)
     assert backend.opened == [1, 2, 4]
     assert engine.device_state is DeviceState.OPEN
+    engine.close()
+
+
+def test_a_calm_stretch_narrows_the_ladder_again_and_counts_each_step(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """After NARROW_CALM_S without a card xrun, and only while nothing plays, the
+    period steps back (a widened period made every later barge-in a period slower)."""
+    clock = ManualClock()
+    backend = XrunningBackend()
+    engine = engine_on(backend, clock)
+    engine.run_periods(3)
+    xrun_every(engine, backend, clock, 0.1, XRUN_LIMIT)
+    assert backend.opened == [1, 2]
+    clock.advance(NARROW_CALM_S - 1)
+    engine.step()
+    assert backend.opened == [1, 2]  # not calm long enough
+    engine.source("speech").write_nowait(bytes(2) * 24_000)  # a second of (silent) reply
+    clock.advance(2)
+    engine.step()
+    assert backend.opened == [1, 2]  # calm, but a reply plays: its reopen would be heard
+    engine.source("speech").flush()
+    with caplog.at_level(logging.INFO, logger="huxleyd.audio"):
+        for _ in range(5):  # the flush's fade, then idle
+            engine.step()
+    assert backend.opened == [1, 2, 1]
+    assert engine.stats().period_steps == (1, 1)
+    assert engine.stats().period_widened == ""
+    assert engine.stats().silences.reopens == 0  # nothing was playing
+    engine.close()
+
+
+def test_a_narrowing_the_card_answers_with_xruns_waits_twice_as_long_next_time() -> None:
+    clock = ManualClock()
+    backend = XrunningBackend()
+    engine = engine_on(backend, clock)
+    engine.run_periods(3)
+    xrun_every(engine, backend, clock, 0.1, XRUN_LIMIT)
+    clock.advance(NARROW_CALM_S)
+    engine.step()
+    assert backend.opened == [1, 2, 1]
+    xrun_every(engine, backend, clock, 0.1, XRUN_LIMIT)  # the short period fails again
+    assert backend.opened == [1, 2, 1, 2]
+    clock.advance(NARROW_CALM_S + 1)
+    engine.step()
+    assert backend.opened == [1, 2, 1, 2]  # waits 2 x NARROW_CALM_S now
+    clock.advance(NARROW_CALM_S)
+    engine.step()
+    assert backend.opened == [1, 2, 1, 2, 1]
+    assert engine.stats().period_steps == (2, 2)
+    engine.close()
+
+
+def test_a_reopen_while_a_reply_plays_is_a_silence_with_its_length() -> None:
+    """A ladder step reopens the speaker: 44-105 ms of silence that showed only as a
+    state change. Counted now, once, as a reopen, with its length."""
+    clock = ManualClock()
+    backend = XrunningBackend()
+    engine = engine_on(backend, clock)
+    engine.run_periods(3)
+    backend.on_open = lambda: clock.advance(0.05)  # the reopen takes 50 ms
+    engine.source("speech").write_nowait(b"\x00\x10" * 24_000)  # a second of reply
+    xrun_every(engine, backend, clock, 0.1, XRUN_LIMIT)
+    assert backend.opened == [1, 2]
+    silences = engine.stats().silences
+    latency_ms = engine.stats().output_latency_ms
+    assert silences.reopens == 1
+    assert 50.0 <= silences.reopen_ms <= 50.0 + latency_ms + 1.0, (silences, latency_ms)
+    assert silences.count == 1 + silences.card_xruns  # one reopen; nothing else late
     engine.close()
 
 

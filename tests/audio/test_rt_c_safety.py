@@ -174,6 +174,19 @@ def test_a_cut_with_the_ring_nearly_empty_fades_from_full_gain_without_a_click(
     assert short >= 1 and short <= result["short_cuts"] <= len(result["queued"]), result
 
 
+@pytest.mark.clockcard
+def test_the_heard_position_stops_where_the_played_audio_ends(card: ClockCard) -> None:
+    """The speaker's heard position (``Output.heard``: the playout clock's source, what
+    truncation answers from) counts only ring frames that really went to the DAC, never
+    the zeros a dry callback played after them: after each burst has run dry it reads
+    exactly what was written, and stays there however long the ring stays dry."""
+    result = run_json_child(
+        ["-m", "tests.fakes.rt_child", "heard"], child_env(card.directory), timeout_s=60
+    )
+    for written, seen in zip(result["written"], result["heard"], strict=True):
+        assert seen == [written] * len(seen), result
+
+
 def test_a_source_ring_refuses_positions_that_would_break_the_ring() -> None:
     """The producer cannot publish past a ring ahead of the reader, nor the reader past
     the writer: the C feeder indexes the ring with them, without the GIL."""

@@ -112,6 +112,10 @@ def test_status_of_a_healthy_device_says_so(
         "11 underruns (the speaker ran dry: a click or a gap was heard) "
         "[9 at the card, 2 fed silence with audio queued]"
     )
+    heard = XrunCounts(silences={"late_source": 2, "late_source_ms": 45.0, "reopens": 1})
+    assert xruns_in_words(heard) == (  # counted once, by cause, with the stamped lengths
+        "silences heard inside replies: 2 late source (a delta was late) (45 ms), 1 reopen"
+    )
     fake.is_simulator = False
     done = huxleyctl("status", socket_path=daemon.path)
     assert "next try" not in done.stdout and "tries failed" not in done.stdout
@@ -282,17 +286,20 @@ def test_levels_prints_each_sample_until_the_stream_ends(
     done = huxleyctl("levels", socket_path=daemon.path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "mic  -20.0 dBFS  output   -6.0 dBFS",
-        "mic -120.0 dBFS  output  -12.5 dBFS",  # silence (-inf) reads as the floor
-        "mic   -3.0 dBFS  output  -40.0 dBFS",
-        "mic  -20.0 dBFS  output   -6.0 dBFS",
+        "mic  -20.0 dBFS  output   -6.0 dBFS  silences 0",
+        "mic -120.0 dBFS  output  -12.5 dBFS  silences 0",  # silence (-inf) reads as the floor
+        "mic   -3.0 dBFS  output  -40.0 dBFS  silences 2",  # heard inside replies since start
+        "mic  -20.0 dBFS  output   -6.0 dBFS  silences 0",
     ]
 
 
 def test_levels_for_a_while(daemon: ControlServer, fake: FakeControlHandler) -> None:
     done = huxleyctl("levels", "--seconds", "0.3", socket_path=daemon.path)
     assert done.returncode == 0, done.stderr
-    expected = ["mic  -20.0 dBFS  output   -6.0 dBFS", "mic -120.0 dBFS  output  -12.5 dBFS"]
+    expected = [
+        "mic  -20.0 dBFS  output   -6.0 dBFS  silences 0",
+        "mic -120.0 dBFS  output  -12.5 dBFS  silences 0",
+    ]
     lines = done.stdout.splitlines()
     assert lines[:2] == expected[: len(lines)]
     deadline = time.monotonic() + 10

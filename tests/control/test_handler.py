@@ -31,6 +31,7 @@ REPORT = StatusReport(
         card_underruns=3,
         speaker_dropouts=2,
         source_gaps=1,
+        silences={"card_xruns": 3, "late_source": 1, "late_source_ms": 42.5},
     ),
     last_turn_timings_ms={"press_to_first_frame": 12.0},
     last_turn_id="t-9",
@@ -92,11 +93,18 @@ def test_levels_are_clamped_to_json_safe_values() -> None:
     assert LevelsSample(float("-inf"), float("nan")).to_dict() == {
         "mic_dbfs": DBFS_FLOOR,
         "output_dbfs": DBFS_FLOOR,
+        "silences": 0,
     }
-    assert LevelsSample(3.0, -500.0).to_dict() == {"mic_dbfs": 0.0, "output_dbfs": DBFS_FLOOR}
-    assert LevelsSample.from_dict(wire(LevelsSample(-6.5, -1.0).to_dict())) == LevelsSample(
-        -6.5, -1.0
+    assert LevelsSample(3.0, -500.0, 1).to_dict() == {
+        "mic_dbfs": 0.0,
+        "output_dbfs": DBFS_FLOOR,
+        "silences": 1,
+    }
+    assert LevelsSample.from_dict(wire(LevelsSample(-6.5, -1.0, 3).to_dict())) == LevelsSample(
+        -6.5, -1.0, 3
     )
+    # an older daemon sends no count: none is claimed
+    assert LevelsSample.from_dict({"mic_dbfs": -6.5, "output_dbfs": -1.0}).silences == 0
 
 
 def test_skill_and_doctor_round_trip() -> None:

@@ -54,6 +54,7 @@ async def test_every_command_round_trips(sock_path: Path) -> None:
             "card_underruns": 2,
             "speaker_dropouts": 0,
             "source_gaps": 0,
+            "silences": {},
         }
         assert status["result"]["is_simulator"] is True
         assert await client.call(2, "volume") == {"id": 2, "ok": True, "result": {"volume": 55}}
@@ -99,10 +100,10 @@ async def test_levels_streams_samples_then_done(sock_path: Path) -> None:
         lines = [await client.recv() for _ in range(5)]
         assert [line["id"] for line in lines] == [9] * 5
         assert [line["result"] for line in lines[:4]] == [
-            {"mic_dbfs": -20.0, "output_dbfs": -6.0},
-            {"mic_dbfs": -120.0, "output_dbfs": -12.5},  # -inf is sent as the floor
-            {"mic_dbfs": -3.0, "output_dbfs": -40.0},
-            {"mic_dbfs": -20.0, "output_dbfs": -6.0},
+            {"mic_dbfs": -20.0, "output_dbfs": -6.0, "silences": 0},
+            {"mic_dbfs": -120.0, "output_dbfs": -12.5, "silences": 0},  # -inf: the floor
+            {"mic_dbfs": -3.0, "output_dbfs": -40.0, "silences": 2},
+            {"mic_dbfs": -20.0, "output_dbfs": -6.0, "silences": 0},
         ]
         assert lines[4] == {"id": 9, "ok": True, "done": True}
         # The connection is still usable after a stream.

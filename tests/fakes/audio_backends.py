@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from huxleyd.audio.backends.base import DeviceFormat, IoStatus
@@ -290,6 +291,9 @@ class TimedWavBackend(WavBackend):
     def dropouts(self) -> int:
         return 0
 
+    def dropout_ms(self) -> float:
+        return 0.0
+
     def source_dropouts(self) -> tuple[int, ...]:
         return ()
 
@@ -310,11 +314,15 @@ class XrunningBackend(TimedWavBackend):
         self.xruns = 0
         self.opened: list[int] = []
         """The ladder's factor at each open."""
+        self.on_open: Callable[[], None] | None = None
+        """Called in each ``open`` (a test's clock advancing: an open that takes time)."""
         self._why = ""
 
     def open(self, *, period_ms: int) -> DeviceFormat:
         self.xruns = 0  # the callbacks' counters restart with the stream
         self.opened.append(self.scale)
+        if self.on_open is not None:
+            self.on_open()
         return super().open(period_ms=period_ms)
 
     def card_xruns(self) -> int:
@@ -325,6 +333,13 @@ class XrunningBackend(TimedWavBackend):
             return False
         self.scale *= 2
         self._why = f"widened to x{self.scale} after {reason}"
+        return True
+
+    def narrow(self) -> bool:
+        if self.scale == 1:
+            return False
+        self.scale //= 2
+        self._why = f"widened to x{self.scale}" if self.scale > 1 else ""
         return True
 
     def widened(self) -> str:

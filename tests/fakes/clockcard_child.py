@@ -218,6 +218,35 @@ async def first(kind: str, rate: int, count: int) -> dict[str, Any]:
     return {"sent_ns": sent, **describe(stats)}
 
 
+async def streamed(
+    kind: str, rate: int, count: int, lone: int, reply_ms: int = 400
+) -> dict[str, Any]:
+    """A reply as a provider streams it: ``reply_ms`` of 40 ms deltas handed over back
+    to back (sent ahead of real time), its end marked (drained) after the last;
+    ``lone``: one 40 ms delta alone, no end marked, nothing after it (the playout
+    buffer's worst case: it waits twice its target). ``sent_ns``: each reply's first
+    delta."""
+    engine = make_engine(kind, rate)
+    engine.start()
+    engine.set_capture_active(False)
+    await asyncio.sleep(0.5)
+    sent: list[int] = []
+    speech = engine.source("speech")
+    for index in range(count):
+        await asyncio.sleep(0.3 + (index % 5) * 0.0037)  # idle, at varying phases
+        reply = tone(0.04 if lone else reply_ms / 1000)
+        sent.append(time.monotonic_ns())
+        for at in range(0, len(reply), 1920):  # 40 ms of PCM16 at 24 kHz
+            await speech.write(reply[at : at + 1920], item_id=f"r{index}")
+        if lone:
+            await asyncio.sleep(1.5)  # twice the hold's target, and its playing
+        else:
+            await speech.drained()
+    stats = engine.stats()
+    engine.close()
+    return {"sent_ns": sent, **describe(stats)}
+
+
 async def stall(kind: str, rate: int, hold_ms: int) -> dict[str, Any]:
     engine = make_engine(kind, rate)
     engine.start()
@@ -416,6 +445,9 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(idle(kind, rate, float(argv[3])))
     elif mode == "first":
         result = asyncio.run(first(kind, rate, int(argv[3])))
+    elif mode == "streamed":
+        more = [int(argv[5])] if len(argv) > 5 else []
+        result = asyncio.run(streamed(kind, rate, int(argv[3]), int(argv[4]), *more))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "ladder":

@@ -60,7 +60,7 @@ class FakeControlHandler:
         default_factory=lambda: [
             LevelsSample(-20.0, -6.0),
             LevelsSample(float("-inf"), -12.5),
-            LevelsSample(-3.0, -40.0),
+            LevelsSample(-3.0, -40.0, silences=2),
         ]
     )
     sample_interval_s: float = 0.0

@@ -42,7 +42,7 @@ def declared_extensions(setup_py: Path = ROOT / "setup.py") -> list[str]:
 
 
 def c_sources(root: Path = ROOT) -> list[Path]:
-    audio = root / "huxleyd" / "audio"
+    audio = root / "huxleyd" / "audio" / "csrc"
     return sorted([*audio.glob("*.c"), *audio.glob("*.h"), root / "setup.py"])
 
 

@@ -13,6 +13,7 @@ and runs this module with ``HOME`` pointing at it; each mode prints one JSON obj
   copy paused half-way (``_set_copy_pause_ns``) while the callback writes on.
   Reports whether every period read was a contiguous piece of the ramp, and the
   frames the extension counted as overwritten.
+- ``heard``: two short bursts, each left to run dry; ``heard()`` read while dry.
 - ``drycut <cuts>``: the speaker plays a -6 dBFS 440 Hz tone and is cut when its
   ring holds less than the fade (one short period left); reports when each cut
   was asked (monotonic ns), so the parent finds it in the card's recording, and
@@ -91,6 +92,37 @@ def drycut(cuts: int) -> dict[str, Any]:
     return {"asked_ns": asked, "queued": left, "short_cuts": short}
 
 
+def heard() -> dict[str, Any]:
+    """The speaker plays two short bursts, each left to run dry (the callback then fills
+    its periods with zeros): after each, ``heard()`` (the ring position at the DAC) is
+    read while the ring is dry, several times over 100 ms, and beside what was written."""
+    out = rtout().Output(
+        device=device_index("hux_spk", "maxOutputChannels"),
+        rate_hz=RATE_HZ,
+        channels=1,
+        period_frames=SHORT,
+        ring_frames=RATE_HZ,
+        fade_frames=FADE,
+        latency_s=0.01,
+    )
+    out.start()
+    t = np.arange(1000) / RATE_HZ
+    burst = (16384 * np.sin(2 * np.pi * 440 * t)).astype("<i2")
+    readings: list[list[int]] = []
+    written: list[int] = []
+    for _ in range(2):
+        out.write(burst)
+        written.append(int(out.written()))
+        time.sleep(0.1)  # 1000 frames play in 21 ms: the rest of the wait is dry
+        seen = []
+        for _ in range(5):
+            seen.append(int(out.heard()))
+            time.sleep(0.02)
+        readings.append(seen)
+    out.close()
+    return {"written": written, "heard": readings}
+
+
 def rtout() -> Any:
     return importlib.import_module("huxleyd.audio._rt")
 
@@ -160,6 +192,8 @@ def main(argv: list[str]) -> int:
         result = wait(int(argv[1]))
     elif argv[0] == "late":
         result = late(int(argv[1]))
+    elif argv[0] == "heard":
+        result = heard()
     elif argv[0] == "drycut":
         result = drycut(int(argv[1]))
     else:

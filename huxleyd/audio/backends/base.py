@@ -115,6 +115,11 @@ class OutputClock(Protocol):
         had audio queued (see :meth:`expect_audio`): what the listener heard as gaps."""
         ...
 
+    def dropout_ms(self) -> float:
+        """The silence those :meth:`dropouts` played, in ms (the frames the callback
+        filled with zeros, at the device rate)."""
+        ...
+
     def source_dropouts(self) -> tuple[int, ...]:
         """:meth:`dropouts` per :meth:`expect_audio` bit: the periods each source
         had audio queued and the speaker went silent (a period counts for each)."""
@@ -178,6 +183,11 @@ class WidenablePeriod(Protocol):
     def widen(self, reason: str) -> bool:
         """Take the ladder's next, longer period at the next ``open`` (``reason``: what
         the card showed, said with the device's description); False at the top."""
+        ...
+
+    def narrow(self) -> bool:
+        """Take the ladder's previous, shorter period at the next ``open`` (after a
+        calm stretch); False when the device already runs its first period."""
         ...
 
     def widened(self) -> str:

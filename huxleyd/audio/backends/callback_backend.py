@@ -24,23 +24,48 @@ reopens at once (:mod:`huxleyd.audio.xrun_watch`); the description says so.
 
 from __future__ import annotations
 
-import importlib
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from huxleyd.audio.backends.base import IoStatus
 from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
 from huxleyd.errors import AudioDeviceError
 from huxleyd.pcm import Int16Array, period_frames
 
+if TYPE_CHECKING:
+    from huxleyd.audio import _rt
+
 RT = "huxleyd.audio._rt"
 """The C extension the callback backend plays (and captures) through."""
+
+
+@dataclass(frozen=True, slots=True)
+class RtTypes:
+    """What the code uses of the ``_rt`` extension, typed by its stub (``_rt.pyi``)."""
+
+    Output: type[_rt.Output]
+    Input: type[_rt.Input]
+    Feeder: type[_rt.Feeder]
+    SourceRing: type[_rt.SourceRing]
+    REPORT_HEAD: tuple[str, ...]
+    REPORT_SOURCE: tuple[str, ...]
+
+
+def load_rt() -> RtTypes:
+    """The C extension's types (typed by ``_rt.pyi``); ImportError where it is not
+    built (or a test hid it: ``sys.modules[RT] = None``)."""
+    import huxleyd.audio._rt as _rt  # sys.modules decides (a hidden build), not an attribute
+
+    return RtTypes(
+        _rt.Output, _rt.Input, _rt.Feeder, _rt.SourceRing, _rt.REPORT_HEAD, _rt.REPORT_SOURCE
+    )
 
 
 def rtout_missing() -> str | None:
     """Why the C extension cannot be imported here (not built), or None when it can."""
     try:
-        importlib.import_module(RT)
+        load_rt()
     except ImportError as exc:
         return str(exc)
     return None
@@ -101,14 +126,14 @@ class CallbackBackend(PyAudioBackend):
         self._widened = ""
         self._steps: list[str] = []
         """What the card showed at each step of the ladder, in order."""
-        self._output: Any = None
+        self._output: _rt.Output | None = None
         self._out_rate = 0
 
     # -- AudioBackend ---------------------------------------------------------
 
-    def _rt(self) -> Any:
+    def _rt(self) -> RtTypes:
         try:
-            return importlib.import_module(RT)
+            return load_rt()
         except ImportError as exc:
             raise AudioDeviceError(
                 f"the C playback extension is not built ({exc}); reinstall huxleyd "
@@ -161,6 +186,20 @@ class CallbackBackend(PyAudioBackend):
         self._widened = (
             f"widened from {first:g} ms to {first * self._scale:g} ms after "
             f"{'; '.join(self._steps)}: this machine could not keep the shorter period"
+        )
+        return True
+
+    def narrow(self) -> bool:
+        if self._scale == 1:
+            return False
+        first = self.callback_period_ms if self.realtime is not False else self.fallback_period_ms
+        self._scale //= 2
+        self._steps.pop()
+        self._widened = (
+            f"widened from {first:g} ms to {first * self._scale:g} ms after "
+            f"{'; '.join(self._steps)}: this machine could not keep the shorter period"
+            if self._steps
+            else ""
         )
         return True
 
@@ -311,6 +350,11 @@ class CallbackBackend(PyAudioBackend):
 
     def dropouts(self) -> int:
         return int(self._output.dropouts()[0]) if self._output is not None else 0
+
+    def dropout_ms(self) -> float:
+        if self._output is None or not self._out_rate:
+            return 0.0
+        return float(self._output.dropouts()[1]) * 1000.0 / self._out_rate
 
     def source_dropouts(self) -> tuple[int, ...]:
         if self._output is None:

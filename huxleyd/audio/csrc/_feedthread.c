@@ -116,14 +116,146 @@ static void publish_positions(Feeder *f)
 		atomic_store_explicit(&f->rings[i]->rpos, f->m.src[i].read_pos, memory_order_release);
 }
 
-/* SourceChannel.idle: nothing to play and nothing moving for source s */
+/* SourceChannel.idle: nothing to play and nothing moving for source s (a held start
+ * has nothing to play yet: the feeder wakes for its release, see hold_deadline) */
 static int source_idle(const mc_mixer *m, const mc_source *s)
 {
 	if (s->req_flush_seq != s->flush_seq || (s->req_paused != 0) != (s->paused != 0))
 		return 0;
 	if (s->gain != s->req_gain || s->duck_db != (s->req_ducked ? m->depth_db : 0.0))
 		return 0;
-	return s->paused || s->write_pos == s->read_pos;
+	return s->paused || s->held || s->write_pos == s->read_pos;
+}
+
+/* ---- the playout buffer ------------------------------------------------------------------
+ *
+ * A reply starts only when it can keep going. A holding source that ran dry (or never
+ * played) is armed: its next samples are held (mc_source.held: the mixer pulls nothing,
+ * a flush still drops them) until the ring holds the target's worth of audio, or the
+ * producer said its audio ends there (SourceRing.end_pos: a short reply plays at once),
+ * or the first of them waited hold_cap_factor times the target (a producer that never
+ * marks its end; twice, so a start the event loop is slow to feed still waits for
+ * its audio rather than playing a first delta alone into a hole). A provider streams a reply ahead
+ * of real time, so on a calm machine the target fills within a few ms of the first
+ * delta; on a starved one (a busy Python thread: the event loop stalls 100-200 ms
+ * between two deltas) the hold is what keeps the first delta from playing alone into
+ * a hole.
+ *
+ * The target follows the feed's jitter on this device, as a jitter buffer does: a
+ * source that ran dry before its end (end_pos behind the ring: a late source) and then
+ * went on within HOLE_WINDOW_NS grows it to 1.5 times that lateness (up to
+ * hold_max_ns); each hold released after hold_calm_ns without a hole shrinks it by a
+ * quarter (down to hold_min_ns). */
+
+/* A dry spell longer than this, end marked or not, is a pause between two replies, not
+ * a late delta: no listener hears a second of silence as a hole inside one reply, and
+ * counting it would grow the target to its ceiling after every unmarked reply. */
+#define HOLE_WINDOW_NS 1000000000LL
+
+int64_t feeder_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void hold_grow(Feeder *f, int64_t late, int64_t now)
+{
+	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
+	int64_t want = late + late / 2;
+	if (want > f->hold_max_ns)
+		want = f->hold_max_ns;
+	if (want > target) {
+		atomic_store_explicit(&f->hold_target_ns, want, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f->grows, 1, memory_order_relaxed);
+	}
+	f->calm_since = now;
+}
+
+static void hold_shrink(Feeder *f, int64_t now)
+{
+	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
+	if (now - f->calm_since < f->hold_calm_ns || target <= f->hold_min_ns)
+		return;
+	int64_t less = target - target / 4;
+	atomic_store_explicit(&f->hold_target_ns, less > f->hold_min_ns ? less : f->hold_min_ns,
+			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&f->shrinks, 1, memory_order_relaxed);
+	f->calm_since = now;
+}
+
+/* Before the period's mix: which armed sources stay held (mc_source.held). */
+static void hold_step(Feeder *f, int64_t now)
+{
+	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
+	uint64_t want = (uint64_t)target * 24u / 1000000u; /* mixer samples (24 kHz) */
+	f->hold_deadline = 0;
+	for (int i = 0; i < MC_SOURCES; i++) {
+		mc_source *s = &f->m.src[i];
+		s->held = 0;
+		if (!f->hold_on[i] || !f->armed[i])
+			continue;
+		if (s->write_pos == s->read_pos) { /* nothing yet (or a flush dropped it) */
+			f->held_since[i] = 0;
+			continue;
+		}
+		uint64_t end = atomic_load_explicit(&f->rings[i]->endpos, memory_order_acquire);
+		if (f->held_since[i] == 0) { /* the first samples after a start or a dry spell */
+			f->held_since[i] = now;
+			atomic_fetch_add_explicit(&f->holds, 1, memory_order_relaxed);
+			if (f->dry_at[i] && end >= s->read_pos) /* that dry spell was its end after all */
+				f->dry_at[i] = 0;
+			if (f->dry_at[i] && now - f->dry_at[i] > HOLE_WINDOW_NS)
+				f->dry_at[i] = 0; /* a pause between replies whose end nobody marked */
+			if (f->dry_at[i])
+				hold_grow(f, now - f->dry_at[i], now);
+		}
+		int64_t waited = now - f->held_since[i];
+		int full = s->write_pos - s->read_pos >= want, ended = end >= s->write_pos;
+		if (full || ended || waited >= f->hold_cap_factor * target) {
+			atomic_fetch_add_explicit(full ? &f->released_full
+						       : ended ? &f->released_end : &f->released_late,
+						  1, memory_order_relaxed);
+			f->armed[i] = 0;
+			f->held_since[i] = 0;
+			if (waited > atomic_load_explicit(&f->hold_ns_max, memory_order_relaxed))
+				atomic_store_explicit(&f->hold_ns_max, waited, memory_order_relaxed);
+			if (f->dry_at[i]) {
+				atomic_fetch_add_explicit(&f->holes, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&f->hole_ns, now - f->dry_at[i],
+							  memory_order_relaxed);
+				f->dry_at[i] = 0;
+			} else {
+				hold_shrink(f, now);
+			}
+			continue;
+		}
+		s->held = 1;
+		int64_t due = f->held_since[i] + f->hold_cap_factor * target;
+		if (f->hold_deadline == 0 || due < f->hold_deadline)
+			f->hold_deadline = due;
+	}
+}
+
+/* After the period's mix: a holding source the mixer found dry is armed again; when
+ * the producer had not said its audio ended there, it ran dry early (a late source). */
+static void hold_rearm(Feeder *f, int64_t now)
+{
+	for (int i = 0; i < MC_SOURCES; i++) {
+		mc_source *s = &f->m.src[i];
+		if (!f->hold_on[i] || f->armed[i])
+			continue;
+		if (s->skip_to > s->skip_from) { /* a flush: what follows is a new start */
+			f->armed[i] = 1;
+			f->dry_at[i] = 0;
+			continue;
+		}
+		if (s->paused || s->flowing || s->read_pos != s->write_pos)
+			continue;
+		f->armed[i] = 1;
+		uint64_t end = atomic_load_explicit(&f->rings[i]->endpos, memory_order_acquire);
+		f->dry_at[i] = end >= s->write_pos ? 0 : now;
+	}
 }
 
 /* See _feedthread.h. */
@@ -266,13 +398,21 @@ static long feed_step(Feeder *f)
 	uint32_t cut = rt_output_cut_req(f->output); /* before the requests: its flush with it */
 	take_requests(f);
 	take_positions(f);
+	int64_t now = feeder_now_ns();
+	hold_step(f, now);
 	int cutting = cut != atomic_load_explicit(&f->acked, memory_order_relaxed);
 	int idle;
 	unsigned mask = holding(f, &idle);
 	/* idle after a silent period was mixed: the resampler's history is zeros too */
 	if (idle && f->idle_streak > 0 && !cutting) {
 		skip_idle(&f->m);
+		hold_rearm(f, now);
 		rt_output_expect(f->output, 0);
+		if (f->hold_deadline) { /* a held start: not idle, and released on time */
+			atomic_store_explicit(&f->idle_at, 0, memory_order_release);
+			int64_t left = f->hold_deadline - now;
+			return left > 1000000L ? (long)left : 1000000L;
+		}
 		atomic_store_explicit(&f->idle_at, posted + 1, memory_order_release);
 		return 500000000L; /* a request or a ring write posts `wake` */
 	}
@@ -289,6 +429,7 @@ static long feed_step(Feeder *f)
 		return wait_for_frames(f, f->frames - room);
 	}
 	feed_period(f);
+	hold_rearm(f, now);
 	f->idle_streak = idle ? f->idle_streak + 1 : 0;
 	if (cutting) { /* that mix took the cut's flush in: the callback plays from here */
 		rt_output_resume(f->output, cut, rt_output_written(f->output));

@@ -37,6 +37,10 @@ typedef struct {
 	int req_ducked, req_paused;
 	uint64_t req_flush_seq;
 	uint64_t req_flush_to; /* published by req_flush_seq */
+	/* the embedding's playout buffer (_feedthread.c): 1 holds the queued samples back
+	 * this period (nothing pulled, no dry counted; a flush still drops them). Python's
+	 * mixer leaves it 0. */
+	int held;
 	/* state (the mixer's own) */
 	double gain, duck_db;
 	int paused, flowing;

@@ -184,16 +184,49 @@ static int alloc_buffers(Feeder *f, PyObject *shapes)
 	return 0;
 }
 
+/* hold: None (no playout buffer), or (start_ms, min_ms, max_ms, calm_ms, sources), sources
+ * a bit mask of the core sources (SOURCE_ORDER) whose starts are held: see hold_step in
+ * _feedthread.c */
+static int take_hold(Feeder *f, PyObject *hold)
+{
+	if (hold == Py_None)
+		return 0;
+	long long start, low, high, calm;
+	unsigned sources;
+	if (!PyArg_ParseTuple(hold, "LLLLI;Feeder: hold must be (start_ms, min_ms, max_ms, calm_ms, "
+				    "sources)", &start, &low, &high, &calm, &sources))
+		return -1;
+	if (low < 0 || low > start || start > high || high > 2000 || calm < 1 ||
+	    sources >= (1u << MC_SOURCES)) {
+		PyErr_Format(PyExc_ValueError, "Feeder: hold (%lld, %lld, %lld, %lld, %u): need 0 <= "
+			     "min <= start <= max <= 2000 ms, calm >= 1 ms, sources < %d", start, low,
+			     high, calm, sources, 1 << MC_SOURCES);
+		return -1;
+	}
+	for (int i = 0; i < MC_SOURCES; i++) {
+		f->hold_on[i] = (sources >> i) & 1u;
+		f->armed[i] = f->hold_on[i]; /* nothing has played yet: the first audio is a start */
+	}
+	f->hold_cap_factor = 2;
+	f->hold_min_ns = low * 1000000LL;
+	f->hold_max_ns = high * 1000000LL;
+	f->hold_calm_ns = calm * 1000000LL;
+	atomic_store(&f->hold_target_ns, start * 1000000LL);
+	f->calm_since = feeder_now_ns();
+	return 0;
+}
+
 static int Feeder_init(Feeder *f, PyObject *args, PyObject *kwargs)
 {
 	static char *kw[] = {"output", "rings", "expect_bits", "state", "shapes", "taps", "ext",
-			     "up", "down", "frames", "rate_hz", "lead_frames", "report_slots", NULL};
-	PyObject *output, *rings, *bits, *state, *shapes, *taps, *ext;
+			     "up", "down", "frames", "rate_hz", "lead_frames", "report_slots", "hold",
+			     NULL};
+	PyObject *output, *rings, *bits, *state, *shapes, *taps, *ext, *hold = Py_None;
 	long up, down;
 	long long frames, rate, lead, slots;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOSOOOllLLLL", kw, &output, &rings, &bits,
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOSOOOllLLLL|O", kw, &output, &rings, &bits,
 					 &state, &shapes, &taps, &ext, &up, &down, &frames, &rate,
-					 &lead, &slots))
+					 &lead, &slots, &hold))
 		return -1;
 	if (f->output) {
 		PyErr_SetString(PyExc_RuntimeError, "Feeder is already initialised");
@@ -214,7 +247,7 @@ static int Feeder_init(Feeder *f, PyObject *args, PyObject *kwargs)
 	f->rate = (uint64_t)rate;
 	f->lead = (uint64_t)lead;
 	f->slots = (uint64_t)slots;
-	if (take_rings(f, rings, bits) < 0 || load_state(f, state) < 0)
+	if (take_rings(f, rings, bits) < 0 || load_state(f, state) < 0 || take_hold(f, hold) < 0)
 		return -1;
 	f->frames = (uint64_t)frames;
 	if (alloc_buffers(f, shapes) < 0 || take_resampler(f, taps, ext, up, down) < 0) {
@@ -395,13 +428,25 @@ static PyObject *Feeder_status(Feeder *f, PyObject *unused)
 	(void)unused;
 	if (!feeder_open(f))
 		return NULL;
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:I,s:i,s:i,s:i}", "periods",
-			     (unsigned long long)atomic_load(&f->periods), "full",
-			     (unsigned long long)atomic_load(&f->full), "overflow",
-			     (unsigned long long)atomic_load(&f->overflow), "reports_lost",
-			     (unsigned long long)atomic_load(&f->reports_lost), "acked",
-			     (unsigned)atomic_load(&f->acked), "idle", atomic_load(&f->idle_at) != 0, "policy",
-			     atomic_load(&f->policy), "running", f->running);
+	return Py_BuildValue(
+		"{s:K,s:K,s:K,s:K,s:I,s:i,s:i,s:i,s:d,s:K,s:K,s:d,s:K,s:K,s:d,s:K,s:K,s:K}",
+		"periods",
+		(unsigned long long)atomic_load(&f->periods), "full",
+		(unsigned long long)atomic_load(&f->full), "overflow",
+		(unsigned long long)atomic_load(&f->overflow), "reports_lost",
+		(unsigned long long)atomic_load(&f->reports_lost), "acked",
+		(unsigned)atomic_load(&f->acked), "idle", atomic_load(&f->idle_at) != 0, "policy",
+		atomic_load(&f->policy), "running", f->running, "hold_target_ms",
+		(double)atomic_load(&f->hold_target_ns) / 1e6, "holds",
+		(unsigned long long)atomic_load(&f->holds), "holes",
+		(unsigned long long)atomic_load(&f->holes), "hole_ms",
+		(double)atomic_load(&f->hole_ns) / 1e6, "hold_grows",
+		(unsigned long long)atomic_load(&f->grows), "hold_shrinks",
+		(unsigned long long)atomic_load(&f->shrinks), "hold_ms_max",
+		(double)atomic_load(&f->hold_ns_max) / 1e6, "released_full",
+		(unsigned long long)atomic_load(&f->released_full), "released_end",
+		(unsigned long long)atomic_load(&f->released_end), "released_late",
+		(unsigned long long)atomic_load(&f->released_late));
 }
 
 /* realtime() -> True/False once the thread ran (SCHED_FIFO?), None before */

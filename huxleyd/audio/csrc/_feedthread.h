@@ -58,6 +58,26 @@ typedef struct {
 	uint64_t channels, lead, rate;
 	long period_ns;
 	int idle_streak; /* periods mixed in a row with nothing to mix (the feeder's) */
+	/* The playout buffer (a jitter buffer at each start: see hold_step in
+	 * _feedthread.c). Configuration, fixed at __init__: which sources hold
+	 * (hold_on), the target's start, floor and ceiling and the calm stretch after which
+	 * it shrinks one step (ns). The rest is the feeder thread's own state. */
+	int hold_on[MC_SOURCES];
+	int64_t hold_min_ns, hold_max_ns, hold_calm_ns, hold_cap_factor;
+	int armed[MC_SOURCES];         /* 1: the next audio of this source is held */
+	int64_t held_since[MC_SOURCES]; /* when the held audio was first seen (0: none yet) */
+	int64_t dry_at[MC_SOURCES];     /* when it ran dry before its end (0: at its end) */
+	int64_t calm_since;             /* the last hole, or the last shrink */
+	int64_t hold_deadline;          /* the earliest held start's release (0: none held) */
+	/* Feeder -> Python (status()), relaxed both ways (counters, no data hangs on them):
+	 *   hold_target_ns (the target now), holds (starts held), holes (a source ran dry
+	 *   before its end and then went on: a late source), hole_ns (their summed
+	 *   silence, dry to the next sample played), grows/shrinks (target steps),
+	 *   hold_ns_max (the longest hold). */
+	_Atomic int64_t hold_target_ns, hole_ns, hold_ns_max;
+	_Atomic uint64_t holds, holes, grows, shrinks;
+	/* how each hold ended: its target queued, its end marked, or its time cap */
+	_Atomic uint64_t released_full, released_end, released_late;
 	/* Requests: a seqlock. Written by Python only (feeder_post_requests, GIL held: one
 	 * writer at a time): req_seq odd (relaxed store, then a release fence), the words
 	 * (relaxed), req_seq even (release). Read by the feeder only (take_requests):
@@ -125,6 +145,9 @@ void feeder_wake(Feeder *f);
 /* Mixer.holding as the Output's expect bits (bits[i] for core source i) and
  * Mixer.idle (*idle). tests/audio/test_feeder.py compares both with the Python. */
 unsigned feeder_holding_of(const mc_mixer *m, const unsigned *bits, int *idle);
+
+/* CLOCK_MONOTONIC in ns (the playout buffer's clock). */
+int64_t feeder_now_ns(void);
 
 /* The thread's body (pthread_create). */
 void *feeder_run(void *arg);

@@ -44,5 +44,6 @@ void rt_output_expect(PyObject *obj, unsigned mask);
 
 /* huxleyd.audio._rt.Input, defined in _rtin.c */
 extern PyTypeObject InputType;
+extern PyTypeObject OutputType;
 
 #endif

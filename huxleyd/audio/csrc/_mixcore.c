@@ -199,7 +199,7 @@ static void render(const mc_mixer *m, mc_source *s, float *mix, uint64_t offset,
 		pulled(s, 0, count, flush);
 		return;
 	}
-	uint64_t got = min_u64((uint64_t)count, s->write_pos - s->read_pos);
+	uint64_t got = min_u64((uint64_t)count, s->held ? 0 : s->write_pos - s->read_pos);
 	if (got > 0) {
 		mc_add_source(mix, s->samples, s->capacity, s->read_pos % s->capacity, got, offset, g0,
 			      g1, m->unit, fade);

@@ -32,6 +32,12 @@ typedef struct {
 	 *   SharedSampleRing's room) pairs, so it never overwrites a slot still being read. */
 	_Atomic uint64_t wpos;
 	_Atomic uint64_t rpos;
+	/* endpos: written by the producer only (Python, GIL held: the end_pos setter, from
+	 *   PlaybackSource.drained) with a release store: "up to here, nothing more is on
+	 *   its way now" (a reply's last delta was written). The feeder's acquire load
+	 *   (_feedthread.c's playout buffer) pairs: a held start plays at once, and a dry
+	 *   ring at or past it is the end of the audio, not a late source. */
+	_Atomic uint64_t endpos;
 } SourceRing;
 
 /* The Python type (registered by feeder_add_types). */

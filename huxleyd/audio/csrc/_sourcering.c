@@ -134,7 +134,26 @@ static int SourceRing_set_rpos(SourceRing *r, PyObject *value, void *closure)
 	return 0;
 }
 
+/* the producer says where its audio ends for now (see endpos) */
+static PyObject *SourceRing_get_endpos(SourceRing *r, void *closure)
+{
+	(void)closure;
+	return PyLong_FromUnsignedLongLong(atomic_load_explicit(&r->endpos, memory_order_acquire));
+}
+
+static int SourceRing_set_endpos(SourceRing *r, PyObject *value, void *closure)
+{
+	(void)closure;
+	uint64_t e;
+	if (position_arg(r, value, "end_pos", &e) < 0)
+		return -1;
+	atomic_store_explicit(&r->endpos, e, memory_order_release);
+	return 0;
+}
+
 static PyGetSetDef SourceRing_getset[] = {
+	{"end_pos", (getter)SourceRing_get_endpos, (setter)SourceRing_set_endpos,
+	 "Where the producer's audio ends for now (producer stores, release).", NULL},
 	{"capacity", (getter)SourceRing_get_capacity, NULL, "Samples the ring holds.", NULL},
 	{"write_pos", (getter)SourceRing_get_wpos, (setter)SourceRing_set_wpos,
 	 "Samples ever written (producer stores, release).", NULL},

@@ -1,6 +1,8 @@
 /* _dspmix: _dsp.mix_period, the Python side of the C mixer core (_mixcore.c).
  * Part of the _dsp extension (_dsp.h); see the comment above mix_period. */
-#include "_dsp.h"
+#include "_dspbuf.h" /* first: Python.h before the standard headers */
+#include "_dspmix.h"
+#include "_mixcore.h"
 
 #include <stddef.h>
 #include <string.h>
