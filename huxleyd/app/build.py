@@ -137,6 +137,7 @@ async def build(
         on_state=lambda status: coordinator.on_connection_status(status),
         url=target.url,
         key_source=key_source(checked.key) if target.rereads_key else None,
+        backoff=overrides.provider_backoff,
     )
     instructions = SessionInstructions(
         config.persona.effective_instructions,
