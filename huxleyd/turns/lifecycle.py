@@ -30,6 +30,7 @@ import asyncio
 from collections.abc import Callable
 
 from huxley_sdk import AudioStream
+from huxleyd.audio.types import Earcon
 from huxleyd.bus import Bus
 from huxleyd.logs import get_logger
 from huxleyd.turns.capture import MicCapture
@@ -102,6 +103,31 @@ class TurnLifecycle:
                 self.proactive.start_claim(claim)
             except Exception as exc:  # ClaimBusyError, or a malformed claim
                 log.error("claim_refused", error=str(exc))
+
+    def fail(self) -> None:
+        """The turn lost something (a reply that never arrived whole, a tool
+        output the service never got): whatever arrived plays to its last
+        sample, then exactly one error cue, then the turn ends ``failed``.
+
+        One cue per turn whoever reports the loss (an ``error`` event, the
+        failed response that follows it, the connection's end); a reply that
+        had arrived whole (the terminal barrier runs) loses nothing.
+        """
+        turn = self.turn
+        if turn is None or self.state is TurnState.APPLYING_SIDE_EFFECTS:
+            return
+        self.set_state(TurnState.APPLYING_SIDE_EFFECTS)
+        self._barrier = asyncio.get_running_loop().create_task(
+            self._fail_then(turn), name="terminal-barrier"
+        )
+
+    async def _fail_then(self, turn: TurnRecord) -> None:
+        await self._replies.played_out()
+        if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
+            return  # interrupted while what arrived played out
+        self._barrier = None
+        self._outputs.earcon(Earcon.ERROR, before_speech=False)
+        self.finish_turn(TurnOutcome.FAILED)
 
     def finish_turn(
         self,

@@ -37,14 +37,22 @@ async def test_the_session_cap_while_a_finished_reply_plays_leaves_it_answered()
 
 
 async def test_a_reply_that_never_finished_still_fails_with_the_connection() -> None:
-    # Something the user should have heard was not: FAILED, as before.
+    # Something the user should have heard was not: FAILED, as before; what
+    # did arrive plays out first, then the one error cue.
     async with Rig() as rig:
         await rig.turn()
+        rig.audio.speech_drained.clear()  # what arrived is still playing
         rig.send(*reply("r1", "i1"))
         await settle()
         rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)
+        await settle()
+        assert rig.coordinator.turn is not None, "the turn ended before what arrived played"
+        assert "error" not in rig.audio.earcon_names()
+        rig.audio.speech_drained.set()  # played out
+        await settle()
         last = rig.coordinator.last_turn
         assert last is not None and last.outcome is TurnOutcome.FAILED
+        assert rig.audio.earcon_names().count("error") == 1
 
 
 async def test_reply_heard_waits_for_the_turn_to_end_and_its_speech_to_play_out() -> None:
