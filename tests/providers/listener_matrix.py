@@ -63,8 +63,8 @@ tone, the silence after it matches one more."""
 WINDOW = RATE_HZ // 100
 """10 ms analysis windows."""
 
-RIG_SPEED = SPEED
-SIM_SPEED = SPEED * 8
+RIG_SPEED = SPEED * 2
+SIM_SPEED = RIG_SPEED * 8
 """A reply arrives eight times faster than it plays, as from the real services."""
 PROVIDER_LINES = "stall_timeout_s = 0.5\ntool_timeout_s = 0.5\nsilent_response_timeout_s = 20.0\n"
 
@@ -388,6 +388,7 @@ class Run:
 
     def __init__(self, rig: Rig) -> None:
         self.rig = rig
+        rig.skill("scenario").slow_s = 0.1  # the tool wait a fault strikes in (real time)
         self.ended: list[str] = []
         rig.coordinator.subscribe(self._news)
 
@@ -404,13 +405,27 @@ class Run:
         await engine.source("speech").drained()
         await engine.source("earcon").drained()
 
+    async def press_and_speak(self) -> None:
+        """Hold the button while the mic hears 300 ms of a tone, then release
+        (waiting on the turn's state and what was sent, never on a timer)."""
+        rig = self.rig
+        t = np.arange(RATE_HZ * 3 // 10) / RATE_HZ
+        pcm = (np.sin(2 * np.pi * 300.0 * t) * 8000).astype("<i2").tobytes()
+        rig.rt.parts.button.press()
+        await until(lambda: rig.coordinator.listening, "listening")
+        rig.backend.feed_mic(pcm)
+        await until(lambda: rig.backend.mic_queued_frames() == 0, "mic consumed")
+        turn = rig.coordinator.turn
+        await until(lambda: turn is not None and turn.audio_sent_ms >= 250, "the words sent")
+        rig.rt.parts.button.release()
+
     async def turn(self) -> tuple[str | None, int, bool]:
         """Press, speak, release; wait for the turn to end and everything it
         plays (its cue too) to play. (outcome, audio arrived, reached the peer)."""
         rig = self.rig
         ended, commits = len(self.ended), len(rig.sim.record.committed_audio)
         received = rig.coordinator.reply_audio_received_bytes
-        await rig.say_into_mic(seconds=0.3)
+        await self.press_and_speak()
         await until(lambda: len(self.ended) > ended, "the turn ended", timeout_s=30.0)
         await self.settled()
         await asyncio.sleep(0)

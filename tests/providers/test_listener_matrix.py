@@ -56,6 +56,7 @@ async def test_the_listener_hears_the_contract(tmp_path: Path, provider: SimDial
         tmp_path,
         matrix.scenario(provider),
         kind=provider,
+        speed=matrix.RIG_SPEED,
         sim_speed=matrix.SIM_SPEED,
         sounds_dir=sounds,
         provider_lines=matrix.PROVIDER_LINES,
