@@ -68,6 +68,7 @@ from huxleyd.providers.base import (
 from huxleyd.providers.events import Event
 from huxleyd.skillhost.host import SkillHost, ToolOutcome
 from huxleyd.turns.capture import MicCapture
+from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.lifecycle import TurnLifecycle
@@ -184,6 +185,8 @@ class Coordinator(TurnLifecycle):
             before_follow_up=self.refresh_instructions,
         )
         self._barrier: asyncio.Task[None] | None = None
+        self._failing: TurnRecord | None = None
+        self._fail_cue = Earcon.ERROR
         self._mic_pump: asyncio.Task[None] | None = None
         self._link = Link(self._outputs, self._earcons)
         self._closed = False
@@ -496,8 +499,8 @@ class Coordinator(TurnLifecycle):
         if self._closed:
             return
         self._link.track(state)
-        lost = False
-        if state is not ConnectionState.CONNECTED and self.state.replying:
+        lost = self.failing  # already lost (an error event came first)
+        if state is not ConnectionState.CONNECTED and self.state.replying and not lost:
             if self.state is TurnState.APPLYING_SIDE_EFFECTS:
                 log.info("turn_outlives_connection", state=state)
             else:
@@ -505,6 +508,9 @@ class Coordinator(TurnLifecycle):
                 self._replies.lose()
                 self.fail()  # what arrived plays out, then one error cue
                 lost = True
+        if lost and state is ConnectionState.FAILED:
+            # Ended for good: the lost turn's one cue is the failure's own.
+            self.fail(failure_cue(ended, self._earcons))
         self._link.announce(state, attempt, ended, turn_lost=lost)
         if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
             self._outputs.show(self._idle_activity())

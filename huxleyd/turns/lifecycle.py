@@ -58,6 +58,9 @@ class TurnLifecycle:
     _no_turn: asyncio.Event
     """Set while no turn runs (``turn`` is None)."""
     _barrier: asyncio.Task[None] | None
+    _failing: TurnRecord | None
+    """The turn :meth:`fail` is ending (None: none)."""
+    _fail_cue: Earcon
     _replies: Replies
     _outputs: TurnOutputs
     _capture: MicCapture
@@ -104,29 +107,43 @@ class TurnLifecycle:
             except Exception as exc:  # ClaimBusyError, or a malformed claim
                 log.error("claim_refused", error=str(exc))
 
-    def fail(self) -> None:
+    def fail(self, cue: Earcon = Earcon.ERROR) -> None:
         """The turn lost something (a reply that never arrived whole, a tool
         output the service never got): whatever arrived plays to its last
-        sample, then exactly one error cue, then the turn ends ``failed``.
+        sample, then exactly one cue (``cue``: the error earcon, or the
+        connection's failure cue when the provider ended it for good), then
+        the turn ends ``failed``.
 
         One cue per turn whoever reports the loss (an ``error`` event, the
-        failed response that follows it, the connection's end); a reply that
-        had arrived whole (the terminal barrier runs) loses nothing.
+        failed response that follows it, the connection's end); a later call
+        for the same turn may only name a more specific cue. A reply that had
+        arrived whole (the terminal barrier runs) loses nothing.
         """
         turn = self.turn
-        if turn is None or self.state is TurnState.APPLYING_SIDE_EFFECTS:
+        if turn is None:
             return
+        if self._failing is turn:
+            self._fail_cue = cue if cue is not Earcon.ERROR else self._fail_cue
+            return
+        if self.state is TurnState.APPLYING_SIDE_EFFECTS:
+            return
+        self._failing, self._fail_cue = turn, cue
         self.set_state(TurnState.APPLYING_SIDE_EFFECTS)
         self._barrier = asyncio.get_running_loop().create_task(
             self._fail_then(turn), name="terminal-barrier"
         )
+
+    @property
+    def failing(self) -> bool:
+        """The turn lost something and plays out what arrived before its cue."""
+        return self.turn is not None and self._failing is self.turn
 
     async def _fail_then(self, turn: TurnRecord) -> None:
         await self._replies.played_out()
         if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
             return  # interrupted while what arrived played out
         self._barrier = None
-        self._outputs.earcon(Earcon.ERROR, before_speech=False)
+        self._outputs.earcon(self._fail_cue, before_speech=False)
         self.finish_turn(TurnOutcome.FAILED)
 
     def finish_turn(
