@@ -281,6 +281,8 @@ class Heard:
     sent: int = 0
     """Reply samples the peer meant to send (the whole script)."""
     reached_peer: bool = False
+    struck: bool = True
+    """The peer injected the cell's fault (or the fault is not the peer's)."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -371,6 +373,8 @@ def judge(cell: Cell, out: np.ndarray, heard: Heard) -> Heard:
         )
     if not heard.reached_peer:
         heard.problems.append("the turn never reached the peer (the turn before broke it)")
+    if not heard.struck:
+        heard.problems.append("the peer never injected the fault")
     return heard
 
 
@@ -450,9 +454,16 @@ class Run:
         assert outcome == "answered", f"the warm-up turn: {outcome}"
         ran: list[tuple[Cell, int, Heard]] = []
         for cell in cells(provider):
-            start = len(rig.speaker())
+            start, faults = len(rig.speaker()), len(rig.sim.record.faults)
+            outputs = len(rig.sim.record.tool_outputs)
             outcome, arrived, reached = await self.turn()
-            ran.append((cell, start, Heard(outcome=outcome, arrived=arrived, reached_peer=reached)))
+            if cell.fault.kind is None:  # the tool timed out: the model was told so
+                told = list(rig.sim.record.tool_outputs.values())[outputs:]
+                struck = any("did not answer within" in o for o in told)
+            else:
+                struck = rig.sim.record.faults[faults:] == [cell.fault.kind]
+            heard = Heard(outcome=outcome, arrived=arrived, reached_peer=reached, struck=struck)
+            ran.append((cell, start, heard))
         last = len(rig.speaker())
         outcome, _, reached = await self.turn()
         out = rig.speaker()
