@@ -15,6 +15,8 @@ media, injects and claims, the connection). The seam is the
 - :meth:`set_state`: mic capture and the LED activity follow the state.
 - :meth:`after_speech`: the terminal barrier, a task that lets the speech
   play out, then starts the latched stream or claim.
+- :meth:`fail`: the turn lost something: what arrived plays out, then one
+  cue, then ``failed`` (docs/providers.md, "What the listener hears").
 - :meth:`interrupt`: barge-in: silence now, cancel the reply, truncate to
   what was heard, cancel the barrier.
 - :meth:`finish_turn`: the journal line, media back, a renewal if due, the
