@@ -136,6 +136,7 @@ async def build(
         on_event=watch.on_provider_event,  # the coordinator subscribes below
         url=target.url,
         key_source=key_source(checked.key) if target.rereads_key else None,
+        backoff=overrides.provider_backoff,
     )
     instructions = SessionInstructions(
         config.persona.effective_instructions,

@@ -26,6 +26,7 @@ from typing import Any
 from huxleyd import __version__
 from huxleyd.app.control import RuntimeControl
 from huxleyd.app.firstrun import next_steps
+from huxleyd.app.model_notice import log_model_shutdowns, model_shutdowns
 from huxleyd.app.native_stderr import NativeStderr
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
@@ -94,6 +95,7 @@ async def run(
         check_socket_path(config)
         async with ControlServer(RuntimeControl(runtime), config.control):
             await runtime.start()
+            log_model_shutdowns(config)
             if config_arg is not None and not running_under_systemd():
                 steps = next_steps(
                     config_arg,
@@ -182,6 +184,8 @@ def main(
             reader = Reader.for_service(config.daemon.service_user)
             checked = preflight(config, key_file=args.key_file, reader=reader)
             print(f"{args.config}: ok ({checked.summary(config)})")
+            for warning in model_shutdowns(config):
+                print(f"{args.config}: warning: {warning.message()}")
             return 0
         if not running_under_systemd():
             # No journal to ask: `huxleyctl logs` reads this file instead.

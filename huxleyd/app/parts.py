@@ -9,7 +9,7 @@ of things opened, closed in reverse order.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,6 +49,8 @@ class Overrides:
     """How long a failed skill's setup waits before each retry (None: the daemon's)."""
     reboot_flag: Path = REBOOT_REQUIRED
     """Debian's "a reboot is pending" file, which ``status`` and ``doctor`` read."""
+    provider_backoff: Callable[[], Iterator[float]] | None = None
+    """The waits between the provider's tries (None: the daemon's 1, 3, 10, 30, 60 s)."""
 
 
 class LocalSimulator(Protocol):

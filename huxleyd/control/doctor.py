@@ -442,10 +442,11 @@ def check_provider(
 
 
 def check_models(
-    models: Iterable[str], *, today: date, warn_days: int = 90, simulator: bool = False
+    models: Iterable[str], *, today: date, warn_days: int = 60, simulator: bool = False
 ) -> DoctorCheck:
     """The configured models (realtime, transcription, cascade stages) against
-    the announced shutdowns in :mod:`huxleyd.providers.models`.
+    the announced shutdowns in :mod:`huxleyd.providers.models`, ``warn_days``
+    ahead (its ``SHUTDOWN_WARN_DAYS``, as ``--check-config`` and the start).
 
     A model the table does not know is reported as such, never passed: the
     table is the only thing looked at.

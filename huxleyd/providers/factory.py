@@ -9,12 +9,13 @@ fails when the committed page differs).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from huxleyd.providers.base import Capabilities, ConnectionStatus, RealtimeCore, Session
 from huxleyd.providers.events import Event
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
+from huxleyd.providers.retry import backoff_delays
 from huxleyd.providers.settings import DIALECTS, KIND_DEFAULTS, Dialect, ProviderSettings
 from huxleyd.providers.transport import ProviderConnection
 from huxleyd.providers.xai_core import XaiRealtimeCore
@@ -77,6 +78,7 @@ def create_connection(
     on_state: Callable[[ConnectionStatus], None] | None = None,
     url: str | None = None,
     key_source: Callable[[], str | None] | None = None,
+    backoff: Callable[[], Iterator[float]] | None = None,
 ) -> Session:
     """A :class:`~huxleyd.providers.base.Session` for ``settings`` (not started:
     ``await conn.run()``).
@@ -90,6 +92,7 @@ def create_connection(
     ``api_key`` comes from :func:`~huxleyd.providers.transport.read_api_key`;
     None sends no auth. ``key_source`` (websocket providers) re-reads the key
     before every try, so a key fixed after a refusal is used without a restart.
+    ``backoff``: the waits between tries (None: the daemon's 1, 3, 10, 30, 60 s).
     """
     if settings.kind == "cascade":
         from huxleyd.providers.cascade.factory import create_cascade_connection
@@ -109,6 +112,7 @@ def create_connection(
         ping_timeout_s=pong_wait_s(settings),
         stall_timeout_s=settings.stall_timeout_s,
         key_source=key_source,
+        backoff=backoff or backoff_delays,
     )
 
 

@@ -209,8 +209,10 @@ class GeminiLiveCore(SansIOCore):
         if error and self._resuming and not self._ready and self._handle is not None:
             # The server refused the handle (expired, or from another model):
             # the next setup starts a fresh session instead of failing forever.
+            # It heals itself: this WARNING is its one line, no error event.
             self._log.warning("provider_resume_refused", code=code, problem=reason)
             self._handle = None
+            error = False
         turn, self._turn = self._turn, None
         if turn is not None and turn.reported:
             if error:

@@ -14,6 +14,7 @@ models in particular may be retired with short notice.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from huxleyd.providers.base import Dialect
@@ -59,6 +60,17 @@ _GEMINI_38_PAGE = (
     + _GEMINI_DEPRECATIONS
 )
 _XAI_MODELS = "docs.x.ai/developers/models/grok-voice-think-fast-2.0 (alias grok-voice-latest)"
+_XAI_VOICE_REST = (
+    "xAI REST reference, Realtime (docs.x.ai/developers/rest-api-reference/inference/voice):"
+    " model 'default: grok-voice-fast-1.0 ... For the best experience, use"
+    " grok-voice-think-fast-1.0'; listed as deprecated ('Legacy voice model') by"
+    " docs.litellm.ai/docs/providers/xai_realtime; no shutdown date announced"
+)
+_XAI_VOICE_3 = (
+    "Vercel AI Gateway's model page (vercel.com/ai-gateway/models/grok-voice-3.0: xAI's"
+    " realtime speech-to-speech model, reasoning on by default), pointing to"
+    " docs.x.ai/developers/models/grok-voice-3.0, which we could not read"
+)
 
 MODELS: tuple[ModelLifecycle, ...] = (
     # OpenAI Realtime: the SDK's session model docstring lists these as deprecated.
@@ -75,6 +87,13 @@ MODELS: tuple[ModelLifecycle, ...] = (
     ModelLifecycle(
         "openai",
         "gpt-realtime-mini",
+        dt.date(2027, 1, 20),
+        "gpt-realtime-2.1-mini",
+        f"{_OPENAI_SDK}; replacement: {_OPENAI_DEPRECATIONS}",
+    ),
+    ModelLifecycle(
+        "openai",
+        "gpt-realtime-mini-2025-12-15",
         dt.date(2027, 1, 20),
         "gpt-realtime-2.1-mini",
         f"{_OPENAI_SDK}; replacement: {_OPENAI_DEPRECATIONS}",
@@ -128,7 +147,17 @@ MODELS: tuple[ModelLifecycle, ...] = (
         "xai", "grok-voice-think-fast-1.0", None, "grok-voice-think-fast-2.0", _XAI_MODELS
     ),
     ModelLifecycle("xai", "grok-voice-think-fast-2.0", None, None, _XAI_MODELS),
+    # Deprecated, no date: doctor names the model to move to.
+    ModelLifecycle(
+        "xai", "grok-voice-fast-1.0", None, "grok-voice-think-fast-1.0", _XAI_VOICE_REST
+    ),
+    # Known to exist; not the default (docs/providers.md, "Model lifecycle", says why).
+    ModelLifecycle("xai", "grok-voice-3.0", None, None, _XAI_VOICE_3),
 )
+
+SHUTDOWN_WARN_DAYS = 60
+"""``--check-config``, the start and ``doctor`` warn this long before a
+configured model's announced shutdown (and name what to use instead)."""
 
 DEFAULT_MODELS: dict[Dialect, str] = {
     # The current GA realtime model (the openai package's newest; gpt-realtime,
@@ -186,6 +215,16 @@ class ShutdownWarning:
         )
         instead = f"; use {self.replacement!r}" if self.replacement else ""
         return f"model {self.model!r} {when}{instead} (source: {self.source})"
+
+
+def shutdown_warnings(
+    models: Iterable[str], *, today: dt.date, within_days: int = SHUTDOWN_WARN_DAYS
+) -> list[ShutdownWarning]:
+    """The warnings of :func:`shutdown_warning` for each of ``models`` (once each)."""
+    found = (
+        shutdown_warning(m, today=today, within_days=within_days) for m in dict.fromkeys(models)
+    )
+    return [w for w in found if w is not None]
 
 
 def shutdown_warning(model: str, *, today: dt.date, within_days: int) -> ShutdownWarning | None:

@@ -4,7 +4,8 @@ Layer: pure protocol logic, no asyncio, no sockets; the transport drives it
 exactly like the OpenAI core. It is the shared OpenAI dialect
 (:mod:`~huxleyd.providers.openai_dialect`) with these differences:
 
-- the first server event is ``conversation.created``; the session is flat
+- the first server events are ``session.created`` then ``conversation.created``
+  (older servers sent only the latter; either one opens the session); the session is flat
   (:mod:`xai_wire`); the text stream is ``response.text.*`` or
   ``response.output_text.*`` (both are handled);
 - no out-of-band responses and no response metadata (logged once, ignored);
@@ -68,6 +69,7 @@ class XaiRealtimeCore(OpenAIDialectCore):
         super().__init__(logger=logger or get_logger("huxleyd.providers.xai"))
         self._handlers.update(
             {
+                "session.created": self._on_session_created,
                 "conversation.created": self._on_conversation_created,
                 # xAI documents its text stream under both names (the beta
                 # ``response.text.*`` and the GA ``response.output_text.*``) as
@@ -167,6 +169,9 @@ class XaiRealtimeCore(OpenAIDialectCore):
         return xai_wire.changed_session(config, changed)
 
     # ------------------------------------------------------------ events
+
+    def _on_session_created(self, event: dict[str, Any]) -> None:
+        self._ready_as_created(wire.require_dict(event, "session"))
 
     def _on_conversation_created(self, event: dict[str, Any]) -> None:
         self._ready_as_created(wire.require_dict(event, "conversation"))

@@ -5,7 +5,7 @@ OpenAI GA event names (field access and tool conversion come from
 :mod:`openai_wire`) with these differences (from the reference notes:
 docs.x.ai excerpts and third-party integrations, not a typed SDK):
 
-- the first server event is ``conversation.created``;
+- the first server events are ``session.created`` (flat) then ``conversation.created``;
 - the session is flat: ``voice``, ``turn_detection`` and ``instructions``
   sit at the top level of ``session``, there is no ``session.type``, and the
   audio formats are ``audio.input.format`` / ``audio.output.format``;
@@ -35,7 +35,6 @@ PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": RATE_HZ}
 IGNORED_EVENTS = frozenset(
     {
         "ping",
-        "session.created",
         "conversation.item.added",
         "conversation.item.created",
         "input_audio_buffer.cleared",

@@ -39,7 +39,7 @@ from huxleyd.sim.gemini_validate import (
 )
 from huxleyd.sim.pacing import AudioPacer, audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord
-from huxleyd.sim.scenario import ResponseSpec
+from huxleyd.sim.scenario import FaultSpec, ResponseSpec
 from huxleyd.sim.session import words_for_chunk
 from huxleyd.sim.speech import SynthMode, response_speech
 
@@ -97,6 +97,8 @@ class GeminiSimSession:
         self._timers: set[asyncio.Task[None]] = set()
         self._closing: asyncio.Future[None] | None = None
         self._closed = False
+        self._stalled = False
+        """A scripted stall: the socket stays open and nothing more is sent."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -112,7 +114,7 @@ class GeminiSimSession:
 
     async def emit(self, message: dict[str, Any]) -> None:
         """Validate, then send as JSON in a binary frame (as the real server does)."""
-        if self._closed:
+        if self._closed or self._stalled:
             return
         validate_gemini_server_message(message)
         await self._send(json.dumps(message, separators=(",", ":")).encode())
@@ -181,6 +183,11 @@ class GeminiSimSession:
         resumption = _get(body, "sessionResumption")
         self._resumable = resumption is not None
         handle = _get(resumption, "handle")
+        if handle and self._gemini.refuse_next_resume:
+            self._gemini.refuse_next_resume = False
+            self._gemini.resumes_refused += 1
+            await self.fail(1007, "Request contains an invalid argument.")
+            return
         if handle:
             conversation = self._gemini.handles_sent.get(handle)
             if conversation is None:
@@ -313,6 +320,8 @@ class GeminiSimSession:
             return
         if spec.delay_ms:
             await self._sleep_ms(spec.delay_ms)
+        if spec.fault is not None and spec.fault.after_deltas == 0 and await self.fault(spec.fault):
+            return
         if spec.speaks and not await self._speak(spec):
             return
         if spec.status == "failed":
@@ -321,6 +330,8 @@ class GeminiSimSession:
         if spec.tool_calls:
             await self._call(spec)
             self._record.responses_done += 1
+            if spec.fault is not None and spec.fault.after_deltas is None:
+                await self.fault(spec.fault)
             return  # the model waits for the toolResponse
         await self.emit({"serverContent": {"generationComplete": True}})
         # As the real server ends a turn: the interaction status beside
@@ -333,6 +344,28 @@ class GeminiSimSession:
         )
         self._record.responses_done += 1
         await self._after_turn(spec)
+        if spec.fault is not None and spec.fault.after_deltas is None:
+            await self.fault(spec.fault)
+
+    async def fault(self, fault: FaultSpec) -> bool:
+        """Inject a scripted fault; True when the response stops there."""
+        self._record.faults.append(fault.kind)
+        _log.info("sim_fault", dialect="gemini", kind=fault.kind, code=fault.code)
+        if fault.kind == "drop":
+            self._abort()
+        elif fault.kind == "close":
+            await self.fail(fault.code, "going away")
+        elif fault.kind == "stall":
+            self._stalled = True
+        elif fault.kind == "go_away":
+            await self._go_away(fault.time_left_s)
+            return False
+        elif fault.kind == "refuse_resume":
+            self._gemini.refuse_next_resume = True
+            await self.fail(fault.code, "Deadline expired before operation could complete.")
+        else:  # session_expired: OpenAI's and xAI's, a no-op here
+            return False
+        return True
 
     async def _speak(self, spec: ResponseSpec) -> bool:
         pcm = await response_speech(spec, self._synth)
@@ -352,6 +385,9 @@ class GeminiSimSession:
                 return False
             if spec.go_away_after_deltas == index + 1:
                 await self._go_away(spec.go_away_s or 60.0)
+            fault = spec.fault
+            if fault is not None and fault.after_deltas == index + 1 and await self.fault(fault):
+                return False
             await pacer.sent(len(piece) / BYTES_PER_MS)
         self._history("model:speech")
         return True

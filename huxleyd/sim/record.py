@@ -111,6 +111,9 @@ class GeminiRecord:
     ``user:text``, ``model:speech``, ``model:call``, ``tool:output``…)."""
     history_replays: int = 0
     """clientContent turns with role ``model``: the client re-sent history."""
+    refuse_next_resume: bool = False
+    """A scripted ``refuse_resume`` fault: the next setup that resumes is refused."""
+    resumes_refused: int = 0
 
 
 @dataclass(slots=True)
@@ -145,6 +148,8 @@ class SimRecord:
     committed_ms: list[float] = field(default_factory=list)
     """How long each committed user turn was, in ms, whatever the input rate."""
     closes_sent: list[tuple[int, str]] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+    """Every scripted fault injected (its kind), in order."""
     """(code, reason) of every close the sim started (Gemini errors, goAway expiry)."""
     gemini: GeminiRecord = field(default_factory=lambda: GeminiRecord())
     _changes: Changes = field(default_factory=Changes)

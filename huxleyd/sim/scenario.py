@@ -63,6 +63,31 @@ class ErrorSpec:
     type: str = "invalid_request_error"
 
 
+FaultKind = Literal["drop", "close", "stall", "session_expired", "go_away", "refuse_resume"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultSpec:
+    """A fault the peer injects into one response, at one moment of it.
+
+    - ``drop``: the socket is cut with no close frame;
+    - ``close``: a close frame with ``code``;
+    - ``stall``: the socket stays open and nothing more is sent on it;
+    - ``session_expired`` (OpenAI, xAI): the 60-minute cap's ``error``, then close 1001;
+    - ``go_away`` (Gemini): ``goAway`` with ``time_left_s``, the close when it runs out;
+      the response goes on meanwhile;
+    - ``refuse_resume`` (Gemini): close ``code``, and the next setup that resumes
+      is refused (1007) before ``setupComplete``.
+    """
+
+    kind: FaultKind
+    after_deltas: int | None = field(default=None, metadata=bounds(0, 1_000_000))
+    """After this many audio chunks (0: before the first); None: after the
+    response's last frame (``response.done``, ``turnComplete`` or ``toolCall``)."""
+    code: int = field(default=1011, metadata=bounds(1000, 4999))
+    time_left_s: float = field(default=60.0, metadata=bounds(0.01, 3600.0))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResponseSpec:
     """One response: speech, then tool calls, then ``response.done``.
@@ -92,6 +117,8 @@ class ResponseSpec:
     close_after: int | None = field(default=None, metadata=bounds(1000, 4999))
     """Close the socket with this code right after the response's last frame
     (``response.done``, or Gemini's ``turnComplete``): a session cap, a restart."""
+    fault: FaultSpec | None = None
+    """A fault at one moment of this response (:class:`FaultSpec`)."""
 
     def __post_init__(self) -> None:
         if self.tone_hz is not None and self.duration_ms is None:

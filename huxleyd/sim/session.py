@@ -32,7 +32,7 @@ from huxleyd.pcm import BYTES_PER_MS
 from huxleyd.sim import wire
 from huxleyd.sim.pacing import AudioPacer, audio_chunks, sleep_script_ms
 from huxleyd.sim.record import SimRecord, Truncation
-from huxleyd.sim.scenario import ResponseSpec, ToolCallSpec
+from huxleyd.sim.scenario import FaultSpec, ResponseSpec, ToolCallSpec
 from huxleyd.sim.speech import SynthMode, response_speech
 from huxleyd.sim.validate import validate_client_event
 
@@ -95,11 +95,13 @@ class SimSession:
         self._running: dict[str, _Running] = {}
         self._unanswered_calls: set[str] = set()
         self._closed = False
+        self._stalled = False
+        """A scripted stall: the socket stays open and nothing more is sent."""
 
     # ------------------------------------------------------------ plumbing
 
     async def emit(self, event: dict[str, Any]) -> None:
-        if not self._closed:
+        if not self._closed and not self._stalled:
             if event["type"] == "error":
                 self._record.errors_sent.append(event["error"]["code"])
             await self._send_text(self._outbox.encode(event))
@@ -352,6 +354,8 @@ class SimSession:
         await self.emit(self._response_event("response.created", running, "in_progress"))
         if spec.delay_ms:
             await self._sleep_ms(spec.delay_ms)
+        if spec.fault is not None and spec.fault.after_deltas == 0 and await self.fault(spec.fault):
+            return
         if spec.speaks and not await self._speak(running, spec):
             return  # the connection was dropped on purpose
         for call in spec.tool_calls:
@@ -359,6 +363,30 @@ class SimSession:
         await self._end(running, spec.status)
         if spec.close_after is not None:
             await self._close_now(spec.close_after)
+        if spec.fault is not None and spec.fault.after_deltas is None:
+            await self.fault(spec.fault)
+
+    async def fault(self, fault: FaultSpec) -> bool:
+        """Inject a scripted fault; True when the response stops there."""
+        self._record.faults.append(fault.kind)
+        _log.info("sim_fault", kind=fault.kind, code=fault.code)
+        if fault.kind == "drop":
+            self._abort()
+        elif fault.kind == "close":
+            await self._close_now(fault.code)
+        elif fault.kind == "stall":
+            self._stalled = True
+        elif fault.kind == "session_expired":
+            await self.emit(
+                wire.error(
+                    "session_expired",
+                    "Your session hit the maximum duration of 60 minutes.",
+                )
+            )
+            await self._close_now(1001)
+        else:  # go_away, refuse_resume: Gemini's, a no-op in this dialect
+            return False
+        return True
 
     async def _close_now(self, code: int) -> None:
         """End the connection with ``code`` (a cap, a restart), in its own task:
@@ -444,6 +472,9 @@ class SimSession:
             if spec.drop_after_deltas is not None and index + 1 >= spec.drop_after_deltas:
                 _log.info("sim_dropping_connection", response=rid, deltas=index + 1)
                 self._abort()
+                return False
+            fault = spec.fault
+            if fault is not None and fault.after_deltas == index + 1 and await self.fault(fault):
                 return False
             await pacer.sent(len(piece) / BYTES_PER_MS)
         return True

@@ -3,7 +3,7 @@
 Layer: the sim's protocol behaviour. The events and their order are the
 OpenAI GA ones (the reference: same names for audio, transcripts, tools),
 so this reuses :class:`~huxleyd.sim.session.SimSession` and changes what
-differs: ``conversation.created`` first, the flat session, structural
+differs: ``session.created`` (flat) then ``conversation.created`` first, the flat session, structural
 validation (:mod:`huxleyd.sim.xai_validate`), no truncate, and none of the
 server events xAI does not send (``conversation.item.done`` …).
 """
@@ -21,7 +21,6 @@ from huxleyd.sim.xai_validate import validate_xai_client_event
 
 NOT_SENT = frozenset(
     {
-        "session.created",
         "conversation.item.done",
         "rate_limits.updated",
         "conversation.item.input_audio_transcription.delta",
@@ -31,7 +30,7 @@ NOT_SENT = frozenset(
 )
 """Server events of the GA protocol that xAI does not have."""
 
-_OWN_SHAPE = frozenset({"session.updated"})
+_OWN_SHAPE = frozenset({"session.created", "session.updated"})
 """Server events whose body differs from GA (checked structurally, not by the openai types)."""
 
 _PCM = {"type": "audio/pcm", "rate": 24_000}
@@ -70,6 +69,9 @@ class XaiSimSession(SimSession):
         self._outbox = XaiOutbox()
 
     async def start(self) -> None:
+        # As xAI's server does since May 2026: session.created (the flat
+        # session), then conversation.created.
+        await self.emit({"type": "session.created", "session": self._session})
         conversation = {"id": "conv_sim_xai", "object": "realtime.conversation"}
         await self.emit({"type": "conversation.created", "conversation": conversation})
 

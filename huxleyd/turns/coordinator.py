@@ -68,6 +68,7 @@ from huxleyd.providers.base import (
 from huxleyd.providers.events import Event
 from huxleyd.skillhost.host import SkillHost, ToolOutcome
 from huxleyd.turns.capture import MicCapture
+from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.instructions import SessionInstructions
 from huxleyd.turns.lifecycle import TurnLifecycle
@@ -184,6 +185,8 @@ class Coordinator(TurnLifecycle):
             before_follow_up=self.refresh_instructions,
         )
         self._barrier: asyncio.Task[None] | None = None
+        self._failing: TurnRecord | None = None
+        self._fail_cue = Earcon.ERROR
         self._mic_pump: asyncio.Task[None] | None = None
         self._link = Link(self._outputs, self._earcons)
         self._closed = False
@@ -487,22 +490,28 @@ class Coordinator(TurnLifecycle):
         """The transport's connection state (``connected``, ``offline``…).
 
         Leaving ``connected`` ends a reply in progress: a response that was
-        requested but never started gets no event from the dead socket. A reply
-        the provider had finished sending (the terminal barrier plays it out)
-        is not touched: the listener hears all of it, and the turn ends with
-        its own outcome.
+        requested but never started gets no event from the dead socket. What
+        of it had arrived still plays to its last sample, then the turn's one
+        error cue (:meth:`fail`). A reply the provider had finished sending
+        (the terminal barrier plays it out) is not touched: the listener hears
+        all of it, and the turn ends with its own outcome.
         """
         if self._closed:
             return
         self._link.track(state)
-        if state is not ConnectionState.CONNECTED and self.state.replying:
+        lost = self.failing  # already lost (an error event came first)
+        if state is not ConnectionState.CONNECTED and self.state.replying and not lost:
             if self.state is TurnState.APPLYING_SIDE_EFFECTS:
                 log.info("turn_outlives_connection", state=state)
             else:
                 log.warning("turn_lost_with_connection", state=state)
                 self._replies.lose()
-                self.finish_turn(TurnOutcome.FAILED)
-        self._link.announce(state, attempt, ended)
+                self.fail()  # what arrived plays out, then one error cue
+                lost = True
+        if lost and state is ConnectionState.FAILED:
+            # Ended for good: the lost turn's one cue is the failure's own.
+            self.fail(failure_cue(ended, self._earcons))
+        self._link.announce(state, attempt, ended, turn_lost=lost)
         if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
             self._outputs.show(self._idle_activity())
         if state is ConnectionState.CONNECTED:
@@ -521,6 +530,12 @@ class Coordinator(TurnLifecycle):
     def dropped_late_chunks(self) -> int:
         """Audio chunks of cancelled responses that arrived after the cut (never played)."""
         return self._replies.dropped_late_chunks
+
+    @property
+    def reply_audio_received_bytes(self) -> int:
+        """Reply audio that arrived and went to the speaker, since the start (a
+        turn that loses its connection must still play all of it)."""
+        return self._replies.audio_received_bytes
 
     @property
     def activity(self) -> Activity:

@@ -15,6 +15,8 @@ media, injects and claims, the connection). The seam is the
 - :meth:`set_state`: mic capture and the LED activity follow the state.
 - :meth:`after_speech`: the terminal barrier, a task that lets the speech
   play out, then starts the latched stream or claim.
+- :meth:`fail`: the turn lost something: what arrived plays out, then one
+  cue, then ``failed`` (docs/providers.md, "What the listener hears").
 - :meth:`interrupt`: barge-in: silence now, cancel the reply, truncate to
   what was heard, cancel the barrier.
 - :meth:`finish_turn`: the journal line, media back, a renewal if due, the
@@ -30,6 +32,7 @@ import asyncio
 from collections.abc import Callable
 
 from huxley_sdk import AudioStream
+from huxleyd.audio.types import Earcon
 from huxleyd.bus import Bus
 from huxleyd.logs import get_logger
 from huxleyd.turns.capture import MicCapture
@@ -57,6 +60,9 @@ class TurnLifecycle:
     _no_turn: asyncio.Event
     """Set while no turn runs (``turn`` is None)."""
     _barrier: asyncio.Task[None] | None
+    _failing: TurnRecord | None
+    """The turn :meth:`fail` is ending (None: none)."""
+    _fail_cue: Earcon
     _replies: Replies
     _outputs: TurnOutputs
     _capture: MicCapture
@@ -102,6 +108,45 @@ class TurnLifecycle:
                 self.proactive.start_claim(claim)
             except Exception as exc:  # ClaimBusyError, or a malformed claim
                 log.error("claim_refused", error=str(exc))
+
+    def fail(self, cue: Earcon = Earcon.ERROR) -> None:
+        """The turn lost something (a reply that never arrived whole, a tool
+        output the service never got): whatever arrived plays to its last
+        sample, then exactly one cue (``cue``: the error earcon, or the
+        connection's failure cue when the provider ended it for good), then
+        the turn ends ``failed``.
+
+        One cue per turn whoever reports the loss (an ``error`` event, the
+        failed response that follows it, the connection's end); a later call
+        for the same turn may only name a more specific cue. A reply that had
+        arrived whole (the terminal barrier runs) loses nothing.
+        """
+        turn = self.turn
+        if turn is None:
+            return
+        if self._failing is turn:
+            self._fail_cue = cue if cue is not Earcon.ERROR else self._fail_cue
+            return
+        if self.state is TurnState.APPLYING_SIDE_EFFECTS:
+            return
+        self._failing, self._fail_cue = turn, cue
+        self.set_state(TurnState.APPLYING_SIDE_EFFECTS)
+        self._barrier = asyncio.get_running_loop().create_task(
+            self._fail_then(turn), name="terminal-barrier"
+        )
+
+    @property
+    def failing(self) -> bool:
+        """The turn lost something and plays out what arrived before its cue."""
+        return self.turn is not None and self._failing is self.turn
+
+    async def _fail_then(self, turn: TurnRecord) -> None:
+        await self._replies.played_out()
+        if self.turn is not turn or self.state is not TurnState.APPLYING_SIDE_EFFECTS:
+            return  # interrupted while what arrived played out
+        self._barrier = None
+        self._outputs.earcon(self._fail_cue, before_speech=False)
+        self.finish_turn(TurnOutcome.FAILED)
 
     def finish_turn(
         self,

@@ -46,18 +46,27 @@ class Link:
         self.link_down = state.link_down
         self.setup_failed = state is ConnectionState.SETUP_FAILED
 
-    def announce(self, state: ConnectionState, attempt: int, ended: EndReason | None) -> None:
-        """The cue and the journal line ``state`` calls for, once per episode."""
+    def announce(
+        self, state: ConnectionState, attempt: int, ended: EndReason | None, *, turn_lost: bool
+    ) -> None:
+        """The cue and the journal line ``state`` calls for, once per episode.
+
+        ``turn_lost``: a turn was lost with the connection; its one cue
+        (after what arrived has played) says it, so a stall or a failure
+        adds none of its own here."""
         if state is ConnectionState.STALLED:
-            # The reply that was due will not come: the offline cue now, not
-            # a silence the user has to wait out.
-            self._cue(Earcon.OFFLINE)
-            log.warning("provider_stalled_heard")
+            # The reply that was due will not come: a cue now (the lost turn's,
+            # else the offline cue), not a silence the user has to wait out.
+            if not turn_lost:
+                self._cue(Earcon.OFFLINE)
+            log.warning("provider_stalled_heard", cue=Earcon.ERROR if turn_lost else Earcon.OFFLINE)
         if state is ConnectionState.FAILED:
             # The provider refused us for good (key, model, setup): say so once,
             # the transport's log line names what to change; ``ended`` is why.
+            # A turn lost with it plays this cue as its one cue, after what arrived.
             cue = failure_cue(ended, self._earcons)
-            self._cue(cue)
+            if not turn_lost:
+                self._cue(cue)
             log.error("provider_failed", why=ended, cue=cue)
         if state is ConnectionState.KEY_REFUSED and not self.key_refused:
             self.key_refused = True

@@ -78,6 +78,10 @@ class TurnControl(Protocol):
     def finish_turn(self, outcome: TurnOutcome) -> None:
         """End the turn with ``outcome`` now."""
 
+    def fail(self) -> None:
+        """The turn lost something: what arrived plays out, then one error cue,
+        then the turn ends ``failed`` (a second call for the same turn is a no-op)."""
+
 
 class Replies:
     """The model's side of the current turn: its reply, the reply's tool calls, its speech.
@@ -118,6 +122,10 @@ class Replies:
         the reply (expiry: *stale*), disarmed when the reply ends or is dropped."""
         self.dropped_late_chunks = 0
         """Audio chunks of cancelled responses that arrived after the cut (never played)."""
+        self.audio_received_bytes = 0
+        """Reply audio that arrived and was handed to the speaker, since the start."""
+        self._session_lost = False
+        """The turn's reply came on a session that is gone (:meth:`lose`)."""
 
     # ------------------------------------------------------------ for the coordinator
 
@@ -158,6 +166,7 @@ class Replies:
 
     def new_turn(self) -> None:
         """A turn begins: the previous turn's calls are forgotten."""
+        self._session_lost = False
         self._effects.new_turn()
 
     def end_turn(self) -> None:
@@ -173,7 +182,10 @@ class Replies:
         """Barge-in: silence now, drop the reply, truncate to what was heard, answer every call."""
         heard = self._speech.cut()
         self._watchdog.disarm()
-        self._tracker.abandon()
+        if self._session_lost:
+            heard = None  # its session is gone: nothing there to cancel or truncate
+        else:
+            self._tracker.abandon()
         if heard is not None:
             # With truncate the provider cuts its history; without, the core keeps
             # the record and tells the model what was heard its own way.
@@ -184,9 +196,13 @@ class Replies:
         self._effects.answer_all()
 
     def lose(self) -> None:
-        """The connection dropped mid-reply: answer every call, silence the speaker."""
+        """The connection dropped mid-reply: no timer, the reply is over (its
+        session is gone: nothing to cancel), every call is answered. What
+        arrived still plays: the turn's end waits for it (``fail``)."""
+        self._session_lost = True
+        self._watchdog.disarm()
+        self._tracker.end_turn()
         self._effects.answer_all()
-        self._speech.cut()
 
     async def played_out(self) -> None:
         """Return once the reply's speech has reached the speaker."""
@@ -228,7 +244,8 @@ class Replies:
         if turn is not None and turn.first_audio_at is None:
             turn.first_audio_at = self._clock.monotonic()
             self._speech.arm_first_heard(lambda: self._first_audio_heard(turn))
-        self._speech.enqueue(chunk.item_id, chunk.pcm)
+        if self._speech.enqueue(chunk.item_id, chunk.pcm):
+            self.audio_received_bytes += len(chunk.pcm)
         self._outputs.show(Activity.SPEAKING)
 
     def _first_audio_heard(self, turn: TurnRecord) -> None:
@@ -247,8 +264,7 @@ class Replies:
         self._watchdog.disarm()
         self._tracker.abandon()
         self._effects.answer_all()
-        self._outputs.earcon(Earcon.ERROR, before_speech=True)  # after what was already said
-        self._turn.after_speech(TurnOutcome.FAILED)
+        self._turn.fail()  # the cue after what was already said
 
     def _on_tool_call(self, call: ToolCall) -> None:
         if self._tracker.gave_up(call.response_id):
@@ -268,8 +284,7 @@ class Replies:
         if done.status in (ResponseStatus.CANCELLED, ResponseStatus.FAILED):
             log.warning("response_failed", status=done.status.value, reason=done.reason)
             self._effects.answer_all()
-            self._outputs.earcon(Earcon.ERROR, before_speech=False)
-            self._turn.after_speech(TurnOutcome.FAILED)
+            self._turn.fail()
             return
         if done.tool_calls:
             for call in done.tool_calls:
@@ -312,9 +327,9 @@ class Replies:
             # In APPLYING_SIDE_EFFECTS the reply has all arrived and is playing
             # out (or is already ending as it should): the session's end (a
             # session cap) takes nothing from it, so no error cue and no FAILED.
+            self._watchdog.disarm()
             self._effects.answer_all()
-            self._outputs.earcon(Earcon.ERROR, before_speech=False)
-            self._turn.after_speech(TurnOutcome.FAILED)
+            self._turn.fail()
 
     # ------------------------------------------------------------ follow-ups and retries
 

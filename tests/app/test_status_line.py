@@ -13,6 +13,7 @@ from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.turns.news import ConnectionChanged
+from tests.fakes.clock import settle
 from tests.fakes.notify import RecordingNotifier
 from tests.fakes.turn_rig import Rig
 
@@ -47,6 +48,7 @@ async def test_offline_stays_shown_through_a_lost_turn_and_clears_when_back() ->
         # goes back to idle, and both still say the provider is away.
         rig.provider.connected = False
         coordinator.on_connection_status(ConnectionStatus(ConnectionState.OFFLINE, attempt=4))
+        await settle()  # nothing arrived to play out: the lost turn ends at once
         assert coordinator.turn is None
         assert _shown(leds) is LedState.OFFLINE
         assert _statuses(notifier)[-1] == "offline, retrying (attempt 4)"

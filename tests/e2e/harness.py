@@ -59,6 +59,7 @@ class ScenarioSkill:
     name = "scenario"
 
     def __init__(self):
+        self.slow_s = 0.3
         self.events = []
         self.mic = bytearray()
         self.counter_s = 3.0
@@ -69,7 +70,7 @@ class ScenarioSkill:
     @property
     def tools(self):
         names = ("news", "song", "explode", "hang", "counter", "radio", "impatient",
-                 "claim", "bad_claim")
+                 "claim", "bad_claim", "slow")
         return [ToolDefinition(n, n) for n in names]
 
     async def setup(self, ctx):
@@ -97,6 +98,9 @@ class ScenarioSkill:
             return ToolResult("{}", self.make_claim(fail=tool_name == "bad_claim"))
         if tool_name == "hang":
             await asyncio.sleep(3600)
+        if tool_name == "slow":  # a tool that takes a while (real time), then answers
+            await asyncio.sleep(self.slow_s)
+            return ToolResult(json.dumps({"done": True}))
         raise RuntimeError("the skill exploded")
 
     def make_claim(self, fail=False):
@@ -254,13 +258,19 @@ class Rig:
         extra_tables: str = "",
         persona_lines: str = "",
         reboot_flag: Path | None = None,
+        sounds_dir: Path | None = None,
+        provider_backoff: Callable[[], Iterator[float]] | None = None,
     ) -> None:
-        """``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
+        """``sounds_dir``: the earcons to play (default: the shipped ones);
+        ``provider_backoff``: the waits between the provider's tries.
+        ``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
         ``math.inf`` sends each reply's audio in one burst, as a fast link does)."""
         self.tmp = tmp
         self.kind = kind
         """The provider kind the daemon is configured with; the sim speaks its dialect."""
         self.earcons = earcons
+        self.sounds_dir = sounds_dir
+        self.provider_backoff = provider_backoff
         self.scenario = scenario
         self.skills = skills
         self.skill_config = skill_config
@@ -293,7 +303,7 @@ class Rig:
         await self.sim.__aenter__()
         no_sounds = self.tmp / "no-sounds"
         no_sounds.mkdir(exist_ok=True)
-        sounds = None if self.earcons else no_sounds
+        sounds = self.sounds_dir if self.earcons else no_sounds
         config = load_config(
             write_config(
                 self.tmp,
@@ -317,6 +327,7 @@ class Rig:
                 env={},
                 skill_retry_delays_s=self.skill_retry_delays_s,
                 reboot_flag=self.reboot_flag,
+                provider_backoff=self.provider_backoff,
             ),
         )
         await self.runtime.start()

@@ -381,6 +381,9 @@ class RecordingTurn:
         self._turn = None
         self._state = TurnState.IDLE
 
+    def fail(self) -> None:
+        self.moves.append(("fail", None))
+
     def ends(self) -> list[tuple[str, object]]:
         return [m for m in self.moves if m[0] != "state"]
 

@@ -23,7 +23,7 @@ from huxleyd.sim.scenario import Scenario
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.e2e import harness
 from tests.e2e.harness import until
-from tests.fakes.clock import FakeSleeper
+from tests.fakes.clock import FakeSleeper, settle
 from tests.fakes.provider_callbacks import Recorder
 from tests.fakes.provider_peer import Fault, FaultPeer
 from tests.fakes.turn_rig import Rig
@@ -118,15 +118,17 @@ async def test_a_healthy_pause_without_a_due_reply_is_no_stall() -> None:
         await asyncio.wait_for(task, 10)
 
 
-async def test_a_stall_mid_reply_fails_the_turn_at_once_with_the_offline_cue() -> None:
+async def test_a_stall_mid_reply_fails_the_turn_at_once_with_one_cue() -> None:
     async with Rig() as rig:
         await rig.turn()
         assert rig.coordinator.state.replying
         rig.coordinator.on_connection(ConnectionState.STALLED)
+        await settle()  # nothing arrived: nothing to play out before the cue
         assert rig.state() is TurnState.IDLE
         last = rig.coordinator.last_turn
         assert last is not None and last.outcome is TurnOutcome.FAILED
-        assert rig.audio.earcon_names()[-1] == "offline"
+        assert rig.audio.earcon_names()[-1:] == ["error"]  # the lost turn's one cue
+        assert "offline" not in rig.audio.earcon_names()
 
 
 async def test_the_daemon_fails_the_turn_on_a_stall_and_status_names_it(
@@ -155,7 +157,7 @@ async def test_the_daemon_fails_the_turn_on_a_stall_and_status_names_it(
             assert "1 stall" in provider_link_in_words(report)
     messages = [r.getMessage() for r in caplog.records]
     assert any("provider_stalled " in m for m in messages)
-    assert any("provider_stalled_heard" in m for m in messages)  # the offline cue played
+    assert any("provider_stalled_heard" in m for m in messages)  # the lost turn's cue played
     assert any("turn_lost_with_connection state=stalled" in m for m in messages)
     assert any("response_retry" in m for m in messages)  # the retry came first
     assert not any("response_silent" in m for m in messages)  # the stall ended it

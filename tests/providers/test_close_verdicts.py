@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from huxleyd.errors import ProviderConnectionError
 from huxleyd.providers import closes
 from huxleyd.providers.base import ConnectionState, EndReason, RealtimeCore
 from huxleyd.providers.closes import CloseAction
-from huxleyd.providers.events import SessionReady
+from huxleyd.providers.events import ProviderErrorEvent, SessionReady
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.retry import RETRYABLE, classify
@@ -139,7 +140,9 @@ def test_a_not_found_for_the_api_version_with_invalid_argument_names_the_replace
     assert NEWEST_LIVE in verdict.detail
 
 
-async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> None:
+async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     setups: list[dict[str, Any]] = []
 
     async def play(ws: ServerConnection, n: int) -> None:
@@ -156,9 +159,14 @@ async def test_gemini_refusing_a_resumption_handle_starts_fresh_at_once() -> Non
             await ws.send(json.dumps({"setupComplete": {}}))
             await ws.wait_closed()
 
-    _, sleep, _ = await until_second_session(play, GeminiLiveCore(), "m")
+    with caplog.at_level(logging.INFO):
+        rec, sleep, _ = await until_second_session(play, GeminiLiveCore(), "m")
     assert [s["sessionResumption"] for s in setups] == [{}, {"handle": "h-old"}, {}]
     assert sleep.delays == []  # goAway and a refused handle both renew without backoff
+    # It heals itself: one WARNING line says so, no ERROR, no error event for the turn layer.
+    loud = [(r.levelname, r.getMessage().split()[0]) for r in caplog.records if r.levelno >= 30]
+    assert loud == [("WARNING", "provider_resume_refused")], loud
+    assert not [e for e in rec.events if isinstance(e, ProviderErrorEvent)]
 
 
 async def test_openai_session_cap_renews_at_once_without_a_failure() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import typing
+from pathlib import Path
 
 import pytest
 from openai.types.realtime import realtime_session_create_request_param as session_param
@@ -125,3 +127,93 @@ def test_the_openai_realtime_rows_are_models_the_openai_package_knows() -> None:
     rows = {e.model for e in MODELS if e.provider == "openai" and "realtime" in e.model}
     assert "gpt-realtime-2.1" in known
     assert rows <= known, rows - known
+
+
+# ---------------------------------------------------------------- issue 40: kept current
+
+
+def sdk_deprecated_realtime_models() -> dict[str, dt.date]:
+    """What the installed ``openai`` package's realtime model docstring lists as
+    deprecated, with the announced shutdown date it gives them."""
+    import inspect
+    import re
+
+    source = inspect.getsource(session_param)
+    block = source.split("Deprecated values:", 1)[1].split('"""', 1)[0]
+    found: dict[str, dt.date] = {}
+    for names, when in re.findall(
+        r"- (.+?):\s+Announced shutdown date: (\d{4}-\d\d-\d\d)", block, re.S
+    ):
+        for name in re.findall(r'"([\w.-]+)"', names):
+            found[name] = dt.date.fromisoformat(when)
+    return found
+
+
+def test_every_realtime_model_the_sdk_deprecates_has_its_row_and_date() -> None:
+    deprecated = sdk_deprecated_realtime_models()
+    assert "gpt-realtime-mini-2025-12-15" in deprecated  # the SDK still says so
+    realtime = {m for m in deprecated if "realtime" in m}
+    for model in sorted(realtime):
+        entry = lifecycle(model)
+        assert entry is not None, f"{model} has no row"
+        assert entry.shutdown == deprecated[model], model
+        assert entry.replacement is not None, model
+
+
+def test_the_new_rows_and_where_they_lead() -> None:
+    mini = shutdown_warning(
+        "gpt-realtime-mini-2025-12-15", today=dt.date(2026, 12, 3), within_days=60
+    )
+    assert mini is not None and mini.days_left == 48
+    assert mini.replacement == "gpt-realtime-2.1-mini"
+    assert replacement_for("grok-voice-fast-1.0") == "grok-voice-think-fast-2.0"
+    voice3 = lifecycle("grok-voice-3.0")
+    assert voice3 is not None and voice3.shutdown is None
+    assert ProviderSettings(kind="xai").model == "grok-voice-think-fast-2.0"
+
+
+def test_the_warning_window_is_sixty_days_everywhere() -> None:
+    import inspect
+
+    from huxleyd.control.doctor import check_models
+    from huxleyd.providers.models import SHUTDOWN_WARN_DAYS, shutdown_warnings
+
+    assert SHUTDOWN_WARN_DAYS == 60
+    doctor_days = inspect.signature(check_models).parameters["warn_days"].default
+    assert doctor_days == SHUTDOWN_WARN_DAYS
+    shutdown = dt.date(2027, 1, 20)
+    on = shutdown - dt.timedelta(days=60)
+    assert [w.model for w in shutdown_warnings(["gpt-realtime-mini-2025-12-15"], today=on)] == [
+        "gpt-realtime-mini-2025-12-15"
+    ]
+    assert (
+        shutdown_warnings(["gpt-realtime-mini-2025-12-15"], today=on - dt.timedelta(days=1)) == []
+    )
+    near = check_models(["gpt-realtime-mini-2025-12-15"], today=on)
+    assert near.status != "ok" and "gpt-realtime-2.1-mini" in (near.detail + (near.fix or ""))
+
+
+def test_check_config_and_the_start_warn_and_name_the_replacement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from huxleyd.app.main import main
+    from huxleyd.app.model_notice import log_model_shutdowns
+    from huxleyd.config.load import load_config
+    from tests.config.test_check_config import write
+
+    path = write(tmp_path, provider='model = "gpt-realtime-mini-2025-12-15"')
+    with caplog.at_level(logging.WARNING):
+        log_model_shutdowns(load_config(path), today=dt.date(2026, 12, 3))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith("provider_model_shutdown_near"), lines
+    assert "replacement=gpt-realtime-2.1-mini" in lines[0] and "days_left=48" in lines[0]
+    caplog.clear()
+    (tmp_path / "default").mkdir()
+    log_model_shutdowns(load_config(write(tmp_path / "default")), today=dt.date(2026, 12, 3))
+    assert not caplog.records  # the default model: nothing to say
+    assert main(["--check-config", "--config", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(")") and ": ok (" in out[0]
+    # Today is past the 60-day mark (2026-11-21) for this model, before or after its date.
+    assert len(out) == 2 and "warning: model 'gpt-realtime-mini-2025-12-15'" in out[1], out
+    assert "'gpt-realtime-2.1-mini'" in out[1]

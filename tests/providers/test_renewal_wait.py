@@ -175,3 +175,50 @@ async def test_a_wait_ends_with_its_connection_and_blocks_no_later_renewal() -> 
         assert served == [1, 2, 3]
         await conn.close()
         await asyncio.wait_for(task, 20)
+
+
+async def test_a_new_connection_does_not_keep_the_old_go_away_deadline() -> None:
+    # Connection 1 got a goAway (20 s left) and was renewed. Thirty seconds on,
+    # a renewal of connection 2 falls due while a reply plays: it must wait
+    # for the listener. Kept, the old deadline (long past) would let it close
+    # at once and cut what the user is hearing.
+    async def never(delays: list[float]) -> None:
+        await asyncio.Event().wait()  # the bound never runs out here
+
+    clock, sleep = ManualClock(), InstantSleep(hook=never)
+    rec, listener = Recorder(), Listener()
+    listener.heard.set()  # nothing plays: the goAway renews at once
+    served: list[int] = []
+
+    async def one(ws: ServerConnection) -> None:
+        served.append(len(served) + 1)
+        await ws.recv()  # the setup
+        await ws.send(json.dumps({"setupComplete": {}}))
+        update = {"newHandle": f"h{len(served)}", "resumable": True}
+        await ws.send(json.dumps({"sessionResumptionUpdate": update}))
+        if len(served) == 1:
+            await ws.send(json.dumps({"goAway": {"timeLeft": f"{TIME_LEFT_S:g}s"}}))
+        await ws.wait_closed()
+
+    async with serve(one, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        conn = connect(f"ws://127.0.0.1:{port}/ws", rec, clock, sleep)
+        conn.hold_renewals_until(listener)
+        task = asyncio.create_task(conn.run())
+        await rec.wait_for(SessionReady, 2)
+        assert served == [1, 2]
+        clock.advance(TIME_LEFT_S + 10.0)  # the old connection's deadline is long past
+        listener.heard.clear()  # a reply is playing
+        conn.renew("session renewal")
+        waits = asyncio.ensure_future(listener.asked.wait())
+        renews = asyncio.ensure_future(rec.wait_for(SessionReady, 3))
+        await asyncio.wait({waits, renews}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+        renews.cancel()
+        await asyncio.gather(renews, return_exceptions=True)
+        assert waits.done(), "the renewal did not wait for the reply to be heard"
+        assert served == [1, 2] and conn.connected, "the renewal cut the reply"
+        listener.heard.set()
+        await rec.wait_for(SessionReady, 3)
+        assert served == [1, 2, 3]
+        await conn.close()
+        await asyncio.wait_for(task, 20)

@@ -28,6 +28,7 @@ from tests.providers.xai_frames import (
     conversation_created,
     ready_core,
     sent,
+    session_created,
     session_updated,
     start_response,
     types,
@@ -68,6 +69,16 @@ def test_without_configuration_conversation_created_means_ready() -> None:
     core.connection_opened()
     core.receive(conversation_created())
     assert core.events_received() == [SessionReady("conv_1")]
+
+
+def test_session_created_first_then_conversation_created_is_one_ready() -> None:
+    # xAI's server sends session.created first since May 2026, then
+    # conversation.created; either one opens the session, and only once.
+    core = XaiRealtimeCore()
+    core.connection_opened()
+    core.receive(session_created())
+    core.receive(conversation_created())
+    assert core.events_received() == [SessionReady(None)]
 
 
 def test_only_what_changed_is_sent_again() -> None:

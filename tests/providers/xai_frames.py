@@ -20,6 +20,11 @@ def conversation_created() -> str:
     return _outbox.encode({"type": "conversation.created", "conversation": conversation})
 
 
+def session_created() -> str:
+    """xAI's first event since May 2026 (the flat session as it starts)."""
+    return _outbox.encode({"type": "session.created", "session": default_session()})
+
+
 def session_updated() -> str:
     return _outbox.encode({"type": "session.updated", "session": default_session()})
 
@@ -38,7 +43,7 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 
 def ready_core() -> XaiRealtimeCore:
-    handshake = (conversation_created(), session_updated())
+    handshake = (session_created(), conversation_created(), session_updated())
     return frames.ready(XaiRealtimeCore(), handshake, tools=TOOLS, voice="eve")
 
 

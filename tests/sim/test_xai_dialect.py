@@ -59,11 +59,14 @@ def sim(*responses: dict[str, Any]) -> SimServer:
     return SimServer(scenario_from_dict({"turns": turns}), speed=math.inf, synth="tone")
 
 
-async def test_conversation_created_first_then_the_flat_session_applies() -> None:
+async def test_session_created_then_conversation_created_then_the_flat_session_applies() -> None:
     async with sim() as server, xai(server) as client:
         first = await client.recv()
-        assert first["type"] == "conversation.created"
-        assert first["conversation"]["object"] == "realtime.conversation"
+        assert first["type"] == "session.created"
+        assert "type" not in first["session"] and first["session"]["voice"] == "eve"
+        second = await client.recv()
+        assert second["type"] == "conversation.created"
+        assert second["conversation"]["object"] == "realtime.conversation"
         await client.send(FLAT_PTT)
         updated = await client.recv()
         assert updated["type"] == "session.updated"
@@ -75,7 +78,7 @@ async def test_conversation_created_first_then_the_flat_session_applies() -> Non
 
 async def test_a_push_to_talk_turn_and_no_ga_only_events() -> None:
     async with sim(SPEECH) as server, xai(server) as client:
-        await client.recv()
+        await client.until("conversation.created")
         await client.send(FLAT_PTT)
         await client.until("session.updated")
         await client.send({"type": "input_audio_buffer.append", "audio": b64(bytes(9600))})
@@ -91,7 +94,7 @@ async def test_a_push_to_talk_turn_and_no_ga_only_events() -> None:
 
 async def test_ga_shapes_and_unsupported_events_are_violations() -> None:
     async with sim() as server, xai(server) as client:
-        await client.recv()
+        await client.until("conversation.created")
         await client.send({"type": "session.update", "session": {"type": "realtime"}})
         error = await client.recv()
         assert error["type"] == "error" and "no 'type'" in error["error"]["message"]
@@ -104,7 +107,7 @@ async def test_ga_shapes_and_unsupported_events_are_violations() -> None:
 
 async def test_leaving_server_vad_on_for_push_to_talk_is_a_violation() -> None:
     async with sim(SPEECH) as server, xai(server) as client:
-        await client.recv()
+        await client.until("conversation.created")
         await client.send({"type": "input_audio_buffer.append", "audio": b64(bytes(9600))})
         await client.send({"type": "input_audio_buffer.commit"})
         await client.until("input_audio_buffer.committed")
@@ -117,7 +120,7 @@ async def test_one_response_at_a_time() -> None:
         scenario_from_dict({"turns": [{"responses": [long]}]}), speed=1.0, synth="tone"
     )
     async with server, xai(server) as client:
-        await client.recv()
+        await client.until("conversation.created")
         await client.send({"type": "response.create"})
         await client.until("response.created")
         await client.send({"type": "response.create"})

@@ -279,9 +279,11 @@ async def test_offline_earcon_once_and_a_lost_connection_ends_the_reply() -> Non
         await rig.turn()
         assert state_of(rig) is TurnState.COMMITTING  # requested, never started
         rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)
+        await settle()  # nothing arrived, so nothing to play out first
         assert state_of(rig) is TurnState.IDLE
         assert rig.coordinator.last_turn is not None
         assert rig.coordinator.last_turn.outcome is TurnOutcome.FAILED
+        assert rig.audio.earcon_names().count("error") == 1  # the lost turn is heard, once
         for attempt in (4, 5, 6):
             rig.coordinator.on_connection(ConnectionState.OFFLINE, attempt)
         assert rig.audio.earcon_names().count("offline") == 1  # once, from the fourth try

@@ -176,9 +176,9 @@ async def test_each_chunk_moves_the_stale_deadline_and_silence_mid_reply_ends_it
             await rig.send(chunk("r1"))
         assert rig.turn.ends() == []
         await rig.time.advance(TIMEOUT_S)  # then nothing, and no response.done
-        assert rig.turn.ends() == [("after_speech", (TurnOutcome.FAILED, False))]
+        assert rig.turn.ends() == [("fail", None)]  # its one cue after what was already said
         assert rig.provider.names()[-1] == "cancel_response"
-        assert rig.audio.earcons == [(ERROR, True)]  # after what was already said
+        assert rig.audio.earcons == []  # not here: the turn plays it once the speech played
 
 
 async def test_the_end_of_the_reply_disarms_the_watchdog() -> None:
@@ -261,8 +261,8 @@ async def test_a_failed_response_ends_the_turn_with_the_error_cue() -> None:
         await rig.send(
             ResponseStarted("r1"), ResponseDone("r1", ResponseStatus.FAILED, reason="server")
         )
-        assert rig.turn.ends() == [("after_speech", (TurnOutcome.FAILED, False))]
-        assert rig.audio.earcons == [(ERROR, False)]
+        assert rig.turn.ends() == [("fail", None)]  # the cue after what played
+        assert rig.audio.earcons == []
 
 
 async def test_an_empty_commit_is_too_short() -> None:
@@ -279,7 +279,7 @@ async def test_a_fatal_error_mid_reply_fails_the_turn() -> None:
     async with Rig() as rig:
         rig.replies.request()
         await rig.send(ResponseStarted("r1"), ProviderErrorEvent("server_error", "down", False))
-        assert rig.turn.ends() == [("after_speech", (TurnOutcome.FAILED, False))]
+        assert rig.turn.ends() == [("fail", None)]
 
 
 async def test_speaking_is_shown_with_the_first_chunk() -> None:

@@ -37,14 +37,22 @@ async def test_the_session_cap_while_a_finished_reply_plays_leaves_it_answered()
 
 
 async def test_a_reply_that_never_finished_still_fails_with_the_connection() -> None:
-    # Something the user should have heard was not: FAILED, as before.
+    # Something the user should have heard was not: FAILED, as before; what
+    # did arrive plays out first, then the one error cue.
     async with Rig() as rig:
         await rig.turn()
+        rig.audio.speech_drained.clear()  # what arrived is still playing
         rig.send(*reply("r1", "i1"))
         await settle()
         rig.coordinator.on_connection(ConnectionState.RECONNECTING, 1)
+        await settle()
+        assert rig.coordinator.turn is not None, "the turn ended before what arrived played"
+        assert "error" not in rig.audio.earcon_names()
+        rig.audio.speech_drained.set()  # played out
+        await settle()
         last = rig.coordinator.last_turn
         assert last is not None and last.outcome is TurnOutcome.FAILED
+        assert rig.audio.earcon_names().count("error") == 1
 
 
 async def test_reply_heard_waits_for_the_turn_to_end_and_its_speech_to_play_out() -> None:
@@ -62,3 +70,26 @@ async def test_reply_heard_waits_for_the_turn_to_end_and_its_speech_to_play_out(
         rig.audio.speech_drained.set()
         await asyncio.wait_for(heard, 5)
         assert rig.coordinator.turn is None
+
+
+async def test_a_turn_lost_when_the_provider_ends_for_good_gets_the_failure_cue_once() -> None:
+    # A refused key mid-reply: the error event, then the connection fails for
+    # good. One cue for the lost turn, the key's, after what arrived played.
+    from huxleyd.providers.base import EndReason
+
+    async with Rig() as rig:
+        await rig.turn()
+        rig.audio.speech_drained.clear()  # what arrived is still playing
+        rig.send(*reply("r1", "i1"))
+        rig.send(ProviderErrorEvent("invalid_api_key", "refused", recoverable=False))
+        await settle()
+        rig.coordinator.on_connection(ConnectionState.FAILED, ended=EndReason.KEY_REFUSED)
+        await settle()
+        cues = [c for c in rig.audio.earcon_names() if c in ("error", "key_refused", "offline")]
+        assert cues == [], "a cue over what was still playing"
+        rig.audio.speech_drained.set()
+        await settle()
+        cues = [c for c in rig.audio.earcon_names() if c in ("error", "key_refused", "offline")]
+        assert cues == ["key_refused"]
+        last = rig.coordinator.last_turn
+        assert last is not None and last.outcome is TurnOutcome.FAILED
