@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types
 from mcp.client.session import ClientSession, IncomingMessage
@@ -279,7 +280,8 @@ class McpServerLink:
             session = await stack.enter_async_context(
                 ClientSession(read, write, message_handler=self._on_message)
             )
-            await asyncio.wait_for(session.initialize(), timeout_s)
+            with anyio.fail_after(timeout_s):
+                await session.initialize()
             yield session
 
     async def _serve(self, session: ClientSession) -> None:
@@ -295,8 +297,10 @@ class McpServerLink:
         )
         while True:
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._ping_every_s)
+            # anyio's timeouts, not asyncio.wait_for: inside the session's anyio task
+            # groups a cancelled wait_for can wait forever for its inner task.
+            with anyio.move_on_after(self._ping_every_s):
+                await self._wake.wait()
             if self._broken is not None:
                 broken, self._broken = self._broken, None
                 raise ConnectionError(f"the session broke: {broken}") from broken
@@ -309,16 +313,16 @@ class McpServerLink:
                     tools=",".join(self._names.values()),
                 )
             else:
-                await asyncio.wait_for(session.send_ping(), self.settings.timeout_s)
+                with anyio.fail_after(self.settings.timeout_s):
+                    await session.send_ping()
 
     async def _list(self, session: ClientSession) -> None:
         listed: list[mcp_types.Tool] = []
         cursor: str | None = None
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await asyncio.wait_for(
-                session.list_tools(params=params), self.settings.timeout_s
-            )
+            with anyio.fail_after(self.settings.timeout_s):
+                page = await session.list_tools(params=params)
             listed.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
