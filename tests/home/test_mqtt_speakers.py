@@ -31,6 +31,22 @@ from tests.home.broker import MISSING, PASSWORD, USER, Broker, Watcher
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 SCENARIO = 'default_reply = "Dinner is ready, says the simulator."\n'
+OFFICE = (
+    SCENARIO
+    + """
+[[turns]]
+hear = "hello"
+[[turns.responses]]
+say = "Hello there."
+
+[[turns]]
+hear = "tell the kitchen dinner is ready"
+[[turns.responses]]
+tool_calls = [{ name = "announce_to_room", arguments = { room = "kitchen", text = "Dinner is served" } }]
+[[turns.responses]]
+say = "I told the kitchen."
+"""
+)
 
 
 @dataclass
@@ -58,11 +74,13 @@ class Speaker:
         return np.frombuffer(pcm_on_disk(self.folder / "huxleyd-speaker.wav"), dtype="<i2")
 
 
-def start_speaker(tmp: Path, broker: Broker, room: str, *, password: str = PASSWORD) -> Speaker:
+def start_speaker(
+    tmp: Path, broker: Broker, room: str, *, password: str = PASSWORD, scenario: str = SCENARIO
+) -> Speaker:
     folder = tmp / room
     folder.mkdir()
     (folder / "mqtt.password").write_text(password + "\n")
-    config = write_daemon_config(folder, scenario=SCENARIO)
+    config = write_daemon_config(folder, scenario=scenario)
     config.write_text(
         config.read_text()
         + f'[mqtt]\nurl = "{broker.url}"\nusername = "{USER}"\n'
@@ -104,7 +122,7 @@ def house(
     tmp = tmp_path_factory.mktemp("house")
     # The office starts with a wrong broker password (test_refused_credentials).
     kitchen = start_speaker(tmp, broker, "kitchen")
-    office = start_speaker(tmp, broker, "office", password="not-the-password")
+    office = start_speaker(tmp, broker, "office", password="not-the-password", scenario=OFFICE)
     try:
         kitchen.daemon.wait_for_log("mqtt_discovery_sent", 60)
         office.daemon.wait_for_log("mqtt_down", 60)
@@ -124,11 +142,11 @@ def test_refused_credentials_cost_only_the_home_features(house: dict[str, Speake
     assert (
         PASSWORD not in office.daemon.output() and "not-the-password" not in office.daemon.output()
     )
-    # The turn goes on: a text turn is answered.
-    out = office.ctl("say", "hello", exit_codes=(0,))
-    assert "simulator" in out
     # The password file is read again on every try: fixed, it connects by itself.
     (office.folder / "mqtt.password").write_text(PASSWORD + "\n")
+    # Meanwhile the turn goes on: a text turn is answered.
+    out = office.ctl("say", "hello", exit_codes=(0,))
+    assert "Hello there." in out
     office.daemon.wait_for_log("mqtt_connected", 30)
     deadline = time.monotonic() + 10
     while office.status()["problems"]:
@@ -296,6 +314,25 @@ def test_one_speaker_announces_to_another(house: dict[str, Speaker], watcher: Wa
         watch.close()
     assert loud_ms(kitchen.samples()[before:]) > 300
     assert loud_ms(office.samples()[office_before:]) == 0  # only the kitchen said it
+
+
+def test_the_model_tells_another_room(house: dict[str, Speaker]) -> None:
+    """ "Tell the kitchen dinner is ready": the model's tool, through the skill host."""
+    kitchen, office = house["kitchen"], house["office"]
+    watch = Watch(kitchen)
+    try:
+        out = office.ctl("say", "tell the kitchen dinner is ready")
+        assert "I told the kitchen." in out
+        event = watch.wait_for("announce", outcome="heard", text="Dinner is served")
+        assert event["origin"] == "office"
+    finally:
+        watch.close()
+    called = [x for x in office.daemon.output().splitlines() if "tool=announce_to_room" in x]
+    assert called and "error=None" in called[-1], called
+
+
+def test_an_unknown_room_is_refused_with_the_rooms_there_are(house: dict[str, Speaker]) -> None:
+    office = house["office"]
     # An unknown room is refused with the rooms there are.
     refused = subprocess.run(
         [*CLI, "--socket", str(office.socket), "announce", "--room", "garage", "hello"],
@@ -356,6 +393,8 @@ def test_the_broker_killed_and_back(house: dict[str, Speaker], broker: Broker) -
     status = kitchen.status()  # still answering, and saying why the home part is out
     assert "mqtt" in " ".join(str(p) for p in status["problems"])  # type: ignore[attr-defined]
     assert status["state"] == "idle"
+    doctor = kitchen.ctl("doctor", exit_codes=(0, 1))
+    assert "mqtt" in doctor and "cannot reach the broker" in doctor, doctor
     connects = kitchen.daemon.output().count("mqtt_connected")
     broker.start()  # no persistence: nothing retained survived; what we see is sent again
     fresh = Watcher(broker, "homeassistant/#", f"{kitchen.base}/availability")
