@@ -212,7 +212,7 @@ class McpServerLink:
                 self._withdraw()
                 raise
             except Exception as exc:
-                was_up = self._session is not None or attempt == 0
+                was_up = self._session is not None
                 self._withdraw()
                 attempt += 1
                 why = (
