@@ -135,6 +135,8 @@ class MqttLink:
         self._roster: dict[str, Member] = {}
         self._online: dict[str, bool] = {}
         self._speaking: set[asyncio.Task[None]] = set()
+        self.on_rooms_changed: Callable[[], None] | None = None
+        """Told when the rooms with a speaker online changed (the tool's description)."""
         self.connects = 0
         """Connections made since start (a reconnect after a broker restart counts)."""
         self.state = "connecting"
@@ -426,10 +428,14 @@ class MqttLink:
             if queue is not None:
                 queue.put_nowait(receipt)
         elif topic.startswith(f"{t.household}/speakers/"):
+            rooms = self.rooms()
             self._on_roster(topic.rsplit("/", 1)[1], payload)
+            self._rooms_maybe_changed(rooms)
         elif topic.endswith("/availability"):
+            rooms = self.rooms()
             device = topic.split("/")[-2]
             self._online[device] = payload == b"online"
+            self._rooms_maybe_changed(rooms)
 
     async def _set_volume(self, payload: bytes) -> None:
         try:
@@ -442,6 +448,10 @@ class MqttLink:
         really = await self._speaker.set_volume(level)
         log.info("volume_changed", by="mqtt", previous=before, requested=level, level=really)
         self._wake.set()
+
+    def _rooms_maybe_changed(self, before: list[str]) -> None:
+        if self.rooms() != before and self.on_rooms_changed is not None:
+            self.on_rooms_changed()
 
     def _on_roster(self, device: str, payload: bytes) -> None:
         member = parse_roster(device, payload, self._online.get(device, False))

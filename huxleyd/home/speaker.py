@@ -309,7 +309,14 @@ def open_home(
             version=version,
             config_file=config_file,
         )
-        host.attach(HouseholdTools(link))
+        household = HouseholdTools(link)
+        host.attach(household)
+
+        def rooms_changed() -> None:  # the tool's description names the rooms
+            host.attach(household)
+            refresh_tools()
+
+        link.on_rooms_changed = rooms_changed
         if subscribe_provider is not None and mqtt.publish_heard:
             heard = link.heard
 

@@ -410,7 +410,7 @@ def test_the_broker_killed_and_back(house: dict[str, Speaker], broker: Broker) -
 
 
 def test_availability_goes_offline_when_the_daemon_stops(
-    house: dict[str, Speaker], broker: Broker
+    house: dict[str, Speaker], broker: Broker, watcher: Watcher
 ) -> None:
     office = house["office"]
     office.daemon.wait_for_log("mqtt_connected", 30)
@@ -421,6 +421,8 @@ def test_availability_goes_offline_when_the_daemon_stops(
         time.sleep(0.1)
     topic = f"{office.base}/availability"
     assert office.daemon.terminate() == 0
+    # Nothing a person said was published all along (publish_heard is off).
+    assert not watcher.seen(lambda t, p: t.endswith("/heard"))
     late = Watcher(broker, topic)  # retained: what a Home Assistant starting now reads
     try:
         late.wait_for(lambda t, p: t == topic and p == b"offline", 10)
