@@ -3,11 +3,15 @@ and every mistake named by file and key."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from huxleyd.config.load import load_config
+from huxleyd.control.handler import StatusReport
+from huxleyd.control.render import status_table
 from huxleyd.errors import ConfigError
 from tests.e2e.process import write_daemon_config
 
@@ -83,3 +87,44 @@ def test_mistakes_name_the_file_and_the_key(
     assert caught.value.file == str(path)
     assert caught.value.key == key, str(caught.value)
     assert words in caught.value.problem
+
+
+def test_status_carries_and_shows_the_home_lines() -> None:
+    report = StatusReport(
+        state="idle",
+        provider_state="connected",
+        media=None,
+        volume=40,
+        uptime_s=3.0,
+        persona="Test",
+        provider_kind="sim",
+        is_simulator=True,
+        home=("mcp home: connected (sse), 16 tools", "mqtt: down: cannot reach the broker"),
+    )
+    back = StatusReport.from_dict(report.to_dict())
+    assert back.home == report.home
+    assert StatusReport.from_dict({**report.to_dict(), "home": []}).home == ()
+    console = Console(width=120, record=True)
+    console.print(status_table(back))
+    text = console.export_text()
+    assert "Home" in text and "mcp home: connected (sse), 16 tools" in text
+
+
+def test_the_device_id_is_made_once_and_kept(tmp_path: Path) -> None:
+    from huxleyd.home.discovery import Topics, discovery_messages
+    from huxleyd.home.speaker import device_id
+
+    first = device_id(tmp_path / "state")
+    assert first == device_id(tmp_path / "state")  # the next start: the same id
+    assert first != device_id(tmp_path / "other")  # another speaker: another id
+    ids = {
+        json.loads(p)["unique_id"]
+        for room in ("kitchen", "hall")  # a renamed room keeps Home Assistant's entities
+        for p in discovery_messages(
+            Topics("huxley", first, room), discovery_prefix="homeassistant", name="x", version="1"
+        ).values()
+        if p
+    }
+    assert ids == {
+        f"huxley_{first}_{o}" for o in ("state", "volume", "mute", "problem", "button", "announce")
+    }

@@ -316,6 +316,18 @@ def test_one_speaker_announces_to_another(house: dict[str, Speaker], watcher: Wa
     assert loud_ms(office.samples()[office_before:]) == 0  # only the kitchen said it
 
 
+def test_announcements_are_never_retained(house: dict[str, Speaker], broker: Broker) -> None:
+    """A speaker (or Home Assistant) subscribing later finds no announcement to replay."""
+    late = Watcher(broker, "huxley/household/#", "huxley/+/announce")
+    try:
+        time.sleep(0.5)  # retained messages arrive right after the subscription
+        replayed = late.seen(lambda t, p: t.endswith("/announce") or "/receipts/" in t)
+        assert replayed == []
+        assert late.seen(lambda t, p: "/speakers/" in t)  # the roster is retained
+    finally:
+        late.close()
+
+
 def test_the_model_tells_another_room(house: dict[str, Speaker]) -> None:
     """ "Tell the kitchen dinner is ready": the model's tool, through the skill host."""
     kitchen, office = house["kitchen"], house["office"]
@@ -393,6 +405,7 @@ def test_the_broker_killed_and_back(house: dict[str, Speaker], broker: Broker) -
     status = kitchen.status()  # still answering, and saying why the home part is out
     assert "mqtt" in " ".join(str(p) for p in status["problems"])  # type: ignore[attr-defined]
     assert status["state"] == "idle"
+    assert "simulator" in kitchen.ctl("say", "are you there")  # the turn goes on
     doctor = kitchen.ctl("doctor", exit_codes=(0, 1))
     assert "mqtt" in doctor and "cannot reach the broker" in doctor, doctor
     connects = kitchen.daemon.output().count("mqtt_connected")
