@@ -128,3 +128,15 @@ def test_the_device_id_is_made_once_and_kept(tmp_path: Path) -> None:
     assert ids == {
         f"huxley_{first}_{o}" for o in ("state", "volume", "mute", "problem", "button", "announce")
     }
+
+
+def test_the_shipped_config_documents_every_home_setting() -> None:
+    import dataclasses
+
+    from huxleyd.home.settings import McpServerSettings, MqttSettings
+    from tests.config.test_documented_defaults import SHIPPED, documented_keys
+
+    keys = documented_keys(SHIPPED.read_text().replace("[[mcp]]", "[mcp]"))
+    for section, cls in (("mcp", McpServerSettings), ("mqtt", MqttSettings)):
+        missing = {f.name for f in dataclasses.fields(cls)} - keys.get(section, set())
+        assert not missing, f"config/huxleyd.toml [{section}] lacks {sorted(missing)}"
