@@ -225,6 +225,13 @@ def test_home_assistant_sets_the_volume_and_the_mute(
     # huxleyctl's change reaches Home Assistant too
     kitchen.ctl("volume", "55")
     watcher.wait_for(lambda t, p: t == f"{kitchen.base}/volume" and p == b"55", 10, after=mark)
+    # The button is an event automations can use.
+    kitchen.ctl("ptt", "tap")
+    _, event, retained = watcher.wait_for(
+        lambda t, p: t == f"{kitchen.base}/button", 10, after=mark
+    )
+    assert json.loads(event) == {"event_type": "press"} and not retained
+    kitchen.daemon.wait_for_log("source=ptt", 20)  # that turn is over before the next test
 
 
 class Watch:
