@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
 from huxleyd.degraded import Degraded
 from huxleyd.home.discovery import Topics, discovery_messages
@@ -89,7 +90,9 @@ def describe_mqtt_failure(exc: BaseException) -> str:
     """One line: why the broker cannot be used (never the password)."""
     rc = getattr(exc, "rc", None)
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if rc is not None and getattr(rc, "value", rc) in (4, 5, 134, 135):
+    # Only the broker's CONNACK answer (a ReasonCode) says "refused": a plain int
+    # is paho's own error code, where 4 and 5 mean "not connected" (a broker gone).
+    if isinstance(rc, ReasonCode) and rc.value in (134, 135, 140):
         return f"the broker refused the credentials ({text}): check username and password_file"
     return f"cannot reach the broker: {text}"[:300]
 

@@ -140,3 +140,17 @@ def test_the_shipped_config_documents_every_home_setting() -> None:
     for section, cls in (("mcp", McpServerSettings), ("mqtt", MqttSettings)):
         missing = {f.name for f in dataclasses.fields(cls)} - keys.get(section, set())
         assert not missing, f"config/huxleyd.toml [{section}] lacks {sorted(missing)}"
+
+
+def test_only_the_brokers_answer_counts_as_refused_credentials() -> None:
+    from aiomqtt import MqttCodeError
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.reasoncodes import ReasonCode
+
+    from huxleyd.home.mqtt import describe_mqtt_failure
+
+    refused = MqttCodeError(ReasonCode(PacketTypes.CONNACK, identifier=135), "Not authorized")
+    assert "refused the credentials" in describe_mqtt_failure(refused)
+    # paho's own code 4 is "not connected" (a publish while the broker is gone)
+    gone = MqttCodeError(4, "Could not publish message")
+    assert describe_mqtt_failure(gone).startswith("cannot reach the broker")
