@@ -3,6 +3,7 @@
 #   make test   lint + the whole test suite, on Python 3.11 and 3.13
 #   make config-fuzz --check-config vs the start on every generated configuration
 #   make mutate mutation testing: MODULES="huxleyd/x.py …" (default: what this branch changed)
+#   make ha-test  a scripted turn turns a Home Assistant light off through MCP (docs/home.md)
 #   make bench  the performance table (the budgets of docs/conventions.md; real-time rows on a clocked fake card)
 #   make image  a Raspberry Pi image (root, ~1 h emulated); make image-test boots it (docs/image.md)
 #   make image-test-kernel  a push-to-talk turn on the image through kernel GPIO and ALSA devices
@@ -20,7 +21,7 @@ IMAGE_DIR ?= build/image
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE   := $(IMAGE_DIR)/huxleyd-$(VERSION)-arm64.img
 
-.PHONY: setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-test-kernel image-test-nortc image-test-powercut image-check image-deps bundle
+.PHONY: ha-test setup run demo test lint mutate config-fuzz sanitize bench clockcard sounds install uninstall clean image image-test image-test-kernel image-test-nortc image-test-powercut image-check image-deps bundle
 
 setup: $(VENV)/.installed $(VENV)/.extensions
 
@@ -114,6 +115,12 @@ clockcard: setup
 
 bench: setup clockcard
 	$(PY) -m bench
+
+# Home Assistant core from PyPI in a scratch folder (HA_DIR, default /tmp/huxleyd-ha),
+# its MCP Server integration and a demo light: a scripted turn turns the light off
+# (docs/home.md). Not part of make test: the install is large.
+ha-test: setup
+	scripts/ha-test.sh
 
 sounds: setup
 	$(PY) scripts/make_sounds.py sounds

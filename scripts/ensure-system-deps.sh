@@ -10,8 +10,9 @@
 #   python3-venv     `python3 -m venv` (Debian ships it apart from python3)
 #   device-tree-compiler  dtc/fdtoverlay: the tests check the image's board
 #                    overlays (hw/dt) against a Debian-shaped device tree
+#   mosquitto        the tests of [mqtt] start a real broker (and mosquitto_passwd)
 set -eu
-PACKAGES="portaudio19-dev libasound2-dev libspeexdsp-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler"
+PACKAGES="portaudio19-dev libasound2-dev libspeexdsp-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler mosquitto"
 # On a Pi with Python 3.13 (Debian trixie, Raspberry Pi OS trixie) lgpio,
 # the pin factory, has no wheel on PyPI: pip builds it, through SWIG.
 case "$(uname -m)" in

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import importlib.metadata as metadata
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
@@ -33,6 +34,8 @@ from huxleyd.control.handler import (
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.reboot import busy_reasons, next_alert_in_s, reboot_pending
 from huxleyd.control.watch import WatchEvent
+from huxleyd.home.mqtt import AnnounceRefused
+from huxleyd.home.speaker import Check
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
 from huxleyd.skills.skillclock import system_clock_for
@@ -60,6 +63,13 @@ def check_runtime_tasks(health: dict[str, str]) -> DoctorCheck:
     if restarted:
         detail += " (" + "; ".join(f"{n}: {s}" for n, s in restarted.items()) + ")"
     return DoctorCheck("runtime tasks", True, detail)
+
+
+def doctor_check(check: Check) -> DoctorCheck:
+    """A home integration check (:meth:`huxleyd.home.speaker.Home.checks`) as a doctor line."""
+    if check.ok:
+        return DoctorCheck.passed(check.name, check.detail)
+    return DoctorCheck.warning(check.name, check.detail, check.fix)
 
 
 def check_degraded(problems: list[str]) -> DoctorCheck:
@@ -120,6 +130,7 @@ class RuntimeControl:
             busy=busy_reasons("starting", None),
             reboot_pending=reboot_pending(rt.overrides.reboot_flag),
             reboot_policy=rt.config.persona.updates.reboot,
+            home=tuple(rt.home.status_lines()) if rt.home is not None else (),
         )
         parts = rt.built
         if parts is None:
@@ -189,6 +200,16 @@ class RuntimeControl:
         self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")
         return turn
 
+    async def announce(self, text: str, room: str | None) -> list[str]:
+        """``huxleyctl announce``: through the household's broker ([mqtt])."""
+        home = self._rt.home
+        if home is None:
+            raise CommandFailedError("this speaker has no household: no [mqtt] in huxleyd.toml")
+        try:
+            return await home.announce(text, room)
+        except AnnounceRefused as exc:
+            raise CommandFailedError(str(exc)) from None
+
     async def stop(self) -> bool:
         parts = self._rt.built
         return await parts.coordinator.stop_media() if parts is not None else False
@@ -250,6 +271,9 @@ class RuntimeControl:
             )
         problems = rt.degraded.lines()
         checks.append(lambda: check_degraded(problems))
+        if rt.home is not None:
+            for home_check in rt.home.checks():
+                checks.append(functools.partial(doctor_check, home_check))
         watch = rt.loop_watch
         checks.append(
             lambda: (

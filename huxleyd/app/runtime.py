@@ -39,6 +39,7 @@ from huxleyd.config.setupreport import setup_failure
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded
 from huxleyd.handsfree.mutefile import mute_path, write_muted
+from huxleyd.home.speaker import Home, open_home
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.skillhost.events import ClientEvents
@@ -116,6 +117,8 @@ class Runtime:
         self._task_handles: dict[str, SupervisedTask] = {}
         self._stopping = False
         self._log_tap = FeedLogTap(self.feed)
+        self.home: Home | None = None
+        """``[[mcp]]`` servers and ``[mqtt]`` (docs/home.md), when configured."""
 
     @property
     def parts(self) -> Parts:
@@ -182,6 +185,7 @@ class Runtime:
                 ConnectionStatus(ConnectionState.SETUP_FAILED, detail=self.setup_failure)
             )
         self._spawn(functools.partial(parts.button.pump, parts.coordinator), "button")
+        self._open_home(parts)
         self._spawn(parts.leds.run, "leds")
         self._spawn(self.clock_watch.run, "clock")
         if parts.watchdog is not None:
@@ -201,6 +205,29 @@ class Runtime:
             self.setup_failure
             or "listening for the button" + (" (simulator)" if parts.is_simulator else "")
         )
+
+    def _open_home(self, parts: Parts) -> None:
+        """MCP servers' tools and the broker (docs/home.md): each a supervised task
+        that degrades on its own; nothing here can stop the start."""
+        config = self.config
+        self.home = open_home(
+            mcp=config.mcp,
+            mqtt=config.mqtt,
+            coordinator=parts.coordinator,
+            volume=parts.volume,
+            host=parts.host,
+            degraded=self.degraded,
+            provider_online=lambda: self.connection_state is ConnectionState.CONNECTED,
+            tell_watch=self.feed.publish,
+            refresh_tools=lambda: self.configure_session(parts.instructions.refresh()),
+            state_dir=config.storage.state_dir,
+            version=__version__,
+            config_file=str(config.path),
+            subscribe_provider=parts.connection.subscribe,
+        )
+        if self.home is not None:
+            for name, factory in self.home.tasks():
+                self._spawn(factory, name)
 
     def _report_failed_skills(self, parts: Parts) -> None:
         """Each skill left out is degraded; those whose setup failed are retried."""

@@ -27,6 +27,7 @@ from huxleyd.errors import ConfigError
 from huxleyd.handsfree.settings import WakeSettings, resolve_model
 from huxleyd.hardware.boards import BoardProfile, load_board
 from huxleyd.hardware.settings import HardwareSettings
+from huxleyd.home.settings import McpServerSettings, MqttSettings, parse_home
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.schema import build
 
@@ -155,6 +156,10 @@ class Config:
     """The profile ``[hardware] board`` names, loaded from ``boards_dir``."""
     wake: WakeSettings = field(default_factory=WakeSettings)
     """``[wake]``: the wake word (off unless a model is named)."""
+    mcp: tuple[McpServerSettings, ...] = ()
+    """``[[mcp]]``: MCP servers whose tools the model may call (docs/home.md)."""
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    """``[mqtt]``: the speaker in Home Assistant and the household (docs/home.md)."""
 
 
 BOARD_AUDIO_KEYS = (
@@ -178,6 +183,9 @@ _SECTIONS: dict[str, type[Any]] = {
     "control": ControlSettings,
     "wake": WakeSettings,
 }
+
+_HOME_SECTIONS = ("mcp", "mqtt")
+"""Parsed by :func:`huxleyd.home.settings.parse_home` (``[[mcp]]`` is a list of tables)."""
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -274,10 +282,9 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
     table = read_toml(path)
     file = str(path)
     for key in table:
-        if key not in _SECTIONS:
-            raise ConfigError(
-                file, key, f"unknown section (expected one of: {', '.join(_SECTIONS)})"
-            )
+        if key not in _SECTIONS and key not in _HOME_SECTIONS:
+            known = ", ".join([*_SECTIONS, *_HOME_SECTIONS])
+            raise ConfigError(file, key, f"unknown section (expected one of: {known})")
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
         raw = table.get(name, {})
@@ -301,6 +308,7 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
         sections["audio"], board, set_keys=raw_audio.keys(), file=file
     )
     sections["wake"] = resolve_model(sections["wake"], base=path.parent, file=file)
+    sections["mcp"], sections["mqtt"] = parse_home(table, file=file, base=path.parent)
     return Config(
         path=path,
         persona=load_persona(persona_path),

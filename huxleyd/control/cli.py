@@ -16,6 +16,7 @@
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
     huxleyctl doctor [--json]         diagnose config, key, audio, GPIO, network, disk
     huxleyctl event KEY [JSON]        a Huxley client event for the skills (docs/skills.md)
+    huxleyctl announce --room R|--all TEXT...  speak TEXT on the household's speakers (docs/home.md)
     huxleyctl logs [MATCH...]         follow the daemon's journal (or its log file)
     huxleyctl watch [--json]          follow the conversation: state, transcripts, tools, media
     huxleyctl update BUNDLE           install huxleyd from a file, keep it only if it starts (root)
@@ -166,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-wait", action="store_true", help="print the turn id at once, not the answer"
     )
     command("stop", "stop the media that is playing")
+    announce = command("announce", "speak a text on a room's speaker, or on every speaker")
+    where = announce.add_mutually_exclusive_group(required=True)
+    where.add_argument("--room", metavar="R", help="the room whose speaker says it (kitchen)")
+    where.add_argument("--all", action="store_true", help="every speaker of the household")
+    announce.add_argument("text", nargs="+", metavar="TEXT")
     skills = command("skills", "list loaded skills; install or remove a skill package")
     skills.add_argument("--json", action="store_true", help="print the raw result")
     skills.add_argument(
@@ -524,7 +530,20 @@ def cmd_event(client: ControlClient, args: argparse.Namespace) -> int:
     return EXIT_OK if delivered else EXIT_FAILED
 
 
+def cmd_announce(client: ControlClient, args: argparse.Namespace) -> int:
+    """Each room's outcome, one line each; exit 1 when any room did not take it."""
+    lines = client.announce(args.say_text, None if args.all else args.room)
+    for line in lines:
+        print(line)
+    return (
+        EXIT_OK
+        if lines and all(": will be" in x or ": spoken" in x for x in lines)
+        else EXIT_FAILED
+    )
+
+
 _COMMANDS: dict[str, Callable[[ControlClient, argparse.Namespace], int]] = {
+    "announce": cmd_announce,
     "event": cmd_event,
     "status": cmd_status,
     "volume": cmd_volume,
@@ -624,14 +643,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.package and args.action != "repair":
             parser.error(f"skills {args.action}: PACKAGE is missing")
         return cmd_skill_package(args)
-    if args.command == "say":
+    if args.command in ("say", "announce"):
+        name = args.command
         args.say_text = " ".join(args.text).strip()
         if not args.say_text:
-            parser.error("say: TEXT is empty")
+            parser.error(f"{name}: TEXT is empty")
         if len(args.say_text) > MAX_SAY_CHARS:
-            parser.error(f"say: TEXT is longer than {MAX_SAY_CHARS} characters")
+            parser.error(f"{name}: TEXT is longer than {MAX_SAY_CHARS} characters")
         if any("\ud800" <= ch <= "\udfff" for ch in args.say_text):  # argv's undecodable bytes
-            parser.error("say: TEXT is not UTF-8 text (check the terminal's locale)")
+            parser.error(f"{name}: TEXT is not UTF-8 text (check the terminal's locale)")
     control = resolve_socket(args.socket, args.config)
     args.socket_group = control.socket_group
     if args.command == "reboot-if-idle":  # a daemon that is down is a reason to wait

@@ -30,6 +30,7 @@ from huxleyd.control.errors import (
 )
 from huxleyd.control.handler import DoctorCheck, LevelsSample, SkillInfo, StatusReport
 from huxleyd.control.protocol import (
+    AnnounceArgs,
     Args,
     Command,
     DoneReply,
@@ -237,6 +238,13 @@ class ControlClient:
         if not isinstance(turn, str):
             raise ControlProtocolError(f"say: 'turn_id' expected a string, got {turn!r}")
         return turn
+
+    def announce(self, text: str, room: str | None) -> list[str]:
+        """Speak ``text`` on ``room``'s speaker (None: all); one line per room."""
+        rooms = self.call(Command.ANNOUNCE, AnnounceArgs(text, room)).get("rooms")
+        if not isinstance(rooms, list) or not all(isinstance(r, str) for r in rooms):
+            raise ControlProtocolError(f"announce: 'rooms' expected strings, got {rooms!r}")
+        return rooms
 
     def stop(self) -> bool:
         stopped = self.call(Command.STOP).get("stopped")

@@ -161,6 +161,8 @@ class StatusReport:
     """An installed update waits for a reboot (``/run/reboot-required``)."""
     reboot_policy: str = "when_idle"
     """The persona's ``[updates] reboot``."""
+    home: tuple[str, ...] = ()
+    """The home integration (docs/home.md), one line per MCP server and the broker."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +186,7 @@ class StatusReport:
             "busy": list(self.busy),
             "reboot_pending": self.reboot_pending,
             "reboot_policy": self.reboot_policy,
+            "home": list(self.home),
         }
 
     @classmethod
@@ -231,6 +234,7 @@ class StatusReport:
             reboot_policy=_get(d, "reboot_policy", str, what)
             if "reboot_policy" in d
             else "unknown",
+            home=_strings(d, "home", what) if "home" in d else (),
         )
 
 
@@ -459,4 +463,18 @@ class ControlHandler(Protocol):
         Quiet for as long as nothing happens; closed (``aclose``) when the
         client leaves.
         """
+        ...
+
+
+@runtime_checkable
+class Announcer(Protocol):
+    """A daemon with a household (``[mqtt]``, docs/home.md): ``huxleyctl announce``.
+
+    Apart from :class:`ControlHandler`, so a handler without it answers that
+    it has no household instead of failing to type-check."""
+
+    async def announce(self, text: str, room: str | None) -> list[str]:
+        """Send ``text`` to ``room``'s speaker (None: every speaker); one line per
+        room saying what became of it. Raises CommandFailedError when it cannot
+        be sent (no broker, no such room)."""
         ...

@@ -26,6 +26,7 @@ doctor      none
 event       ``key`` (required): a client event name; ``data``: an object
 watch       ``count``: integer ≥ 1, stop after that many events
 mute        ``muted``: true or false (absent: read the mute)
+announce    ``text`` (required): ≤ MAX_SAY_CHARS; ``room``: a room (absent: every speaker)
 ==========  =====================================================
 
 :func:`parse_request` (server side) and :func:`parse_reply` (client side)
@@ -74,6 +75,8 @@ class Command(StrEnum):
     WATCH = "watch"
     MUTE = "mute"
     """The microphone mute (the wake word and the button stop listening)."""
+    ANNOUNCE = "announce"
+    """Speak a text on the household's speakers in a room, or on all (docs/home.md)."""
 
 
 STREAMING_COMMANDS = frozenset({Command.LEVELS, Command.WATCH})
@@ -130,9 +133,18 @@ class EventArgs:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class AnnounceArgs:
+    text: str
+    room: str | None = None
+    """None: every speaker of the household."""
+
+
 MAX_EVENT_KEY_CHARS = 100
 
-Args: TypeAlias = NoArgs | VolumeArgs | MuteArgs | SayArgs | PttArgs | LevelsArgs | EventArgs
+Args: TypeAlias = (
+    NoArgs | VolumeArgs | MuteArgs | SayArgs | PttArgs | LevelsArgs | EventArgs | AnnounceArgs
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +404,17 @@ def _say_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
     return SayArgs(text.strip())
 
 
+def _announce_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
+    _only(cmd, raw, ("text", "room"))
+    text = _say_args(cmd, {"text": raw.get("text")}) if "text" in raw else None
+    if not isinstance(text, SayArgs):
+        raise _bad(cmd, "'text' expected a non-empty string, got nothing")
+    room = raw.get("room")
+    if room is not None and (not isinstance(room, str) or not room.strip() or len(room) > 64):
+        raise _bad(cmd, f"'room' expected a room name, got {_show(room)}")
+    return AnnounceArgs(text.text, room.strip() if isinstance(room, str) else None)
+
+
 def _ptt_args(cmd: Command, raw: Mapping[str, Any]) -> Args:
     _only(cmd, raw, ("action",))
     try:
@@ -434,6 +457,7 @@ ARG_PARSERS: Mapping[Command, Callable[[Command, Mapping[str, Any]], Args]] = {
     Command.SAY: _say_args,
     Command.PTT: _ptt_args,
     Command.EVENT: _event_args,
+    Command.ANNOUNCE: _announce_args,
     **dict.fromkeys(STREAMING_COMMANDS, _levels_args),
 }
 """The commands that take arguments, each with its parser; every other takes none."""

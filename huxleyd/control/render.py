@@ -66,6 +66,8 @@ def status_table(report: StatusReport) -> Table:
     table.add_row("Persona", Text(report.persona))
     for i, problem in enumerate(report.problems):
         table.add_row("Degraded" if i == 0 else "", Text(problem, style="red"))
+    for i, line in enumerate(report.home):
+        table.add_row("Home" if i == 0 else "", Text(line))
     reboot = pending_line(report.reboot_pending, report.reboot_policy)
     if reboot is not None:
         busy = f"; waiting: {'; '.join(report.busy)}" if report.busy else ""
@@ -328,6 +330,10 @@ WATCH_WORDS: Mapping[str, Callable[[Fields], str]] = {
     "connection": _connection,
     "notice": _notice,
     "mute": _plain,
+    "announce": lambda f: (
+        f"from the {f.get('origin')}: {_quoted(f.get('text'))} {f.get('outcome')}"
+        + (f" ({f['reason']})" if f.get("reason") else "")
+    ),
 }
 """Each watch kind (:data:`huxleyd.control.watch.KINDS`) in words; a kind not
 here (a newer daemon's) prints its fields as ``key=value``."""

@@ -37,7 +37,7 @@ class Right(StrEnum):
 _READING = frozenset(
     {Command.STATUS, Command.WATCH, Command.LEVELS, Command.DOCTOR, Command.SKILLS}
 )
-_CHANGING = frozenset({Command.SAY, Command.PTT, Command.STOP, Command.EVENT})
+_CHANGING = frozenset({Command.SAY, Command.PTT, Command.STOP, Command.EVENT, Command.ANNOUNCE})
 _EITHER = frozenset({Command.VOLUME, Command.MUTE})
 """Reading without an argument, changing with one."""
 assert set(Command) == _READING | _CHANGING | _EITHER, "every command has a right"

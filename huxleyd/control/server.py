@@ -49,9 +49,10 @@ from huxleyd.control.errors import (
     ControlProtocolError,
     ControlSocketInUseError,
 )
-from huxleyd.control.handler import ControlHandler
+from huxleyd.control.handler import Announcer, ControlHandler
 from huxleyd.control.protocol import (
     MAX_LINE_BYTES,
+    AnnounceArgs,
     Command,
     DoneReply,
     ErrorReply,
@@ -523,6 +524,11 @@ class ControlServer:
             case Command.EVENT:
                 assert isinstance(args, EventArgs)
                 return {"delivered": await handler.client_event(args.key, args.data)}
+            case Command.ANNOUNCE:
+                assert isinstance(args, AnnounceArgs)
+                if not isinstance(handler, Announcer):
+                    raise CommandFailedError("this daemon has no household (no [mqtt])")
+                return {"rooms": await handler.announce(args.text, args.room)}
         raise ControlError(f"no dispatch for {request.cmd}")  # pragma: no cover
 
     async def _stream(

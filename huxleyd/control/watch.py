@@ -69,6 +69,7 @@ KINDS = (
     "volume",
     "notice",
     "mute",
+    "announce",
 )
 
 

@@ -219,6 +219,9 @@ class SkillHost:
         """Failed skills whose ``setup`` may succeed later (the network was not up)."""
         self.order: list[str] = [s.name for s in self.skills]
         """Every skill the persona names, loaded or failed, in persona order."""
+        self._attached: dict[str, Skill] = {}
+        """Tool sources that are not persona skills (an MCP server, the household):
+        their tools go through the same :meth:`call` (see :meth:`attach`)."""
         self._index_tools()
         self.on_outcome: Callable[[ToolOutcome], None] | None = None
         """Told of every finished call (the runtime publishes it to ``huxleyctl watch``)."""
@@ -239,7 +242,34 @@ class SkillHost:
                         f"tool {tool.name!r} is defined by both skill {other!r} and {skill.name!r}"
                     )
                 by_tool[tool.name] = (skill, tool)
+        for source in self._attached.values():
+            for tool in source.tools:
+                if tool.name in by_tool:  # a skill's tool wins; the source's is left out
+                    log.warning(
+                        "tool_left_out",
+                        tool=tool.name,
+                        source=source.name,
+                        reason=f"skill {by_tool[tool.name][0].name!r} defines it",
+                    )
+                    continue
+                by_tool[tool.name] = (source, tool)
         self._by_tool = by_tool
+
+    def attach(self, source: Skill) -> None:
+        """Offer ``source``'s tools beside the skills' (or refresh them when they changed).
+
+        A source has a skill's ``name``, ``tools`` and ``handle`` (and may have
+        ``tool_timeouts_s``); it is not a persona skill (no setup, no storage,
+        not in ``huxleyctl skills``). Its calls go through :meth:`call`: the
+        same deadline, the same generic error to the model and detail to the
+        journal. A tool whose name a skill already uses is left out, logged."""
+        self._attached[source.name] = source
+        self._index_tools()
+
+    def detach(self, name: str) -> None:
+        """Stop offering the tools of the attached source ``name``."""
+        if self._attached.pop(name, None) is not None:
+            self._index_tools()
 
     @classmethod
     def load(

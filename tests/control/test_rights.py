@@ -44,6 +44,7 @@ CHANGING = [
     ["ptt", "tap"],
     ["stop"],
     ["event", "k"],
+    ["announce", "--all", "hello"],
 ]
 
 
