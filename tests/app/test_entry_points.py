@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,16 @@ import pytest
 from huxleyd import start
 from huxleyd.app.main import EX_CONFIG
 from tests.config.test_check_config import write
+from tests.fakes.root_logging import root_logging_kept
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def kept_logging() -> Iterator[None]:
+    """The start installs its own log handler: put the test's back."""
+    with root_logging_kept():
+        yield
 
 
 def test_python_m_huxleyd_runs_the_start(

@@ -18,6 +18,7 @@ from huxleyd.control.server import ControlServer
 from tests.config.test_check_config import write
 from tests.control.threaded import serve_in_thread
 from tests.fakes.control_handler import FakeControlHandler
+from tests.fakes.root_logging import root_logging_kept
 
 SDK_AND_UNIT = ["sdk", "service"]
 
@@ -34,7 +35,8 @@ def settings(sock_path: Path) -> ControlSettings:
 
 @pytest.fixture
 def daemon(fake: FakeControlHandler, settings: ControlSettings) -> Iterator[ControlServer]:
-    with serve_in_thread(fake, settings) as server:
+    # quiet: the server's thread logs while this test reads what doctor printed
+    with root_logging_kept(quiet=True), serve_in_thread(fake, settings) as server:
         yield server
 
 

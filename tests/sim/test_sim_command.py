@@ -16,6 +16,7 @@ from websockets.asyncio.client import connect
 
 from huxleyd.sim import __main__ as sim_command
 from huxleyd.sim.server import PATHS
+from tests.fakes.root_logging import root_logging_kept
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,8 @@ def test_a_broken_scenario_is_one_line_and_exit_2(
 ) -> None:
     scenario = tmp_path / "broken.toml"
     scenario.write_text("[[turns]]\nhear = 3\n")
-    assert sim_command.main(["--scenario", str(scenario), "--log-level", "ERROR"]) == 2
+    with root_logging_kept():  # main installs its own log handler
+        assert sim_command.main(["--scenario", str(scenario), "--log-level", "ERROR"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"huxleyd.sim: {scenario}: ") and "\n" not in err
 
