@@ -38,9 +38,11 @@ imports by `scripts/test-map.py`, and `tests/test_test_map.py` fails when it
 is stale: after adding or moving a test, run
 `.venv/bin/python scripts/test-map.py`.
 
-A module listed with no test file is exercised only through others (the
-engine's tests drive its mixer, the runtime's drive the build) or from
-a subprocess; that is shown, not hidden.
+Every module has at least one (docs/conventions.md rule 12): a package's
+`__init__` may show none, and `tests/test_test_map.py` fails for any other
+module that no test file imports, apart from a short list there, each
+with why. Such a module is exercised only through others for now; that is
+shown, not hidden.
 
 | module | test files that import it |
 |---|---|
