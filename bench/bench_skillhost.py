@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import cast
 
 from bench import Row
-from bench.bench_pispeed import NoCgroup, cpu_group
 from huxley_sdk import AudioStream, Skill
 from huxley_sdk.testing import make_test_context
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.media import LOOKAHEAD_MS
+from tests.fakes.cpu_share import NoCgroup, cpu_group
 from tests.skillhost.envs import ensure_skill_user, probe_wheel, skills_env_with
 from tests.skillhost.probe_skill import ProbeSkill
 from tests.skillhost.rig import probe_rig

@@ -24,10 +24,12 @@ def link(palette: dict[str, bytes]) -> tuple[Link, RecordingAudio, TurnOutputs]:
     return Link(outputs, palette), audio, outputs
 
 
-def run(link: Link, *states: ConnectionState, ended: EndReason | None = None) -> None:
+def run(
+    link: Link, *states: ConnectionState, ended: EndReason | None = None, turn_lost: bool = False
+) -> None:
     for attempt, state in enumerate(states, 1):
         link.track(state)
-        link.announce(state, attempt, ended)
+        link.announce(state, attempt, ended, turn_lost=turn_lost)
 
 
 def test_offline_is_said_once_per_episode() -> None:
@@ -54,6 +56,12 @@ def test_a_stall_is_cued_each_time() -> None:
     lk, audio, _ = link(SHIPPED)
     run(lk, ConnectionState.STALLED, ConnectionState.CONNECTED, ConnectionState.STALLED)
     assert audio.earcon_names() == ["offline", "offline"]
+
+
+def test_a_stall_that_lost_a_turn_leaves_the_cue_to_that_turn() -> None:
+    lk, audio, _ = link(SHIPPED)
+    run(lk, ConnectionState.STALLED, turn_lost=True)
+    assert audio.earcon_names() == []  # the lost turn plays its one cue, after its audio
 
 
 @pytest.mark.parametrize(
