@@ -180,8 +180,11 @@ def main(
         setup(config.daemon.log_level)
         if args.check_config:
             reader = Reader.for_service(config.daemon.service_user)
-            checked = preflight(config, key_file=args.key_file, reader=reader)
-            print(f"{args.config}: ok ({checked.summary(config)})")
+            # The start's own call: a skill that does not load is left out, not fatal.
+            checked = preflight(
+                config, key_file=args.key_file, reader=reader, leave_out_failing_skills=True
+            )
+            print(checked.report(config, args.config))
             return 0
         if not running_under_systemd():
             # No journal to ask: `huxleyctl logs` reads this file instead.

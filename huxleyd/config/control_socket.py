@@ -7,6 +7,9 @@ from pathlib import Path
 
 from huxleyd.schema import bounds
 
+MAX_SOCKET_PATH_BYTES = 107
+"""``sun_path`` is 108 bytes on Linux, NUL included: the longest socket path."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControlSettings:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from huxleyd.config.control_socket import ControlSettings
+from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES, ControlSettings
 from huxleyd.control.errors import (
     CommandFailedError,
     ControlError,
@@ -73,8 +73,6 @@ from huxleyd.logs import get_logger
 log = get_logger("huxleyd.control")
 
 SOCKET_MODE = 0o660
-MAX_SOCKET_PATH_BYTES = 107
-"""``sun_path`` is 108 bytes on Linux, NUL included."""
 
 _TOO_LONG = object()
 _GONE = object()

@@ -69,13 +69,23 @@ def open_or_recover(path: Path, *, wall: Callable[[], float] = time.time) -> Ope
                 return _move_aside_and_start_fresh(path, cause, wall)
     db = Database.open_memory(path)
     carried = _carry_over(path, db, immutable=True) if path.exists() else 0
-    what = (
+    recovered = Recovered(in_memory_what(read_only) + _carried(carried), None, carried)
+    log.error("storage_in_memory", file=str(path), reason=read_only, carried_rows=carried)
+    return Opened(db, recovered)
+
+
+def in_memory_what(read_only: str) -> str:
+    """The degraded record's words for a state directory that cannot be written
+    (``--check-config`` says the same, :mod:`huxleyd.config.preflight_io`)."""
+    return (
         f"the state directory cannot be written ({read_only}): running on a database in "
         f"memory; nothing set from now on outlives a restart"
     )
-    recovered = Recovered(what + _carried(carried), None, carried)
-    log.error("storage_in_memory", file=str(path), reason=read_only, carried_rows=carried)
-    return Opened(db, recovered)
+
+
+def not_writable(path: Path) -> str | None:
+    """Why the database at ``path`` cannot be written (None: it can); see below."""
+    return _not_writable(path)
 
 
 def _not_writable(path: Path) -> str | None:

@@ -87,6 +87,16 @@ def _toml(tables: dict[str, dict[str, str]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def board_with(folder: Path, *, button_pin: int, leds: str, name: str = "twice") -> Path:
+    """A board profile ``<folder>/boards/<name>.toml`` with the button on
+    ``button_pin`` and ``leds`` (TOML lines of its ``[leds]`` table)."""
+    boards = folder / "boards"
+    boards.mkdir(exist_ok=True)
+    path = boards / f"{name}.toml"
+    path.write_text(f'description = "fuzz"\n[button]\npin = {button_pin}\n[leds]\n{leds}\n')
+    return path
+
+
 def set_key(table: str, key: str, value: str) -> Break:
     """Rewrite ``huxleyd.toml`` with ``[table] key = value`` (TOML text)."""
 
