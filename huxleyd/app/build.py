@@ -340,8 +340,27 @@ def read_key(source: KeySource | None) -> str | None:
 
 def key_source(source: KeySource | None) -> Callable[[], str | None]:
     """Re-reads the key before every try: a key fixed after a refusal is used
-    without a restart."""
-    return lambda: read_key(source)
+    without a restart. The transport also polls it every few seconds while the
+    key is missing or refused; a file whose inode, size and mtime are unchanged
+    is not read again (nor its warnings logged again)."""
+    seen: dict[str, tuple[tuple[int, int, int], str | None]] = {}
+
+    def read() -> str | None:
+        if source is None:
+            return None
+        try:
+            st = source.path.stat()
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is not None and "last" in seen and seen["last"][0] == stamp:
+            return seen["last"][1]
+        token = read_key(source)
+        if stamp is not None:
+            seen["last"] = (stamp, token)
+        return token
+
+    return read
 
 
 @dataclass(frozen=True, slots=True)

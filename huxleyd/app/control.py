@@ -184,6 +184,12 @@ class RuntimeControl:
             raise CommandFailedError(
                 "the provider refused the API key: fix the key file (it is re-read on every try)"
             )
+        if self._rt.connection_state is ConnectionState.KEY_MISSING:
+            detail = self._rt.connection_status.detail
+            raise CommandFailedError(
+                f"no API key: {detail or 'the key file is missing'}; put it back "
+                "(it is used within seconds)"
+            )
         turn = coordinator.say(text)
         self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")
         return turn

@@ -26,6 +26,7 @@ from typing import Any
 from huxleyd import __version__
 from huxleyd.app.control import RuntimeControl
 from huxleyd.app.firstrun import next_steps
+from huxleyd.app.instance import InstanceLock
 from huxleyd.app.native_stderr import NativeStderr
 from huxleyd.app.parts import Overrides
 from huxleyd.app.runtime import Runtime
@@ -33,6 +34,7 @@ from huxleyd.config.files import Reader
 from huxleyd.config.load import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.config.preflight import preflight
 from huxleyd.config.preflight_io import check_socket_path
+from huxleyd.control.pathwatch import WATCH_INTERVAL_S, watch_socket_path
 from huxleyd.control.server import ControlServer
 from huxleyd.errors import (
     ConfigError,
@@ -70,6 +72,9 @@ async def run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(config, overrides)
+    given = overrides or Overrides()
+    instance = InstanceLock(config.storage.state_dir)
+    stop_watch: list[asyncio.Task[None]] = []
     reloads: set[asyncio.Task[list[str]]] = set()
 
     def reload() -> None:  # SIGHUP, `systemctl reload huxleyd`: re-read the persona
@@ -92,7 +97,15 @@ async def run(
         # The socket's path is checked before the server binds it: a file in
         # its place is a configuration error (78), as --check-config says.
         check_socket_path(config)
-        async with ControlServer(RuntimeControl(runtime), config.control):
+        # One daemon per state directory (its database): the lock, not the socket,
+        # keeps a second one out, also when the socket was removed.
+        instance.acquire()
+        async with ControlServer(RuntimeControl(runtime), config.control) as server:
+            watch = loop.create_task(
+                watch_socket_path(server, interval_s=given.socket_watch_s or WATCH_INTERVAL_S),
+                name="socket-watch",
+            )
+            stop_watch = [watch]
             await runtime.start()
             if config_arg is not None and not running_under_systemd():
                 steps = next_steps(
@@ -105,8 +118,11 @@ async def run(
             await stop.wait()
             log.info("daemon_stopping", reason="signal")
     finally:
+        for task in stop_watch:
+            task.cancel()
         await runtime.close()
         native.uninstall(loop)
+        instance.release()
     log.info("daemon_stopped")
     return 0
 

@@ -190,6 +190,12 @@ def check_audio(config: Config) -> None:
     if audio.backend not in ("wav", "auto"):
         return
     if audio.mic_wav is not None:
+        if audio.mic_wav.exists() and not audio.mic_wav.is_file():  # /dev/full never ends
+            raise ConfigError(
+                file,
+                "audio.mic_wav",
+                f"expected a PCM16 WAV file: {audio.mic_wav} is a device, a pipe or a folder",
+            )
         try:
             load_mic_wav(
                 audio.mic_wav, input_channels=audio.input_channels, rate_hz=audio.wav_rate_hz

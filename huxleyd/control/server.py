@@ -335,6 +335,40 @@ class ControlServer:
             await server.wait_closed()
         self._remove_socket_file()
 
+    def path_is_ours(self) -> bool | None:
+        """True: our socket is at the path; False: nothing is (it or its folder
+        was removed); None: something else is there now (left alone)."""
+        try:
+            st = os.lstat(self._path)
+        except FileNotFoundError:
+            return False
+        except OSError:  # a component of the path is no folder any more
+            return None
+        return True if st.st_ino == self._inode and stat.S_ISSOCK(st.st_mode) else None
+
+    async def rebind(self) -> None:
+        """Listen again at the path (its folder re-created): for a socket file
+        someone removed. Connections being served go on; the old listener closes."""
+        if self._closed:
+            return
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        sock, _ = self._bind(self._path)
+        old, self._server = self._server, None
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._serve_client, sock=sock, limit=MAX_LINE_BYTES
+            )
+            bound = sock.getsockname()
+            if bound != os.fsdecode(self._path):
+                os.rename(bound, self._path)
+            self._inode = os.stat(self._path).st_ino
+        except BaseException:
+            await self._abort_start(sock)
+            self._server = old
+            raise
+        if old is not None:
+            old.close()
+
     def _remove_socket_file(self) -> None:
         # Only our own socket: if another daemon has since bound the path
         # (after a forced start), its file has another inode.

@@ -487,7 +487,7 @@ def disagreement(verdict: Verdict, output: str) -> str | None:
     return None
 
 
-_LEFT_OUT = re.compile(r"^  left out: ([^:]+): (.*)$", re.M)
+_LEFT_OUT = re.compile(r"^  left out: ((?:skill:)?[^:\s]+): (.*)$", re.M)
 _RECORDED = re.compile(r'part_degraded part=(\S+) problem="((?:[^"\\]|\\.)*)"')
 
 
