@@ -17,6 +17,7 @@ what was expected.
 from __future__ import annotations
 
 import grp
+import math
 import os
 import shutil
 from collections.abc import Mapping
@@ -352,11 +353,28 @@ def check_skills(config: Config, *, leave_out: bool = False) -> SkillHost:
     return host
 
 
+def check_table_values(value: object, *, file: str, key: str) -> None:
+    """What no skill can use, refused whatever its schema says: a NaN or infinite
+    number (it passes every range check) and a NUL in text (no name, path or
+    time zone holds one). The start leaves such a skill out in these words."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(file, key, f"expected a finite number, got {value!r}")
+    if isinstance(value, str) and "\x00" in value:
+        raise ConfigError(file, key, "expected text without a NUL character (U+0000)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_table_values(v, file=file, key=f"{key}.{k}")
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            check_table_values(v, file=file, key=f"{key}[{i}]")
+
+
 def _load_one(
     name: str, config: Config, available: Installed, tools: Mapping[str, str]
 ) -> SkillHost:
     """One skill, loaded and checked; ``tools``: tool name → skill already loaded."""
     persona_file = str(config.persona_path)
+    check_table_values(config.persona.skills.get(name, {}), file=persona_file, key=f"skills.{name}")
     try:
         one = SkillHost.load(
             [name],
