@@ -65,7 +65,7 @@ def check_runtime_tasks(health: dict[str, str]) -> DoctorCheck:
 def check_degraded(problems: list[str]) -> DoctorCheck:
     """Parts that run degraded (the database moved aside, a skill left out…)."""
     if not problems:
-        return DoctorCheck("degraded parts", True, "none: every part runs as configured")
+        return DoctorCheck("degraded parts", True, "none left out by the daemon")
     return DoctorCheck(
         "degraded parts",
         False,
