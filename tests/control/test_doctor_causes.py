@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def test_a_state_directory_on_proc_is_not_told_to_free_space() -> None:
 
 
 @pytest.fixture
-def read_only_dir(tmp_path: Path) -> Path:
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
     """A real read-only mount (a bind mount remounted ro), as a card after errors."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("needs root and mount")
