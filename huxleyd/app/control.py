@@ -162,6 +162,14 @@ class RuntimeControl:
         really = await volume.set_level(level)
         # The journal (and `huxleyctl watch`) say who moved the volume.
         log.info("volume_changed", by="huxleyctl", previous=before, requested=level, level=really)
+        if volume.unsaved:  # the speaker has it; a restart will not: never "done"
+            what = (
+                f"volume {really} was set but not saved ({volume.unsaved_why}): "
+                "it will not outlive a restart"
+            )
+            self._rt.degraded.report("settings", what, file=None)
+            raise CommandFailedError(f"the speaker is at {really}, but {what}")
+        self._rt.degraded.clear("settings")
         return really
 
     async def get_muted(self) -> bool:
