@@ -25,7 +25,7 @@ from typing import Any
 
 from huxleyd import __version__
 from huxleyd.app.control import RuntimeControl
-from huxleyd.app.firstrun import next_steps
+from huxleyd.app.firstrun import first_outcome, next_steps
 from huxleyd.app.instance import InstanceLock
 from huxleyd.app.native_stderr import NativeStderr
 from huxleyd.app.parts import Overrides
@@ -108,11 +108,18 @@ async def run(
             stop_watch = [watch]
             await runtime.start()
             if config_arg is not None and not running_under_systemd():
+                offline = None
+                if not runtime.is_simulator and runtime.setup_failure is None:
+                    offline = await first_outcome(
+                        lambda: runtime.connection_status,
+                        limit_s=config.provider.connect_timeout_s + 1.0,
+                    )
                 steps = next_steps(
                     config_arg,
                     config,
                     simulator=runtime.is_simulator,
                     audio=runtime.parts.audio_description,
+                    offline=offline,
                 )
                 print(steps, file=sys.stderr, flush=True)
             await stop.wait()
