@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from huxleyd.config.files import Reader, owner_and_mode
+from huxleyd.config.load import DaemonSettings
 from huxleyd.config.preflight_io import virtual_filesystem
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError, HuxleydError
@@ -183,12 +184,13 @@ def check_service_user(
     """The account the unit runs the daemon as exists; as root, doctor checks the
     files as that user, so a missing one must never pass as "checked as root".
     ``service``: huxleyd.service is installed (default: looked for); on a dev
-    setup (``make run``) without it, a missing account is skipped, and said."""
+    setup (``make run``) without it, the default account missing is skipped, and
+    said; a name the admin wrote that does not exist still fails."""
     label = "service user"
     uid = os.geteuid() if euid is None else euid
     reader = Reader.user(name)
     installed = installed_as_service() if service is None else service
-    if reader is None and not installed:
+    if reader is None and not installed and name == DaemonSettings().service_user:
         return DoctorCheck.skipped(
             label,
             f"huxleyd.service is not installed here (make run: the daemon runs as you); "
