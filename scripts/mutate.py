@@ -30,8 +30,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = ROOT / "build" / "mutate"
-LINKED = ("huxleyd", "tests", "config", "hw", "sounds", "systemd", "docs", "scripts", "sdk")
-"""What the tests read besides the code (fixtures, the shipped config, unit files)."""
+WRITTEN = ("pyproject.toml",)
+"""Top-level names the scratch folder gets its own copy of (with ``[tool.mutmut]``)."""
+
+
+def tracked_top_level(root: Path = ROOT) -> list[str]:
+    """Every top-level name ``git`` tracks (what a fresh clone has: ``setup.py``,
+    ``Makefile``, ``image/``…), never an untracked file of this checkout.
+    The tests read many of them (``setup.py``'s extension list, the unit files),
+    so the scratch folder links them all, not a hand-kept list that drifts."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    names = {path.split("/", 1)[0] for path in out.split("\0") if path}
+    return sorted(n for n in names if n not in WRITTEN)
 
 
 def changed_modules(base: str = "main") -> list[str]:
@@ -62,13 +74,14 @@ def toml_list(items: list[str]) -> str:
     return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
 
-def prepare(modules: list[str], tests: list[str], *, fresh: bool) -> None:
+def prepare(modules: list[str], tests: list[str], *, fresh: bool, scratch: Path = SCRATCH) -> None:
     """``build/mutate``: links to the repo and a pyproject with ``[tool.mutmut]``."""
-    if fresh and SCRATCH.exists():
-        shutil.rmtree(SCRATCH)
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    for name in LINKED:
-        link = SCRATCH / name
+    if fresh and scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+    linked = tracked_top_level()
+    for name in linked:
+        link = scratch / name
         if not link.is_symlink():
             link.symlink_to(ROOT / name)
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -79,9 +92,9 @@ def prepare(modules: list[str], tests: list[str], *, fresh: bool) -> None:
         f"only_mutate = {toml_list(modules)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
-        "also_copy = " + toml_list([n for n in LINKED if n not in ("huxleyd", "tests")]) + "\n"
+        "also_copy = " + toml_list([n for n in linked if n not in ("huxleyd", "tests")]) + "\n"
     )
-    (SCRATCH / "pyproject.toml").write_text(pyproject + settings, encoding="utf-8")
+    (scratch / "pyproject.toml").write_text(pyproject + settings, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

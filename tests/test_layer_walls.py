@@ -52,7 +52,7 @@ NEVER: list[tuple[str, str]] = [
 
 LEAVES: dict[str, set[str]] = {
     "huxleyd.pcm": {"huxleyd", "huxleyd.errors"},
-    "huxleyd.schema": {"huxleyd", "huxleyd.errors"},
+    "huxleyd.schema": {"huxleyd", "huxleyd.errors", "huxleyd.schema.names"},
     "huxleyd.bus": {"huxleyd", "huxleyd.logs"},
 }
 """A leaf module and everything of ``huxleyd`` it may import (``huxleyd`` itself:

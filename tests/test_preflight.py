@@ -78,11 +78,12 @@ def test_a_state_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert str(tmp_path / "state") in str(caught.value)
 
 
-def test_an_empty_sounds_dir_passes_with_a_warning_the_start_gives_too(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_an_empty_sounds_dir_runs_degraded_in_the_words_the_start_records(
+    tmp_path: Path,
 ) -> None:
-    # The start runs without earcons (degrade, never die) and both say so.
+    # The start runs without earcons (degrade, never die) and both say so, alike.
     from huxleyd.app.build import load_earcons
+    from huxleyd.degraded import Degraded
 
     sounds = tmp_path / "no-sounds"
     sounds.mkdir()
@@ -90,8 +91,30 @@ def test_an_empty_sounds_dir_passes_with_a_warning_the_start_gives_too(
     path.write_text(path.read_text().replace(str(ROOT / "sounds"), str(sounds)))
     config = load_config(path)
     checked = preflight(config, env={})
-    assert "warning: no earcons will play" in checked.summary(config)
-    assert "missing earcon(s)" in checked.summary(config)
-    with caplog.at_level("WARNING"):
-        assert load_earcons(config) == {}
-    assert "earcons_missing" in caplog.text
+    assert checked.verdict == "runs degraded"
+    (what,) = [w for part, w in checked.left_out if part == "earcons"]
+    assert "listen_start.wav: missing" in what
+    degraded = Degraded()
+    assert load_earcons(config, degraded) == {}
+    assert [(p.part, p.what) for p in degraded.problems()] == [("earcons", what)]
+
+
+def test_one_missing_earcon_silences_only_its_own_cue(tmp_path: Path) -> None:
+    """One file gone: the six others still load and play; the part is degraded."""
+    import shutil
+
+    from huxleyd.app.build import load_earcons
+    from huxleyd.degraded import Degraded
+
+    sounds = tmp_path / "sounds"
+    shutil.copytree(ROOT / "sounds", sounds)
+    (sounds / "error.wav").unlink()
+    path = write(tmp_path)
+    path.write_text(path.read_text().replace(str(ROOT / "sounds"), str(sounds)))
+    config = load_config(path)
+    degraded = Degraded()
+    loaded = load_earcons(config, degraded)
+    assert "error" not in loaded and "listen_start" in loaded and len(loaded) == 6
+    (problem,) = degraded.problems()
+    assert problem.part == "earcons" and "error.wav: missing" in problem.what
+    assert [w for p, w in preflight(config, env={}).left_out if p == "earcons"] == [problem.what]

@@ -38,7 +38,7 @@ from huxleyd.audio import echo
 from huxleyd.audio.backends.base import AudioBackend
 from huxleyd.audio.backends.callback_backend import CallbackBackend, forced_callback_missing
 from huxleyd.audio.backends.wav_backend import WavBackend
-from huxleyd.audio.earcons import load_earcons as read_earcons
+from huxleyd.audio.earcons import earcons_problem, load_each_earcon
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
@@ -48,7 +48,6 @@ from huxleyd.config.preflight import KeySource, Preflight
 from huxleyd.control.feedwriter import FeedWriter
 from huxleyd.control.watch import EventFeed
 from huxleyd.degraded import Degraded
-from huxleyd.errors import AudioError
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
 from huxleyd.handsfree.listener import WakeListener
 from huxleyd.handsfree.mutefile import mute_path, read_muted
@@ -113,7 +112,7 @@ async def build(
     resources.opened("storage", db.close)
     if opened.recovered is not None:
         degraded.report("storage", opened.recovered.what, file=str(db_path))
-    earcons = load_earcons(config)
+    earcons = load_earcons(config, degraded)
     if overrides.backend is not None:
         backend, audio_description = overrides.backend, "injected backend"
     else:
@@ -319,14 +318,16 @@ def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
     return backend, f"pyaudio ({devices})"
 
 
-def load_earcons(config: Config) -> dict[str, bytes]:
-    """The earcons, read as ``--check-config`` reads them
-    (:func:`huxleyd.audio.earcons.load_earcons`); a missing one only warns."""
-    try:
-        return {str(role): pcm for role, pcm in read_earcons(config.daemon.sounds_dir).items()}
-    except AudioError as exc:
-        log.warning("earcons_missing", error=str(exc), effect="no earcons will play")
-        return {}
+def load_earcons(config: Config, degraded: Degraded) -> dict[str, bytes]:
+    """The earcons, each file on its own, as ``--check-config`` reads them
+    (:func:`huxleyd.audio.earcons.load_each_earcon`): one broken file is a
+    degraded ``earcons`` part and silences its own cue only."""
+    sounds = config.daemon.sounds_dir
+    loaded, broken = load_each_earcon(sounds)
+    problem = earcons_problem(sounds, broken)
+    if problem is not None:  # status and doctor say it; a cue would be an earcon itself
+        degraded.report("earcons", problem, file=str(sounds), cue=False)
+    return {str(role): pcm for role, pcm in loaded.items()}
 
 
 # ---------------------------------------------------------------- provider
@@ -341,8 +342,27 @@ def read_key(source: KeySource | None) -> str | None:
 
 def key_source(source: KeySource | None) -> Callable[[], str | None]:
     """Re-reads the key before every try: a key fixed after a refusal is used
-    without a restart."""
-    return lambda: read_key(source)
+    without a restart. The transport also polls it every few seconds while the
+    key is missing or refused; a file whose inode, size and mtime are unchanged
+    is not read again (nor its warnings logged again)."""
+    seen: dict[str, tuple[tuple[int, int, int], str | None]] = {}
+
+    def read() -> str | None:
+        if source is None:
+            return None
+        try:
+            st = source.path.stat()
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is not None and "last" in seen and seen["last"][0] == stamp:
+            return seen["last"][1]
+        token = read_key(source)
+        if stamp is not None:
+            seen["last"] = (stamp, token)
+        return token
+
+    return read
 
 
 @dataclass(frozen=True, slots=True)

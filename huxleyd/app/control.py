@@ -75,7 +75,7 @@ def doctor_check(check: Check) -> DoctorCheck:
 def check_degraded(problems: list[str]) -> DoctorCheck:
     """Parts that run degraded (the database moved aside, a skill left out…)."""
     if not problems:
-        return DoctorCheck("degraded parts", True, "none: every part runs as configured")
+        return DoctorCheck("degraded parts", True, "none left out by the daemon")
     return DoctorCheck(
         "degraded parts",
         False,
@@ -174,6 +174,14 @@ class RuntimeControl:
         really = await volume.set_level(level)
         # The journal (and `huxleyctl watch`) say who moved the volume.
         log.info("volume_changed", by="huxleyctl", previous=before, requested=level, level=really)
+        if volume.unsaved:  # the speaker has it; a restart will not: never "done"
+            what = (
+                f"volume {really} was set but not saved ({volume.unsaved_why}): "
+                "it will not outlive a restart"
+            )
+            self._rt.degraded.report("settings", what, file=None)
+            raise CommandFailedError(f"the speaker is at {really}, but {what}")
+        self._rt.degraded.clear("settings")
         return really
 
     async def get_muted(self) -> bool:
@@ -195,6 +203,12 @@ class RuntimeControl:
         if self._rt.connection_state is ConnectionState.KEY_REFUSED:
             raise CommandFailedError(
                 "the provider refused the API key: fix the key file (it is re-read on every try)"
+            )
+        if self._rt.connection_state is ConnectionState.KEY_MISSING:
+            detail = self._rt.connection_status.detail
+            raise CommandFailedError(
+                f"no API key: {detail or 'the key file is missing'}; put it back "
+                "(it is used within seconds)"
             )
         turn = coordinator.say(text)
         self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")

@@ -25,7 +25,8 @@ from typing import Any
 
 from huxleyd import __version__
 from huxleyd.app.control import RuntimeControl
-from huxleyd.app.firstrun import next_steps
+from huxleyd.app.firstrun import first_outcome, next_steps
+from huxleyd.app.instance import InstanceLock
 from huxleyd.app.model_notice import log_model_shutdowns, model_shutdowns
 from huxleyd.app.native_stderr import NativeStderr
 from huxleyd.app.parts import Overrides
@@ -34,6 +35,7 @@ from huxleyd.config.files import Reader
 from huxleyd.config.load import DEFAULT_CONFIG_PATH, Config, load_config
 from huxleyd.config.preflight import preflight
 from huxleyd.config.preflight_io import check_socket_path
+from huxleyd.control.pathwatch import WATCH_INTERVAL_S, watch_socket_path
 from huxleyd.control.server import ControlServer
 from huxleyd.errors import (
     ConfigError,
@@ -71,6 +73,9 @@ async def run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(config, overrides)
+    given = overrides or Overrides()
+    instance = InstanceLock(config.storage.state_dir)
+    stop_watch: list[asyncio.Task[None]] = []
     reloads: set[asyncio.Task[list[str]]] = set()
 
     def reload() -> None:  # SIGHUP, `systemctl reload huxleyd`: re-read the persona
@@ -93,22 +98,40 @@ async def run(
         # The socket's path is checked before the server binds it: a file in
         # its place is a configuration error (78), as --check-config says.
         check_socket_path(config)
-        async with ControlServer(RuntimeControl(runtime), config.control):
+        # One daemon per state directory (its database): the lock, not the socket,
+        # keeps a second one out, also when the socket was removed.
+        instance.acquire()
+        async with ControlServer(RuntimeControl(runtime), config.control) as server:
+            watch = loop.create_task(
+                watch_socket_path(server, interval_s=given.socket_watch_s or WATCH_INTERVAL_S),
+                name="socket-watch",
+            )
+            stop_watch = [watch]
             await runtime.start()
             log_model_shutdowns(config)
             if config_arg is not None and not running_under_systemd():
+                offline = None
+                if not runtime.is_simulator and runtime.setup_failure is None:
+                    offline = await first_outcome(
+                        lambda: runtime.connection_status,
+                        limit_s=config.provider.connect_timeout_s + 1.0,
+                    )
                 steps = next_steps(
                     config_arg,
                     config,
                     simulator=runtime.is_simulator,
                     audio=runtime.parts.audio_description,
+                    offline=offline,
                 )
                 print(steps, file=sys.stderr, flush=True)
             await stop.wait()
             log.info("daemon_stopping", reason="signal")
     finally:
+        for task in stop_watch:
+            task.cancel()
         await runtime.close()
         native.uninstall(loop)
+        instance.release()
     log.info("daemon_stopped")
     return 0
 
@@ -182,8 +205,11 @@ def main(
         setup(config.daemon.log_level)
         if args.check_config:
             reader = Reader.for_service(config.daemon.service_user)
-            checked = preflight(config, key_file=args.key_file, reader=reader)
-            print(f"{args.config}: ok ({checked.summary(config)})")
+            # The start's own call: a skill that does not load is left out, not fatal.
+            checked = preflight(
+                config, key_file=args.key_file, reader=reader, leave_out_failing_skills=True
+            )
+            print(checked.report(config, args.config))
             for warning in model_shutdowns(config):
                 print(f"{args.config}: warning: {warning.message()}")
             return 0

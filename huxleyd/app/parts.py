@@ -47,6 +47,8 @@ class Overrides:
     led_spi: Any = None
     skill_retry_delays_s: tuple[float, ...] | None = None
     """How long a failed skill's setup waits before each retry (None: the daemon's)."""
+    socket_watch_s: float | None = None
+    """How often the control socket's path is looked at (None: every 5 s)."""
     reboot_flag: Path = REBOOT_REQUIRED
     """Debian's "a reboot is pending" file, which ``status`` and ``doctor`` read."""
     provider_backoff: Callable[[], Iterator[float]] | None = None

@@ -34,7 +34,7 @@ from huxleyd.app.reload import ReloadPlan, read_for_reload, refusal
 from huxleyd.app.systemd import Notifier
 from huxleyd.clock import Clock, MonotonicClock, WallClockWatch
 from huxleyd.config.load import Config, PersonaString
-from huxleyd.config.preflight import preflight
+from huxleyd.config.preflight import LEFT_OUT_FIX, preflight
 from huxleyd.config.setupreport import setup_failure
 from huxleyd.control.watch import EventFeed, FeedLogTap
 from huxleyd.degraded import Degraded
@@ -155,8 +155,8 @@ class Runtime:
             uses_simulator_url=self.overrides.provider_url is not None,
             leave_out_failing_skills=True,
         )
-        for warning in checked.warnings:  # what --check-config prints, in the journal
-            log.warning("preflight_warning", warning=warning)
+        for note in checked.warnings:  # what --check-config prints, in the journal
+            log.warning("preflight_note", note=note)
         self.built = parts = await build(
             config,
             self.overrides,
@@ -235,7 +235,7 @@ class Runtime:
         for name, reason in host.failed.items():
             self._forget(name)
             retry = name in host.retryable
-            what = reason + ("; retried with backoff" if retry else "; fix it, then restart")
+            what = reason + ("; retried with backoff" if retry else LEFT_OUT_FIX)
             self.degraded.report(f"skill:{name}", what, file=str(self.config.persona_path))
             if retry:
                 self._spawn_once(functools.partial(self._retry_skill, parts, name), f"retry-{name}")

@@ -166,6 +166,8 @@ def unreachable_status(status: ConnectionStatus) -> str | None:
     if state is ConnectionState.KEY_REFUSED:
         every = f" every {status.retry_in_s:g} s" if status.retry_in_s is not None else ""
         return f"the provider refused the API key; retrying{every}"
+    if state is ConnectionState.KEY_MISSING:
+        return f"no API key: {status.detail or 'the key file is missing'}; watching the file"
     if state is ConnectionState.SETUP_FAILED:
         return status.detail or "setup failed"
     return f"offline, retrying (attempt {status.attempt})"

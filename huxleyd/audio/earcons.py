@@ -43,3 +43,36 @@ def load_earcons(directory: Path) -> dict[Earcon, bytes]:
         raise AudioError(f"{directory}: missing earcon(s) {', '.join(missing)} (run `make sounds`)")
     present = [e for e in OPTIONAL_EARCONS if (directory / f"{e}.wav").is_file()]
     return {e: load_earcon(directory / f"{e}.wav") for e in (*SHIPPED_EARCONS, *present)}
+
+
+def load_each_earcon(directory: Path) -> tuple[dict[Earcon, bytes], dict[str, str]]:
+    """Each earcon on its own: the ones that load, and for each shipped one that
+    does not (missing, not a WAV, the wrong format) the one line why, by file
+    name. One broken file silences its own cue, never the other six."""
+    loaded: dict[Earcon, bytes] = {}
+    broken: dict[str, str] = {}
+    for earcon in SHIPPED_EARCONS:
+        path = directory / f"{earcon}.wav"
+        if not path.is_file():
+            broken[path.name] = "missing"
+            continue
+        try:
+            loaded[earcon] = load_earcon(path)
+        except (AudioError, OSError, ValueError, EOFError) as exc:
+            broken[path.name] = " ".join(str(exc).split()).replace(f"{path}: ", "")
+    for earcon in OPTIONAL_EARCONS:
+        path = directory / f"{earcon}.wav"
+        if path.is_file():
+            try:
+                loaded[earcon] = load_earcon(path)
+            except (AudioError, OSError, ValueError, EOFError) as exc:
+                broken[path.name] = " ".join(str(exc).split()).replace(f"{path}: ", "")
+    return loaded, broken
+
+
+def earcons_problem(directory: Path, broken: dict[str, str]) -> str | None:
+    """The degraded record's line for ``broken`` (None: every earcon plays)."""
+    if not broken:
+        return None
+    each = "; ".join(f"{name}: {why}" for name, why in sorted(broken.items()))
+    return f"{directory}: {each}: those cues are silent, the others play (run `make sounds`)"

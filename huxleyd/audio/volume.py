@@ -270,6 +270,8 @@ class PersistentVolume:
         self._default = _clamp(default_level)
         self.unsaved = False
         """The last level set could not be saved (it will not survive a restart)."""
+        self.unsaved_why = ""
+        """Why the last save failed (empty when it did not)."""
 
     async def restore(self) -> int:
         """Apply the stored level (or the default); return the level read back."""
@@ -289,8 +291,10 @@ class PersistentVolume:
         except Exception as exc:
             log.error("volume_save_failed", level=level, error=f"{type(exc).__name__}: {exc}")
             self.unsaved = True
+            self.unsaved_why = " ".join(str(exc).split()) or type(exc).__name__
         else:
             self.unsaved = False
+            self.unsaved_why = ""
         return level
 
     async def get_level(self) -> int:

@@ -7,6 +7,9 @@ from pathlib import Path
 
 from huxleyd.schema import bounds
 
+MAX_SOCKET_PATH_BYTES = 107
+"""``sun_path`` is 108 bytes on Linux, NUL included: the longest socket path."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControlSettings:
@@ -32,4 +35,6 @@ class ControlSettings:
     max_clients: int = field(default=16, metadata=bounds(1, 1024))
     """Connections served at once; at the limit the longest-idle one makes room."""
     max_clients_per_uid: int = field(default=8, metadata=bounds(1, 1024))
+    max_watches_per_uid: int = field(default=2, metadata=bounds(1, 1024))
+    """``watch`` streams one reader (not root, not an operator) may hold at once."""
     """Connections one user (uid) may hold; at the limit their longest-idle one makes room."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from huxleyd.hardware.settings import HardwareSettings
 from huxleyd.home.settings import McpServerSettings, MqttSettings, parse_home
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.schema import build
+from huxleyd.schema.names import line_hint, unknown_name_hint
 
 DEFAULT_CONFIG_PATH = Path("/etc/huxleyd/huxleyd.toml")
 
@@ -199,7 +201,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     except IsADirectoryError:
         raise ConfigError(str(path), "", "is a directory, expected a TOML file") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+        raise ConfigError(
+            str(path), "", f"not valid TOML: {exc}{_refused_line_hint(path, exc)}"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(
             str(path),
@@ -212,6 +216,18 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
 
 
+def _refused_line_hint(path: Path, exc: tomllib.TOMLDecodeError) -> str:
+    """What the eye cannot see on the line TOML refused (a look-alike letter)."""
+    found = re.search(r"at line (\d+)", str(exc))
+    if found is None:
+        return ""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return line_hint(lines[int(found.group(1)) - 1])
+    except (OSError, UnicodeDecodeError, IndexError):
+        return ""
+
+
 def resolve_paths(settings: T, base: Path) -> T:
     """Return ``settings`` with every relative ``Path`` field made absolute from ``base``."""
     changes: dict[str, Any] = {}
@@ -222,6 +238,31 @@ def resolve_paths(settings: T, base: Path) -> T:
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             changes[fld.name] = resolve_paths(value, base)
     return dataclasses.replace(settings, **changes) if changes else settings  # type: ignore[type-var]
+
+
+MAX_INSTRUCTIONS_CHARS = 100_000
+"""The longest persona instructions (per language) the daemon sends. They travel in
+one ``session.update`` message with the tools; a provider closes an over-long
+message (websocket close 1009, "message too big") and every session then fails,
+so an over-long text is refused here, at the check and the start alike. 100,000
+characters is some 25,000 tokens: far past a useful persona, far inside the
+providers' message limits."""
+
+
+def check_instructions(persona: Persona, *, file: str) -> None:
+    """Each instructions text of ``persona`` fits :data:`MAX_INSTRUCTIONS_CHARS`."""
+    texts = [("instructions", persona.instructions)]
+    texts += [
+        (f"i18n.{lang}.instructions", o.instructions or "") for lang, o in persona.i18n.items()
+    ]
+    for key, text in texts:
+        if len(text) > MAX_INSTRUCTIONS_CHARS:
+            raise ConfigError(
+                file,
+                key,
+                f"expected at most {MAX_INSTRUCTIONS_CHARS:,} characters of instructions "
+                f"(the provider closes a longer session.update), got {len(text):,}",
+            )
 
 
 def load_persona(path: Path) -> Persona:
@@ -238,6 +279,7 @@ def load_persona(path: Path) -> Persona:
             raise ConfigError(file, f"skills.{skill}", "expected a table (use [skills.NAME])")
     check_language(table, file=file)
     persona = build(Persona, with_defaults(table), file=file)
+    check_instructions(persona, file=file)
     try:
         ZoneInfo(persona.timezone)
     except (ZoneInfoNotFoundError, ValueError):
@@ -283,8 +325,11 @@ def load_config(path: Path = DEFAULT_CONFIG_PATH) -> Config:
     file = str(path)
     for key in table:
         if key not in _SECTIONS and key not in _HOME_SECTIONS:
-            known = ", ".join([*_SECTIONS, *_HOME_SECTIONS])
-            raise ConfigError(file, key, f"unknown section (expected one of: {known})")
+            known = [*_SECTIONS, *_HOME_SECTIONS]
+            hint = unknown_name_hint(key, known)
+            raise ConfigError(
+                file, key, f"unknown section (expected one of: {', '.join(known)}){hint}"
+            )
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
         raw = table.get(name, {})

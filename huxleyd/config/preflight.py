@@ -16,6 +16,8 @@ what was expected.
 
 from __future__ import annotations
 
+import grp
+import math
 import os
 import shutil
 from collections.abc import Mapping
@@ -23,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from huxleyd.audio.earcons import load_earcons
+from huxleyd.audio.earcons import earcons_problem, load_each_earcon
+from huxleyd.config.control_socket import ControlSettings
 from huxleyd.config.files import Reader, check_directory, check_file
 from huxleyd.config.load import Config
 from huxleyd.config.preflight_io import check_devices
 from huxleyd.errors import (
-    AudioError,
     ConfigError,
     SkillCollisionError,
     SkillError,
@@ -65,8 +67,24 @@ class Preflight:
     """Whose access was checked."""
     host: SkillHost
     """The persona's skills, loaded and checked (not set up yet)."""
+    left_out: tuple[tuple[str, str], ...] = ()
+    """``(part, what)``: each part the start will run without, in the words of the
+    degraded record (:mod:`huxleyd.degraded`) the start writes for it."""
     warnings: tuple[str, ...] = ()
-    """What the start will only warn about (it degrades, it does not stop)."""
+    """What the start only notes in the journal (nothing runs without it)."""
+
+    @property
+    def verdict(self) -> str:
+        """``runs`` or ``runs degraded``: what the start will do (it refuses by raising)."""
+        return "runs degraded" if self.left_out else "runs"
+
+    def report(self, config: Config, config_arg: Path | str) -> str:
+        """What ``--check-config`` prints: the verdict line, then one line per part
+        left out (``  left out: skill:radio: <why>``), then the notes."""
+        lines = [f"{config_arg}: {self.verdict} ({self.summary(config)})"]
+        lines += [f"  left out: {part}: {what}" for part, what in self.left_out]
+        lines += [f"  note: {w}" for w in self.warnings]
+        return "\n".join(lines)
 
     def summary(self, config: Config) -> str:
         """``persona 'Huxley', skills: …, key: …`` — what ``--check-config`` prints."""
@@ -80,10 +98,9 @@ class Preflight:
         who = self.reader.describe()
         if os.geteuid() == 0 and self.reader.name != config.daemon.service_user:
             who += f" (service user {config.daemon.service_user!r} does not exist)"
-        warned = "".join(f"; warning: {w}" for w in self.warnings)
         return (
             f"persona {config.persona.name!r}, board {config.board.name!r}, skills: {skills}; "
-            f"key: {key}; files checked as {who}{warned}"
+            f"key: {key}; files checked as {who}"
         )
 
 
@@ -139,19 +156,64 @@ def preflight(
         reader=who,
         what="the earcons (WAV files)",
     )
-    warnings = check_devices(config, who)
+    left_out = check_devices(config, who)
     key: KeySource | None = None
     if not uses_simulator_url and config.provider.kind != "sim":
         key = key_source(config, key_file=key_file, env=env)
         if key is not None:
             check_key_file(key.path, file=key.file, key=key.key, reader=who)
     _check_provider(config, key, who)
-    try:  # the start's own reader of them; without earcons it runs silent, and says so
-        load_earcons(config.daemon.sounds_dir)
-    except AudioError as exc:
-        warnings.append(f"no earcons will play: {' '.join(str(exc).split())}")
+    # The start's own reader of them: each file on its own, a broken one silences its cue.
+    _, broken = load_each_earcon(config.daemon.sounds_dir)
+    earcons = earcons_problem(config.daemon.sounds_dir, broken)
+    if earcons is not None:
+        left_out.append(("earcons", earcons))
     host = check_skills(config, leave_out=leave_out_failing_skills)
-    return Preflight(key=key, reader=who, host=host, warnings=tuple(warnings))
+    left_out += [(f"skill:{name}", reason + LEFT_OUT_FIX) for name, reason in host.failed.items()]
+    return Preflight(
+        key=key,
+        reader=who,
+        host=host,
+        left_out=tuple(left_out),
+        warnings=tuple(check_groups(config)),
+    )
+
+
+LEFT_OUT_FIX = "; fix it, then restart"
+"""What follows the reason of a skill left out at load (the start's degraded record
+says the same; a skill whose setup fails says "retried with backoff" instead)."""
+
+
+def check_groups(config: Config) -> list[str]:
+    """A group ``[control]`` names that does not exist, by key (a note: the socket
+    still answers root; the shipped defaults, made by the installer, are not named
+    on a machine without them, such as ``make run``'s)."""
+    notes = []
+    control = config.control
+    defaults = ControlSettings()
+    for key, name, default, effect in (
+        (
+            "socket_group",
+            control.socket_group,
+            defaults.socket_group,
+            "the socket keeps the daemon's group",
+        ),
+        (
+            "operator_group",
+            control.operator_group,
+            defaults.operator_group,
+            "only root may change the device (volume, say, stop)",
+        ),
+    ):
+        if not name or name == default:
+            continue
+        try:
+            grp.getgrnam(name)
+        except KeyError:
+            notes.append(
+                f"{config.path}: control.{key}: no group {name!r} on this machine: {effect}"
+            )
+    return notes
 
 
 def check_key_file(path: Path, *, file: str, key: str, reader: Reader) -> ParsedKey:
@@ -299,11 +361,28 @@ def check_skills(config: Config, *, leave_out: bool = False) -> SkillHost:
     return host
 
 
+def check_table_values(value: object, *, file: str, key: str) -> None:
+    """What no skill can use, refused whatever its schema says: a NaN or infinite
+    number (it passes every range check) and a NUL in text (no name, path or
+    time zone holds one). The start leaves such a skill out in these words."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(file, key, f"expected a finite number, got {value!r}")
+    if isinstance(value, str) and "\x00" in value:
+        raise ConfigError(file, key, "expected text without a NUL character (U+0000)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_table_values(v, file=file, key=f"{key}.{k}")
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            check_table_values(v, file=file, key=f"{key}[{i}]")
+
+
 def _load_one(
     name: str, config: Config, available: Installed, tools: Mapping[str, str]
 ) -> SkillHost:
     """One skill, loaded and checked; ``tools``: tool name → skill already loaded."""
     persona_file = str(config.persona_path)
+    check_table_values(config.persona.skills.get(name, {}), file=persona_file, key=f"skills.{name}")
     try:
         one = SkillHost.load(
             [name],

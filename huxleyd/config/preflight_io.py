@@ -10,30 +10,36 @@ naming the file, the key and what was expected.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
 
 from huxleyd.audio.backends.callback_backend import forced_callback_missing
 from huxleyd.audio.backends.wav_backend import load_mic_wav
+from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES
 from huxleyd.config.files import Reader
 from huxleyd.config.load import Config
 from huxleyd.errors import AudioError, ConfigError
 from huxleyd.hardware.pins import check_pin_factory
 from huxleyd.pcm import period_frames
+from huxleyd.storage.recovery import in_memory_what, not_writable
 
 
-def check_devices(config: Config, reader: Reader) -> list[str]:
-    """Everything below, in the order the start meets it; returns the warnings
-    (parts the start will run degraded)."""
-    warnings = [w for w in [check_state_directory(config, reader)] if w]
+def check_devices(config: Config, reader: Reader) -> list[tuple[str, str]]:
+    """Everything below, in the order the start meets it; returns the parts the
+    start will run degraded, as ``(part, what)`` in the degraded record's words."""
+    left_out: list[tuple[str, str]] = []
+    storage = check_state_directory(config, reader)
+    if storage is not None:
+        left_out.append(("storage", storage))
     check_socket_path(config)
     check_pin_factory(config.hardware, config_file=str(config.path))
     check_audio(config)
     fallback = forced_callback_missing(config.audio.backend)
     if fallback is not None:
-        warnings.append(fallback)
-    return warnings
+        left_out.append(("audio", fallback))
+    return left_out
 
 
 def check_state_directory(config: Config, reader: Reader) -> str | None:
@@ -53,6 +59,14 @@ def check_state_directory(config: Config, reader: Reader) -> str | None:
     """
     state, file = config.storage.state_dir, str(config.path)
     key = "storage.state_dir"
+    virtual = virtual_filesystem(state)
+    if virtual is not None:
+        raise ConfigError(
+            file,
+            key,
+            f"expected a directory on a disk for the database: {state} is on {virtual}, "
+            "which keeps nothing (e.g. /var/lib/huxleyd)",
+        )
     if state.exists() and not state.is_dir():
         raise ConfigError(
             file, key, f"expected a directory for the database: {state} is not a directory"
@@ -69,13 +83,55 @@ def check_state_directory(config: Config, reader: Reader) -> str | None:
             )
         if not reader.is_self:
             return None
-    in_memory = "the daemon will run on a database in memory (nothing it learns is kept)"
+    if not reader.is_self:  # another user's access: asked, not tried
+        if not reader.can_write(state):
+            return in_memory_what(f"{reader.describe()} cannot write: {state}")
+        return None
+    read_only = not_writable(config.storage.database_path(config.daemon.persona))
+    return None if read_only is None else in_memory_what(read_only)
+
+
+VIRTUAL_FILESYSTEMS = {
+    "proc": "/proc (the kernel's process files)",
+    "sysfs": "/sys (the kernel's device files)",
+    "devtmpfs": "/dev (device files)",
+    "cgroup": "a cgroup filesystem",
+    "cgroup2": "a cgroup filesystem",
+    "debugfs": "the kernel's debugfs",
+    "tracefs": "the kernel's tracefs",
+    "securityfs": "the kernel's securityfs",
+    "configfs": "the kernel's configfs",
+}
+"""Filesystems that are the kernel's view, not storage: nothing written there is kept."""
+
+
+def virtual_filesystem(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> str | None:
+    """What ``path`` (or its nearest existing ancestor) is mounted on, when that is
+    one of :data:`VIRTUAL_FILESYSTEMS` (None: a real filesystem, or unknown)."""
+    target = path.absolute()
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    with contextlib.suppress(OSError):
+        target = target.resolve()
+    best, fstype = "", ""
     try:
-        state.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"{key}: {state} cannot be created ({exc.strerror}): {in_memory}"
-    if not reader.can_write(state):
-        return f"{key}: {reader.describe()} cannot write {state}: {in_memory}"
+        lines = mountinfo.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        fields = line.split(" ")
+        if " - " not in line or len(fields) < 5:
+            continue
+        mount = fields[4].replace("\\040", " ")
+        kind = line.split(" - ", 1)[1].split(" ")[0]
+        inside = str(target) == mount or str(target).startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, fstype = mount, kind
+    if fstype in VIRTUAL_FILESYSTEMS:
+        return VIRTUAL_FILESYSTEMS[fstype]
+    for prefix, kind in (("/proc", "proc"), ("/sys", "sysfs")):  # no mountinfo (a container)
+        if target == Path(prefix) or Path(prefix) in target.parents:
+            return VIRTUAL_FILESYSTEMS[kind]
     return None
 
 
@@ -84,6 +140,12 @@ def socket_path_problem(path: Path) -> str | None:
 
     :class:`~huxleyd.control.server.ControlServer` asks the same question
     before it binds."""
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH_BYTES:
+        return (
+            f"expected a path of at most {MAX_SOCKET_PATH_BYTES} bytes (a unix socket's "
+            f"sun_path limit): {path} is {size} bytes; choose a shorter path"
+        )
     parent = path.parent
     if not parent.is_dir():
         what = "does not exist" if not parent.exists() else "is not a directory"
@@ -128,6 +190,12 @@ def check_audio(config: Config) -> None:
     if audio.backend not in ("wav", "auto"):
         return
     if audio.mic_wav is not None:
+        if audio.mic_wav.exists() and not audio.mic_wav.is_file():  # /dev/full never ends
+            raise ConfigError(
+                file,
+                "audio.mic_wav",
+                f"expected a PCM16 WAV file: {audio.mic_wav} is a device, a pipe or a folder",
+            )
         try:
             load_mic_wav(
                 audio.mic_wav, input_channels=audio.input_channels, rate_hz=audio.wav_rate_hz
@@ -145,6 +213,10 @@ def _check_creatable_file(path: Path, *, file: str, key: str) -> None:
         raise ConfigError(file, key, f"expected a file to write: {path} is a directory")
     if path.is_symlink() and not path.exists():
         raise ConfigError(file, key, f"expected a file to write: {path} is a broken symlink")
+    if path.exists() and not path.is_file():  # /dev/full: every write would fail
+        raise ConfigError(
+            file, key, f"expected a regular file to write: {path} is a device or a pipe"
+        )
     for ancestor in path.parents:
         if ancestor.exists():
             if not ancestor.is_dir():

@@ -252,6 +252,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def missing_config(config_path: Path, *, socket_given: bool) -> str | None:
+    """Why a ``--config`` typed by hand cannot be used (None: it can, or it is the
+    default, or ``--socket`` says where to connect): a typo there is a missing
+    file, never "huxleyd is not running"."""
+    if socket_given or config_path == DEFAULT_CONFIG:
+        return None
+    try:
+        if config_path.is_file():
+            return None
+        if config_path.exists():
+            return f"--config {config_path}: not a file"
+    except PermissionError:
+        return None  # the socket will say "permission denied" with the fix
+    return (
+        f"--config {config_path}: no such file (check the path; the daemon's is {DEFAULT_CONFIG})"
+    )
+
+
 def resolve_socket(socket_arg: Path | None, config_path: Path) -> ControlSettings:
     """The control settings to connect with: ``--socket`` wins, then the
     config file's ``[control]`` table, then the defaults."""
@@ -652,6 +670,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{name}: TEXT is longer than {MAX_SAY_CHARS} characters")
         if any("\ud800" <= ch <= "\udfff" for ch in args.say_text):  # argv's undecodable bytes
             parser.error(f"{name}: TEXT is not UTF-8 text (check the terminal's locale)")
+    missing = missing_config(args.config, socket_given=args.socket is not None)
+    if missing is not None:
+        print(f"huxleyctl: {missing}", file=sys.stderr)
+        return EXIT_USAGE
     control = resolve_socket(args.socket, args.config)
     args.socket_group = control.socket_group
     if args.command == "reboot-if-idle":  # a daemon that is down is a reason to wait

@@ -77,13 +77,21 @@ class ControlClient:
         """Open the connection. Raises :class:`DaemonUnreachableError` with the reason."""
         if self._sock is not None:
             return
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout_s)
-        try:
-            sock.connect(str(self.path))
-        except BaseException as exc:
-            sock.close()
-            raise self._unreachable(exc) from exc
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout_s)
+            try:
+                sock.connect(str(self.path))
+                break
+            except BlockingIOError as exc:  # the listen queue is full (a burst): again
+                sock.close()
+                if time.monotonic() >= deadline:
+                    raise self._unreachable(exc) from exc
+                time.sleep(0.01)
+            except BaseException as exc:
+                sock.close()
+                raise self._unreachable(exc) from exc
         self._sock = sock
         self._reader = sock.makefile("rb")
 

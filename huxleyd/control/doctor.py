@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from huxleyd.config.files import Reader, owner_and_mode
+from huxleyd.config.load import DaemonSettings
+from huxleyd.config.preflight_io import virtual_filesystem
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.providers.keyfile import parse_key
@@ -163,12 +165,37 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
 # ---------------------------------------------------------------- service user
 
 
-def check_service_user(name: str, *, euid: int | None = None) -> DoctorCheck:
+UNIT_FILES = (
+    Path("/etc/systemd/system/huxleyd.service"),
+    Path("/lib/systemd/system/huxleyd.service"),
+    Path("/usr/lib/systemd/system/huxleyd.service"),
+)
+"""Where ``make install`` (or the image) puts the unit."""
+
+
+def installed_as_service(unit_files: Sequence[Path] = UNIT_FILES) -> bool:
+    """True when huxleyd.service is installed here (not ``make run``'s dev setup)."""
+    return any(p.is_file() for p in unit_files)
+
+
+def check_service_user(
+    name: str, *, euid: int | None = None, service: bool | None = None
+) -> DoctorCheck:
     """The account the unit runs the daemon as exists; as root, doctor checks the
-    files as that user, so a missing one must never pass as "checked as root"."""
+    files as that user, so a missing one must never pass as "checked as root".
+    ``service``: huxleyd.service is installed (default: looked for); on a dev
+    setup (``make run``) without it, the default account missing is skipped, and
+    said; a name the admin wrote that does not exist still fails."""
     label = "service user"
     uid = os.geteuid() if euid is None else euid
     reader = Reader.user(name)
+    installed = installed_as_service() if service is None else service
+    if reader is None and not installed and name == DaemonSettings().service_user:
+        return DoctorCheck.skipped(
+            label,
+            f"huxleyd.service is not installed here (make run: the daemon runs as you); "
+            f"the service's account {name!r} is checked after `sudo make install`",
+        )
     if reader is None:
         return DoctorCheck.failed(
             label,
@@ -522,6 +549,13 @@ def _shutdown_check(warnings: list[ShutdownWarning], also: str) -> DoctorCheck:
 def check_disk_space(state_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -> DoctorCheck:
     """The state directory exists, is writable, and has at least ``min_free_bytes`` free."""
     name = "disk"
+    virtual = virtual_filesystem(state_dir)
+    if virtual is not None:  # no space to free: the kernel's view, not a disk
+        return DoctorCheck.failed(
+            name,
+            f"state directory {state_dir} is on {virtual}: nothing written there is kept",
+            "set storage.state_dir to a folder on the card (e.g. /var/lib/huxleyd)",
+        )
     if state_dir.exists() and not state_dir.is_dir():
         return DoctorCheck.failed(
             name, f"state directory {state_dir} is not a directory", "fix storage.state_dir"
@@ -534,6 +568,14 @@ def check_disk_space(state_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -
             name,
             f"state directory {state_dir} does not exist yet; {free_mb:.0f} MB free in {parent}",
             "it is created at start; if the daemon never started, start it",
+        )
+    if os.statvfs(state_dir).f_flag & os.ST_RDONLY:  # chown cannot fix a read-only mount
+        return DoctorCheck.failed(
+            name,
+            f"{state_dir} is on a read-only filesystem (the card remounted read-only "
+            "after errors, or mounted so)",
+            "`dmesg | grep -i -e mmc -e ext4` says why; check or replace the card, then "
+            "`sudo mount -o remount,rw /` (or reboot)",
         )
     if not os.access(state_dir, os.W_OK):
         return DoctorCheck.failed(

@@ -24,7 +24,13 @@ No client can lock the others out: each peer's uid (``SO_PEERCRED``) may
 hold at most ``max_clients_per_uid`` connections, all together at most
 ``max_clients``; at either limit the connection idle the longest (not in
 the middle of a request) is closed to make room. Only when every one is
-busy is the newcomer refused.
+busy is the newcomer refused. Readers (neither root, the daemon's user nor
+an operator) share all but :func:`reserve` of the places and may hold at most
+``max_watches_per_uid`` ``watch`` streams each; an admin (root, an operator)
+who finds every place taken closes a reader's connection, a quiet ``watch``
+included, so root and the operators always get an answer. The listen
+backlog (:data:`BACKLOG`) is deep enough that a burst of connects does not
+make an admin's connect fail with EAGAIN (the client retries it anyway).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from huxleyd.config.control_socket import ControlSettings
+from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES, ControlSettings
 from huxleyd.control.errors import (
     CommandFailedError,
     ControlError,
@@ -67,15 +73,13 @@ from huxleyd.control.protocol import (
     VolumeArgs,
     parse_request,
 )
-from huxleyd.control.rights import DEFAULT_READERS, Group, Peer, Rights
+from huxleyd.control.rights import DEFAULT_READERS, Group, Peer, Right, Rights
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import get_logger
 
 log = get_logger("huxleyd.control")
 
 SOCKET_MODE = 0o660
-MAX_SOCKET_PATH_BYTES = 107
-"""``sun_path`` is 108 bytes on Linux, NUL included."""
 
 _TOO_LONG = object()
 _GONE = object()
@@ -91,6 +95,23 @@ class _Client:
     last_active: float
     busy: bool = False
     peer: Peer | None = None
+    admin: bool = True
+    """Root, the daemon's user or an operator: may use the reserve."""
+    watching: bool = False
+    """In a ``watch`` stream (busy, but quiet: an admin may close it for a place)."""
+    evicted: bool = False
+    """Closed to make room, its task not yet ended: it holds no place any more (in a
+    burst, thousands of newcomers start before it runs, and each would pick it)."""
+
+
+BACKLOG = 1024
+"""Connects the kernel queues before ``accept``: a reader's burst fills asyncio's
+default of 100 at once, and an admin's connect would fail with EAGAIN."""
+
+
+def reserve(max_clients: int) -> int:
+    """Places readers cannot take: a quarter of them, at least one (one place: none)."""
+    return 0 if max_clients < 2 else max(1, max_clients // 4)
 
 
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
@@ -185,8 +206,8 @@ class ControlServer:
 
     @property
     def client_count(self) -> int:
-        """Connections being served right now."""
-        return len(self._clients)
+        """Connections being served right now (those closed to make room excluded)."""
+        return sum(1 for c in self._clients.values() if not c.evicted)
 
     async def __aenter__(self) -> ControlServer:
         await self.start()
@@ -215,7 +236,7 @@ class ControlServer:
         sock, group = self._bind(path)
         try:
             self._server = await asyncio.start_unix_server(
-                self._serve_client, sock=sock, limit=MAX_LINE_BYTES
+                self._serve_client, sock=sock, limit=MAX_LINE_BYTES, backlog=BACKLOG
             )
             bound = sock.getsockname()
             # Renaming replaces nothing live (checked above) and makes the
@@ -338,6 +359,40 @@ class ControlServer:
             await server.wait_closed()
         self._remove_socket_file()
 
+    def path_is_ours(self) -> bool | None:
+        """True: our socket is at the path; False: nothing is (it or its folder
+        was removed); None: something else is there now (left alone)."""
+        try:
+            st = os.lstat(self._path)
+        except FileNotFoundError:
+            return False
+        except OSError:  # a component of the path is no folder any more
+            return None
+        return True if st.st_ino == self._inode and stat.S_ISSOCK(st.st_mode) else None
+
+    async def rebind(self) -> None:
+        """Listen again at the path (its folder re-created): for a socket file
+        someone removed. Connections being served go on; the old listener closes."""
+        if self._closed:
+            return
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        sock, _ = self._bind(self._path)
+        old, self._server = self._server, None
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._serve_client, sock=sock, limit=MAX_LINE_BYTES, backlog=BACKLOG
+            )
+            bound = sock.getsockname()
+            if bound != os.fsdecode(self._path):
+                os.rename(bound, self._path)
+            self._inode = os.stat(self._path).st_ino
+        except BaseException:
+            await self._abort_start(sock)
+            self._server = old
+            raise
+        if old is not None:
+            old.close()
+
     def _remove_socket_file(self) -> None:
         # Only our own socket: if another daemon has since bound the path
         # (after a forced start), its file has another inode.
@@ -358,7 +413,8 @@ class ControlServer:
         assert task is not None
         loop = asyncio.get_running_loop()
         peer = peer_of(writer)
-        client = _Client(task, peer.uid if peer else None, loop.time(), peer=peer)
+        admin = self._rights.allowed(peer, Right.CHANGE)
+        client = _Client(task, peer.uid if peer else None, loop.time(), peer=peer, admin=admin)
         self._clients[task] = client
         try:
             if not self._make_room(client):
@@ -386,27 +442,41 @@ class ControlServer:
                 await writer.wait_closed()
 
     def _make_room(self, newcomer: _Client) -> bool:
-        """Within the per-uid and total limits, closing the longest-idle
-        connection if needed. False: every candidate is busy, refuse."""
-        others = [c for c in self._clients.values() if c is not newcomer]
+        """Within the per-uid and total limits (readers: less the reserve), closing
+        the longest-idle connection if needed. False: nothing may go, refuse."""
+        others = [c for c in self._clients.values() if c is not newcomer and not c.evicted]
         same_uid = [c for c in others if c.uid == newcomer.uid]
+        readers = [c for c in others if not c.admin]
+        limit = self._settings.max_clients
         if len(same_uid) >= self._settings.max_clients_per_uid:
-            candidates = same_uid
-        elif len(others) >= self._settings.max_clients:
-            candidates = others
-        else:
-            return True
-        idle = [c for c in candidates if not c.busy and not c.task.done()]
+            return self._evict(same_uid, newcomer)
+        if not newcomer.admin and len(readers) >= limit - reserve(limit):
+            return self._evict(readers, newcomer)
+        if len(others) >= limit:
+            return self._evict(others, newcomer)
+        return True
+
+    def _evict(self, candidates: list[_Client], newcomer: _Client) -> bool:
+        """Close the longest-idle of ``candidates`` (for an admin: a reader's first,
+        a quiet watch included). False when none may be closed."""
+        idle = [
+            c
+            for c in candidates
+            if not c.task.done() and (not c.busy or (newcomer.admin and c.watching and not c.admin))
+        ]
+        if newcomer.admin:
+            idle = [c for c in idle if not c.admin] or idle
         if not idle:
             return False
         victim = min(idle, key=lambda c: c.last_active)
+        victim.evicted = True
         victim.task.cancel()
         self.evictions += 1
         log.warning(
             "control_client_evicted",
             uid=victim.uid,
             idle_s=round(asyncio.get_running_loop().time() - victim.last_active, 1),
-            reason="room for a new client",
+            reason="room for an admin" if newcomer.admin and not victim.admin else "room",
         )
         return True
 
@@ -435,7 +505,7 @@ class ControlServer:
             client.busy = True
             try:
                 # A stream hands back what the client sent meanwhile (or _GONE).
-                line = await self._answer(line, reader, writer, client.peer)
+                line = await self._answer(line, reader, writer, client.peer, client)
             finally:
                 client.busy = False
                 client.last_active = loop.time()
@@ -446,6 +516,7 @@ class ControlServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         peer: Peer | None = None,
+        client: _Client | None = None,
     ) -> bytes | object | None:
         """Answer one request line, if the peer has the right to ask it. A
         stream returns the line that ended it (or ``_GONE`` when the client
@@ -467,7 +538,20 @@ class ControlServer:
                 request, reader, writer, self._handler.levels(), quiet_ok=False
             )
         if request.cmd is Command.WATCH:
-            return await self._stream(request, reader, writer, self._handler.watch(), quiet_ok=True)
+            if client is not None and not client.admin:
+                refused = self._watch_refusal(client)
+                if refused is not None:
+                    await self._send(writer, ErrorReply(request.id, refused))
+                    return None
+            if client is not None:
+                client.watching = True
+            try:
+                return await self._stream(
+                    request, reader, writer, self._handler.watch(), quiet_ok=True
+                )
+            finally:
+                if client is not None:
+                    client.watching = False
         reply: Reply
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):
@@ -476,6 +560,15 @@ class ControlServer:
             reply = self._failure(request, exc)
         await self._send(writer, reply)
         return None
+
+    def _watch_refusal(self, client: _Client) -> str | None:
+        """Why a reader may not open one more ``watch`` (None: it may)."""
+        limit = self._settings.max_watches_per_uid
+        held = sum(1 for c in self._clients.values() if c.uid == client.uid and c.watching)
+        if held < limit:
+            return None
+        log.warning("control_watch_refused", uid=client.uid, limit=limit)
+        return f"too many watch streams for uid {client.uid} (max {limit}); close one first"
 
     def _failure(self, request: Request, exc: Exception) -> ErrorReply:
         """The error reply for a handler failure (and a log line for surprises)."""

@@ -518,7 +518,7 @@ def remove(package: str, env: SkillsEnv | None = None) -> Outcome:
     if skills:
         tables = ", ".join(f"[skills.{s}]" for s in skills)
         outcome.lines.append(
-            f"delete {tables} from the persona file (or the daemon will not start), "
+            f"delete {tables} from the persona file (or the daemon runs degraded without it), "
             "then: systemctl restart huxleyd"
         )
     return outcome

@@ -184,6 +184,38 @@ class BoardProfile:
         }
         return {role: pin for role, pin in roles.items() if pin is not None}
 
+    def pins_in_use(self) -> dict[str, int]:
+        """The GPIOs the daemon opens, by key in the profile (``button.pin``,
+        ``leds.red_pin``): only the LED keys its ``kind`` uses."""
+        used = {"button.pin": self.button.pin}
+        leds = self.leds
+        names = {
+            "led": ("pin",),
+            "pwmled": ("pin",),
+            "rgbled": ("red_pin", "green_pin", "blue_pin"),
+            "apa102": () if leds.uses_spi_device else ("clock_pin", "data_pin"),
+        }.get(leds.kind, ())
+        for key in names:
+            pin = getattr(leds, key)
+            if pin is not None:
+                used[f"leds.{key}"] = pin
+        return used
+
+
+def check_pins_distinct(board: BoardProfile) -> None:
+    """Each GPIO is opened once: a pin two roles claim (the button and an LED
+    on GPIO17, red = green) would stop the start at the second open
+    (gpiozero's GPIOPinInUse), so the profile is refused here, naming both keys."""
+    seen: dict[int, str] = {}
+    for key, pin in board.pins_in_use().items():
+        if pin in seen:
+            raise ConfigError(
+                str(board.path),
+                key,
+                f"expected a GPIO no other role uses: GPIO{pin} is already {seen[pin]}",
+            )
+        seen[pin] = key
+
 
 def available_boards(boards_dir: Path) -> list[str]:
     """Names of the profiles in ``boards_dir``, sorted (empty if the folder is missing)."""
@@ -227,7 +259,7 @@ def load_board(name: str, boards_dir: Path, *, config_file: str | None = None) -
         asound = (path.parent / spec.asound_conf).resolve()
         if not asound.is_file():
             raise ConfigError(str(path), "asound_conf", f"{asound} does not exist")
-    return BoardProfile(
+    board = BoardProfile(
         name=name,
         path=path,
         description=spec.description,
@@ -236,3 +268,5 @@ def load_board(name: str, boards_dir: Path, *, config_file: str | None = None) -
         audio=spec.audio,
         asound_conf=asound,
     )
+    check_pins_distinct(board)
+    return board

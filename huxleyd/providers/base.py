@@ -229,6 +229,10 @@ class ConnectionState(enum.StrEnum):
     """The provider refused the API key (HTTP 401/403 at the handshake): the
     device says so, and the connection retries every ``KEY_RETRY_S``,
     re-reading the key file first."""
+    KEY_MISSING = "key_missing"
+    """The key file is missing, empty or unreadable: nothing was sent to the
+    provider. The file is watched (every ``KEY_POLL_S``) and a key that comes
+    back is used within seconds, without a signal."""
     FAILED = "failed"
     """A fatal error (bad URL, wrong model); ``run`` raises."""
     SETUP_FAILED = "setup_failed"
@@ -251,6 +255,7 @@ class ConnectionState(enum.StrEnum):
         return self in (
             ConnectionState.OFFLINE,
             ConnectionState.KEY_REFUSED,
+            ConnectionState.KEY_MISSING,
             ConnectionState.SETUP_FAILED,
         )
 

@@ -78,6 +78,9 @@ def backoff_delays(
 KEY_REFUSED_STATUS = frozenset({401, 403})
 """Handshake answers that mean "this key is not accepted" (invalid, revoked, no access)."""
 
+KEY_POLL_S = 2.0
+"""How often the key file is looked at while the key is missing or refused: a
+key that comes back or changes is used within this long, without a signal."""
 KEY_RETRY_S = 300.0
 """After the key was refused, try again this often (re-reading the key file each time)."""
 

@@ -44,6 +44,7 @@ from huxleyd.providers.keyfile import parse_key
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
+    KEY_POLL_S,
     KEY_RETRY_S,
     ReconnectPolicy,
     backoff_delays,
@@ -201,6 +202,7 @@ class ProviderConnection(SessionReports):
         stall_timeout_s: float = STALL_TIMEOUT_S,
         key_source: Callable[[], str | None] | None = None,
         key_retry_s: float = KEY_RETRY_S,
+        key_poll_s: float = KEY_POLL_S,
         backoff: Callable[[], Iterator[float]] = backoff_delays,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         stall_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -225,6 +227,7 @@ class ProviderConnection(SessionReports):
         self._stall_timeout_s = stall_timeout_s
         self._key_source = key_source
         self._key_retry_s = key_retry_s
+        self._key_poll_s = key_poll_s
         self._backoff = backoff
         self._sleep = sleep
         self._stall_sleep = stall_sleep
@@ -295,7 +298,11 @@ class ProviderConnection(SessionReports):
                     self._refresh_key()
                     ws = await self._open()
                 except Exception as exc:
-                    if key_refused(exc) or isinstance(exc, ConfigError):
+                    if isinstance(exc, ConfigError):  # the file: gone, empty, unreadable
+                        await self._wait_for_key_file(exc)
+                        policy.reset()
+                        continue
+                    if key_refused(exc):
                         await self._wait_for_key(exc)
                         policy.reset()
                         continue
@@ -346,6 +353,8 @@ class ProviderConnection(SessionReports):
             self._api_key = self._key_source()
 
     async def _wait_for_key(self, exc: Exception) -> None:
+        """The provider refused the key: wait ``key_retry_s``, or less when the
+        key file changes (looked at every ``key_poll_s``)."""
         detail = _describe(exc)
         self._report(
             ConnectionStatus(
@@ -357,9 +366,44 @@ class ProviderConnection(SessionReports):
             url=self._url,
             problem=detail,
             retry_in_s=self._key_retry_s,
-            hint="put a valid API key in the key file; it is re-read before every try",
+            hint="put a valid API key in the key file; a changed key is used within seconds",
         )
-        await self._sleep_or_wake(self._key_retry_s)
+        refused = self._api_key
+        poll_s = self._key_poll_s if self._key_source is not None else self._key_retry_s
+        waited = 0.0
+        while waited < self._key_retry_s and not self._stopping():
+            step = min(poll_s, self._key_retry_s - waited)
+            await self._sleep_or_wake(step)
+            waited += step
+            if self._key_source is not None and self._read_key_quietly() not in (None, refused):
+                self._log.info("provider_key_changed", detail="the key file changed: trying it")
+                return
+
+    async def _wait_for_key_file(self, exc: ConfigError) -> None:
+        """No key to send (the file is gone, empty or unreadable): KEY_MISSING, and
+        the file is looked at every ``key_poll_s`` until it holds a key again."""
+        detail = exc.problem
+        self._report(ConnectionStatus(ConnectionState.KEY_MISSING, detail=detail))
+        self._log.error(
+            "provider_key_missing",
+            file=exc.file,
+            problem=detail,
+            hint="put the API key back in the file; it is used within seconds of being there",
+        )
+        while not self._stopping():
+            await self._sleep_or_wake(self._key_poll_s)
+            if self._read_key_quietly() is not None:
+                self._log.info("provider_key_back", file=exc.file)
+                return
+
+    def _read_key_quietly(self) -> str | None:
+        """The key file's token now, or None when it cannot be read (no log line)."""
+        if self._key_source is None:
+            return None
+        try:
+            return self._key_source()
+        except ConfigError:
+            return None
 
     def _stopping(self) -> bool:
         return self._closing

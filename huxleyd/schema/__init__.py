@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from huxleyd.errors import ConfigError
+from huxleyd.schema.names import unknown_name_hint
 
 T = TypeVar("T")
 
@@ -107,7 +109,12 @@ def _to_union(value: Any, tp: Any, at: _At) -> Any:
 
 
 def _to_literal(value: Any, tp: Any, at: _At) -> Any:
-    if value not in typing.get_args(tp):
+    choices = typing.get_args(tp)
+    if value not in choices:
+        if isinstance(value, str):  # a look-alike letter: name it, and what was meant
+            hint = unknown_name_hint(value, (c for c in choices if isinstance(c, str)))
+            if hint:
+                raise ConfigError(at.file, at.key, f"expected {_one_of(tp)}, got {value!r}{hint}")
         raise at.wrong(tp, value)
     return value
 
@@ -138,6 +145,8 @@ def _to_number(value: Any, tp: Any, at: _At) -> Any:
     if tp is int and not isinstance(value, int):
         raise at.wrong(tp, value)
     number = tp(value)
+    if not math.isfinite(number):  # nan passes every comparison; inf is no setting
+        raise ConfigError(at.file, at.key, f"expected a finite number, got {value!r}")
     low, high = at.meta.get("min"), at.meta.get("max")
     if (low is not None and number < low) or (high is not None and number > high):
         raise ConfigError(at.file, at.key, f"expected a value {_span(low, high)}, got {value!r}")
@@ -239,8 +248,9 @@ def _dict_key(name: str, tp: Any, *, file: str, key: str) -> Any:
             return tp(name)
         except ValueError:
             allowed = ", ".join(str(m.value) for m in tp)
+            hint = unknown_name_hint(name, (str(m.value) for m in tp))
             raise ConfigError(
-                file, f"{key}.{name}", f"unknown key (expected one of: {allowed})"
+                file, f"{key}.{name}", f"unknown key (expected one of: {allowed}){hint}"
             ) from None
     return name
 
@@ -256,7 +266,10 @@ def build(cls: type[T], table: Mapping[str, Any], *, file: str, prefix: str = ""
     for key in table:
         if key not in known:
             expected = ", ".join(sorted(known)) or "no keys"
-            raise ConfigError(file, dotted + key, f"unknown key (expected one of: {expected})")
+            hint = unknown_name_hint(key, known)
+            raise ConfigError(
+                file, dotted + key, f"unknown key (expected one of: {expected}){hint}"
+            )
     kwargs: dict[str, Any] = {}
     for name, fld in known.items():
         if name not in table:

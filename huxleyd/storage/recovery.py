@@ -20,8 +20,10 @@ for status, doctor and the journal.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable
@@ -59,23 +61,41 @@ def open_or_recover(path: Path, *, wall: Callable[[], float] = time.time) -> Ope
     """The database at ``path``, or a fresh one (on disk or in memory) and why."""
     read_only = _not_writable(path)
     if read_only is None:
+        # SQLite deletes a -wal and -shm it cannot use when it closes a file it
+        # refused: copies taken first keep them for the move-aside, byte for byte.
+        kept = _keep_journal(path)
         try:
-            return Opened(Database.open_sync(path), None)
+            opened = Opened(Database.open_sync(path), None)
         except StorageError as exc:
             cause = exc.__cause__
             if _is_read_only(cause):
                 read_only = str(cause)
+                _drop(kept)
             else:
+                _restore(kept)
                 return _move_aside_and_start_fresh(path, cause, wall)
+        else:
+            _drop(kept)
+            return opened
     db = Database.open_memory(path)
     carried = _carry_over(path, db, immutable=True) if path.exists() else 0
-    what = (
+    recovered = Recovered(in_memory_what(read_only) + _carried(carried), None, carried)
+    log.error("storage_in_memory", file=str(path), reason=read_only, carried_rows=carried)
+    return Opened(db, recovered)
+
+
+def in_memory_what(read_only: str) -> str:
+    """The degraded record's words for a state directory that cannot be written
+    (``--check-config`` says the same, :mod:`huxleyd.config.preflight_io`)."""
+    return (
         f"the state directory cannot be written ({read_only}): running on a database in "
         f"memory; nothing set from now on outlives a restart"
     )
-    recovered = Recovered(what + _carried(carried), None, carried)
-    log.error("storage_in_memory", file=str(path), reason=read_only, carried_rows=carried)
-    return Opened(db, recovered)
+
+
+def not_writable(path: Path) -> str | None:
+    """Why the database at ``path`` cannot be written (None: it can); see below."""
+    return _not_writable(path)
 
 
 def _not_writable(path: Path) -> str | None:
@@ -117,6 +137,40 @@ def _reason(cause: BaseException | None) -> str:
     return "corrupt"
 
 
+JOURNALS = ("-wal", "-shm")
+
+
+def _keep_journal(path: Path) -> dict[Path, Path]:
+    """A copy of each journal file beside ``path`` (original → copy)."""
+    kept: dict[Path, Path] = {}
+    for suffix in JOURNALS:
+        src = Path(f"{path}{suffix}")
+        if src.is_file():
+            copy = src.with_name(f".{src.name}.kept-{os.getpid()}")
+            try:
+                shutil.copy2(src, copy)
+            except OSError:
+                continue
+            kept[src] = copy
+    return kept
+
+
+def _restore(kept: dict[Path, Path]) -> None:
+    """Put each journal copy back at its name (as it was before SQLite opened it)."""
+    for src, copy in kept.items():
+        try:
+            os.replace(copy, src)
+        except OSError:
+            with contextlib.suppress(OSError):
+                copy.unlink()
+
+
+def _drop(kept: dict[Path, Path]) -> None:
+    for copy in kept.values():
+        with contextlib.suppress(OSError):
+            copy.unlink()
+
+
 def _move_aside_and_start_fresh(
     path: Path, cause: BaseException | None, wall: Callable[[], float]
 ) -> Opened:
@@ -143,8 +197,7 @@ def _move_aside_and_start_fresh(
     except StorageError as exc:  # the disk is full, say: at least keep running
         db = Database.open_memory(path)
         fresh = f"a fresh file failed too ({exc.__cause__}), running on a database in memory"
-    # Without a WAL beside it, read the file as it is: no -wal/-shm next to the kept file.
-    carried = _carry_over(aside, db, immutable=not Path(f"{aside}-wal").exists())
+    carried = _carry_over_kept(aside, db)
     what = f"the database could not be used ({cause}); moved aside to {aside.name}, {fresh}"
     log.error(
         "storage_moved_aside",
@@ -155,6 +208,29 @@ def _move_aside_and_start_fresh(
         carried_rows=carried,
     )
     return Opened(db, Recovered(what + _carried(carried), aside, carried))
+
+
+def _carry_over_kept(aside: Path, db: Database) -> int:
+    """Rows carried from the moved-aside file, which stays byte for byte as it was.
+
+    Without a WAL it is read as it is (``immutable``: nothing is written
+    beside it). With one, its committed rows are in the WAL, and reading them
+    makes SQLite write the ``-shm``: so a scratch copy of the file and its WAL
+    is read instead, and removed."""
+    if not Path(f"{aside}-wal").exists():
+        return _carry_over(aside, db, immutable=True)
+    scratch = aside.with_name(f".{aside.name}.read-{os.getpid()}")
+    copies = [Path(f"{scratch}{suffix}") for suffix in ("", "-wal")]
+    try:
+        for suffix, copy in zip(("", "-wal"), copies, strict=True):
+            shutil.copy2(f"{aside}{suffix}", copy)
+        return _carry_over(scratch, db, immutable=False)
+    except OSError:
+        return _carry_over(aside, db, immutable=True)
+    finally:
+        for copy in (*copies, Path(f"{scratch}-shm")):
+            with contextlib.suppress(OSError):
+                copy.unlink()
 
 
 def _carried(rows: int) -> str:

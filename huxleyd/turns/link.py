@@ -68,7 +68,10 @@ class Link:
             if not turn_lost:
                 self._cue(cue)
             log.error("provider_failed", why=ended, cue=cue)
-        if state is ConnectionState.KEY_REFUSED and not self.key_refused:
+        if (
+            state in (ConnectionState.KEY_REFUSED, ConnectionState.KEY_MISSING)
+            and not self.key_refused
+        ):
             self.key_refused = True
             # Said once, not on every slow retry: "the key was refused".
             self._cue(Earcon.KEY_REFUSED if Earcon.KEY_REFUSED in self._earcons else Earcon.OFFLINE)

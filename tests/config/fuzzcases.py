@@ -21,6 +21,7 @@ import getpass
 import logging
 import logging.handlers
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -85,6 +86,16 @@ def _toml(tables: dict[str, dict[str, str]]) -> str:
         out.append(f"[{name}]")
         out.extend(f"{key} = {value}" for key, value in lines.items() if value is not None)
     return "\n".join(out) + "\n"
+
+
+def board_with(folder: Path, *, button_pin: int, leds: str, name: str = "twice") -> Path:
+    """A board profile ``<folder>/boards/<name>.toml`` with the button on
+    ``button_pin`` and ``leds`` (TOML lines of its ``[leds]`` table)."""
+    boards = folder / "boards"
+    boards.mkdir(exist_ok=True)
+    path = boards / f"{name}.toml"
+    path.write_text(f'description = "fuzz"\n[button]\npin = {button_pin}\n[leds]\n{leds}\n')
+    return path
 
 
 def set_key(table: str, key: str, value: str) -> Break:
@@ -319,7 +330,16 @@ def _known_cases() -> Iterator[Case]:
 
 def cases() -> list[Case]:
     """Every generated case, in a stable order, each name once."""
-    every = [base_case(), *_known_cases(), *_settings_cases(), *_persona_cases(), *_path_cases()]
+    from tests.config.fuzzdeep import deep_cases  # it builds on this module's helpers
+
+    every = [
+        base_case(),
+        *_known_cases(),
+        *_settings_cases(),
+        *_persona_cases(),
+        *_path_cases(),
+        *deep_cases(),
+    ]
     return list({case.name: case for case in reversed(every)}.values())[::-1]
 
 
@@ -446,7 +466,13 @@ def captured_output() -> Iterator[list[str]]:
 
 
 def disagreement(verdict: Verdict, output: str) -> str | None:
-    """What is wrong with one case's two verdicts (None: they agree, cleanly)."""
+    """What is wrong with one case's two verdicts (None: they agree, cleanly).
+
+    Beyond the exit statuses: each part ``--check-config`` says is left out
+    (``  left out: PART: why``) is in the start's degraded record with those
+    words (``part_degraded part=PART problem="why…"``), and the start leaves
+    out nothing the check did not announce (but ``wake``, found only when the
+    detector loads)."""
     if "Traceback" in output:
         return "a traceback: " + output.strip().splitlines()[-1][:200]
     if verdict.check not in (0, 78):
@@ -456,6 +482,28 @@ def disagreement(verdict: Verdict, output: str) -> str | None:
     started = 0 if verdict.start_ready and verdict.start == 0 else verdict.start
     if started != verdict.check:
         return f"--check-config {verdict.check}, start {verdict.start}: {output.strip()[-300:]}"
+    if verdict.check == 0:
+        return _degraded_disagreement(output)
+    return None
+
+
+_LEFT_OUT = re.compile(r"^  left out: ((?:skill:)?[^:\s]+): (.*)$", re.M)
+_RECORDED = re.compile(r'part_degraded part=(\S+) problem="((?:[^"\\]|\\.)*)"')
+
+
+def _degraded_disagreement(output: str) -> str | None:
+    said = dict(_LEFT_OUT.findall(output))
+    recorded = {part: what.replace('\\"', '"') for part, what in _RECORDED.findall(output)}
+    for part, what in said.items():
+        if part not in recorded:
+            return f"--check-config left out {part}, the start did not: {what[:200]}"
+        if not recorded[part].startswith(what):
+            return f"{part}: the check says {what[:150]!r}, the start {recorded[part][:150]!r}"
+    unsaid = sorted(set(recorded) - set(said) - {"wake"})
+    if unsaid:
+        return (
+            f"the start left out {unsaid}, --check-config said it runs: {recorded[unsaid[0]][:200]}"
+        )
     return None
 
 

@@ -200,7 +200,7 @@ def test_a_second_instance_stops_before_it_starts_anything(daemon: Daemon) -> No
         second.kill()
     out = second.output()
     assert status == 1, out
-    assert "another huxleyd is listening" in out
+    assert "another huxleyd is running on the state directory" in out  # its lock
     assert "daemon_started" not in out, "it found the first one before starting"
     assert daemon.ctl("status").returncode == 0, "the first one is untouched"
 

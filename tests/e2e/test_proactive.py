@@ -310,7 +310,8 @@ async def test_shutting_down_during_an_announcement_is_clean(
         await until(lambda: len(announcement_windows(rig)) > 0, "the announcement starts")
     await asyncio.wait_for(waiting, 5)  # released by the shutdown, not left hanging
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert errors == []
+    # earcons=False is a sounds folder without earcons: that part is degraded, said once.
+    assert [e for e in errors if not e.startswith("part_degraded part=earcons")] == []
 
 
 # ---------------------------------------------------------------- input claims

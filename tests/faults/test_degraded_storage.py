@@ -255,7 +255,8 @@ async def test_the_first_press_after_the_database_was_damaged_says_why_once(
     (tmp_path / "state").mkdir()
     garbage(tmp_path / "state" / "default.db")
     async with Rig(tmp_path, Scenario(), skills=("system",), earcons=False) as rig:
-        assert [p.part for p in rig.rt.degraded.problems()] == ["storage"]
+        # No earcons here (the recording stays clean): that part is degraded too, uncued.
+        assert [p.part for p in rig.rt.degraded.problems()] == ["earcons", "storage"]
         await _press_and_speak(rig)
         await until(lambda: len(_spoken_asks(rig)) == 1, "the reason is asked to be said")
         await until(lambda: rig.sim.record.responses_done >= 2, "and it is said")
@@ -351,3 +352,30 @@ def test_each_kind_of_part_has_a_spoken_reason_and_a_persona_without_words_is_cu
         "Algo va mal: my leds part is not working."
     )  # the model says it in the persona's language
     assert degraded_prompt("Something broke, see doctor.", problems) is None
+
+
+def test_a_corrupt_database_with_a_wal_is_kept_byte_for_byte_all_three_files(
+    tmp_path: Path,
+) -> None:
+    """docs/reliability.md promises the old file "byte for byte": with a WAL
+    beside it, the WAL (which holds committed rows) and the -shm go along
+    unchanged, and reading the kept file for
+    rows to carry over writes none of the three."""
+    import hashlib
+
+    db = tmp_path / "default.db"
+    garbage(db)
+    Path(f"{db}-wal").write_bytes(os.urandom(4096 + 32))
+    Path(f"{db}-shm").write_bytes(os.urandom(32768))
+    before = {
+        s: hashlib.sha256(Path(f"{db}{s}").read_bytes()).hexdigest() for s in ("", "-wal", "-shm")
+    }
+    opened = open_or_recover(db, wall=lambda: 0.0)
+    assert opened.recovered is not None and opened.recovered.moved_to is not None
+    aside = opened.recovered.moved_to
+    after = {
+        s: hashlib.sha256(Path(f"{aside}{s}").read_bytes()).hexdigest()
+        for s in ("", "-wal", "-shm")
+    }
+    assert after == before
+    opened.db.close_sync()

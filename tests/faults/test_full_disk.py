@@ -113,3 +113,27 @@ async def test_volume_on_a_full_disk_reports_the_level_the_speaker_has() -> None
     level = await volume.set_level(55)  # huxleyctl volume 55
     assert level == 55 == await control.get_level()  # what it says is what it did
     assert volume.unsaved
+
+
+async def test_huxleyctl_volume_on_a_full_disk_says_it_was_not_saved(tmp_path: Path) -> None:
+    """``volume 21`` printed 21 and was not saved: now the answer says so (exit 1 in
+    huxleyctl), and status and doctor show it as a degraded part until a save works."""
+    from huxleyd.app.control import RuntimeControl
+    from huxleyd.control.errors import CommandFailedError
+    from huxleyd.sim.scenario import Scenario
+    from tests.e2e.harness import Rig as DaemonRig
+
+    async with DaemonRig(tmp_path, Scenario(), skills=("system",)) as rig:
+        control = RuntimeControl(rig.rt)
+        volume = rig.rt.parts.volume
+        kept = volume._store
+        volume._store = FullDiskLevels()  # the database's disk fills up
+        with pytest.raises(CommandFailedError, match="not saved") as refused:
+            await control.set_volume(21)
+        assert "the speaker is at 21" in str(refused.value)
+        assert await volume.get_level() == 21
+        (problem,) = [p for p in rig.rt.degraded.problems() if p.part == "settings"]
+        assert "volume 21 was set but not saved" in problem.what
+        volume._store = kept  # space again: the next change saves, and says so
+        assert await control.set_volume(22) == 22
+        assert [p for p in rig.rt.degraded.problems() if p.part == "settings"] == []

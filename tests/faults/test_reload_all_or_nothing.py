@@ -58,6 +58,8 @@ async def test_a_rejected_skill_table_keeps_the_running_instructions_too(tmp_pat
         assert len(updates(rig)) == sent, "nothing was re-sent to the provider"
         [problem] = rig.rt.degraded.lines()
         assert problem.startswith("reload: refused: ") and "skills.memos.max_seconds" in problem
+        # An admin's problem the device works around unchanged: no cue at the next press.
+        assert [p.part for p in rig.rt.degraded.take_unheard()] == []
         persona.write_text(persona.read_text().replace('"lots"', "6"))  # fixed: it applies
         assert await rig.rt.reload() == ["memos"]
         assert rig.rt.config.persona.instructions == "Be kind."

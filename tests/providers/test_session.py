@@ -102,6 +102,7 @@ CONTROL_WORDS = [
     "reconnecting",
     "offline",
     "key_refused",
+    "key_missing",
     "failed",
     "setup_failed",
     "closed",
@@ -141,6 +142,7 @@ def test_link_down_and_unreachable_split_the_states_as_the_turns_need() -> None:
         "reconnecting",
         "offline",
         "key_refused",
+        "key_missing",
         "failed",
         "setup_failed",
         "closed",
@@ -148,6 +150,7 @@ def test_link_down_and_unreachable_split_the_states_as_the_turns_need() -> None:
     assert {s for s in ConnectionState if s.unreachable} == {
         "offline",
         "key_refused",
+        "key_missing",
         "setup_failed",
     }
 
