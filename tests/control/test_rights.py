@@ -124,7 +124,7 @@ def test_installing_skills_is_roots() -> None:
     for action in ("install", "remove"):
         code, out = _cli_in_child(["skills", action, "huxley-skill-x"], as_nobody=True)
         assert code == 1
-        assert out.startswith(f"huxleyctl: skills {action} (installing) is root's: ")
+        assert out.startswith(f"huxleyctl: skills {action} is root's: the skills environment ")
         assert out.rstrip().endswith("; run it with sudo")
 
 

@@ -79,7 +79,7 @@ def test_install_and_remove(guard: World) -> None:
     assert gone.returncode == 0, gone.stderr
     assert gone.stdout.splitlines() == [
         f"removed huxley-skill-demo 0.1.0 from {world.skills}",
-        "delete [skills.demo] from the persona file (or the daemon will not start), "
+        "delete [skills.demo] from the persona file (or the daemon runs degraded without it), "
         "then: systemctl restart huxleyd",
     ]
     assert differences(before, world.skills_files()) == []
