@@ -5,7 +5,10 @@
 # Wi-Fi on the first boot, SSH up when asked, huxleyd READY, the first-boot
 # file applied, a `huxleyctl say` turn done, overlays that survive an
 # initramfs update and a raspi-firmware reinstall, a broken setup file that
-# the device reports.
+# the device reports, no failed unit, huxley-test.local and its SSH service
+# found by Multicast DNS from a second network namespace, an update to N+1
+# that moves the daemon, the CLI and the timers together, and a release that
+# crashes after READY rolled back.
 #
 #   image/boot-test.sh IMAGE [LOG]
 #
@@ -66,6 +69,8 @@ sed -e "s/@KEY_SHA256@/$(printf '%s\n' "$key" | sha256sum | cut -d' ' -f1)/" \
     -e "s/@KEY_MARK@/sk-imagetest-/" "$here/selftest.sh" > "$work/huxleyd-selftest.sh"
 mcopy -o -i "$fat" "$work/huxleyd-setup.toml" ::huxleyd-setup.toml
 mcopy -o -i "$fat" "$work/huxleyd-selftest.sh" ::huxleyd-selftest.sh
+# The LAN host's side of the mDNS check (the image has no mDNS client).
+mcopy -o -i "$fat" "$here/mdns-query.py" ::huxleyd-mdns-query.py
 rm -f "$work/huxleyd-setup.toml"
 
 say "fetching hostapd and raspi-firmware (arm64) for the test"

@@ -141,10 +141,15 @@ clock=$root/var/lib/systemd/timesync/clock
 if [ ! -e "$clock" ]; then
     mkdir -p "$(dirname "$clock")"
     : > "$clock"
-    chroot "$root" chown systemd-timesync:systemd-timesync /var/lib/systemd/timesync/clock 2>/dev/null || true
+    # timesyncd's StateDirectory=: systemd gives it to its user at first start.
+    chroot "$root" chown -R systemd-timesync:systemd-timesync /var/lib/systemd/timesync 2>/dev/null || true
 fi
+# /usr/lib/clock-epoch: systemd (PID 1) sets a clock that is behind it
+# forward to its time at the very start of boot, before timesyncd runs
+# (whose own floor is otherwise the date its package was built).
+: > "$root/usr/lib/clock-epoch"
 find "$root" -xdev -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0 -r touch -h -d "@$SOURCE_DATE_EPOCH"
-touch -d "@$SOURCE_DATE_EPOCH" "$clock"
+touch -d "@$SOURCE_DATE_EPOCH" "$clock" "$root/usr/lib/clock-epoch"
 files=$out/$name.files
 python3 "$here/files-manifest.py" "$root" > "$files"
 say "file list: $files ($(grep -vc '^#' "$files") entries)"

@@ -49,6 +49,8 @@ class Overrides:
     """How long a failed skill's setup waits before each retry (None: the daemon's)."""
     reboot_flag: Path = REBOOT_REQUIRED
     """Debian's "a reboot is pending" file, which ``status`` and ``doctor`` read."""
+    update_state: Path = Path("/var/lib/huxleyd-update/state.json")
+    """``huxleyctl update``'s record: a rolled-back release is reported degraded."""
 
 
 class LocalSimulator(Protocol):

@@ -152,6 +152,11 @@ class StatusReport:
     """An installed update waits for a reboot (``/run/reboot-required``)."""
     reboot_policy: str = "when_idle"
     """The persona's ``[updates] reboot``."""
+    version: str = ""
+    """The daemon's huxleyd version ('' from an older daemon)."""
+    release: str = ""
+    """The release it runs from (``/opt/huxleyd/releases/<release>``), '' when
+    it is not in that layout: ``huxleyctl update`` switches releases."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,6 +180,8 @@ class StatusReport:
             "busy": list(self.busy),
             "reboot_pending": self.reboot_pending,
             "reboot_policy": self.reboot_policy,
+            "version": self.version,
+            "release": self.release,
         }
 
     @classmethod
@@ -222,6 +229,8 @@ class StatusReport:
             reboot_policy=_get(d, "reboot_policy", str, what)
             if "reboot_policy" in d
             else "unknown",
+            version=_get(d, "version", str, what) if "version" in d else "",
+            release=_get(d, "release", str, what) if "release" in d else "",
         )
 
 

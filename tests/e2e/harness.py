@@ -254,6 +254,7 @@ class Rig:
         extra_tables: str = "",
         persona_lines: str = "",
         reboot_flag: Path | None = None,
+        update_state: Path | None = None,
     ) -> None:
         """``sim_speed``: the simulator's own pace (default: the clock's ``speed``;
         ``math.inf`` sends each reply's audio in one burst, as a fast link does)."""
@@ -271,6 +272,8 @@ class Rig:
         self.persona_lines = persona_lines
         self.reboot_flag = reboot_flag or tmp / "no-reboot-required"
         """The daemon's ``/run/reboot-required`` (never the host's)."""
+        self.update_state = update_state or tmp / "no-update-state.json"
+        """``huxleyctl update``'s record (never the host's)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
         # Lockstep: a loaded machine must not leave gaps a Pi would not.
         self.backend = LockstepWavBackend(keep_speaker=True)
@@ -317,6 +320,7 @@ class Rig:
                 env={},
                 skill_retry_delays_s=self.skill_retry_delays_s,
                 reboot_flag=self.reboot_flag,
+                update_state=self.update_state,
             ),
         )
         await self.runtime.start()
