@@ -461,3 +461,13 @@ def test_huxleyctl_version(capsys: pytest.CaptureFixture[str]) -> None:
         huxleyctl(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.startswith(f"huxleyctl {huxleyd.__version__} (")
+
+
+def test_uninstall_takes_every_release_and_link(layout: Layout, tmp_path: Path) -> None:
+    do_update(Device(layout), make_bundle(tmp_path / "a.tar", "0.1.1"))
+    subprocess.run(
+        ["sh", str(REPO / "scripts/uninstall.sh"), str(layout.root), "/opt/huxleyd"],
+        capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert not layout.home.exists()
+    assert not (layout.root / "usr/local/bin/huxleyctl").is_symlink()
