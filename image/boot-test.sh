@@ -28,7 +28,7 @@ img=$1
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(cd "$(dirname "$img")" && pwd)/test  # absolute: apt and debugfs run elsewhere
 log=${2:-$work/console.log}
-limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-3600}
+limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-5400}  # the last full run ended at uptime 3082 s; this one adds two 120 s health windows
 for tool in qemu-system-aarch64 mcopy mdir sfdisk debugfs ssh-keygen; do
     command -v "$tool" >/dev/null || { echo "image-test: $tool missing: make image-deps" >&2; exit 1; }
 done
