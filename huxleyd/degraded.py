@@ -53,6 +53,8 @@ class Problem:
             return "my new settings were refused, I kept the old ones"
         if self.part == "audio":
             return "my speaker runs without its fast sound driver, it may stutter"
+        if self.part == "update":
+            return "my last software update did not work, so I went back to the previous one"
         if self.part == "wake":
             return "I cannot listen for my wake word here, press the button to talk"
         return f"my {self.part} part is not working"

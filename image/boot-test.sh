@@ -5,7 +5,10 @@
 # Wi-Fi on the first boot, SSH up when asked, huxleyd READY, the first-boot
 # file applied, a `huxleyctl say` turn done, overlays that survive an
 # initramfs update and a raspi-firmware reinstall, a broken setup file that
-# the device reports.
+# the device reports, no failed unit, huxley-test.local and its SSH service
+# found by Multicast DNS from a second network namespace, an update to N+1
+# that moves the daemon, the CLI and the timers together, and a release that
+# crashes after READY rolled back.
 #
 #   image/boot-test.sh IMAGE [LOG]
 #
@@ -25,7 +28,7 @@ img=$1
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(cd "$(dirname "$img")" && pwd)/test  # absolute: apt and debugfs run elsewhere
 log=${2:-$work/console.log}
-limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-3600}
+limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-5400}  # the last full run ended at uptime 3082 s; this one adds two 120 s health windows
 for tool in qemu-system-aarch64 mcopy mdir sfdisk debugfs ssh-keygen; do
     command -v "$tool" >/dev/null || { echo "image-test: $tool missing: make image-deps" >&2; exit 1; }
 done
@@ -66,6 +69,8 @@ sed -e "s/@KEY_SHA256@/$(printf '%s\n' "$key" | sha256sum | cut -d' ' -f1)/" \
     -e "s/@KEY_MARK@/sk-imagetest-/" "$here/selftest.sh" > "$work/huxleyd-selftest.sh"
 mcopy -o -i "$fat" "$work/huxleyd-setup.toml" ::huxleyd-setup.toml
 mcopy -o -i "$fat" "$work/huxleyd-selftest.sh" ::huxleyd-selftest.sh
+# The LAN host's side of the mDNS check (the image has no mDNS client).
+mcopy -o -i "$fat" "$here/mdns-query.py" ::huxleyd-mdns-query.py
 rm -f "$work/huxleyd-setup.toml"
 
 say "fetching hostapd and raspi-firmware (arm64) for the test"

@@ -107,20 +107,24 @@ rmdir "$root/mnt/wheels"
 # Byte-compile the venv (pip ran with --no-compile): same CPython minor
 # version here and in the image gives the same .pyc; the recorded source
 # paths are the image's (-s/-p). Otherwise, slowly, inside.
-venv_lib=$(cd "$root/opt/huxleyd/venv/lib" && echo python3.*)
+# The venv's real path (the release's; /opt/huxleyd/venv is a link to it):
+# the .pyc files record it.
+venv_real=$(chroot "$root" readlink -f /opt/huxleyd/venv)
+venv_lib=$(cd "$root$venv_real/lib" && echo python3.*)
 if [ "$(python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')" = "$venv_lib" ]; then
     say "byte-compiling the venv ($venv_lib) natively"
-    python3 -m compileall -q -j 0 -s "$root" -p / "$root/opt/huxleyd/venv/lib/$venv_lib/site-packages" >/dev/null
+    python3 -m compileall -q -j 0 -s "$root" -p / "$root$venv_real/lib/$venv_lib/site-packages" >/dev/null
 else
     say "byte-compiling the venv inside the root (host Python differs from $venv_lib)"
-    chroot "$root" /opt/huxleyd/venv/bin/python -m compileall -q /opt/huxleyd/venv/lib >/dev/null
+    chroot "$root" "$venv_real/bin/python" -m compileall -q "$venv_real/lib" >/dev/null
 fi
 
 # -- 4. manifest ------------------------------------------------------------------------
 manifest=$out/$name.manifest
 {
     echo "# $name: what is inside (image/build.sh). Source commit: $(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet 2>/dev/null || echo ' (with local changes)')"
-    echo "# base: $(basename "$base"); built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "# base: $(basename "$base"); SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH ($(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ))"
+    echo "# every file of the root: $name.files (compare two builds: image/compare-builds.sh)"
     echo "# Debian packages (dpkg-query)"
     chroot "$root" dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n' | sort
     echo "# Python packages in /opt/huxleyd/venv (pip freeze)"
@@ -128,21 +132,49 @@ manifest=$out/$name.manifest
 } > "$manifest"
 say "manifest: $manifest ($(grep -vc '^#' "$manifest") packages)"
 
+# -- 4b. timestamps from the commit, the clock file, the file list ----------------------
+# Nothing in the root is newer than the commit (files written by this build
+# get its time; the packages' own older times stay); the clock file that
+# systemd-timesyncd starts a Pi's first boot from says the commit's time,
+# not the time its package was built.
+clock=$root/var/lib/systemd/timesync/clock
+if [ ! -e "$clock" ]; then
+    mkdir -p "$(dirname "$clock")"
+    : > "$clock"
+    # timesyncd's StateDirectory=: systemd gives it to its user at first start.
+    chroot "$root" chown -R systemd-timesync:systemd-timesync /var/lib/systemd/timesync 2>/dev/null || true
+fi
+# /usr/lib/clock-epoch: systemd (PID 1) sets a clock that is behind it
+# forward to its time at the very start of boot, before timesyncd runs
+# (whose own floor is otherwise the date its package was built).
+: > "$root/usr/lib/clock-epoch"
+find "$root" -xdev -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0 -r touch -h -d "@$SOURCE_DATE_EPOCH"
+touch -d "@$SOURCE_DATE_EPOCH" "$clock" "$root/usr/lib/clock-epoch"
+files=$out/$name.files
+python3 "$here/files-manifest.py" "$root" > "$files"
+say "file list: $files ($(grep -vc '^#' "$files") entries)"
+
 # -- 5. file systems from directories, then the disk -----------------------------------
 fat=$work/firmware.vfat
 ext=$work/root.ext4
 rm -f "$fat" "$ext"
-mkfs.vfat -F 32 -n RASPIFIRM -i 4855584c -C "$fat" $((fat_mib * 1024)) >/dev/null
+# --invariant: no build-time clock or random value in the boot sector and
+# the label's entry; mcopy honours SOURCE_DATE_EPOCH, -m keeps the files'.
+mkfs.vfat --invariant -F 32 -n RASPIFIRM -i 4855584c -C "$fat" $((fat_mib * 1024)) >/dev/null
 # No hidden files on FAT: mcopy -s copies the tree as it is.
 mcopy -s -p -m -i "$fat" "$root/boot/firmware/"* ::
 mv "$root/boot/firmware" "$work/firmware-tree"
 mkdir -m 0755 "$root/boot/firmware"
+touch -d "@$SOURCE_DATE_EPOCH" "$root/boot/firmware" "$root/boot"
 
 used_mib=$(du -sm --apparent-size "$root" | cut -f1)
 root_mib=$(( (used_mib * 115 / 100) + root_slack_mib ))
-mkfs.ext4 -q -L RASPIROOT -E "root_owner=0:0,hash_seed=48555845-0000-4000-8000-000000000001" \
+# E2FSPROGS_FAKE_TIME: the superblock's and new inodes' times are the
+# commit's, not the build's (libext2fs reads it; e2fsprogs 1.47).
+E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -L RASPIROOT -E "root_owner=0:0,hash_seed=48555845-0000-4000-8000-000000000001" \
     -U 48555845-0000-4000-8000-000000000002 -d "$root" "$ext" "${root_mib}M"
 mv "$work/firmware-tree" "$root/boot/firmware"
+touch -d "@$SOURCE_DATE_EPOCH" "$root/boot"
 
 img=$out/$name.img
 fat_start=8192                               # 4 MiB, erase-block aligned

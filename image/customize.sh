@@ -51,8 +51,11 @@ fi
 say "scripts/install.sh with the wheel cache only (--no-index)"
 # --no-compile: build.sh byte-compiles the venv natively afterwards (the
 # .pyc files are the same on every architecture; emulated, it takes minutes).
+# HUXLEYD_RELEASE: the release layout `huxleyctl update` switches as a whole
+# (/opt/huxleyd/current -> releases/<version>; docs/image.md, "Updates").
+version=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' "$SRC/pyproject.toml")
 HUXLEYD_PIP_ARGS="--no-index --find-links $WHEELS --no-compile" PYTHON=python3 \
-    "$SRC/scripts/install.sh" "" /opt/huxleyd
+    HUXLEYD_RELEASE="$version" "$SRC/scripts/install.sh" "" /opt/huxleyd
 # What install.sh's activate() does on a running system, done offline:
 # the service user and its groups exist before first boot (sysusers runs
 # again at every boot), the unit is enabled.

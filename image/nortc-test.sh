@@ -50,6 +50,15 @@ sed "s/@HOST_BOOT_S@/$(date +%s)/" "$here/nortc-test/selftest.sh" > "$files/self
 mmd -i "$vm_fat" ::huxleyd-nortc-test
 mcopy -o -i "$vm_fat" "$files"/* ::huxleyd-nortc-test/
 vm_add_unit "$test_img" "$work" huxleyd-nortc-test /boot/firmware/huxleyd-nortc-test/selftest.sh
+# A Pi that was off for a month: the image's clock floor is its commit's time
+# (image/build.sh), so a fresh image would boot almost on time. Its clock file
+# goes back 30 days and /usr/lib/clock-epoch away (then systemd's own build
+# date is the floor), as on a device last shut down a month ago.
+month_ago=$(date -u -d '30 days ago' +%Y%m%d%H%M%S)
+vm_root_debugfs "$test_img" "$work" <<DEBUGFS
+rm /usr/lib/clock-epoch
+set_inode_field /var/lib/systemd/timesync/clock mtime $month_ago
+DEBUGFS
 
 cmdline="root=LABEL=RASPIROOT rw rootwait console=ttyAMA0 net.ifnames=0"
 vm_boot "$test_img" "$work" "$log" "$limit_s" 5 "$cmdline" -dtb "$work/virt.dtb"

@@ -11,7 +11,10 @@
 # Wi-Fi "huxley-test-ap" (ES), SSH on. Two simulated radios: wlan0 (the
 # device's) and wlan1, where this script runs the access point. After
 # checking it, the daemon is switched to the simulator for a turn that must
-# be answered (no Internet in the emulator); then a broken setup file.
+# be answered (no Internet in the emulator); then a broken setup file; then
+# updates: to N+1, and to a release that crashes after READY (rolled back).
+# The speaker is looked up as huxley-test.local from a second network
+# namespace (image/mdns-query.py, on the firmware partition).
 exec >/dev/console 2>&1
 KEY_SHA256=@KEY_SHA256@
 KEY_MARK=@KEY_MARK@
@@ -55,6 +58,33 @@ start=$(systemctl show -P ExecMainStartTimestampMonotonic huxleyd)
 ready=$(systemctl show -P ActiveEnterTimestampMonotonic huxleyd)
 echo "SELFTEST ready: huxleyd READY $(awk -v a="$start" -v b="$ready" 'BEGIN { printf "%.1f", (b - a) / 1000000 }') s after its start, $(mono_s huxleyd ActiveEnterTimestampMonotonic) s after kernel start; restarts $(systemctl show -P NRestarts huxleyd)"
 systemctl status --no-pager huxleyd 2>&1 | sed -n '1,4p;/Status:/p'
+
+# -- a quiet boot: nothing failed (no Internet here: NTP never answers, as offline) -----
+# The boot's jobs are done once time-wait-sync gave up (30 s) or the clock came.
+settled() { systemctl is-system-running 2>/dev/null | grep -qv '^starting$'; }
+check "boot finished (is-system-running is not starting)" wait_for settled
+echo "SELFTEST system: $(systemctl is-system-running 2>&1)"
+systemctl list-units --failed --no-legend --plain 2>&1 | sed 's/^/SELFTEST failed unit: /'
+check "no failed unit" [ -z "$(systemctl list-units --failed --no-legend --plain)" ]
+check "system running, not degraded" [ "$(systemctl is-system-running)" = running ]
+echo "SELFTEST time-wait-sync: $(systemctl show -P Result systemd-time-wait-sync) after $(awk -v a="$(systemctl show -P ExecMainStartTimestampMonotonic systemd-time-wait-sync)" -v b="$(systemctl show -P ExecMainExitTimestampMonotonic systemd-time-wait-sync)" 'BEGIN { printf "%.1f", (b - a) / 1000000 }') s"
+check "time-wait-sync: success, time-sync.target reached" sh -c \
+    '[ "$(systemctl show -P Result systemd-time-wait-sync)" = success ] && [ "$(systemctl is-active time-sync.target)" = active ]'
+# The kernel modules (already .ko.xz) come first in an uncompressed cpio;
+# initramfs-tools compresses the rest with COMPRESS: a zstd frame after them.
+zstd_initrd() {
+    python3 -c 'import sys
+d = open(sys.argv[1], "rb").read()
+end = d.find(b"TRAILER!!!") + 10 if d[:6] == b"070701" else 0
+while end < len(d) and d[end] == 0:
+    end += 1
+print("SELFTEST initrd: %d bytes, plain cpio first %d, then %s" % (len(d), end, d[end:end + 4].hex()))
+sys.exit(0 if d[end:end + 4] == bytes.fromhex("28b52ffd") else 1)' "$1"
+}
+check "initrd compressed as configured (zstd after the modules)" zstd_initrd "/boot/initrd.img-$(uname -r)"
+echo "SELFTEST initrd: $(du -h "/boot/firmware/initrd.img-$(uname -r)" 2>/dev/null | cut -f1) on the FAT"
+echo "SELFTEST clock: clock-epoch $(date -u -r /usr/lib/clock-epoch +%FT%TZ), timesync clock file $(date -u -r /var/lib/systemd/timesync/clock +%FT%TZ 2>&1)"
+echo "SELFTEST release: $(readlink /opt/huxleyd/current); $(huxleyctl --version)"
 
 # -- the first-boot file ---------------------------------------------------------------------
 check "first boot applied" active huxleyd-firstboot.service
@@ -105,6 +135,41 @@ check "ssh.service active in the first boot" wait_for active ssh.service
 check "something listens on :22" wait_for listening22
 ss -Hltn 'sport = :22' | sed 's/^/SELFTEST ssh: /'
 check "root's authorized_keys 0600" [ "$(stat -c '%a' /root/.ssh/authorized_keys)" = 600 ]
+sshd -T 2>/dev/null | grep -E '^(passwordauthentication|kbdinteractiveauthentication|permitrootlogin) ' | sed 's/^/SELFTEST sshd: /'
+check "sshd: no password login" sh -c 'sshd -T | grep -qx "passwordauthentication no"'
+check "sshd: no keyboard-interactive login" sh -c 'sshd -T | grep -qx "kbdinteractiveauthentication no"'
+
+# -- findable: huxley-test.local from a second network namespace ---------------------------
+# A LAN host, as a namespace on a veth link: the device's end is eth9, which
+# the image's own 10-wired.network (eth*) configures: DHCP (none here: an
+# IPv6 link-local address) and Multicast DNS. The host end asks as any LAN
+# host would (image/mdns-query.py: port 5353, the ff02::fb group).
+ip netns add lan
+ip link add eth9 type veth peer name lan0 netns lan
+ip link set eth9 up
+ip -n lan link set lo up
+ip -n lan link set lan0 up
+mdns_on_eth9() { resolvectl mdns eth9 2>/dev/null | grep -q 'yes'; }
+check "resolved: Multicast DNS on eth9 (10-wired.network)" wait_for mdns_on_eth9
+resolvectl mdns 2>&1 | sed 's/^/SELFTEST resolvectl mdns: /'
+check "resolved: Multicast DNS on wlan0 (first boot's network file)" sh -c 'resolvectl mdns wlan0 | grep -q yes'
+check "resolved listens on :5353" sh -c 'ss -Hlnu | grep -q ":5353"'
+ll6() { ip -6 -o addr show dev eth9 scope link | grep -q 'inet6 fe80'; }
+check "eth9 has its IPv6 link-local address" wait_for ll6
+found() { ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py "$1" "$2" lan0 5 >/tmp/mdns.out 2>&1; }
+check "huxley-test.local resolved from the other namespace (AAAA)" wait_for found huxley-test.local AAAA
+sed 's/^/SELFTEST mdns: /' /tmp/mdns.out
+check "the answer is eth9's own address" sh -c \
+    "grep -q \"\$(ip -6 -o addr show dev eth9 scope link | awk '{ print \$4 }' | cut -d/ -f1)\" /tmp/mdns.out"
+check "SSH announced by DNS-SD (_ssh._tcp.local PTR huxley-test)" sh -c \
+    'ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py _ssh._tcp.local PTR lan0 5 >/tmp/mdns.out 2>&1 && grep -q "PTR huxley-test\._ssh\._tcp\.local" /tmp/mdns.out'
+sed 's/^/SELFTEST dns-sd: /' /tmp/mdns.out
+check "an unknown name gets no answer" sh -c \
+    '! ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py kitchen.local AAAA lan0 3 >/dev/null'
+# The memory mDNS costs: none of it is a new process (avahi-daemon would be).
+echo "SELFTEST memory: systemd-resolved $(grep -E '^VmRSS' "/proc/$(pidof systemd-resolved)/status" | tr -s ' \t' ' ') with mDNS on $(resolvectl mdns | grep -c yes) links; avahi-daemon running: $(pidof avahi-daemon >/dev/null && echo yes || echo no)"
+ip link del eth9
+ip netns del lan
 
 # -- items 7, 8: clock, journal, exposure ----------------------------------------------------------
 check "huxleyd ordered after time-sync.target" sh -c 'systemctl show -P After huxleyd | grep -qw time-sync.target'
@@ -289,15 +354,35 @@ huxleyctl ptt tap >/dev/null; huxleyctl ptt tap >/dev/null
 pressed() { [ "$(journalctl -u huxleyd HUXLEY_EVENT=press_while_setup_failed -o cat | wc -l)" -ge 2 ]; }
 check "each press: error cue (press_while_setup_failed x2)" wait_for pressed
 
-# -- item 6: huxleyctl update to N+1, then a version that never reaches READY ---------
-runs_release() { systemctl show -P ExecStart huxleyd | grep -q "/opt/huxleyd/releases/$1/venv/bin/huxleyd"; }
+# -- item 6: huxleyctl update to N+1, then a release that crashes after READY ------------
+# The setup failure above would answer every press with the error cue: gone,
+# as an owner fixing the file and restarting would leave it.
+rm -f /boot/firmware/huxleyd-setup.toml /run/huxleyd-firstboot/failed
+systemctl restart huxleyd.service || true
+check "huxleyd READY without the setup failure" wait_for active huxleyd.service
+check "provider connected again" wait_for connected
+# Which release runs, as every way in sees it: the one link, the daemon's own
+# process (its interpreter is the release's venv), the CLI on the PATH (which
+# the reboot timer runs), the venv first boot runs, status and --version.
+runs_release() {
+    pid=$(systemctl show -P MainPID huxleyd)
+    [ "$(readlink /opt/huxleyd/current)" = "releases/$1" ] \
+        && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q "^/opt/huxleyd/releases/$1/venv/bin/python" \
+        && [ "$(readlink -f /usr/local/bin/huxleyctl)" = "/opt/huxleyd/releases/$1/venv/bin/huxleyctl" ] \
+        && [ "$(readlink -f "$(systemctl show -P ExecStart huxleyd-reboot.service | sed -n 's/.*path=\([^ ;]*\).*/\1/p')")" = "/opt/huxleyd/releases/$1/venv/bin/huxleyctl" ] \
+        && [ "$(readlink -f /opt/huxleyd/venv)" = "/opt/huxleyd/releases/$1/venv" ] \
+        && huxleyctl --version | grep -q "(release $1," \
+        && huxleyctl status --json | grep -q "\"release\": \"$1\""
+}
+image_release=$(readlink /opt/huxleyd/current | sed 's|^releases/||')
+check "the image runs release $image_release everywhere" runs_release "$image_release"
 t0=$(up)
 huxleyctl update /root/huxleyd-update.tar >/tmp/update.out 2>&1; rc=$?
 sed 's/^/SELFTEST update: /' /tmp/update.out
-echo "SELFTEST update to N+1 took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s, exit $rc"
+echo "SELFTEST update to N+1 took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s (with the health window), exit $rc"
 new=$(tar -xOf /root/huxleyd-update.tar huxleyd-update.toml | sed -n 's/^version = "\(.*\)"/\1/p')
 check "update to N+1 ($new): exit 0" [ "$rc" -eq 0 ]
-check "huxleyd runs release $new" runs_release "$new"
+check "N+1 ($new) runs everywhere: daemon, CLI, reboot timer, first boot, status" runs_release "$new"
 check "huxleyd READY on $new" active huxleyd.service
 journalctl --no-pager -u huxleyd -n 3 -o short-monotonic | sed 's/^/SELFTEST journal after update: /'
 # N+1 is this checkout's daemon: a muted device is idle for the reboot timer.
@@ -308,36 +393,52 @@ check "N+1: muted and idle, status lists no reason to wait" wait_for idle_now \
 huxleyctl status --json | tr -d ' \n' | grep -o '"state":"[a-z]*"' | sed 's/^/SELFTEST N+1 status: /'
 huxleyctl mute off >/dev/null
 rm -f /run/reboot-required
-# N+2: the same source, but its daemon exits before READY (after passing --check-config).
+# N+2: the same source, but 20 s after READY its daemon exits (status 3), as a
+# release with a bug that shows a little after start; systemd restarts it.
 rm -rf /root/broken && mkdir /root/broken && tar -xf /root/huxleyd-update.tar -C /root/broken
-# Wrapped at the end of main.py, whatever main's signature: a sed on the signature
-# stopped matching when it grew keyword arguments, and the 'broken' release
-# then started fine. The wrapper is checked before the bundle is made.
-cat >> /root/broken/src/huxleyd/app/main.py <<'PY'
+cat >> /root/broken/src/huxleyd/app/systemd.py <<'PY'
 
 
-_vm_test_main = main
+_vm_test_ready = Notifier.ready
 
 
-def main(argv=None, **kwargs):  # type: ignore[no-redef]  # the VM test's broken N+2
-    import sys as _sys
+def _vm_test_crash_after_ready(self, status=None):  # type: ignore[no-untyped-def]
+    import os as _os
+    import threading as _threading
 
-    if "--check-config" not in (argv if argv is not None else _sys.argv):
-        raise SystemExit("vm test: this version never reaches READY")
-    return _vm_test_main(argv, **kwargs)
+    sent = _vm_test_ready(self, status)
+    _threading.Timer(20.0, _os._exit, (3,)).start()  # the VM test's broken N+2
+    return sent
+
+
+Notifier.ready = _vm_test_crash_after_ready  # type: ignore[method-assign]
 PY
-check "broken N+2 made (main wrapped)" grep -q 'this version never reaches READY' /root/broken/src/huxleyd/app/main.py
-printf 'version = "%s"\n' "${new}-broken" > /root/broken/huxleyd-update.toml
+check "broken N+2 made (crashes 20 s after READY)" grep -q '_vm_test_crash_after_ready' /root/broken/src/huxleyd/app/systemd.py
+printf 'version = "%s"\n' "${new}-crashes" > /root/broken/huxleyd-update.toml
 tar -C /root/broken -cf /root/broken.tar huxleyd-update.toml src wheels && rm -rf /root/broken
 t0=$(up)
 huxleyctl update /root/broken.tar >/tmp/update.out 2>&1; rc=$?
 sed 's/^/SELFTEST broken update: /' /tmp/update.out
 echo "SELFTEST broken update took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s, exit $rc"
 check "broken update: exit 1" [ "$rc" -eq 1 ]
-check "broken update: rolled back, $new runs again" runs_release "$new"
+check "broken update: it had reached READY (rolled back on health)" grep -q 'after READY' /tmp/update.out
+check "broken update: rolled back, $new runs again everywhere" runs_release "$new"
 check "huxleyd READY again after the rollback" active huxleyd.service
-check "broken release removed, $new kept" sh -c "[ ! -e '/opt/huxleyd/releases/${new}-broken' ] && [ -d '/opt/huxleyd/releases/$new' ]"
-journalctl --no-pager -u huxleyd --since=-10min -o short-monotonic | grep -E "never reaches READY|Failed|Started|Stopped" | tail -6 | sed 's/^/SELFTEST journal rollback: /'
+check "broken release removed, $new kept" sh -c "[ ! -e '/opt/huxleyd/releases/${new}-crashes' ] && [ -d '/opt/huxleyd/releases/$new' ]"
+journalctl --no-pager -u huxleyd --since=-15min -o short-monotonic | grep -E "Main process exited|Scheduled restart|Started|Stopped" | tail -6 | sed 's/^/SELFTEST journal rollback: /'
+journalctl --no-pager HUXLEY_EVENT=update_rolled_back -o cat | tail -1 | sed 's/^/SELFTEST journal: /'
+check "journal: update_rolled_back" sh -c 'journalctl HUXLEY_EVENT=update_rolled_back -o cat | grep -q .'
+rolled_back_status() { huxleyctl status | grep -q "rolled back"; }
+check "status says the update was rolled back" wait_for rolled_back_status
+huxleyctl status 2>&1 | grep -A1 "rolled back" | sed 's/^/SELFTEST status: /'
+check "doctor says it too" sh -c 'huxleyctl doctor 2>&1 | grep -q "rolled back"'
+huxleyctl ptt tap >/dev/null
+cued() { journalctl -u huxleyd HUXLEY_EVENT=press_while_degraded -o cat | grep -q 'update: update to'; }
+check "the next press cues it (press_while_degraded: update)" wait_for cued
+huxleyctl update /root/broken.tar >/tmp/update.out 2>&1; rc=$?
+sed 's/^/SELFTEST broken again: /' /tmp/update.out
+check "the rolled-back release is not tried again" sh -c "[ $rc -eq 1 ] && grep -q 'not tried again' /tmp/update.out"
+check "and $new still runs" runs_release "$new"
 
 if [ "$fails" -eq 0 ]; then echo "SELFTEST PASS"; else echo "SELFTEST FAILED: $fails check(s)"; fi
 echo "SELFTEST end at uptime $(up) s"

@@ -67,6 +67,16 @@ DEBUGFS
     rm -f "$work/root.ext4"
 }
 
+# vm_root_debugfs COPY WORKDIR: debugfs -w on the copy's root file system,
+# its commands on stdin (no mount), written back into the copy.
+vm_root_debugfs() {
+    local img=$1 work=$2
+    dd if="$img" of="$work/root.ext4" bs=512 skip="$vm_root_start" count="$vm_root_size" status=none
+    debugfs -w "$work/root.ext4" >/dev/null 2>"$work/debugfs.log" || { cat "$work/debugfs.log" >&2; return 1; }
+    dd if="$work/root.ext4" of="$img" bs=512 seek="$vm_root_start" conv=notrunc,sparse status=none
+    rm -f "$work/root.ext4"
+}
+
 # The emulated machine of every boot test (a device tree dumped for it must
 # come from the same arguments).
 vm_machine=(-M virt -cpu cortex-a72 -smp 2 -m 1024)

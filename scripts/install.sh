@@ -19,7 +19,12 @@
 #
 # Environment: PYTHON (python3), BOARD (also install hw/$BOARD.asound.conf
 # as /etc/asound.conf when there is none), HUXLEYD_PIP_ARGS (extra pip
-# arguments; the tests pass --no-deps).
+# arguments; the tests pass --no-deps), HUXLEYD_RELEASE (the image's
+# layout, which `huxleyctl update` switches as a whole: the venv and share
+# in $PREFIX/releases/$HUXLEYD_RELEASE, and $PREFIX/current the one link
+# that says which release runs; $PREFIX/venv and $PREFIX/share are fixed
+# links through it, so the unit, /usr/local/bin/huxleyctl, the timers and
+# first boot all follow it. docs/image.md, "Updates").
 set -eu
 
 DESTDIR=${1:-}
@@ -27,6 +32,7 @@ PREFIX=${2:-/opt/huxleyd}
 PYTHON=${PYTHON:-python3}
 BOARD=${BOARD:-}
 PIP_ARGS=${HUXLEYD_PIP_ARGS:-}
+RELEASE=${HUXLEYD_RELEASE:-}
 # lgpio has no wheel for CPython 3.13 (Debian trixie): pip builds its sdist,
 # which links a system liblgpio that Debian does not package unless PYPI=1
 # makes it compile its bundled library in (as its own PyPI wheels are made).
@@ -44,8 +50,20 @@ if [ -n "$BOARD" ] && [ ! -f "$SRC/hw/$BOARD.toml" ]; then
     echo "install: unknown BOARD '$BOARD' (have: $boards)" >&2
     exit 2
 fi
-VENV="$DESTDIR$PREFIX/venv"
-SHARE="$DESTDIR$PREFIX/share"
+if [ -n "$RELEASE" ]; then
+    case "$RELEASE" in
+        *[!A-Za-z0-9.+_-]*|.*)
+            echo "install: HUXLEYD_RELEASE must be a version like 0.1.0, got '$RELEASE'" >&2
+            exit 2 ;;
+    esac
+    # Where the venv lives for good (a venv records its own path).
+    VENV_FINAL="$PREFIX/releases/$RELEASE/venv"
+    SHARE="$DESTDIR$PREFIX/releases/$RELEASE/share"
+else
+    VENV_FINAL="$PREFIX/venv"
+    SHARE="$DESTDIR$PREFIX/share"
+fi
+VENV="$DESTDIR$VENV_FINAL"
 ETC="$DESTDIR/etc/huxleyd"
 
 say() { printf 'install: %s\n' "$*"; }
@@ -84,9 +102,25 @@ install_package() {
         for f in "$VENV"/bin/* "$VENV/pyvenv.cfg"; do
             if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
             if ! grep -Iq . "$f" 2>/dev/null; then continue; fi  # text files only
-            sed -i "s|$VENV|$PREFIX/venv|g" "$f"
+            sed -i "s|$VENV|$VENV_FINAL|g" "$f"
         done
     fi
+}
+
+# -- the release links (HUXLEYD_RELEASE): current -> releases/$RELEASE --------------
+install_links() {
+    [ -n "$RELEASE" ] || return 0
+    for link in venv share; do
+        if [ -e "$DESTDIR$PREFIX/$link" ] && [ ! -L "$DESTDIR$PREFIX/$link" ]; then
+            echo "install: $DESTDIR$PREFIX/$link is a directory: HUXLEYD_RELEASE needs a fresh $PREFIX" >&2
+            exit 2
+        fi
+    done
+    # Relative links: the same tree works under DESTDIR and on the device.
+    ln -sfn "releases/$RELEASE" "$DESTDIR$PREFIX/current"
+    ln -sfn current/venv "$DESTDIR$PREFIX/venv"
+    ln -sfn current/share "$DESTDIR$PREFIX/share"
+    say "release $RELEASE: $PREFIX/current -> releases/$RELEASE"
 }
 
 # -- files that are ours: replaced on every install ------------------------------
@@ -201,5 +235,6 @@ activate() {
 
 install_package
 install_data
+install_links
 install_configs
 activate

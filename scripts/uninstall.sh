@@ -22,6 +22,12 @@ if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
 fi
 
 rm -rf "$DESTDIR$PREFIX/venv" "$DESTDIR$PREFIX/share/hw" "$DESTDIR$PREFIX/share/sounds"
+# The release layout (HUXLEYD_RELEASE, huxleyctl update): every release, and
+# the links through current (venv was one: rm -rf removed the link alone).
+if [ -L "$DESTDIR$PREFIX/current" ]; then
+    rm -f "$DESTDIR$PREFIX/share" "$DESTDIR$PREFIX/current"
+    rm -rf "$DESTDIR$PREFIX/releases"
+fi
 rmdir "$DESTDIR$PREFIX/share" "$DESTDIR$PREFIX" 2>/dev/null || true
 rm -f "$DESTDIR/lib/systemd/system/huxleyd.service" \
     "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf" \

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from huxley_sdk import Skill
+from huxleyd import __version__
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
@@ -40,6 +41,7 @@ from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState
 from huxleyd.skills.skillclock import system_clock_for
 from huxleyd.turns.wake import WakeWord
+from huxleyd.update import running_release
 
 log = get_logger("huxleyd.control")
 
@@ -131,6 +133,8 @@ class RuntimeControl:
             reboot_pending=reboot_pending(rt.overrides.reboot_flag),
             reboot_policy=rt.config.persona.updates.reboot,
             home=tuple(rt.home.status_lines()) if rt.home is not None else (),
+            version=__version__,
+            release=running_release() or "",
         )
         parts = rt.built
         if parts is None:

@@ -53,6 +53,8 @@ class Overrides:
     """Debian's "a reboot is pending" file, which ``status`` and ``doctor`` read."""
     provider_backoff: Callable[[], Iterator[float]] | None = None
     """The waits between the provider's tries (None: the daemon's 1, 3, 10, 30, 60 s)."""
+    update_state: Path = Path("/var/lib/huxleyd-update/state.json")
+    """``huxleyctl update``'s record: a rolled-back release is reported degraded."""
 
 
 class LocalSimulator(Protocol):

@@ -46,6 +46,7 @@ from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.remote import RemoteSkill
 from huxleyd.turns.news import ConnectionChanged, MuteChanged, TurnNews
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
+from huxleyd.update import boot_id, rollback_note, state_file
 
 log = get_logger("huxleyd.daemon")
 
@@ -170,6 +171,7 @@ class Runtime:
             setup_failure=self.setup_failure,
         )
         parts.coordinator.subscribe(self._on_news)
+        self._report_rolled_back_update()
         self.notifier.status("setting up skills")
         self.loop_watch.owner_of = skill_files(parts.host.every_skill)
         await parts.host.setup_all(self._context_factory(parts), config.persona.skills)
@@ -228,6 +230,19 @@ class Runtime:
         if self.home is not None:
             for name, factory in self.home.tasks():
                 self._spawn(factory, name)
+
+    def _report_rolled_back_update(self) -> None:
+        """A release ``huxleyctl update`` rolled back (the one running is the
+        previous): degraded in status and doctor until an update succeeds;
+        cued at the next press in the boot of the rollback (the start that
+        followed it), not after every later reboot."""
+        path = self.overrides.update_state
+        state = state_file(path)
+        note = rollback_note(state)
+        if note is not None:
+            rolled_back = state.get("rolled_back") or {}
+            this_boot = rolled_back.get("boot_id") == boot_id()
+            self.degraded.report("update", note, file=str(path), cue=this_boot)
 
     def _report_failed_skills(self, parts: Parts) -> None:
         """Each skill left out is degraded; those whose setup failed are retried."""

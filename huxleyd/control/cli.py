@@ -36,10 +36,12 @@ file; ``say`` when the turn did not end within the timeout); 2 usage;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -136,6 +138,17 @@ def _common_options(*, suppress: bool) -> _Parser:
     return common
 
 
+def version_line() -> str:
+    """``huxleyctl --version``: this CLI's version and the release it runs from,
+    which is the daemon's too (one link switches both: huxleyd.update)."""
+    from huxleyd import __version__
+    from huxleyd.update import running_release
+
+    release = running_release()
+    where = f" (release {release}, {sys.prefix})" if release else f" ({sys.prefix})"
+    return f"huxleyctl {__version__}{where}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="huxleyctl",
@@ -146,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         parents=[_common_options(suppress=False)],
     )
+    parser.add_argument("--version", action="version", version=version_line())
     common = [_common_options(suppress=True)]
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -634,9 +648,16 @@ def _say_if_sdk_broken(args: argparse.Namespace) -> None:
 
 def cmd_update(bundle: Path) -> int:
     from huxleyd import logs as journal
-    from huxleyd.update import BundleError, UpdateFailed, update
+    from huxleyd.update import HEALTH_WINDOW_S, BundleError, UpdateFailed, update
 
     journal.setup("INFO")  # update_started, update_rolled_back... in the journal
+    # A dropped SSH session must not end it half-way (between the switch and
+    # the health verdict): the verdict and a rollback still happen.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    _say_safely(
+        f"huxleyctl: update: installing {bundle}; once it runs, it must stay healthy "
+        f"for {HEALTH_WINDOW_S:.0f} s (else the previous version comes back)"
+    )
     try:
         version = update(bundle)
     except BundleError as exc:
@@ -645,8 +666,14 @@ def cmd_update(bundle: Path) -> int:
     except UpdateFailed as exc:
         print(f"huxleyctl: update: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"huxleyd {version} is running (the previous version is kept)")
+    _say_safely(f"huxleyd {version} is running and healthy (the previous version is kept)")
     return EXIT_OK
+
+
+def _say_safely(line: str) -> None:
+    """Print; a terminal that went away (SIGHUP ignored) is not an error."""
+    with contextlib.suppress(OSError):
+        print(line, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

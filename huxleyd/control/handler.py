@@ -163,6 +163,11 @@ class StatusReport:
     """The persona's ``[updates] reboot``."""
     home: tuple[str, ...] = ()
     """The home integration (docs/home.md), one line per MCP server and the broker."""
+    version: str = ""
+    """The daemon's huxleyd version ('' from an older daemon)."""
+    release: str = ""
+    """The release it runs from (``/opt/huxleyd/releases/<release>``), '' when
+    it is not in that layout: ``huxleyctl update`` switches releases."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,6 +192,8 @@ class StatusReport:
             "reboot_pending": self.reboot_pending,
             "reboot_policy": self.reboot_policy,
             "home": list(self.home),
+            "version": self.version,
+            "release": self.release,
         }
 
     @classmethod
@@ -235,6 +242,8 @@ class StatusReport:
             if "reboot_policy" in d
             else "unknown",
             home=_strings(d, "home", what) if "home" in d else (),
+            version=_get(d, "version", str, what) if "version" in d else "",
+            release=_get(d, "release", str, what) if "release" in d else "",
         )
 
 

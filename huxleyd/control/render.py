@@ -64,6 +64,9 @@ def status_table(report: StatusReport) -> Table:
     link = provider_link_in_words(report)
     table.add_row("Link", Text(link, style="yellow" if link != LINK_CLEAN else ""))
     table.add_row("Persona", Text(report.persona))
+    if report.version:
+        release = f" (release {report.release})" if report.release else ""
+        table.add_row("Version", Text(report.version + release))
     for i, problem in enumerate(report.problems):
         table.add_row("Degraded" if i == 0 else "", Text(problem, style="red"))
     for i, line in enumerate(report.home):

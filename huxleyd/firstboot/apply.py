@@ -189,8 +189,9 @@ def _wifi(tx: Transaction, wifi: WifiSetup, applied: Applied) -> None:
     )
     tx.write(
         "etc/systemd/network/20-wlan0.network",
-        "# Written by huxleyd's first boot: DHCP on the Wi-Fi link.\n"
-        "[Match]\nName=wlan0\n\n[Network]\nDHCP=yes\n",
+        "# Written by huxleyd's first boot: DHCP on the Wi-Fi link, and\n"
+        "# Multicast DNS: the speaker answers as <hostname>.local.\n"
+        "[Match]\nName=wlan0\n\n[Network]\nDHCP=yes\nMulticastDNS=yes\n",
     )
     applied.done.append(f"wifi: {wifi.ssid} ({wifi.country})")
 

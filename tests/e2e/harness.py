@@ -260,6 +260,7 @@ class Rig:
         reboot_flag: Path | None = None,
         sounds_dir: Path | None = None,
         provider_backoff: Callable[[], Iterator[float]] | None = None,
+        update_state: Path | None = None,
     ) -> None:
         """``sounds_dir``: the earcons to play (default: the shipped ones);
         ``provider_backoff``: the waits between the provider's tries.
@@ -281,6 +282,8 @@ class Rig:
         self.persona_lines = persona_lines
         self.reboot_flag = reboot_flag or tmp / "no-reboot-required"
         """The daemon's ``/run/reboot-required`` (never the host's)."""
+        self.update_state = update_state or tmp / "no-update-state.json"
+        """``huxleyctl update``'s record (never the host's)."""
         self.clock = ScaledClock(speed, start_s=1000.0)
         # Lockstep: a loaded machine must not leave gaps a Pi would not.
         self.backend = LockstepWavBackend(keep_speaker=True)
@@ -328,6 +331,7 @@ class Rig:
                 skill_retry_delays_s=self.skill_retry_delays_s,
                 reboot_flag=self.reboot_flag,
                 provider_backoff=self.provider_backoff,
+                update_state=self.update_state,
             ),
         )
         await self.runtime.start()
