@@ -450,7 +450,7 @@ def update(
     *,
     layout: Layout | None = None,
     run: Runner = run_command,
-    probe: Probe | None = None,
+    probe: Probe,
     window_s: float = HEALTH_WINDOW_S,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
@@ -459,8 +459,9 @@ def update(
     """Install ``bundle``, switch to it, keep it if it stays healthy; its version.
 
     Raises :class:`BundleError` (nothing changed) or :class:`UpdateFailed`
-    (rolled back, and recorded). ``probe`` defaults to systemd's view and
-    the daemon's status over the control socket."""
+    (rolled back, and recorded). ``probe`` tells the new release's health
+    (on a device: :func:`systemd_probe` over the daemon's status, which
+    ``huxleyctl update`` reads through the control socket)."""
     layout = layout or Layout()
     version = read_version(bundle)
     state = read_state(layout)
@@ -490,9 +491,7 @@ def update(
         why = f"it did not reach READY ({exc})"
     else:
         log.info("update_health_window", version=version, seconds=window_s)
-        why = watch_health(
-            probe or systemd_probe(_daemon_status), window_s=window_s, clock=clock, sleep=sleep
-        )
+        why = watch_health(probe, window_s=window_s, clock=clock, sleep=sleep)
     if why is not None:
         _roll_back(layout, run, version, previous, why, state, wall)
     state.pop("rolled_back", None)
@@ -555,19 +554,3 @@ def _roll_back(
             else "and going back failed too: " + "; ".join(failures)
         )
     )
-
-
-def _daemon_status() -> tuple[str, str] | None:
-    """The running daemon's provider state and detail, or None if it does not answer."""
-    from huxleyd.control.cli import resolve_socket
-    from huxleyd.control.client import ControlClient
-
-    control = resolve_socket(None, Path(Layout().config))
-    try:
-        with ControlClient(
-            control.socket_path, timeout_s=10.0, group=control.socket_group
-        ) as client:
-            report = client.status()
-    except Exception:
-        return None
-    return report.provider_state, report.provider_detail

@@ -42,6 +42,7 @@ from huxleyd.audio.earcons import earcons_problem, load_each_earcon
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.factory import choose_backend
 from huxleyd.audio.settings import AudioSettings
+from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
@@ -58,6 +59,7 @@ from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState, limits_from_settings
 from huxleyd.hardware.pins import choose_pin_factory
 from huxleyd.logs import get_logger
+from huxleyd.providers.base import Session
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
 from huxleyd.providers.transport import read_api_key
@@ -89,6 +91,20 @@ class Hooks(Protocol):
     def persona_string(self, key: PersonaString) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _Audio:
+    engine: AudioEngine
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Pins:
+    factory: Any
+    description: str
+    button: PushToTalkButton
+    leds: LedController
+
+
 async def build(
     config: Config,
     overrides: Overrides,
@@ -105,44 +121,126 @@ async def build(
     """Every part, opened and wired; what was opened is in ``resources`` even when
     this raises half-way (the caller closes it). What runs degraded (a database
     moved aside or in memory) is reported to ``degraded``. ``setup_failure``: the
-    image's setup failed (:mod:`huxleyd.config.setupreport`): no simulator, no key."""
-    db_path = config.storage.database_path(config.daemon.persona)
-    opened = await asyncio.to_thread(open_or_recover, db_path)
-    db = opened.db
-    resources.opened("storage", db.close)
-    if opened.recovered is not None:
-        degraded.report("storage", opened.recovered.what, file=str(db_path))
+    image's setup failed (:mod:`huxleyd.config.setupreport`): no simulator, no key.
+
+    The steps, in the order of the module docstring, each a function below."""
+    db = await open_storage(config, resources, degraded)
     earcons = load_earcons(config, degraded)
-    if overrides.backend is not None:
-        backend, audio_description = overrides.backend, "injected backend"
-    else:
-        backend, audio_description = await asyncio.to_thread(pick_backend, config.audio)
-        fallback = forced_callback_missing(config.audio.backend)
-        if fallback is not None:  # pick_backend chose PyAudio for the same reason
-            degraded.report("audio", fallback, file=str(config.path))
-    engine = AudioEngine(backend, settings=config.audio, clock=clock)
-    engine.start()
-    resources.opened("audio", engine.close)
-    volume = await make_volume(config.audio, engine, db)
+    audio = await open_audio(config, overrides, clock, resources, degraded)
+    volume = await make_volume(config.audio, audio.engine, db)
     target = await provider_target(config, overrides, checked, setup_failure=setup_failure)
     if target.simulator is not None:
         resources.opened("simulator", target.simulator.close)
-    host = checked.host
     watch = FeedWriter(feed, strings=hooks.persona_string, setup_failure=setup_failure)
     connection = create_connection(
         target.settings,
         api_key=target.api_key,
-        on_event=watch.on_provider_event,  # the coordinator subscribes below
+        on_event=watch.on_provider_event,  # the coordinator subscribes in wire_coordinator
         url=target.url,
         key_source=key_source(checked.key) if target.rereads_key else None,
         backoff=overrides.provider_backoff,
     )
     instructions = SessionInstructions(
         config.persona.effective_instructions,
-        context=host.prompt_context,
+        context=checked.host.prompt_context,
         apply=hooks.configure_session,
     )
-    coordinator = Coordinator(
+    coordinator = await make_coordinator(
+        config,
+        connection,
+        audio.engine,
+        instructions=instructions,
+        volume=volume,
+        host=checked.host,
+        earcons=earcons,
+        clock=clock,
+        hooks=hooks,
+        resources=resources,
+        degraded=degraded,
+    )
+    wire_coordinator(coordinator, connection, checked.host)
+    pins = open_pins(config, overrides, clock, resources)
+    subscribe_reports(coordinator, watch=watch, leds=pins.leds, notifier=notifier, hooks=hooks)
+    engine = audio.engine
+    return Parts(
+        checked=checked,
+        db=db,
+        engine=engine,
+        audio_description=audio.description,
+        volume=volume,
+        host=checked.host,
+        connection=connection,
+        instructions=instructions,
+        coordinator=coordinator,
+        pin_factory=pins.factory,
+        pins_description=pins.description,
+        button=pins.button,
+        leds=pins.leds,
+        is_simulator=target.is_simulator,
+        simulator=target.simulator,
+        watchdog=Watchdog.from_environment(
+            audio_progress=lambda: engine.stats().periods, env=overrides.env, notifier=notifier
+        ),
+    )
+
+
+async def open_storage(config: Config, resources: Resources, degraded: Degraded) -> Database:
+    """The persona's database, whatever state its file is in (moved aside or in
+    memory: reported to ``degraded``)."""
+    db_path = config.storage.database_path(config.daemon.persona)
+    opened = await asyncio.to_thread(open_or_recover, db_path)
+    resources.opened("storage", opened.db.close)
+    if opened.recovered is not None:
+        degraded.report("storage", opened.recovered.what, file=str(db_path))
+    return opened.db
+
+
+async def open_audio(
+    config: Config,
+    overrides: Overrides,
+    clock: Clock,
+    resources: Resources,
+    degraded: Degraded,
+) -> _Audio:
+    """The audio engine on the injected backend or the one the card allows, its
+    thread started (the software volume needs it)."""
+    if overrides.backend is not None:
+        backend, description = overrides.backend, "injected backend"
+    else:
+        backend, description = await asyncio.to_thread(pick_backend, config.audio)
+        fallback = forced_callback_missing(config.audio.backend)
+        if fallback is not None:  # pick_backend chose PyAudio for the same reason
+            degraded.report("audio", fallback, file=str(config.path))
+    engine = AudioEngine(backend, settings=config.audio, clock=clock)
+    engine.start()
+    resources.opened("audio", engine.close)
+    return _Audio(engine, description)
+
+
+async def make_coordinator(
+    config: Config,
+    connection: Session,
+    engine: AudioEngine,
+    *,
+    instructions: SessionInstructions,
+    volume: PersistentVolume,
+    host: SkillHost,
+    earcons: dict[str, bytes],
+    clock: Clock,
+    hooks: Hooks,
+    resources: Resources,
+    degraded: Degraded,
+) -> Coordinator:
+    """The turn layer over the connection, the engine and the volume, with the
+    wake word when one is configured and the mute the user last chose."""
+    wake = open_wake(
+        config,
+        engine,
+        connection.capabilities.input_rate_hz,
+        resources=resources,
+        degraded=degraded,
+    )
+    return Coordinator(
         provider=connection,
         session_instructions=instructions,
         audio=engine,
@@ -154,17 +252,15 @@ async def build(
         clock=clock,
         renew_session_if_due=hooks.renew_if_due,
         degraded=degraded,
-        wake=open_wake(
-            config,
-            engine,
-            connection.capabilities.input_rate_hz,
-            resources=resources,
-            degraded=degraded,
-        ),
+        wake=wake,
         muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
     )
-    # The session's events and states, and the wake word's detections, go to the
-    # coordinator straight, not through the root.
+
+
+def wire_coordinator(coordinator: Coordinator, connection: Session, host: SkillHost) -> None:
+    """The session's events and states, the wake word's detections and the tools'
+    outcomes go to the coordinator straight, not through the root: each is
+    handed the coordinator's own method, once it exists."""
     connection.subscribe(coordinator.on_provider_event)
     connection.report_states_to(coordinator.on_connection_status)
     if coordinator.wake_word is not None:
@@ -172,44 +268,28 @@ async def build(
     host.on_outcome = coordinator.tool_finished
     # A renewal (a session cap, Gemini's goAway) never cuts a reply the user is hearing.
     connection.hold_renewals_until(coordinator)
+
+
+def open_pins(config: Config, overrides: Overrides, clock: Clock, resources: Resources) -> _Pins:
+    """The pin factory (injected, or the board's), the button and the LEDs (idle)."""
     if overrides.pin_factory is not None:
-        pin_factory, pins_description = overrides.pin_factory, "injected"
+        factory, description = overrides.pin_factory, "injected"
     else:
-        pin_factory, pins_description = choose_pin_factory(
+        factory, description = choose_pin_factory(
             config.hardware, env=overrides.env, config_file=str(config.path)
         )
     button = PushToTalkButton.from_profile(
         config.board.button,
-        pin_factory=pin_factory,
+        pin_factory=factory,
         max_hold_s=config.hardware.max_hold_s,
         clock=clock,
     )
     resources.opened("button", button.close)
-    driver = make_led_driver(config.board.leds, pin_factory=pin_factory, spi=overrides.led_spi)
+    driver = make_led_driver(config.board.leds, pin_factory=factory, spi=overrides.led_spi)
     leds = LedController(driver, clock, limits_s=limits_from_settings(config.hardware.led_limits))
     resources.opened("leds", leds.close)
     leds.set_state(LedState.IDLE)
-    subscribe_reports(coordinator, watch=watch, leds=leds, notifier=notifier, hooks=hooks)
-    return Parts(
-        checked=checked,
-        db=db,
-        engine=engine,
-        audio_description=audio_description,
-        volume=volume,
-        host=host,
-        connection=connection,
-        instructions=instructions,
-        coordinator=coordinator,
-        pin_factory=pin_factory,
-        pins_description=pins_description,
-        button=button,
-        leds=leds,
-        is_simulator=target.is_simulator,
-        simulator=target.simulator,
-        watchdog=Watchdog.from_environment(
-            audio_progress=lambda: engine.stats().periods, env=overrides.env, notifier=notifier
-        ),
-    )
+    return _Pins(factory, description, button, leds)
 
 
 def subscribe_reports(

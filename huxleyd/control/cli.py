@@ -646,9 +646,25 @@ def _say_if_sdk_broken(args: argparse.Namespace) -> None:
         print(f"huxleyctl: {problem}", file=sys.stderr)
 
 
+def _daemon_status() -> tuple[str, str] | None:
+    """The running daemon's provider state and detail, or None if it does not answer."""
+    from huxleyd.control.client import ControlClient
+    from huxleyd.update import Layout
+
+    control = resolve_socket(None, Path(Layout().config))
+    try:
+        with ControlClient(
+            control.socket_path, timeout_s=10.0, group=control.socket_group
+        ) as client:
+            report = client.status()
+    except Exception:
+        return None
+    return report.provider_state, report.provider_detail
+
+
 def cmd_update(bundle: Path) -> int:
     from huxleyd import logs as journal
-    from huxleyd.update import HEALTH_WINDOW_S, BundleError, UpdateFailed, update
+    from huxleyd.update import HEALTH_WINDOW_S, BundleError, UpdateFailed, systemd_probe, update
 
     journal.setup("INFO")  # update_started, update_rolled_back... in the journal
     # A dropped SSH session must not end it half-way (between the switch and
@@ -659,7 +675,7 @@ def cmd_update(bundle: Path) -> int:
         f"for {HEALTH_WINDOW_S:.0f} s (else the previous version comes back)"
     )
     try:
-        version = update(bundle)
+        version = update(bundle, probe=systemd_probe(_daemon_status))
     except BundleError as exc:
         print(f"huxleyctl: update: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -35,7 +35,7 @@ def test_python_m_huxleyd_runs_the_start(
         import huxleyd.__main__  # noqa: F401 - importing it is running it
     out = capsys.readouterr()
     assert exited.value.code == 0, out
-    assert "ok" in out.out + out.err and "board 'gpio-basic'" in out.out + out.err
+    assert ": runs (" in out.out + out.err and "board 'gpio-basic'" in out.out + out.err
 
 
 def test_the_console_script_hands_a_bad_config_to_the_start(
