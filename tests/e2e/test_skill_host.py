@@ -198,7 +198,8 @@ def test_check_config_checks_a_third_party_table_before_it_runs(
     probe_skills_env: SkillsEnv, tmp_path: Path
 ) -> None:
     """The probe's schema (additionalProperties false) is read by its host: a wrong
-    key fails ``--check-config`` naming the file and the key; a right table passes."""
+    key is what the start would leave out, and ``--check-config`` says so in the
+    same words, naming the file and the key; a right table runs."""
     env = {**os.environ, ENV_VARIABLE: str(probe_skills_env.root)}
     command = [sys.executable, "-m", "huxleyd", "--check-config", "--config"]
     (tmp_path / "wrong").mkdir()
@@ -207,9 +208,11 @@ def test_check_config_checks_a_third_party_table_before_it_runs(
     result = subprocess.run(
         [*command, str(wrong)], capture_output=True, text=True, env=env, timeout=120
     )
-    assert result.returncode != 0
-    assert "skills.probe.colour" in result.stderr, result.stderr
-    assert "expected one of: greeting" in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+    assert ": runs degraded (" in result.stdout, result.stdout
+    assert "  left out: skill:probe: " in result.stdout, result.stdout
+    assert "skills.probe.colour" in result.stdout, result.stdout
+    assert "expected one of: greeting" in result.stdout, result.stdout
     right = write_check_config(tmp_path / "right", '[skills.probe]\ngreeting = "hi"\n')
     result = subprocess.run(
         [*command, str(right)], capture_output=True, text=True, env=env, timeout=120

@@ -213,7 +213,7 @@ def test_check_config_and_the_start_warn_and_name_the_replacement(
     assert not caplog.records  # the default model: nothing to say
     assert main(["--check-config", "--config", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].endswith(")") and ": ok (" in out[0]
+    assert out[0].endswith(")") and ": runs (" in out[0]
     # Today is past the 60-day mark (2026-11-21) for this model, before or after its date.
     assert len(out) == 2 and "warning: model 'gpt-realtime-mini-2025-12-15'" in out[1], out
     assert "'gpt-realtime-2.1-mini'" in out[1]

@@ -56,7 +56,7 @@ async def test_it_serves_where_it_says_and_stops_on_sigterm() -> None:
         assert path == PATHS["xai"]
         async with connect(url) as ws:
             first = json.loads(await ws.recv())
-        assert first["type"] == "conversation.created"  # xAI's first event, not OpenAI's
+        assert first["type"] == "session.created"  # xAI's first event, as xAI sends it
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
             assert await process.wait() == 0

@@ -22,8 +22,11 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
+
 from huxleyd.skillhost.process import SKILL_USER
 from huxleyd.skillhost.skillenv import SkillsEnv
+from tests.fakes.unprivileged import why_others_cannot_run
 from tests.fakes.wheels import ROOT, build_wheel
 
 CACHE = Path(tempfile.gettempdir()) / "huxleyd-skills-envs"
@@ -58,7 +61,12 @@ def skills_env_with(wheels: Sequence[Path]) -> SkillsEnv:
         fcntl.flock(lock, fcntl.LOCK_EX)
         base = _kept(CACHE / f"sdk-{_sdk_key()}", lambda where: _venv_with_sdk(where))
         root = _kept(CACHE / _key(wheels), lambda where: _add_wheels(base, where, wheels))
-    return SkillsEnv(root)
+    env = SkillsEnv(root)
+    if os.geteuid() == 0:  # the host runs as the skill user: it must be able to start
+        problem = why_others_cannot_run(str(env.python))
+        if problem is not None:
+            pytest.skip(problem)
+    return env
 
 
 def _kept(root: Path, build: Callable[[Path], None]) -> Path:
