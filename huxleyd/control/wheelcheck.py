@@ -169,7 +169,8 @@ def _path_refusal(facts: WheelFacts, raw: str, path: str, data_prefix: str) -> s
         return "it would be written outside site-packages"
     if raw.startswith(data_prefix):
         kind = raw[len(data_prefix) :].split("/", 1)[0]
-        return f"a skill installs nothing outside site-packages (.data/{kind})"
+        if kind not in ALLOWED_DATA:  # purelib/platlib land in site-packages (``path``)
+            return f"a skill installs nothing outside site-packages (.data/{kind})"
     if path.endswith(".pth"):
         return "a .pth file runs code in every interpreter of the environment"
     first = pure.parts[0]

@@ -124,7 +124,10 @@ def parse_roster(device: str, payload: bytes, online: bool) -> Member | None:
     if not payload:
         return None
     raw = _object(payload)
-    return Member(device, _str(raw, "room"), str(raw.get("name", "")), online)
+    try:
+        return Member(device, _str(raw, "room"), str(raw.get("name", "")), online)
+    except KeyError as exc:  # another speaker's roster entry: logged and skipped
+        raise BadMessage(f"roster entry without {exc}") from None
 
 
 def _object(payload: bytes) -> dict[str, Any]:

@@ -80,11 +80,6 @@ def test_a_data_scripts_command_is_refused(tmp_path: Path) -> None:
     assert "nothing outside site-packages (.data/scripts)" in why
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the module docstring allows .data/purelib and .data/platlib, "
-    "but _path_refusal refuses every .data/ path (production code, not changed here)",
-)
 def test_data_purelib_lands_in_site_packages_and_is_allowed(tmp_path: Path) -> None:
     facts = read_wheel(build(tmp_path, {f"{NAME}-1.0.data/purelib/{NAME}/x.py": b"X = 1\n"}))
     assert f"{NAME}/x.py" in facts.files

@@ -116,12 +116,6 @@ def test_the_roster_reads_a_member_and_an_empty_payload_as_removed() -> None:
         parse_roster("pi-2", b"[]", True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KeyError,
-    reason="parse_roster lets KeyError out for a roster entry without 'room'; "
-    "mqtt.py catches only BadMessage (production code, not changed here)",
-)
 def test_a_roster_entry_without_a_room_raises_bad_message() -> None:
     with pytest.raises(BadMessage):
         parse_roster("pi-2", b"{}", True)
