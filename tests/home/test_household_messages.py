@@ -119,3 +119,30 @@ def test_the_roster_reads_a_member_and_an_empty_payload_as_removed() -> None:
 def test_a_roster_entry_without_a_room_raises_bad_message() -> None:
     with pytest.raises(BadMessage):
         parse_roster("pi-2", b"{}", True)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "detail", "line"),
+    [
+        ("queued", "", "kitchen: will be spoken"),
+        ("heard", "", "kitchen: spoken"),
+        ("dropped", "too late: 3 h old", "kitchen: dropped (too late: 3 h old)"),
+    ],
+)
+def test_a_receipt_reads_as_the_sender_is_told(outcome: str, detail: str, line: str) -> None:
+    raw = {"id": "a1", "room": "kitchen", "device": "pi-2", "outcome": outcome}
+    if detail:
+        raw["detail"] = detail
+    receipt = Receipt.decode(json.dumps(raw).encode())
+    assert receipt.detail == detail  # absent means none, never the text "None"
+    assert receipt.line() == line
+
+
+def test_a_roster_entry_without_a_name_has_an_empty_one() -> None:
+    member = parse_roster("pi-2", json.dumps({"room": "office"}).encode(), True)
+    assert member is not None and (member.room, member.name, member.online) == ("office", "", True)
+
+
+def test_a_roster_entry_without_a_room_names_what_is_missing() -> None:
+    with pytest.raises(BadMessage, match=r"^roster entry without 'room'$"):
+        parse_roster("pi-2", b'{"name": "x"}', True)
