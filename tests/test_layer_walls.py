@@ -65,7 +65,6 @@ status line subscribe to the coordinator straight). A call on one of these is
 a call into the flow; the others (``host``, ``db``, ``volume``...) are what the
 root supervises, which is its job."""
 
-PARTS = FLOW_PARTS
 
 Graph = Mapping[str, set[str]]
 
@@ -178,7 +177,7 @@ def _part_calls(fn: Function) -> list[tuple[ast.Call, set[str]]]:
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             _, names = _receiver_names(node.func)
-            if names & PARTS:
+            if names & FLOW_PARTS:
                 passed = {
                     a.id
                     for a in [*node.args, *(k.value for k in node.keywords)]
@@ -202,15 +201,15 @@ def _pumps(fn: Function) -> bool:
             continue
         sources: set[str] = set()
         if isinstance(loop, ast.AsyncFor):
-            sources |= _receiver_names(loop.iter)[1] & PARTS
+            sources |= _receiver_names(loop.iter)[1] & FLOW_PARTS
         for node in ast.walk(loop):
             if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
-                sources |= _receiver_names(node.value.func)[1] & PARTS
+                sources |= _receiver_names(node.value.func)[1] & FLOW_PARTS
         called = {
             name
             for node in ast.walk(loop)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            for name in _receiver_names(node.func)[1] & PARTS
+            for name in _receiver_names(node.func)[1] & FLOW_PARTS
         }
         if sources and called - sources:
             return True

@@ -57,7 +57,7 @@ from huxleyd.hardware.led_controller import LedController
 from huxleyd.hardware.led_drivers import make_led_driver
 from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState, limits_from_settings
-from huxleyd.hardware.pins import choose_pin_factory
+from huxleyd.hardware.pins import PinFactory, choose_pin_factory
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import Session
 from huxleyd.providers.factory import create_connection
@@ -99,7 +99,7 @@ class _Audio:
 
 @dataclass(frozen=True, slots=True)
 class _Pins:
-    factory: Any
+    factory: PinFactory
     description: str
     button: PushToTalkButton
     leds: LedController
