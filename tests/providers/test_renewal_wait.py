@@ -30,18 +30,24 @@ SPENT_S = 5.0
 """The clock moves this much between the goAway (mid-reply) and turnComplete."""
 
 
+async def accept_session(ws: ServerConnection, served: list[int]) -> int:
+    """Gemini's side of a connection's opening: read the setup, complete it and
+    give a resumption handle; the connection's number (1 for the first)."""
+    served.append(len(served) + 1)
+    await ws.recv()  # the setup
+    await ws.send(json.dumps({"setupComplete": {}}))
+    update = {"newHandle": f"h{len(served)}", "resumable": True}
+    await ws.send(json.dumps({"sessionResumptionUpdate": update}))
+    return len(served)
+
+
 @asynccontextmanager
 async def gemini_peer() -> AsyncIterator[tuple[str, list[int]]]:
     """Connection 1: a reply with a goAway in its middle; later ones just serve."""
     connections: list[int] = []
 
     async def one(ws: ServerConnection) -> None:
-        connections.append(len(connections) + 1)
-        await ws.recv()  # the setup
-        await ws.send(json.dumps({"setupComplete": {}}))
-        update = {"newHandle": f"h{len(connections)}", "resumable": True}
-        await ws.send(json.dumps({"sessionResumptionUpdate": update}))
-        if len(connections) == 1:
+        if await accept_session(ws, connections) == 1:
             await ws.recv()  # the user's text turn
             part = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": PCM}}
             chunk = {"serverContent": {"modelTurn": {"parts": [part]}}}
@@ -191,12 +197,7 @@ async def test_a_new_connection_does_not_keep_the_old_go_away_deadline() -> None
     served: list[int] = []
 
     async def one(ws: ServerConnection) -> None:
-        served.append(len(served) + 1)
-        await ws.recv()  # the setup
-        await ws.send(json.dumps({"setupComplete": {}}))
-        update = {"newHandle": f"h{len(served)}", "resumable": True}
-        await ws.send(json.dumps({"sessionResumptionUpdate": update}))
-        if len(served) == 1:
+        if await accept_session(ws, served) == 1:
             await ws.send(json.dumps({"goAway": {"timeLeft": f"{TIME_LEFT_S:g}s"}}))
         await ws.wait_closed()
 
