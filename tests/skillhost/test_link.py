@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
@@ -65,3 +66,13 @@ def test_the_gate_admits_the_limit_and_no_more_in_one_second() -> None:
     gate = link.RateGate(limit_per_s=3)
     assert [gate.admit(10.0 + i * 0.1) for i in range(4)] == [True, True, True, False]
     assert gate.admit(11.5)  # a new second
+
+
+async def test_a_peer_that_resets_the_socket_closed_the_link() -> None:
+    ours, theirs = socket.socketpair()
+    ours.sendall(b"unread")  # closing with bytes unread resets the connection
+    theirs.close()
+    reader, writer = await asyncio.open_unix_connection(sock=ours)
+    with pytest.raises(link.LinkError, match="the link closed"):
+        await link.read(reader, link.TO_DAEMON)
+    writer.close()

@@ -300,7 +300,8 @@ async def read(reader: asyncio.StreamReader, allowed: tuple[type, ...]) -> Messa
             raise LinkError(f"a frame of {text_len + pcm_len} bytes (at most {MAX_FRAME_BYTES})")
         text = await reader.readexactly(text_len)
         pcm = await reader.readexactly(pcm_len) if pcm_len else b""
-    except asyncio.IncompleteReadError as exc:
+    except (asyncio.IncompleteReadError, ConnectionError) as exc:
+        # A peer that exits with unread bytes in its socket resets it: closed all the same.
         raise LinkError("the link closed") from exc
     return decode(text, pcm, allowed)
 
