@@ -60,7 +60,7 @@ HUXLEYD_PIP_ARGS="--no-index --find-links $WHEELS --no-compile" PYTHON=python3 \
 # the service user and its groups exist before first boot (sysusers runs
 # again at every boot), the unit is enabled.
 systemd-sysusers
-systemctl enable huxleyd.service
+systemctl enable huxleyd.service huxleyd-skillhost.socket
 
 # -- the appliance: files of image/rootfs, then units ------------------------------------
 say "appliance files"

@@ -3,7 +3,7 @@
 #
 #   $PREFIX/venv                       the package and its dependencies
 #   $PREFIX/share/hw, share/sounds     board profiles, earcons
-#   /lib/systemd/system/huxleyd.service, /usr/lib/sysusers.d, /usr/lib/tmpfiles.d
+#   /lib/systemd/system/huxleyd.service (+ huxleyd-skillhost.socket, @.service), /usr/lib/sysusers.d, /usr/lib/tmpfiles.d
 #   /usr/lib/udev/rules.d/60-huxleyd.rules  groups gpio/spi own /dev/gpiochip*, /dev/spidev*
 #   /etc/huxleyd/huxleyd.toml, personas/   defaults; an edited file is kept and
 #                                      the new default lands beside it as .dist
@@ -137,8 +137,10 @@ install_data() {
 
     unit_dir="$DESTDIR/lib/systemd/system"
     mkdir -p "$unit_dir" "$DESTDIR/usr/lib/sysusers.d" "$DESTDIR/usr/lib/tmpfiles.d"
-    sed "s|/opt/huxleyd|$PREFIX|g" "$SRC/systemd/huxleyd.service" > "$unit_dir/huxleyd.service"
-    chmod 0644 "$unit_dir/huxleyd.service"
+    for unit in huxleyd.service huxleyd-skillhost.socket huxleyd-skillhost@.service; do
+        sed "s|/opt/huxleyd|$PREFIX|g" "$SRC/systemd/$unit" > "$unit_dir/$unit"
+        chmod 0644 "$unit_dir/$unit"
+    done
     install -m 0644 "$SRC/systemd/huxleyd.sysusers" "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf"
     install -m 0644 "$SRC/systemd/huxleyd.tmpfiles" "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf"
     mkdir -p "$DESTDIR/usr/lib/udev/rules.d"
@@ -223,7 +225,7 @@ activate() {
         udevadm trigger --subsystem-match=gpio --subsystem-match=spidev || true
     fi
     systemctl daemon-reload
-    systemctl enable huxleyd
+    systemctl enable huxleyd huxleyd-skillhost.socket
     if grep -qs "Raspberry Pi" /proc/device-tree/model \
         && ! "$VENV/bin/python" -c "import lgpio" 2>/dev/null; then
         say "WARNING: the lgpio module is missing from $VENV; on a Pi 5 the button and LEDs"

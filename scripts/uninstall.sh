@@ -30,6 +30,8 @@ if [ -L "$DESTDIR$PREFIX/current" ]; then
 fi
 rmdir "$DESTDIR$PREFIX/share" "$DESTDIR$PREFIX" 2>/dev/null || true
 rm -f "$DESTDIR/lib/systemd/system/huxleyd.service" \
+    "$DESTDIR/lib/systemd/system/huxleyd-skillhost.socket" \
+    "$DESTDIR/lib/systemd/system/huxleyd-skillhost@.service" \
     "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf" \
     "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf" \
     "$DESTDIR/usr/lib/udev/rules.d/60-huxleyd.rules"

@@ -263,7 +263,8 @@ def test_system_deps_include_what_a_minimal_debian_needs_to_build(tmp_path: Path
 
 def test_tmpfiles_make_the_skills_environments_folder(tmp_path: Path) -> None:
     """The folder huxleyctl makes the skills environment in exists on an installed system,
-    root's to write and everyone's to read (the skill host runs from it as its own user)."""
+    root's to write and everyone's to read (the skill host runs from it as its own user);
+    the skills' data folder beside it is the skill user's alone (hosts make theirs in it)."""
     from huxleyd.skillhost.skillenv import INSTALLED_ROOT
 
     tool = shutil.which("systemd-tmpfiles")
@@ -273,7 +274,16 @@ def test_tmpfiles_make_the_skills_environments_folder(tmp_path: Path) -> None:
     lines = (ROOT / "systemd/huxleyd.tmpfiles").read_text().splitlines()
     conf.write_text("".join(f"{ln}\n" for ln in lines if "huxleyd-skills" in ln))
     root = tmp_path / "root"
-    root.mkdir()
+    (root / "etc").mkdir(parents=True)
+    sysusers = shutil.which("systemd-sysusers")
+    if sysusers is None or os.geteuid() != 0:
+        pytest.skip("the scratch root's users and owners need systemd-sysusers and root")
+    made = subprocess.run(
+        [sysusers, f"--root={root}", str(ROOT / "systemd/huxleyd.sysusers")],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
     done = subprocess.run(
         [tool, "--create", f"--root={root}", str(conf)], capture_output=True, text=True
     )
@@ -281,3 +291,9 @@ def test_tmpfiles_make_the_skills_environments_folder(tmp_path: Path) -> None:
     folder = root / INSTALLED_ROOT.parent.relative_to("/")
     st = folder.stat()
     assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o755, 0, 0)
+    users = {
+        line.split(":")[0]: int(line.split(":")[2])
+        for line in (root / "etc/passwd").read_text().splitlines()
+    }
+    data = (folder / "data").stat()
+    assert (stat.S_IMODE(data.st_mode), data.st_uid) == (0o700, users["huxley-skills"])

@@ -1,14 +1,17 @@
 """Starting a skill host process, and the daemon's end of its link.
 
-:class:`Launcher` says how a host starts: the skills environment's
-interpreter, ``-P -s -m huxley_skillhost`` with :mod:`huxleyd.skillhost.hostpath`
-as its only ``PYTHONPATH``, a clean environment (nothing of the daemon's: no
-key in an environment variable reaches it), and, when the daemon is root,
-``setpriv`` to the skill user. Under systemd the daemon runs as its own
-unprivileged user with ``NoNewPrivileges=yes`` and no capabilities, so it
-cannot switch users: the host runs as the daemon's user there, and that is
-said once in the journal (``skill_host_same_user``); the unit's sandboxing
-is what it gets.
+A host starts one of two ways, each with the argv and environment of
+:mod:`huxleyd.skillhost.hostexec` (nothing of the daemon's: no key in an
+environment variable reaches it):
+
+- :class:`~huxleyd.skillhost.launchers.Launcher` spawns it: the skills environment's interpreter, as
+  ``setpriv`` to the skill user when the daemon is root, else as the
+  daemon's own user (said once, ``skill_host_same_user``);
+- :class:`~huxleyd.skillhost.activated.ActivatedLauncher` asks systemd for
+  it: the daemon runs as its own user with ``NoNewPrivileges=yes`` and no
+  capabilities, so it connects to ``huxleyd-skillhost.socket`` and systemd
+  starts the host as ``huxley-skills`` in a sandboxed unit of its own.
+  :func:`~huxleyd.skillhost.launchers.launcher_for` picks it when that socket exists.
 
 :class:`HostLink` is the daemon's end of one running host: it sends
 messages, awaits answers each with its deadline, and kills the host when it
@@ -21,26 +24,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import pwd
-import socket
-import subprocess
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from huxleyd.errors import SkillHostError
 from huxleyd.logs import get_logger
 from huxleyd.skillhost.hostpath.huxley_skillhost import link
-from huxleyd.skillhost.skillenv import SkillsEnv
 
 log = get_logger("huxleyd.skills")
 
-HOSTPATH = Path(__file__).resolve().parent / "hostpath"
-"""The child's whole ``PYTHONPATH``: the ``huxley_skillhost`` package and nothing else."""
-SKILL_USER = "huxley-skills"
-"""The user third-party skills run as (created by the image's sysusers file)."""
 INVENTORY_TIMEOUT_S = 10.0
 """Listing the skills imports their modules (for their schemas): a module that hangs at
 import costs the start this much, then the third-party skills are left out."""
@@ -51,74 +44,84 @@ STDERR_LINES = 50
 """The host's stderr lines logged per host (a crash's traceback); the rest is counted."""
 
 
+class HostProcess(Protocol):
+    """What the link needs of a host process (an asyncio subprocess, or an activated one)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stderr(self) -> asyncio.StreamReader | None: ...
+
+    def kill(self) -> None: ...
+
+    async def wait(self) -> int: ...
+
+    def exit_words(self, code: int) -> str:
+        """How the host's end reads in a log line, from what :meth:`wait` returned."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
-class Launcher:
-    """How a skill host process starts."""
+class SpawnedProcess:
+    """A host this daemon spawned: its own child, whose status it sees."""
 
-    python: Path
-    uid: int | None = None
-    """Switch to this user (and ``gid``) with setpriv; None: run as this process's user."""
-    gid: int | None = None
-    user: str | None = None
+    process: asyncio.subprocess.Process
 
-    def argv(self, *extra: str) -> list[str]:
-        command = [str(self.python), "-P", "-s", "-m", "huxley_skillhost", *extra]
-        if self.uid is None:
-            return command
-        return [
-            "setpriv",
-            f"--reuid={self.uid}",
-            f"--regid={self.gid}",
-            "--clear-groups",
-            "--no-new-privs",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--pdeathsig=KILL",
-            "--",
-            *command,
-        ]
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
-    def environ(self) -> dict[str, str]:
-        """The child's whole environment: nothing inherited from the daemon."""
-        return {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "PYTHONPATH": str(HOSTPATH),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "LANG": "C.UTF-8",
-            "HOME": "/nonexistent" if self.uid is not None else os.environ.get("HOME", "/"),
-        }
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    @property
+    def stderr(self) -> asyncio.StreamReader | None:
+        return self.process.stderr
+
+    def kill(self) -> None:
+        self.process.kill()
+
+    async def wait(self) -> int:
+        return await self.process.wait()
+
+    def exit_words(self, code: int) -> str:
+        return f"status {code}"
 
 
-def launcher_for(env: SkillsEnv, *, user: str = SKILL_USER, euid: int | None = None) -> Launcher:
-    """The launcher for ``env``; SkillHostError when the host cannot run safely.
+@dataclass(frozen=True, slots=True)
+class Started:
+    process: HostProcess
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
 
-    As root the host runs as ``user``; a missing user is an error (a host
-    as root would defeat the point), never a silent fallback.
-    """
-    if not env.exists():
-        raise SkillHostError(f"no skills environment at {env.root} (no {env.python})")
-    if (os.geteuid() if euid is None else euid) != 0:
-        global _said_same_user
-        if not _said_same_user:
-            _said_same_user = True
-            log.warning(
-                "skill_host_same_user",
-                reason="not root: cannot switch to the skill user",
-                effect="third-party skills run as the daemon's user, in processes of their own",
-            )
-        return Launcher(env.python)
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
-        raise SkillHostError(
-            f"the skill user {user!r} does not exist (systemd-sysusers huxleyd.conf creates it); "
-            "third-party skills never run as root"
-        ) from None
-    return Launcher(env.python, entry.pw_uid, entry.pw_gid, user)
+
+class HostLauncher(Protocol):
+    """How hosts start: spawned (:mod:`.launchers`) or activated (:mod:`.activated`)."""
+
+    @property
+    def user(self) -> str | None: ...
+
+    @property
+    def uid(self) -> int | None: ...
+
+    @property
+    def gid(self) -> int | None: ...
+
+    @property
+    def makes_data_dirs(self) -> bool: ...
+
+    async def start(self) -> Started: ...
+
+    def inventory(self, timeout_s: float) -> str: ...
 
 
 def inventory(
-    launcher: Launcher, *, timeout_s: float = INVENTORY_TIMEOUT_S
+    launcher: HostLauncher, *, timeout_s: float = INVENTORY_TIMEOUT_S
 ) -> dict[str, dict[str, dict[str, Any] | None]]:
     """Skill name → {distribution: its config schema}, as the skills environment's
     own interpreter finds them.
@@ -126,26 +129,9 @@ def inventory(
     Run by a host process (as the skill user), so no skill code runs in the
     daemon's interpreter even to list them. SkillHostError with one line.
     """
+    out = launcher.inventory(timeout_s)
     try:
-        done = subprocess.run(
-            launcher.argv("--inventory"),
-            env=launcher.environ(),
-            cwd="/",
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SkillHostError(f"cannot list the skills environment's skills: {exc}") from exc
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SkillHostError(
-            f"the skills environment's interpreter failed to list skills "
-            f"(exit {done.returncode}): {last}"
-        )
-    try:
-        found = json.loads(done.stdout)
+        found = json.loads(out)
         return {
             str(name): {
                 str(dist): (schema if isinstance(schema, dict) else None)
@@ -154,11 +140,8 @@ def inventory(
             for name, dists in found.items()
         }
     except (ValueError, AttributeError, TypeError) as exc:
-        raise SkillHostError(f"the skill list is not JSON: {done.stdout[:80]!r}") from exc
+        raise SkillHostError(f"the skill list is not JSON: {out[:80]!r}") from exc
 
-
-_said_same_user = False
-"""``skill_host_same_user`` is said once per daemon, not once per host."""
 
 RequestHandler = Callable[[link.Request], Awaitable[Any]]
 
@@ -174,7 +157,7 @@ class HostLink:
 
     def __init__(
         self,
-        launcher: Launcher,
+        launcher: HostLauncher,
         *,
         label: str,
         on_request: RequestHandler,
@@ -190,7 +173,7 @@ class HostLink:
         self._on_down = on_down
         self.ping_every_s = ping_every_s
         self.pong_deadline_s = pong_deadline_s
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: HostProcess | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._seq = 0
         self._pending: dict[int, asyncio.Future[link.Done | link.Pong]] = {}
@@ -208,24 +191,9 @@ class HostLink:
         return self.process.pid if self.process is not None else None
 
     async def start(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.launcher.argv("--fd", str(theirs.fileno())),
-                pass_fds=(theirs.fileno(),),
-                env=self.launcher.environ(),
-                cwd="/",
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            ours.close()
-            raise SkillHostError(f"cannot start the skill host: {exc}") from exc
-        finally:
-            theirs.close()
-        reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+        started = await self.launcher.start()
+        self.process, self._writer = started.process, started.writer
+        reader = started.reader
         log.info(
             "skill_host_started",
             skill=self.label,
@@ -320,7 +288,7 @@ class HostLink:
             return problem
         with contextlib.suppress(TimeoutError):
             code = await asyncio.wait_for(self.process.wait(), EXIT_WAIT_S)
-            return f"the skill host exited (status {code})"
+            return f"the skill host exited ({self.process.exit_words(code)})"
         return problem
 
     def _dispatch(self, message: link.Message) -> str | None:
@@ -365,7 +333,9 @@ class HostLink:
                 await self.ask(link.Ping, self.pong_deadline_s)
 
     async def _stderr(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
+        assert self.process is not None
+        if self.process.stderr is None:
+            return  # an activated host's stderr is its unit's journal
         shown = dropped = 0
         async for raw in self.process.stderr:
             if shown < STDERR_LINES:

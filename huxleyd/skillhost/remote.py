@@ -49,7 +49,8 @@ from huxley_sdk.contract import SideEffect, SpeakVerbatim
 from huxleyd.errors import SkillHostError
 from huxleyd.logs import get_logger
 from huxleyd.skillhost.hostpath.huxley_skillhost import link
-from huxleyd.skillhost.process import HostLink, Launcher, inventory, launcher_for
+from huxleyd.skillhost.launchers import launcher_for
+from huxleyd.skillhost.process import HostLauncher, HostLink, inventory
 from huxleyd.skillhost.skillenv import SkillsEnv, skills_env
 from huxleyd.skillhost.sources import SkillSource, with_remote
 
@@ -100,9 +101,14 @@ def skills_data_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(explicit) if explicit else skills_env(dict(env)).root.parent / "data"
 
 
-def skill_data_dir(name: str, launcher: Launcher, root: Path | None = None) -> Path:
-    """``<root>/<skill>``, 0700 and owned by the user the skill's host runs as."""
+def skill_data_dir(name: str, launcher: HostLauncher, root: Path | None = None) -> Path:
+    """``<root>/<skill>``, 0700 and owned by the user the skill's host runs as.
+
+    An activated host makes its own (the daemon cannot write where the skill
+    user owns): only the path is given to it."""
     path = (root or skills_data_root()) / name
+    if not launcher.makes_data_dirs:
+        return path
     path.mkdir(parents=True, exist_ok=True)
     if launcher.uid is not None and launcher.gid is not None:
         os.chown(path, launcher.uid, launcher.gid)
@@ -130,7 +136,7 @@ class RemoteSkill:
         name: str,
         distribution: str,
         *,
-        launcher: Callable[[], Launcher] | None = None,
+        launcher: Callable[[], HostLauncher] | None = None,
         ping_every_s: float | None = None,
         config_check: Callable[[Any, dict[str, Any]], None] | None = None,
         data_root: Path | None = None,

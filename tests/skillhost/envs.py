@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.skillhost.process import SKILL_USER
+from huxleyd.skillhost.launchers import SKILL_USER
 from huxleyd.skillhost.skillenv import SkillsEnv
 from tests.fakes.unprivileged import why_others_cannot_run
 from tests.fakes.wheels import ROOT, build_wheel
@@ -33,16 +33,16 @@ CACHE = Path(tempfile.gettempdir()) / "huxleyd-skills-envs"
 PROBE = Path(__file__).with_name("probe_skill.py")
 
 
-def _sdk_key() -> str:
-    digest = hashlib.sha256(sys.version.encode())
+def _sdk_key(python: str = sys.executable) -> str:
+    digest = hashlib.sha256((sys.version if python == sys.executable else python).encode())
     for path in sorted((ROOT / "sdk").rglob("*")):
         if path.is_file() and "egg-info" not in str(path) and "__pycache__" not in str(path):
             digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def _key(wheels: Sequence[Path]) -> str:
-    digest = hashlib.sha256(_sdk_key().encode())
+def _key(wheels: Sequence[Path], python: str = sys.executable) -> str:
+    digest = hashlib.sha256(_sdk_key(python).encode())
     for wheel in wheels:  # by content: a zip's timestamps change with every build
         with zipfile.ZipFile(wheel) as zf:
             for name in sorted(zf.namelist()):
@@ -50,8 +50,8 @@ def _key(wheels: Sequence[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
-def skills_env_with(wheels: Sequence[Path]) -> SkillsEnv:
-    """A skills environment holding our SDK and ``wheels`` (built once, then reused).
+def skills_env_with(wheels: Sequence[Path], python: str = sys.executable) -> SkillsEnv:
+    """A skills environment of ``python`` holding our SDK and ``wheels`` (built once, then reused).
 
     The SDK's environment (pip resolving numpy and scipy: the slow part) is
     built once per SDK and copied for each set of wheels."""
@@ -59,8 +59,8 @@ def skills_env_with(wheels: Sequence[Path]) -> SkillsEnv:
     os.chmod(CACHE, 0o755)
     with (CACHE / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        base = _kept(CACHE / f"sdk-{_sdk_key()}", lambda where: _venv_with_sdk(where))
-        root = _kept(CACHE / _key(wheels), lambda where: _add_wheels(base, where, wheels))
+        base = _kept(CACHE / f"sdk-{_sdk_key(python)}", lambda where: _venv_with_sdk(where, python))
+        root = _kept(CACHE / _key(wheels, python), lambda where: _add_wheels(base, where, wheels))
     env = SkillsEnv(root)
     if os.geteuid() == 0:  # the host runs as the skill user: it must be able to start
         problem = why_others_cannot_run(str(env.python))
@@ -88,8 +88,8 @@ def _kept(root: Path, build: Callable[[Path], None]) -> Path:
     return root
 
 
-def _venv_with_sdk(where: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+def _venv_with_sdk(where: Path, python: str = sys.executable) -> None:
+    subprocess.run([python, "-m", "venv", str(where)], check=True)
     pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, str(ROOT / "sdk")], check=True, capture_output=True)
 
@@ -129,3 +129,34 @@ def ensure_skill_user() -> str | None:
             check=True,
         )
     return SKILL_USER
+
+
+def python_others_exec(skill_user: str) -> str | None:
+    """An interpreter an unprivileged process can exec by itself, or None.
+
+    setpriv execs with root's rights still in hand, so a Python under a
+    private folder (pyenv in /root) runs through setpriv; a unit's own
+    process (hostexec's ``execve``) has no such rights. Checked by having
+    the skill user's shell exec it."""
+    for python in (sys.executable, "/usr/bin/python3"):  # the system's: what a device has
+        if not os.path.exists(python):
+            continue
+        entry = pwd.getpwnam(skill_user)
+        done = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={entry.pw_uid}",
+                f"--regid={entry.pw_gid}",
+                "--clear-groups",
+                "--",
+                "/bin/sh",
+                "-c",
+                'exec "$0" -c "import venv"',
+                python,
+            ],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode == 0:
+            return python
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable
@@ -24,7 +25,8 @@ from huxley_sdk import (
 from huxleyd.logs import get_logger
 from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost, ToolOutcome
-from huxleyd.skillhost.process import launcher_for
+from huxleyd.skillhost.launchers import SKILL_USER, launcher_for
+from huxleyd.skillhost.process import HostLauncher
 from huxleyd.skillhost.remote import RemoteSkill
 from huxleyd.skillhost.skillenv import SkillsEnv
 from huxleyd.storage.db import Database, FileSecrets
@@ -54,15 +56,27 @@ class Rig:
 
 
 @asynccontextmanager
-async def probe_rig(env: SkillsEnv, tmp: Path, *, ping_every_s: float = 1.0) -> AsyncIterator[Rig]:
-    """The probe skill set up in its host, as the daemon's start does it."""
+async def probe_rig(
+    env: SkillsEnv,
+    tmp: Path,
+    *,
+    ping_every_s: float = 1.0,
+    launcher: HostLauncher | None = None,
+) -> AsyncIterator[Rig]:
+    """The probe skill set up in its host, as the daemon's start does it.
+
+    ``launcher``: how hosts start (default: :func:`launcher_for` on this machine)."""
     db = await Database.open(tmp / "state" / "huxleyd.db")
     data_root = Path(tempfile.mkdtemp(prefix="huxleyd-skills-data-"))
     os.chmod(data_root, 0o755)
+    if launcher is not None and not launcher.makes_data_dirs and os.geteuid() == 0:
+        entry = pwd.getpwnam(SKILL_USER)  # as tmpfiles makes /var/lib/huxleyd-skills/data
+        os.chown(data_root, entry.pw_uid, entry.pw_gid)
+        os.chmod(data_root, 0o700)
     skill = RemoteSkill(
         "probe",
         "huxley-skill-probe",
-        launcher=lambda: launcher_for(env),
+        launcher=(lambda: launcher) if launcher is not None else (lambda: launcher_for(env)),
         ping_every_s=ping_every_s,
         data_root=data_root,
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from huxley_sdk import AudioStream, CancelMedia, ClaimEndReason, InputClaim, PlaySound, SetVolume
-from huxleyd.skillhost.process import SKILL_USER
+from huxleyd.skillhost.launchers import SKILL_USER
 from huxleyd.skillhost.skillenv import SkillsEnv
 from tests.skillhost.probe_skill import tone
 from tests.skillhost.rig import probe_rig

@@ -18,9 +18,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,8 @@ class Host:
                 self.skill = find_skill(name, distribution)
                 return self._description(self.skill), b""
             case link.Setup(_, config, language, timezone, data_dir):
+                # Started by systemd, the host makes its own folder (the daemon cannot).
+                await asyncio.to_thread(make_folder, Path(data_dir))
                 setup = getattr(self._skill, "setup", None)
                 if setup is not None:
                     await setup(self._context(config, language, timezone, data_dir))
@@ -565,10 +568,41 @@ async def serve(sock: socket.socket) -> None:
                 return  # the daemon went away: nothing to serve
             host.receive(message)
 
-    reading = asyncio.get_running_loop().create_task(read_all())
-    stopping = asyncio.get_running_loop().create_task(host.stopping.wait())
+    loop = asyncio.get_running_loop()
+    reading = loop.create_task(read_all())
+    stopping = loop.create_task(host.stopping.wait())
+    watchdog = loop.create_task(ping_watchdog(os.environ))
     await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    watchdog.cancel()
     writer.close()
+
+
+def make_folder(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+async def ping_watchdog(environ: Mapping[str, str]) -> None:
+    """``WATCHDOG=1`` to systemd at half its ``WatchdogSec=`` while this loop runs.
+
+    Started by systemd (huxleyd-skillhost@.service), a host whose loop hangs
+    stops pinging and the unit kills it: the daemon, another user, cannot.
+    Nothing to do when not started that way."""
+    address = environ.get("NOTIFY_SOCKET", "")
+    usec = environ.get("WATCHDOG_USEC", "")
+    if (
+        not address
+        or not usec.isdigit()
+        or environ.get("WATCHDOG_PID", str(os.getpid())) != str(os.getpid())
+    ):
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    every_s = int(usec) / 2e6
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
+        while True:
+            with contextlib.suppress(OSError):
+                notify.sendto(b"WATCHDOG=1", address)
+            await asyncio.sleep(every_s)
 
 
 def main(argv: list[str] | None = None) -> int:
