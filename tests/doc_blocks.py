@@ -24,6 +24,7 @@ from pathlib import Path
 from tests.test_import_cycles import ROOT, import_graph
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
+README = ROOT / "README.md"
 
 
 def begin_marker(name: str) -> str:
@@ -114,6 +115,29 @@ def runtime_tasks() -> str:
     return ", ".join(f"`{n}`" for n in sorted(RUNTIME_TASKS))
 
 
+def c_extensions(setup_py: Path = ROOT / "setup.py") -> str:
+    """The README's build notes: each ``Extension`` of setup.py, its sources and libraries."""
+    import ast
+
+    lines = []
+    for node in ast.walk(ast.parse(setup_py.read_text())):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Extension"):
+            continue
+        name = ast.literal_eval(node.args[0])
+        keywords = {k.arg: k.value for k in node.keywords}
+        sources = [Path(s).name for s in ast.literal_eval(keywords["sources"])]
+        libraries = ast.literal_eval(keywords["libraries"]) if "libraries" in keywords else []
+        optional = "optional" in keywords and ast.literal_eval(keywords["optional"]) is True
+        links = (
+            f", linked with {', '.join(f'`lib{lib}`' for lib in libraries)}" if libraries else ""
+        )
+        lines.append(
+            f"- `{name}` from {', '.join(f'`{s}`' for s in sources)}{links}"
+            + (" (optional: the install goes on without it)" if optional else "")
+        )
+    return "\n".join(lines)
+
+
 def names_in(block: str) -> list[str]:
     """The backticked names of a block, in order."""
     return re.findall(r"`([^`]+)`", block)
@@ -123,6 +147,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (ARCHITECTURE, "layers"): current_layer_table,
     (ARCHITECTURE, "shutdown-order"): shutdown_order,
     (ARCHITECTURE, "runtime-tasks"): runtime_tasks,
+    (README, "c-extensions"): c_extensions,
 }
 
 
