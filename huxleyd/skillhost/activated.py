@@ -128,6 +128,7 @@ class ActivatedLauncher:
 
     path: Path
     user: str | None = None
+    hello_deadline_s: float = HELLO_DEADLINE_S
     makes_data_dirs: bool = False
     """The host creates its own data folder: the daemon cannot write where the skill user owns."""
 
@@ -142,20 +143,20 @@ class ActivatedLauncher:
     async def start(self) -> Started:
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(str(self.path)), HELLO_DEADLINE_S
+                asyncio.open_unix_connection(str(self.path)), self.hello_deadline_s
             )
         except (OSError, TimeoutError) as exc:
             raise SkillHostError(f"cannot reach the skill host socket {self.path}: {exc}") from exc
         try:
             writer.write(b"host\n")
-            line = await asyncio.wait_for(reader.readline(), HELLO_DEADLINE_S)
+            line = await asyncio.wait_for(reader.readline(), self.hello_deadline_s)
             pid = parse_hello(line, self.path)
         except (OSError, TimeoutError, SkillHostError) as exc:
             writer.close()
             if isinstance(exc, SkillHostError):
                 raise
             raise SkillHostError(
-                f"no skill host answered on {self.path} within {HELLO_DEADLINE_S:g} s ({JOURNAL})"
+                f"no skill host answered on {self.path} within {self.hello_deadline_s:g} s ({JOURNAL})"
             ) from exc
         return Started(ActivatedProcess(pid, writer), reader, writer)
 

@@ -12,6 +12,7 @@ is root and the host another user, as on the device (the daemon there is
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pwd
 import shutil
@@ -27,7 +28,15 @@ import pytest
 
 from huxleyd.errors import SkillHostError
 from huxleyd.skillhost import hostexec
-from huxleyd.skillhost.activated import SOCKET_VARIABLE, ActivatedLauncher
+from huxleyd.skillhost.activated import (
+    SOCKET,
+    SOCKET_VARIABLE,
+    UNKNOWN_STATUS,
+    ActivatedLauncher,
+    ActivatedProcess,
+    activation_socket,
+    parse_hello,
+)
 from huxleyd.skillhost.hostexec import read_mode
 from huxleyd.skillhost.launchers import SKILL_USER, Launcher, launcher_for
 from huxleyd.skillhost.process import inventory
@@ -265,3 +274,110 @@ def test_the_launcher_is_chosen_by_who_we_are_and_what_listens(
     assert not chosen.makes_data_dirs
     if os.geteuid() == 0:  # root switches users itself (setpriv), socket or not
         assert launcher_for(unit_env, euid=0, environ=env).uid == pwd.getpwnam(SKILL_USER).pw_uid
+
+
+@pytest.mark.parametrize("line", [b"pid abc\n", b"pod 12\n", b"pid 1 2\n", b"\n"])
+def test_only_a_pid_line_is_a_hello(line: bytes, tmp_path: Path) -> None:
+    assert parse_hello(b"pid 4242\n", tmp_path) == 4242
+    with pytest.raises(SkillHostError, match="expected 'pid N'"):
+        parse_hello(line, tmp_path)
+
+
+async def test_an_activated_process_is_seen_to_end_through_its_pidfd() -> None:
+    child = await asyncio.create_subprocess_exec("sleep", "0.3")
+    ours, theirs = socket.socketpair()
+    _, writer = await asyncio.open_unix_connection(sock=ours)
+    process = ActivatedProcess(child.pid, writer)
+    running = process.returncode
+    assert running is None
+    waiting = asyncio.create_task(process.wait())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    await child.wait()
+    assert await asyncio.wait_for(waiting, 5) == UNKNOWN_STATUS
+    assert process.returncode == UNKNOWN_STATUS
+    writer.close()
+    theirs.close()
+
+
+async def test_ending_a_host_it_cannot_signal_closes_its_link() -> None:
+    gone = await asyncio.create_subprocess_exec("true")
+    await gone.wait()  # reaped: its pid is no process to signal
+    ours, theirs = socket.socketpair()
+    _, writer = await asyncio.open_unix_connection(sock=ours)
+    process = ActivatedProcess(gone.pid, writer)
+    assert process.returncode == UNKNOWN_STATUS
+    process.kill()
+    theirs.settimeout(5)
+    assert theirs.recv(16) == b""  # the host's read ends: it exits
+    writer.close()
+    theirs.close()
+
+
+async def test_a_listing_that_never_comes_ends_at_its_deadline(tmp_path: Path) -> None:
+    path = tmp_path / "link"
+    held: list[asyncio.StreamWriter] = []
+    answer = {"now": b""}  # b"": say nothing, hold the connection
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert await reader.readline() == b"inventory\n"
+        writer.write(answer["now"])
+        if not answer["now"] or answer.get("hold"):
+            held.append(writer)
+            return
+        writer.close()
+
+    server = await asyncio.start_unix_server(serve, path=str(path))
+    async with server:
+        launcher = ActivatedLauncher(path)
+        with pytest.raises(SkillHostError, match="cannot list the skills through"):
+            await asyncio.to_thread(launcher.inventory, 0.3)
+        answer["now"] = b"pid 7\n"
+        with pytest.raises(SkillHostError, match="listed nothing"):
+            await asyncio.to_thread(launcher.inventory, 5)
+        answer["now"] = b"pid 7\n{"  # a hello, then a listing that stops halfway
+        answer["hold"] = b"yes"
+        with pytest.raises(SkillHostError, match="cannot list the skills through"):
+            await asyncio.wait_for(asyncio.to_thread(launcher.inventory, 0.3), 5)
+    for writer in held:
+        writer.close()
+
+
+def test_the_socket_is_the_units_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SOCKET_VARIABLE, raising=False)
+    assert activation_socket() == SOCKET == Path("/run/huxleyd-skills/link")
+    monkeypatch.setenv(SOCKET_VARIABLE, "/tmp/elsewhere")
+    assert activation_socket() == Path("/tmp/elsewhere")
+
+
+async def test_a_socket_that_accepts_and_never_answers_costs_its_deadline(tmp_path: Path) -> None:
+    path = tmp_path / "link"
+    held: list[asyncio.StreamWriter] = []
+
+    def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_unix_server(hold, path=str(path))
+    async with server:
+        launcher = ActivatedLauncher(path, hello_deadline_s=0.2)
+        with pytest.raises(SkillHostError, match=r"no skill host answered .* within 0\.2 s"):
+            await asyncio.wait_for(launcher.start(), 5)
+    for writer in held:
+        writer.close()
+
+
+async def test_a_forgotten_process_gives_its_pidfd_back() -> None:
+    child = await asyncio.create_subprocess_exec("sleep", "5")
+    ours, theirs = socket.socketpair()
+    _, writer = await asyncio.open_unix_connection(sock=ours)
+    before = set(os.listdir("/proc/self/fd"))
+    process = ActivatedProcess(child.pid, writer)
+    opened = set(os.listdir("/proc/self/fd")) - before
+    assert len(opened) == 1
+    del process
+    gc.collect()
+    assert not opened & set(os.listdir("/proc/self/fd"))
+    child.kill()
+    await child.wait()
+    writer.close()
+    theirs.close()
