@@ -11,7 +11,7 @@ The order, and why::
     storage          the volume level and the skills' storage live there
     earcons          read once; a missing palette only warns
     audio engine     its thread starts now: the software volume needs it
-    volume           restores the last level (system skill's storage)
+    volume           restores the last level (the daemon's own state)
     provider target  a key, or the built-in simulator started here
     connection       a Session (websocket or cascade), not yet running
     coordinator      the turn layer over the connection, engine and volume
@@ -528,8 +528,12 @@ def skill_context_factory(
     coordinator: Coordinator,
     supervisor: Supervisor,
     client_events: ClientEvents,
+    volume: PersistentVolume,
 ) -> Callable[[str, dict[str, Any]], SkillContext]:
-    """Makes each skill's :class:`~huxley_sdk.SkillContext` (at setup and at reload)."""
+    """Makes each skill's :class:`~huxley_sdk.SkillContext` (at setup and at reload).
+
+    ``ctx.speaker_volume()`` reads the device's ``volume`` part (the level the
+    speaker has), which the daemon owns and persists (:mod:`huxleyd.app.volume`)."""
     persona = config.persona
     data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
     try:
@@ -537,6 +541,9 @@ def skill_context_factory(
     except OSError as exc:  # a read-only disk: a skill that needs it fails its own setup
         log.error("persona_data_dir_unavailable", path=str(data_dir), error=str(exc))
     proactive = coordinator.proactive
+
+    async def speaker_volume() -> int | None:
+        return await volume.get_level()
 
     def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:
         skill_config.setdefault("timezone", persona.timezone)
@@ -563,6 +570,7 @@ def skill_context_factory(
             background_task=background_task,
             start_input_claim=proactive.start_input_claim,
             cancel_active_claim=proactive.cancel_active_claim,
+            speaker_volume=speaker_volume,
         )
 
     return make

@@ -319,6 +319,7 @@ class Runtime:
             coordinator=parts.coordinator,
             supervisor=self.supervisor,
             client_events=self.client_events,
+            volume=parts.volume,
         )
 
     # ------------------------------------------------------------ reload
