@@ -12,53 +12,40 @@ import asyncio
 import contextlib
 import logging
 import stat
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.logs import EventLogger, get_logger
 from huxleyd.providers.base import (
     Capabilities,
     ConnectionState,
     ConnectionStatus,
-    RealtimeCore,
     ReplyListener,
     SessionReports,
     failure_state,
 )
 from huxleyd.providers.closes import (
-    ClassifiesClose,
     CloseAction,
     CloseVerdict,
     handshake_verdict,
 )
-from huxleyd.providers.core import SansIOCore
+from huxleyd.providers.connection_parts import Endpoint, SocketLimits, Timing
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
 from huxleyd.providers.keyfile import parse_key
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
-    KEY_POLL_S,
-    KEY_RETRY_S,
     ReconnectPolicy,
-    backoff_delays,
     classify,
     key_refused,
 )
-
-CLOSE_TIMEOUT_S = 1.5
-"""Wait this long for the peer's close frame, then drop the socket (a peer that
-never answers the close must not hold a shutdown or a renewal)."""
-
-STALL_TIMEOUT_S = 8.0
-"""While a reply is due, this long without one complete frame is a stalled
-connection (``provider.stall_timeout_s``)."""
 
 
 def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
@@ -108,38 +95,6 @@ def websocket_logger(name: str = "huxleyd.providers.websocket") -> logging.Logge
     return logger
 
 
-@runtime_checkable
-class ObservesClose(Protocol):
-    """A core that wants the close frame (Gemini reports errors only as close codes)."""
-
-    def connection_closed(self, code: int | None, reason: str) -> None:
-        """Called before ``connection_lost``: the code received (1006: no close frame;
-        None: the socket was left without a close handshake)."""
-
-
-@runtime_checkable
-class RequestsReconnect(Protocol):
-    """A core that can ask for a fresh connection (Gemini: ``goAway``, a new setup).
-
-    The transport reads ``reconnect_wanted`` after every received frame and
-    every command; a reason means "reconnect now, without backoff" (as
-    :meth:`ProviderConnection.renew`). The core says so only when idle, and
-    stops saying so once the next connection opened.
-    """
-
-    @property
-    def reconnect_wanted(self) -> str | None: ...
-
-
-@runtime_checkable
-class ReportsTimeLeft(Protocol):
-    """A core whose server says how long the connection has left (Gemini's ``goAway``)."""
-
-    def take_time_left_s(self) -> float | None:
-        """Seconds left, as the server said in the frame just received; once, else None."""
-        ...
-
-
 def _is_loopback(url: str) -> bool:
     return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
 
@@ -160,6 +115,13 @@ class ProviderConnection(SessionReports):
     there. Outgoing frames wait in a queue of at most ``max_queued_messages``
     (about 20 s of mic audio); when it is full the newest frame is dropped and
     counted — the socket is stalled and the keepalive will close it.
+
+    Built from the core and three named parts
+    (:mod:`huxleyd.providers.connection_parts`): the :class:`Endpoint`, the
+    :class:`SocketLimits` and the :class:`Timing`. What a provider offers
+    around the socket (a close frame it reads, a reconnect it asks for, the
+    time left the server gave, its reading of a close) the core declares
+    (:class:`~huxleyd.providers.core.ConnectionCore`).
 
     Lifecycle: ``task = create_task(conn.run())``; ``conn.renew()`` between
     turns before the provider's session cap; ``await conn.close()`` to stop.
@@ -186,59 +148,34 @@ class ProviderConnection(SessionReports):
 
     def __init__(
         self,
-        core: RealtimeCore,
+        core: ConnectionCore,
+        endpoint: Endpoint,
         *,
-        url: str,
-        model: str,
-        api_key: str | None,
         on_event: Callable[[Event], None],
         on_state: Callable[[ConnectionStatus], None] | None = None,
-        open_timeout_s: float = 10.0,
-        ping_interval_s: float = 20.0,
-        ping_timeout_s: float = 30.0,
-        max_message_bytes: int = 16 * 1024 * 1024,
-        max_queued_messages: int = 1000,
-        close_timeout_s: float = CLOSE_TIMEOUT_S,
-        stall_timeout_s: float = STALL_TIMEOUT_S,
-        key_source: Callable[[], str | None] | None = None,
-        key_retry_s: float = KEY_RETRY_S,
-        key_poll_s: float = KEY_POLL_S,
-        backoff: Callable[[], Iterator[float]] = backoff_delays,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        stall_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Clock | None = None,
+        limits: SocketLimits | None = None,
+        timing: Timing | None = None,
         logger: EventLogger | None = None,
     ) -> None:
         super().__init__(
-            url=url,
+            url=endpoint.url,
             on_event=on_event,
             on_state=on_state,
             logger=logger or get_logger("huxleyd.providers"),
         )
         self._core = core
-        self._model = model
-        self._api_key = api_key
-        self._open_timeout_s = open_timeout_s
-        self._ping_interval_s = ping_interval_s
-        self._ping_timeout_s = ping_timeout_s
-        self._max_message_bytes = max_message_bytes
-        self._max_queued = max_queued_messages
-        self._close_timeout_s = close_timeout_s
-        self._stall_timeout_s = stall_timeout_s
-        self._key_source = key_source
-        self._key_retry_s = key_retry_s
-        self._key_poll_s = key_poll_s
-        self._backoff = backoff
-        self._sleep = sleep
-        self._stall_sleep = stall_sleep
-        self._clock = clock or MonotonicClock()
-        self._close_observer = core if isinstance(core, ObservesClose) else None
-        self._reconnector = core if isinstance(core, RequestsReconnect) else None
-        self._timer = core if isinstance(core, ReportsTimeLeft) else None
-        self._gate = HeardGate(clock=self._clock, sleep=sleep)
+        self._model = endpoint.model
+        self._api_key = endpoint.api_key
+        self._key_source = endpoint.key_source
+        self._limits = limits or SocketLimits()
+        timing = timing or Timing()
+        self._timing = timing
+        self._backoff = timing.backoff
+        self._sleep = timing.sleep
+        self._clock = timing.clock
+        self._gate = HeardGate(clock=self._clock, sleep=timing.sleep)
         self._renewal: asyncio.Future[None] | None = None
         """A renewal waiting for the listener (ended when its connection does)."""
-        self._close_judge = core if isinstance(core, ClassifiesClose) else None
         self._last_close: tuple[int | None, str] = (None, "")
         self._ws: ClientConnection | None = None
         self._outbox: asyncio.Queue[str | bytes] | None = None
@@ -261,8 +198,12 @@ class ProviderConnection(SessionReports):
     # ------------------------------------------------------------ state
 
     @property
-    def core(self) -> RealtimeCore:
+    def core(self) -> ConnectionCore:
         return self._core
+
+    @property
+    def limits(self) -> SocketLimits:
+        return self._limits
 
     @property
     def capabilities(self) -> Capabilities:
@@ -277,8 +218,7 @@ class ProviderConnection(SessionReports):
     @property
     def unlogged_notes(self) -> int:
         """The core's notes past its "logged once" bound (counted, not logged)."""
-        core = self._core
-        return core.unlogged_notes if isinstance(core, SansIOCore) else 0
+        return self._core.unlogged_notes
 
     def session_age_s(self) -> float | None:
         """Seconds since the current socket opened; None while disconnected."""
@@ -358,21 +298,23 @@ class ProviderConnection(SessionReports):
         detail = _describe(exc)
         self._report(
             ConnectionStatus(
-                ConnectionState.KEY_REFUSED, retry_in_s=self._key_retry_s, detail=detail
+                ConnectionState.KEY_REFUSED, retry_in_s=self._timing.key_retry_s, detail=detail
             )
         )
         self._log.error(
             "provider_key_refused",
             url=self._url,
             problem=detail,
-            retry_in_s=self._key_retry_s,
+            retry_in_s=self._timing.key_retry_s,
             hint="put a valid API key in the key file; a changed key is used within seconds",
         )
         refused = self._api_key
-        poll_s = self._key_poll_s if self._key_source is not None else self._key_retry_s
+        poll_s = (
+            self._timing.key_poll_s if self._key_source is not None else self._timing.key_retry_s
+        )
         waited = 0.0
-        while waited < self._key_retry_s and not self._stopping():
-            step = min(poll_s, self._key_retry_s - waited)
+        while waited < self._timing.key_retry_s and not self._stopping():
+            step = min(poll_s, self._timing.key_retry_s - waited)
             await self._sleep_or_wake(step)
             waited += step
             if self._key_source is not None and self._read_key_quietly() not in (None, refused):
@@ -391,7 +333,7 @@ class ProviderConnection(SessionReports):
             hint="put the API key back in the file; it is used within seconds of being there",
         )
         while not self._stopping():
-            await self._sleep_or_wake(self._key_poll_s)
+            await self._sleep_or_wake(self._timing.key_poll_s)
             if self._read_key_quietly() is not None:
                 self._log.info("provider_key_back", file=exc.file)
                 return
@@ -438,7 +380,7 @@ class ProviderConnection(SessionReports):
         in_time = await self._gate.wait()
         if self._ws is not ws or self._closing or self._renewing:
             return  # the server closed first, or we are stopping anyway
-        if asked_by_core and self._reconnector and self._reconnector.reconnect_wanted is None:
+        if asked_by_core and self._core.reconnect_wanted is None:
             return  # a new turn began meanwhile: the core asks again once idle
         if not in_time:
             self._log.warning("provider_renew_before_heard", why=why, waited_s=round(waited_s, 1))
@@ -461,10 +403,10 @@ class ProviderConnection(SessionReports):
 
     def _judge_close(self, healthy: bool) -> CloseVerdict | None:
         """The core's reading of how the last connection ended (None: no opinion)."""
-        if self._close_judge is None:
-            return None
         code, reason = self._last_close
-        verdict = self._close_judge.close_verdict(code, reason, ready=healthy)
+        verdict = self._core.close_verdict(code, reason, ready=healthy)
+        if verdict is None:
+            return None
         self._log.info(
             "provider_close_classified",
             code=code,
@@ -516,11 +458,11 @@ class ProviderConnection(SessionReports):
         return await connect(
             url,
             additional_headers=self._core.connection_headers(self._api_key),
-            open_timeout=self._open_timeout_s,
-            ping_interval=self._ping_interval_s,
-            ping_timeout=self._ping_timeout_s,
-            max_size=self._max_message_bytes,
-            close_timeout=self._close_timeout_s,
+            open_timeout=self._limits.open_timeout_s,
+            ping_interval=self._limits.ping_interval_s,
+            ping_timeout=self._limits.ping_timeout_s,
+            max_size=self._limits.max_message_bytes,
+            close_timeout=self._limits.close_timeout_s,
             proxy=None if _is_loopback(url) else True,
             user_agent_header="huxleyd",
             logger=websocket_logger(),
@@ -531,7 +473,7 @@ class ProviderConnection(SessionReports):
     async def _serve(self, ws: ClientConnection) -> bool:
         """Pump one socket until it ends; True if the session became ready."""
         self._ws = ws
-        self._outbox = asyncio.Queue(self._max_queued)
+        self._outbox = asyncio.Queue(self._limits.max_queued_messages)
         self._connected_at = self._clock.monotonic()
         if self._renewal is not None:
             self._renewal.cancel()  # it was for the connection that ended
@@ -565,8 +507,7 @@ class ProviderConnection(SessionReports):
             self.dropped_messages += self._outbox.qsize()
             self._ws, self._outbox, self._connected_at = None, None, None
             self._last_close = (ws.close_code, ws.close_reason or "")
-            if self._close_observer is not None:
-                self._close_observer.connection_closed(ws.close_code, ws.close_reason or "")
+            self._core.connection_closed(ws.close_code, ws.close_reason or "")
             self._core.connection_lost()
             self._deliver(self._core.events_received())
             await ws.close()
@@ -578,7 +519,7 @@ class ProviderConnection(SessionReports):
         async for frame in ws:
             self._last_frame_at = self._clock.monotonic()
             self._core.receive(frame)
-            if self._timer is not None and (left_s := self._timer.take_time_left_s()) is not None:
+            if (left_s := self._core.take_time_left_s()) is not None:
                 self._gate.server_time_left(left_s)
             events = self._core.events_received()
             if any(isinstance(e, SessionReady) for e in events):
@@ -632,18 +573,18 @@ class ProviderConnection(SessionReports):
             if quiet is None:
                 await asyncio.sleep(0)  # the flag is being cleared by _flush
                 continue
-            if quiet < self._stall_timeout_s:
-                await self._stall_sleep(self._stall_timeout_s - quiet)
+            if quiet < self._limits.stall_timeout_s:
+                await self._timing.stall_sleep(self._limits.stall_timeout_s - quiet)
                 continue
             self._stalls += 1
             self._stall = (
                 f"stalled: no complete frame for {quiet:.1f} s while a reply was due "
-                f"(provider.stall_timeout_s = {self._stall_timeout_s:g})"
+                f"(provider.stall_timeout_s = {self._limits.stall_timeout_s:g})"
             )
             self._log.warning(
                 "provider_stalled",
                 quiet_s=round(quiet, 1),
-                stall_timeout_s=self._stall_timeout_s,
+                stall_timeout_s=self._limits.stall_timeout_s,
                 stalls=self._stalls,
             )
             self._report(ConnectionStatus(ConnectionState.STALLED, detail=self._stall))
@@ -658,8 +599,8 @@ class ProviderConnection(SessionReports):
     def _flush(self) -> None:
         self._note_reply_due()
         messages = self._core.messages_to_send()
-        if self._reconnector is not None and self._outbox is not None:
-            reason = self._reconnector.reconnect_wanted
+        if self._outbox is not None:
+            reason = self._core.reconnect_wanted
             if reason:
                 self._request_renewal(reason, asked_by_core=True)
         if not messages:

@@ -26,8 +26,9 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from huxleyd.clock import ManualClock
-from huxleyd.providers.base import ConnectionState, RealtimeCore
+from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.closes import GEMINI_CONNECTION_CAP_S, OPENAI_SESSION_CAP_S
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import ResponseDone, ResponseStatus, SessionReady
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
@@ -176,7 +177,7 @@ async def run_turns(
 
 
 def connection(
-    core: RealtimeCore, url: str, rec: Recorder, clock: ManualClock
+    core: ConnectionCore, url: str, rec: Recorder, clock: ManualClock
 ) -> ProviderConnection:
     conn = rec.connection(url, core=core, model="m", api_key="k", sleep=InstantSleep(), clock=clock)
     conn.configure(instructions="Be brief.", tools=[], voice="marin")
