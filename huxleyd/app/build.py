@@ -67,9 +67,10 @@ from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets
 from huxleyd.storage.recovery import open_or_recover
-from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.degraded_speech import DegradedSpeech
 from huxleyd.turns.instructions import SessionInstructions
+from huxleyd.turns.parts import MicSetup, TurnPersona, TurnPorts, TurnSettings, TurnTiming
 from huxleyd.turns.supervisor import Supervisor
 from huxleyd.turns.wake import WakeWord
 
@@ -241,19 +242,25 @@ async def make_coordinator(
         degraded=degraded,
     )
     return Coordinator(
-        provider=connection,
-        session_instructions=instructions,
-        audio=engine,
-        volume=volume,
-        host=host,
-        earcons=earcons,
-        instructions=config.persona.effective_instructions,
+        TurnPorts(
+            provider=connection,
+            audio=engine,
+            volume=volume,
+            host=host,
+            degraded=degraded,
+            renew_session_if_due=hooks.renew_if_due,
+        ),
+        persona=TurnPersona(
+            instructions=config.persona.effective_instructions,
+            session_instructions=instructions,
+            earcons=earcons,
+        ),
         settings=TurnSettings(silent_response_timeout_s=config.provider.silent_response_timeout_s),
-        clock=clock,
-        renew_session_if_due=hooks.renew_if_due,
-        degraded=degraded,
-        wake=wake,
-        muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
+        timing=TurnTiming(clock=clock),
+        mic=MicSetup(
+            wake=wake,
+            muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
+        ),
     )
 
 
