@@ -27,6 +27,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from huxley_sdk import BackgroundTaskHandle, SkillContext
@@ -106,6 +107,7 @@ class _Pins:
     leds: LedController
 
 
+# longer than 50 lines: the steps in their order, then the record of every part; each step is a function below
 async def build(
     config: Config,
     overrides: Overrides,
@@ -527,6 +529,16 @@ async def _cascade_target(provider: ProviderSettings, checked: Preflight) -> Pro
 # ---------------------------------------------------------------- skills
 
 
+def persona_data_dir(config: Config) -> Path:
+    """The persona's data folder (first-party skills' ``persona_data_dir``), made if missing."""
+    data_dir = config.persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only disk: a skill that needs it fails its own setup
+        log.error("persona_data_dir_unavailable", path=str(data_dir), error=str(exc))
+    return data_dir
+
+
 def skill_context_factory(
     config: Config,
     *,
@@ -542,15 +554,8 @@ def skill_context_factory(
     ``ctx.speaker_volume()`` reads the device's ``volume`` part (the level the
     speaker has), which the daemon owns and persists (:mod:`huxleyd.app.volume`)."""
     persona = config.persona
-    data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a read-only disk: a skill that needs it fails its own setup
-        log.error("persona_data_dir_unavailable", path=str(data_dir), error=str(exc))
+    data_dir = persona_data_dir(config)
     proactive = coordinator.proactive
-
-    async def speaker_volume() -> int | None:
-        return await volume.get_level()
 
     def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:
         skill_config.setdefault("timezone", persona.timezone)
@@ -577,7 +582,7 @@ def skill_context_factory(
             background_task=background_task,
             start_input_claim=proactive.start_input_claim,
             cancel_active_claim=proactive.cancel_active_claim,
-            speaker_volume=speaker_volume,
+            speaker_volume=volume.get_level,
         )
 
     return make

@@ -1,3 +1,5 @@
+# longer than 600 lines: one connection's life in one class (connect, serve, renew, stall,
+# the key's waits); the protocol is in the cores, what it is built from in connection_parts.py
 """The websocket transport: thin asyncio glue around a sans-I/O provider core.
 
 Layer: adapter (websockets 15 asyncio client). It connects, hands frames
@@ -228,6 +230,7 @@ class ProviderConnection(SessionReports):
 
     # ------------------------------------------------------------ lifecycle
 
+    # longer than 50 lines: the reconnect loop whole: every way a try or a session ends, and what follows it
     async def run(self) -> None:
         """Connect and keep connected until :meth:`close`. See the class docstring."""
         policy = ReconnectPolicy(self._backoff)
