@@ -60,10 +60,10 @@ from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState, limits_from_settings
 from huxleyd.hardware.pins import PinFactory, choose_pin_factory
 from huxleyd.logs import get_logger
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import Session
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.providers.transport import read_api_key
 from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets

@@ -91,7 +91,7 @@ def create_connection(
 
     ``url`` overrides ``settings.url`` (the daemon passes the simulator's URL
     when it runs one; the simulator must speak ``settings.dialect``).
-    ``api_key`` comes from :func:`~huxleyd.providers.transport.read_api_key`;
+    ``api_key`` comes from :func:`~huxleyd.providers.apikey.read_api_key`;
     None sends no auth. ``key_source`` (websocket providers) re-reads the key
     before every try, so a key fixed after a refusal is used without a restart.
     ``backoff``: the waits between tries (None: the daemon's 1, 3, 10, 30, 60 s).

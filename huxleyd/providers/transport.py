@@ -1,5 +1,3 @@
-# longer than 600 lines: one connection's life in one class (connect, serve, renew, stall,
-# the key's waits); the protocol is in the cores, what it is built from in connection_parts.py
 """The websocket transport: thin asyncio glue around a sans-I/O provider core.
 
 Layer: adapter (websockets 15 asyncio client). It connects, hands frames
@@ -13,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import stat
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -24,6 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.providers.apikey import KeyKeeper
 from huxleyd.providers.base import (
     Capabilities,
     ConnectionState,
@@ -40,7 +37,6 @@ from huxleyd.providers.closes import (
 from huxleyd.providers.connection_parts import Endpoint, SocketLimits, Timing
 from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
-from huxleyd.providers.keyfile import parse_key
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
@@ -48,33 +44,7 @@ from huxleyd.providers.retry import (
     classify,
     key_refused,
 )
-
-
-def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
-    """The API key in ``path`` (one token, see :func:`huxleyd.providers.keyfile.parse_key`).
-    Never log the result.
-
-    Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is
-    missing, unreadable, empty or not one token. Warns when others may read
-    it, and when a byte order mark was stripped.
-    """
-    try:
-        data = path.read_bytes()
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
-    parsed = parse_key(data, file=str(path), key=key)
-    logger = get_logger("huxleyd.providers")
-    if parsed.had_bom:
-        logger.warning(
-            "api_key_file_bom_stripped",
-            file=str(path),
-            detail="the file starts with a UTF-8 byte order mark; save it as plain text",
-        )
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        logger.warning("api_key_file_readable_by_others", file=str(path), mode=oct(mode & 0o777))
-    return parsed.token
-
+from huxleyd.providers.stall import StallClock
 
 SECRET_HEADERS = frozenset({"authorization", "x-goog-api-key", "api-key", "xi-api-key"})
 
@@ -167,15 +137,19 @@ class ProviderConnection(SessionReports):
         )
         self._core = core
         self._model = endpoint.model
-        self._api_key = endpoint.api_key
-        self._key_source = endpoint.key_source
         self._limits = limits or SocketLimits()
         timing = timing or Timing()
         self._timing = timing
-        self._backoff = timing.backoff
-        self._sleep = timing.sleep
         self._clock = timing.clock
         self._gate = HeardGate(clock=self._clock, sleep=timing.sleep)
+        self._keys = KeyKeeper(
+            endpoint,
+            timing,
+            log=self._log,
+            report=self._report,
+            pause=self._sleep_or_wake,
+            stopping=self._stopping,
+        )
         self._renewal: asyncio.Future[None] | None = None
         """A renewal waiting for the listener (ended when its connection does)."""
         self._last_close: tuple[int | None, str] = (None, "")
@@ -185,9 +159,7 @@ class ProviderConnection(SessionReports):
         self._closing = False
         self._renewing = False
         self._session_ready = False
-        self._last_frame_at = 0.0
-        self._reply_due_at: float | None = None
-        self._reply_due = asyncio.Event()
+        self._stall_clock = StallClock(self._clock)
         self._stall: str | None = None
         """Why the current socket was given up as stalled (None: it was not)."""
         self._wake = asyncio.Event()
@@ -233,20 +205,20 @@ class ProviderConnection(SessionReports):
     # longer than 50 lines: the reconnect loop whole: every way a try or a session ends, and what follows it
     async def run(self) -> None:
         """Connect and keep connected until :meth:`close`. See the class docstring."""
-        policy = ReconnectPolicy(self._backoff)
+        policy = ReconnectPolicy(self._timing.backoff)
         self._report(ConnectionStatus(ConnectionState.CONNECTING))
         try:
             while not self._stopping():
                 try:
-                    self._refresh_key()
+                    self._keys.refresh()
                     ws = await self._open()
                 except Exception as exc:
                     if isinstance(exc, ConfigError):  # the file: gone, empty, unreadable
-                        await self._wait_for_key_file(exc)
+                        await self._keys.wait_for_file(exc)
                         policy.reset()
                         continue
                     if key_refused(exc):
-                        await self._wait_for_key(exc)
+                        await self._keys.wait_after_refusal(_describe(exc))
                         policy.reset()
                         continue
                     if classify(exc) is FATAL:
@@ -289,66 +261,6 @@ class ProviderConnection(SessionReports):
         finally:
             if self._status.state is not ConnectionState.FAILED:
                 self._report(ConnectionStatus(ConnectionState.CLOSED))
-
-    def _refresh_key(self) -> None:
-        """Re-read the key before a try (ConfigError when the file is gone or empty)."""
-        if self._key_source is not None:
-            self._api_key = self._key_source()
-
-    async def _wait_for_key(self, exc: Exception) -> None:
-        """The provider refused the key: wait ``key_retry_s``, or less when the
-        key file changes (looked at every ``key_poll_s``)."""
-        detail = _describe(exc)
-        self._report(
-            ConnectionStatus(
-                ConnectionState.KEY_REFUSED, retry_in_s=self._timing.key_retry_s, detail=detail
-            )
-        )
-        self._log.error(
-            "provider_key_refused",
-            url=self._url,
-            problem=detail,
-            retry_in_s=self._timing.key_retry_s,
-            hint="put a valid API key in the key file; a changed key is used within seconds",
-        )
-        refused = self._api_key
-        poll_s = (
-            self._timing.key_poll_s if self._key_source is not None else self._timing.key_retry_s
-        )
-        waited = 0.0
-        while waited < self._timing.key_retry_s and not self._stopping():
-            step = min(poll_s, self._timing.key_retry_s - waited)
-            await self._sleep_or_wake(step)
-            waited += step
-            if self._key_source is not None and self._read_key_quietly() not in (None, refused):
-                self._log.info("provider_key_changed", detail="the key file changed: trying it")
-                return
-
-    async def _wait_for_key_file(self, exc: ConfigError) -> None:
-        """No key to send (the file is gone, empty or unreadable): KEY_MISSING, and
-        the file is looked at every ``key_poll_s`` until it holds a key again."""
-        detail = exc.problem
-        self._report(ConnectionStatus(ConnectionState.KEY_MISSING, detail=detail))
-        self._log.error(
-            "provider_key_missing",
-            file=exc.file,
-            problem=detail,
-            hint="put the API key back in the file; it is used within seconds of being there",
-        )
-        while not self._stopping():
-            await self._sleep_or_wake(self._timing.key_poll_s)
-            if self._read_key_quietly() is not None:
-                self._log.info("provider_key_back", file=exc.file)
-                return
-
-    def _read_key_quietly(self) -> str | None:
-        """The key file's token now, or None when it cannot be read (no log line)."""
-        if self._key_source is None:
-            return None
-        try:
-            return self._key_source()
-        except ConfigError:
-            return None
 
     def _stopping(self) -> bool:
         return self._closing
@@ -449,7 +361,7 @@ class ProviderConnection(SessionReports):
 
     async def _sleep_or_wake(self, delay_s: float) -> None:
         """Sleep ``delay_s``, or less if :meth:`close` is called meanwhile."""
-        sleeper = asyncio.ensure_future(self._sleep(delay_s))
+        sleeper = asyncio.ensure_future(self._timing.sleep(delay_s))
         waker = asyncio.ensure_future(self._wake.wait())
         _, pending = await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
@@ -460,7 +372,7 @@ class ProviderConnection(SessionReports):
         url = self._core.connection_url(self._url, self._model)
         return await connect(
             url,
-            additional_headers=self._core.connection_headers(self._api_key),
+            additional_headers=self._core.connection_headers(self._keys.key),
             open_timeout=self._limits.open_timeout_s,
             ping_interval=self._limits.ping_interval_s,
             ping_timeout=self._limits.ping_timeout_s,
@@ -487,9 +399,8 @@ class ProviderConnection(SessionReports):
         self._log.info(
             "provider_connected", url=self._url, model=self._model, connects=self.connects
         )
-        self._stall, self._reply_due_at = None, None
-        self._reply_due.clear()
-        self._last_frame_at = self._connected_at
+        self._stall = None
+        self._stall_clock.reset(self._connected_at)
         self._flush()
         writer = asyncio.create_task(self._write(ws, self._outbox))
         watchdog = asyncio.create_task(self._watch_stall(ws))
@@ -520,7 +431,7 @@ class ProviderConnection(SessionReports):
         """Feed frames to the core until the socket ends (an abnormal close raises
         ConnectionClosed; whether the session got ready is kept either way)."""
         async for frame in ws:
-            self._last_frame_at = self._clock.monotonic()
+            self._stall_clock.frame_received()
             self._core.receive(frame)
             if (left_s := self._core.take_time_left_s()) is not None:
                 self._gate.server_time_left(left_s)
@@ -528,7 +439,7 @@ class ProviderConnection(SessionReports):
             if any(isinstance(e, SessionReady) for e in events):
                 self._session_ready = True
             self._deliver(events)
-            self._note_reply_due(peer_spoke=True)
+            self._stall_clock.note(self._core.response_active, peer_spoke=True)
             self._flush()
             fatal = next(
                 (e for e in events if isinstance(e, ProviderErrorEvent) and not e.recoverable),
@@ -538,61 +449,29 @@ class ProviderConnection(SessionReports):
                 self._log.warning("provider_session_ended", code=fatal.code)
                 break
 
-    def _note_reply_due(self, *, peer_spoke: bool = False) -> None:
-        """Start the stall clock when a reply becomes due; stop it only when the
-        peer's own frame ended it (``peer_spoke``).
-
-        A reply given up on our side before anything came (a cancel, a silent
-        retry about to ask again) leaves the clock running from the first
-        request: the peer still owes a frame, and a retry must not buy a
-        stalled link another ``stall_timeout_s``.
-        """
-        if self._core.response_active:
-            if self._reply_due_at is None:
-                self._reply_due_at = self._clock.monotonic()
-                self._reply_due.set()
-        elif peer_spoke:
-            self._reply_due_at = None
-            self._reply_due.clear()
-
     def quiet_for_s(self) -> float | None:
         """Seconds a due reply has gone without one complete frame (None: none is due)."""
-        if self._reply_due_at is None or self._outbox is None:
-            return None
-        return self._clock.monotonic() - max(self._reply_due_at, self._last_frame_at)
+        return None if self._outbox is None else self._stall_clock.quiet_for_s()
 
     async def _watch_stall(self, ws: ClientConnection) -> None:
-        """Give up a socket that delivers no complete frame while a reply is due.
-
-        A peer that trickles a frame byte by byte (or a link that silently
-        stopped) keeps TCP and even the keepalive content for a long while;
-        without this the connection stays "connected" and every turn waits in
-        silence. The socket is aborted (a stalled peer would not answer a
-        close either), the state says STALLED, and the run loop reconnects.
-        """
-        while True:
-            await self._reply_due.wait()  # idle costs no wake-ups
-            quiet = self.quiet_for_s()
-            if quiet is None:
-                await asyncio.sleep(0)  # the flag is being cleared by _flush
-                continue
-            if quiet < self._limits.stall_timeout_s:
-                await self._timing.stall_sleep(self._limits.stall_timeout_s - quiet)
-                continue
-            self._stalls += 1
-            self._stall = (
-                f"stalled: no complete frame for {quiet:.1f} s while a reply was due "
-                f"(provider.stall_timeout_s = {self._limits.stall_timeout_s:g})"
-            )
-            self._log.warning(
-                "provider_stalled",
-                quiet_s=round(quiet, 1),
-                stall_timeout_s=self._limits.stall_timeout_s,
-                stalls=self._stalls,
-            )
-            self._report(ConnectionStatus(ConnectionState.STALLED, detail=self._stall))
-            ws.transport.abort()
-            return
+        """Give up a socket that delivers no complete frame while a reply is due
+        (:mod:`huxleyd.providers.stall`): aborted (a stalled peer would not answer
+        a close either), the state says STALLED, and the run loop reconnects."""
+        timeout_s = self._limits.stall_timeout_s
+        quiet = await self._stall_clock.stalled(timeout_s, self._timing.stall_sleep)
+        self._stalls += 1
+        self._stall = (
+            f"stalled: no complete frame for {quiet:.1f} s while a reply was due "
+            f"(provider.stall_timeout_s = {timeout_s:g})"
+        )
+        self._log.warning(
+            "provider_stalled",
+            quiet_s=round(quiet, 1),
+            stall_timeout_s=timeout_s,
+            stalls=self._stalls,
+        )
+        self._report(ConnectionStatus(ConnectionState.STALLED, detail=self._stall))
+        ws.transport.abort()
 
     async def _write(self, ws: ClientConnection, outbox: asyncio.Queue[str | bytes]) -> None:
         with contextlib.suppress(ConnectionClosed):
@@ -600,7 +479,7 @@ class ProviderConnection(SessionReports):
                 await ws.send(await outbox.get())
 
     def _flush(self) -> None:
-        self._note_reply_due()
+        self._stall_clock.note(self._core.response_active)
         messages = self._core.messages_to_send()
         if self._outbox is not None:
             reason = self._core.reconnect_wanted

@@ -13,6 +13,7 @@ import pytest
 
 from huxleyd.clock import ManualClock
 from huxleyd.errors import ConfigError
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.providers.connection_parts import Endpoint, SocketLimits
 from huxleyd.providers.events import (
@@ -25,7 +26,7 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.providers.transport import ProviderConnection, read_api_key
+from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
 from huxleyd.sim.server import SimServer
 from tests.fakes.clock import InstantSleep
