@@ -16,6 +16,7 @@ beside it) after merging them, and the list only shrinks.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -72,8 +73,9 @@ def where(finding: str) -> str:
     return finding.rsplit(": ", 1)[0]
 
 
-def findings() -> list[str]:
-    return [f for path in sorted((ROOT / "huxleyd").rglob("*.py")) for f in oversized(path)]
+@functools.cache
+def findings() -> tuple[str, ...]:
+    return tuple(f for path in sorted((ROOT / "huxleyd").rglob("*.py")) for f in oversized(path))
 
 
 def test_every_module_and_function_is_within_its_size_or_says_why() -> None:
