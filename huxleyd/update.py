@@ -445,6 +445,7 @@ def _prune(layout: Layout, keep: set[str]) -> list[str]:
     return removed
 
 
+# longer than 50 lines: the update in its order: check, install, switch, watch, keep or roll back
 def update(
     bundle: Path,
     *,

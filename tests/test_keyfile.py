@@ -13,8 +13,8 @@ from huxleyd.config.files import Reader
 from huxleyd.config.preflight import check_key_file as preflight_key_file
 from huxleyd.control.doctor import KeyFacts, check_key_file
 from huxleyd.errors import ConfigError
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.keyfile import BOM, parse_key
-from huxleyd.providers.transport import read_api_key
 
 TOKEN = "sk-proj-AbCdEf0123456789_xyz"
 

@@ -15,7 +15,6 @@ WITHOUT_A_TEST_FILE = {
     "huxleyd.audio.audio_thread": "audio is being restructured (the single speaker path)",
     "huxleyd.audio.fed": "audio is being restructured (the single speaker path)",
     "huxleyd.audio.timed": "audio is being restructured (the single speaker path)",
-    "huxleyd.turns.lifecycle": "to be merged into turns/coordinator.py, whose tests drive it",
 }
 """Modules that may have no test file of their own for now, each with why.
 Rule 12 (docs/conventions.md) wants this empty: it only shrinks."""

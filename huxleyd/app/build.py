@@ -11,7 +11,7 @@ The order, and why::
     storage          the volume level and the skills' storage live there
     earcons          read once; a missing palette only warns
     audio engine     its thread starts now: the software volume needs it
-    volume           restores the last level (system skill's storage)
+    volume           restores the last level (the daemon's own state)
     provider target  a key, or the built-in simulator started here
     connection       a Session (websocket or cascade), not yet running
     coordinator      the turn layer over the connection, engine and volume
@@ -27,6 +27,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from huxley_sdk import BackgroundTaskHandle, SkillContext
@@ -59,17 +60,18 @@ from huxleyd.hardware.led_follow import LedFollower
 from huxleyd.hardware.led_patterns import LedState, limits_from_settings
 from huxleyd.hardware.pins import PinFactory, choose_pin_factory
 from huxleyd.logs import get_logger
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import Session
 from huxleyd.providers.factory import create_connection
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.providers.transport import read_api_key
 from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets
 from huxleyd.storage.recovery import open_or_recover
-from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.degraded_speech import DegradedSpeech
 from huxleyd.turns.instructions import SessionInstructions
+from huxleyd.turns.parts import MicSetup, TurnPersona, TurnPorts, TurnSettings, TurnTiming
 from huxleyd.turns.supervisor import Supervisor
 from huxleyd.turns.wake import WakeWord
 
@@ -105,6 +107,7 @@ class _Pins:
     leds: LedController
 
 
+# longer than 50 lines: the steps in their order, then the record of every part; each step is a function below
 async def build(
     config: Config,
     overrides: Overrides,
@@ -241,19 +244,25 @@ async def make_coordinator(
         degraded=degraded,
     )
     return Coordinator(
-        provider=connection,
-        session_instructions=instructions,
-        audio=engine,
-        volume=volume,
-        host=host,
-        earcons=earcons,
-        instructions=config.persona.effective_instructions,
+        TurnPorts(
+            provider=connection,
+            audio=engine,
+            volume=volume,
+            host=host,
+            degraded=degraded,
+            renew_session_if_due=hooks.renew_if_due,
+        ),
+        persona=TurnPersona(
+            instructions=config.persona.effective_instructions,
+            session_instructions=instructions,
+            earcons=earcons,
+        ),
         settings=TurnSettings(silent_response_timeout_s=config.provider.silent_response_timeout_s),
-        clock=clock,
-        renew_session_if_due=hooks.renew_if_due,
-        degraded=degraded,
-        wake=wake,
-        muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
+        timing=TurnTiming(clock=clock),
+        mic=MicSetup(
+            wake=wake,
+            muted=await asyncio.to_thread(read_muted, mute_path(config.storage.state_dir)),
+        ),
     )
 
 
@@ -520,6 +529,16 @@ async def _cascade_target(provider: ProviderSettings, checked: Preflight) -> Pro
 # ---------------------------------------------------------------- skills
 
 
+def persona_data_dir(config: Config) -> Path:
+    """The persona's data folder (first-party skills' ``persona_data_dir``), made if missing."""
+    data_dir = config.persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only disk: a skill that needs it fails its own setup
+        log.error("persona_data_dir_unavailable", path=str(data_dir), error=str(exc))
+    return data_dir
+
+
 def skill_context_factory(
     config: Config,
     *,
@@ -528,14 +547,14 @@ def skill_context_factory(
     coordinator: Coordinator,
     supervisor: Supervisor,
     client_events: ClientEvents,
+    volume: PersistentVolume,
 ) -> Callable[[str, dict[str, Any]], SkillContext]:
-    """Makes each skill's :class:`~huxley_sdk.SkillContext` (at setup and at reload)."""
+    """Makes each skill's :class:`~huxley_sdk.SkillContext` (at setup and at reload).
+
+    ``ctx.speaker_volume()`` reads the device's ``volume`` part (the level the
+    speaker has), which the daemon owns and persists (:mod:`huxleyd.app.volume`)."""
     persona = config.persona
-    data_dir = persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a read-only disk: a skill that needs it fails its own setup
-        log.error("persona_data_dir_unavailable", path=str(data_dir), error=str(exc))
+    data_dir = persona_data_dir(config)
     proactive = coordinator.proactive
 
     def make(skill: str, skill_config: dict[str, Any]) -> SkillContext:
@@ -563,6 +582,7 @@ def skill_context_factory(
             background_task=background_task,
             start_input_claim=proactive.start_input_claim,
             cancel_active_claim=proactive.cancel_active_claim,
+            speaker_volume=volume.get_level,
         )
 
     return make

@@ -20,8 +20,10 @@ from huxleyd import __version__
 from huxleyd.app.build import read_key
 from huxleyd.app.parts import Parts
 from huxleyd.app.runtime import Runtime
+from huxleyd.audio.types import EngineStats
 from huxleyd.clock import WallClockWatch
 from huxleyd.config.load import Config, PersonaString
+from huxleyd.config.preflight import KeySource
 from huxleyd.control.diagnose import Facts, doctor_checks
 from huxleyd.control.doctor import KeyFacts, run_checks
 from huxleyd.control.errors import CommandFailedError
@@ -318,17 +320,7 @@ def daemon_facts(rt: Runtime) -> Facts:
 
     parts = rt.built
     source = parts.checked.key if parts is not None else None
-    if source is not None and not rt.is_simulator:
-        status = rt.connection_status
-        refused = status.detail if status.state is ConnectionState.KEY_REFUSED else None
-        key = KeyFacts(source.path, source.key, refused=refused)
-    elif rt.config.provider.kind == "sim":
-        key = KeyFacts(None, "provider.kind is sim: no key needed")
-    elif rt.is_simulator:
-        why = "Overrides.provider_url" if rt.overrides.provider_url else "no key file"
-        key = KeyFacts(None, why, simulator=True)
-    else:
-        key = KeyFacts(None, "the cascade's stages use their own keys or none")
+    key = _key_facts(rt, source)
     if parts is None:
         return Facts(
             key=key,
@@ -347,27 +339,13 @@ def daemon_facts(rt: Runtime) -> Facts:
     else:
         volume = "software gain"
     stats = parts.engine.stats()
-    # a dead audio thread is not "open", whatever the device says
-    audio_state = stats.device_state.value if stats.running else "stopped (no audio thread)"
-    audio_description = parts.audio_description
-    if stats.faults:  # recovered, but the user should know the speaker failed
-        audio_description += (
-            f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
-        )
-    if stats.period_widened:
-        audio_description += f" ({stats.period_widened})"
-    if stats.speaker_dropouts:  # the card saw nothing: only this counter did
-        audio_description += (
-            f" (the speaker went silent in {stats.speaker_dropouts} device period(s) while"
-            f" audio was queued{_by_source(stats.source_dropouts)}: the audio thread was not"
-            " run in time)"
-        )
     return Facts(
         key=key,
         read_key=lambda: read_key(source),
         simulator=parts.is_simulator,
-        audio_state=audio_state,
-        audio_description=audio_description,
+        # a dead audio thread is not "open", whatever the device says
+        audio_state=stats.device_state.value if stats.running else "stopped (no audio thread)",
+        audio_description=_audio_description(parts.audio_description, stats),
         audio_widened=stats.period_widened,
         audio_card_xruns=(stats.card_underruns, stats.overruns),
         uptime_s=rt.clock.monotonic() - rt.started_at,
@@ -376,6 +354,35 @@ def daemon_facts(rt: Runtime) -> Facts:
         pins_mock=is_mock(parts.pin_factory),
         pins_in_use={"button": parts.button.pin_name},
     )
+
+
+def _key_facts(rt: Runtime, source: KeySource | None) -> KeyFacts:
+    """The key the daemon uses: the file it read (and whether it was refused), or why none."""
+    if source is not None and not rt.is_simulator:
+        status = rt.connection_status
+        refused = status.detail if status.state is ConnectionState.KEY_REFUSED else None
+        return KeyFacts(source.path, source.key, refused=refused)
+    if rt.config.provider.kind == "sim":
+        return KeyFacts(None, "provider.kind is sim: no key needed")
+    if rt.is_simulator:
+        why = "Overrides.provider_url" if rt.overrides.provider_url else "no key file"
+        return KeyFacts(None, why, simulator=True)
+    return KeyFacts(None, "the cascade's stages use their own keys or none")
+
+
+def _audio_description(description: str, stats: EngineStats) -> str:
+    """The card as opened, with what went wrong since (faults, a wider period, dropouts)."""
+    if stats.faults:  # recovered, but the user should know the speaker failed
+        description += f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
+    if stats.period_widened:
+        description += f" ({stats.period_widened})"
+    if stats.speaker_dropouts:  # the card saw nothing: only this counter did
+        description += (
+            f" (the speaker went silent in {stats.speaker_dropouts} device period(s) while"
+            f" audio was queued{_by_source(stats.source_dropouts)}: the audio thread was not"
+            " run in time)"
+        )
+    return description
 
 
 def skill_infos(

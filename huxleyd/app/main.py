@@ -57,6 +57,7 @@ CONFIG_ERRORS = (ConfigError, SkillNotInstalledError, SkillCollisionError, Skill
 a passing reason, such as the network, so SkillSetupError is not here)."""
 
 
+# longer than 50 lines: the daemon's life in its order (signals, socket and lock, start, wait, stop)
 async def run(
     config: Config,
     overrides: Overrides | None = None,

@@ -138,6 +138,7 @@ class Runtime:
 
     # ------------------------------------------------------------ start
 
+    # longer than 50 lines: the start in its order (check, build, skills, turns, tasks, ready), read top-down
     async def start(self) -> None:
         config = self.config
         self.notifier.status("starting")
@@ -319,6 +320,7 @@ class Runtime:
             coordinator=parts.coordinator,
             supervisor=self.supervisor,
             client_events=self.client_events,
+            volume=parts.volume,
         )
 
     # ------------------------------------------------------------ reload

@@ -86,7 +86,7 @@ def offline_facts(
 ) -> Facts:
     """Facts from the configuration alone, resolved as the daemon's start resolves them."""
     from huxleyd.hardware.pins import choose_pin_factory, is_mock, pin_probe
-    from huxleyd.providers.transport import read_api_key
+    from huxleyd.providers.apikey import read_api_key
 
     environ = dict(os.environ if env is None else env)
     kind = config.provider.kind

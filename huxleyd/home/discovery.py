@@ -121,6 +121,7 @@ def device_block(topics: Topics, *, name: str, version: str) -> dict[str, object
     }
 
 
+# longer than 50 lines: one table: an entry per Home Assistant entity, read top-down
 def discovery_messages(
     topics: Topics,
     *,

@@ -262,6 +262,7 @@ class Home:
         return found
 
 
+# longer than 50 lines: wires the home's parts once each, in the order they need each other
 def open_home(
     *,
     mcp: Sequence[McpServerSettings],

@@ -52,6 +52,8 @@ Modules: :mod:`.base` (capabilities, the protocol shape, the session and its sta
 (what OpenAI and xAI share), :mod:`.openai_core` + :mod:`.openai_wire`
 (OpenAI GA), :mod:`.xai_core` + :mod:`.xai_wire`, :mod:`.gemini_core`
 + :mod:`.gemini_wire` (Gemini Live), :mod:`.cascade` (ASR → chat model → TTS),
-:mod:`.retry` (classifier, backoff), :mod:`.transport` (websockets glue, key
-file), :mod:`.factory` (settings → connection), :mod:`.settings`.
+:mod:`.retry` (classifier, backoff), :mod:`.transport` (websockets glue)
+built from :mod:`.connection_parts`, with :mod:`.apikey` (the key file, the
+key's waits) and :mod:`.stall` (the stall clock), :mod:`.factory` (settings →
+connection), :mod:`.settings`.
 """

@@ -2,7 +2,8 @@
 
 Layer: pure functions, no I/O. The transport asks the core for a
 :class:`CloseVerdict` after every connection that ended without us closing
-it (:class:`ClassifiesClose`); each core answers with the function of its
+it (``close_verdict``, declared by every core:
+:class:`~huxleyd.providers.core.ConnectionCore`); each core answers with the function of its
 provider below, from the close code and reason the server sent, whether the
 session had become ready, and what the core saw before the close (an error
 event, a ``goAway``, a refused resumption handle).
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from huxleyd.providers.base import EndReason
 from huxleyd.providers.models import replacement_for
@@ -49,16 +49,6 @@ class CloseVerdict:
 
 GOING_AWAY = 1001
 NO_CLOSE_FRAME = 1006
-
-
-@runtime_checkable
-class ClassifiesClose(Protocol):
-    """A core that says what its provider meant by ending a session."""
-
-    def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict:
-        """``code``/``reason`` of the close frame (None: none came); ``ready``: the
-        session had become ready on this connection."""
-        ...
 
 
 def retry(reason: EndReason, detail: str = "") -> CloseVerdict:

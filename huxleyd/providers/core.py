@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from huxleyd.errors import ProviderProtocolError
 from huxleyd.logs import EventLogger
 from huxleyd.pcm import bytes_to_ms
+from huxleyd.providers.base import RealtimeCore
+from huxleyd.providers.closes import CloseVerdict
 from huxleyd.providers.events import PROTOCOL_ERROR, Event, ProviderErrorEvent
 
 CANCELLED_OUTPUT = '{"cancelled": true, "reason": "the user interrupted the reply"}'
@@ -70,6 +72,37 @@ def check_audio_end_ms(audio_end_ms: int) -> None:
         raise ValueError(f"audio_end_ms must be >= 0, got {audio_end_ms}")
 
 
+class ConnectionCore(RealtimeCore, Protocol):
+    """A core as the transport drives it: the protocol, plus what a provider may
+    offer around the socket. Every member is declared on every core
+    (:class:`SansIOCore` says "nothing offered"; a core that offers one
+    overrides it), so the transport calls them and never probes a core's type.
+    """
+
+    unlogged_notes: int
+
+    def connection_closed(self, code: int | None, reason: str) -> None:
+        """The close frame, before ``connection_lost`` (1006: none came; None: the
+        socket was left without a close handshake). Gemini reports errors so."""
+
+    @property
+    def reconnect_wanted(self) -> str | None:
+        """Why the core wants a fresh connection now (Gemini's ``goAway``), else None.
+
+        Read after every received frame and every command; a reason means
+        "reconnect now, without backoff". Said only when idle, and no longer
+        once the next connection opened."""
+
+    def take_time_left_s(self) -> float | None:
+        """Seconds the server said the connection has left, in the frame just
+        received; once, else None."""
+
+    def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict | None:
+        """What the provider meant by ending the session (:mod:`huxleyd.providers.closes`);
+        None: no opinion (the transport's generic reading). ``ready``: the session
+        had become ready on this connection."""
+
+
 class SansIOCore(ABC):
     """Frames out, events out, bad frames reported: the shared half of a core.
 
@@ -77,6 +110,9 @@ class SansIOCore(ABC):
     ``self._events`` (events, oldest first) and implement
     :meth:`_receive_frame`. While it runs they may set ``self._frame_type``
     to what the frame says it is; a protocol error then names it.
+
+    The members of :class:`ConnectionCore` beyond the protocol default to
+    "nothing offered" here; a core overrides the ones its provider has.
     """
 
     def __init__(self, *, logger: EventLogger) -> None:
@@ -97,6 +133,19 @@ class SansIOCore(ABC):
         """Events understood since the last call, oldest first."""
         events, self._events = self._events, []
         return events
+
+    def connection_closed(self, code: int | None, reason: str) -> None:
+        return None
+
+    @property
+    def reconnect_wanted(self) -> str | None:
+        return None
+
+    def take_time_left_s(self) -> float | None:
+        return None
+
+    def close_verdict(self, code: int | None, reason: str, *, ready: bool) -> CloseVerdict | None:
+        return None
 
     def messages_to_send(self) -> list[str | bytes]:
         """Frames to send since the last call, in order."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 
-from huxleyd.providers.base import Capabilities, ConnectionStatus, RealtimeCore, Session
+from huxleyd.providers.base import Capabilities, ConnectionStatus, Session
+from huxleyd.providers.connection_parts import Endpoint, SocketLimits, Timing
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import Event
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
@@ -41,12 +43,12 @@ VALID_KINDS = ("openai", "xai", "gemini", "sim", "cascade")
 """Every ``provider.kind``; ``sim`` runs the simulator in ``sim_dialect``."""
 
 
-def create_core(settings: ProviderSettings) -> RealtimeCore:
+def create_core(settings: ProviderSettings) -> ConnectionCore:
     """The sans-I/O core for the settings' dialect (``kind``, or ``sim_dialect`` for sim)."""
     return protocol_for(settings.dialect, settings)
 
 
-def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> RealtimeCore:
+def protocol_for(dialect: Dialect, settings: ProviderSettings | None = None) -> ConnectionCore:
     """The core speaking ``dialect``; ValueError naming the valid ones otherwise."""
     if dialect not in DIALECTS:
         raise ValueError(f"no provider core for {dialect!r}; valid: {', '.join(DIALECTS)}")
@@ -89,7 +91,7 @@ def create_connection(
 
     ``url`` overrides ``settings.url`` (the daemon passes the simulator's URL
     when it runs one; the simulator must speak ``settings.dialect``).
-    ``api_key`` comes from :func:`~huxleyd.providers.transport.read_api_key`;
+    ``api_key`` comes from :func:`~huxleyd.providers.apikey.read_api_key`;
     None sends no auth. ``key_source`` (websocket providers) re-reads the key
     before every try, so a key fixed after a refusal is used without a restart.
     ``backoff``: the waits between tries (None: the daemon's 1, 3, 10, 30, 60 s).
@@ -102,17 +104,18 @@ def create_connection(
         )
     return ProviderConnection(
         create_core(settings),
-        url=url or settings.url,
-        model=settings.model,
-        api_key=api_key,
+        Endpoint(
+            url=url or settings.url, model=settings.model, api_key=api_key, key_source=key_source
+        ),
         on_event=on_event,
         on_state=on_state,
-        open_timeout_s=settings.connect_timeout_s,
-        ping_interval_s=settings.ping_interval_s,
-        ping_timeout_s=pong_wait_s(settings),
-        stall_timeout_s=settings.stall_timeout_s,
-        key_source=key_source,
-        backoff=backoff or backoff_delays,
+        limits=SocketLimits(
+            open_timeout_s=settings.connect_timeout_s,
+            ping_interval_s=settings.ping_interval_s,
+            ping_timeout_s=pong_wait_s(settings),
+            stall_timeout_s=settings.stall_timeout_s,
+        ),
+        timing=Timing(backoff=backoff or backoff_delays),
     )
 
 

@@ -1,7 +1,7 @@
 """What an API key file may hold: one token on one line.
 
 Layer: a leaf (the standard library and :mod:`huxleyd.errors`). The start
-(:func:`huxleyd.providers.transport.read_api_key`), ``--check-config``
+(:func:`huxleyd.providers.apikey.read_api_key`), ``--check-config``
 (:func:`huxleyd.config.preflight.preflight`) and ``huxleyctl doctor`` all call
 :func:`parse_key`, so they cannot disagree on what a key is.
 

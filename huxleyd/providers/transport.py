@@ -11,81 +11,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import stat
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.errors import ConfigError, ProviderConnectionError
 from huxleyd.logs import EventLogger, get_logger
+from huxleyd.providers.apikey import KeyKeeper
 from huxleyd.providers.base import (
     Capabilities,
     ConnectionState,
     ConnectionStatus,
-    RealtimeCore,
     ReplyListener,
     SessionReports,
     failure_state,
 )
 from huxleyd.providers.closes import (
-    ClassifiesClose,
     CloseAction,
     CloseVerdict,
     handshake_verdict,
 )
-from huxleyd.providers.core import SansIOCore
+from huxleyd.providers.connection_parts import Endpoint, SocketLimits, Timing
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import Event, ProviderErrorEvent, SessionReady
-from huxleyd.providers.keyfile import parse_key
 from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
-    KEY_POLL_S,
-    KEY_RETRY_S,
     ReconnectPolicy,
-    backoff_delays,
     classify,
     key_refused,
 )
-
-CLOSE_TIMEOUT_S = 1.5
-"""Wait this long for the peer's close frame, then drop the socket (a peer that
-never answers the close must not hold a shutdown or a renewal)."""
-
-STALL_TIMEOUT_S = 8.0
-"""While a reply is due, this long without one complete frame is a stalled
-connection (``provider.stall_timeout_s``)."""
-
-
-def read_api_key(path: Path, *, key: str = "provider.key_file") -> str:
-    """The API key in ``path`` (one token, see :func:`huxleyd.providers.keyfile.parse_key`).
-    Never log the result.
-
-    Raises :class:`~huxleyd.errors.ConfigError` naming the file when it is
-    missing, unreadable, empty or not one token. Warns when others may read
-    it, and when a byte order mark was stripped.
-    """
-    try:
-        data = path.read_bytes()
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise ConfigError(str(path), key, f"cannot read the API key file ({exc.strerror})") from exc
-    parsed = parse_key(data, file=str(path), key=key)
-    logger = get_logger("huxleyd.providers")
-    if parsed.had_bom:
-        logger.warning(
-            "api_key_file_bom_stripped",
-            file=str(path),
-            detail="the file starts with a UTF-8 byte order mark; save it as plain text",
-        )
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        logger.warning("api_key_file_readable_by_others", file=str(path), mode=oct(mode & 0o777))
-    return parsed.token
-
+from huxleyd.providers.stall import StallClock
 
 SECRET_HEADERS = frozenset({"authorization", "x-goog-api-key", "api-key", "xi-api-key"})
 
@@ -108,38 +67,6 @@ def websocket_logger(name: str = "huxleyd.providers.websocket") -> logging.Logge
     return logger
 
 
-@runtime_checkable
-class ObservesClose(Protocol):
-    """A core that wants the close frame (Gemini reports errors only as close codes)."""
-
-    def connection_closed(self, code: int | None, reason: str) -> None:
-        """Called before ``connection_lost``: the code received (1006: no close frame;
-        None: the socket was left without a close handshake)."""
-
-
-@runtime_checkable
-class RequestsReconnect(Protocol):
-    """A core that can ask for a fresh connection (Gemini: ``goAway``, a new setup).
-
-    The transport reads ``reconnect_wanted`` after every received frame and
-    every command; a reason means "reconnect now, without backoff" (as
-    :meth:`ProviderConnection.renew`). The core says so only when idle, and
-    stops saying so once the next connection opened.
-    """
-
-    @property
-    def reconnect_wanted(self) -> str | None: ...
-
-
-@runtime_checkable
-class ReportsTimeLeft(Protocol):
-    """A core whose server says how long the connection has left (Gemini's ``goAway``)."""
-
-    def take_time_left_s(self) -> float | None:
-        """Seconds left, as the server said in the frame just received; once, else None."""
-        ...
-
-
 def _is_loopback(url: str) -> bool:
     return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
 
@@ -160,6 +87,13 @@ class ProviderConnection(SessionReports):
     there. Outgoing frames wait in a queue of at most ``max_queued_messages``
     (about 20 s of mic audio); when it is full the newest frame is dropped and
     counted — the socket is stalled and the keepalive will close it.
+
+    Built from the core and three named parts
+    (:mod:`huxleyd.providers.connection_parts`): the :class:`Endpoint`, the
+    :class:`SocketLimits` and the :class:`Timing`. What a provider offers
+    around the socket (a close frame it reads, a reconnect it asks for, the
+    time left the server gave, its reading of a close) the core declares
+    (:class:`~huxleyd.providers.core.ConnectionCore`).
 
     Lifecycle: ``task = create_task(conn.run())``; ``conn.renew()`` between
     turns before the provider's session cap; ``await conn.close()`` to stop.
@@ -186,59 +120,38 @@ class ProviderConnection(SessionReports):
 
     def __init__(
         self,
-        core: RealtimeCore,
+        core: ConnectionCore,
+        endpoint: Endpoint,
         *,
-        url: str,
-        model: str,
-        api_key: str | None,
         on_event: Callable[[Event], None],
         on_state: Callable[[ConnectionStatus], None] | None = None,
-        open_timeout_s: float = 10.0,
-        ping_interval_s: float = 20.0,
-        ping_timeout_s: float = 30.0,
-        max_message_bytes: int = 16 * 1024 * 1024,
-        max_queued_messages: int = 1000,
-        close_timeout_s: float = CLOSE_TIMEOUT_S,
-        stall_timeout_s: float = STALL_TIMEOUT_S,
-        key_source: Callable[[], str | None] | None = None,
-        key_retry_s: float = KEY_RETRY_S,
-        key_poll_s: float = KEY_POLL_S,
-        backoff: Callable[[], Iterator[float]] = backoff_delays,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        stall_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Clock | None = None,
+        limits: SocketLimits | None = None,
+        timing: Timing | None = None,
         logger: EventLogger | None = None,
     ) -> None:
         super().__init__(
-            url=url,
+            url=endpoint.url,
             on_event=on_event,
             on_state=on_state,
             logger=logger or get_logger("huxleyd.providers"),
         )
         self._core = core
-        self._model = model
-        self._api_key = api_key
-        self._open_timeout_s = open_timeout_s
-        self._ping_interval_s = ping_interval_s
-        self._ping_timeout_s = ping_timeout_s
-        self._max_message_bytes = max_message_bytes
-        self._max_queued = max_queued_messages
-        self._close_timeout_s = close_timeout_s
-        self._stall_timeout_s = stall_timeout_s
-        self._key_source = key_source
-        self._key_retry_s = key_retry_s
-        self._key_poll_s = key_poll_s
-        self._backoff = backoff
-        self._sleep = sleep
-        self._stall_sleep = stall_sleep
-        self._clock = clock or MonotonicClock()
-        self._close_observer = core if isinstance(core, ObservesClose) else None
-        self._reconnector = core if isinstance(core, RequestsReconnect) else None
-        self._timer = core if isinstance(core, ReportsTimeLeft) else None
-        self._gate = HeardGate(clock=self._clock, sleep=sleep)
+        self._model = endpoint.model
+        self._limits = limits or SocketLimits()
+        timing = timing or Timing()
+        self._timing = timing
+        self._clock = timing.clock
+        self._gate = HeardGate(clock=self._clock, sleep=timing.sleep)
+        self._keys = KeyKeeper(
+            endpoint,
+            timing,
+            log=self._log,
+            report=self._report,
+            pause=self._sleep_or_wake,
+            stopping=self._stopping,
+        )
         self._renewal: asyncio.Future[None] | None = None
         """A renewal waiting for the listener (ended when its connection does)."""
-        self._close_judge = core if isinstance(core, ClassifiesClose) else None
         self._last_close: tuple[int | None, str] = (None, "")
         self._ws: ClientConnection | None = None
         self._outbox: asyncio.Queue[str | bytes] | None = None
@@ -246,9 +159,7 @@ class ProviderConnection(SessionReports):
         self._closing = False
         self._renewing = False
         self._session_ready = False
-        self._last_frame_at = 0.0
-        self._reply_due_at: float | None = None
-        self._reply_due = asyncio.Event()
+        self._stall_clock = StallClock(self._clock)
         self._stall: str | None = None
         """Why the current socket was given up as stalled (None: it was not)."""
         self._wake = asyncio.Event()
@@ -261,8 +172,12 @@ class ProviderConnection(SessionReports):
     # ------------------------------------------------------------ state
 
     @property
-    def core(self) -> RealtimeCore:
+    def core(self) -> ConnectionCore:
         return self._core
+
+    @property
+    def limits(self) -> SocketLimits:
+        return self._limits
 
     @property
     def capabilities(self) -> Capabilities:
@@ -277,8 +192,7 @@ class ProviderConnection(SessionReports):
     @property
     def unlogged_notes(self) -> int:
         """The core's notes past its "logged once" bound (counted, not logged)."""
-        core = self._core
-        return core.unlogged_notes if isinstance(core, SansIOCore) else 0
+        return self._core.unlogged_notes
 
     def session_age_s(self) -> float | None:
         """Seconds since the current socket opened; None while disconnected."""
@@ -288,22 +202,23 @@ class ProviderConnection(SessionReports):
 
     # ------------------------------------------------------------ lifecycle
 
+    # longer than 50 lines: the reconnect loop whole: every way a try or a session ends, and what follows it
     async def run(self) -> None:
         """Connect and keep connected until :meth:`close`. See the class docstring."""
-        policy = ReconnectPolicy(self._backoff)
+        policy = ReconnectPolicy(self._timing.backoff)
         self._report(ConnectionStatus(ConnectionState.CONNECTING))
         try:
             while not self._stopping():
                 try:
-                    self._refresh_key()
+                    self._keys.refresh()
                     ws = await self._open()
                 except Exception as exc:
                     if isinstance(exc, ConfigError):  # the file: gone, empty, unreadable
-                        await self._wait_for_key_file(exc)
+                        await self._keys.wait_for_file(exc)
                         policy.reset()
                         continue
                     if key_refused(exc):
-                        await self._wait_for_key(exc)
+                        await self._keys.wait_after_refusal(_describe(exc))
                         policy.reset()
                         continue
                     if classify(exc) is FATAL:
@@ -347,64 +262,6 @@ class ProviderConnection(SessionReports):
             if self._status.state is not ConnectionState.FAILED:
                 self._report(ConnectionStatus(ConnectionState.CLOSED))
 
-    def _refresh_key(self) -> None:
-        """Re-read the key before a try (ConfigError when the file is gone or empty)."""
-        if self._key_source is not None:
-            self._api_key = self._key_source()
-
-    async def _wait_for_key(self, exc: Exception) -> None:
-        """The provider refused the key: wait ``key_retry_s``, or less when the
-        key file changes (looked at every ``key_poll_s``)."""
-        detail = _describe(exc)
-        self._report(
-            ConnectionStatus(
-                ConnectionState.KEY_REFUSED, retry_in_s=self._key_retry_s, detail=detail
-            )
-        )
-        self._log.error(
-            "provider_key_refused",
-            url=self._url,
-            problem=detail,
-            retry_in_s=self._key_retry_s,
-            hint="put a valid API key in the key file; a changed key is used within seconds",
-        )
-        refused = self._api_key
-        poll_s = self._key_poll_s if self._key_source is not None else self._key_retry_s
-        waited = 0.0
-        while waited < self._key_retry_s and not self._stopping():
-            step = min(poll_s, self._key_retry_s - waited)
-            await self._sleep_or_wake(step)
-            waited += step
-            if self._key_source is not None and self._read_key_quietly() not in (None, refused):
-                self._log.info("provider_key_changed", detail="the key file changed: trying it")
-                return
-
-    async def _wait_for_key_file(self, exc: ConfigError) -> None:
-        """No key to send (the file is gone, empty or unreadable): KEY_MISSING, and
-        the file is looked at every ``key_poll_s`` until it holds a key again."""
-        detail = exc.problem
-        self._report(ConnectionStatus(ConnectionState.KEY_MISSING, detail=detail))
-        self._log.error(
-            "provider_key_missing",
-            file=exc.file,
-            problem=detail,
-            hint="put the API key back in the file; it is used within seconds of being there",
-        )
-        while not self._stopping():
-            await self._sleep_or_wake(self._key_poll_s)
-            if self._read_key_quietly() is not None:
-                self._log.info("provider_key_back", file=exc.file)
-                return
-
-    def _read_key_quietly(self) -> str | None:
-        """The key file's token now, or None when it cannot be read (no log line)."""
-        if self._key_source is None:
-            return None
-        try:
-            return self._key_source()
-        except ConfigError:
-            return None
-
     def _stopping(self) -> bool:
         return self._closing
 
@@ -438,7 +295,7 @@ class ProviderConnection(SessionReports):
         in_time = await self._gate.wait()
         if self._ws is not ws or self._closing or self._renewing:
             return  # the server closed first, or we are stopping anyway
-        if asked_by_core and self._reconnector and self._reconnector.reconnect_wanted is None:
+        if asked_by_core and self._core.reconnect_wanted is None:
             return  # a new turn began meanwhile: the core asks again once idle
         if not in_time:
             self._log.warning("provider_renew_before_heard", why=why, waited_s=round(waited_s, 1))
@@ -461,10 +318,10 @@ class ProviderConnection(SessionReports):
 
     def _judge_close(self, healthy: bool) -> CloseVerdict | None:
         """The core's reading of how the last connection ended (None: no opinion)."""
-        if self._close_judge is None:
-            return None
         code, reason = self._last_close
-        verdict = self._close_judge.close_verdict(code, reason, ready=healthy)
+        verdict = self._core.close_verdict(code, reason, ready=healthy)
+        if verdict is None:
+            return None
         self._log.info(
             "provider_close_classified",
             code=code,
@@ -504,7 +361,7 @@ class ProviderConnection(SessionReports):
 
     async def _sleep_or_wake(self, delay_s: float) -> None:
         """Sleep ``delay_s``, or less if :meth:`close` is called meanwhile."""
-        sleeper = asyncio.ensure_future(self._sleep(delay_s))
+        sleeper = asyncio.ensure_future(self._timing.sleep(delay_s))
         waker = asyncio.ensure_future(self._wake.wait())
         _, pending = await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
@@ -515,12 +372,12 @@ class ProviderConnection(SessionReports):
         url = self._core.connection_url(self._url, self._model)
         return await connect(
             url,
-            additional_headers=self._core.connection_headers(self._api_key),
-            open_timeout=self._open_timeout_s,
-            ping_interval=self._ping_interval_s,
-            ping_timeout=self._ping_timeout_s,
-            max_size=self._max_message_bytes,
-            close_timeout=self._close_timeout_s,
+            additional_headers=self._core.connection_headers(self._keys.key),
+            open_timeout=self._limits.open_timeout_s,
+            ping_interval=self._limits.ping_interval_s,
+            ping_timeout=self._limits.ping_timeout_s,
+            max_size=self._limits.max_message_bytes,
+            close_timeout=self._limits.close_timeout_s,
             proxy=None if _is_loopback(url) else True,
             user_agent_header="huxleyd",
             logger=websocket_logger(),
@@ -531,7 +388,7 @@ class ProviderConnection(SessionReports):
     async def _serve(self, ws: ClientConnection) -> bool:
         """Pump one socket until it ends; True if the session became ready."""
         self._ws = ws
-        self._outbox = asyncio.Queue(self._max_queued)
+        self._outbox = asyncio.Queue(self._limits.max_queued_messages)
         self._connected_at = self._clock.monotonic()
         if self._renewal is not None:
             self._renewal.cancel()  # it was for the connection that ended
@@ -542,9 +399,8 @@ class ProviderConnection(SessionReports):
         self._log.info(
             "provider_connected", url=self._url, model=self._model, connects=self.connects
         )
-        self._stall, self._reply_due_at = None, None
-        self._reply_due.clear()
-        self._last_frame_at = self._connected_at
+        self._stall = None
+        self._stall_clock.reset(self._connected_at)
         self._flush()
         writer = asyncio.create_task(self._write(ws, self._outbox))
         watchdog = asyncio.create_task(self._watch_stall(ws))
@@ -565,8 +421,7 @@ class ProviderConnection(SessionReports):
             self.dropped_messages += self._outbox.qsize()
             self._ws, self._outbox, self._connected_at = None, None, None
             self._last_close = (ws.close_code, ws.close_reason or "")
-            if self._close_observer is not None:
-                self._close_observer.connection_closed(ws.close_code, ws.close_reason or "")
+            self._core.connection_closed(ws.close_code, ws.close_reason or "")
             self._core.connection_lost()
             self._deliver(self._core.events_received())
             await ws.close()
@@ -576,15 +431,15 @@ class ProviderConnection(SessionReports):
         """Feed frames to the core until the socket ends (an abnormal close raises
         ConnectionClosed; whether the session got ready is kept either way)."""
         async for frame in ws:
-            self._last_frame_at = self._clock.monotonic()
+            self._stall_clock.frame_received()
             self._core.receive(frame)
-            if self._timer is not None and (left_s := self._timer.take_time_left_s()) is not None:
+            if (left_s := self._core.take_time_left_s()) is not None:
                 self._gate.server_time_left(left_s)
             events = self._core.events_received()
             if any(isinstance(e, SessionReady) for e in events):
                 self._session_ready = True
             self._deliver(events)
-            self._note_reply_due(peer_spoke=True)
+            self._stall_clock.note(self._core.response_active, peer_spoke=True)
             self._flush()
             fatal = next(
                 (e for e in events if isinstance(e, ProviderErrorEvent) and not e.recoverable),
@@ -594,61 +449,29 @@ class ProviderConnection(SessionReports):
                 self._log.warning("provider_session_ended", code=fatal.code)
                 break
 
-    def _note_reply_due(self, *, peer_spoke: bool = False) -> None:
-        """Start the stall clock when a reply becomes due; stop it only when the
-        peer's own frame ended it (``peer_spoke``).
-
-        A reply given up on our side before anything came (a cancel, a silent
-        retry about to ask again) leaves the clock running from the first
-        request: the peer still owes a frame, and a retry must not buy a
-        stalled link another ``stall_timeout_s``.
-        """
-        if self._core.response_active:
-            if self._reply_due_at is None:
-                self._reply_due_at = self._clock.monotonic()
-                self._reply_due.set()
-        elif peer_spoke:
-            self._reply_due_at = None
-            self._reply_due.clear()
-
     def quiet_for_s(self) -> float | None:
         """Seconds a due reply has gone without one complete frame (None: none is due)."""
-        if self._reply_due_at is None or self._outbox is None:
-            return None
-        return self._clock.monotonic() - max(self._reply_due_at, self._last_frame_at)
+        return None if self._outbox is None else self._stall_clock.quiet_for_s()
 
     async def _watch_stall(self, ws: ClientConnection) -> None:
-        """Give up a socket that delivers no complete frame while a reply is due.
-
-        A peer that trickles a frame byte by byte (or a link that silently
-        stopped) keeps TCP and even the keepalive content for a long while;
-        without this the connection stays "connected" and every turn waits in
-        silence. The socket is aborted (a stalled peer would not answer a
-        close either), the state says STALLED, and the run loop reconnects.
-        """
-        while True:
-            await self._reply_due.wait()  # idle costs no wake-ups
-            quiet = self.quiet_for_s()
-            if quiet is None:
-                await asyncio.sleep(0)  # the flag is being cleared by _flush
-                continue
-            if quiet < self._stall_timeout_s:
-                await self._stall_sleep(self._stall_timeout_s - quiet)
-                continue
-            self._stalls += 1
-            self._stall = (
-                f"stalled: no complete frame for {quiet:.1f} s while a reply was due "
-                f"(provider.stall_timeout_s = {self._stall_timeout_s:g})"
-            )
-            self._log.warning(
-                "provider_stalled",
-                quiet_s=round(quiet, 1),
-                stall_timeout_s=self._stall_timeout_s,
-                stalls=self._stalls,
-            )
-            self._report(ConnectionStatus(ConnectionState.STALLED, detail=self._stall))
-            ws.transport.abort()
-            return
+        """Give up a socket that delivers no complete frame while a reply is due
+        (:mod:`huxleyd.providers.stall`): aborted (a stalled peer would not answer
+        a close either), the state says STALLED, and the run loop reconnects."""
+        timeout_s = self._limits.stall_timeout_s
+        quiet = await self._stall_clock.stalled(timeout_s, self._timing.stall_sleep)
+        self._stalls += 1
+        self._stall = (
+            f"stalled: no complete frame for {quiet:.1f} s while a reply was due "
+            f"(provider.stall_timeout_s = {timeout_s:g})"
+        )
+        self._log.warning(
+            "provider_stalled",
+            quiet_s=round(quiet, 1),
+            stall_timeout_s=timeout_s,
+            stalls=self._stalls,
+        )
+        self._report(ConnectionStatus(ConnectionState.STALLED, detail=self._stall))
+        ws.transport.abort()
 
     async def _write(self, ws: ClientConnection, outbox: asyncio.Queue[str | bytes]) -> None:
         with contextlib.suppress(ConnectionClosed):
@@ -656,10 +479,10 @@ class ProviderConnection(SessionReports):
                 await ws.send(await outbox.get())
 
     def _flush(self) -> None:
-        self._note_reply_due()
+        self._stall_clock.note(self._core.response_active)
         messages = self._core.messages_to_send()
-        if self._reconnector is not None and self._outbox is not None:
-            reason = self._reconnector.reconnect_wanted
+        if self._outbox is not None:
+            reason = self._core.reconnect_wanted
             if reason:
                 self._request_renewal(reason, asked_by_core=True)
         if not messages:

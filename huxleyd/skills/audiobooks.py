@@ -1,3 +1,4 @@
+# longer than 600 lines: one skill (library, bookmarks, playback, tools), written against huxley_sdk only like a third-party one
 """The audiobooks skill: a library directory played through ffmpeg, with bookmarks.
 
 Config: ``library`` (a directory; relative to the persona data directory
@@ -262,6 +263,7 @@ class AudiobooksSkill:
         (and whether it finished): until that write lands, storage holds an older
         place, and "resume" right after "pause" must not start from it."""
 
+    # longer than 50 lines: one table of the skill's tool definitions
     @property
     def tools(self) -> list[ToolDefinition]:
         empty: dict[str, Any] = {"type": "object", "properties": {}}
@@ -490,19 +492,7 @@ class AudiobooksSkill:
         """The AudioStream that plays ``book`` from ``start_s`` (what the play tools return)."""
 
         async def factory() -> AsyncIterator[bytes]:
-            serial = next(self._serials)
-            session = _Session(book, serial, start_s, saved_s=start_s)
-            self._latest[book.id] = serial
-            self._current = session
-            ctx = require_ctx(self._ctx, self.name)
-            try:
-                await ctx.storage.set_setting(LAST_BOOK_KEY, book.id)
-            except Exception as exc:  # a full disk: the book plays all the same
-                session.save_failing = True
-                ctx.logger.error(
-                    "bookmark_save_failed", book=book.id, error=f"{type(exc).__name__}: {exc}"
-                )
-            ctx.logger.info("book_started", book=book.id, position_s=round(start_s, 1))
+            session, serial, ctx = await self._begin(book, start_s)
             finished = False
             try:
                 if earcons and "book_start" in self._earcons:
@@ -548,6 +538,24 @@ class AudiobooksSkill:
             label=book.title,
             patience=timedelta(minutes=30),
         )
+
+    async def _begin(self, book: Book, start_s: float) -> tuple[_Session, int, SkillContext]:
+        """A stream of ``book`` starts playing: its session, now the current one,
+        and the last book remembered (a full disk: the book plays all the same)."""
+        serial = next(self._serials)
+        session = _Session(book, serial, start_s, saved_s=start_s)
+        self._latest[book.id] = serial
+        self._current = session
+        ctx = require_ctx(self._ctx, self.name)
+        try:
+            await ctx.storage.set_setting(LAST_BOOK_KEY, book.id)
+        except Exception as exc:
+            session.save_failing = True
+            ctx.logger.error(
+                "bookmark_save_failed", book=book.id, error=f"{type(exc).__name__}: {exc}"
+            )
+        ctx.logger.info("book_started", book=book.id, position_s=round(start_s, 1))
+        return session, serial, ctx
 
     async def _decode(self, session: _Session) -> AsyncGenerator[bytes, None]:
         index, offset = session.book.locate(session.base_s)

@@ -1,9 +1,10 @@
 """The system skill: the time, and the speaker volume.
 
 First-party, but written only against ``huxley_sdk`` like any skill.
-The volume level lives in this skill's storage under ``volume_level``:
-the daemon's volume control persists it there, so ``get_volume`` reads the
-same number the hardware was last set to.
+The volume is the device's, not this skill's: ``set_volume`` asks for a
+change with the ``SetVolume`` side effect, and ``get_volume`` reads the
+level in effect through ``ctx.speaker_volume()`` (the daemon's volume
+part), so it reports the number the speaker has, however it was set.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from zoneinfo import ZoneInfo
 
 from huxley_sdk import SetVolume, SkillContext, ToolDefinition, ToolResult
 
-VOLUME_KEY = "volume_level"
-"""Storage key (in the ``system`` namespace) of the persisted volume, 0-100."""
-DEFAULT_VOLUME = 50
+NO_SPEAKER = "this runtime does not report the speaker's volume"
 
 
 class SystemSkill:
@@ -84,13 +83,13 @@ class SystemSkill:
             level = max(0, min(100, int(args["level"])))
             return ToolResult(output=json.dumps({"volume": level}), side_effect=SetVolume(level))
         if tool_name == "get_volume":
-            return ToolResult(output=json.dumps({"volume": await self._volume()}))
+            return ToolResult(output=json.dumps(await self._volume()))
         raise ValueError(f"system skill has no tool {tool_name!r}")
 
-    async def _volume(self) -> int:
+    async def _volume(self) -> dict[str, Any]:
         assert self._ctx is not None, "setup() was not called"
-        stored = await self._ctx.storage.get_setting(VOLUME_KEY)
-        return int(stored) if stored is not None and stored.isdigit() else DEFAULT_VOLUME
+        level = await self._ctx.speaker_volume()
+        return {"volume": level} if level is not None else {"volume": None, "error": NO_SPEAKER}
 
     async def teardown(self) -> None:
         self._ctx = None

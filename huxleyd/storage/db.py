@@ -150,6 +150,32 @@ class Database:
             )
         )
 
+    async def state_or_adopted(
+        self, key: str, *, skill: str, skill_key: str
+    ) -> tuple[str | None, bool]:
+        """The daemon state ``key``; when it has none, the skill setting
+        ``skill_key`` of ``skill`` moved into it (copied and deleted in one
+        transaction, so the value is always in one place or the other).
+
+        Returns ``(value, moved)``: for state the daemon took over from a skill's
+        namespace, read the old way on the first start after the change."""
+
+        def q(c: sqlite3.Connection) -> tuple[str | None, bool]:
+            row = c.execute("SELECT value FROM daemon_state WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                return str(row[0]), False
+            where = (skill, skill_key)
+            old = c.execute(
+                "SELECT value FROM settings WHERE skill = ? AND key = ?", where
+            ).fetchone()
+            if old is None:
+                return None, False
+            c.execute("INSERT INTO daemon_state(key, value) VALUES(?, ?)", (key, old[0]))
+            c.execute("DELETE FROM settings WHERE skill = ? AND key = ?", where)
+            return str(old[0]), True
+
+        return await self.run(q)
+
     def skill_storage(self, skill: str) -> SkillSettings:
         return SkillSettings(self, skill)
 

@@ -3,7 +3,9 @@
 It talks to them through small interfaces (``ports.py``), never to sockets
 or devices directly.
 
-- ``coordinator``   the turn state machine: inputs, barge-in, the terminal barrier
+- ``coordinator``   the turn state machine, whole: how a turn begins, moves and ends; its inputs
+- ``parts``         what the coordinator is built from: a few named parts
+- ``barrier``       a reply's end: what arrived plays out, then the turn ends once
 - ``replies``       what the provider sends back: speech, tool calls, follow-ups
 - ``reply_tracker`` which response is the reply; asking again, the reader (no timer)
 - ``effects``       tool calls and side effects, each applied at its moment

@@ -1,3 +1,5 @@
+# longer than 600 lines: the turn's state machine whole in one class (its inputs,
+# how a turn begins, moves and ends); each part it drives owns its state elsewhere.
 """The turn coordinator: one state machine between the button, the model,
 the skills and the speaker.
 
@@ -9,21 +11,27 @@ interleave and state changes never race. Slow work (tools, media, volume,
 waiting for speech to play out) runs in tasks whose completion calls back
 into a method.
 
-The coordinator owns the turn: its :class:`~huxleyd.turns.state.TurnState`,
-its :class:`~huxleyd.turns.state.TurnRecord`, how it begins and how it ends
-(barge-in, the terminal barrier: the half in
-:class:`~huxleyd.turns.lifecycle.TurnLifecycle`, its base class). This
-module is the other half, the inputs: the button, the wake word, the mute,
-text turns, the connection, a stream's natural end, and (through
-:class:`~huxleyd.turns.proactive.Proactive`) injects and claims. What it
+The coordinator owns the turn, whole, in this one class: its
+:class:`~huxleyd.turns.state.TurnState` and
+:class:`~huxleyd.turns.state.TurnRecord`, how it begins
+(:meth:`Coordinator.begin_turn`), moves (:meth:`Coordinator.set_state`: the
+mic capture and the LED activity follow) and ends
+(:meth:`Coordinator.finish_turn`, :meth:`Coordinator.interrupt` on
+barge-in); and the inputs that start and steer turns: the button, the wake
+word, the mute, text turns, the connection, a stream's natural end, and
+(through :class:`~huxleyd.turns.proactive.Proactive`) injects and claims.
+It is built from a few named parts (:mod:`huxleyd.turns.parts`). What it
 decides is published as typed events (:mod:`huxleyd.turns.news`,
-:meth:`Coordinator.subscribe`). The rest goes to parts it owns, each with a
-narrow edge back:
+:meth:`Coordinator.subscribe`). The rest goes to parts it owns, each with
+its own state and a narrow edge back:
 
 - :class:`~huxleyd.turns.replies.Replies`, the model's side: provider events,
   speech, tool calls and their side effects, follow-ups, silent retries and
   stale replies. It moves the turn only through :meth:`Coordinator.set_state`,
   :meth:`Coordinator.after_speech` and :meth:`Coordinator.finish_turn`.
+- :class:`~huxleyd.turns.barrier.TurnBarrier`: the end of a reply (what
+  arrived plays out, then the turn ends once: with its latched stream or
+  claim, or with the one cue of a turn that lost something).
 - :class:`~huxleyd.turns.outputs.TurnOutputs`: the activity (published, the
   LEDs and systemd's status line follow it), earcons, the turn journal.
 - :class:`~huxleyd.turns.capture.MicCapture`: the mic capture switch (on
@@ -48,30 +56,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from huxley_sdk import AudioStream
 from huxleyd.audio.types import Earcon
 from huxleyd.bus import Bus
-from huxleyd.clock import Clock, MonotonicClock
-from huxleyd.degraded import Degraded
 from huxleyd.logs import get_logger
 from huxleyd.pcm import ms_to_bytes
 from huxleyd.providers.base import (
     ConnectionState,
     ConnectionStatus,
     EndReason,
-    ProviderSession,
 )
 from huxleyd.providers.events import Event
-from huxleyd.skillhost.host import SkillHost, ToolOutcome
+from huxleyd.skillhost.host import ToolOutcome
+from huxleyd.turns.barrier import TurnBarrier
 from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
-from huxleyd.turns.instructions import SessionInstructions
-from huxleyd.turns.lifecycle import TurnLifecycle
 from huxleyd.turns.link import Link
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.mic_path import MicPath
@@ -82,10 +85,11 @@ from huxleyd.turns.news import (
     DegradedPress,
     MuteChanged,
     ToolFinished,
+    TurnBegan,
     TurnNews,
 )
 from huxleyd.turns.outputs import TurnOutputs
-from huxleyd.turns.ports import AudioPort, VolumePort
+from huxleyd.turns.parts import MicSetup, TurnPersona, TurnPorts, TurnSettings, TurnTiming
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
@@ -96,59 +100,48 @@ from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
 
-__all__ = ["READ_VERBATIM", "Activity", "Coordinator", "TurnSettings"]
+__all__ = [
+    "READ_VERBATIM",
+    "Activity",
+    "Coordinator",
+    "MicSetup",
+    "TurnPersona",
+    "TurnPorts",
+    "TurnSettings",
+    "TurnTiming",
+]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnSettings:
-    """Thresholds of the turn layer."""
-
-    min_turn_ms: float = 150.0
-    """A press with less audio than this is dropped with an earcon, not committed."""
-    silent_response_timeout_s: float = 6.0
-    """After asking for a reply: no audio and no tool call within this → retry."""
-    max_silent_retries: int = 2
-
-
-class Coordinator(TurnLifecycle):
+class Coordinator:
     """Drives turns. Create, then ``await start()``; ``await close()`` at shutdown."""
 
+    # longer than 50 lines: builds each part once, in the order they need each other
     def __init__(
         self,
+        ports: TurnPorts,
         *,
-        provider: ProviderSession,
-        audio: AudioPort,
-        volume: VolumePort,
-        host: SkillHost,
-        earcons: Mapping[str, bytes] | None = None,
-        instructions: str = "",
+        persona: TurnPersona | None = None,
         settings: TurnSettings | None = None,
-        clock: Clock | None = None,
-        renew_session_if_due: Callable[[], None] | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        session_instructions: SessionInstructions | None = None,
-        degraded: Degraded | None = None,
-        wake: WakeWord | None = None,
-        muted: bool = False,
+        timing: TurnTiming | None = None,
+        mic: MicSetup | None = None,
     ) -> None:
-        self._provider = provider
-        self._degraded = degraded
-        """Parts running degraded: the first press after a new one plays the cue."""
+        persona, mic = persona or TurnPersona(), mic or MicSetup()
+        timing = timing or TurnTiming()
+        self._provider = ports.provider
+        self._audio = ports.audio
+        self._degraded = ports.degraded
+        self._renew_session_if_due = ports.renew_session_if_due
         self._news: Bus[TurnNews] = Bus(log, failed="turn_news_handler_failed")
         """What the coordinator tells the rest of the daemon (:meth:`subscribe`)."""
-        self._audio = audio
-        self._wake = wake
-        """The wake word, when configured and its detector loaded (``handsfree``)."""
-        self._mute = MuteSwitch(muted=muted)
-        if wake is not None:
-            wake.muted = muted
-        self._earcons = dict(earcons or {})  # the outputs play from this very dict
-        self._instructions = instructions
-        self._session_instructions = session_instructions
-        """Refreshed (skills' prompt_context) before each turn and each follow-up."""
+        self._wake = mic.wake
+        self._mute = MuteSwitch(muted=mic.muted)
+        if mic.wake is not None:
+            mic.wake.muted = mic.muted
+        self._earcons = dict(persona.earcons)  # the outputs play from this very dict
+        self._instructions = persona.instructions
+        self._session_instructions = persona.session_instructions
         self._settings = settings or TurnSettings()
-        self._clock = clock or MonotonicClock()
-        self._renew_session_if_due = renew_session_if_due
+        self._clock = timing.clock
 
         self.state = TurnState.IDLE
         self.turn: TurnRecord | None = None
@@ -156,49 +149,59 @@ class Coordinator(TurnLifecycle):
         self._no_turn = asyncio.Event()
         """Set while no turn runs (``turn`` is None)."""
         self._no_turn.set()
-
-        self._outputs = TurnOutputs(audio, self._earcons, publish=self._news.publish)
-        self.media = MediaRunner(
-            audio, on_natural_end=self._on_media_end, on_failed=self._on_media_failed, sleep=sleep
-        )
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._capture = MicCapture(audio)
-        self._replies = Replies(
-            turn=self,
-            provider=provider,
+        self._mic_pump: asyncio.Task[None] | None = None
+        self._closed = False
+
+        self._outputs = TurnOutputs(ports.audio, self._earcons, publish=self._news.publish)
+        self.media = MediaRunner(
+            ports.audio,
+            on_natural_end=self._on_media_end,
+            on_failed=self._on_media_failed,
+            sleep=timing.sleep,
+        )
+        self._capture = MicCapture(ports.audio)
+        self._replies = self._make_replies(ports, timing.sleep)
+        self._link = Link(self._outputs, self._earcons)
+        self.proactive = Proactive(self, spawn=self._spawn, clock=self._clock, sleep=timing.sleep)
+        self._barrier = TurnBarrier(
+            self,
+            replies=self._replies,
             outputs=self._outputs,
-            speech=SpeechOutput(audio),
+            start_claim=self.proactive.start_claim,
+        )
+        self._mic = MicPath(
+            self,
+            audio=ports.audio,
+            provider=ports.provider,
+            clock=self._clock,
+            mute=self._mute,
+            wake=mic.wake,
+            claim_frame=self.proactive.mic_frame,
+        )
+
+    def _make_replies(self, ports: TurnPorts, sleep: Callable[[float], Awaitable[None]]) -> Replies:
+        """The model's side of each turn, over the ports; it moves the turn through us."""
+        return Replies(
+            turn=self,
+            provider=ports.provider,
+            outputs=self._outputs,
+            speech=SpeechOutput(ports.audio),
             effects=TurnEffects(
-                host=host,
-                provider=provider,
-                audio=audio,
-                volume=volume,
+                host=ports.host,
+                provider=ports.provider,
+                audio=ports.audio,
+                volume=ports.volume,
                 media=self.media,
                 spawn=self._spawn,
             ),
-            tracker=ReplyTracker(provider, instructions=instructions),
+            tracker=ReplyTracker(ports.provider, instructions=self._instructions),
             watchdog=SilenceWatchdog(
                 self._settings.silent_response_timeout_s, clock=self._clock, sleep=sleep
             ),
             max_silent_retries=self._settings.max_silent_retries,
             clock=self._clock,
             before_follow_up=self.refresh_instructions,
-        )
-        self._barrier: asyncio.Task[None] | None = None
-        self._failing: TurnRecord | None = None
-        self._fail_cue = Earcon.ERROR
-        self._mic_pump: asyncio.Task[None] | None = None
-        self._link = Link(self._outputs, self._earcons)
-        self._closed = False
-        self.proactive = Proactive(self, spawn=self._spawn, clock=self._clock, sleep=sleep)
-        self._mic = MicPath(
-            self,
-            audio=audio,
-            provider=provider,
-            clock=self._clock,
-            mute=self._mute,
-            wake=wake,
-            claim_frame=self.proactive.mic_frame,
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -222,7 +225,8 @@ class Coordinator(TurnLifecycle):
         await self.media.close()
         await self.proactive.close()
         self._replies.cancel()
-        for task in [self._mic_pump, self._barrier, *self._tasks]:
+        await self._barrier.close()
+        for task in [self._mic_pump, *self._tasks]:
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -252,6 +256,117 @@ class Coordinator(TurnLifecycle):
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("task_failed", task=task.get_name(), error=repr(task.exception()))
+
+    # ------------------------------------------------------------ the turn
+
+    def set_state(self, state: TurnState) -> None:
+        """Move the turn to ``state``; mic capture and the LED activity follow."""
+        if state is self.state:
+            return
+        self.state = state
+        self._capture.listening(state is TurnState.LISTENING)
+        if state is TurnState.LISTENING:
+            self._outputs.show(Activity.LISTENING)
+        elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
+            self._outputs.show(Activity.THINKING)
+        elif state is TurnState.IDLE:
+            self._outputs.show(self._idle_activity())
+
+    def begin_turn(self, source: TurnSource) -> None:
+        """End a turn still running (interrupted), refresh the instructions, and
+        publish :class:`~huxleyd.turns.news.TurnBegan`."""
+        if self.turn is not None:
+            self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+        self.refresh_instructions()
+        self._replies.new_turn()
+        self.turn = TurnRecord(source=source)
+        self._no_turn.clear()
+        self._news.publish(TurnBegan(self.turn.turn_id, source))
+
+    def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
+        """The terminal barrier: let the speech play out, then start latched media."""
+        self._barrier.after_speech(outcome, terminal=terminal)
+
+    def fail(self, cue: Earcon = Earcon.ERROR) -> None:
+        """The turn lost something: what arrived plays out, then one cue (``cue``),
+        then ``failed`` (:meth:`~huxleyd.turns.barrier.TurnBarrier.fail`)."""
+        self._barrier.fail(cue)
+
+    @property
+    def failing(self) -> bool:
+        """The turn lost something and plays out what arrived before its cue."""
+        return self._barrier.failing
+
+    def finish_turn(
+        self,
+        outcome: TurnOutcome,
+        *,
+        next_turn_follows: bool = False,
+        then_play: AudioStream | None = None,
+    ) -> None:
+        """End the turn: the journal line, media back, a renewal if due, the injects
+        that waited. ``next_turn_follows``: keep media in the background (no blip).
+
+        ``then_play`` starts after dialog gives the speaker back, so the new
+        stream does not arrive preempted (and, with patience 0, evicted).
+        """
+        turn = self.turn
+        self._replies.end_turn()
+        if turn is not None and turn.source is TurnSource.WAKE and self._wake is not None:
+            self._wake.turn_over()
+        if turn is not None:
+            turn.outcome = outcome
+            self._outputs.journal(turn)
+            self.last_turn = turn
+            self.turn = None
+            self._no_turn.set()
+            self.proactive.turn_finished(turn)
+        if next_turn_follows:
+            return
+        self.media.dialog_ended()
+        if then_play is not None:
+            self.media.start(then_play)
+        self.set_state(TurnState.IDLE)
+        if self._renew_session_if_due is not None:
+            self._renew_session_if_due()
+        self.proactive.consider()
+
+    def interrupt(self) -> None:
+        """Barge-in: silence now, cancel the reply, truncate to what was heard."""
+        self.set_state(TurnState.INTERRUPTED)
+        self._replies.interrupt()
+        self._barrier.cancel()
+        if self.turn is not None:
+            self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
+
+    def refresh_instructions(self) -> None:
+        """Collect the skills' context now; the provider hears of it only if it changed."""
+        if self._session_instructions is not None:
+            self._instructions = self._session_instructions.refresh()
+
+    def _busy(self) -> bool:
+        return self.state.replying or self._replies.busy
+
+    def _idle_activity(self) -> Activity:
+        if self.media.playing:
+            return Activity.MEDIA
+        return Activity.MUTED if self._mute.muted else Activity.IDLE
+
+    @property
+    def reply_heard_now(self) -> bool:
+        """No turn runs: a turn ends only once its speech has played out (or was cut)."""
+        return self.turn is None
+
+    async def reply_heard(self) -> None:
+        """Return once no turn runs and no reply is still on its way to the
+        listener (the speech source drained, by its played position: a reply
+        arrives faster than it plays). The transport's renewals wait
+        for it (:meth:`~huxleyd.providers.transport.ProviderConnection.hold_renewals_until`)."""
+        while True:
+            await self._no_turn.wait()  # a reply still streaming is not heard yet
+            await self._replies.played_out()
+            if self.turn is None:
+                return
 
     # ------------------------------------------------------------ inputs: the button
 

@@ -195,10 +195,7 @@ class InjectQueue:
         ttl_s: float | None = None,
     ) -> InjectReceipt:
         """Queue a proactive turn (or fold it into the one carrying its key)."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError(f"inject_turn: prompt must be a non-empty string, got {prompt!r}")
-        if not isinstance(priority, InjectPriority):
-            raise TypeError(f"inject_turn: priority must be an InjectPriority, got {priority!r}")
+        _check_request(prompt, priority)
         ttl = self._default_ttl_s if ttl_s is None else _check_ttl(ttl_s, "ttl_s")
         waiter: asyncio.Future[InjectOutcome] = asyncio.get_running_loop().create_future()
         flying = self._in_flight
@@ -379,6 +376,14 @@ def _readiness(priority: InjectPriority, c: ConversationSnapshot) -> tuple[Actio
 
 def _order(inject: PendingInject) -> tuple[int, int]:
     return (_RANK[inject.priority], inject.seq)
+
+
+def _check_request(prompt: object, priority: object) -> None:
+    """What a skill's ``inject_turn`` must pass, refused with a clear error."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError(f"inject_turn: prompt must be a non-empty string, got {prompt!r}")
+    if not isinstance(priority, InjectPriority):
+        raise TypeError(f"inject_turn: priority must be an InjectPriority, got {priority!r}")
 
 
 def _check_ttl(ttl_s: float, name: str) -> float:

@@ -173,7 +173,7 @@ async def test_the_first_level_is_the_configured_default(tmp_path: Path) -> None
         engine = AudioEngine(WavBackend(), settings=settings, clock=ManualClock())
         volume = await make_volume(settings, engine, db)
         assert await volume.get_level() == 30
-        # the system skill's get_volume reads the same storage
-        assert await db.skill_storage("system").get_setting("volume_level") == "30"
+        # saved in the daemon's state, which the system skill's get_volume reads
+        assert await db.get_state("volume_level") == "30"
     finally:
         await db.close()

@@ -10,7 +10,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from huxleyd.providers.base import ConnectionState, ConnectionStatus, RealtimeCore
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.providers.connection_parts import Endpoint, SocketLimits, Timing
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import AudioChunk, Event, ResponseDone, ToolCall
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.retry import backoff_delays
@@ -70,22 +72,28 @@ class Recorder:
         self,
         url: str,
         *,
-        core: RealtimeCore | None = None,
+        core: ConnectionCore | None = None,
         model: str = "gpt-realtime",
         api_key: str | None = "sk-test",
-        **kwargs: Any,
+        key_source: Callable[[], str | None] | None = None,
+        **parts: Any,
     ) -> ProviderConnection:
         """A connection to ``url`` that reports to this recorder (an OpenAI core
-        unless ``core``; the backoff without jitter, so delays can be compared)."""
-        kwargs.setdefault("backoff", lambda: backoff_delays(jitter=0))
+        unless ``core``; the backoff without jitter, so delays can be compared).
+
+        ``parts`` are fields of :class:`SocketLimits` and :class:`Timing`
+        (``sleep=``, ``stall_timeout_s=``…), each handed to its part."""
+        parts.setdefault("backoff", lambda: backoff_delays(jitter=0))
+        limits = {k: parts.pop(k) for k in list(parts) if k in SocketLimits.__dataclass_fields__}
+        timing = {k: parts.pop(k) for k in list(parts) if k in Timing.__dataclass_fields__}
+        assert not parts, f"not a part of a connection: {sorted(parts)}"
         return ProviderConnection(
             core or OpenAIRealtimeCore(),
-            url=url,
-            model=model,
-            api_key=api_key,
+            Endpoint(url=url, model=model, api_key=api_key, key_source=key_source),
             on_event=self.on_event,
             on_state=self.on_state,
-            **kwargs,
+            limits=SocketLimits(**limits),
+            timing=Timing(**timing),
         )
 
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:

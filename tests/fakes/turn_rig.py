@@ -41,7 +41,8 @@ from huxleyd.providers.events import (
     ToolCall,
 )
 from huxleyd.skillhost.host import SkillHost
-from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.coordinator import Coordinator
+from huxleyd.turns.parts import MicSetup, TurnPersona, TurnPorts, TurnSettings, TurnTiming
 from huxleyd.turns.state import TurnState
 from huxleyd.turns.wake import WakeWord
 from tests.fakes.clock import FakeSleeper, settle
@@ -178,18 +179,17 @@ class Rig:
         self.volume = RecordingVolume()
         self.skill = Toolbox()
         self.coordinator = Coordinator(
-            provider=self.provider,
-            audio=self.audio,
-            volume=self.volume,
-            host=SkillHost([self.skill], tool_timeout_s=tool_timeout_s),
-            earcons=EARCONS,
-            instructions="Be brief.",
+            TurnPorts(
+                provider=self.provider,
+                audio=self.audio,
+                volume=self.volume,
+                host=SkillHost([self.skill], tool_timeout_s=tool_timeout_s),
+                degraded=degraded,
+            ),
+            persona=TurnPersona(instructions="Be brief.", earcons=EARCONS),
             settings=TurnSettings(silent_response_timeout_s=timeout_s, max_silent_retries=2),
-            clock=self.clock,
-            sleep=self.sleeper.sleep,
-            degraded=degraded,
-            wake=wake,
-            muted=muted,
+            timing=TurnTiming(clock=self.clock, sleep=self.sleeper.sleep),
+            mic=MicSetup(wake=wake, muted=muted),
         )
         self.seq = 0
 

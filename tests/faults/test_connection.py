@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import ConnectionState
-from huxleyd.providers.transport import ProviderConnection, read_api_key
+from huxleyd.providers.transport import ProviderConnection
 from tests.fakes.clock import InstantSleep
 from tests.fakes.provider_callbacks import Recorder
 from tests.fakes.provider_peer import Fault, FaultPeer

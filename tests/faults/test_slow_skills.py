@@ -21,7 +21,8 @@ from huxley_sdk import Skill
 from huxleyd.providers.events import ResponseStarted, ToolCall
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.skills.brain import BrainSkill
-from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.coordinator import Coordinator
+from huxleyd.turns.parts import TurnPorts, TurnSettings
 from huxleyd.turns.state import TurnState
 from tests.e2e.harness import until
 from tests.e2e.process import DaemonProcess, write_daemon_config
@@ -56,10 +57,12 @@ async def test_a_stubborn_tool_does_not_block_the_turn() -> None:
     provider = RecordingProvider()
     skill = MisbehavingSkill(run_for_s=1.5)
     coordinator = Coordinator(
-        provider=provider,
-        audio=RecordingAudio(),
-        volume=RecordingVolume(),
-        host=SkillHost([as_skill(skill)], tool_timeout_s=0.05),
+        TurnPorts(
+            provider=provider,
+            audio=RecordingAudio(),
+            volume=RecordingVolume(),
+            host=SkillHost([as_skill(skill)], tool_timeout_s=0.05),
+        ),
         settings=TurnSettings(silent_response_timeout_s=30.0),
     )
     await coordinator.start()

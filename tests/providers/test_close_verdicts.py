@@ -25,8 +25,9 @@ from websockets.http11 import Response
 
 from huxleyd.errors import ProviderConnectionError
 from huxleyd.providers import closes
-from huxleyd.providers.base import ConnectionState, EndReason, RealtimeCore
+from huxleyd.providers.base import ConnectionState, EndReason
 from huxleyd.providers.closes import CloseAction
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import ProviderErrorEvent, SessionReady
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
@@ -63,7 +64,7 @@ async def peer(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
 
 
 def connect(
-    core: RealtimeCore, url: str, rec: Recorder, sleep: InstantSleep, model: str
+    core: ConnectionCore, url: str, rec: Recorder, sleep: InstantSleep, model: str
 ) -> ProviderConnection:
     conn = rec.connection(url, core=core, model=model, api_key="k", sleep=sleep)
     conn.configure(instructions="Be brief.", tools=[], voice="Puck")
@@ -71,7 +72,7 @@ def connect(
 
 
 async def until_second_session(
-    play: Handler, core: RealtimeCore, model: str
+    play: Handler, core: ConnectionCore, model: str
 ) -> tuple[Recorder, InstantSleep, list[int]]:
     """Run a connection against ``play`` until its second session is ready, then close."""
     rec, sleep = Recorder(), InstantSleep()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from huxleyd.errors import ConfigError
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import InterruptAcceptance
 from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.factory import (
@@ -20,7 +21,7 @@ from huxleyd.providers.factory import (
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import KIND_DEFAULTS, ProviderKind, ProviderSettings
-from huxleyd.providers.transport import ProviderConnection, read_api_key
+from huxleyd.providers.transport import ProviderConnection
 from huxleyd.providers.xai_core import XaiRealtimeCore
 from huxleyd.schema import build
 

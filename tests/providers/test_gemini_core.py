@@ -338,10 +338,13 @@ def test_gemini_keepalive_tolerates_pongs_of_up_to_30_s() -> None:
     # Issue 14 item 6: pongs measured at 8-30 s; the connection must wait longer.
     from huxleyd.providers.factory import create_connection
     from huxleyd.providers.settings import ProviderSettings
+    from huxleyd.providers.transport import ProviderConnection
 
     conn = create_connection(ProviderSettings(kind="gemini"), api_key=None, on_event=lambda e: None)
-    assert conn._ping_timeout_s > 30.0  # type: ignore[attr-defined]
+    assert isinstance(conn, ProviderConnection)
+    assert conn.limits.ping_timeout_s > 30.0
     openai = create_connection(
         ProviderSettings(kind="openai"), api_key=None, on_event=lambda e: None
     )
-    assert openai._ping_timeout_s == 30.0  # type: ignore[attr-defined]
+    assert isinstance(openai, ProviderConnection)
+    assert openai.limits.ping_timeout_s == 30.0

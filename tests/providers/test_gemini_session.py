@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from huxleyd.providers.base import ConnectionState
+from huxleyd.providers.connection_parts import Endpoint, Timing
 from huxleyd.providers.events import ProviderErrorEvent, ResponseDone, SessionReady
 from huxleyd.providers.factory import create_core
 from huxleyd.providers.gemini_core import GeminiLiveCore
@@ -37,12 +38,11 @@ async def session(
         settings = ProviderSettings(kind="gemini")
         conn = ProviderConnection(
             create_core(settings),
-            url=server.url,
-            model=settings.model,
-            api_key=None,
+            Endpoint(url=server.url, model=settings.model),
             on_event=recorder.on_event,
             on_state=recorder.on_state,
-            backoff=lambda: itertools.repeat(0.01),  # no waiting after the scripted close
+            # no waiting after the scripted close
+            timing=Timing(backoff=lambda: itertools.repeat(0.01)),
         )
         conn.configure(instructions="Be brief.", tools=[], voice="Puck")
         task = asyncio.create_task(conn.run())

@@ -26,8 +26,9 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from huxleyd.clock import ManualClock
-from huxleyd.providers.base import ConnectionState, RealtimeCore
+from huxleyd.providers.base import ConnectionState
 from huxleyd.providers.closes import GEMINI_CONNECTION_CAP_S, OPENAI_SESSION_CAP_S
+from huxleyd.providers.core import ConnectionCore
 from huxleyd.providers.events import ResponseDone, ResponseStatus, SessionReady
 from huxleyd.providers.gemini_core import GeminiLiveCore
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
@@ -176,9 +177,14 @@ async def run_turns(
 
 
 def connection(
-    core: RealtimeCore, url: str, rec: Recorder, clock: ManualClock
+    core: ConnectionCore,
+    url: str,
+    rec: Recorder,
+    clock: ManualClock,
+    sleep: InstantSleep | None = None,
 ) -> ProviderConnection:
-    conn = rec.connection(url, core=core, model="m", api_key="k", sleep=InstantSleep(), clock=clock)
+    sleep = sleep or InstantSleep()
+    conn = rec.connection(url, core=core, model="m", api_key="k", sleep=sleep, clock=clock)
     conn.configure(instructions="Be brief.", tools=[], voice="marin")
     return conn
 
@@ -209,7 +215,8 @@ async def test_openai_runs_past_its_60_minute_cap_renewing_between_turns() -> No
 async def test_an_idle_openai_session_past_its_cap_comes_back_at_once() -> None:
     clock, rec = ManualClock(), Recorder()
     async with peer(openai_play(clock, first=frames.session_created()), clock) as (url, log):
-        conn = connection(OpenAIRealtimeCore(), url, rec, clock)
+        sleep = InstantSleep()
+        conn = connection(OpenAIRealtimeCore(), url, rec, clock, sleep)
         task = asyncio.create_task(conn.run())
         await rec.wait_for(SessionReady)
         clock.advance(OPENAI_SESSION_CAP_S + MINUTE)  # nobody spoke for an hour
@@ -223,7 +230,7 @@ async def test_an_idle_openai_session_past_its_cap_comes_back_at_once() -> None:
         await asyncio.wait_for(task, 20)
     assert log.caps_enforced == 1
     assert ConnectionState.OFFLINE not in rec.state_names()
-    assert conn._sleep.delays == []  # type: ignore[attr-defined]  # no backoff for a cap
+    assert sleep.delays == []  # no backoff for a cap
 
 
 async def test_xai_runs_past_its_60_minute_cap_renewing_between_turns() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import math
 import socket
@@ -14,7 +13,9 @@ import pytest
 
 from huxleyd.clock import ManualClock
 from huxleyd.errors import ConfigError
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.providers.connection_parts import Endpoint, SocketLimits
 from huxleyd.providers.events import (
     AudioChunk,
     ProviderErrorEvent,
@@ -25,7 +26,7 @@ from huxleyd.providers.events import (
 )
 from huxleyd.providers.openai_core import OpenAIRealtimeCore
 from huxleyd.providers.settings import ProviderSettings
-from huxleyd.providers.transport import ProviderConnection, read_api_key
+from huxleyd.providers.transport import ProviderConnection
 from huxleyd.sim.scenario import load_scenario, scenario_from_dict
 from huxleyd.sim.server import SimServer
 from tests.fakes.clock import InstantSleep
@@ -243,9 +244,7 @@ async def test_a_failing_event_handler_is_logged_and_the_session_goes_on(
     async with sim() as server:
         conn = ProviderConnection(
             OpenAIRealtimeCore(),
-            url=server.url,
-            model="gpt-realtime",
-            api_key=None,
+            Endpoint(url=server.url, model="gpt-realtime"),
             on_event=fragile,
         )
         task = asyncio.create_task(conn.run())
@@ -329,8 +328,7 @@ async def test_close_and_renew_send_a_normal_close_with_the_reason() -> None:
 
 
 def test_the_connect_timeout_defaults_to_the_documented_setting() -> None:
-    default = inspect.signature(ProviderConnection).parameters["open_timeout_s"].default
-    assert default == ProviderSettings().connect_timeout_s == 10.0
+    assert SocketLimits().open_timeout_s == ProviderSettings().connect_timeout_s == 10.0
 
 
 async def test_a_handshake_that_never_answers_fails_the_try_at_the_connect_timeout() -> None:

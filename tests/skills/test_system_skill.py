@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from huxley_sdk import SetVolume
 from huxley_sdk.testing import MemoryStorage, make_test_context
-from huxleyd.skills.system import VOLUME_KEY, SystemSkill
+from huxleyd.skills.system import SystemSkill
 
 
 async def test_time_is_in_the_persona_time_zone() -> None:
@@ -32,10 +32,23 @@ async def test_set_volume_returns_the_side_effect() -> None:
     assert json.loads(result.output) == {"volume": 30}
 
 
-async def test_get_volume_reads_the_persisted_level() -> None:
+async def test_get_volume_reads_the_devices_level_not_the_skills_storage() -> None:
+    levels = [35]
+
+    async def speaker_volume() -> int | None:
+        return levels[-1]
+
     storage = MemoryStorage()
+    await storage.set_setting("volume_level", "80")  # where earlier versions kept it
     skill = SystemSkill()
-    await skill.setup(make_test_context(storage=storage))
-    assert json.loads((await skill.handle("get_volume", {})).output) == {"volume": 50}
-    await storage.set_setting(VOLUME_KEY, "35")
+    await skill.setup(make_test_context(storage=storage, speaker_volume=speaker_volume))
     assert json.loads((await skill.handle("get_volume", {})).output) == {"volume": 35}
+    levels.append(12)  # changed elsewhere (huxleyctl volume, another skill)
+    assert json.loads((await skill.handle("get_volume", {})).output) == {"volume": 12}
+
+
+async def test_get_volume_says_so_when_the_runtime_keeps_no_speaker() -> None:
+    skill = SystemSkill()
+    await skill.setup(make_test_context())
+    answer = json.loads((await skill.handle("get_volume", {})).output)
+    assert answer["volume"] is None and "does not report" in answer["error"]

@@ -11,6 +11,7 @@ from huxleyd.providers.events import ResponseStarted, ToolCall
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.instructions import SessionInstructions, compose
+from huxleyd.turns.parts import TurnPersona, TurnPorts
 from tests.fakes.clock import settle
 from tests.fakes.turn_ports import RecordingAudio, RecordingProvider, RecordingVolume
 from tests.fakes.turn_rig import done, reply
@@ -63,12 +64,13 @@ class Rig:
             apply=lambda text: self.provider.configure(instructions=text, tools=[], voice="v"),
         )
         self.coordinator = Coordinator(
-            provider=self.provider,
-            audio=RecordingAudio(),
-            volume=RecordingVolume(),
-            host=self.host,
-            instructions="Be brief.",
-            session_instructions=self.session,
+            TurnPorts(
+                provider=self.provider,
+                audio=RecordingAudio(),
+                volume=RecordingVolume(),
+                host=self.host,
+            ),
+            persona=TurnPersona(instructions="Be brief.", session_instructions=self.session),
         )
 
     async def turn(self) -> None:

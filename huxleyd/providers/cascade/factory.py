@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from openai import AsyncOpenAI
 
 from huxleyd.errors import ConfigError
+from huxleyd.providers.apikey import read_api_key
 from huxleyd.providers.base import ConnectionStatus
 from huxleyd.providers.cascade.asr import CommandTranscriber, OpenAITranscriber, Transcriber
 from huxleyd.providers.cascade.llm import ChatModel
@@ -21,7 +22,6 @@ from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.cascade.tts import CommandSynthesizer, ElevenLabsSynthesizer, Synthesizer
 from huxleyd.providers.events import Event
-from huxleyd.providers.transport import read_api_key
 
 NO_KEY = "no-key"
 """Sent to servers that need none (llama.cpp, Ollama): the client insists on a key,

@@ -441,10 +441,8 @@ class CascadeConnection(SessionReports):
                 asyncio.timeout(wait_s) as deadline,
                 contextlib.aclosing(self._llm.stream(messages, tools)) as pieces,
             ):
-                async for piece in pieces:
-                    deadline.reschedule(
-                        loop.time() + wait_s
-                    )  # a slow model is fine; a stuck one is not
+                async for piece in pieces:  # a slow model is fine; a stuck one is not
+                    deadline.reschedule(loop.time() + wait_s)
                     if speaker.done():
                         speaker.result()  # the TTS failed: stop generating
                     if isinstance(piece, TextDelta):

@@ -5,7 +5,7 @@ A superset of huxley-sdk 0.1.1: every name, module (``types``, ``audio``,
 SDK, with Huxley's semantics, so a skill written for Huxley runs on huxleyd
 unchanged. huxleyd's extensions are marked as such where they are defined:
 :class:`SpeakVerbatim`, :class:`StopRetrying`, the sync methods of
-:class:`SkillLogger`, ``SkillContext.timezone``, ``BackgroundTaskHandle.done``,
+:class:`SkillLogger`, ``SkillContext.timezone`` and ``.speaker_volume``, ``BackgroundTaskHandle.done``,
 the PCM constants and the WAV converter in :mod:`huxley_sdk.audio`, and the
 recording test context in :mod:`huxley_sdk.testing`.
 

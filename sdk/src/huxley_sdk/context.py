@@ -278,6 +278,21 @@ async def _default_emit_server_event(_event: str, _data: dict[str, Any] | None =
     return None
 
 
+class SpeakerVolume(Protocol):
+    """``await ctx.speaker_volume()``: the device speaker's level, 0-100 (a huxleyd extension).
+
+    The device owns its volume (a skill changes it with the ``SetVolume``
+    side effect); this reads the level in effect. ``None`` when the runtime
+    keeps no speaker of its own (in Huxley the client holds the volume).
+    """
+
+    async def __call__(self) -> int | None: ...
+
+
+async def _default_speaker_volume() -> int | None:
+    return None
+
+
 # ---------------------------------------------------------------- context
 
 
@@ -296,7 +311,9 @@ class SkillContext:
       ``subscribe_client_event``, ``emit_server_event``: see the
       protocols of the same names (:class:`InjectTurn`…);
     - ``timezone``: the persona's IANA time zone (a huxleyd extension;
-      Huxley skills read ``config["timezone"]``, which huxleyd fills too).
+      Huxley skills read ``config["timezone"]``, which huxleyd fills too);
+    - ``speaker_volume``: reads the device speaker's level (a huxleyd
+      extension, :class:`SpeakerVolume`).
 
     ``catalog()`` returns a fresh :class:`~huxley_sdk.catalog.Catalog`.
     """
@@ -315,6 +332,7 @@ class SkillContext:
     subscribe_client_event: SubscribeClientEvent = _default_subscribe_client_event
     emit_server_event: EmitServerEvent = _default_emit_server_event
     timezone: str = "UTC"
+    speaker_volume: SpeakerVolume = _default_speaker_volume
 
     def catalog(self, name: str = "default") -> Catalog:
         """A new, empty catalog for the skill's own items (never cached:

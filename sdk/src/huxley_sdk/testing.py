@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from unittest.mock import AsyncMock, MagicMock
@@ -35,6 +35,7 @@ from huxley_sdk.context import (
     SkillLogger,
     SkillSecrets,
     SkillStorage,
+    SpeakerVolume,
     _default_start_input_claim,
 )
 from huxley_sdk.contract import (
@@ -249,6 +250,7 @@ def make_test_context(
     timezone: str = "UTC",
     logger: SkillLogger | None = None,
     live_claims: bool = False,
+    speaker_volume: SpeakerVolume | None = None,
 ) -> SkillContext:
     """A context for unit tests, with Huxley's defaults.
 
@@ -259,8 +261,10 @@ def make_test_context(
     - ``language``: ``config["_language"]`` or ``config["language_code"]``
       (lower-cased) when present, else ``"en"``.
 
-    huxleyd's extensions: ``timezone``, ``logger``, ``live_claims`` and the
-    :class:`Recorder` (``ctx_recorder(ctx)``); ``name`` names the recorder's tasks.
+    huxleyd's extensions: ``timezone``, ``logger``, ``live_claims``,
+    ``speaker_volume`` (the SDK's default, which reads ``None``, unless one is
+    given) and the :class:`Recorder` (``ctx_recorder(ctx)``); ``name`` names
+    the recorder's tasks.
     """
     cfg = config if config is not None else {}
     if language is None:
@@ -281,6 +285,8 @@ def make_test_context(
         start_input_claim=recorder.start_live_claim if live_claims else recorder.request_claim,
         cancel_active_claim=recorder.cancel_active_claim,
     )
+    if speaker_volume is not None:
+        ctx = replace(ctx, speaker_volume=speaker_volume)
     _RECORDERS[id(ctx)] = (ctx, recorder)
     return ctx
 

@@ -19,7 +19,8 @@ from huxleyd.audio.types import MicFrame
 from huxleyd.clock import ManualClock
 from huxleyd.providers.cascade.provider import CascadeConnection
 from huxleyd.skillhost.host import SkillHost
-from huxleyd.turns.coordinator import Coordinator, TurnSettings
+from huxleyd.turns.coordinator import Coordinator
+from huxleyd.turns.parts import TurnPersona, TurnPorts, TurnSettings, TurnTiming
 from huxleyd.turns.state import TurnOutcome, TurnState
 from tests.fakes.provider_callbacks import Recorder
 from tests.fakes.turn_ports import RecordingAudio, RecordingVolume
@@ -60,13 +61,10 @@ class Device:
         self.skill = Clock()
         self.host = SkillHost([self.skill], tool_timeout_s=5.0)
         self.coordinator = Coordinator(
-            provider=conn,
-            audio=self.audio,
-            volume=RecordingVolume(),
-            host=self.host,
-            instructions="Be brief.",
+            TurnPorts(provider=conn, audio=self.audio, volume=RecordingVolume(), host=self.host),
+            persona=TurnPersona(instructions="Be brief."),
             settings=TurnSettings(silent_response_timeout_s=30.0),
-            clock=self.clock,
+            timing=TurnTiming(clock=self.clock),
         )
         self.seq = 0
         rec.forward = self.coordinator.on_provider_event
