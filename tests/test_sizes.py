@@ -41,9 +41,6 @@ PENDING_FOR_THE_LEAD: dict[str, str] = {
     "huxleyd/control/server.py": _WHY,
     "huxleyd/control/server.py:_stream": _WHY,
     "huxleyd/control/skillpkgs.py:install": _WHY,
-    "huxleyd/skillhost/host.py": _WHY,
-    "huxleyd/skillhost/hostpath/huxley_skillhost/child.py": _WHY,
-    "huxleyd/skillhost/hostpath/huxley_skillhost/child.py:_context": _WHY,
 }
 """Over the sizes with no reason beside them yet, by ``file`` or ``file:function``."""
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from huxleyd.config.load import Config, Persona, load_config, load_persona
 from huxleyd.errors import ConfigError
-from huxleyd.skillhost.host import SkillHost, check_config
+from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.loading import check_config
 from huxleyd.skillhost.sources import SOURCE_KEY, skill_config
 
 LIVE_KEYS = frozenset({"daemon.log_level", "provider.tool_timeout_s", "provider.voice"})

@@ -38,7 +38,8 @@ from huxleyd.errors import (
 )
 from huxleyd.providers.cascade.settings import CascadeSettings
 from huxleyd.providers.keyfile import ParsedKey, is_blank, parse_key
-from huxleyd.skillhost.host import SkillHost, installed_skills
+from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.loading import installed_skills
 from huxleyd.skillhost.remote import with_third_party
 from huxleyd.skillhost.sources import Installed
 

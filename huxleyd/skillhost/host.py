@@ -1,6 +1,6 @@
-"""Loading skills through entry points, their lifecycle, and calling their tools safely.
+"""Skills loaded for a persona, their lifecycle, and calling their tools safely.
 
-The persona names skills; each is resolved in the ``huxley.skills``
+The persona names skills; each is resolved (:mod:`huxleyd.skillhost.loading`) in the ``huxley.skills``
 entry-point group (:mod:`huxleyd.skillhost.sources` picks the distribution when
 two provide one name), instantiated, checked against the Skill protocol,
 its config checked against its ``config_schema``, and set up with its own
@@ -27,25 +27,22 @@ or a shutdown; :attr:`SkillHost.abandoned` counts those still running.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from importlib.metadata import EntryPoint
-from typing import Any, cast
+from typing import Any
 
-from huxley_sdk import ENTRY_POINT_GROUP, Skill, SkillContext, ToolDefinition, ToolResult
+from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxley_sdk.types import SideEffect
 from huxleyd.errors import (
     ConfigError,
     SkillCollisionError,
-    SkillShapeError,
 )
 from huxleyd.logs import get_logger
-from huxleyd.skillhost.argcheck import check_arguments, check_value
+from huxleyd.skillhost.argcheck import check_arguments
+from huxleyd.skillhost.loading import check_config, load_source
 from huxleyd.skillhost.sources import (
     Installed,
-    SkillSource,
     pick_source,
     skill_config,
     skill_sources,
@@ -56,109 +53,6 @@ log = get_logger("huxleyd.skills")
 
 ContextFactory = Callable[[str, dict[str, Any]], SkillContext]
 """``(skill_name, skill_config) -> SkillContext``, supplied by the daemon."""
-
-
-def installed_skills(group: str = ENTRY_POINT_GROUP) -> dict[str, list[SkillSource]]:
-    """Every registration of ``group`` by skill name (more than one = a collision)."""
-    return skill_sources(group)
-
-
-REQUIRED = ("name", "tools", "handle")
-OPTIONAL_ASYNC = ("setup", "reconfigure", "teardown")
-"""Huxley documents these as optional with no-op defaults."""
-
-
-def _check_shape(name: str, found: object, where: str) -> Skill:
-    problems: list[str] = []
-    obj: Any = found
-    # Not isinstance(obj, Skill): a runtime_checkable protocol checks every
-    # member, Huxley's optional ones (prompt_context, config_schema…) included.
-    missing = [m for m in REQUIRED if not hasattr(obj, m)]
-    if missing:
-        problems.append(f"missing {', '.join(missing)}")
-    else:
-        for method in ("handle", *OPTIONAL_ASYNC):
-            fn = getattr(obj, method, None)
-            if fn is not None and not inspect.iscoroutinefunction(fn):
-                problems.append(f"{method} must be 'async def'")
-        context = getattr(obj, "prompt_context", None)
-        if context is not None and not callable(context):
-            problems.append("prompt_context must be a method returning a string")
-        obj = cast(Skill, obj)
-        if not isinstance(obj.name, str) or not obj.name:
-            problems.append(f"name must be a non-empty string, got {obj.name!r}")
-        elif obj.name != name:
-            problems.append(f"its name is {obj.name!r} but it is registered as {name!r}")
-        tools = obj.tools
-        if not isinstance(tools, list) or not all(isinstance(t, ToolDefinition) for t in tools):
-            problems.append("tools must be a list of huxley_sdk.ToolDefinition")
-    if problems:
-        raise SkillShapeError(f"skill {name!r} ({where}) is not a Skill: {'; '.join(problems)}")
-    return obj  # type: ignore[no-any-return]
-
-
-def instantiate(name: str, ep: EntryPoint) -> Skill:
-    """Load an entry point; a class is instantiated with no arguments."""
-    try:
-        target = ep.load()
-    except Exception as exc:
-        raise SkillShapeError(
-            f"skill {name!r}: cannot import {ep.value}: {type(exc).__name__}: {exc}"
-        ) from exc
-    try:
-        obj = target() if isinstance(target, type) else target
-    except Exception as exc:
-        raise SkillShapeError(
-            f"skill {name!r}: {ep.value}() failed: {type(exc).__name__}: {exc}"
-        ) from exc
-    return _check_shape(name, obj, ep.value)
-
-
-def load_source(source: SkillSource) -> Skill:
-    """The skill of ``source``: instantiated here, or a proxy of its host process (its
-    ``config_schema`` as the host read it, so its table is checked before it starts)."""
-    if source.remote:
-        from huxleyd.skillhost.remote import RemoteSkill
-
-        def check(skill: Skill, config: dict[str, Any]) -> None:
-            check_config(skill, config, persona_file="persona")
-
-        remote = RemoteSkill(source.name, source.distribution, config_check=check)
-        remote.config_schema = source.config_schema
-        return cast(Skill, remote)
-    return instantiate(source.name, source.entry_point)
-
-
-def check_config(skill: Skill, config: Mapping[str, Any], *, persona_file: str) -> None:
-    """Check a skill's persona table against its ``config_schema`` (when it has one).
-
-    Huxley's schemas are JSON Schema describing ``ctx.config``; the subset
-    :mod:`huxleyd.skillhost.argcheck` knows is what such tables use. An unknown key is
-    named first with the keys the skill knows. Raises ConfigError naming the
-    persona file and the key (``skills.memos.max_seconds``).
-    """
-    schema = getattr(skill, "config_schema", None)
-    if schema is None:
-        return
-    if not isinstance(schema, dict):
-        raise SkillShapeError(
-            f"{persona_file}: skills.{skill.name}: the skill's config_schema must be a "
-            f"JSON Schema dict, got {type(schema).__name__}"
-        )
-    properties = schema.get("properties")
-    if schema.get("additionalProperties") is False and isinstance(properties, dict):
-        for key in config:
-            if key not in properties:
-                known = ", ".join(sorted(properties)) or "no keys"
-                raise ConfigError(
-                    persona_file,
-                    f"skills.{skill.name}.{key}",
-                    f"unknown key (expected one of: {known})",
-                )
-    problems = check_value(dict(config), schema, f"skills.{skill.name}")
-    if problems:
-        where, _, problem = problems[0].partition(": ")
-        raise ConfigError(persona_file, where, problem)
 
 
 @dataclass(frozen=True, slots=True)

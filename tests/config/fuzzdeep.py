@@ -19,7 +19,7 @@ from huxleyd.audio.types import SHIPPED_EARCONS
 from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES
 from huxleyd.config.load import _SECTIONS, MAX_INSTRUCTIONS_CHARS
 from huxleyd.pcm import write_wav
-from huxleyd.skillhost.host import installed_skills
+from huxleyd.skillhost.loading import installed_skills
 from tests.config.fuzzcases import PERSONA, Break, Case, board_with, set_key, write_base
 
 SKILLS_FOR_TABLES = ("system", "timers", "memos", "radio", "audiobooks")

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import pytest
 
 from huxleyd.skillhost.hostpath.huxley_skillhost import child, link
+from huxleyd.skillhost.hostpath.huxley_skillhost.wire import Link, LinkSecrets, LinkStorage
 
 
 @dataclass
 class Pair:
-    wire: child.Link
+    wire: Link
     host_reader: asyncio.StreamReader
     daemon_reader: asyncio.StreamReader
     daemon_writer: asyncio.StreamWriter
@@ -46,7 +47,7 @@ async def linked() -> AsyncIterator[Pair]:
     host_reader, host_writer = await asyncio.open_unix_connection(sock=host_sock)
     daemon_reader, daemon_writer = await asyncio.open_unix_connection(sock=daemon_sock)
     try:
-        yield Pair(child.Link(host_writer), host_reader, daemon_reader, daemon_writer)
+        yield Pair(Link(host_writer), host_reader, daemon_reader, daemon_writer)
     finally:
         host_writer.close()
         daemon_writer.close()
@@ -54,7 +55,7 @@ async def linked() -> AsyncIterator[Pair]:
 
 async def test_a_storage_read_is_a_request_answered_by_its_reply() -> None:
     async with linked() as pair:
-        storage = child.LinkStorage(pair.wire)
+        storage = LinkStorage(pair.wire)
         asked = asyncio.ensure_future(storage.get_setting("city", default="Lisbon"))
         request = await pair.next_request()
         assert (request.op, request.args) == ("storage.get", {"key": "city"})
@@ -69,7 +70,7 @@ async def test_a_storage_read_is_a_request_answered_by_its_reply() -> None:
 
 async def test_each_request_has_its_own_seq_and_replies_may_come_out_of_order() -> None:
     async with linked() as pair:
-        secrets = child.LinkSecrets(pair.wire)
+        secrets = LinkSecrets(pair.wire)
         first = asyncio.ensure_future(secrets.get("a"))
         second = asyncio.ensure_future(secrets.get("b"))
         one, two = await pair.next_request(), await pair.next_request()
@@ -82,7 +83,7 @@ async def test_each_request_has_its_own_seq_and_replies_may_come_out_of_order() 
 
 async def test_an_error_the_daemon_names_is_raised_in_the_skill() -> None:
     async with linked() as pair:
-        asked = asyncio.ensure_future(child.LinkStorage(pair.wire).set_setting("k", "v"))
+        asked = asyncio.ensure_future(LinkStorage(pair.wire).set_setting("k", "v"))
         request = await pair.next_request()
         assert request.args == {"key": "k", "value": "v"}
         await pair.answer(link.Reply(request.seq, error="storage is read-only"))

@@ -17,7 +17,8 @@ import pytest
 
 from huxley_sdk.testing import make_test_context
 from huxleyd.errors import ConfigError, SkillCollisionError
-from huxleyd.skillhost.host import SkillHost, installed_skills
+from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.loading import installed_skills
 from tests.fakes.wheels import write_check_config
 
 THEIR_TIMERS = """

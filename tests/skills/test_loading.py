@@ -21,7 +21,8 @@ from huxleyd.errors import (
     SkillNotInstalledError,
     SkillShapeError,
 )
-from huxleyd.skillhost.host import SkillHost, installed_skills
+from huxleyd.skillhost.host import SkillHost
+from huxleyd.skillhost.loading import installed_skills
 from huxleyd.storage.db import Database, FileSecrets
 from tests.fakes.distributions import installed_skill
 
