@@ -117,7 +117,7 @@ from huxleyd.audio.chains import CaptureChain, PlaybackChain
 from huxleyd.audio.fed import FedOutput
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
-from huxleyd.audio.mixer import Mixer
+from huxleyd.audio.mixer import NOT_BUILT, Mixer
 from huxleyd.audio.pacing import pacer_for
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing
@@ -392,7 +392,8 @@ class AudioThread:
     def _play(self, playback: PlaybackChain | None) -> None:
         """One period to a device paced by its blocking write (or to nowhere)."""
         if playback is None:
-            self._mixer.mix(self._silent_mix)
+            if self._mixer.can_mix:  # a build without the C mix plays nothing (open says so)
+                self._mixer.mix(self._silent_mix)
         elif self._idle_period():
             self._mixer.skip_idle()
             self._out_meter.update_silent()
@@ -525,6 +526,8 @@ class AudioThread:
 
     def open_device(self) -> None:
         """Open the backend and build the chains; raise AudioDeviceError if unusable."""
+        if not self._mixer.can_mix:  # no second mixer: the device stays closed, retried
+            raise AudioDeviceError(NOT_BUILT)
         fmt = self._backend.open(period_ms=self._settings.period_ms)
         try:
             capture = CaptureChain(

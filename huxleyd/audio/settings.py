@@ -19,11 +19,13 @@ class AudioSettings:
     """
 
     backend: Literal["auto", "callback", "pyaudio", "wav"] = "auto"
-    mix: Literal["python", "c_feeder"] = "c_feeder"
-    """Who mixes for the callback backend: the C feeder (a thread of the C extension,
-    without the GIL: a busy Python thread cannot starve the speaker; the default) or
-    the Python audio thread (``output_lead_ms`` ahead, with the GIL). Other backends,
-    or a build without the C extensions, always mix in Python."""
+    mix: Literal["c_feeder"] = "c_feeder"
+    """The one speaker mix: the C mixer core, run by the C feeder on the card (a thread
+    of the C extension, without the GIL: a busy Python thread cannot starve the
+    speaker) and by the audio thread on the WAV backend. ``"python"`` (a second mix,
+    until issue 39) is gone: a huxleyd.toml that still asks for it is refused, naming
+    ``audio.mix`` (exit 78), so nobody believes a mix runs that does not; delete the
+    line."""
     capture_device: str = "default"
     """ALSA PCM name (``plughw:CARD=seeed2micvoicec,DEV=0``), ``default``, or an index."""
     playback_device: str = "default"

@@ -6,8 +6,9 @@ object. Times are ``time.monotonic_ns()``, the card's clock, so the parent can
 place every event on the speaker recording.
 
 Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O —, ``callback`` — the C
-playback callback fed by the Python audio thread — or ``fed`` — the C callback fed
-by the C feeder, ``audio.mix = "c_feeder"``):
+playback callback fed by the Python audio thread (the engine's ``feeder=False``: the
+same C mix, to compare) — or ``fed`` — the C callback fed by the C feeder, what the
+daemon runs):
 
 - ``bargein <kind> <rate> <cuts>``: speech plays a tone; every ~0.4 s it is
   cut (``flush``); reports press times and the ``audio_end_ms`` of each item.
@@ -61,7 +62,6 @@ def make_settings(kind: str, rate: int, **more: Any) -> Any:
         capture_device="hux_mic",
         playback_device="hux_spk",
         device_rate_hz=rate,
-        mix="c_feeder" if kind == "fed" else "python",
         **more,
     )
 
@@ -77,7 +77,8 @@ def make_engine(kind: str, rate: int) -> Any:
     if kind in ("callback", "fed"):
         from huxleyd.audio.factory import callback_backend
 
-        return AudioEngine(callback_backend(settings), settings=settings)
+        # "callback": the audio thread writes the card's ring (the feeder off, to compare)
+        return AudioEngine(callback_backend(settings), settings=settings, feeder=kind == "fed")
     raise SystemExit(f"unknown backend kind {kind!r}")
 
 
