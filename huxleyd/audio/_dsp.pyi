@@ -54,7 +54,7 @@ SOURCE_OFFSETS: tuple[int, int, int, int]
 def mix_period(
     out: Any,
     state: bytearray,
-    rings: tuple[Any, Any, Any, Any],
+    rings: tuple[Any, ...],
     unit: Any,
     fade_out: Any,
     fade_in: Any,

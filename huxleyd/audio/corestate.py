@@ -21,13 +21,22 @@ request (:meth:`CoreState.snapshot`), and what it gives back when it stops
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from huxleyd.audio.mixer import Mixer
+
+class Mixing(Protocol):
+    """What :class:`CoreState` reads and writes: the mixer's own fields (listed in
+    :data:`MIXER_ATTRS`), its ``limiter`` and its four ``channels`` (each with its
+    ``ring``). :class:`~huxleyd.audio.mixer.Mixer` is one."""
+
+    @property
+    def channels(self) -> Mapping[Any, Any]: ...
+
+    @property
+    def limiter(self) -> Any: ...
 
 
 class Way(Enum):
@@ -101,7 +110,7 @@ _SIZES = {"Q": 8, "d": 8, "i": 4}
 class CoreState:
     """One mixer's core struct: :meth:`pack` before a period, :meth:`unpack` after."""
 
-    def __init__(self, kernel: ModuleType, mixer: Mixer) -> None:
+    def __init__(self, kernel: ModuleType, mixer: Mixing) -> None:
         fields: list[tuple[int, str, str, Any, Owner, str, Way]] = []
         self._add(fields, kernel.MIXER_FIELDS, 0, MIXER_ATTRS, mixer, "Mixer")
         for name, base in zip(kernel.SOURCE_ORDER, kernel.SOURCE_OFFSETS, strict=True):
