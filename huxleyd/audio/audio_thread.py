@@ -46,8 +46,8 @@ runs per period follows:
   the device opens; the loop works with in-place numpy operations
   (``out=``). The only objects it creates are numpy views, scalars and
   ints, freed at once by reference counting (no cyclic garbage, so the loop
-  never triggers the garbage collector), plus the ``bytes`` PyAudio's
-  blocking ``read`` returns, which is the binding's own and is freed likewise.
+  never triggers the garbage collector), plus the ints and floats the mixer's
+  struct packs and unpacks (:mod:`.corestate`), freed likewise.
 - *No locks shared with asyncio.* Rings are single-producer/single-consumer
   with one writer per index; controls are request fields stored atomically
   by asyncio and picked up at the next period.

@@ -13,12 +13,13 @@ from huxleyd.schema import bounds
 class AudioSettings:
     """How the engine reaches the sound card and shapes what it plays.
 
-    ``backend = "auto"`` uses the card when PortAudio finds it (playback from
-    the C callback when built, else PyAudio's blocking I/O) and the WAV
-    backend otherwise (and says so in the log).
+    ``backend = "auto"`` uses the card when PortAudio finds it (the C callbacks,
+    fed by the C feeder) and the WAV backend otherwise (and says so in the log).
+    ``"pyaudio"`` (PyAudio's blocking I/O, a second path to the card until issue
+    39) is refused, naming ``audio.backend``: ``"callback"`` is the card.
     """
 
-    backend: Literal["auto", "callback", "pyaudio", "wav"] = "auto"
+    backend: Literal["auto", "callback", "wav"] = "auto"
     mix: Literal["c_feeder"] = "c_feeder"
     """The one speaker mix: the C mixer core, run by the C feeder on the card (a thread
     of the C extension, without the GIL: a busy Python thread cannot starve the
@@ -52,9 +53,9 @@ class AudioSettings:
     reopen_interval_s: float = field(default=3.0, metadata=bounds(0.1, 60.0))
     """After a device is lost, try to reopen it this often."""
     output_prefill_periods: int = field(default=2, metadata=bounds(1, 16))
-    """Periods of silence queued on the playback device when it opens: the
-    cushion that lets a blocking mic read pace the loop without the speaker
-    running dry."""
+    """No effect since issue 39: the silence PyAudio's blocking backend queued at
+    its open, and that backend is gone. Still read, so the files that set it (the
+    shipped huxleyd.toml did) still load."""
     output_lead_ms: int = field(default=30, metadata=bounds(5, 500))
     """Callback backend: how far ahead of the DAC the engine keeps the C ring
     while something plays. It absorbs a busy Python thread delaying the engine;

@@ -5,7 +5,8 @@ and runs this module with ``HOME`` pointing at it; each mode prints one JSON
 object. Times are ``time.monotonic_ns()``, the card's clock, so the parent can
 place every event on the speaker recording.
 
-Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O —, ``callback`` — the C
+Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O, only on a huxleyd from
+before issue 39 (the bench's "before") —, ``callback`` — the C
 playback callback fed by the Python audio thread (the engine's ``feeder=False``: the
 same C mix, to compare) — or ``fed`` — the C callback fed by the C feeder, what the
 daemon runs):
@@ -42,6 +43,7 @@ daemon runs):
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import resource
 import sys
@@ -70,10 +72,11 @@ def make_engine(kind: str, rate: int) -> Any:
     from huxleyd.audio.engine import AudioEngine
 
     settings = make_settings(kind, rate)
-    if kind == "blocking":
-        from huxleyd.audio.factory import pyaudio_backend
-
-        return AudioEngine(pyaudio_backend(settings), settings=settings)
+    if kind == "blocking":  # only on an older checkout (bench: HUXLEYD_BENCH_BEFORE_ROOT)
+        factory = importlib.import_module("huxleyd.audio.factory")
+        if not hasattr(factory, "pyaudio_backend"):
+            raise SystemExit("the blocking backend left in issue 39: run it on an older huxleyd")
+        return AudioEngine(factory.pyaudio_backend(settings), settings=settings)
     if kind in ("callback", "fed"):
         from huxleyd.audio.factory import callback_backend
 
