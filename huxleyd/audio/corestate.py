@@ -40,15 +40,16 @@ class Mixing(Protocol):
 
 
 class Way(Enum):
-    """Which way a core field crosses: requests and configuration only in, state both
-    ways, the period's report only out."""
+    """Which way a core field crosses: configuration in once (when the mixer is built),
+    requests in each period, state both ways, the period's report only out."""
 
+    FIXED = "fixed"
     IN = "in"
     BOTH = "both"
     OUT = "out"
 
 
-IN, BOTH, OUT = Way.IN, Way.BOTH, Way.OUT
+FIXED, IN, BOTH, OUT = Way.FIXED, Way.IN, Way.BOTH, Way.OUT
 
 Owner = str
 """On which object the attribute is: ``"self"`` (the mixer or the channel),
@@ -57,7 +58,7 @@ the mixer's ``_req_gate`` tuple: the attribute is its index), ``"zero"`` (no
 attribute: Python leaves the field 0)."""
 
 SOURCE_ATTRS: dict[str, tuple[Owner, str, Way]] = {
-    "capacity": ("ring", "capacity", IN),
+    "capacity": ("ring", "capacity", FIXED),
     "read_pos": ("ring", "read_pos", BOTH),
     "write_pos": ("ring", "write_pos", IN),
     "req_gain": ("self", "_req_gain", IN),
@@ -65,7 +66,7 @@ SOURCE_ATTRS: dict[str, tuple[Owner, str, Way]] = {
     "req_paused": ("self", "_req_paused", IN),
     "req_flush_seq": ("self", "_req_flush_seq", IN),
     "req_flush_to": ("self", "req_flush_to", IN),
-    "held": ("zero", "", IN),  # the C feeder's playout buffer: never Python's
+    "held": ("zero", "", FIXED),  # the C feeder's playout buffer: never Python's
     "gain": ("self", "_gain", BOTH),
     "duck_db": ("self", "_duck_db", BOTH),
     "paused": ("self", "_paused", BOTH),
@@ -82,14 +83,14 @@ SOURCE_ATTRS: dict[str, tuple[Owner, str, Way]] = {
 attribute it is."""
 
 MIXER_ATTRS: dict[str, tuple[Owner, str, Way]] = {
-    "period": ("self", "period_samples", IN),
-    "ramp": ("self", "ramp_samples", IN),
-    "depth_db": ("self", "duck_depth_db", IN),
-    "attack_step_db": ("self", "attack_step_db", IN),
-    "release_step_db": ("self", "release_step_db", IN),
-    "threshold": ("limiter", "threshold", IN),
-    "release_step": ("limiter", "_release_step", IN),
-    "knee": ("limiter", "_knee", IN),
+    "period": ("self", "period_samples", FIXED),
+    "ramp": ("self", "ramp_samples", FIXED),
+    "depth_db": ("self", "duck_depth_db", FIXED),
+    "attack_step_db": ("self", "attack_step_db", FIXED),
+    "release_step_db": ("self", "release_step_db", FIXED),
+    "threshold": ("limiter", "threshold", FIXED),
+    "release_step": ("limiter", "_release_step", FIXED),
+    "knee": ("limiter", "_knee", FIXED),
     "req_master": ("self", "_req_master_gain", IN),
     "req_gate_seq": ("gate", "0", IN),
     "req_gate_earcon_end": ("gate", "1", IN),
@@ -127,18 +128,46 @@ class CoreState:
         self.buffer = bytearray(size)
         """The struct as ``_dsp.mix_period`` takes it (packed, then the period's result).
         Bytes no field covers (the pointers, padding) stay zero."""
-        # one small struct per field, packed and unpacked one at a time: a period
-        # creates no list or tuple of them (the real-time contract: nothing that size)
-        self._ins = [
-            (struct.Struct("=" + code), offset, self._getter(obj, owner, attr, code), label, attr)
-            for offset, label, code, obj, owner, attr, way in fields
-            if way is not OUT
+        self._fields = fields
+        self._checks = [
+            (struct.Struct("=" + code), self._getter(obj, owner, attr, code), label, attr)
+            for _, label, code, obj, owner, attr, _ in fields
         ]
-        self._outs = [
-            (struct.Struct("=" + code), offset, self._setter(obj, owner, attr, code))
-            for offset, _, code, obj, owner, attr, way in fields
-            if way is not IN
-        ]
+        # Straight-line code, generated once: one pack_into or unpack_from per field,
+        # no loop, no list or tuple of them (the real-time contract), and as little
+        # Python per period as the fields allow (each bytecode is a point where a busy
+        # thread can take the GIL from the audio thread). Configuration is packed once.
+        self._pack_fixed = self._compile("fixed", fields)
+        self._pack_period = self._compile("period", fields)
+        self._unpack = self._compile("unpack", fields)
+        self._pack_fixed(self.buffer)
+
+    @staticmethod
+    def _compile(
+        kind: str, fields: list[tuple[int, str, str, Any, Owner, str, Way]]
+    ) -> Callable[[Any], None]:
+        names: dict[int, str] = {}
+        scope: dict[str, Any] = {"bool": bool}
+        for code in _SIZES:
+            scope[f"P{code}"] = struct.Struct("=" + code).pack_into
+            scope[f"U{code}"] = struct.Struct("=" + code).unpack_from
+        lines = ["def run(b):"]
+        for offset, _, code, obj, owner, attr, way in fields:
+            if owner == "zero":
+                continue  # stays 0: the buffers start zeroed and nothing writes it here
+            name = names.setdefault(id(obj), f"o{len(names)}")
+            scope[name] = obj
+            value = f"{name}._req_gate[{int(attr)}]" if owner == "gate" else f"{name}.{attr}"
+            if kind == "unpack":
+                if way in (BOTH, OUT):
+                    got = f"U{code}(b, {offset})[0]"
+                    lines.append(f"    {value} = {'bool(' + got + ')' if code == 'i' else got}")
+            elif (way is FIXED) == (kind == "fixed") and way is not OUT:
+                lines.append(f"    P{code}(b, {offset}, {value})")
+        lines.append("    return None")
+        exec("\n".join(lines), scope)  # generated from the two tables above, nothing else
+        run: Callable[[Any], None] = scope["run"]
+        return run
 
     @staticmethod
     def _add(
@@ -183,17 +212,16 @@ class CoreState:
         return lambda value: setattr(obj, attr, value)
 
     def pack(self, buffer: bytearray | None = None) -> bytearray:
-        """The mixer's requests and state now, into ``buffer`` (default :attr:`buffer`;
-        returned)."""
-        buffer = self.buffer if buffer is None else buffer
-        for field, offset, get, label, attr in self._ins:
-            try:
-                field.pack_into(buffer, offset, get())
-            except struct.error:
-                kind = "a whole number >= 0" if field.format.endswith("Q") else "a number"
-                raise ValueError(
-                    f"mix_period: {label}.{attr} must be {kind}, got {get()!r}"
-                ) from None
+        """The mixer's requests and state now, into ``buffer`` (default :attr:`buffer`,
+        whose configuration was packed once; returned)."""
+        try:
+            if buffer is None:
+                buffer = self.buffer
+            else:
+                self._pack_fixed(buffer)
+            self._pack_period(buffer)
+        except struct.error:
+            raise self._refused() from None
         return buffer
 
     def snapshot(self) -> bytes:
@@ -208,5 +236,15 @@ class CoreState:
         source = self.buffer if data is None else data
         if len(source) != len(self.buffer):
             raise ValueError(f"a core state is {len(self.buffer)} bytes, got {len(source)}")
-        for field, offset, put in self._outs:
-            put(field.unpack_from(source, offset)[0])
+        self._unpack(source)
+
+    def _refused(self) -> ValueError:
+        """Which field the struct could not take, by its attribute's name."""
+        for field, get, label, attr in self._checks:
+            value = get()
+            try:
+                field.pack(value)
+            except struct.error:
+                kind = "a whole number >= 0" if field.format.endswith("Q") else "a number"
+                return ValueError(f"mix_period: {label}.{attr} must be {kind}, got {value!r}")
+        return ValueError("mix_period: the mixer's state does not fit the core's struct")
