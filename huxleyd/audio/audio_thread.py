@@ -183,7 +183,8 @@ class AudioThread:
         self._idle_path = idle_path
         """Skip the mixing and resampling of silent periods (off only to compare)."""
         self._kernel = kernel
-        """The C kernel, or None for the numpy path (see :mod:`huxleyd.audio.dsp`)."""
+        """The chains' C kernel, or None for their numpy path (tests compare; the mix
+        is the C core either way: :mod:`huxleyd.audio.mixer`)."""
         self._on_state, self._on_fault, self._on_crash = on_state, on_fault, on_crash
         self._period_s = settings.period_ms / 1000.0
         self._silent_mix = np.zeros(period_frames(RATE_HZ, settings.period_ms), dtype=np.float32)

@@ -125,7 +125,8 @@ class FedOutput:
         self._clock_order = tuple(ours[id(channel)] for channel in playout.channels)
         self._feeder: _rt.Feeder | None = None
         self.error: str | None = None
-        """Why the feeder could not start on the last open (the Python mix ran instead)."""
+        """Why the feeder could not start on the last open (the audio thread then ran
+        the same C mix into the callback's ring)."""
         self.pulled = {channel.name: False for channel in channels}
         """Per source: did any period the last :meth:`drain` took pull its samples."""
         self._output: _rt.Output | None = None
@@ -138,7 +139,8 @@ class FedOutput:
 
     def start(self, output: Any, chain: PlaybackChain, *, rate_hz: int, lead_frames: int) -> bool:
         """Hand the mix to a new feeder on ``output`` (an open ``_rt.Output``).
-        False (and :attr:`error` says why) when it cannot: the Python mix carries on."""
+        False (and :attr:`error` says why) when it cannot: the audio thread runs the
+        mix instead."""
         mixer = self._mixer
         fade_out, fade_in, unit = mixer.fades
         state = chain.resampler_state()
