@@ -32,6 +32,7 @@ setup: $(VENV)/.installed $(VENV)/.extensions
 EXT_SOURCES := $(wildcard huxleyd/audio/csrc/*.c huxleyd/audio/csrc/*.h) setup.py
 $(VENV)/.extensions: $(VENV)/.installed $(EXT_SOURCES)
 	@echo "setup: rebuilding the C extensions (a source changed since they were built)"
+	@$(NO_C_COMPILER_CHECK)
 	@HUXLEYD_WERROR=1 $(PY) setup.py build_ext --inplace --force > $(VENV)/build_ext.log 2>&1 \
 	  || { tail -n 30 $(VENV)/build_ext.log >&2; echo "setup: the C build failed (whole output: $(VENV)/build_ext.log)" >&2; exit 1; }
 	@touch $@
@@ -45,6 +46,11 @@ SDK_BROKEN = $(shell test -f $(VENV)/.installed && ! $(PY) -m huxleyd.skillhost.
 sdk-broken:
 	@$(PY) -m huxleyd.skillhost.sdkcheck || echo "setup: reinstalling, the venv's huxley_sdk is not ours"
 
+# The speaker's mix is C (huxleyd/audio/csrc, issue 39: there is no second
+# mixer), so a machine without a C compiler stops here, saying so, instead of
+# failing deep in pip's output.
+NO_C_COMPILER_CHECK = command -v "$${CC:-cc}" >/dev/null 2>&1 || { echo "setup: no C compiler ($${CC:-cc}): huxleyd's speaker mix is C (huxleyd/audio/csrc) and there is no other mixer; install gcc (scripts/ensure-system-deps.sh lists it) and run make setup again" >&2; exit 1; }
+
 # Re-run when the dependency list or the C extensions (setup.py) change;
 # system packages first, because
 # PyAudio compiles against PortAudio and systemd-python against libsystemd.
@@ -54,6 +60,7 @@ sdk-broken:
 $(VENV)/.installed: pyproject.toml setup.py sdk/pyproject.toml scripts/ensure-system-deps.sh $(if $(SDK_BROKEN),sdk-broken)
 	@echo "setup 1/5: system packages (scripts/ensure-system-deps.sh)"
 	@scripts/ensure-system-deps.sh
+	@$(NO_C_COMPILER_CHECK)
 	@echo "setup 2/5: virtualenv $(VENV)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup 3/5: pip itself"

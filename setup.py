@@ -3,11 +3,12 @@
 - ``huxleyd.audio._rt``: the speaker's and the mic's deadlines out of the GIL
   (``_rtout.c``, the speaker's ``Output``; ``_rtin.c``, the mic's ``Input``),
   against PortAudio (``portaudio19-dev``, which the setup already installs for
-  PyAudio). Optional: without it ``audio.backend = "auto"`` uses PyAudio.
-- ``huxleyd.audio._dsp``: the audio thread's per-period arithmetic (mixing,
-  limiter, resampling, PCM conversion) with the GIL held throughout. Needs only
-  Python's headers. Optional too: without it the engine runs the numpy path
-  (``huxleyd.audio.dsp`` says which), slower and less robust under a busy thread.
+  PyAudio), and the C feeder that mixes the card's speaker. Required.
+- ``huxleyd.audio._dsp``: the audio thread's per-period arithmetic (the mixer
+  core for the WAV backend and a lost device, the limiter, resampling, PCM
+  conversion) with the GIL held throughout. Needs only Python's headers.
+  Required: the C mixer core is the only mixer (issue 39), so an install without
+  a compiler fails here, saying so, rather than playing through a second mixer.
 - ``huxleyd.audio._aec``: Speex's acoustic echo canceller for the mic
   (``libspeexdsp-dev``). Optional: without it the wake word does not listen
   while the speaker plays.
@@ -16,8 +17,8 @@ Both build with every warning on (-Wall -Wextra, conversions explicit), and
 with every warning an error where we build them (``make setup`` sets
 ``HUXLEYD_WERROR=1``, so CI fails on a new warning). An install elsewhere (the
 image, ``make install`` on a newer compiler) does not: there a new warning
-would silently drop the optional extension and its GIL-free deadline, which is
-worse than the warning. Python's own headers are included as system headers
+would fail the install over a warning (the speaker's extensions are required),
+which is worse than the warning. Python's own headers are included as system headers
 (-isystem) so its inline functions cannot warn on our behalf.
 ``HUXLEYD_SANITIZE=1`` builds them with AddressSanitizer and
 UndefinedBehaviorSanitizer instead of optimised (``make sanitize``).
@@ -77,9 +78,8 @@ setup(
             # the C feeder mixes with the same core as _dsp: numpy's rounding, no FMA
             extra_compile_args=[*flags("-O2"), "-ffp-contract=off"],
             extra_link_args=LINK,
-            # without a compiler the install still works: audio.backend = "auto"
-            # then uses PyAudio's blocking I/O (and says so in the log)
-            optional=True,
+            # required: the card's speaker is mixed by this extension's C feeder
+            optional=False,
         ),
         Extension(
             "huxleyd.audio._aec",
@@ -110,7 +110,8 @@ setup(
             # no fused multiply-add: numpy rounds every float32 operation on its own
             extra_compile_args=[*flags("-O3"), "-ffp-contract=off"],
             extra_link_args=LINK,
-            optional=True,
+            # required: the mixer core is the only mixer (no numpy fallback mixes)
+            optional=False,
         ),
     ]
 )

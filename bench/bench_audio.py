@@ -7,11 +7,12 @@ Each row is measured beside its reference in the same run:
   every 0.8 s so a duck ramp runs in most periods, resample 24 → 48 kHz, PCM16
   conversions) as a percentage of real time, beside a plain numpy copy of the
   same buffers (the least any engine must do per period); with the C kernel
-  and, as its reference, the numpy path.
+  and, as its reference, numpy resampling and conversions (the mix is the C core
+  either way: there is no numpy mixer in huxleyd since issue 39).
 - **Latency**: a click queued on ``speech`` → the period it reaches the
-  device, in periods: the WAV backend on its virtual clock (exact), and
-  PyAudio through ALSA's ``file`` plugin (a child process, see
-  ``tests/fakes/audio_alsa.py``), plus the device latency PortAudio reports.
+  device, in periods: the WAV backend on its virtual clock (exact). (The card's
+  path is ``bench/bench_realtime.py``'s, on the clocked card: PyAudio's blocking
+  backend through ALSA's ``file`` plugin, measured here before, left in issue 39.)
 - **Playout clock**: ``played_ms(item)`` against the true position of the
   item's samples in the device output, every period, with 50 ms of device
   latency at 48 kHz; the budget is one period.
@@ -22,9 +23,7 @@ Each row is measured beside its reference in the same run:
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -74,7 +73,7 @@ def _cpu_rows() -> list[Row]:
         ),
         Row(
             AREA,
-            "same, the numpy path (kernel=None; ref = the C kernel)",
+            "same, numpy resampling and PCM (kernel=None; the mix is C either way; ref = C)",
             numpy_pct,
             "%",
             engine_pct,
@@ -144,34 +143,6 @@ def _wav_latency_row() -> Row:
     )
 
 
-def _alsa_latency_row() -> Row:
-    from tests.fakes.audio_alsa import run_child, write_asoundrc
-
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        infile, outfile = directory / "in.raw", directory / "out.raw"
-        infile.write_bytes(bytes(48000 * 2 * 4))
-        write_asoundrc(directory, infile=infile, outfile=outfile)
-        result = run_child(directory, "latency", str(directory), "1.0", "5")
-        out = np.frombuffer(outfile.read_bytes(), dtype="<i2")
-    loud = out > 10000
-    onsets = np.flatnonzero(~loud[:-1] & loud[1:]) + 1
-    written = [
-        onset / 960 - result["prefill_periods"] - queued
-        for onset, queued in zip(onsets, result["queued_periods"], strict=True)
-    ]
-    device = result["output_latency_s"] * 1000 / PERIOD_MS
-    return Row(
-        AREA,
-        "queued → at device, PyAudio/ALSA file plugin (+ reported device latency), mean of 5",
-        float(np.mean(written)) + device,
-        "periods",
-        3.0,
-        "periods (60 ms)",
-        "≤ ring + device buffer, ≤ 60 ms",
-    )
-
-
 def _playout_rows() -> list[Row]:
     latency_s = 0.05
     backend = WavBackend(keep_speaker=True, rate_hz=48000, output_latency_s=latency_s)
@@ -234,17 +205,6 @@ def _flush_row() -> Row:
 def run() -> list[Row]:
     rows = _cpu_rows()
     rows.append(_wav_latency_row())
-    try:
-        rows.append(_alsa_latency_row())
-    except (AssertionError, OSError) as exc:  # no libasound/PortAudio here: say so, do not fake it
-        rows.append(
-            Row(
-                AREA,
-                f"queued → at device, PyAudio/ALSA (not measured: {exc})"[:90],
-                float("nan"),
-                "",
-            )
-        )
     rows.extend(_playout_rows())
     rows.append(_flush_row())
     return rows

@@ -5,7 +5,10 @@ plugin (``hw/clockcard``, built here), which behaves like a DMA card: its
 pointer moves with the monotonic clock in whole periods, xruns are real and
 logged, and the speaker recording is time-stamped. Each "after" row (the C
 callback backend) has its "before" (PyAudio blocking I/O, the previous
-design) as the reference, measured in the same run; the idle row has a C
+design) as the reference, measured in the same run, when
+``HUXLEYD_BENCH_BEFORE_ROOT`` names a checkout from before issue 39 (that backend
+left this tree then; without one the references read nan, and
+docs/architecture.md keeps the last numbers measured); the idle row has a C
 reference doing the same device I/O (``arecord`` + ``aplay``).
 
 ``HUXLEYD_BENCH_XRUN_S`` sets the length of the xrun rows (60 s by default);
@@ -46,8 +49,17 @@ AREA = "realtime"
 RATE = 48_000
 BEFORE, AFTER = "blocking", "callback"
 DEFAULT = "fed"
-"""What the daemon runs by default: the callback backend fed by the C feeder
-(``audio.mix = "c_feeder"``), its idle cost the one a user pays."""
+"""What the daemon runs: the callback backend fed by the C feeder, its idle cost
+the one a user pays. ("callback", AFTER, is the same card with the audio thread
+writing the ring: the engine's ``feeder=False``.)"""
+NAN = float("nan")
+
+
+def _has_before() -> bool:
+    """The "before" rows need an older huxleyd (the blocking backend left in issue 39)."""
+    return bool(os.environ.get("HUXLEYD_BENCH_BEFORE_ROOT"))
+
+
 GROUPS = ("cuts", "xruns", "idle", "first", "freeze")
 CUTS = 16
 """Barge-ins per design."""
@@ -208,7 +220,12 @@ def _first_streamed(kind: str, *, lone: bool, count: int = 10) -> float:
 
 
 def _cut_rows() -> list[Row]:
-    before, after, fed = _bargein(BEFORE), _bargein(AFTER), _bargein(DEFAULT)
+    after, fed = _bargein(AFTER), _bargein(DEFAULT)
+    before = (
+        _bargein(BEFORE)
+        if _has_before()
+        else {key: NAN for key in ("mean", "max", "click", "truncate", "kept")}
+    )
     return [
         Row(
             AREA,
@@ -277,7 +294,9 @@ def _xrun_rows() -> list[Row]:
     rows = []
     for busy, label in ((False, "no load"), (True, "busy Python thread")):
         after_card, after_lost, after_silent = _xruns(AFTER, xrun_s, busy)
-        before_card, before_lost, before_silent = _xruns(BEFORE, xrun_s, busy)
+        before_card, before_lost, before_silent = (
+            _xruns(BEFORE, xrun_s, busy) if _has_before() else (NAN, NAN, NAN)
+        )
         rows.append(
             Row(
                 AREA,
@@ -333,7 +352,7 @@ def _idle_rows() -> list[Row]:
         Row(
             AREA,
             "idle daemon CPU, 48 kHz card, before (ref = arecord + aplay, same I/O)",
-            _idle(BEFORE, idle_s),
+            _idle(BEFORE, idle_s) if _has_before() else NAN,
             "%",
             _c_reference(idle_s, 960, 960),
             "% C",
@@ -351,7 +370,7 @@ def _first_rows() -> list[Row]:
             "delta received → first sample at the DAC, mean of 10 (after; ref = before)",
             _first_sample(AFTER),
             "ms",
-            _first_sample(BEFORE),
+            _first_sample(BEFORE) if _has_before() else NAN,
             "ms before",
             "≤ 30 ms",
         )
@@ -391,7 +410,7 @@ def _first_rows() -> list[Row]:
 def _freeze_rows() -> list[Row]:
     rows = []
     extra, reopens = _one_xrun(AFTER)
-    extra_before, reopens_before = _one_xrun(BEFORE)
+    extra_before, reopens_before = _one_xrun(BEFORE) if _has_before() else (NAN, NAN)
     rows.append(
         Row(
             AREA,

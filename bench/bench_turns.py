@@ -16,20 +16,16 @@ end-to-end tests build it. Each row is a measurement beside its budget:
 - truncate accuracy: ``audio_end_ms`` sent against the samples of the item
   really written (budget ±1 frame).
 
-Measured twice: on the WAV sound card, and on real PortAudio → ALSA through
-the ``file`` plugin (a child process whose ``.asoundrc`` maps the default
-devices to raw files on ALSA's clockless ``null`` PCM, so the engine clock
-paces it, at 48 kHz; the speaker file is read back and analysed at 24 kHz).
+Measured on the WAV sound card, which runs the same C mix as the card. (A second
+run on PortAudio → ALSA's ``file`` plugin went with PyAudio's blocking backend in
+issue 39; the card's own path, the C callbacks and the C feeder, is measured on the
+clocked card by ``bench/bench_realtime.py``.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
-import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,8 +44,6 @@ from tests.e2e.harness import (
     silent_run_samples,
     until,
 )
-from tests.fakes.audio_alsa import write_asoundrc
-from tests.fakes.children import run_json_child
 
 AREA = "turns (wav, real time)"
 PERIOD = RATE // 50
@@ -110,35 +104,6 @@ class Probes:
         # (Patching coordinator.on_provider_event, as this probe once did, reaches
         # nothing since the bus holds the handler: the bench waited forever.)
         connection.subscribe(timed_event)
-
-
-class AlsaRig(Rig):
-    """The rig on PyAudio through ALSA's file plugin (run inside :func:`_alsa_child`)."""
-
-    def __init__(self, tmp: Path, scenario: Scenario, outfile: Path) -> None:
-        super().__init__(tmp, scenario, earcons=False, speed=1.0)
-        from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
-
-        self.outfile = outfile
-        self.backend = PyAudioBackend(  # type: ignore[assignment]
-            capture_device="default", playback_device="default", rate_hz=48_000, paced=False
-        )
-
-    def hold_lockstep(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Nothing to hold: the sound card keeps its own time."""
-
-    def release_lockstep(self) -> None:
-        pass
-
-    def speaker(self) -> np.ndarray:
-        raw = np.frombuffer(self.outfile.read_bytes(), dtype="<i2")
-        return raw[::2].astype(np.float64)  # 48 → 24 kHz: the engine's 24 kHz mix, upsampled
-
-    async def say_into_mic(self, seconds: float = 0.6, freq: float = 300.0) -> None:
-        button = self.rt.parts.button
-        button.press()  # the mic is the file plugin's infile: a tone, always
-        await asyncio.sleep(seconds)
-        button.release()
 
 
 async def _measure(tmp: Path, rig: Rig | None = None) -> list[Row]:
@@ -214,33 +179,7 @@ def _rows(
     ]
 
 
-def _alsa_child(directory: Path) -> None:
-    """In a child whose HOME holds the .asoundrc: measure, print the rows as JSON."""
-    outfile = directory / "out.raw"
-    rig = AlsaRig(directory / "rig", _scenario(), outfile)
-    (directory / "rig").mkdir()
-    rows = asyncio.run(_measure(directory / "rig", rig))
-    print(json.dumps([dataclasses.asdict(r) for r in rows]))
-
-
-def _alsa_rows() -> list[Row]:
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        mic = (np.sin(np.arange(48_000 * 60) * 2 * np.pi * 300 / 48_000) * 6000).astype("<i2")
-        (directory / "in.raw").write_bytes(mic.tobytes())
-        write_asoundrc(directory, infile=directory / "in.raw", outfile=directory / "out.raw")
-        env = dict(os.environ, HOME=str(directory))
-        env.pop("ALSA_CONFIG_PATH", None)
-        argv = ["-m", "bench.bench_turns", "alsa-child", str(directory)]
-        rows = [Row(**r) for r in run_json_child(argv, env, timeout_s=300)]
-        return [dataclasses.replace(r, area="turns (pyaudio/alsa file, real time)") for r in rows]
-
-
 def run() -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp:
         wav = asyncio.run(_measure(Path(tmp)))
-    return [*wav, *_alsa_rows()]
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["alsa-child"]:
-    _alsa_child(Path(sys.argv[2]))
+    return wav

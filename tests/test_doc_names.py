@@ -43,8 +43,6 @@ NOT_CODE: dict[str, str] = {
     "CLOCK_BOOTTIME": "a kernel clock id",
     "CLOCK_MONOTONIC": "a kernel clock id",
     "Output.expect": "a method of the C extension's type (huxleyd/audio/csrc/_rtout.c)",
-    "_dsp.mixer_state": "a function of the C extension (huxleyd/audio/csrc/_dspmix.c)",
-    "_dsp.mixer_restore": "a function of the C extension (huxleyd/audio/csrc/_dspmix.c)",
     "full": "a counter of the C feeder's status() (huxleyd/audio/csrc/_feedthread.h)",
     "reports_lost": "a counter of the C feeder's status() (huxleyd/audio/csrc/_feedthread.h)",
     "huxleyd-feeder": "the C feeder's thread, as the hand-off table names it (_feedthread.c)",

@@ -68,7 +68,7 @@ def test_a_period_that_does_not_divide_a_known_rate_is_refused(
 
 
 def test_the_card_backend_does_not_check_the_wav_rate(config: Config) -> None:
-    check_audio(with_audio(config, backend="pyaudio", wav_rate_hz=11025))
+    check_audio(with_audio(config, backend="callback", wav_rate_hz=11025))
 
 
 def test_the_mic_wav_is_read_as_the_wav_backend_reads_it(config: Config, tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_the_mic_wav_is_read_as_the_wav_backend_reads_it(config: Config, tmp_pat
         check_audio(with_audio(config, mic_wav=toml))
     with refused("audio.mic_wav", "expected a PCM16 WAV file"):
         check_audio(with_audio(config, mic_wav=tmp_path / "missing.wav"))
-    check_audio(with_audio(config, backend="pyaudio", mic_wav=toml))  # not read by a card
+    check_audio(with_audio(config, backend="callback", mic_wav=toml))  # not read by a card
     with refused("audio.mic_wav", "expected a PCM16 WAV file"):
         check_audio(with_audio(config, backend="auto", mic_wav=toml))  # the fallback reads it
 

@@ -212,7 +212,7 @@ async def open_audio(
     else:
         backend, description = await asyncio.to_thread(pick_backend, config.audio)
         fallback = forced_callback_missing(config.audio.backend)
-        if fallback is not None:  # pick_backend chose PyAudio for the same reason
+        if fallback is not None:  # the card cannot play: its open fails, retried
             degraded.report("audio", fallback, file=str(config.path))
     engine = AudioEngine(backend, settings=config.audio, clock=clock)
     engine.start()
@@ -395,16 +395,15 @@ def quiet_native_stderr() -> Iterator[None]:
 
 
 def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
-    """The backend ``[audio] backend`` asks for (auto: PyAudio when a device opens)."""
+    """The backend ``[audio] backend`` asks for (auto: the card when PyAudio finds it)."""
     with quiet_native_stderr():
         backend, _clock = choose_backend(audio)
     if isinstance(backend, WavBackend):
         where = f"mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'}"
         return backend, f"wav ({where})"
     devices = f"{audio.capture_device} → {audio.playback_device}"
-    if isinstance(backend, CallbackBackend):  # a PyAudioBackend too: ask it first
-        return backend, f"callback ({devices})"
-    return backend, f"pyaudio ({devices})"
+    kind = "callback" if isinstance(backend, CallbackBackend) else type(backend).__name__
+    return backend, f"{kind} ({devices})"
 
 
 def load_earcons(config: Config, degraded: Degraded) -> dict[str, bytes]:

@@ -77,7 +77,7 @@ class Parts:
     db: Database
     engine: AudioEngine
     audio_description: str
-    """The backend in words (``wav (mic …)``, ``callback (…)``, ``pyaudio (…)``, ``injected backend``)."""
+    """The backend in words (``wav (mic …)``, ``callback (…)``, ``injected backend``)."""
     volume: PersistentVolume
     host: SkillHost
     connection: Session

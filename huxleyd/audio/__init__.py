@@ -1,5 +1,5 @@
 """The audio layer: the real-time engine thread, PCM rings, the ducking mixer,
-the resampler, device backends (PyAudio, WAV file) and volume control.
+the resampler, device backends (the card through PortAudio's C callbacks, WAV file) and volume control.
 
 Everything the user hears and everything the model hears passes through here.
 Audio at every interface is PCM16 little-endian mono 24 kHz (``bytes``);

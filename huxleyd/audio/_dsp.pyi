@@ -40,3 +40,24 @@ def capture(
     pcm: Any | None,
     /,
 ) -> tuple[float, float]: ...
+
+# The mixer core (csrc/_dspmix.c): the struct Python packs (huxleyd/audio/corestate.py).
+SOURCE_ORDER: tuple[str, str, str, str]
+STATE_SIZE: int
+MIXER_FIELDS: tuple[tuple[str, int, str], ...]
+"""(core field, byte offset in mc_mixer, struct code: Q, d or i)."""
+SOURCE_FIELDS: tuple[tuple[str, int, str], ...]
+"""(core field, byte offset in mc_source, struct code)."""
+SOURCE_OFFSETS: tuple[int, int, int, int]
+"""Where each source's mc_source starts in mc_mixer, in SOURCE_ORDER."""
+
+def mix_period(
+    out: Any,
+    state: bytearray,
+    rings: tuple[Any, ...],
+    unit: Any,
+    fade_out: Any,
+    fade_in: Any,
+    attack: Any,
+    /,
+) -> None: ...

@@ -1,11 +1,14 @@
 """The audio thread: the one loop that owns the sound device and runs per period.
 
-**The path that runs by default** (the callback backend, ``audio.mix =
-"c_feeder"``): the speaker is not this thread's. C callbacks play and capture
-(``csrc/_rtout.c``, ``csrc/_rtin.c``) and the C feeder (:mod:`.fed`,
-``csrc/_feedthread.c``) mixes the four sources, holds each reply's start in its
-playout buffer, resamples and fills the speaker's ring, all without the GIL. Each
-period (``audio.period_ms``, 20 ms) :meth:`AudioThread.cycle` then
+There is one mixer, the C core (``csrc/_mixcore.c``); who drives it depends on the
+backend.
+
+**On the card** (the callback backend, what the daemon runs on a speaker): the
+speaker is not this thread's. C callbacks play and capture (``csrc/_rtout.c``,
+``csrc/_rtin.c``) and the C feeder (:mod:`.fed`, ``csrc/_feedthread.c``) runs the
+mixer core on the four sources, holds each reply's start in its playout buffer,
+resamples and fills the speaker's ring, all without the GIL. Each period
+(``audio.period_ms``, 20 ms) :meth:`AudioThread.cycle` then
 
 1. reads the mic periods the capture callback queued, resamples them to the
    capture rate (24 kHz, or 16 kHz when a provider asks) and pushes them, with
@@ -20,13 +23,16 @@ period (``audio.period_ms``, 20 ms) :meth:`AudioThread.cycle` then
 Idle (nothing queued, nothing heard pending, nobody listening to the mic) it
 sleeps on the mixer's doorbell (:mod:`.idle`).
 
-**The Python mix** (``audio.mix = "python"``, the ``pyaudio`` and ``wav``
-backends, or while the device is lost): step 2 is this thread's own. It pulls
-the four playback sources, mixes them with their gain ramps (ducking, pause,
-flush) through the same C mixer core (``_dsp.mix_period``; numpy where no
-compiler built it), applies the master gain and the soft limiter, resamples to
-the device rate and writes the device (with the callback backend, its ring,
-``output_lead_ms`` ahead); it has no playout buffer.
+**On WAV files** (``make run``, the tests), **and while a device is lost**: step 2
+is this thread's own. :meth:`~.mixer.Mixer.mix` runs the same C core with the GIL
+(``_dsp.mix_period``, on the struct :mod:`.corestate` packs), then the thread
+resamples to the device rate and writes the file (or nothing, lost). There is no
+playout buffer there: a file is never late. Where the card's feeder could not
+start (the device's description says why; the engine's ``feeder=False`` does so
+to compare), this thread writes the callback's ring the same way,
+``output_lead_ms`` ahead (:meth:`AudioThread._play_timed`). A build without the C
+mix opens no device and says why (:data:`~.mixer.NOT_BUILT`): there is no second
+mixer.
 
 This module knows nothing of the facade asyncio calls
 (:class:`~huxleyd.audio.engine.AudioEngine`): the engine builds the shared
@@ -40,8 +46,8 @@ runs per period follows:
   the device opens; the loop works with in-place numpy operations
   (``out=``). The only objects it creates are numpy views, scalars and
   ints, freed at once by reference counting (no cyclic garbage, so the loop
-  never triggers the garbage collector), plus the ``bytes`` PyAudio's
-  blocking ``read`` returns, which is the binding's own and is freed likewise.
+  never triggers the garbage collector), plus the ints and floats the mixer's
+  struct packs and unpacks (:mod:`.corestate`), freed likewise.
 - *No locks shared with asyncio.* Rings are single-producer/single-consumer
   with one writer per index; controls are request fields stored atomically
   by asyncio and picked up at the next period.
@@ -69,10 +75,10 @@ the mixer), the meters and the playout clock's periods.
 (gain, duck, pause, flush, the earcon gate), the timed output's pending cut,
 and the stop event; the mixer's doorbell wakes it from the idle sleep.
 
-With the callback backend and the Python mix the Python step 2 mixes as many
-periods as the lead needs (after idle: at once). On either mix path a source's
-flush is also a cut the callback honours in its next short period (``played_ms``
-answers at the fade's end at once).
+Where this thread writes the callback's ring (the feeder could not start), it
+mixes as many periods as the lead needs (after idle: at once). Whoever drives the
+mix, a source's flush on the card is also a cut the callback honours in its next
+short period (``played_ms`` answers at the fade's end at once).
 
 **The idle path**: when no source has audio and no ramp runs (and did not
 last period either), a period is only the mixer's bookkeeping: nothing is
@@ -117,7 +123,7 @@ from huxleyd.audio.chains import CaptureChain, PlaybackChain
 from huxleyd.audio.fed import FedOutput
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
-from huxleyd.audio.mixer import Mixer
+from huxleyd.audio.mixer import NOT_BUILT, Mixer
 from huxleyd.audio.pacing import pacer_for
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing
@@ -163,8 +169,8 @@ class AudioThread:
     ) -> None:
         self._backend = backend
         self.fed = fed
-        """The C feeder (``audio.mix = "c_feeder"``): mixes instead of this thread
-        while the device is open (:mod:`.fed`); None: this thread mixes."""
+        """The C feeder: runs the mix instead of this thread while the card is open
+        (:mod:`.fed`); None (the WAV backend): this thread runs it."""
         self._settings = settings
         self._clock = clock
         self._pace = pacer_for(clock)
@@ -177,7 +183,8 @@ class AudioThread:
         self._idle_path = idle_path
         """Skip the mixing and resampling of silent periods (off only to compare)."""
         self._kernel = kernel
-        """The C kernel, or None for the numpy path (see :mod:`huxleyd.audio.dsp`)."""
+        """The chains' C kernel, or None for their numpy path (tests compare; the mix
+        is the C core either way: :mod:`huxleyd.audio.mixer`)."""
         self._on_state, self._on_fault, self._on_crash = on_state, on_fault, on_crash
         self._period_s = settings.period_ms / 1000.0
         self._silent_mix = np.zeros(period_frames(RATE_HZ, settings.period_ms), dtype=np.float32)
@@ -392,7 +399,8 @@ class AudioThread:
     def _play(self, playback: PlaybackChain | None) -> None:
         """One period to a device paced by its blocking write (or to nowhere)."""
         if playback is None:
-            self._mixer.mix(self._silent_mix)
+            if self._mixer.can_mix:  # a build without the C mix plays nothing (open says so)
+                self._mixer.mix(self._silent_mix)
         elif self._idle_period():
             self._mixer.skip_idle()
             self._out_meter.update_silent()
@@ -525,6 +533,8 @@ class AudioThread:
 
     def open_device(self) -> None:
         """Open the backend and build the chains; raise AudioDeviceError if unusable."""
+        if not self._mixer.can_mix:  # no second mixer: the device stays closed, retried
+            raise AudioDeviceError(NOT_BUILT)
         fmt = self._backend.open(period_ms=self._settings.period_ms)
         try:
             capture = CaptureChain(
@@ -563,8 +573,8 @@ class AudioThread:
         return max(self._settings.output_lead_ms / 1000, 1.5 * fmt.output_latency_s)
 
     def _start_feeder(self, fmt: DeviceFormat, playback: PlaybackChain) -> None:
-        """Hand the mix to the C feeder (``audio.mix = "c_feeder"``); the device's
-        description (log, status, doctor) says who mixes, and why not the feeder."""
+        """Hand the mix to the C feeder; the device's description (log, status,
+        doctor) says who mixes, and why not the feeder."""
         fed, timed = self.fed, self.timed
         if fed is None or timed is None or not isinstance(self._backend, FeedableOutput):
             return
@@ -575,7 +585,9 @@ class AudioThread:
             lead_frames=timed.lead_frames,
         )
         mix = (
-            "mixed by the C feeder" if started else f"Python mix, the C feeder failed: {fed.error}"
+            "mixed by the C feeder"
+            if started
+            else f"mixed by the audio thread, the C feeder failed: {fed.error}"
         )
         self.device_format = replace(fmt, description=f"{fmt.description}; {mix}")
 

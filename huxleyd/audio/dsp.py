@@ -1,13 +1,16 @@
-"""Which arithmetic the audio thread runs: the C kernel (``_dsp``) or the numpy reference.
+"""The C kernel (``_dsp``): the audio thread's per-period arithmetic.
 
-``huxleyd.audio._dsp`` (built from ``_dsp.c`` by ``pip install``) does each
-period's mixing, limiting, resampling and PCM conversion in a handful of calls
-that keep the GIL throughout. The numpy code it replaces stays beside it, in
-the same classes, as the reference the property tests compare it with and as
-the fallback where no compiler built the extension (slower, and under a busy
-Python thread each large ufunc releases and re-acquires the GIL).
+``huxleyd.audio._dsp`` (built from ``_dsp.c`` by ``pip install``; required since
+issue 39) does each period's mixing (the mixer core: :mod:`huxleyd.audio.mixer`,
+the only mixer), limiting, resampling and PCM conversion in a handful of calls
+that keep the GIL throughout. The numpy resampling and conversions stay beside
+it in their classes, as the reference the property tests compare it with (the
+numpy mixer is the tests' oracle, ``tests/oracles/numpy_mixer.py``).
 
-Classes take ``kernel=`` (default :data:`KERNEL`): pass ``None`` for numpy.
+Classes take ``kernel=`` (default :data:`KERNEL`): ``None`` runs their numpy
+path (the tests' comparisons); the mix is the C core whatever it says. An
+install that lost the extension finds :data:`KERNEL` None and plays nothing
+(:data:`huxleyd.audio.mixer.NOT_BUILT`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ try:
     from huxleyd.audio import _dsp
 
     KERNEL: ModuleType | None = _dsp
-except ImportError:  # no compiler at install time: the numpy path
+except ImportError:  # a broken install (setup requires it): nothing plays, said
     KERNEL = None
 
 

@@ -42,8 +42,9 @@ LOOKAHEAD_MS = 30
 """How far past a mic frame's capture stamp the far end is read. The filter can
 only model an echo that comes after its reference. The callback backend's mic
 stamps are the card's own capture times (PortAudio's ADC time, within 0.1 ms
-on the clocked card), but the blocking backends' are estimates (the read time
-minus the input latency PortAudio reports: 19.5 ms early on the clocked card,
+on the clocked card), but a backend without them gives estimates (PyAudio's
+blocking one, before issue 39: the read time minus the input latency PortAudio
+reports, 19.5 ms early on the clocked card,
 which a 5 ms room would turn into an echo *before* its reference, one no
 filter can cancel), and another card's ADC time may be off too. Reading the
 far end this much later keeps the echo after its reference for a stamp up to
@@ -55,8 +56,8 @@ to tens of ms), the room's reverberation that matters, and the stamps' error."""
 MIC_JUMP_S = 0.040
 """A mic stamp this far from where the samples counted say it should be is a gap
 in the stream (an overrun, a drop, the mic closed): the timeline starts again
-there. The blocking backends' stamps (the read time) jitter by up to a capture
-period (10 ms), so less would restart on jitter; the callback backend's (the
+there. Stamps taken at the read time (PyAudio's blocking backend, before issue
+39) jittered by up to a capture period (10 ms), so less would restart on jitter; the callback backend's (the
 card's ADC time) by a tenth of a millisecond."""
 FAR_JUMP_S = 0.002
 """The same for the speaker's DAC stamps, which jitter by half a sample on the

@@ -91,18 +91,23 @@ class AudioEngine:
         capture_rate_hz: int = RATE_HZ,
         idle_path: bool = True,
         kernel: ModuleType | None = KERNEL,
+        feeder: bool = True,
     ) -> None:
         self._check_capture_rate(capture_rate_hz)
         self._kernel = kernel
-        """The C kernel, or None for the numpy path (see :mod:`huxleyd.audio.dsp`)."""
+        """The chains' arithmetic (resampling, meters, PCM16): the C kernel, or None for
+        numpy (the tests compare the two). The mix is the C core whatever this says
+        (:mod:`huxleyd.audio.mixer`): there is no second mixer."""
         self._backend = backend
         self._settings = settings
         clock = clock or MonotonicClock()
         self.period_ms = settings.period_ms
         period_s = settings.period_ms / 1000.0
         self._n = period_frames(RATE_HZ, settings.period_ms)
-        self._rt = feeder_module(settings, backend, kernel)
-        """The C extension whose feeder mixes (``audio.mix = "c_feeder"``), or None."""
+        self._rt = feeder_module(backend, KERNEL) if feeder else None
+        """The C extension whose feeder mixes on the card, or None: the WAV backend, or
+        ``feeder=False`` (only to compare: the audio thread then runs the same C mix and
+        writes the card's ring itself, as when the feeder cannot start)."""
         self._mixer = self._build_mixer(settings)
         channels = [self._mixer.channels[name] for name in SOURCES]
         self._playout = PlayoutClock(channels, period_samples=self._n)
@@ -138,8 +143,8 @@ class AudioEngine:
             on_fault=self._report_fault,
             on_crash=self._report_crash,
             fed=None
-            if self._rt is None or kernel is None
-            else FedOutput(self._rt, kernel, self._mixer, self._playout, self._out_meter),
+            if self._rt is None or KERNEL is None
+            else FedOutput(self._rt, KERNEL, self._mixer, self._playout, self._out_meter),
         )
         """The device and the per-period loop; it writes the state and counters read here."""
 
@@ -296,14 +301,15 @@ class AudioEngine:
 
     @property
     def mix_path(self) -> str:
-        """Who mixes now: ``"c_feeder"`` (the C feeder, no GIL) or ``"python"`` (the
-        audio thread; also while the device is lost, or when the feeder could not start)."""
+        """Who runs the C mix now: ``"c_feeder"`` (the C feeder, no GIL: the card) or
+        ``"python"`` (the audio thread, through ``_dsp.mix_period``: the WAV backend, a
+        lost device, or a card whose feeder could not start)."""
         fed = self._audio_thread.fed
         return "c_feeder" if fed is not None and fed.running else "python"
 
     @property
     def feeder_error(self) -> str | None:
-        """Why ``audio.mix = "c_feeder"`` fell back to the Python mix at the last open."""
+        """Why the C feeder did not start at the last open of the card."""
         fed = self._audio_thread.fed
         return None if fed is None else fed.error
 
@@ -490,7 +496,7 @@ class AudioEngine:
             duck_attack_ms=settings.duck_attack_ms,
             duck_release_ms=settings.duck_release_ms,
             limiter_threshold=db_to_gain(settings.limiter_threshold_dbfs),
-            kernel=self._kernel,
+            kernel=KERNEL,  # the one mixer: the C core
         )
 
     @staticmethod

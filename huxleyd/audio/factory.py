@@ -2,17 +2,19 @@
 
 ``audio.backend``:
 
-- ``"callback"`` — the sound card through PortAudio/ALSA, playback from the C
-  callback (:mod:`huxleyd.audio._rt`, out of the GIL; capture is PyAudio).
-  Without that extension built: PyAudio's blocking I/O, and the start reports
-  the audio part degraded (:func:`~.backends.callback_backend.forced_callback_missing`).
-- ``"pyaudio"`` — the sound card through PyAudio's blocking reads and writes
-  (the engine starts even if the card is missing, and keeps retrying).
+- ``"callback"`` — the sound card through PortAudio/ALSA: the C callbacks of
+  :mod:`huxleyd.audio._rt` play and capture out of the GIL, and the C feeder mixes
+  the speaker. Without that extension built nothing can play: the open fails,
+  saying so, is retried, and the start reports the audio part degraded
+  (:func:`~.backends.callback_backend.forced_callback_missing`).
 - ``"wav"`` — files: ``mic_wav`` (or silence) in, ``speaker_wav`` out, at
   ``wav_speed`` times real time.
-- ``"auto"`` — the card when PortAudio lists the configured devices (through
-  the C callback when its extension is built, else PyAudio's blocking I/O),
+- ``"auto"`` — the card when PortAudio lists the configured devices (PyAudio, the
+  device finder, is asked: :meth:`~.backends.portaudio_card.PortAudioCard.probe`),
   else the WAV backend, and the log says which and why.
+
+(``"pyaudio"``, PyAudio's blocking I/O, was a second path to the card until issue
+39; a huxleyd.toml that still asks for it is refused, naming ``audio.backend``.)
 """
 
 from __future__ import annotations
@@ -20,12 +22,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from huxleyd.audio.backends.base import AudioBackend
-from huxleyd.audio.backends.callback_backend import (
-    CallbackBackend,
-    forced_callback_missing,
-    rtout_missing,
-)
-from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
+from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
 from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.pacing import ScaledClock
@@ -68,21 +65,10 @@ def _card(settings: AudioSettings) -> _CardArgs:
     )
 
 
-def pyaudio_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> PyAudioBackend:
-    return PyAudioBackend(
-        **_card(settings),
-        prefill_periods=settings.output_prefill_periods,
-        pyaudio_module=pyaudio_module,
+def callback_backend(settings: AudioSettings, *, pyaudio_module: Any = None) -> CallbackBackend:
+    return CallbackBackend(
+        **_card(settings), fade_ms=settings.ramp_ms, pyaudio_module=pyaudio_module
     )
-
-
-def callback_available() -> bool:
-    """True when the C playback extension was built (``pip install`` with a compiler)."""
-    return rtout_missing() is None
-
-
-def callback_backend(settings: AudioSettings) -> CallbackBackend:
-    return CallbackBackend(**_card(settings), fade_ms=settings.ramp_ms)
 
 
 def wav_backend(settings: AudioSettings) -> WavBackend:
@@ -99,26 +85,17 @@ def choose_backend(
     settings: AudioSettings, *, pyaudio_module: Any = None
 ) -> tuple[AudioBackend, Clock]:
     """The backend for ``audio.backend`` and the clock that should pace it."""
-    if settings.backend == "pyaudio":
-        return pyaudio_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
     if settings.backend == "callback":
-        if forced_callback_missing(settings.backend) is not None:
-            # the start reports it once (a degraded part), with the same words
-            return pyaudio_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
-        return callback_backend(settings), MonotonicClock()
+        return callback_backend(settings, pyaudio_module=pyaudio_module), MonotonicClock()
     if settings.backend == "auto":
-        backend = pyaudio_backend(settings, pyaudio_module=pyaudio_module)
+        card = callback_backend(settings, pyaudio_module=pyaudio_module)
         try:
-            backend.open(period_ms=settings.period_ms)
+            card.probe()
         except AudioDeviceError as exc:
             log.warning("audio_backend_fallback", backend="wav", reason=str(exc))
         else:
-            backend.close()  # the engine opens it again, on its own thread's terms
-            if pyaudio_module is None and callback_available():
-                log.info("audio_backend", backend="callback")
-                return callback_backend(settings), MonotonicClock()
-            log.info("audio_backend", backend="pyaudio")
-            return backend, MonotonicClock()
+            log.info("audio_backend", backend="callback")
+            return card, MonotonicClock()
     clock: Clock = (
         MonotonicClock() if settings.wav_speed == 1.0 else ScaledClock(settings.wav_speed)
     )

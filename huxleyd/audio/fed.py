@@ -1,10 +1,10 @@
-"""The speaker path in C (``audio.mix = "c_feeder"``): the audio thread's side of it.
+"""The speaker path in C on the card (the C feeder): the audio thread's side of it.
 
 With the callback backend the speaker's deadline is already a C callback's; what
 fed its ring was the Python audio thread, mixing ``output_lead_ms`` ahead, so a
 Python thread holding the GIL for longer than the lead starved the speaker.
 :class:`FedOutput` hands the whole mix to the C feeder (``_feedthread.c``): a pthread
-that mixes the four sources (the same mixer core as :class:`~.mixer.CoreMix`),
+that mixes the four sources (the same mixer core as :class:`~.mixer.Mixer`),
 resamples, converts and writes the callback's ring without the GIL, from source
 rings that live in C (:class:`~.ring.SharedSampleRing`, seconds deep). A busy
 Python thread then delays only the writers of those rings, seconds ahead.
@@ -13,8 +13,8 @@ What stays in Python, and how it reaches the feeder:
 
 - **requests** (gain, duck, pause, flush, master gain, earcon gate) stay the
   Mixer's request fields; every store rings the mixer's doorbell, whose
-  ``on_ring`` hook publishes a snapshot of them (``_dsp.mixer_state``, the same
-  field table :class:`~.mixer.CoreMix` uses) into the feeder's seqlock, from the
+  ``on_ring`` hook publishes a snapshot of them (:meth:`~.mixer.Mixer.core_state`,
+  the core's struct :mod:`~huxleyd.audio.corestate` packs) into the feeder's seqlock, from the
   thread that made the request (asyncio). The feeder takes it once a period.
 - **cuts** (barge-in) are the callback's, as on the Python path; the feeder
   acknowledges them itself after the mix that took the flush in.
@@ -30,8 +30,9 @@ What stays in Python, and how it reaches the feeder:
   drained or not.
 
 The mixer's state (gains, ramps, limiter) moves into the feeder when the device
-opens and back (``_dsp.mixer_restore``) when it closes, so the Python path mixes
-on from where the feeder stopped while the device is lost.
+opens and back (:meth:`~.mixer.Mixer.restore_core_state`) when it closes, so the
+audio thread mixes on (the same core, to nowhere) from where the feeder stopped while
+the device is lost.
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ import numpy as np
 from huxleyd.audio.backends.base import FeedableOutput
 from huxleyd.audio.backends.callback_backend import RtTypes, load_rt
 from huxleyd.audio.chains import PlaybackChain
+from huxleyd.audio.channel import SourceChannel
 from huxleyd.audio.levels import LevelMeter
-from huxleyd.audio.mixer import Mixer, SourceChannel
+from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.playout import PeriodPulls, PlayoutClock
 from huxleyd.audio.ring import FrameRing, SharedSampleRing
-from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
 from huxleyd.pcm import RATE_HZ
 
@@ -77,14 +78,13 @@ HOLD_SOURCES = ("speech", "content")
 call audio (comms) is live: holding it would only add latency."""
 
 
-def feeder_module(
-    settings: AudioSettings, backend: object, kernel: ModuleType | None
-) -> RtTypes | None:
-    """The C extension to feed the speaker with, or None: the Python mix then runs.
+def feeder_module(backend: object, kernel: ModuleType | None) -> RtTypes | None:
+    """The C extension to feed the speaker with, or None: the audio thread runs the
+    mix then (the WAV backend).
 
-    The feeder needs ``audio.mix = "c_feeder"``, a backend whose speaker is the C
-    callback (:class:`~.backends.base.FeedableOutput`) and both C extensions built."""
-    if settings.mix != "c_feeder" or kernel is None or not isinstance(backend, FeedableOutput):
+    The feeder needs a backend whose speaker is the C callback
+    (:class:`~.backends.base.FeedableOutput`) and both C extensions built."""
+    if kernel is None or not isinstance(backend, FeedableOutput):
         return None
     try:
         return load_rt()
@@ -125,7 +125,8 @@ class FedOutput:
         self._clock_order = tuple(ours[id(channel)] for channel in playout.channels)
         self._feeder: _rt.Feeder | None = None
         self.error: str | None = None
-        """Why the feeder could not start on the last open (the Python mix ran instead)."""
+        """Why the feeder could not start on the last open (the audio thread then ran
+        the same C mix into the callback's ring)."""
         self.pulled = {channel.name: False for channel in channels}
         """Per source: did any period the last :meth:`drain` took pull its samples."""
         self._output: _rt.Output | None = None
@@ -138,7 +139,8 @@ class FedOutput:
 
     def start(self, output: Any, chain: PlaybackChain, *, rate_hz: int, lead_frames: int) -> bool:
         """Hand the mix to a new feeder on ``output`` (an open ``_rt.Output``).
-        False (and :attr:`error` says why) when it cannot: the Python mix carries on."""
+        False (and :attr:`error` says why) when it cannot: the audio thread runs the
+        mix instead."""
         mixer = self._mixer
         fade_out, fade_in, unit = mixer.fades
         state = chain.resampler_state()
@@ -149,7 +151,7 @@ class FedOutput:
                 output=output,
                 rings=self._rings,
                 expect_bits=self._bits,
-                state=self._kernel.mixer_state(self._channels, mixer),
+                state=mixer.core_state(),
                 shapes=(unit, fade_out, fade_in, mixer.limiter.attack),
                 taps=taps,
                 ext=ext,
@@ -191,13 +193,13 @@ class FedOutput:
         self._late_before = self.late_sources()
         self.drain(None)
         self._feeder = self._output = None
-        self._kernel.mixer_restore(self._channels, self._mixer, state)
+        self._mixer.restore_core_state(state)
 
     def publish(self) -> None:
         """A request was stored (any thread, GIL held): the feeder takes it next period."""
         feeder = self._feeder
         if feeder is not None:
-            feeder.request(self._kernel.mixer_state(self._channels, self._mixer))
+            feeder.request(self._mixer.core_state())
 
     def alive(self) -> bool:
         """The speaker's stream still runs (PortAudio did not abort it)."""

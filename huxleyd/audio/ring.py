@@ -217,7 +217,7 @@ class SharedSampleRing(SampleRing):
 
     The same producer code as :class:`SampleRing`; the positions are the C object's
     atomics (a store here is a release store, a load an acquire load), the samples
-    its buffer. The consumer is the C feeder while it runs, else the Python mixer.
+    its buffer. The consumer is the C feeder while it runs, else the audio thread's mix.
     """
 
     def __init__(self, shared: Any, *, name: str = "ring") -> None:

@@ -13,17 +13,20 @@ from huxleyd.schema import bounds
 class AudioSettings:
     """How the engine reaches the sound card and shapes what it plays.
 
-    ``backend = "auto"`` uses the card when PortAudio finds it (playback from
-    the C callback when built, else PyAudio's blocking I/O) and the WAV
-    backend otherwise (and says so in the log).
+    ``backend = "auto"`` uses the card when PortAudio finds it (the C callbacks,
+    fed by the C feeder) and the WAV backend otherwise (and says so in the log).
+    ``"pyaudio"`` (PyAudio's blocking I/O, a second path to the card until issue
+    39) is refused, naming ``audio.backend``: ``"callback"`` is the card.
     """
 
-    backend: Literal["auto", "callback", "pyaudio", "wav"] = "auto"
-    mix: Literal["python", "c_feeder"] = "c_feeder"
-    """Who mixes for the callback backend: the C feeder (a thread of the C extension,
-    without the GIL: a busy Python thread cannot starve the speaker; the default) or
-    the Python audio thread (``output_lead_ms`` ahead, with the GIL). Other backends,
-    or a build without the C extensions, always mix in Python."""
+    backend: Literal["auto", "callback", "wav"] = "auto"
+    mix: Literal["c_feeder"] = "c_feeder"
+    """The one speaker mix: the C mixer core, run by the C feeder on the card (a thread
+    of the C extension, without the GIL: a busy Python thread cannot starve the
+    speaker) and by the audio thread on the WAV backend. ``"python"`` (a second mix,
+    until issue 39) is gone: a huxleyd.toml that still asks for it is refused, naming
+    ``audio.mix`` (exit 78), so nobody believes a mix runs that does not; delete the
+    line."""
     capture_device: str = "default"
     """ALSA PCM name (``plughw:CARD=seeed2micvoicec,DEV=0``), ``default``, or an index."""
     playback_device: str = "default"
@@ -50,9 +53,9 @@ class AudioSettings:
     reopen_interval_s: float = field(default=3.0, metadata=bounds(0.1, 60.0))
     """After a device is lost, try to reopen it this often."""
     output_prefill_periods: int = field(default=2, metadata=bounds(1, 16))
-    """Periods of silence queued on the playback device when it opens: the
-    cushion that lets a blocking mic read pace the loop without the speaker
-    running dry."""
+    """No effect since issue 39: the silence PyAudio's blocking backend queued at
+    its open, and that backend is gone. Still read, so the files that set it (the
+    shipped huxleyd.toml did) still load."""
     output_lead_ms: int = field(default=30, metadata=bounds(5, 500))
     """Callback backend: how far ahead of the DAC the engine keeps the C ring
     while something plays. It absorbs a busy Python thread delaying the engine;

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from huxleyd.audio.mixer import SourceChannel
+from huxleyd.audio.channel import SourceChannel
 from huxleyd.audio.playout import PlayoutTracker
 from huxleyd.audio.ring import AsyncWaker
 from huxleyd.audio.types import SOURCES

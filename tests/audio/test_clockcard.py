@@ -222,7 +222,7 @@ def test_the_feeder_never_mixes_a_period_the_speaker_ring_cannot_take(
     assert result["speaker_dropouts"] == 0 and result["faults"] == 0, result
 
 
-@pytest.mark.parametrize("kind", ["blocking", "callback"])
+@pytest.mark.parametrize("kind", ["fed", "callback"])
 def test_one_xrun_is_a_short_silence_never_a_reopen(
     card: ClockCard, kind: str, realtime: RealTime
 ) -> None:
@@ -239,28 +239,6 @@ def test_one_xrun_is_a_short_silence_never_a_reopen(
 
     run = realtime.kept(attempt, tries=5)  # each try is short (8 s)
     assert run.silence_ms <= 20 + 5, f"silence after one xrun: {run.silence_ms} ms"
-
-
-def test_the_blocking_backend_counts_the_xruns_the_card_saw(
-    card: ClockCard, realtime: RealTime
-) -> None:
-    """Issue 28: the kernel showed the speaker in XRUN while status said 0 underruns
-    and 0 overruns (PyAudio drops PortAudio's xrun codes). The daemon freezes for
-    100 ms while it plays and records, so the card really underruns and overruns
-    (its log has each, with the time); the engine's counters must see them, and
-    never more than the card saw. Judged where the kernel ran the thawed daemon at once."""
-
-    def attempt() -> tuple[Freeze, str | None]:
-        run = freeze_run(card.directory, "blocking")
-        return run, run.disturbed
-
-    run = realtime.kept(attempt, tries=5)
-    card_under, card_over = run.card_xruns
-    under = run.stats["underruns"] - run.stats["source_gaps"]  # the device's, not a source's
-    over = run.stats["overruns"]
-    assert card_under >= 1 and card_over >= 1, run.card_xruns  # the freeze did xrun the card
-    assert 1 <= under <= card_under, (under, run.card_xruns)
-    assert 1 <= over <= card_over, (over, run.card_xruns)
 
 
 def test_an_idle_engine_runs_no_python_per_period(card: ClockCard, realtime: RealTime) -> None:

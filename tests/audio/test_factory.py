@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
+from huxleyd.audio.backends.callback_backend import CallbackBackend
 from huxleyd.audio.backends.wav_backend import WavBackend
-from huxleyd.audio.factory import (
-    build_engine,
-    callback_backend,
-    choose_backend,
-    pyaudio_backend,
-    wav_backend,
-)
+from huxleyd.audio.factory import build_engine, callback_backend, choose_backend, wav_backend
 from huxleyd.audio.pacing import ScaledClock
 from huxleyd.audio.settings import AudioSettings
 from tests.fakes.audio_pyaudio import FakePyAudioModule, device
@@ -28,9 +22,9 @@ def test_auto_uses_the_card_when_portaudio_lists_it(caplog: pytest.LogCaptureFix
     settings = AudioSettings(capture_device="huxley_capture", playback_device="huxley_playback")
     with caplog.at_level(logging.INFO, logger="huxleyd.audio"):
         backend, _ = choose_backend(settings, pyaudio_module=module)
-    assert isinstance(backend, PyAudioBackend)
-    assert module.session.terminated  # the probe let go of the device again
-    assert "audio_backend backend=pyaudio" in caplog.text
+    assert isinstance(backend, CallbackBackend)  # the card's one path: C callbacks, C mix
+    assert module.session.terminated and not module.session.streams  # a look, nothing opened
+    assert "audio_backend backend=callback" in caplog.text
 
 
 def test_auto_falls_back_to_wav_and_says_why(
@@ -62,17 +56,14 @@ def test_every_backend_is_built_from_its_settings(tmp_path: Path) -> None:
         device_rate_hz=44_100,
         input_channels=2,
         output_channels=2,
-        output_prefill_periods=3,
         ramp_ms=7.0,
         wav_rate_hz=16_000,
         speaker_wav=tmp_path / "out.wav",
     )
     card = ("hw:CARD=mic,DEV=0", "hw:CARD=spk,DEV=0", 44_100, 2, 2)
-    for backend in (pyaudio_backend(settings), callback_backend(settings)):
-        shape = (backend.capture_device, backend.playback_device, backend.rate_hz)
-        assert (*shape, backend.input_channels, backend.output_channels) == card
-    assert pyaudio_backend(settings).prefill_periods == 3
     callback = callback_backend(settings)
-    assert (callback.fade_ms, callback.prefill_periods) == (7.0, 0)
+    shape = (callback.capture_device, callback.playback_device, callback.rate_hz)
+    assert (*shape, callback.input_channels, callback.output_channels) == card
+    assert callback.fade_ms == 7.0
     wav = wav_backend(settings)
     assert (wav.rate_hz, wav.input_channels, wav.output_channels) == (16_000, 2, 2)

@@ -1,14 +1,14 @@
 """The C feeder's Python-free pieces against the Python engine, on generated scripts.
 
-The feeder (``_feedthread.c``) mixes with the same core as :class:`~huxleyd.audio.mixer.CoreMix`
-(``tests/audio/test_mixcore.py`` compares that core with numpy). What is its own, and
+The feeder (``_feedthread.c``) mixes with the same core as :class:`~huxleyd.audio.mixer.Mixer`
+(``tests/audio/test_mix_oracle.py`` compares that core with the numpy oracle). What is its own, and
 checked here against the Python it stands in for:
 
 - its idle test and holding mask (what it tells the callback as ``expect``, and when it
   stops mixing) against :meth:`Mixer.idle` and :meth:`Mixer.holding`;
 - the source rings in C (:class:`SharedSampleRing`): the Python mix over them (it runs
   while the device is lost) is the Python mix over :class:`SampleRing`;
-- the hand-over: ``_dsp.mixer_state`` then ``_dsp.mixer_restore`` (device open, close)
+- the hand-over: ``Mixer.core_state`` then ``Mixer.restore_core_state`` (device open, close)
   carries every field the mixer reads on.
 
 The feeder thread itself (its loop, cuts, reports) runs on the clocked card:
@@ -56,16 +56,11 @@ def mixer_on(rings: dict[SourceName, SampleRing]) -> Mixer:
     )
 
 
-def core_channels(mixer: Mixer) -> tuple[Any, ...]:
-    assert KERNEL is not None
-    return tuple(mixer.channels[name] for name in KERNEL.SOURCE_ORDER)
-
-
 def feeder_view(mixer: Mixer) -> tuple[int, bool]:
     """What the feeder would decide on this mixer's state: (expect mask, idle)."""
     assert KERNEL is not None
     bits = tuple(1 << SOURCES.index(name) for name in KERNEL.SOURCE_ORDER)
-    mask, idle = rtout._mixer_holding(KERNEL.mixer_state(core_channels(mixer), mixer), bits)
+    mask, idle = rtout._mixer_holding(mixer.core_state(), bits)
     return int(mask), bool(idle)
 
 
@@ -116,7 +111,7 @@ def test_the_hand_over_carries_the_whole_mixer_state(steps: list[list[Any]], see
         for k, step in enumerate(requests):
             apply(mixer, rings, step, seed + 31 * period + k)
         mixer.mix(out)
-    state = KERNEL.mixer_state(core_channels(mixer), mixer)
+    state = mixer.core_state()
     twin = mixer_on(rings)
     for name in SOURCES:  # requests are asyncio's: the twin is asked the same
         ours, theirs = mixer.channels[name], twin.channels[name]
@@ -124,6 +119,6 @@ def test_the_hand_over_carries_the_whole_mixer_state(steps: list[list[Any]], see
         theirs._req_paused, theirs._req_flush_seq = ours.req_paused, ours.req_flush_seq
         theirs.req_flush_to = ours.req_flush_to
     twin._req_master_gain, twin._req_gate = mixer.req_master_gain, mixer.req_gate
-    KERNEL.mixer_restore(core_channels(twin), twin, state)
+    twin.restore_core_state(state)
     # every field the core reads, requests, state and positions, is the original's
-    assert KERNEL.mixer_state(core_channels(twin), twin) == state
+    assert twin.core_state() == state

@@ -1,8 +1,8 @@
-"""The C mixer core (``_mixcore.c``) against the numpy reference Mixer, on generated scripts.
+"""The C mixer core (``_mixcore.c``) against the numpy oracle, on scripts Hypothesis writes.
 
-One mixing semantics, two implementations: the Mixer runs the whole period in C
-when the kernel is built (:class:`~huxleyd.audio.mixcore.CoreMix`) and in numpy
-otherwise. Hypothesis writes random scripts of writes, gains, ducks, pauses,
+One mixing semantics, two implementations: the daemon's :class:`~huxleyd.audio.mixer.Mixer`
+runs the whole period in C, the oracle (``tests/oracles/numpy_mixer.py``) in numpy.
+(``test_mix_oracle.py`` runs a few hundred seeded scenes besides.) Hypothesis writes random scripts of writes, gains, ducks, pauses,
 resumes, flushes, master gains and earcon gates (small rings, so they wrap; loud
 sources, so the limiter bends) and the two must agree period for period: the
 output to float32 rounding (bit for bit but for the limiter's tanh, an ulp or two
@@ -23,6 +23,7 @@ from huxleyd.audio.dsp import KERNEL
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.ring import SampleRing
 from huxleyd.audio.types import SOURCES, SourceName
+from tests.oracles.numpy_mixer import NumpyMixer
 
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the C kernel is not built here")
 
@@ -48,15 +49,14 @@ action = st.one_of(
 script = st.lists(st.lists(action, max_size=3), min_size=1, max_size=60)
 
 
-def make(kernel: Any) -> tuple[Mixer, dict[SourceName, SampleRing]]:
+def make(oracle: bool) -> tuple[Mixer, dict[SourceName, SampleRing]]:
     rings = {name: SampleRing(CAPACITY, name=name) for name in SOURCES}
-    mixer = Mixer(
+    mixer = (NumpyMixer if oracle else Mixer)(
         rings,
         period_samples=N,
         rate_hz=RATE,
         duck_attack_ms=30.0,  # a few periods: ramps start and end inside a script
         duck_release_ms=60.0,
-        kernel=kernel,
     )
     return mixer, rings
 
@@ -108,9 +108,9 @@ def observe(mixer: Mixer) -> list[Any]:
 # a flush whose target is one sample past its fade-out: the smallest skip there is
 @example(steps=[[("write", "speech", 500, 0.5)], [("flush", "speech", 121.5 / 260)], []], seed=0)
 def test_the_c_core_mixes_as_the_numpy_reference(steps: list[list[Any]], seed: int) -> None:
-    fast, fast_rings = make(KERNEL)
-    ref, ref_rings = make(None)
-    assert fast._core is not None and ref._core is None  # both paths really run
+    fast, fast_rings = make(oracle=False)
+    ref, ref_rings = make(oracle=True)
+    assert type(fast) is Mixer and isinstance(ref, NumpyMixer)  # both paths really run
     a = np.zeros(N, dtype=np.float32)
     b = np.zeros(N, dtype=np.float32)
     for period, requests in enumerate(steps):
@@ -127,7 +127,7 @@ def test_a_ring_that_is_not_its_channels_is_refused_by_name() -> None:
     """The binding checks what it reads before the core indexes with it: a channel's
     ring positions that do not fit its ring raise a ValueError naming the source,
     and nothing was mixed or moved."""
-    mixer, rings = make(KERNEL)
+    mixer, rings = make(oracle=False)
     rings["speech"].write(np.full(100, 1000, dtype=np.int16))
     rings["speech"].read_pos = 200  # past what was written: not a ring
     out = np.ones(N, dtype=np.float32)
@@ -137,7 +137,7 @@ def test_a_ring_that_is_not_its_channels_is_refused_by_name() -> None:
 
 
 def test_a_request_of_the_wrong_kind_is_refused_by_name() -> None:
-    mixer, _ = make(KERNEL)
+    mixer, _ = make(oracle=False)
     mixer.channels["content"].req_flush_seq = -1
     with pytest.raises(ValueError, match=r"SourceChannel\._req_flush_seq must be a whole number"):
         mixer.mix(np.zeros(N, dtype=np.float32))

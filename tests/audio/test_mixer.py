@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from huxleyd.audio.channel import SourceChannel
 from huxleyd.audio.mixer import Mixer
 from huxleyd.audio.ring import SampleRing
 from huxleyd.audio.types import SOURCES, SourceName
@@ -154,3 +155,29 @@ def test_limiter_is_transparent_below_its_threshold() -> None:
     out = run(mixer, 10)
     np.testing.assert_allclose(out, 2 * quiet.astype(np.float32) / 32768, atol=1e-6)
     assert mixer.limiter.active_periods == 0
+
+
+def test_an_idle_period_skipped_leaves_each_channel_as_mixing_it_would() -> None:
+    """The idle path (``SourceChannel.skip_idle``: no arithmetic) against the C core on
+    the same silent period: a source that ran out after a full period counts its dry
+    spell either way, and every published field agrees."""
+    mixed, mixed_rings = make_mixer()
+    skipped, skipped_rings = make_mixer()
+    for rings in (mixed_rings, skipped_rings):
+        rings["speech"].write(tone(1000, N / RATE, 0.3))  # exactly one period
+    run(mixed, 1)
+    run(skipped, 1)
+    speech: SourceChannel = skipped.channels["speech"]
+    assert speech.idle() and skipped.idle()
+    run(mixed, 1)
+    skipped.skip_idle()
+    for name in SOURCES:
+        a, b = mixed.channels[name], skipped.channels[name]
+        assert (a.pull_start, a.pull_offset, a.pull_count, a.dry_count, a.skip_to) == (
+            b.pull_start,
+            b.pull_offset,
+            b.pull_count,
+            b.dry_count,
+            b.skip_to,
+        ), name
+    assert speech.dry_count == 1

@@ -119,10 +119,10 @@ async def test_a_card_without_a_playback_control_falls_back_to_software_gain(on_
     engine = AudioEngine(
         WavBackend(keep_speaker=True), settings=AudioSettings(), clock=ManualClock()
     )
-    volume = await open_volume(AudioSettings(backend="pyaudio"), engine)
+    volume = await open_volume(AudioSettings(backend="callback"), engine)
     assert isinstance(volume, SoftwareVolume)
     hardware = install_fake_amixer(on_path, {"PCM": FakeControl()})
-    volume = await open_volume(AudioSettings(backend="pyaudio"), engine)
+    volume = await open_volume(AudioSettings(backend="callback"), engine)
     assert isinstance(volume, AlsaMixerVolume)
     assert hardware.sets == []  # choosing does not change the level
 

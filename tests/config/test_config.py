@@ -99,7 +99,15 @@ def test_out_of_range(tmp_path: Path) -> None:
 
 def test_wrong_choice(tmp_path: Path) -> None:
     err = error_for(tmp_path, '[audio]\nbackend = "jack"\n')
-    assert err.key == "audio.backend" and "'pyaudio'" in str(err)
+    assert err.key == "audio.backend" and "'callback'" in str(err)
+
+
+def test_the_blocking_backend_is_refused_by_its_key(tmp_path: Path) -> None:
+    """Issue 39: PyAudio's blocking backend left; a file that still asks for it is
+    refused, naming the key and what is accepted, not run on something else."""
+    err = error_for(tmp_path, '[audio]\nbackend = "pyaudio"\n')
+    assert err.key == "audio.backend"
+    assert "expected one of 'auto', 'callback', 'wav'" in str(err), str(err)
 
 
 def test_section_must_be_a_table(tmp_path: Path) -> None:

@@ -195,3 +195,17 @@ def test_a_skill_the_start_leaves_out_is_runs_degraded_in_the_same_words(
     recorded = re.findall(rf'part_degraded part=skill:{skill} problem="(.*?)" file=', text)
     assert recorded == [what.replace('"', '\\"')] or recorded == [what], (recorded, what)
     assert any(": runs degraded (" in line for line in text.splitlines())
+
+
+def test_the_python_mix_is_refused_by_both_naming_the_key(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: one mixer. ``audio.mix = "python"`` asked for a second mix that no longer
+    exists: refused (78) by the check and the start alike, naming the key and what is
+    accepted, rather than ignored (a file that asks for a mix that does not run)."""
+    write_base(tmp_path, {"audio": {"backend": '"wav"', "mix": '"python"'}})
+    check, start, text = both(tmp_path, capfd)
+    assert (check, start) == (EX_CONFIG, EX_CONFIG)
+    lines = refusal(text)
+    assert len(lines) == 2 and lines[0] == lines[1], lines
+    assert "audio.mix: expected one of 'c_feeder', got a string 'python'" in lines[0], lines[0]

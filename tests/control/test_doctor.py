@@ -191,7 +191,7 @@ def test_mixer_fails_when_the_daemon_fell_back_to_software_gain(amixer: str) -> 
 
 def test_mixer_unknown_card(amixer: str) -> None:
     check = check_mixer(
-        card="seeed2micvoicec", control="Playback", backend="pyaudio", amixer=amixer
+        card="seeed2micvoicec", control="Playback", backend="callback", amixer=amixer
     )
     assert check.status == "fail" and "Mixer attach" in check.detail
 

@@ -1,6 +1,6 @@
 """A fake ``pyaudio`` module: scripted devices and streams that record what they were asked.
 
-Pass an instance as ``PyAudioBackend(pyaudio_module=...)``. Change
+Pass an instance as ``CallbackBackend(pyaudio_module=...)`` (the device finder). Change
 :attr:`FakePyAudioModule.devices` between sessions to unplug or replug a
 card; queue errors on :attr:`FakePyAudioModule.read_errors` /
 :attr:`write_errors` (PortAudio codes, raised as PyAudio raises them).

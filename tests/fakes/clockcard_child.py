@@ -5,9 +5,11 @@ and runs this module with ``HOME`` pointing at it; each mode prints one JSON
 object. Times are ``time.monotonic_ns()``, the card's clock, so the parent can
 place every event on the speaker recording.
 
-Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O —, ``callback`` — the C
-playback callback fed by the Python audio thread — or ``fed`` — the C callback fed
-by the C feeder, ``audio.mix = "c_feeder"``):
+Modes (``<kind>`` is ``blocking`` — PyAudio blocking I/O, only on a huxleyd from
+before issue 39 (the bench's "before") —, ``callback`` — the C
+playback callback fed by the Python audio thread (the engine's ``feeder=False``: the
+same C mix, to compare) — or ``fed`` — the C callback fed by the C feeder, what the
+daemon runs):
 
 - ``bargein <kind> <rate> <cuts>``: speech plays a tone; every ~0.4 s it is
   cut (``flush``); reports press times and the ``audio_end_ms`` of each item.
@@ -41,6 +43,7 @@ by the C feeder, ``audio.mix = "c_feeder"``):
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import resource
 import sys
@@ -61,7 +64,6 @@ def make_settings(kind: str, rate: int, **more: Any) -> Any:
         capture_device="hux_mic",
         playback_device="hux_spk",
         device_rate_hz=rate,
-        mix="c_feeder" if kind == "fed" else "python",
         **more,
     )
 
@@ -70,14 +72,16 @@ def make_engine(kind: str, rate: int) -> Any:
     from huxleyd.audio.engine import AudioEngine
 
     settings = make_settings(kind, rate)
-    if kind == "blocking":
-        from huxleyd.audio.factory import pyaudio_backend
-
-        return AudioEngine(pyaudio_backend(settings), settings=settings)
+    if kind == "blocking":  # only on an older checkout (bench: HUXLEYD_BENCH_BEFORE_ROOT)
+        factory = importlib.import_module("huxleyd.audio.factory")
+        if not hasattr(factory, "pyaudio_backend"):
+            raise SystemExit("the blocking backend left in issue 39: run it on an older huxleyd")
+        return AudioEngine(factory.pyaudio_backend(settings), settings=settings)
     if kind in ("callback", "fed"):
         from huxleyd.audio.factory import callback_backend
 
-        return AudioEngine(callback_backend(settings), settings=settings)
+        # "callback": the audio thread writes the card's ring (the feeder off, to compare)
+        return AudioEngine(callback_backend(settings), settings=settings, feeder=kind == "fed")
     raise SystemExit(f"unknown backend kind {kind!r}")
 
 

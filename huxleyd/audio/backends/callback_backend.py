@@ -1,6 +1,6 @@
 """The PortAudio *callback* backend: the device's deadlines run in C, out of the GIL.
 
-Device discovery and naming are PyAudio's, as in :mod:`.pyaudio_backend`.
+Device discovery and naming are PyAudio's (:mod:`.portaudio_card`).
 Capture is a C callback too (:class:`huxleyd.audio._rt.Input`, in
 ``_rtin.c``): it drains the card into a deep ring; the engine's read waits for
 a whole period with the GIL released, and paces the engine. Playback is
@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from huxleyd.audio.backends.base import IoStatus
-from huxleyd.audio.backends.pyaudio_backend import PyAudioBackend
+from huxleyd.audio.backends.base import DeviceFormat, IoStatus
+from huxleyd.audio.backends.portaudio_card import PortAudioCard
 from huxleyd.errors import AudioDeviceError
 from huxleyd.pcm import Int16Array, period_frames
 
@@ -72,27 +72,30 @@ def rtout_missing() -> str | None:
 
 
 def forced_callback_missing(backend: str) -> str | None:
-    """What runs instead when ``audio.backend = "callback"`` is asked for and its C
-    extension is not built, or None when the setting can be honoured.
+    """Why the card cannot play on an install without the C extension, or None when
+    it can (or ``audio.backend = "wav"`` needs no card).
 
-    One answer for ``--check-config`` (a warning), the start (a degraded part:
-    journal, status, doctor, the first press) and the backend choice (PyAudio's
-    blocking I/O): a speaker without a screen must still come up and talk, and a
-    missing extension is an install problem, not a broken configuration."""
-    if backend != "callback":
+    The speaker's one mix is the extension's C feeder and there is no other path to
+    the card (issue 39), so the card is not opened: the audio part runs degraded and
+    the open is retried, saying why. One answer for ``--check-config`` (a warning),
+    the start (a degraded part: journal, status, doctor, the first press) and the
+    open itself: a speaker without a screen must still come up (its LEDs, its
+    control socket, a WAV backend where ``auto`` finds no card), and a missing
+    extension is an install problem, not a broken configuration."""
+    if backend == "wav":
         return None
     missing = rtout_missing()
     if missing is None:
         return None
     return (
-        f"audio.backend = 'callback' but its C extension is not built ({missing}); "
-        "playing through PyAudio's blocking I/O instead (reinstall huxleyd with a C "
-        "compiler and portaudio19-dev, or set audio.backend = 'pyaudio')"
+        f"audio.backend = {backend!r} but the card's C extension is not built ({missing}); "
+        "the card cannot play (its mix is that extension's, there is no other): reinstall "
+        "huxleyd with a C compiler and portaudio19-dev (make setup says what is missing)"
     )
 
 
-class CallbackBackend(PyAudioBackend):
-    """PyAudio capture, C callback playback."""
+class CallbackBackend(PortAudioCard):
+    """C callback capture and playback; PyAudio finds the devices."""
 
     def __init__(
         self,
@@ -107,7 +110,7 @@ class CallbackBackend(PyAudioBackend):
         max_period_ms: float = 20.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(prefill_periods=0, **kwargs)
+        super().__init__(**kwargs)
         self.callback_period_ms = callback_period_ms
         self.capture_period_ms = capture_period_ms
         self.fallback_period_ms = fallback_period_ms
@@ -131,16 +134,20 @@ class CallbackBackend(PyAudioBackend):
 
     # -- AudioBackend ---------------------------------------------------------
 
+    def open(self, *, period_ms: int) -> DeviceFormat:
+        self._rt()  # without the extension no card can play: say that, whatever is plugged in
+        return super().open(period_ms=period_ms)
+
     def _rt(self) -> RtTypes:
         try:
             return load_rt()
         except ImportError as exc:
             raise AudioDeviceError(
                 f"the C playback extension is not built ({exc}); reinstall huxleyd "
-                "with a C compiler and portaudio19-dev, or set audio.backend = 'pyaudio'"
+                "with a C compiler and portaudio19-dev (make setup says what is missing)"
             ) from exc
 
-    def _open_capture(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+    def _open_capture(self, index: int, rate: int, period_ms: int) -> Any:
         # Capture drains the card from a C callback too: a blocking read that waits
         # for the GIL let a busy Python thread overrun the mic (13-21 overruns in
         # 10 s measured on the clocked card). The engine's read waits, GIL released,
@@ -245,7 +252,7 @@ class CallbackBackend(PyAudioBackend):
         xruns, lost = self._in.counters()
         return int(xruns), int(lost)
 
-    def _open_playback(self, module: Any, index: int, rate: int, period_ms: int) -> Any:
+    def _open_playback(self, index: int, rate: int, period_ms: int) -> Any:
         self._out_rate = rate
         output = self._start_output(index, rate, period_ms, self.callback_period_ms * self._scale)
         if not self._runs_realtime(output):

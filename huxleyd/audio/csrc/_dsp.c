@@ -7,7 +7,7 @@
  * dozens of times a period. Here a period's mixing is a handful of calls that
  * keep the GIL from start to end.
  *
- * The arithmetic is the numpy reference's (huxleyd/audio/mixer.py, limiter.py,
+ * The arithmetic is the numpy reference's (tests/oracles/numpy_mixer.py, limiter.py,
  * resample.py, chains.py), float32 operation for operation, so the output is
  * bit-identical where numpy's order is reproduced (gains, fades, mixing, the
  * resampler's row sums, the int16 conversion) and within float tolerance where
@@ -333,11 +333,7 @@ done:
 
 static PyMethodDef methods[] = {
 	{"mix_period", (PyCFunction)(void (*)(void))mix_period, METH_FASTCALL,
-	 "mix_period(out, channels, mixer, rings, unit, fade_out, fade_in, attack): Mixer.mix."},
-	{"mixer_state", (PyCFunction)(void (*)(void))mixer_state, METH_FASTCALL,
-	 "mixer_state(channels, mixer) -> bytes: the core's struct, for the C feeder."},
-	{"mixer_restore", (PyCFunction)(void (*)(void))mixer_restore, METH_FASTCALL,
-	 "mixer_restore(channels, mixer, state): the C feeder's state back into Python."},
+	 "mix_period(out, state, rings, unit, fade_out, fade_in, attack): Mixer.mix."},
 	{"mix_source", (PyCFunction)(void (*)(void))mix_source, METH_FASTCALL,
 	 "mix_source(mix, ring, start, count, offset, g0, g1, unit, fade): add one source."},
 	{"gain", gain, METH_VARARGS, "gain(buf, unit, g0, g1): multiply by a ramp from g0 to g1."},
@@ -364,7 +360,7 @@ PyMODINIT_FUNC PyInit__dsp(void)
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
-	if (mix_period_init() < 0) {
+	if (mix_layout_add(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

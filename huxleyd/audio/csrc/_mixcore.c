@@ -1,5 +1,6 @@
 /* _mixcore: one period of the mixer in plain C. See _mixcore.h for the contract;
- * each function names the Python method it reproduces (mixer.py, limiter.py). */
+ * each function names the oracle's method it reproduces (tests/oracles/numpy_mixer.py,
+ * limiter.py). */
 #include "_mixcore.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* _mixcore: one period of the four-source mixer, in plain C (no Python, no locks).
  *
- * The whole of Mixer.mix (huxleyd/audio/mixer.py) as a pure function of its state,
+ * huxleyd's one mixer (issue 39), as a pure function of its state,
  * this period's requests and the source rings: per-source user gain ramps, duck
  * ramps (linear in dB), transport fades (pause, resume, flush), the earcon-before-
  * speech gate, the master gain and the soft limiter. It allocates nothing, blocks on
@@ -8,10 +8,11 @@
  * (the Python audio thread, through _dsp.mix_period) or without it (a C thread or
  * the PortAudio callback, which is where it is headed: see docs/architecture.md).
  *
- * The numpy code in mixer.py and limiter.py is the reference: the arithmetic is
- * numpy's float32 operation for operation (build with -ffp-contract=off), the gain
- * steps are Python's doubles, and tests/audio/test_mixcore.py compares the two on
- * generated request scripts.
+ * The numpy oracle (tests/oracles/numpy_mixer.py, and limiter.py's numpy path) is
+ * the reference: the arithmetic is numpy's float32 operation for operation (build
+ * with -ffp-contract=off), the gain steps are Python's doubles, and
+ * tests/audio/test_mix_oracle.py and test_mixcore.py compare the two on generated
+ * scenes and request scripts.
  *
  * Concurrency is the caller's: mc_mix_period reads a snapshot of the requests (the
  * `req_*` fields and each ring's write position) that the caller took, and writes

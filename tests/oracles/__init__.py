@@ -1,0 +1,1 @@
+"""Reference implementations the production code is checked against (never run by huxleyd)."""
