@@ -195,7 +195,15 @@ class RemoteSkill:
                 await asyncio.to_thread(skill_data_dir, self._name, host.launcher, self._data_root)
             )
             done = await host.ask(
-                lambda s: link.Setup(s, ctx.config, ctx.language, ctx.timezone, data_dir), None
+                lambda s: link.Setup(
+                    s,
+                    ctx.config,
+                    ctx.language,
+                    ctx.timezone,
+                    data_dir,
+                    make_data_dir=not host.launcher.makes_data_dirs,
+                ),
+                None,
             )
             self._answer(done)
         except BaseException:

@@ -153,9 +153,9 @@ class Host:
             case link.Load(_, name, distribution):
                 self.skill = find_skill(name, distribution)
                 return self._description(self.skill), b""
-            case link.Setup(_, config, language, timezone, data_dir):
-                # Started by systemd, the host makes its own folder (the daemon cannot).
-                await asyncio.to_thread(make_folder, Path(data_dir))
+            case link.Setup(_, config, language, timezone, data_dir, make_data_dir):
+                if make_data_dir:
+                    await asyncio.to_thread(make_folder, Path(data_dir))
                 setup = getattr(self._skill, "setup", None)
                 if setup is not None:
                     await setup(self._context(config, language, timezone, data_dir))

@@ -82,6 +82,8 @@ class Setup:
     language: str
     timezone: str
     persona_data_dir: str
+    make_data_dir: bool = False
+    """Make ``persona_data_dir`` first: a host systemd started (the daemon cannot)."""
 
 
 @dataclass(frozen=True, slots=True)
