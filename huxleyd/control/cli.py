@@ -10,7 +10,7 @@
     huxleyctl skills [--json]         loaded skills and their tools
     huxleyctl skills install PACKAGE  add a Huxley skill package to the skills environment
                                       (wheels only; --allow-sdist, --allow-url to widen)
-    huxleyctl skills remove PACKAGE   remove it (see huxleyd.control.skillpkgs)
+    huxleyctl skills remove PACKAGE   remove it (see huxleyd.control.install.skillpkgs)
     huxleyctl skills repair           put huxleyd's SDK back into the skills environment
     huxleyctl ptt press|release|tap   drive the push-to-talk button
     huxleyctl levels [--seconds S]    live mic/output meter (Ctrl-C to stop)
@@ -615,8 +615,14 @@ def cmd_skill_package(args: argparse.Namespace) -> int:
     if problem is not None:  # before anything is copied from a foreign SDK
         print(f"huxleyctl: skills {args.action}: {problem}; nothing was installed", file=sys.stderr)
         return EXIT_FAILED
-    from huxleyd.control.skillpkgs import IndexOptions, Policy, SkillPackageError, install, remove
-    from huxleyd.control.skillsbase import BaseError, repair
+    from huxleyd.control.install.skillpkgs import (
+        IndexOptions,
+        Policy,
+        SkillPackageError,
+        install,
+        remove,
+    )
+    from huxleyd.control.install.skillsbase import BaseError, repair
 
     try:
         if args.action == "install":

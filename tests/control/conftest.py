@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.control.envfiles import differences
+from huxleyd.control.install.envfiles import differences
 from tests.control.skillenv_world import World, huxleyctl_runs, make_world, readable_folder
 
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.control.envfiles import Hasher, Manifest, manifest
-from huxleyd.control.skillbuild import BUILD_USER
-from huxleyd.control.skillsbase import RECORDS
+from huxleyd.control.install.envfiles import Hasher, Manifest, manifest
+from huxleyd.control.install.skillbuild import BUILD_USER
+from huxleyd.control.install.skillsbase import RECORDS
 from huxleyd.skillhost.skillenv import ENV_VARIABLE
 from tests.fakes.wheels import ROOT, build_wheel, daemon_venv
 

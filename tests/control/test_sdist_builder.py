@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.control.pins import Installed
-from huxleyd.control.requests import IndexOptions, SkillPackageError
-from huxleyd.control.skillbuild import BUILD_USER, build_wheels, unprivileged
-from huxleyd.control.wheelcheck import read_wheel
+from huxleyd.control.install.pins import Installed
+from huxleyd.control.install.requests import IndexOptions, SkillPackageError
+from huxleyd.control.install.skillbuild import BUILD_USER, build_wheels, unprivileged
+from huxleyd.control.install.wheelcheck import read_wheel
 from huxleyd.skillhost.skillenv import SkillsEnv
 
 FAKE_PIP = r"""#!/bin/sh

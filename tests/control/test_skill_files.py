@@ -16,7 +16,7 @@ import importlib.metadata as metadata
 import subprocess
 from pathlib import Path
 
-from huxleyd.control.envfiles import differences
+from huxleyd.control.install.envfiles import differences
 from tests.control.skillenv_world import World, refused
 from tests.fakes.wheels import build_wheel
 

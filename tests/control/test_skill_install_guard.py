@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from huxleyd.control.envfiles import differences
+from huxleyd.control.install.envfiles import differences
 from tests.control.skillenv_world import World, refused
 from tests.control.test_skill_packages import demo_wheel
 from tests.fakes.wheels import build_sdist, build_wheel, cached_wheel, fetch_dists

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from huxleyd.control.envfiles import differences
+from huxleyd.control.install.envfiles import differences
 from tests.control.skillenv_world import World, refused
 from tests.fakes.wheels import build_wheel, daemon_venv, fetch_dists
 

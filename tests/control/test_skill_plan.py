@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from huxleyd.control.pins import Installed
-from huxleyd.control.requests import PlannedDistribution, SkillPackageError, requested_name
-from huxleyd.control.skillpkgs import Policy, check_plan
+from huxleyd.control.install.pins import Installed
+from huxleyd.control.install.requests import PlannedDistribution, SkillPackageError, requested_name
+from huxleyd.control.install.skillpkgs import Policy, check_plan
 
 PRESENT = {
     "huxley-sdk": Installed("huxley-sdk", "0.1.2+huxleyd", ("numpy>=1.26",)),

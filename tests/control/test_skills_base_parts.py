@@ -21,8 +21,8 @@ import pytest
 import structlog
 
 import huxley_sdk
-from huxleyd.control import skillsbase
-from huxleyd.control.wheelcheck import read_wheel
+from huxleyd.control.install import skillsbase
+from huxleyd.control.install.wheelcheck import read_wheel
 from huxleyd.skillhost.sdkcheck import OUR_LABEL, SDK_DISTRIBUTION
 from huxleyd.skillhost.skillenv import SkillsEnv
 

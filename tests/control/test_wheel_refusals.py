@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from huxleyd.control.envfiles import Owners
-from huxleyd.control.wheelcheck import (
+from huxleyd.control.install.envfiles import Owners
+from huxleyd.control.install.wheelcheck import (
     WheelRefused,
     check_all,
     read_wheel,

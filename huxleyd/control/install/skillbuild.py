@@ -30,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from huxleyd.control import pins
-from huxleyd.control.requests import IndexOptions, SkillPackageError, last_error
-from huxleyd.control.wheelcheck import record_line
+from huxleyd.control.install import pins
+from huxleyd.control.install.requests import IndexOptions, SkillPackageError, last_error
+from huxleyd.control.install.wheelcheck import record_line
 from huxleyd.skillhost.skillenv import SkillsEnv
 
 BUILD_USER = "nobody"

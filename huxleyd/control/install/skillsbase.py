@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from huxleyd.control import envfiles, pins
+from huxleyd.control.install import envfiles, pins
 from huxleyd.skillhost.sdkcheck import OUR_LABEL, SDK_DISTRIBUTION
 from huxleyd.skillhost.skillenv import SkillsEnv
 from huxleyd.skillhost.sources import normalize
@@ -298,7 +298,7 @@ def _files_of(dist: metadata.Distribution, info: Path) -> list[tuple[str, Path]]
 
 def repack(dist: metadata.Distribution, dest: Path) -> Path:
     """A wheel of the installed ``dist``: its files, its metadata, a new RECORD."""
-    from huxleyd.control.wheelcheck import record_line
+    from huxleyd.control.install.wheelcheck import record_line
 
     info = Path(str(dist._path))  # type: ignore[attr-defined]
     wheel_meta = dist.read_text("WHEEL") or _PURE_WHEEL

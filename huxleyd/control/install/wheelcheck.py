@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
-from huxleyd.control.envfiles import Owners, top_name
+from huxleyd.control.install.envfiles import Owners, top_name
 from huxleyd.skillhost.sources import ENTRY_POINT_GROUP, SOURCE_KEY
 
 DAEMON_PACKAGES = frozenset({"huxleyd", "huxley_sdk"})

@@ -18,7 +18,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from huxleyd.control.pins import Installed
+from huxleyd.control.install.pins import Installed
 from huxleyd.skillhost.sources import normalize
 
 ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")

@@ -1,7 +1,7 @@
 """``huxleyctl skills install|remove PACKAGE``: Huxley skill packages in the skills environment.
 
 Skills go into an environment of their own (:mod:`huxleyd.skillhost.skillenv`,
-made by :mod:`huxleyd.control.skillsbase`), managed by its own pip
+made by :mod:`huxleyd.control.install.skillsbase`), managed by its own pip
 (``<env>/bin/python -m pip``), never the daemon's: nothing a skill installs
 is on the path of ``huxleyd``, ``huxleyctl``, pip or any root process. An
 install:
@@ -10,17 +10,17 @@ install:
    only, metadata only; as the unprivileged build user when root, since pip
    builds a source package named by a URL even then) against a constraints
    file pinning every distribution installed there
-   (:mod:`huxleyd.control.pins`): an install only adds distributions. A URL or a path needs ``allow_url``; a source
-   package needs ``allow_sdist`` (:mod:`huxleyd.control.skillbuild` builds
+   (:mod:`huxleyd.control.install.pins`): an install only adds distributions. A URL or a path needs ``allow_url``; a source
+   package needs ``allow_sdist`` (:mod:`huxleyd.control.install.skillbuild` builds
    it, unprivileged);
 2. fetches the planned wheels, checks each against the hash pip's report
-   gives, and reads each one's RECORD (:mod:`huxleyd.control.wheelcheck`):
+   gives, and reads each one's RECORD (:mod:`huxleyd.control.install.wheelcheck`):
    a ``.pth``, a script, a data file, another distribution's file, a
    console script or a first-party skill's name is refused, in one line,
    before anything is written;
 3. installs exactly those files (``--no-deps --no-index``) and compares a
    sha256 of every file of the environment before and after
-   (:mod:`huxleyd.control.envfiles`): only new files may appear. A failed
+   (:mod:`huxleyd.control.install.envfiles`): only new files may appear. A failed
    install is undone file by file, and the message says "as before" only
    when every hash matches again.
 
@@ -44,8 +44,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from huxleyd.control import envfiles, pins, skillsbase
-from huxleyd.control.requests import (
+from huxleyd.control.install import envfiles, pins, skillsbase
+from huxleyd.control.install.requests import (
     IndexOptions,
     PlannedDistribution,
     SkillPackageError,
@@ -53,8 +53,8 @@ from huxleyd.control.requests import (
     requested_name,
     why_refused,
 )
-from huxleyd.control.skillbuild import Builder, build_wheels, unprivileged
-from huxleyd.control.wheelcheck import DAEMON_PACKAGES, WheelRefused, check_all, read_wheel
+from huxleyd.control.install.skillbuild import Builder, build_wheels, unprivileged
+from huxleyd.control.install.wheelcheck import DAEMON_PACKAGES, WheelRefused, check_all, read_wheel
 from huxleyd.skillhost.sdkcheck import sdk_problem
 from huxleyd.skillhost.skillenv import SkillsEnv, skills_env
 from huxleyd.skillhost.sources import ENTRY_POINT_GROUP, normalize
