@@ -27,6 +27,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from huxley_sdk import BackgroundTaskHandle, SkillContext
@@ -48,7 +49,7 @@ from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
 from huxleyd.control.feedwriter import FeedWriter
 from huxleyd.control.watch import EventFeed
-from huxleyd.degraded import Degraded
+from huxleyd.degraded import Degraded, Problem
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
 from huxleyd.handsfree.listener import WakeListener
 from huxleyd.handsfree.mutefile import mute_path, read_muted
@@ -67,6 +68,7 @@ from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets
 from huxleyd.storage.recovery import open_or_recover
+from huxleyd.storage.writes import WriteFailure, WriteWatch, write_fix
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.degraded_speech import DegradedSpeech
 from huxleyd.turns.instructions import SessionInstructions
@@ -192,7 +194,29 @@ async def open_storage(config: Config, resources: Resources, degraded: Degraded)
     resources.opened("storage", opened.db.close)
     if opened.recovered is not None:
         degraded.report("storage", opened.recovered.what, file=str(db_path))
+    opened.db.on_writes = storage_writes_watch(degraded, db_path, user=config.daemon.service_user)
     return opened.db
+
+
+def storage_writes_watch(degraded: Degraded, db_path: Path, *, user: str) -> WriteWatch:
+    """The database's writes in the degraded record: ``storage: writes failing: <the
+    OS's words>`` with the cure for that cause, from the first write that fails to
+    the next that works (which puts back the part's older problem, if it had one)."""
+    older: list[Problem | None] = []
+
+    def report(failure: WriteFailure) -> None:
+        if not older:
+            older.append(degraded.get("storage"))
+        fix = write_fix(failure.cause, db_path.parent, user=user)
+        degraded.report("storage", failure.what(), file=str(db_path), fix=fix)
+
+    def clear() -> None:
+        before = older.pop() if older else None
+        degraded.clear("storage")
+        if before is not None:
+            degraded.put_back(before)
+
+    return WriteWatch(report, clear)
 
 
 async def open_audio(

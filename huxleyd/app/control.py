@@ -35,6 +35,7 @@ from huxleyd.control.handler import (
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.reboot import busy_reasons, next_alert_in_s, reboot_pending
 from huxleyd.control.watch import WatchEvent
+from huxleyd.degraded import Problem
 from huxleyd.home.mqtt import AnnounceRefused
 from huxleyd.home.speaker import Check
 from huxleyd.logs import get_logger
@@ -74,16 +75,24 @@ def doctor_check(check: Check) -> DoctorCheck:
     return DoctorCheck.warning(check.name, check.detail, check.fix)
 
 
-def check_degraded(problems: list[str]) -> DoctorCheck:
-    """Parts that run degraded (the database moved aside, a skill left out…)."""
+DEGRADED_FIX = (
+    "see `huxleyctl logs` for part_degraded; fix the file or the skill named, then "
+    "restart (a skill whose setup failed is retried by itself)"
+)
+"""doctor's advice for a degraded part whose reporter gave none of its own."""
+
+
+def check_degraded(problems: Sequence[Problem]) -> DoctorCheck:
+    """Parts that run degraded (the database moved aside, a skill left out, writes
+    failing…), read from the one record status shows, each with the advice its
+    reporter fitted to the cause (:attr:`Problem.fix`)."""
     if not problems:
         return DoctorCheck("degraded parts", True, "none left out by the daemon")
+    fixes = [f"{p.part}: {p.fix}" for p in problems if p.fix]
+    if len(fixes) < len(problems):
+        fixes.append(DEGRADED_FIX)
     return DoctorCheck(
-        "degraded parts",
-        False,
-        "; ".join(problems),
-        "see `huxleyctl logs` for part_degraded; fix the file or the skill named, then "
-        "restart (a skill whose setup failed is retried by itself)",
+        "degraded parts", False, "; ".join(p.line() for p in problems), "; ".join(fixes)
     )
 
 
@@ -287,7 +296,7 @@ class RuntimeControl:
             checks.append(
                 lambda: check_wake_word(rt.config, coordinator.wake_word, coordinator.muted)
             )
-        problems = rt.degraded.lines()
+        problems = rt.degraded.problems()
         checks.append(lambda: check_degraded(problems))
         if rt.home is not None:
             for home_check in rt.home.checks():
