@@ -48,6 +48,7 @@ from huxleyd.clock import Clock
 from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
 from huxleyd.control.feedwriter import FeedWriter
+from huxleyd.control.speakerwatch import SpeakerWatch
 from huxleyd.control.watch import EventFeed
 from huxleyd.degraded import Degraded, Problem
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
@@ -236,9 +237,23 @@ async def open_audio(
         if fallback is not None:  # pick_backend chose PyAudio for the same reason
             degraded.report("audio", fallback, file=str(config.path))
     engine = AudioEngine(backend, settings=config.audio, clock=clock)
+    watch_speaker(engine, degraded, config)
     engine.start()
     resources.opened("audio", engine.close)
     return _Audio(engine, description)
+
+
+def watch_speaker(engine: AudioEngine, degraded: Degraded, config: Config) -> None:
+    """The speaker's failures in the degraded record (:mod:`huxleyd.control.speakerwatch`):
+    cleared once the device stayed open three retry intervals (at least 1 s) without one."""
+    reopen_s = config.audio.reopen_interval_s
+    SpeakerWatch(
+        engine,
+        degraded,
+        calm_s=max(3 * reopen_s, 1.0),
+        reopen_s=reopen_s,
+        config_file=str(config.path),
+    ).attach()
 
 
 async def make_coordinator(

@@ -34,6 +34,7 @@ from huxleyd.control.handler import (
 )
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.reboot import busy_reasons, next_alert_in_s, reboot_pending
+from huxleyd.control.speakerwatch import PART as SPEAKER_PART
 from huxleyd.control.watch import WatchEvent
 from huxleyd.degraded import Problem
 from huxleyd.home.mqtt import AnnounceRefused
@@ -359,7 +360,8 @@ def daemon_facts(rt: Runtime) -> Facts:
     # a dead audio thread is not "open", whatever the device says
     audio_state = stats.device_state.value if stats.running else "stopped (no audio thread)"
     audio_description = parts.audio_description
-    if stats.faults:  # recovered, but the user should know the speaker failed
+    speaker = rt.degraded.get(SPEAKER_PART)
+    if stats.faults and speaker is None:  # it works again, but the user should know it failed
         audio_description += (
             f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
         )
@@ -379,6 +381,7 @@ def daemon_facts(rt: Runtime) -> Facts:
         audio_description=audio_description,
         audio_widened=stats.period_widened,
         audio_card_xruns=(stats.card_underruns, stats.overruns),
+        audio_failing=None if speaker is None else (speaker.what, speaker.fix),
         uptime_s=rt.clock.monotonic() - rt.started_at,
         volume=volume,
         pin_factory=parts.pins_description,
