@@ -47,6 +47,7 @@ from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
+from huxleyd.config.preflight_io import PERSONA_SOUNDS, persona_sounds_dir, persona_sounds_problem
 from huxleyd.control.feedwriter import FeedWriter
 from huxleyd.control.speakerwatch import SpeakerWatch
 from huxleyd.control.watch import EventFeed
@@ -129,6 +130,7 @@ async def build(
     The steps, in the order of the module docstring, each a function below."""
     db = await open_storage(config, resources, degraded)
     earcons = load_earcons(config, degraded)
+    report_persona_sounds(config, degraded)
     audio = await open_audio(config, overrides, clock, resources, degraded)
     volume = await make_volume(config.audio, audio.engine, db)
     target = await provider_target(config, overrides, checked, setup_failure=setup_failure)
@@ -447,6 +449,17 @@ def load_earcons(config: Config, degraded: Degraded) -> dict[str, bytes]:
     if problem is not None:  # status and doctor say it; a cue would be an earcon itself
         degraded.report("earcons", problem, file=str(sounds), cue=False)
     return {str(role): pcm for role, pcm in loaded.items()}
+
+
+def report_persona_sounds(config: Config, degraded: Degraded) -> None:
+    """Each of the persona's sounds on its own, as ``--check-config`` reads them: one
+    that cannot be read is named in the degraded ``persona-sounds`` part (its skill
+    plays the others and leaves that one silent)."""
+    problem = persona_sounds_problem(config)
+    if problem is not None:
+        folder = persona_sounds_dir(config)
+        fix = f"replace each file named with a PCM WAV readable by the service user, in {folder}"
+        degraded.report(PERSONA_SOUNDS, problem, file=str(folder), cue=False, fix=fix)
 
 
 # ---------------------------------------------------------------- provider

@@ -15,6 +15,7 @@ import os
 import stat
 from pathlib import Path
 
+from huxley_sdk.audio import read_each_sound
 from huxleyd.audio.backends.callback_backend import forced_callback_missing
 from huxleyd.audio.backends.wav_backend import load_mic_wav
 from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES
@@ -40,6 +41,28 @@ def check_devices(config: Config, reader: Reader) -> list[tuple[str, str]]:
     if fallback is not None:
         left_out.append(("audio", fallback))
     return left_out
+
+
+PERSONA_SOUNDS = "persona-sounds"
+"""The degraded record's part for a persona's sound that cannot be read."""
+
+
+def persona_sounds_dir(config: Config) -> Path:
+    """``<the persona's data_dir>/sounds``: the sounds its skills play (a book's start…)."""
+    data_dir = config.persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
+    return data_dir / "sounds"
+
+
+def persona_sounds_problem(config: Config) -> str | None:
+    """Each of the persona's sounds read on its own, as its skills read them
+    (:func:`huxley_sdk.audio.read_each_sound`): the degraded record's line naming
+    every one that cannot be read and why (None: all play, or there are none)."""
+    folder = persona_sounds_dir(config)
+    _, broken = read_each_sound(folder)
+    if not broken:
+        return None
+    each = "; ".join(f"{name}: {why}" for name, why in sorted(broken.items()))
+    return f"{folder}: {each}: those sounds are silent, the others play"
 
 
 def check_state_directory(config: Config, reader: Reader) -> str | None:
