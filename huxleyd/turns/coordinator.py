@@ -90,7 +90,7 @@ from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
-from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource, TurnState
+from huxleyd.turns.state import CutBy, TurnOutcome, TurnRecord, TurnSource, TurnState
 from huxleyd.turns.wake import WakeWord
 from huxleyd.turns.watchdog import SilenceWatchdog
 
@@ -325,7 +325,7 @@ class Coordinator(TurnLifecycle):
         if self._link.refuse_turn():
             return False  # offline, or not set up: the user was told
         if self._busy():
-            self.interrupt()
+            self.interrupt(CutBy.WAKE if source is TurnSource.WAKE else CutBy.BUTTON)
         self.begin_turn(source)
         assert self.turn is not None
         self.turn.pressed_at = at
@@ -385,7 +385,7 @@ class Coordinator(TurnLifecycle):
         if self.state is TurnState.LISTENING:
             self._provider.start_turn()
         if self._busy() or self.state is TurnState.LISTENING:
-            self.interrupt()
+            self.interrupt(CutBy.SAY)
         self.begin_turn(TurnSource.TEXT)
         assert self.turn is not None
         self.media.dialog_started()
@@ -452,7 +452,7 @@ class Coordinator(TurnLifecycle):
     def suspend_for_claim(self) -> None:
         """A claim takes the mic: stop any reply, clear the input, background the media."""
         if self._busy() or self.state is TurnState.LISTENING:
-            self.interrupt()
+            self.interrupt(CutBy.CALL)
             self.media.dialog_ended()
             self.set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed

@@ -43,7 +43,7 @@ from huxleyd.turns.news import Activity, TurnBegan, TurnNews
 from huxleyd.turns.outputs import TurnOutputs
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
-from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource, TurnState
+from huxleyd.turns.state import CutBy, TurnOutcome, TurnRecord, TurnSource, TurnState
 from huxleyd.turns.wake import WakeWord
 
 log = get_logger("huxleyd.turns")
@@ -181,10 +181,11 @@ class TurnLifecycle:
             self._renew_session_if_due()
         self.proactive.consider()
 
-    def interrupt(self) -> None:
-        """Barge-in: silence now, cancel the reply, truncate to what was heard."""
+    def interrupt(self, by: CutBy = CutBy.BUTTON) -> None:
+        """Barge-in: silence now, cancel the reply, truncate to what was heard; ``by``
+        says what cut it (the journal, ``huxleyctl watch``)."""
         self.set_state(TurnState.INTERRUPTED)
-        self._replies.interrupt()
+        self._replies.interrupt(by)
         if self._barrier is not None:
             self._barrier.cancel()
             self._barrier = None
