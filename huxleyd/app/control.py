@@ -210,8 +210,12 @@ class RuntimeControl:
         if self._rt.built is None:
             raise CommandFailedError("the daemon is still starting")
         coordinator = self._rt.built.coordinator
+        await self._first_try_settled()
         if self._rt.connection_state is ConnectionState.OFFLINE:
             raise CommandFailedError(self._rt.persona_string(PersonaString.OFFLINE))
+        not_connected = self._not_connected()
+        if not_connected is not None:
+            raise CommandFailedError(not_connected)
         if self._rt.setup_failure is not None:
             raise CommandFailedError(self._rt.setup_failure)
         if self._rt.connection_state is ConnectionState.KEY_REFUSED:
@@ -227,6 +231,33 @@ class RuntimeControl:
         turn = coordinator.say(text)
         self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")
         return turn
+
+    async def _first_try_settled(self) -> None:
+        """A try in flight with none failed yet (the start, a renewal): wait for its
+        outcome, at most the connect timeout, so a say at start is not refused."""
+        rt = self._rt
+        deadline = rt.clock.monotonic() + rt.config.provider.connect_timeout_s
+        while (
+            rt.connection_state is ConnectionState.CONNECTING
+            and rt.connection_status.attempt == 0
+            and rt.clock.monotonic() < deadline
+        ):
+            await asyncio.sleep(0.05)
+
+    def _not_connected(self) -> str | None:
+        """Why a typed turn cannot be answered now (a try failed and the next waits;
+        a stalled session being dropped), in the connection's own words; None: go on."""
+        rt = self._rt
+        status = rt.connection_status
+        failing = status.state in (ConnectionState.RECONNECTING, ConnectionState.STALLED) or (
+            status.state is ConnectionState.CONNECTING and status.attempt > 0
+        )
+        if not failing:
+            return None
+        why = status.detail or status.state.value
+        retry = rt.next_try_in_s()
+        then = f"; next try in {retry:g} s" if retry is not None else "; still trying"
+        return f"not connected to the provider ({why}){then}: nothing was sent"
 
     async def announce(self, text: str, room: str | None) -> list[str]:
         """``huxleyctl announce``: through the household's broker ([mqtt])."""
