@@ -40,8 +40,9 @@ from huxleyd.degraded import Problem
 from huxleyd.home.mqtt import AnnounceRefused
 from huxleyd.home.speaker import Check
 from huxleyd.logs import get_logger
-from huxleyd.providers.base import ConnectionState
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.skills.skillclock import system_clock_for
+from huxleyd.turns.news import ConnectionChanged
 from huxleyd.turns.wake import WakeWord
 from huxleyd.update import running_release
 
@@ -236,13 +237,26 @@ class RuntimeControl:
         """A try in flight with none failed yet (the start, a renewal): wait for its
         outcome, at most the connect timeout, so a say at start is not refused."""
         rt = self._rt
-        deadline = rt.clock.monotonic() + rt.config.provider.connect_timeout_s
-        while (
-            rt.connection_state is ConnectionState.CONNECTING
-            and rt.connection_status.attempt == 0
-            and rt.clock.monotonic() < deadline
-        ):
-            await asyncio.sleep(0.05)
+
+        def in_flight(status: ConnectionStatus) -> bool:
+            return status.state is ConnectionState.CONNECTING and status.attempt == 0
+
+        if rt.built is None or not in_flight(rt.connection_status):
+            return
+        settled = asyncio.Event()
+
+        def on_news(news: object) -> None:
+            if isinstance(news, ConnectionChanged) and not in_flight(news.status):
+                settled.set()
+
+        unsubscribe = rt.built.coordinator.subscribe(on_news)
+        try:
+            async with asyncio.timeout(rt.config.provider.connect_timeout_s):
+                await settled.wait()
+        except TimeoutError:
+            pass
+        finally:
+            unsubscribe()
 
     def _not_connected(self) -> str | None:
         """Why a typed turn cannot be answered now (a try failed and the next waits;
