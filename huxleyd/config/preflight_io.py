@@ -15,7 +15,6 @@ import os
 import stat
 from pathlib import Path
 
-from huxley_sdk.audio import read_each_sound
 from huxleyd.audio.backends.callback_backend import forced_callback_missing
 from huxleyd.audio.backends.wav_backend import load_mic_wav
 from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES
@@ -57,6 +56,10 @@ def persona_sounds_problem(config: Config) -> str | None:
     """Each of the persona's sounds read on its own, as its skills read them
     (:func:`huxley_sdk.audio.read_each_sound`): the degraded record's line naming
     every one that cannot be read and why (None: all play, or there are none)."""
+    try:  # here, not at import: doctor must run beside a foreign huxley_sdk to name it
+        from huxley_sdk.audio import read_each_sound
+    except ImportError:  # doctor's "sdk" line says which SDK this is
+        return None
     folder = persona_sounds_dir(config)
     _, broken = read_each_sound(folder)
     if not broken:
