@@ -62,6 +62,8 @@ class Problem:
             return "my last software update did not work, so I went back to the previous one"
         if self.part == "wake":
             return "I cannot listen for my wake word here, press the button to talk"
+        if self.part.startswith("settings"):
+            return "what you just set was not saved, it is forgotten when I restart"
         if self.part == "speaker":
             return "my speaker is failing, you may not hear me"
         if self.part == "persona-sounds":

@@ -204,7 +204,16 @@ class RuntimeControl:
 
     async def set_muted(self, muted: bool) -> bool:
         coordinator = self._parts("the microphone").coordinator
-        coordinator.set_muted(muted)  # the runtime saves it (Runtime.on_mute)
+        coordinator.set_muted(muted)  # the runtime saves it too (Runtime.on_mute)
+        unsaved = await self._rt.save_mute()
+        if unsaved is not None:  # it holds now; a restart would forget it: never "done"
+            state = "muted" if coordinator.muted else "not muted"
+            what = f"the microphone is {state} but that was not saved ({unsaved}): " + (
+                "it will not outlive a restart"
+            )
+            self._rt.degraded.report("settings:mute", what, file=None)
+            raise CommandFailedError(what)
+        self._rt.degraded.clear("settings:mute")
         return coordinator.muted
 
     async def say(self, text: str) -> str:

@@ -240,3 +240,29 @@ def test_a_read_only_mount_is_told_from_a_full_disk_and_gets_its_own_cure(
     fix = write_fix(failure.cause, small_disk, user="huxley")
     assert "remount" in fix and "sudo chown" not in fix
     assert "journalctl --vacuum" not in fix
+
+
+async def test_a_mute_that_did_not_save_says_so(tmp_path: Path, small_disk: Path) -> None:
+    """``huxleyctl mute on`` on a full disk printed "muted" and was forgotten at the
+    next start: it now says the mute holds but was not saved, and status shows it
+    until a save works."""
+    from huxleyd.app.control import RuntimeControl
+    from huxleyd.control.errors import CommandFailedError
+    from huxleyd.handsfree.mutefile import mute_path, read_muted
+    from huxleyd.sim.scenario import Scenario
+    from tests.e2e.harness import Rig as DaemonRig
+
+    async with DaemonRig(tmp_path, Scenario(), skills=("system",)) as rig:
+        control = RuntimeControl(rig.rt)
+        filler = fill(small_disk)
+        with pytest.raises(CommandFailedError, match="not saved") as refused:
+            await control.set_muted(True)
+        assert "No space left on device" in str(refused.value)
+        assert rig.rt.parts.coordinator.muted  # it holds now
+        assert not read_muted(mute_path(small_disk))  # a restart would forget it
+        [line] = [p for p in (await control.status()).problems if p.startswith("settings:mute")]
+        assert "the microphone is muted but that was not saved" in line
+        filler.unlink()
+        assert await control.set_muted(True) is True
+        assert read_muted(mute_path(small_disk))
+        assert rig.rt.degraded.get("settings:mute") is None
