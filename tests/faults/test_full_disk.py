@@ -266,3 +266,35 @@ async def test_a_mute_that_did_not_save_says_so(tmp_path: Path, small_disk: Path
         assert await control.set_muted(True) is True
         assert read_muted(mute_path(small_disk))
         assert rig.rt.degraded.get("settings:mute") is None
+
+
+def test_the_log_file_on_a_full_disk_says_so_once_not_a_traceback_a_line(
+    small_disk: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a full disk gave 31 "--- Logging error ---" tracebacks on stderr
+    (``make run``'s log file lives in the state directory). Now one line says
+    the file is not written, and one that it is written again."""
+    from huxleyd.logs import add_log_file
+
+    path = small_disk / "huxleyd.log"
+    handler = add_log_file(path)
+    assert handler is not None
+    log = logging.getLogger("huxleyd.test_full_disk")
+    log.setLevel(logging.INFO)
+    try:
+        log.info("before the disk fills")
+        filler = fill(small_disk)
+        for n in range(31):
+            log.info("while full %d %s", n, "x" * 200)
+        failed = capfd.readouterr().err
+        filler.unlink()
+        log.info("after space came back")
+        handler.flush()
+        back = capfd.readouterr().err
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    assert "Logging error" not in failed and "Traceback" not in failed
+    assert failed.count(f"huxleyd: not writing {path}: No space left on device") == 1, failed
+    assert back.count(f"huxleyd: writing {path} again") == 1, back
+    assert "after space came back" in path.read_text()
