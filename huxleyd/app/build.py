@@ -27,7 +27,6 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, cast
 
 from huxley_sdk import BackgroundTaskHandle, SkillContext
@@ -49,9 +48,9 @@ from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
 from huxleyd.config.preflight_io import PERSONA_SOUNDS, persona_sounds_dir, persona_sounds_problem
 from huxleyd.control.feedwriter import FeedWriter
-from huxleyd.control.speakerwatch import SpeakerWatch
+from huxleyd.control.speakerwatch import watch_speaker
 from huxleyd.control.watch import EventFeed
-from huxleyd.degraded import Degraded, Problem
+from huxleyd.degraded import Degraded
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
 from huxleyd.handsfree.listener import WakeListener
 from huxleyd.handsfree.mutefile import mute_path, read_muted
@@ -70,7 +69,7 @@ from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets
 from huxleyd.storage.recovery import open_or_recover
-from huxleyd.storage.writes import WriteFailure, WriteWatch, write_fix
+from huxleyd.storage.writes import degraded_writes
 from huxleyd.turns.coordinator import Coordinator, TurnSettings
 from huxleyd.turns.degraded_speech import DegradedSpeech
 from huxleyd.turns.instructions import SessionInstructions
@@ -197,29 +196,8 @@ async def open_storage(config: Config, resources: Resources, degraded: Degraded)
     resources.opened("storage", opened.db.close)
     if opened.recovered is not None:
         degraded.report("storage", opened.recovered.what, file=str(db_path))
-    opened.db.on_writes = storage_writes_watch(degraded, db_path, user=config.daemon.service_user)
+    opened.db.on_writes = degraded_writes(degraded, db_path, user=config.daemon.service_user)
     return opened.db
-
-
-def storage_writes_watch(degraded: Degraded, db_path: Path, *, user: str) -> WriteWatch:
-    """The database's writes in the degraded record: ``storage: writes failing: <the
-    OS's words>`` with the cure for that cause, from the first write that fails to
-    the next that works (which puts back the part's older problem, if it had one)."""
-    older: list[Problem | None] = []
-
-    def report(failure: WriteFailure) -> None:
-        if not older:
-            older.append(degraded.get("storage"))
-        fix = write_fix(failure.cause, db_path.parent, user=user)
-        degraded.report("storage", failure.what(), file=str(db_path), fix=fix)
-
-    def clear() -> None:
-        before = older.pop() if older else None
-        degraded.clear("storage")
-        if before is not None:
-            degraded.put_back(before)
-
-    return WriteWatch(report, clear)
 
 
 async def open_audio(
@@ -239,23 +217,10 @@ async def open_audio(
         if fallback is not None:  # pick_backend chose PyAudio for the same reason
             degraded.report("audio", fallback, file=str(config.path))
     engine = AudioEngine(backend, settings=config.audio, clock=clock)
-    watch_speaker(engine, degraded, config)
+    watch_speaker(engine, degraded, reopen_s=config.audio.reopen_interval_s, file=str(config.path))
     engine.start()
     resources.opened("audio", engine.close)
     return _Audio(engine, description)
-
-
-def watch_speaker(engine: AudioEngine, degraded: Degraded, config: Config) -> None:
-    """The speaker's failures in the degraded record (:mod:`huxleyd.control.speakerwatch`):
-    cleared once the device stayed open three retry intervals (at least 1 s) without one."""
-    reopen_s = config.audio.reopen_interval_s
-    SpeakerWatch(
-        engine,
-        degraded,
-        calm_s=max(3 * reopen_s, 1.0),
-        reopen_s=reopen_s,
-        config_file=str(config.path),
-    ).attach()
 
 
 async def make_coordinator(

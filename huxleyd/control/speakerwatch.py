@@ -122,3 +122,11 @@ class SpeakerWatch:
             self._call_later(delay_s, callback)
         else:
             asyncio.get_running_loop().call_later(delay_s, callback)
+
+
+def watch_speaker(engine: Engine, degraded: Degraded, *, reopen_s: float, file: str) -> None:
+    """Attach a :class:`SpeakerWatch` to ``engine`` (before it starts): cleared once the
+    device stayed open three retry intervals (at least 1 s) without a new fault."""
+    SpeakerWatch(
+        engine, degraded, calm_s=max(3 * reopen_s, 1.0), reopen_s=reopen_s, config_file=file
+    ).attach()

@@ -5,7 +5,7 @@ state). :class:`~huxleyd.storage.db.Database` hands every transaction's
 outcome to its ``on_writes`` listener: a :class:`WriteFailure` when SQLite
 could not write (a full disk, a read-only mount, a permission, an I/O
 error), ``None`` when a transaction that changed rows committed. The
-runtime's listener (:class:`WriteWatch`) turns that into the degraded
+start's listener (:func:`degraded_writes`) turns that into the degraded
 record's ``storage`` part (``storage: writes failing: No space left on
 device``) and clears it at the next write that works: status, doctor and the
 journal read that one record.
@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+
+from huxleyd.degraded import Degraded, Problem
 
 _SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN = 3, 8, 10, 13, 14
 _WRITE_ERRORS = frozenset({_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL})
@@ -136,3 +138,24 @@ class WriteWatch:
         elif self.failing is not None:
             self.failing = None
             self._clear()
+
+
+def degraded_writes(degraded: Degraded, db_path: Path, *, user: str) -> WriteWatch:
+    """The database's writes in the degraded record: ``storage: writes failing: <the
+    OS's words>`` with the cure for that cause, from the first write that fails to
+    the next that works (which puts back the part's older problem, if it had one)."""
+    older: list[Problem | None] = []
+
+    def report(failure: WriteFailure) -> None:
+        if not older:
+            older.append(degraded.get("storage"))
+        fix = write_fix(failure.cause, db_path.parent, user=user)
+        degraded.report("storage", failure.what(), file=str(db_path), fix=fix)
+
+    def clear() -> None:
+        before = older.pop() if older else None
+        degraded.clear("storage")
+        if before is not None:
+            degraded.put_back(before)
+
+    return WriteWatch(report, clear)
