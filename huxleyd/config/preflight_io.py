@@ -243,6 +243,9 @@ def _check_creatable_file(path: Path, *, file: str, key: str) -> None:
         raise ConfigError(
             file, key, f"expected a regular file to write: {path} is a device or a pipe"
         )
+    virtual = virtual_filesystem(path)
+    if virtual is not None:  # /proc/version: a kernel file, no write would reach a disk
+        raise ConfigError(file, key, f"expected a file on a disk to write: {path} is on {virtual}")
     for ancestor in path.parents:
         if ancestor.exists():
             if not ancestor.is_dir():
