@@ -34,6 +34,9 @@ class Problem:
     """The file concerned (the database, the persona), when there is one."""
     since: str
     """When it was reported, UTC, ``2026-11-27T10:02:03Z``."""
+    fix: str = ""
+    """What the admin does, fitted to the cause by the part that knows it (a full
+    disk: free space; a read-only mount: not chown); empty: doctor's general advice."""
 
     def line(self) -> str:
         where = f" ({self.file})" if self.file else ""
@@ -42,6 +45,8 @@ class Problem:
     def spoken(self) -> str:
         """Why, in words a user who never saw a journal understands (said aloud)."""
         if self.part == "storage":
+            if self.what.startswith("writes failing"):
+                return "I cannot save what you change now, so it is forgotten when I restart"
             if "in memory" in self.what:  # the state directory cannot be written
                 return "I cannot save anything, so what you set now is forgotten when I restart"
             return "my memory file was damaged, I started with a fresh one"
@@ -57,6 +62,12 @@ class Problem:
             return "my last software update did not work, so I went back to the previous one"
         if self.part == "wake":
             return "I cannot listen for my wake word here, press the button to talk"
+        if self.part.startswith("settings"):
+            return "what you just set was not saved, it is forgotten when I restart"
+        if self.part == "speaker":
+            return "my speaker is failing, you may not hear me"
+        if self.part == "persona-sounds":
+            return "some of my sounds could not be read, they stay silent"
         return f"my {self.part} part is not working"
 
 
@@ -69,16 +80,19 @@ class Degraded:
         self._unheard: set[str] = set()
         """Parts reported since the last press: the next press plays the cue."""
 
-    def report(self, part: str, what: str, *, file: str | None = None, cue: bool = True) -> Problem:
+    def report(
+        self, part: str, what: str, *, file: str | None = None, cue: bool = True, fix: str = ""
+    ) -> Problem:
         """Record ``part``'s problem, or update its text (a retry that failed again).
 
         A new problem is logged (``part_degraded``) and cued at the next press;
         an update is neither (the caller logs what changed). ``cue=False``: an
         admin's problem the device works around unchanged (a refused reload):
-        status and doctor show it, the button does not."""
+        status and doctor show it, the button does not. ``fix``: the advice for
+        this cause (:attr:`Problem.fix`)."""
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._wall()))
         old = self._problems.get(part)
-        problem = Problem(part, what, file, since if old is None else old.since)
+        problem = Problem(part, what, file, since if old is None else old.since, fix)
         self._problems[part] = problem
         if old is None:
             if cue:
@@ -91,6 +105,15 @@ class Degraded:
         if self._problems.pop(part, None) is not None:
             self._unheard.discard(part)
             log.info("part_recovered", part=part)
+
+    def get(self, part: str) -> Problem | None:
+        """``part``'s problem, if it has one."""
+        return self._problems.get(part)
+
+    def put_back(self, problem: Problem) -> None:
+        """Reinstate ``problem`` as it was (not logged, not cued again): a part's older
+        problem that a newer, passing one (writes failing, then working) stood over."""
+        self._problems[problem.part] = problem
 
     def problems(self) -> list[Problem]:
         return sorted(self._problems.values(), key=lambda p: p.part)

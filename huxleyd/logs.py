@@ -329,13 +329,42 @@ LOG_FILE_BACKUPS = 2
 """Bound: at most three files of 1 MB; the oldest is dropped."""
 
 
+class LogFileHandler(logging.handlers.RotatingFileHandler):
+    """The log file, which says on stderr once that it cannot be written (a full
+    disk, a read-only card) and once that it is written again, instead of
+    Python's "--- Logging error ---" traceback for every record in between."""
+
+    failing: str | None = None
+    """Why the last record was not written (the OS's words), or None."""
+    _written = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._written = True
+        super().emit(record)  # a failure lands in handleError, which clears _written
+        if self._written and self.failing is not None:
+            self.failing = None
+            print(f"huxleyd: writing {self.baseFilename} again", file=sys.stderr)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._written = False
+        exc = sys.exc_info()[1]
+        why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or "error"
+        if self.failing is None:
+            print(
+                f"huxleyd: not writing {self.baseFilename}: {why} (said once; the other "
+                "log outputs go on)",
+                file=sys.stderr,
+            )
+        self.failing = why
+
+
 def add_log_file(path: Path) -> logging.Handler | None:
     """Also write the log to ``path`` (rotated, bounded). None, with a line on
     stderr, when the file cannot be opened: a log file is never a reason not
     to start."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+        handler: logging.Handler = LogFileHandler(
             path, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
         )
     except OSError as exc:

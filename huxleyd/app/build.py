@@ -47,7 +47,9 @@ from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.config.load import Config, PersonaString
 from huxleyd.config.preflight import KeySource, Preflight
+from huxleyd.config.preflight_io import PERSONA_SOUNDS, persona_sounds_dir, persona_sounds_problem
 from huxleyd.control.feedwriter import FeedWriter
+from huxleyd.control.speakerwatch import watch_speaker
 from huxleyd.control.watch import EventFeed
 from huxleyd.degraded import Degraded
 from huxleyd.handsfree.detector import WakeUnavailable, load_detector
@@ -68,6 +70,7 @@ from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.storage.db import Database, FileSecrets
 from huxleyd.storage.recovery import open_or_recover
+from huxleyd.storage.writes import degraded_writes
 from huxleyd.turns.coordinator import Coordinator
 from huxleyd.turns.degraded_speech import DegradedSpeech
 from huxleyd.turns.instructions import SessionInstructions
@@ -129,6 +132,7 @@ async def build(
     The steps, in the order of the module docstring, each a function below."""
     db = await open_storage(config, resources, degraded)
     earcons = load_earcons(config, degraded)
+    report_persona_sounds(config, degraded)
     audio = await open_audio(config, overrides, clock, resources, degraded)
     volume = await make_volume(config.audio, audio.engine, db)
     target = await provider_target(config, overrides, checked, setup_failure=setup_failure)
@@ -195,6 +199,7 @@ async def open_storage(config: Config, resources: Resources, degraded: Degraded)
     resources.opened("storage", opened.db.close)
     if opened.recovered is not None:
         degraded.report("storage", opened.recovered.what, file=str(db_path))
+    opened.db.on_writes = degraded_writes(degraded, db_path, user=config.daemon.service_user)
     return opened.db
 
 
@@ -215,6 +220,7 @@ async def open_audio(
         if fallback is not None:  # the card cannot play: its open fails, retried
             degraded.report("audio", fallback, file=str(config.path))
     engine = AudioEngine(backend, settings=config.audio, clock=clock)
+    watch_speaker(engine, degraded, reopen_s=config.audio.reopen_interval_s, file=str(config.path))
     engine.start()
     resources.opened("audio", engine.close)
     return _Audio(engine, description)
@@ -416,6 +422,17 @@ def load_earcons(config: Config, degraded: Degraded) -> dict[str, bytes]:
     if problem is not None:  # status and doctor say it; a cue would be an earcon itself
         degraded.report("earcons", problem, file=str(sounds), cue=False)
     return {str(role): pcm for role, pcm in loaded.items()}
+
+
+def report_persona_sounds(config: Config, degraded: Degraded) -> None:
+    """Each of the persona's sounds on its own, as ``--check-config`` reads them: one
+    that cannot be read is named in the degraded ``persona-sounds`` part (its skill
+    plays the others and leaves that one silent)."""
+    problem = persona_sounds_problem(config)
+    if problem is not None:
+        folder = persona_sounds_dir(config)
+        fix = f"replace each file named with a PCM WAV readable by the service user, in {folder}"
+        degraded.report(PERSONA_SOUNDS, problem, file=str(folder), cue=False, fix=fix)
 
 
 # ---------------------------------------------------------------- provider

@@ -36,12 +36,15 @@ from huxleyd.control.handler import (
 )
 from huxleyd.control.protocol import PttAction
 from huxleyd.control.reboot import busy_reasons, next_alert_in_s, reboot_pending
+from huxleyd.control.speakerwatch import PART as SPEAKER_PART
 from huxleyd.control.watch import WatchEvent
+from huxleyd.degraded import Problem
 from huxleyd.home.mqtt import AnnounceRefused
 from huxleyd.home.speaker import Check
 from huxleyd.logs import get_logger
-from huxleyd.providers.base import ConnectionState
+from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.skills.skillclock import system_clock_for
+from huxleyd.turns.news import ConnectionChanged
 from huxleyd.turns.wake import WakeWord
 from huxleyd.update import running_release
 
@@ -76,16 +79,24 @@ def doctor_check(check: Check) -> DoctorCheck:
     return DoctorCheck.warning(check.name, check.detail, check.fix)
 
 
-def check_degraded(problems: list[str]) -> DoctorCheck:
-    """Parts that run degraded (the database moved aside, a skill left out…)."""
+DEGRADED_FIX = (
+    "see `huxleyctl logs` for part_degraded; fix the file or the skill named, then "
+    "restart (a skill whose setup failed is retried by itself)"
+)
+"""doctor's advice for a degraded part whose reporter gave none of its own."""
+
+
+def check_degraded(problems: Sequence[Problem]) -> DoctorCheck:
+    """Parts that run degraded (the database moved aside, a skill left out, writes
+    failing…), read from the one record status shows, each with the advice its
+    reporter fitted to the cause (:attr:`Problem.fix`)."""
     if not problems:
         return DoctorCheck("degraded parts", True, "none left out by the daemon")
+    fixes = [f"{p.part}: {p.fix}" for p in problems if p.fix]
+    if len(fixes) < len(problems):
+        fixes.append(DEGRADED_FIX)
     return DoctorCheck(
-        "degraded parts",
-        False,
-        "; ".join(problems),
-        "see `huxleyctl logs` for part_degraded; fix the file or the skill named, then "
-        "restart (a skill whose setup failed is retried by itself)",
+        "degraded parts", False, "; ".join(p.line() for p in problems), "; ".join(fixes)
     )
 
 
@@ -195,15 +206,28 @@ class RuntimeControl:
 
     async def set_muted(self, muted: bool) -> bool:
         coordinator = self._parts("the microphone").coordinator
-        coordinator.set_muted(muted)  # the runtime saves it (Runtime.on_mute)
+        coordinator.set_muted(muted)  # the runtime saves it too (Runtime.on_mute)
+        unsaved = await self._rt.save_mute()
+        if unsaved is not None:  # it holds now; a restart would forget it: never "done"
+            state = "muted" if coordinator.muted else "not muted"
+            what = f"the microphone is {state} but that was not saved ({unsaved}): " + (
+                "it will not outlive a restart"
+            )
+            self._rt.degraded.report("settings:mute", what, file=None)
+            raise CommandFailedError(what)
+        self._rt.degraded.clear("settings:mute")
         return coordinator.muted
 
     async def say(self, text: str) -> str:
         if self._rt.built is None:
             raise CommandFailedError("the daemon is still starting")
         coordinator = self._rt.built.coordinator
+        await self._first_try_settled()
         if self._rt.connection_state is ConnectionState.OFFLINE:
             raise CommandFailedError(self._rt.persona_string(PersonaString.OFFLINE))
+        not_connected = self._not_connected()
+        if not_connected is not None:
+            raise CommandFailedError(not_connected)
         if self._rt.setup_failure is not None:
             raise CommandFailedError(self._rt.setup_failure)
         if self._rt.connection_state is ConnectionState.KEY_REFUSED:
@@ -219,6 +243,46 @@ class RuntimeControl:
         turn = coordinator.say(text)
         self._rt.feed.publish("heard", turn=turn, text=text, via="huxleyctl say")
         return turn
+
+    async def _first_try_settled(self) -> None:
+        """A try in flight with none failed yet (the start, a renewal): wait for its
+        outcome, at most the connect timeout, so a say at start is not refused."""
+        rt = self._rt
+
+        def in_flight(status: ConnectionStatus) -> bool:
+            return status.state is ConnectionState.CONNECTING and status.attempt == 0
+
+        if rt.built is None or not in_flight(rt.connection_status):
+            return
+        settled = asyncio.Event()
+
+        def on_news(news: object) -> None:
+            if isinstance(news, ConnectionChanged) and not in_flight(news.status):
+                settled.set()
+
+        unsubscribe = rt.built.coordinator.subscribe(on_news)
+        try:
+            async with asyncio.timeout(rt.config.provider.connect_timeout_s):
+                await settled.wait()
+        except TimeoutError:
+            pass
+        finally:
+            unsubscribe()
+
+    def _not_connected(self) -> str | None:
+        """Why a typed turn cannot be answered now (a try failed and the next waits;
+        a stalled session being dropped), in the connection's own words; None: go on."""
+        rt = self._rt
+        status = rt.connection_status
+        failing = status.state in (ConnectionState.RECONNECTING, ConnectionState.STALLED) or (
+            status.state is ConnectionState.CONNECTING and status.attempt > 0
+        )
+        if not failing:
+            return None
+        why = status.detail or status.state.value
+        retry = rt.next_try_in_s()
+        then = f"; next try in {retry:g} s" if retry is not None else "; still trying"
+        return f"not connected to the provider ({why}){then}: nothing was sent"
 
     async def announce(self, text: str, room: str | None) -> list[str]:
         """``huxleyctl announce``: through the household's broker ([mqtt])."""
@@ -289,7 +353,7 @@ class RuntimeControl:
             checks.append(
                 lambda: check_wake_word(rt.config, coordinator.wake_word, coordinator.muted)
             )
-        problems = rt.degraded.lines()
+        problems = rt.degraded.problems()
         checks.append(lambda: check_degraded(problems))
         if rt.home is not None:
             for home_check in rt.home.checks():
@@ -339,15 +403,17 @@ def daemon_facts(rt: Runtime) -> Facts:
     else:
         volume = "software gain"
     stats = parts.engine.stats()
+    speaker = rt.degraded.get(SPEAKER_PART)
     return Facts(
         key=key,
         read_key=lambda: read_key(source),
         simulator=parts.is_simulator,
         # a dead audio thread is not "open", whatever the device says
         audio_state=stats.device_state.value if stats.running else "stopped (no audio thread)",
-        audio_description=_audio_description(parts.audio_description, stats),
+        audio_description=_audio_description(parts.audio_description, stats, speaker is None),
         audio_widened=stats.period_widened,
         audio_card_xruns=(stats.card_underruns, stats.overruns),
+        audio_failing=None if speaker is None else (speaker.what, speaker.fix),
         uptime_s=rt.clock.monotonic() - rt.started_at,
         volume=volume,
         pin_factory=parts.pins_description,
@@ -370,9 +436,11 @@ def _key_facts(rt: Runtime, source: KeySource | None) -> KeyFacts:
     return KeyFacts(None, "the cascade's stages use their own keys or none")
 
 
-def _audio_description(description: str, stats: EngineStats) -> str:
-    """The card as opened, with what went wrong since (faults, a wider period, dropouts)."""
-    if stats.faults:  # recovered, but the user should know the speaker failed
+def _audio_description(description: str, stats: EngineStats, recovered: bool) -> str:
+    """The card as opened, with what went wrong since (faults, a wider period, dropouts).
+
+    ``recovered``: no ``speaker`` part is open; while one is, it says what fails."""
+    if stats.faults and recovered:  # it works again, but the user should know it failed
         description += f" (recovered from {stats.faults} audio fault(s); last: {stats.last_fault})"
     if stats.period_widened:
         description += f" ({stats.period_widened})"

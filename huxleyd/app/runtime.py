@@ -418,11 +418,18 @@ class Runtime:
             self._spawn_once(self._save_mute, "mute-save")
 
     async def _save_mute(self) -> None:
-        # One save at a time, each of the state as it is then: two quick
-        # toggles cannot leave the older one on disk.
+        await self.save_mute()
+
+    async def save_mute(self) -> str | None:
+        """Save the mute as it is now; why it was not saved (the OS's words), or None.
+
+        One save at a time, each of the state as it is then: two quick toggles
+        cannot leave the older one on disk. ``huxleyctl mute`` awaits it, so a
+        mute that did not save is never answered as done."""
         async with self._mute_saving:
             muted = self.parts.coordinator.muted
-            await asyncio.to_thread(write_muted, mute_path(self.config.storage.state_dir), muted)
+            path = mute_path(self.config.storage.state_dir)
+            return await asyncio.to_thread(write_muted, path, muted)
 
     def next_try_in_s(self) -> float | None:
         """Seconds until the transport tries to connect again, if it waits to."""

@@ -222,6 +222,9 @@ class AudioThread:
         self.late = 0
         self.faults = 0
         self.last_fault: str | None = None
+        self.open_error: str | None = None
+        """Why the last try to open the device failed; None once it opened (doctor,
+        the degraded record's ``speaker`` part)."""
         timed = backend if isinstance(backend, OutputClock) else None
         self.timed = None if timed is None else TimedOutput(timed, playout)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
@@ -564,6 +567,7 @@ class AudioThread:
             )
             self._idle_streak = 0
             self._start_feeder(fmt, playback)
+        self.open_error = None
         self._set_state(DeviceState.OPEN)
 
     def _lead_s(self, fmt: DeviceFormat) -> float:
@@ -601,7 +605,8 @@ class AudioThread:
         self._close_backend()
         try:
             self.open_device()
-        except AudioDeviceError:
+        except AudioDeviceError as exc:
+            self.open_error = str(exc)
             self.retry_later()
 
     def _widen(self, widenable: WidenablePeriod) -> None:

@@ -167,6 +167,7 @@ class AudioEngine:
             try:
                 audio.open_device()
             except AudioDeviceError as exc:
+                audio.open_error = str(exc)
                 log.warning(
                     "audio_device_unavailable",
                     error=str(exc),
@@ -348,6 +349,7 @@ class AudioEngine:
             ),
             faults=audio.faults,
             last_fault=audio.last_fault,
+            open_error=audio.open_error,
             period_widened=self._widened(),
             period_steps=(audio.period_steps[0], audio.period_steps[1]),
             silences=self._silences(underruns - dropouts, dropouts, dropout_ms),

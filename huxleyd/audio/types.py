@@ -160,6 +160,8 @@ class EngineStats:
     device, which was then reopened like a lost one. The thread kept running."""
     last_fault: str | None = None
     """The last such error, for ``huxleyctl doctor``."""
+    open_error: str | None = None
+    """Why the device did not open at the last try (None once it is open)."""
     period_widened: str = ""
     """Why the device runs a longer period than its first (the card xran again and
     again: this machine could not keep it), or empty (:mod:`~huxleyd.audio.xrun_watch`)."""

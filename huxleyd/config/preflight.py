@@ -29,7 +29,7 @@ from huxleyd.audio.earcons import earcons_problem, load_each_earcon
 from huxleyd.config.control_socket import ControlSettings
 from huxleyd.config.files import Reader, check_directory, check_file
 from huxleyd.config.load import Config
-from huxleyd.config.preflight_io import check_devices
+from huxleyd.config.preflight_io import PERSONA_SOUNDS, check_devices, persona_sounds_problem
 from huxleyd.errors import (
     ConfigError,
     SkillCollisionError,
@@ -169,6 +169,9 @@ def preflight(
     earcons = earcons_problem(config.daemon.sounds_dir, broken)
     if earcons is not None:
         left_out.append(("earcons", earcons))
+    sounds = persona_sounds_problem(config)
+    if sounds is not None:
+        left_out.append((PERSONA_SOUNDS, sounds))
     host = check_skills(config, leave_out=leave_out_failing_skills)
     left_out += [(f"skill:{name}", reason + LEFT_OUT_FIX) for name, reason in host.failed.items()]
     return Preflight(

@@ -42,6 +42,32 @@ def check_devices(config: Config, reader: Reader) -> list[tuple[str, str]]:
     return left_out
 
 
+PERSONA_SOUNDS = "persona-sounds"
+"""The degraded record's part for a persona's sound that cannot be read."""
+
+
+def persona_sounds_dir(config: Config) -> Path:
+    """``<the persona's data_dir>/sounds``: the sounds its skills play (a book's start…)."""
+    data_dir = config.persona.data_dir or config.storage.persona_data_dir(config.daemon.persona)
+    return data_dir / "sounds"
+
+
+def persona_sounds_problem(config: Config) -> str | None:
+    """Each of the persona's sounds read on its own, as its skills read them
+    (:func:`huxley_sdk.audio.read_each_sound`): the degraded record's line naming
+    every one that cannot be read and why (None: all play, or there are none)."""
+    try:  # here, not at import: doctor must run beside a foreign huxley_sdk to name it
+        from huxley_sdk.audio import read_each_sound
+    except ImportError:  # doctor's "sdk" line says which SDK this is
+        return None
+    folder = persona_sounds_dir(config)
+    _, broken = read_each_sound(folder)
+    if not broken:
+        return None
+    each = "; ".join(f"{name}: {why}" for name, why in sorted(broken.items()))
+    return f"{folder}: {each}: those sounds are silent, the others play"
+
+
 def check_state_directory(config: Config, reader: Reader) -> str | None:
     """``storage.state_dir`` is a directory ``reader`` may write in.
 
@@ -217,6 +243,9 @@ def _check_creatable_file(path: Path, *, file: str, key: str) -> None:
         raise ConfigError(
             file, key, f"expected a regular file to write: {path} is a device or a pipe"
         )
+    virtual = virtual_filesystem(path)
+    if virtual is not None:  # /proc/version: a kernel file, no write would reach a disk
+        raise ConfigError(file, key, f"expected a file on a disk to write: {path} is on {virtual}")
     for ancestor in path.parents:
         if ancestor.exists():
             if not ancestor.is_dir():

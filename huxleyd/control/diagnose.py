@@ -61,6 +61,8 @@ class Facts:
     """Why the daemon's device runs a longer period than its first (empty: it does not)."""
     audio_card_xruns: tuple[int, int] = (0, 0)
     """The card's own (speaker underruns, mic overruns) since the daemon started."""
+    audio_failing: tuple[str, str] | None = None
+    """The degraded record's ``speaker`` part, (what, fix), when it has one."""
     uptime_s: float = 0.0
     volume: str | None = None
     """What the daemon's volume drives; None: no daemon."""
@@ -178,6 +180,7 @@ def doctor_checks(
             widened=facts.audio_widened,
             card_xruns=facts.audio_card_xruns,
             uptime_s=facts.uptime_s,
+            failing=facts.audio_failing,
         ),
         partial(
             check_mixer,

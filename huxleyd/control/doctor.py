@@ -229,14 +229,19 @@ def check_audio_device(
     widened: str = "",
     card_xruns: tuple[int, int] = (0, 0),
     uptime_s: float = 0.0,
+    failing: tuple[str, str] | None = None,
 ) -> DoctorCheck:
     """What the daemon's engine reports about its device (``state`` None: no daemon;
     ``widened``: why it runs a longer period than its first; ``card_xruns``: the
-    card's (speaker underruns, mic overruns) since the start, ``uptime_s`` ago)."""
+    card's (speaker underruns, mic overruns) since the start, ``uptime_s`` ago;
+    ``failing``: the degraded record's speaker part, (what, fix): the same words)."""
     if state is None:
         return DoctorCheck.skipped(
             label, "only the running daemon opens the sound card; start it and run doctor again"
         )
+    if failing is not None:
+        what, fix = failing
+        return DoctorCheck.failed(label, f"speaker: {what} ({description})", fix)
     if description.startswith("wav"):
         return DoctorCheck.warning(
             label,

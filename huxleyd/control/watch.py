@@ -192,7 +192,8 @@ LOGGED_EVENTS: Mapping[str, tuple[str, dict[str, Any]]] = {
     "media_evicted": ("media", {"action": "evicted"}),
     "volume_set": ("volume", {"by": "a tool"}),
     "volume_changed": ("volume", {}),
-    "barge_in": ("notice", {"what": "barge-in: the answer was cut by the button"}),
+    "barge_in": ("notice", {"what": "barge-in: the answer was cut by {by}"}),
+    "reply_cut": ("notice", {"what": "the answer was cut by {by}"}),
     "provider_offline": ("notice", {"what": "the provider is unreachable (offline)"}),
     "provider_back_online": ("notice", {"what": "the provider is back online"}),
     "response_silent": ("notice", {"what": "the model gave no answer"}),
@@ -206,6 +207,17 @@ LOGGED_EVENTS: Mapping[str, tuple[str, dict[str, Any]]] = {
 """Journal events that also go to ``watch``: the runtime logs them already, so
 the watcher sees exactly what the journal says, without a second code path
 (and, like the journal, not below ``daemon.log_level``)."""
+
+
+def _filled(text: Any, fields: Mapping[str, Any]) -> Any:
+    """A fixed text with the logged fields it names (``cut by {by}``); a field the
+    line did not log leaves the text as written, never an error in the log path."""
+    if not isinstance(text, str) or "{" not in text:
+        return text
+    try:
+        return text.format(**fields)
+    except (KeyError, IndexError, ValueError):
+        return text
 
 
 class FeedLogTap(logging.Handler):
@@ -229,6 +241,7 @@ class FeedLogTap(logging.Handler):
         kind, fixed = spec
         fields = dict(getattr(record, FIELDS_ATTR, None) or {})
         turn = fields.pop("turn", None)
+        fixed = {k: _filled(v, fields) for k, v in fixed.items()}
         self._feed.publish(
             kind,
             turn=turn if isinstance(turn, str) else None,

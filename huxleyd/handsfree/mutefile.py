@@ -9,6 +9,7 @@ counts as not muted and says so in the journal: the button must work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -39,11 +40,16 @@ def read_muted(path: Path) -> bool:
     return text == "on"
 
 
-def write_muted(path: Path, muted: bool) -> None:
-    """Save the mute (atomically); an error is logged, never raised (the mute still holds)."""
+def write_muted(path: Path, muted: bool) -> str | None:
+    """Save the mute (atomically); an error is logged and returned (the OS's words),
+    never raised: the mute still holds, only a restart would forget it."""
     temporary = path.with_name(f".{path.name}.tmp")
     try:
         temporary.write_text("on\n" if muted else "off\n", encoding="ascii")
         os.replace(temporary, path)
     except OSError as exc:
         log.warning("mute_state_not_saved", file=str(path), error=str(exc))
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return exc.strerror or str(exc)
+    return None

@@ -267,7 +267,7 @@ class GeminiSimSession:
             return
         await self._interrupt()
         if texts:
-            self._record.script.begin_turn()
+            self._record.script.begin_turn(typed=" ".join(texts))
         self._respond(self._record.script.next_response())
 
     async def _on_tool_response(self, body: dict[str, Any]) -> None:

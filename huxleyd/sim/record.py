@@ -73,9 +73,18 @@ class Script:
     def turns_started(self) -> int:
         return self._turn_index + 1
 
-    def begin_turn(self) -> str:
-        """A new user turn; returns what the sim pretends to have heard."""
-        self._turn_index += 1
+    def begin_turn(self, typed: str | None = None) -> str:
+        """A new user turn; returns what the sim pretends to have heard.
+
+        A spoken turn takes the script's next turn (the sim cannot understand
+        audio). A ``typed`` text (``huxleyctl say``) that is some turn's ``hear``
+        (case, spaces and end punctuation aside) takes that turn: the answer is
+        to what was typed, wherever the script stands; any other text takes the
+        next turn, as speech does."""
+        wanted = _plain(typed) if typed else ""
+        same = [i for i, t in enumerate(self.scenario.turns) if wanted and _plain(t.hear) == wanted]
+        later = [i for i in same if i > self._turn_index]
+        self._turn_index = (later or same or [self._turn_index + 1])[0]
         self._response_index = 0
         turn = self.turn
         return turn.hear if turn is not None else ""
@@ -91,6 +100,11 @@ class Script:
     @property
     def default_response(self) -> ResponseSpec:
         return self.scenario.default_response
+
+
+def _plain(text: str) -> str:
+    """``What time is it?`` → ``what time is it``: how a typed text meets a ``hear``."""
+    return " ".join(text.lower().strip().rstrip("?!. ").split())
 
 
 @dataclass(slots=True)

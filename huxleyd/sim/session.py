@@ -213,7 +213,7 @@ class SimSession:
         elif item["type"] == "message" and item["role"] == "user":
             texts = [c.get("text", "") for c in item["content"] if c.get("type") == "input_text"]
             self._record.user_texts.append(" ".join(texts))
-            self._record.script.begin_turn()
+            self._record.script.begin_turn(typed=" ".join(texts))
         previous = self._add_item(item_id, item.get("role", item["type"]))
         echoed = wire.with_id(item, item_id)
         await self.emit(wire.conversation_item_event("added", echoed, previous))

@@ -49,7 +49,7 @@ from huxley_sdk import (
     ToolDefinition,
     ToolResult,
 )
-from huxley_sdk.audio import PaletteError, read_palette
+from huxley_sdk.audio import read_each_sound
 
 from .media import AUDIO_EXTENSIONS, MediaError, ProbeInfo, best_match, decode_pcm, probe, rank
 from .support import require_ctx, tool_error
@@ -339,14 +339,14 @@ class AudiobooksSkill:
             require_ctx(self._ctx, self.name).logger.info("library_scanned", books=len(books))
 
     def _load_earcons(self, folder: Path) -> dict[str, bytes]:
-        present = [r for r in EARCONS if (folder / f"{r}.wav").is_file()]
-        if not present:
-            return {}
-        try:
-            return read_palette(folder, roles=present)
-        except PaletteError as exc:
-            require_ctx(self._ctx, self.name).logger.warning("earcons_unreadable", error=str(exc))
-            return {}
+        """Each of the book's sounds on its own: one that cannot be read is silent,
+        the other plays (the daemon names it: the ``persona-sounds`` degraded part)."""
+        loaded, broken = read_each_sound(folder, roles=EARCONS)
+        for name, why in broken.items():
+            require_ctx(self._ctx, self.name).logger.warning(
+                "earcons_unreadable", file=str(folder / name), error=why
+            )
+        return loaded
 
     async def teardown(self) -> None:
         self._ctx = None

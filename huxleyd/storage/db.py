@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from huxleyd.errors import StorageError
+from huxleyd.storage.writes import WriteFailure, write_failure
 
 T = TypeVar("T")
 
@@ -62,6 +63,10 @@ class Database:
         self._conn = conn
         self._executor = executor
         self._closed = False
+        self.on_writes: Callable[[WriteFailure | None], None] | None = None
+        """Told, on the loop, each :meth:`run` that failed to write (a full disk, a
+        read-only mount: :mod:`huxleyd.storage.writes`) and each that committed a
+        change (``None``): the runtime's degraded record listens."""
 
     @classmethod
     def open_sync(cls, path: Path) -> Database:
@@ -99,14 +104,21 @@ class Database:
         if self._closed:
             raise StorageError(f"{self.path}: database is closed")
 
-        def in_transaction() -> T:
-            return _transaction(self._conn, fn)
+        def in_transaction() -> tuple[T, bool]:
+            before = self._conn.total_changes
+            return _transaction(self._conn, fn), self._conn.total_changes != before
 
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, in_transaction)
+            result, wrote = await loop.run_in_executor(self._executor, in_transaction)
         except sqlite3.Error as exc:
+            failure = write_failure(exc, self.path.parent)
+            if failure is not None and self.on_writes is not None:
+                self.on_writes(failure)
             raise StorageError(f"{self.path}: {exc}") from exc
+        if wrote and self.on_writes is not None:
+            self.on_writes(None)
+        return result
 
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """:meth:`run` for the start, before the loop runs anything else."""

@@ -94,7 +94,7 @@ from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.replies import Replies
 from huxleyd.turns.reply_tracker import READ_VERBATIM, ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
-from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnSource, TurnState
+from huxleyd.turns.state import CutBy, TurnOutcome, TurnRecord, TurnSource, TurnState
 from huxleyd.turns.wake import WakeWord
 from huxleyd.turns.watchdog import SilenceWatchdog
 
@@ -331,10 +331,11 @@ class Coordinator:
             self._renew_session_if_due()
         self.proactive.consider()
 
-    def interrupt(self) -> None:
-        """Barge-in: silence now, cancel the reply, truncate to what was heard."""
+    def interrupt(self, by: CutBy = CutBy.BUTTON) -> None:
+        """Barge-in: silence now, cancel the reply, truncate to what was heard; ``by``
+        says what cut it (the journal, ``huxleyctl watch``)."""
         self.set_state(TurnState.INTERRUPTED)
-        self._replies.interrupt()
+        self._replies.interrupt(by)
         self._barrier.cancel()
         if self.turn is not None:
             self.finish_turn(TurnOutcome.INTERRUPTED, next_turn_follows=True)
@@ -440,7 +441,7 @@ class Coordinator:
         if self._link.refuse_turn():
             return False  # offline, or not set up: the user was told
         if self._busy():
-            self.interrupt()
+            self.interrupt(CutBy.WAKE if source is TurnSource.WAKE else CutBy.BUTTON)
         self.begin_turn(source)
         assert self.turn is not None
         self.turn.pressed_at = at
@@ -500,7 +501,7 @@ class Coordinator:
         if self.state is TurnState.LISTENING:
             self._provider.start_turn()
         if self._busy() or self.state is TurnState.LISTENING:
-            self.interrupt()
+            self.interrupt(CutBy.SAY)
         self.begin_turn(TurnSource.TEXT)
         assert self.turn is not None
         self.media.dialog_started()
@@ -567,7 +568,7 @@ class Coordinator:
     def suspend_for_claim(self) -> None:
         """A claim takes the mic: stop any reply, clear the input, background the media."""
         if self._busy() or self.state is TurnState.LISTENING:
-            self.interrupt()
+            self.interrupt(CutBy.CALL)
             self.media.dialog_ended()
             self.set_state(TurnState.IDLE)
         self._provider.start_turn()  # input_audio_buffer.clear; no appends while claimed

@@ -53,7 +53,7 @@ from huxleyd.turns.effects import TurnEffects
 from huxleyd.turns.outputs import Activity, TurnOutputs
 from huxleyd.turns.reply_tracker import ReplyTracker
 from huxleyd.turns.speech import SpeechOutput
-from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
+from huxleyd.turns.state import CutBy, TurnOutcome, TurnRecord, TurnState
 from huxleyd.turns.watchdog import SilenceWatchdog
 
 log = get_logger("huxleyd.turns")
@@ -178,8 +178,9 @@ class Replies:
         if not self._speech.pending:
             self._speech.forget_item()
 
-    def interrupt(self) -> None:
-        """Barge-in: silence now, drop the reply, truncate to what was heard, answer every call."""
+    def interrupt(self, by: CutBy = CutBy.BUTTON) -> None:
+        """Barge-in: silence now, drop the reply, truncate to what was heard, answer every
+        call. ``by``: what cut it (the journal's ``barge_in by=``, the watch feed's words)."""
         heard = self._speech.cut()
         self._watchdog.disarm()
         if self._session_lost:
@@ -192,7 +193,13 @@ class Replies:
             self._provider.truncate(heard.item_id, heard.audio_end_ms)
         turn = self._turn.turn
         if heard is not None and turn is not None:
-            log.info("barge_in", turn=turn.turn_id, item=heard.item_id, heard_ms=heard.audio_end_ms)
+            log.info(
+                "barge_in",
+                turn=turn.turn_id,
+                item=heard.item_id,
+                heard_ms=heard.audio_end_ms,
+                by=by.value,
+            )
         self._effects.answer_all()
 
     def lose(self) -> None:
@@ -346,7 +353,16 @@ class Replies:
             return  # the response that called them is still running
         verbatim = self._effects.send_outputs()
         if verbatim is not None:
-            self._speech.cut()  # speech still queued is stale
+            stale = self._speech.cut()  # speech still queued is stale
+            turn = self._turn.turn
+            if stale is not None and turn is not None:
+                log.info(
+                    "reply_cut",
+                    turn=turn.turn_id,
+                    item=stale.item_id,
+                    heard_ms=stale.audio_end_ms,
+                    by=CutBy.VERBATIM.value,
+                )
             self._tracker.read_aloud(verbatim)  # instead of a narration: the model stays quiet
         else:
             if self._before_follow_up is not None:

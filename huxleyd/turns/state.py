@@ -68,6 +68,22 @@ class TurnSource(enum.StrEnum):
     """The wake word (``[wake]``): ends by the local end-of-speech detector."""
 
 
+class CutBy(enum.StrEnum):
+    """What cut a reply short; the value is the journal's ``by`` of ``barge_in`` and
+    the words ``huxleyctl watch`` shows ("the answer was cut by the button")."""
+
+    BUTTON = "the button"
+    """A press while it answered (barge-in)."""
+    WAKE = "the wake word"
+    """The wake word heard while it answered (voice barge-in)."""
+    SAY = "a typed say (huxleyctl say)"
+    """A text turn that supersedes the reply."""
+    CALL = "a call that took the microphone"
+    """A skill's input claim (an intercom call)."""
+    VERBATIM = "a tool's answer read out instead"
+    """A tool asked for its output verbatim: the narration still queued is dropped."""
+
+
 _turn_ids = itertools.count(1)
 
 

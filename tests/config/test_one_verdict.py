@@ -209,3 +209,17 @@ def test_the_python_mix_is_refused_by_both_naming_the_key(
     lines = refusal(text)
     assert len(lines) == 2 and lines[0] == lines[1], lines
     assert "audio.mix: expected one of 'c_feeder', got a string 'python'" in lines[0], lines[0]
+
+
+def test_a_speaker_file_on_proc_is_refused_by_both(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``speaker_wav = "/proc/version"`` was approved by the check, and the start
+    ran with a speaker that never opened (now a degraded ``speaker`` part): the
+    two disagreed. A kernel file is no file to write: both refuse, in one line."""
+    write_base(tmp_path, {"audio": {"backend": '"wav"', "speaker_wav": '"/proc/version"'}})
+    check, start, text = both(tmp_path, capfd)
+    assert (check, start) == (EX_CONFIG, EX_CONFIG)
+    lines = refusal(text)
+    assert len(lines) == 2 and lines[0] == lines[1], lines
+    assert "audio.speaker_wav: expected a file on a disk to write: /proc/version is on" in lines[0]

@@ -103,5 +103,19 @@ def test_following_the_readme_reaches_a_spoken_answer(tmp_path: Path) -> None:
         assert say.strip(), "an answer was printed"
         doctor_rc = next(rc for cmd, rc, _ in said if cmd == "doctor")
         assert doctor_rc == 0, next(out for cmd, _, out in said if cmd == "doctor")
+        # The order (a press first, then the typed question): the simulator
+        # answers what was typed, not the next line of its script.
+        answer = ""
+        for args in (["ptt", "tap"], ["say", "what time is it"]):
+            ran = subprocess.run(
+                [sys.executable, "-m", "huxleyd.control.cli", "--config", str(config), *args],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+            )
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            answer = ran.stdout
+        assert "time" in answer and "volume" not in answer.lower(), answer
     finally:
         daemon.terminate()

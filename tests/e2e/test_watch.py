@@ -152,3 +152,58 @@ async def test_the_personas_strings_are_what_text_surfaces_say(tmp_path: Path) -
         with pytest.raises(CommandFailedError, match=r"No tengo conexión\."):
             await RuntimeControl(rig.rt).say("hola")
         rig.rt.connection_status = ConnectionStatus(ConnectionState.CONNECTED)
+
+
+LONG = Scenario(
+    turns=tuple(
+        TurnSpec(responses=(ResponseSpec(say=f"answer {n}", tone_hz=330.0, duration_ms=4000),))
+        for n in range(3)
+    )
+)
+
+
+async def test_watch_names_what_really_cut_the_answer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 41: ``watch`` said "cut by the button" for a cut made by a typed
+    ``say``. The words now come from what the coordinator did: a ``say`` that
+    supersedes the reply, then the button, each named as itself."""
+    caplog.set_level("INFO", logger="huxleyd")  # the daemon's level: the journal feeds watch
+    async with Rig(tmp_path, LONG, skills=("system",)) as rig:
+        control = RuntimeControl(rig.rt)
+        seen: list[WatchEvent] = []
+        subscribed = asyncio.Event()
+        watcher = asyncio.create_task(_collect(rig, seen, subscribed))
+        await asyncio.wait_for(subscribed.wait(), 10)
+
+        def speaking() -> bool:
+            """An answer is being heard (its sound left the speaker: a cut names it)."""
+            heard = rig.rt.parts.engine.stats().output_peak_dbfs > -40
+            return bool(rig.coordinator.activity == "speaking" and heard)
+
+        def cuts() -> list[str]:
+            return [
+                str(e.fields["what"])
+                for e in seen
+                if e.kind == "notice" and "cut by" in str(e.fields.get("what"))
+            ]
+
+        try:
+            await control.say("tell me a long story")
+            await until(speaking, "the first answer speaks")
+            await control.say("no, something else")  # supersedes the answer being spoken
+            await until(lambda: len(cuts()) == 1, "the first cut on the stream")
+            assert cuts() == ["barge-in: the answer was cut by a typed say (huxleyctl say)"]
+            await until(speaking, "the second answer speaks")
+            rig.rt.parts.button.press()  # barge-in
+            await until(lambda: len(cuts()) == 2, "the second cut on the stream")
+            rig.rt.parts.button.release()
+        finally:
+            watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    assert cuts() == [
+        "barge-in: the answer was cut by a typed say (huxleyctl say)",
+        "barge-in: the answer was cut by the button",
+    ]
+    lines = [watch_line(e) for e in seen if e.kind == "notice"]
+    assert any("cut by a typed say" in line for line in lines), lines

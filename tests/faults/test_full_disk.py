@@ -12,9 +12,12 @@ volume reports the level the speaker really has.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import sqlite3
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,8 @@ from huxleyd.audio.volume import PersistentVolume, SoftwareVolume
 from huxleyd.errors import StorageError
 from huxleyd.logs import get_logger
 from huxleyd.skills.audiobooks import AudiobooksSkill
+from huxleyd.storage.db import Database
+from huxleyd.storage.writes import WriteCause, write_failure, write_fix
 from huxleyd.turns.outputs import Activity
 from tests.e2e.harness import until
 from tests.fakes.audiobook_library import build_library, call, take
@@ -137,3 +142,159 @@ async def test_huxleyctl_volume_on_a_full_disk_says_it_was_not_saved(tmp_path: P
         volume._store = kept  # space again: the next change saves, and says so
         assert await control.set_volume(22) == 22
         assert [p for p in rig.rt.degraded.problems() if p.part == "settings"] == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path/state`` on a real 1 MiB filesystem of its own (a tmpfs), unmounted
+    after the test; skipped where this process may not mount (not root)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", str(state)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield state
+    finally:
+        subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file into ``folder`` until its filesystem says ENOSPC."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, bytes(4096))
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+def remount(folder: Path, how: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{how}", str(folder)], check=True)
+
+
+async def test_storage_writes_failing_is_a_degraded_part_with_the_cure_for_its_cause(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    """Issue 41: on a full disk doctor said "degraded: none" beside its own ✗ disk
+    line. The writes themselves now say it, on a real full filesystem and a real
+    read-only one: ``storage: writes failing: <the OS's words>`` in status and
+    doctor, with the cure for that cause, cleared by the next write that works."""
+    from huxleyd.app.control import RuntimeControl
+    from huxleyd.control.errors import CommandFailedError
+    from huxleyd.sim.scenario import Scenario
+    from tests.e2e.harness import Rig as DaemonRig
+
+    async with DaemonRig(tmp_path, Scenario(), skills=("system",)) as rig:
+        control = RuntimeControl(rig.rt)
+
+        async def storage_line() -> tuple[str, str]:
+            status = await control.status()
+            checks = {c.name: c for c in await control.doctor()}
+            lines = [p for p in status.problems if p.startswith("storage: ")]
+            degraded = checks["degraded parts"]
+            assert len(lines) == 1 and lines[0] in degraded.detail  # one record, both surfaces
+            return lines[0], degraded.fix
+
+        filler = fill(small_disk)
+        with pytest.raises(CommandFailedError, match="not saved"):
+            await control.set_volume(21)
+        line, fix = await storage_line()
+        assert line.startswith("storage: writes failing: No space left on device")
+        assert "free space" in fix and "chown" not in fix
+        filler.unlink()  # space again: the next save works and the part is gone
+        assert await control.set_volume(22) == 22
+        assert rig.rt.degraded.get("storage") is None
+
+        assert [p for p in (await control.status()).problems if p.startswith("storage")] == []
+
+
+def test_a_read_only_mount_is_told_from_a_full_disk_and_gets_its_own_cure(
+    small_disk: Path,
+) -> None:
+    """A card remounted read-only (a real read-only tmpfs under a database made
+    while it was writable) is not "full" and not cured by chown."""
+    db = Database.open_sync(small_disk / "default.db")
+    db.close_sync()
+    remount(small_disk, "ro")
+    try:
+        conn = sqlite3.connect(small_disk / "default.db")
+        with pytest.raises(sqlite3.Error) as refused:
+            conn.execute("INSERT INTO daemon_state VALUES ('volume', '23')")
+            conn.commit()
+        conn.close()
+        failure = write_failure(refused.value, small_disk)
+    finally:
+        remount(small_disk, "rw")
+    assert failure is not None and failure.cause is WriteCause.READ_ONLY
+    assert failure.what().startswith("writes failing: Read-only file system")
+    fix = write_fix(failure.cause, small_disk, user="huxley")
+    assert "remount" in fix and "sudo chown" not in fix
+    assert "journalctl --vacuum" not in fix
+
+
+async def test_a_mute_that_did_not_save_says_so(tmp_path: Path, small_disk: Path) -> None:
+    """``huxleyctl mute on`` on a full disk printed "muted" and was forgotten at the
+    next start: it now says the mute holds but was not saved, and status shows it
+    until a save works."""
+    from huxleyd.app.control import RuntimeControl
+    from huxleyd.control.errors import CommandFailedError
+    from huxleyd.handsfree.mutefile import mute_path, read_muted
+    from huxleyd.sim.scenario import Scenario
+    from tests.e2e.harness import Rig as DaemonRig
+
+    async with DaemonRig(tmp_path, Scenario(), skills=("system",)) as rig:
+        control = RuntimeControl(rig.rt)
+        filler = fill(small_disk)
+        with pytest.raises(CommandFailedError, match="not saved") as refused:
+            await control.set_muted(True)
+        assert "No space left on device" in str(refused.value)
+        assert rig.rt.parts.coordinator.muted  # it holds now
+        assert not read_muted(mute_path(small_disk))  # a restart would forget it
+        [line] = [p for p in (await control.status()).problems if p.startswith("settings:mute")]
+        assert "the microphone is muted but that was not saved" in line
+        filler.unlink()
+        assert await control.set_muted(True) is True
+        assert read_muted(mute_path(small_disk))
+        assert rig.rt.degraded.get("settings:mute") is None
+
+
+def test_the_log_file_on_a_full_disk_says_so_once_not_a_traceback_a_line(
+    small_disk: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a full disk gave 31 "--- Logging error ---" tracebacks on stderr
+    (``make run``'s log file lives in the state directory). Now one line says
+    the file is not written, and one that it is written again."""
+    from huxleyd.logs import add_log_file
+
+    path = small_disk / "huxleyd.log"
+    handler = add_log_file(path)
+    assert handler is not None
+    log = logging.getLogger("huxleyd.test_full_disk")
+    log.setLevel(logging.INFO)
+    try:
+        log.info("before the disk fills")
+        filler = fill(small_disk)
+        for n in range(31):
+            log.info("while full %d %s", n, "x" * 200)
+        failed = capfd.readouterr().err
+        filler.unlink()
+        log.info("after space came back")
+        handler.flush()
+        back = capfd.readouterr().err
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    assert "Logging error" not in failed and "Traceback" not in failed
+    assert failed.count(f"huxleyd: not writing {path}: No space left on device") == 1, failed
+    assert back.count(f"huxleyd: writing {path} again") == 1, back
+    assert "after space came back" in path.read_text()

@@ -91,6 +91,28 @@ def test_the_script_walks_turns_and_falls_back_to_the_default_reply() -> None:
     assert script.turns_started == 3
 
 
+def test_a_typed_text_takes_the_turn_that_hears_it_wherever_the_script_stands() -> None:
+    """Issue 41: after a press (the script's first turn), ``say "what time is it"``
+    answered the second turn ("The volume is now thirty."). A typed text that is
+    a turn's ``hear`` takes that turn; speech and other text go on in order."""
+    scenario = scenario_from_dict(
+        {
+            "turns": [
+                {"hear": "what time is it", "responses": [{"say": "the time"}]},
+                {"hear": "turn it down to thirty", "responses": [{"say": "thirty"}]},
+                {"hear": "tell me a story", "responses": [{"say": "once"}]},
+            ]
+        }
+    )
+    script = Script(scenario)
+    assert script.begin_turn() == "what time is it"  # a press: the next turn
+    assert script.begin_turn(typed="What time is it?") == "what time is it"
+    assert script.next_response().say == "the time"
+    assert script.begin_turn(typed="tell me a  story") == "tell me a story"
+    assert script.begin_turn(typed="hello there") == ""  # no turn hears it: the next one
+    assert script.next_response().say == DEFAULT_REPLY
+
+
 def test_tool_call_arguments_are_json_text_unless_given_raw() -> None:
     scenario = scenario_from_dict(
         {

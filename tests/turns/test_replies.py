@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+import pytest
+
 from huxley_sdk import SpeakVerbatim, ToolResult
 from huxleyd.providers.events import (
     AudioChunk,
@@ -228,6 +230,24 @@ async def test_speak_verbatim_asks_the_reader_instead_of_a_narration() -> None:
         await rig.send(ResponseStarted("r1"), call, done("r1", call, audio=False))
         assert rig.provider.names()[-2:] == ["send_tool_output", "read_aloud"]
         assert rig.follow_ups == 0
+
+
+async def test_a_verbatim_answer_that_cuts_the_narration_says_what_cut_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The narration still playing when a tool's verbatim answer replaces it is
+    cut; the journal (and so ``watch``) says by what, never "the button"."""
+    async with Rig() as rig:
+        rig.replies.request()
+        call = ToolCall("r1", "c1", "brain", "{}")
+        with caplog.at_level("INFO", logger="huxleyd"):
+            await rig.send(ResponseStarted("r1"), chunk("r1"), call)
+            rig.audio.played["i1"] = 70
+            await rig.send(done("r1", call))
+        assert rig.provider.names()[-1] == "read_aloud"
+        [cut] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reply_cut")]
+        assert 'by="a tool\'s answer read out instead"' in cut and "heard_ms=70" in cut
+        assert "barge_in" not in caplog.text
 
 
 async def test_barge_in_truncates_to_what_was_heard_and_answers_every_call() -> None:

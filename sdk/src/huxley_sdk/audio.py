@@ -133,6 +133,29 @@ def read_palette(directory: Path | str, roles: Iterable[str] | None = None) -> d
     return {role: read_wav_pcm16_24k_mono(files[role]) for role in wanted}
 
 
+def read_each_sound(
+    directory: Path | str, roles: Iterable[str] | None = None
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """:func:`read_palette`, each file on its own (a huxleyd extension): the sounds
+    that load, and for each ``*.wav`` of ``directory`` (or each of ``roles``
+    present there) that does not (not a PCM WAV, unreadable), by file name, one
+    line why. One broken file silences its own sound, never the others."""
+    folder = Path(directory)
+    files = {p.stem: p for p in sorted(folder.glob("*.wav"))} if folder.is_dir() else {}
+    wanted = [r for r in roles if r in files] if roles is not None else list(files)
+    loaded: dict[str, bytes] = {}
+    broken: dict[str, str] = {}
+    for role in wanted:
+        path = files[role]
+        try:
+            loaded[role] = read_wav_pcm16_24k_mono(path)
+        except (PaletteError, OSError, ValueError, EOFError) as exc:
+            why = getattr(exc, "strerror", None) if isinstance(exc, OSError) else None
+            text = why or " ".join(str(exc).split()).replace(f"{path}: ", "")
+            broken[path.name] = text
+    return loaded, broken
+
+
 def silence(duration_ms: int) -> bytes:
     """``duration_ms`` of PCM16 24 kHz mono silence."""
     return bytes(SAMPLE_RATE * SAMPLE_WIDTH * duration_ms // 1000)
