@@ -22,10 +22,8 @@ The order, and why::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -36,13 +34,10 @@ from huxleyd.app.parts import LocalSimulator, Overrides, Parts, Resources
 from huxleyd.app.systemd import Notifier, StatusLine, Watchdog
 from huxleyd.app.volume import make_volume
 from huxleyd.audio import echo
-from huxleyd.audio.backends.base import AudioBackend
-from huxleyd.audio.backends.callback_backend import CallbackBackend, forced_callback_missing
-from huxleyd.audio.backends.wav_backend import WavBackend
+from huxleyd.audio.backends.callback_backend import forced_callback_missing
 from huxleyd.audio.earcons import earcons_problem, load_each_earcon
 from huxleyd.audio.engine import AudioEngine
-from huxleyd.audio.factory import choose_backend
-from huxleyd.audio.settings import AudioSettings
+from huxleyd.audio.factory import pick_backend
 from huxleyd.audio.volume import PersistentVolume
 from huxleyd.clock import Clock
 from huxleyd.config.load import Config, PersonaString
@@ -376,40 +371,6 @@ def open_wake(
 
 
 # ---------------------------------------------------------------- audio
-
-
-@contextlib.contextmanager
-def quiet_native_stderr() -> Iterator[None]:
-    """Silence what C libraries print on fd 2 while PortAudio probes devices.
-
-    On a machine without a card, ALSA and JACK print dozens of lines there;
-    our own log line says what happened instead. Python-level logging is
-    unaffected only if it does not write during the block (it does not).
-    """
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
-    """The backend ``[audio] backend`` asks for (auto: the card when PyAudio finds it)."""
-    with quiet_native_stderr():
-        backend, _clock = choose_backend(audio)
-    if isinstance(backend, WavBackend):
-        where = f"mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'}"
-        return backend, f"wav ({where})"
-    devices = f"{audio.capture_device} → {audio.playback_device}"
-    kind = "callback" if isinstance(backend, CallbackBackend) else type(backend).__name__
-    return backend, f"{kind} ({devices})"
 
 
 def load_earcons(config: Config, degraded: Degraded) -> dict[str, bytes]:

@@ -19,6 +19,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import Any, TypedDict
 
 from huxleyd.audio.backends.base import AudioBackend
@@ -108,3 +111,37 @@ def build_engine(
     """An engine on the backend ``settings`` choose (not started)."""
     backend, clock = choose_backend(settings, pyaudio_module=pyaudio_module)
     return AudioEngine(backend, settings=settings, clock=clock, capture_rate_hz=capture_rate_hz)
+
+
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Silence what C libraries print on fd 2 while PortAudio probes devices.
+
+    On a machine without a card, ALSA and JACK print dozens of lines there;
+    our own log line says what happened instead. Python-level logging is
+    unaffected only if it does not write during the block (it does not).
+    """
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def pick_backend(audio: AudioSettings) -> tuple[AudioBackend, str]:
+    """The backend ``[audio] backend`` asks for (auto: the card when PyAudio finds it)."""
+    with quiet_native_stderr():
+        backend, _clock = choose_backend(audio)
+    if isinstance(backend, WavBackend):
+        where = f"mic {audio.mic_wav or 'silence'}, speaker {audio.speaker_wav or 'nowhere'}"
+        return backend, f"wav ({where})"
+    devices = f"{audio.capture_device} → {audio.playback_device}"
+    kind = "callback" if isinstance(backend, CallbackBackend) else type(backend).__name__
+    return backend, f"{kind} ({devices})"

@@ -164,14 +164,7 @@ def preflight(
         if key is not None:
             check_key_file(key.path, file=key.file, key=key.key, reader=who)
     _check_provider(config, key, who)
-    # The start's own reader of them: each file on its own, a broken one silences its cue.
-    _, broken = load_each_earcon(config.daemon.sounds_dir)
-    earcons = earcons_problem(config.daemon.sounds_dir, broken)
-    if earcons is not None:
-        left_out.append(("earcons", earcons))
-    sounds = persona_sounds_problem(config)
-    if sounds is not None:
-        left_out.append((PERSONA_SOUNDS, sounds))
+    left_out += sound_problems(config)
     host = check_skills(config, leave_out=leave_out_failing_skills)
     left_out += [(f"skill:{name}", reason + LEFT_OUT_FIX) for name, reason in host.failed.items()]
     return Preflight(
@@ -181,6 +174,20 @@ def preflight(
         left_out=tuple(left_out),
         warnings=tuple(check_groups(config)),
     )
+
+
+def sound_problems(config: Config) -> list[tuple[str, str]]:
+    """The earcons and the persona's sounds, each file read on its own as the start
+    reads them: a broken one is a part left out (its cue silent), not a refusal."""
+    problems = []
+    _, broken = load_each_earcon(config.daemon.sounds_dir)
+    earcons = earcons_problem(config.daemon.sounds_dir, broken)
+    if earcons is not None:
+        problems.append(("earcons", earcons))
+    sounds = persona_sounds_problem(config)
+    if sounds is not None:
+        problems.append((PERSONA_SOUNDS, sounds))
+    return problems
 
 
 LEFT_OUT_FIX = "; fix it, then restart"

@@ -221,6 +221,7 @@ XRUN_EVERY_S = 600.0
 breaks up audibly: doctor warns (one xrun alone never does)."""
 
 
+# longer than 50 lines: one ladder of verdicts, worst first, each with its own advice
 def check_audio_device(
     label: str,
     state: str | None,
