@@ -279,8 +279,13 @@ def test_the_log_file_on_a_full_disk_says_so_once_not_a_traceback_a_line(
     path = small_disk / "huxleyd.log"
     handler = add_log_file(path)
     assert handler is not None
+    # Only this handler: a handler an earlier test left on the root, its stream
+    # closed since, would print its own "Logging error" here.
+    logging.getLogger().removeHandler(handler)
     log = logging.getLogger("huxleyd.test_full_disk")
     log.setLevel(logging.INFO)
+    log.propagate = False
+    log.addHandler(handler)
     try:
         log.info("before the disk fills")
         filler = fill(small_disk)
@@ -292,7 +297,8 @@ def test_the_log_file_on_a_full_disk_says_so_once_not_a_traceback_a_line(
         handler.flush()
         back = capfd.readouterr().err
     finally:
-        logging.getLogger().removeHandler(handler)
+        log.removeHandler(handler)
+        log.propagate = True
         handler.close()
     assert "Logging error" not in failed and "Traceback" not in failed
     assert failed.count(f"huxleyd: not writing {path}: No space left on device") == 1, failed
