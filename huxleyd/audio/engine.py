@@ -126,26 +126,7 @@ class AudioEngine:
         self._listeners: list[StateListener] = []
         self._widened_logged = ""
         self._steps_logged = (0, 0)
-        self._audio_thread = AudioThread(
-            backend,
-            settings=settings,
-            clock=clock,
-            mixer=self._mixer,
-            playout=self._playout,
-            sources=self._sources,
-            capture=self._capture,
-            mic_waker=self._mic_waker,
-            meters=(self._in_meter, self._out_meter),
-            capture_rate_hz=capture_rate_hz,
-            idle_path=idle_path,
-            kernel=kernel,
-            on_state=self._report_state,
-            on_fault=self._report_fault,
-            on_crash=self._report_crash,
-            fed=None
-            if self._rt is None or KERNEL is None
-            else FedOutput(self._rt, KERNEL, self._mixer, self._playout, self._out_meter),
-        )
+        self._audio_thread = self._build_thread(clock, capture_rate_hz, idle_path=idle_path)
         """The device and the per-period loop; it writes the state and counters read here."""
 
     # -- lifecycle -----------------------------------------------------------
@@ -478,6 +459,34 @@ class AudioEngine:
             "content": s.content_ring_ms,
             "comms": s.comms_ring_ms,
         }[name]
+
+    def _build_thread(self, clock: Clock, capture_rate_hz: int, *, idle_path: bool) -> AudioThread:
+        """The audio thread on the parts built above, reporting to this engine; the C
+        feeder mixes for it where the card has one (:mod:`.fed`)."""
+        rt = self._rt
+        fed = (
+            None
+            if rt is None or KERNEL is None
+            else FedOutput(rt, KERNEL, self._mixer, self._playout, self._out_meter)
+        )
+        return AudioThread(
+            self._backend,
+            settings=self._settings,
+            clock=clock,
+            mixer=self._mixer,
+            playout=self._playout,
+            sources=self._sources,
+            capture=self._capture,
+            mic_waker=self._mic_waker,
+            meters=(self._in_meter, self._out_meter),
+            capture_rate_hz=capture_rate_hz,
+            idle_path=idle_path,
+            kernel=self._kernel,
+            on_state=self._report_state,
+            on_fault=self._report_fault,
+            on_crash=self._report_crash,
+            fed=fed,
+        )
 
     def _build_mixer(self, settings: AudioSettings) -> Mixer:
         rtout = self._rt
