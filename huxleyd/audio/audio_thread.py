@@ -12,13 +12,13 @@ resamples and fills the speaker's ring, all without the GIL. Each period
 
 1. reads the mic periods the capture callback queued, resamples them to the
    capture rate (24 kHz, or 16 kHz when a provider asks) and pushes them, with
-   their capture time, into the capture ring;
+   their capture time, into the capture ring (:mod:`.mic_feed`);
 2. drains the feeder's reports (:meth:`~.fed.FedOutput.drain`) into the playout
    clock, the meters and the sources' published fields, and the callback's DAC
    stamps into ``played_pos``;
 3. updates the counters (the silences by cause among them), watches the card's
-   xruns for the period ladder (:mod:`.xrun_watch`: wider after repeated xruns,
-   narrower after a calm stretch) and wakes asyncio waiters that asked.
+   xruns for the period ladder (:class:`~.xrun_watch.PeriodLadder`: wider after
+   repeated xruns, narrower after a calm stretch) and wakes asyncio waiters that asked.
 
 Idle (nothing queued, nothing heard pending, nobody listening to the mic) it
 sleeps on the mixer's doorbell (:mod:`.idle`).
@@ -66,12 +66,12 @@ runs per period follows:
 
 **What the thread writes** (asyncio only reads them): ``device_state``,
 ``device_format``, the counters ``periods``, ``underruns``, ``overruns``,
-``late``, ``faults``, ``last_fault``, ``cycles``, ``caught_up``, and
-``crash``; plus the capture ring's write side, the sources' read sides (via
+``late``, ``faults``, ``last_fault``, ``cycles`` and ``crash`` (the mic
+feed's ``caught_up``, the ladder's steps and silences); plus the capture ring's write side, the sources' read sides (via
 the mixer), the meters and the playout clock's periods.
 
 **What it reads from asyncio** (request fields, picked up next period):
-``req_capture_rate``, ``req_capture_active``, the mixer's ``req_*`` fields
+the mic feed's ``req_capture_rate`` and ``req_capture_active``, the mixer's ``req_*`` fields
 (gain, duck, pause, flush, the earcon gate), the timed output's pending cut,
 and the stop event; the mixer's doorbell wakes it from the idle sleep.
 
@@ -115,14 +115,13 @@ from huxleyd.audio.backends.base import (
     FeedableOutput,
     IoStatus,
     OutputClock,
-    QueuedInput,
-    StampedInput,
     WidenablePeriod,
 )
 from huxleyd.audio.chains import CaptureChain, PlaybackChain
 from huxleyd.audio.fed import FedOutput
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
+from huxleyd.audio.mic_feed import MicFeed
 from huxleyd.audio.mixer import NOT_BUILT, Mixer
 from huxleyd.audio.pacing import pacer_for
 from huxleyd.audio.playout import PlayoutClock
@@ -131,7 +130,7 @@ from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
 from huxleyd.audio.timed import TimedOutput
 from huxleyd.audio.types import SOURCES, DeviceState, SourceName
-from huxleyd.audio.xrun_watch import XrunWatch
+from huxleyd.audio.xrun_watch import PeriodLadder
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.pcm import RATE_HZ, float_to_int16_into, period_frames
@@ -177,8 +176,6 @@ class AudioThread:
         self._mixer = mixer
         self._playout = playout
         self._sources = sources
-        self._capture = capture
-        self._mic_waker = mic_waker
         self._in_meter, self._out_meter = meters
         self._idle_path = idle_path
         """Skip the mixing and resampling of silent periods (off only to compare)."""
@@ -194,10 +191,15 @@ class AudioThread:
         period's mix (PCM16, 24 kHz) stamped with when it reaches the DAC."""
         self._far_pcm = np.zeros(len(self._silent_mix), dtype=np.int16)
         self._far_scratch = np.zeros(len(self._silent_mix), dtype=np.float32)
-        self.req_capture_rate = capture_rate_hz
-        """The capture rate asyncio asks for (set by asyncio, read each period)."""
-        self.req_capture_active = True
-        """Frames reach the capture ring only while someone listens (set by asyncio)."""
+        self.mic = MicFeed(
+            backend,
+            settings=settings,
+            clock=clock,
+            capture=capture,
+            waker=mic_waker,
+            capture_rate_hz=capture_rate_hz,
+        )
+        """The mic's periods into the capture ring (asyncio sets its request fields)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The event loop events are handed to (bound by the engine)."""
         self.device_state = DeviceState.CLOSED
@@ -227,11 +229,7 @@ class AudioThread:
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
         if self.timed is not None and fed is not None:  # a cut sees undrained reports
             self.timed.unrecorded = fed.pending
-        queued = backend if isinstance(backend, QueuedInput) else None
-        self._queued_input = queued
-        """The capture ring a late engine drains (the C capture callback), if any."""
-        self._stamped_input = backend if isinstance(backend, StampedInput) else None
-        """The backend's per-period capture stamps (the C capture callback's), if any."""
+        queued = self.mic.queued
         self._sleeper = (
             None
             if queued is None or self.timed is None or not idle_path
@@ -245,22 +243,11 @@ class AudioThread:
             )
         )
         """Sleeps the thread while idle (only where C callbacks keep the card going)."""
-        self.caught_up = 0
-        """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
         self.cycles = 0
         """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
         self._idle_streak = 0
-        self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
-        self._widenable = backend if isinstance(backend, WidenablePeriod) else None
-        """The backend's ladder of longer periods, if it has one (the C callbacks)."""
-        self._xrun_watch = XrunWatch()
-        self.period_steps = [0, 0]
-        """Ladder steps since start: [wider, narrower] (each a reopen)."""
-        self.reopen_silences = 0
-        """Reopens the engine chose (a ladder step) while a source had audio queued."""
-        self.reopen_silence_s = 0.0
-        """Their summed silence: the close to the open's return, plus the new stream's
-        output latency (when its first sample reaches the DAC)."""
+        self.ladder = PeriodLadder(backend if isinstance(backend, WidenablePeriod) else None)
+        """The period ladder (:mod:`.xrun_watch`): its steps and the silences they made."""
 
     # -- lifecycle (called by the engine, not per period) -------------------------
 
@@ -325,7 +312,7 @@ class AudioThread:
             self._sleeper is not None
             and timed is not None
             and self._idle_streak > 1
-            and not self.req_capture_active
+            and not self.mic.req_capture_active
             and self.device_state is DeviceState.OPEN
             and (
                 self.fed.idle() if self.fed is not None and self.fed.running else self._mixer.idle()
@@ -342,7 +329,7 @@ class AudioThread:
         if periods is None:
             return False
         self.periods += periods  # the card's periods went on meanwhile
-        sleeper.resync(capture, self.req_capture_rate)
+        sleeper.resync(capture, self.mic.req_capture_rate)
         return True
 
     def cycle(self) -> None:
@@ -362,8 +349,9 @@ class AudioThread:
             else:
                 if status is IoStatus.XRUN:
                     self.overruns += 1
-                self._push_mic(capture)
-                self._catch_up(capture)
+                fmt = self.device_format
+                self.mic.push(capture, fmt)
+                self.mic.catch_up(capture, fmt)
         fed = self.fed
         if open_ and self.timed is not None and fed is not None and fed.running:
             self._play_fed(self.timed, fed)
@@ -373,14 +361,11 @@ class AudioThread:
             self._play(playback if open_ else None)
         self.periods += 1
         self._wake_waiters()
-        widenable = self._widenable
-        if open_ and widenable is not None:
-            now = self._clock.monotonic()
-            watch = self._xrun_watch
-            if watch.observe(now, widenable.card_xruns()):
-                self._widen(widenable)
-            elif widenable.widened() and watch.calm(now) and self._speaker_idle():
-                self._narrow(widenable)
+        ladder = self.ladder
+        if open_ and ladder.widenable is not None:
+            due = ladder.due(self._clock.monotonic())
+            if due is not None and (due or self._speaker_idle()) and ladder.step(wider=due):
+                self._step_reopen(wider=due)
 
     def _speaker_idle(self) -> bool:
         """No source has audio queued (whoever mixes): a reopen now is heard by nobody."""
@@ -472,53 +457,6 @@ class AudioThread:
         timed.publish()
         self._idle_streak = self._idle_streak + 1 if fed.idle() else 0
 
-    def _catch_up(self, capture: CaptureChain) -> None:
-        """Late (a busy Python thread held the GIL): take every whole mic period the
-        capture ring already holds, oldest first, so none is overwritten while the ring
-        still has it. Bounded by the ring's depth; playback then mixes to its lead."""
-        queued = self._queued_input
-        if queued is None:
-            return
-        frames = capture.buffer.shape[0]
-        for _ in range(self._catch_up_limit):
-            if queued.input_queued_frames() < frames:
-                return
-            if self._backend.read(capture.buffer) is not IoStatus.OK:
-                return  # a lost device shows in the next cycle's read
-            self.caught_up += 1
-            self._push_mic(capture)
-
-    def _push_mic(self, capture: CaptureChain) -> None:
-        rate = self.req_capture_rate
-        if not self.req_capture_active:
-            # Nobody listens: keep the meter and the resampler's history
-            # running (no resampling), but do not queue frames or wake the
-            # event loop 50x/s.
-            capture.prime(rate)
-            return
-        captured_at = self._captured_at() - capture.delay_s(rate)
-        self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
-        self._mic_waker.notify()
-
-    def _captured_at(self) -> float:
-        """When the card captured the first frame of the period just read, on the
-        engine's clock. The capture callback's own stamp where there is one: the
-        read time is later by however late the engine read, which jittered by up to
-        a period and ran 19 ms early on average once PortAudio's reported input
-        latency was taken off (the clocked card), too far off for the echo
-        canceller. Otherwise the read time minus the period, the device's input
-        latency and what is queued behind it."""
-        stamped = self._stamped_input
-        ago = stamped.input_captured_ago() if stamped is not None else None
-        if ago is not None:
-            return self._clock.monotonic() - ago
-        fmt = self.device_format
-        latency = fmt.input_latency_s if fmt is not None else 0.0
-        queued = self._queued_input
-        if queued is not None and fmt is not None:  # newer periods wait behind this one
-            latency += queued.input_queued_frames() / fmt.input_rate_hz
-        return self._clock.monotonic() - self._period_s - latency
-
     def _wake_waiters(self) -> None:
         fed = self.fed
         pulled = fed.pulled if fed is not None and fed.running else None
@@ -604,36 +542,17 @@ class AudioThread:
         except AudioDeviceError:
             self.retry_later()
 
-    def _widen(self, widenable: WidenablePeriod) -> None:
-        """The card xran again and again (:mod:`.xrun_watch`): this machine cannot keep
-        the period. Reopen at once with the backend's next, longer one (the device is
-        not lost: no retry wait); at the ladder's top, play on and count."""
-        if not widenable.widen(self._xrun_watch.reason()):
-            return
-        self.period_steps[0] += 1
-        self._step_reopen(wider=True)
-
-    def _narrow(self, widenable: WidenablePeriod) -> None:
-        """A calm stretch at a widened period, nothing playing (:mod:`.xrun_watch`):
-        one step back towards the short period, for the barge-ins' sake."""
-        if not widenable.narrow():
-            return
-        self.period_steps[1] += 1
-        self._step_reopen(wider=False)
-
     def _step_reopen(self, *, wider: bool) -> None:
         """Reopen at the ladder's new period; a reopen while a source had audio queued
-        is a silence the listener heard: counted, with its length."""
+        is a silence the listener heard: the ladder counts it, with its length."""
         playing = not self._speaker_idle()
         started = self._clock.monotonic()
         self._keep_counts()
         self._try_reopen()
         now = self._clock.monotonic()
-        if playing:
-            fmt = self.device_format
-            self.reopen_silences += 1
-            self.reopen_silence_s += now - started + (fmt.output_latency_s if fmt else 0.0)
-        self._xrun_watch.stepped(now, wider=wider)
+        fmt = self.device_format
+        heard = now - started + (fmt.output_latency_s if fmt else 0.0) if playing else None
+        self.ladder.reopened(now, wider=wider, heard_s=heard)
 
     def _fault(self, exc: Exception) -> None:
         """A period raised (a write error on the speaker, a backend bug): close the

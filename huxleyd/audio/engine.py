@@ -262,7 +262,7 @@ class AudioEngine:
         While inactive the device is still read (levels keep moving) but no
         frame is queued, so none is dropped or counted as lost either.
         """
-        self._audio_thread.req_capture_active = active
+        self._audio_thread.mic.req_capture_active = active
         self._mixer.doorbell.ring()  # an idle thread that slept must read again
 
     def drain_mic(self) -> int:
@@ -272,11 +272,11 @@ class AudioEngine:
     def set_capture_rate(self, rate_hz: int) -> None:
         """Deliver mic frames at ``rate_hz`` (24000 or 16000) from the next period on."""
         self._check_capture_rate(rate_hz)
-        self._audio_thread.req_capture_rate = rate_hz
+        self._audio_thread.mic.req_capture_rate = rate_hz
 
     @property
     def capture_rate_hz(self) -> int:
-        return self._audio_thread.req_capture_rate
+        return self._audio_thread.mic.req_capture_rate
 
     # -- health --------------------------------------------------------------
 
@@ -330,7 +330,7 @@ class AudioEngine:
             faults=audio.faults,
             last_fault=audio.last_fault,
             period_widened=self._widened(),
-            period_steps=(audio.period_steps[0], audio.period_steps[1]),
+            period_steps=(audio.ladder.steps[0], audio.ladder.steps[1]),
             silences=self._silences(underruns - dropouts, dropouts, dropout_ms),
         )
 
@@ -344,8 +344,8 @@ class AudioEngine:
             dry_ring_ms=dropout_ms,
             late_source=late,
             late_source_ms=late_ms,
-            reopens=audio.reopen_silences,
-            reopen_ms=audio.reopen_silence_s * 1000.0,
+            reopens=audio.ladder.silences,
+            reopen_ms=audio.ladder.silence_s * 1000.0,
         )
 
     def _widened(self) -> str:
@@ -368,7 +368,7 @@ class AudioEngine:
     @property
     def caught_up(self) -> int:
         """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
-        return self._audio_thread.caught_up
+        return self._audio_thread.mic.caught_up
 
     @property
     def cycles(self) -> int:
@@ -390,7 +390,7 @@ class AudioEngine:
                 output_latency_ms=round(fmt.output_latency_s * 1000, 1),
             )
             widened = self._widened()
-            wider, narrower = self._audio_thread.period_steps
+            wider, narrower = self._audio_thread.ladder.steps
             if widened and widened != self._widened_logged and wider > self._steps_logged[0]:
                 log.warning("audio_period_widened", why=widened, wider=wider, narrower=narrower)
             elif narrower > self._steps_logged[1]:
