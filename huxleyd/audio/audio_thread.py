@@ -129,7 +129,7 @@ from huxleyd.audio.ring import AsyncWaker, FrameRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
 from huxleyd.audio.timed import TimedOutput
-from huxleyd.audio.types import SOURCES, DeviceState, SourceName
+from huxleyd.audio.types import DeviceState, SourceName
 from huxleyd.audio.xrun_watch import PeriodLadder
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
@@ -214,12 +214,6 @@ class AudioThread:
         """The exception that stopped the thread, if one did."""
         self.periods = 0
         self.underruns = 0
-        self.speaker_dropouts = 0
-        """Dropouts of devices closed since start (the open one's are its own)."""
-        self.dropout_ms = 0.0
-        """The silence those dropouts played, in ms."""
-        self.source_dropouts = [0] * len(SOURCES)
-        """The same per source (SOURCES order): periods it had audio queued in."""
         self.overruns = 0
         self.late = 0
         self.faults = 0
@@ -576,15 +570,9 @@ class AudioThread:
         self.retry_later()
 
     def _keep_counts(self) -> None:
-        """Add the open device's counters to the thread's, before a close resets them."""
+        """Keep the open device's counters (the timed output's) before a close resets them."""
         if self.timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self.timed.out.xrun_counts()
-            self.underruns += device_under
-            self.overruns += device_over
-            self.speaker_dropouts += self.timed.out.dropouts()
-            self.dropout_ms += self.timed.out.dropout_ms()
-            for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
-                self.source_dropouts[i] += count
+            self.timed.keep_counts()
 
     def _close_backend(self) -> None:
         """Close the device; the C feeder first (it writes the device's ring), handing

@@ -39,6 +39,7 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
+from huxleyd.audio.timed import DeviceCounts
 from huxleyd.audio.types import (
     SOURCES,
     DeviceState,
@@ -297,18 +298,11 @@ class AudioEngine:
     def stats(self) -> EngineStats:
         gaps = sum(source.gaps for source in self._sources.values())
         audio = self._audio_thread
-        underruns, overruns = audio.underruns, audio.overruns
-        dropouts = audio.speaker_dropouts
-        dropout_ms = audio.dropout_ms
-        by_source = list(audio.source_dropouts)
-        if audio.timed is not None and audio.device_state is DeviceState.OPEN:
-            device_under, device_over = audio.timed.out.xrun_counts()
-            underruns += device_under
-            overruns += device_over
-            dropouts += audio.timed.out.dropouts()
-            dropout_ms += audio.timed.out.dropout_ms()
-            for i, count in enumerate(audio.timed.out.source_dropouts()[: len(SOURCES)]):
-                by_source[i] += count
+        open_ = audio.device_state is DeviceState.OPEN
+        device = DeviceCounts() if audio.timed is None else audio.timed.counts(open_=open_)
+        underruns = audio.underruns + device.underruns
+        overruns = audio.overruns + device.overruns
+        dropouts, dropout_ms, by_source = device.dropouts, device.dropout_ms, device.source_dropouts
         return EngineStats(
             periods=audio.periods,
             underruns=underruns + gaps,
