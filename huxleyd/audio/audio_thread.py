@@ -128,7 +128,7 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
-from huxleyd.audio.timed import TimedOutput
+from huxleyd.audio.timed import TimedOutput, lead_s
 from huxleyd.audio.types import DeviceState, SourceName
 from huxleyd.audio.xrun_watch import PeriodLadder
 from huxleyd.clock import Clock
@@ -146,6 +146,7 @@ class AudioThread:
     ``step()``, for deterministic tests and benchmarks).
     """
 
+    # longer than 50 lines: the thread's state table, each field beside what it means
     def __init__(
         self,
         backend: AudioBackend,
@@ -218,30 +219,37 @@ class AudioThread:
         self.late = 0
         self.faults = 0
         self.last_fault: str | None = None
-        timed = backend if isinstance(backend, OutputClock) else None
-        self.timed = None if timed is None else TimedOutput(timed, playout)
+        self.timed = self._timed_output(backend, playout, fed)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
-        if self.timed is not None and fed is not None:  # a cut sees undrained reports
-            self.timed.unrecorded = fed.pending
-        queued = self.mic.queued
-        self._sleeper = (
-            None
-            if queued is None or self.timed is None or not idle_path
-            else IdleSleeper(
-                mixer.doorbell,
-                backend,
-                queued,
-                clock=clock,
-                period_s=self._period_s,
-                meters=meters,
-            )
-        )
+        self._sleeper = self._idle_sleeper(backend, meters)
         """Sleeps the thread while idle (only where C callbacks keep the card going)."""
         self.cycles = 0
         """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
         self._idle_streak = 0
         self.ladder = PeriodLadder(backend if isinstance(backend, WidenablePeriod) else None)
         """The period ladder (:mod:`.xrun_watch`): its steps and the silences they made."""
+
+    @staticmethod
+    def _timed_output(
+        backend: AudioBackend, playout: PlayoutClock, fed: FedOutput | None
+    ) -> TimedOutput | None:
+        if not isinstance(backend, OutputClock):
+            return None
+        timed = TimedOutput(backend, playout)
+        if fed is not None:  # a cut sees the feeder's undrained reports
+            timed.unrecorded = fed.pending
+        return timed
+
+    def _idle_sleeper(
+        self, backend: AudioBackend, meters: tuple[LevelMeter, LevelMeter]
+    ) -> IdleSleeper | None:
+        queued = self.mic.queued
+        if queued is None or self.timed is None or not self._idle_path:
+            return None
+        period_s, doorbell = self._period_s, self._mixer.doorbell
+        return IdleSleeper(
+            doorbell, backend, queued, clock=self._clock, period_s=period_s, meters=meters
+        )
 
     # -- lifecycle (called by the engine, not per period) -------------------------
 
@@ -492,17 +500,11 @@ class AudioThread:
             self.timed.opened(
                 frames=playback.buffer.shape[0],
                 delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
-                lead_frames=round(self._lead_s(fmt) * fmt.output_rate_hz),
+                lead_frames=round(lead_s(self._settings, fmt) * fmt.output_rate_hz),
             )
             self._idle_streak = 0
             self._start_feeder(fmt, playback)
         self._set_state(DeviceState.OPEN)
-
-    def _lead_s(self, fmt: DeviceFormat) -> float:
-        """How far ahead of the DAC the callback's ring is kept: ``output_lead_ms``, and
-        at least one and a half times the device's latency, whose callback takes a
-        whole period at once (a widened period, :mod:`.xrun_watch`, needs more)."""
-        return max(self._settings.output_lead_ms / 1000, 1.5 * fmt.output_latency_s)
 
     def _start_feeder(self, fmt: DeviceFormat, playback: PlaybackChain) -> None:
         """Hand the mix to the C feeder; the device's description (log, status,
@@ -516,11 +518,7 @@ class AudioThread:
             rate_hz=fmt.output_rate_hz,
             lead_frames=timed.lead_frames,
         )
-        mix = (
-            "mixed by the C feeder"
-            if started
-            else f"mixed by the audio thread, the C feeder failed: {fed.error}"
-        )
+        mix = fed.who_mixes(started)
         self.device_format = replace(fmt, description=f"{fmt.description}; {mix}")
 
     def retry_later(self) -> None:

@@ -18,9 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from huxleyd.audio.backends.base import OutputClock
+from huxleyd.audio.backends.base import DeviceFormat, OutputClock
 from huxleyd.audio.playout import PeriodPulls, PlayoutClock
+from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.types import SOURCES
+
+
+def lead_s(settings: AudioSettings, fmt: DeviceFormat) -> float:
+    """How far ahead of the DAC the callback's ring is kept: ``output_lead_ms``, and
+    at least one and a half times the device's latency, whose callback takes a
+    whole period at once (a widened period, :mod:`.xrun_watch`, needs more)."""
+    return max(settings.output_lead_ms / 1000, 1.5 * fmt.output_latency_s)
 
 
 def _none_pending() -> Sequence[PeriodPulls]:
