@@ -27,10 +27,6 @@ _REASON = re.compile(r"#\s*longer than \d+ lines:\s*\S")
 
 _WHY = "pending for the lead: its package was being reshaped on another branch"
 PENDING_FOR_THE_LEAD: dict[str, str] = {
-    "huxleyd/audio/audio_thread.py": _WHY,
-    "huxleyd/audio/audio_thread.py:__init__": _WHY,
-    "huxleyd/audio/engine.py:__init__": _WHY,
-    "huxleyd/audio/mixer.py:__init__": _WHY,
     "huxleyd/control/cli.py": _WHY,
     "huxleyd/control/cli.py:build_parser": _WHY,
     "huxleyd/control/cli.py:main": _WHY,

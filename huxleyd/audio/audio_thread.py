@@ -1,7 +1,6 @@
 """The audio thread: the one loop that owns the sound device and runs per period.
 
-There is one mixer, the C core (``csrc/_mixcore.c``); who drives it depends on the
-backend.
+There is one mixer, the C core (``csrc/_mixcore.c``); the backend decides who drives it.
 
 **On the card** (the callback backend, what the daemon runs on a speaker): the
 speaker is not this thread's. C callbacks play and capture (``csrc/_rtout.c``,
@@ -12,13 +11,13 @@ resamples and fills the speaker's ring, all without the GIL. Each period
 
 1. reads the mic periods the capture callback queued, resamples them to the
    capture rate (24 kHz, or 16 kHz when a provider asks) and pushes them, with
-   their capture time, into the capture ring;
+   their capture time, into the capture ring (:mod:`.mic_feed`);
 2. drains the feeder's reports (:meth:`~.fed.FedOutput.drain`) into the playout
    clock, the meters and the sources' published fields, and the callback's DAC
    stamps into ``played_pos``;
 3. updates the counters (the silences by cause among them), watches the card's
-   xruns for the period ladder (:mod:`.xrun_watch`: wider after repeated xruns,
-   narrower after a calm stretch) and wakes asyncio waiters that asked.
+   xruns for the period ladder (:class:`~.xrun_watch.PeriodLadder`: wider after
+   repeated xruns, narrower after a calm stretch) and wakes asyncio waiters that asked.
 
 Idle (nothing queued, nothing heard pending, nobody listening to the mic) it
 sleeps on the mixer's doorbell (:mod:`.idle`).
@@ -34,10 +33,9 @@ to compare), this thread writes the callback's ring the same way,
 mix opens no device and says why (:data:`~.mixer.NOT_BUILT`): there is no second
 mixer.
 
-This module knows nothing of the facade asyncio calls
-(:class:`~huxleyd.audio.engine.AudioEngine`): the engine builds the shared
-parts (mixer, playout clock, sources, capture ring, meters) and passes them in,
-with the three asyncio-side reporters the thread hands events to.
+It knows nothing of :class:`~huxleyd.audio.engine.AudioEngine`, the facade asyncio
+calls: the engine builds the shared parts (mixer, playout clock, sources, capture
+ring, meters) and passes them in, with the asyncio-side reporters it hands events to.
 
 **The real-time contract** (conventions rule 4, docs/conventions.md), which every line the thread
 runs per period follows:
@@ -66,12 +64,12 @@ runs per period follows:
 
 **What the thread writes** (asyncio only reads them): ``device_state``,
 ``device_format``, the counters ``periods``, ``underruns``, ``overruns``,
-``late``, ``faults``, ``last_fault``, ``cycles``, ``caught_up``, and
-``crash``; plus the capture ring's write side, the sources' read sides (via
+``late``, ``faults``, ``last_fault``, ``cycles`` and ``crash`` (the mic
+feed's ``caught_up``, the ladder's steps and silences); plus the capture ring's write side, the sources' read sides (via
 the mixer), the meters and the playout clock's periods.
 
 **What it reads from asyncio** (request fields, picked up next period):
-``req_capture_rate``, ``req_capture_active``, the mixer's ``req_*`` fields
+the mic feed's ``req_capture_rate`` and ``req_capture_active``, the mixer's ``req_*`` fields
 (gain, duck, pause, flush, the earcon gate), the timed output's pending cut,
 and the stop event; the mixer's doorbell wakes it from the idle sleep.
 
@@ -115,23 +113,22 @@ from huxleyd.audio.backends.base import (
     FeedableOutput,
     IoStatus,
     OutputClock,
-    QueuedInput,
-    StampedInput,
     WidenablePeriod,
 )
 from huxleyd.audio.chains import CaptureChain, PlaybackChain
 from huxleyd.audio.fed import FedOutput
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
+from huxleyd.audio.mic_feed import MicFeed
 from huxleyd.audio.mixer import NOT_BUILT, Mixer
 from huxleyd.audio.pacing import pacer_for
 from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
-from huxleyd.audio.timed import TimedOutput
-from huxleyd.audio.types import SOURCES, DeviceState, SourceName
-from huxleyd.audio.xrun_watch import XrunWatch
+from huxleyd.audio.timed import TimedOutput, lead_s
+from huxleyd.audio.types import DeviceState, SourceName
+from huxleyd.audio.xrun_watch import PeriodLadder
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.pcm import RATE_HZ, float_to_int16_into, period_frames
@@ -147,6 +144,7 @@ class AudioThread:
     ``step()``, for deterministic tests and benchmarks).
     """
 
+    # longer than 50 lines: the thread's state table, each field beside what it means
     def __init__(
         self,
         backend: AudioBackend,
@@ -177,8 +175,6 @@ class AudioThread:
         self._mixer = mixer
         self._playout = playout
         self._sources = sources
-        self._capture = capture
-        self._mic_waker = mic_waker
         self._in_meter, self._out_meter = meters
         self._idle_path = idle_path
         """Skip the mixing and resampling of silent periods (off only to compare)."""
@@ -194,10 +190,15 @@ class AudioThread:
         period's mix (PCM16, 24 kHz) stamped with when it reaches the DAC."""
         self._far_pcm = np.zeros(len(self._silent_mix), dtype=np.int16)
         self._far_scratch = np.zeros(len(self._silent_mix), dtype=np.float32)
-        self.req_capture_rate = capture_rate_hz
-        """The capture rate asyncio asks for (set by asyncio, read each period)."""
-        self.req_capture_active = True
-        """Frames reach the capture ring only while someone listens (set by asyncio)."""
+        self.mic = MicFeed(
+            backend,
+            settings=settings,
+            clock=clock,
+            capture=capture,
+            waker=mic_waker,
+            capture_rate_hz=capture_rate_hz,
+        )
+        """The mic's periods into the capture ring (asyncio sets its request fields)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The event loop events are handed to (bound by the engine)."""
         self.device_state = DeviceState.CLOSED
@@ -212,58 +213,43 @@ class AudioThread:
         """The exception that stopped the thread, if one did."""
         self.periods = 0
         self.underruns = 0
-        self.speaker_dropouts = 0
-        """Dropouts of devices closed since start (the open one's are its own)."""
-        self.dropout_ms = 0.0
-        """The silence those dropouts played, in ms."""
-        self.source_dropouts = [0] * len(SOURCES)
-        """The same per source (SOURCES order): periods it had audio queued in."""
         self.overruns = 0
         self.late = 0
         self.faults = 0
         self.last_fault: str | None = None
         self.open_error: str | None = None
-        """Why the last try to open the device failed; None once it opened (doctor,
-        the degraded record's ``speaker`` part)."""
-        timed = backend if isinstance(backend, OutputClock) else None
-        self.timed = None if timed is None else TimedOutput(timed, playout)
+        """Why the last open failed; None once open (doctor, the ``speaker`` part)."""
+        self.timed = self._timed_output(backend, playout, fed)
         """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
-        if self.timed is not None and fed is not None:  # a cut sees undrained reports
-            self.timed.unrecorded = fed.pending
-        queued = backend if isinstance(backend, QueuedInput) else None
-        self._queued_input = queued
-        """The capture ring a late engine drains (the C capture callback), if any."""
-        self._stamped_input = backend if isinstance(backend, StampedInput) else None
-        """The backend's per-period capture stamps (the C capture callback's), if any."""
-        self._sleeper = (
-            None
-            if queued is None or self.timed is None or not idle_path
-            else IdleSleeper(
-                mixer.doorbell,
-                backend,
-                queued,
-                clock=clock,
-                period_s=self._period_s,
-                meters=meters,
-            )
-        )
+        self._sleeper = self._idle_sleeper(backend, meters)
         """Sleeps the thread while idle (only where C callbacks keep the card going)."""
-        self.caught_up = 0
-        """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
         self.cycles = 0
         """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
         self._idle_streak = 0
-        self._catch_up_limit = settings.capture_ring_ms // settings.period_ms + 2
-        self._widenable = backend if isinstance(backend, WidenablePeriod) else None
-        """The backend's ladder of longer periods, if it has one (the C callbacks)."""
-        self._xrun_watch = XrunWatch()
-        self.period_steps = [0, 0]
-        """Ladder steps since start: [wider, narrower] (each a reopen)."""
-        self.reopen_silences = 0
-        """Reopens the engine chose (a ladder step) while a source had audio queued."""
-        self.reopen_silence_s = 0.0
-        """Their summed silence: the close to the open's return, plus the new stream's
-        output latency (when its first sample reaches the DAC)."""
+        self.ladder = PeriodLadder(backend if isinstance(backend, WidenablePeriod) else None)
+        """The period ladder (:mod:`.xrun_watch`): its steps and the silences they made."""
+
+    @staticmethod
+    def _timed_output(
+        backend: AudioBackend, playout: PlayoutClock, fed: FedOutput | None
+    ) -> TimedOutput | None:
+        if not isinstance(backend, OutputClock):
+            return None
+        timed = TimedOutput(backend, playout)
+        if fed is not None:  # a cut sees the feeder's undrained reports
+            timed.unrecorded = fed.pending
+        return timed
+
+    def _idle_sleeper(
+        self, backend: AudioBackend, meters: tuple[LevelMeter, LevelMeter]
+    ) -> IdleSleeper | None:
+        queued = self.mic.queued
+        if queued is None or self.timed is None or not self._idle_path:
+            return None
+        period_s, doorbell = self._period_s, self._mixer.doorbell
+        return IdleSleeper(
+            doorbell, backend, queued, clock=self._clock, period_s=period_s, meters=meters
+        )
 
     # -- lifecycle (called by the engine, not per period) -------------------------
 
@@ -328,7 +314,7 @@ class AudioThread:
             self._sleeper is not None
             and timed is not None
             and self._idle_streak > 1
-            and not self.req_capture_active
+            and not self.mic.req_capture_active
             and self.device_state is DeviceState.OPEN
             and (
                 self.fed.idle() if self.fed is not None and self.fed.running else self._mixer.idle()
@@ -345,7 +331,7 @@ class AudioThread:
         if periods is None:
             return False
         self.periods += periods  # the card's periods went on meanwhile
-        sleeper.resync(capture, self.req_capture_rate)
+        sleeper.resync(capture, self.mic.req_capture_rate)
         return True
 
     def cycle(self) -> None:
@@ -365,8 +351,9 @@ class AudioThread:
             else:
                 if status is IoStatus.XRUN:
                     self.overruns += 1
-                self._push_mic(capture)
-                self._catch_up(capture)
+                fmt = self.device_format
+                self.mic.push(capture, fmt)
+                self.mic.catch_up(capture, fmt)
         fed = self.fed
         if open_ and self.timed is not None and fed is not None and fed.running:
             self._play_fed(self.timed, fed)
@@ -376,14 +363,11 @@ class AudioThread:
             self._play(playback if open_ else None)
         self.periods += 1
         self._wake_waiters()
-        widenable = self._widenable
-        if open_ and widenable is not None:
-            now = self._clock.monotonic()
-            watch = self._xrun_watch
-            if watch.observe(now, widenable.card_xruns()):
-                self._widen(widenable)
-            elif widenable.widened() and watch.calm(now) and self._speaker_idle():
-                self._narrow(widenable)
+        ladder = self.ladder
+        if open_ and ladder.widenable is not None:
+            due = ladder.due(self._clock.monotonic())
+            if due is not None and (due or self._speaker_idle()) and ladder.step(wider=due):
+                self._step_reopen(wider=due)
 
     def _speaker_idle(self) -> bool:
         """No source has audio queued (whoever mixes): a reopen now is heard by nobody."""
@@ -475,53 +459,6 @@ class AudioThread:
         timed.publish()
         self._idle_streak = self._idle_streak + 1 if fed.idle() else 0
 
-    def _catch_up(self, capture: CaptureChain) -> None:
-        """Late (a busy Python thread held the GIL): take every whole mic period the
-        capture ring already holds, oldest first, so none is overwritten while the ring
-        still has it. Bounded by the ring's depth; playback then mixes to its lead."""
-        queued = self._queued_input
-        if queued is None:
-            return
-        frames = capture.buffer.shape[0]
-        for _ in range(self._catch_up_limit):
-            if queued.input_queued_frames() < frames:
-                return
-            if self._backend.read(capture.buffer) is not IoStatus.OK:
-                return  # a lost device shows in the next cycle's read
-            self.caught_up += 1
-            self._push_mic(capture)
-
-    def _push_mic(self, capture: CaptureChain) -> None:
-        rate = self.req_capture_rate
-        if not self.req_capture_active:
-            # Nobody listens: keep the meter and the resampler's history
-            # running (no resampling), but do not queue frames or wake the
-            # event loop 50x/s.
-            capture.prime(rate)
-            return
-        captured_at = self._captured_at() - capture.delay_s(rate)
-        self._capture.push(capture.process(rate), rate_hz=rate, captured_at=captured_at)
-        self._mic_waker.notify()
-
-    def _captured_at(self) -> float:
-        """When the card captured the first frame of the period just read, on the
-        engine's clock. The capture callback's own stamp where there is one: the
-        read time is later by however late the engine read, which jittered by up to
-        a period and ran 19 ms early on average once PortAudio's reported input
-        latency was taken off (the clocked card), too far off for the echo
-        canceller. Otherwise the read time minus the period, the device's input
-        latency and what is queued behind it."""
-        stamped = self._stamped_input
-        ago = stamped.input_captured_ago() if stamped is not None else None
-        if ago is not None:
-            return self._clock.monotonic() - ago
-        fmt = self.device_format
-        latency = fmt.input_latency_s if fmt is not None else 0.0
-        queued = self._queued_input
-        if queued is not None and fmt is not None:  # newer periods wait behind this one
-            latency += queued.input_queued_frames() / fmt.input_rate_hz
-        return self._clock.monotonic() - self._period_s - latency
-
     def _wake_waiters(self) -> None:
         fed = self.fed
         pulled = fed.pulled if fed is not None and fed.running else None
@@ -563,18 +500,12 @@ class AudioThread:
             self.timed.opened(
                 frames=playback.buffer.shape[0],
                 delay_frames=round(playback.delay_samples * fmt.output_rate_hz / RATE_HZ),
-                lead_frames=round(self._lead_s(fmt) * fmt.output_rate_hz),
+                lead_frames=round(lead_s(self._settings, fmt) * fmt.output_rate_hz),
             )
             self._idle_streak = 0
             self._start_feeder(fmt, playback)
         self.open_error = None
         self._set_state(DeviceState.OPEN)
-
-    def _lead_s(self, fmt: DeviceFormat) -> float:
-        """How far ahead of the DAC the callback's ring is kept: ``output_lead_ms``, and
-        at least one and a half times the device's latency, whose callback takes a
-        whole period at once (a widened period, :mod:`.xrun_watch`, needs more)."""
-        return max(self._settings.output_lead_ms / 1000, 1.5 * fmt.output_latency_s)
 
     def _start_feeder(self, fmt: DeviceFormat, playback: PlaybackChain) -> None:
         """Hand the mix to the C feeder; the device's description (log, status,
@@ -588,11 +519,7 @@ class AudioThread:
             rate_hz=fmt.output_rate_hz,
             lead_frames=timed.lead_frames,
         )
-        mix = (
-            "mixed by the C feeder"
-            if started
-            else f"mixed by the audio thread, the C feeder failed: {fed.error}"
-        )
+        mix = fed.who_mixes(started)
         self.device_format = replace(fmt, description=f"{fmt.description}; {mix}")
 
     def retry_later(self) -> None:
@@ -609,36 +536,17 @@ class AudioThread:
             self.open_error = str(exc)
             self.retry_later()
 
-    def _widen(self, widenable: WidenablePeriod) -> None:
-        """The card xran again and again (:mod:`.xrun_watch`): this machine cannot keep
-        the period. Reopen at once with the backend's next, longer one (the device is
-        not lost: no retry wait); at the ladder's top, play on and count."""
-        if not widenable.widen(self._xrun_watch.reason()):
-            return
-        self.period_steps[0] += 1
-        self._step_reopen(wider=True)
-
-    def _narrow(self, widenable: WidenablePeriod) -> None:
-        """A calm stretch at a widened period, nothing playing (:mod:`.xrun_watch`):
-        one step back towards the short period, for the barge-ins' sake."""
-        if not widenable.narrow():
-            return
-        self.period_steps[1] += 1
-        self._step_reopen(wider=False)
-
     def _step_reopen(self, *, wider: bool) -> None:
         """Reopen at the ladder's new period; a reopen while a source had audio queued
-        is a silence the listener heard: counted, with its length."""
+        is a silence the listener heard: the ladder counts it, with its length."""
         playing = not self._speaker_idle()
         started = self._clock.monotonic()
         self._keep_counts()
         self._try_reopen()
         now = self._clock.monotonic()
-        if playing:
-            fmt = self.device_format
-            self.reopen_silences += 1
-            self.reopen_silence_s += now - started + (fmt.output_latency_s if fmt else 0.0)
-        self._xrun_watch.stepped(now, wider=wider)
+        fmt = self.device_format
+        heard = now - started + (fmt.output_latency_s if fmt else 0.0) if playing else None
+        self.ladder.reopened(now, wider=wider, heard_s=heard)
 
     def _fault(self, exc: Exception) -> None:
         """A period raised (a write error on the speaker, a backend bug): close the
@@ -662,15 +570,9 @@ class AudioThread:
         self.retry_later()
 
     def _keep_counts(self) -> None:
-        """Add the open device's counters to the thread's, before a close resets them."""
+        """Keep the open device's counters (the timed output's) before a close resets them."""
         if self.timed is not None and self.device_state is DeviceState.OPEN:
-            device_under, device_over = self.timed.out.xrun_counts()
-            self.underruns += device_under
-            self.overruns += device_over
-            self.speaker_dropouts += self.timed.out.dropouts()
-            self.dropout_ms += self.timed.out.dropout_ms()
-            for i, count in enumerate(self.timed.out.source_dropouts()[: len(SOURCES)]):
-                self.source_dropouts[i] += count
+            self.timed.keep_counts()
 
     def _close_backend(self) -> None:
         """Close the device; the C feeder first (it writes the device's ring), handing

@@ -39,6 +39,7 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
+from huxleyd.audio.timed import DeviceCounts
 from huxleyd.audio.types import (
     SOURCES,
     DeviceState,
@@ -126,26 +127,7 @@ class AudioEngine:
         self._listeners: list[StateListener] = []
         self._widened_logged = ""
         self._steps_logged = (0, 0)
-        self._audio_thread = AudioThread(
-            backend,
-            settings=settings,
-            clock=clock,
-            mixer=self._mixer,
-            playout=self._playout,
-            sources=self._sources,
-            capture=self._capture,
-            mic_waker=self._mic_waker,
-            meters=(self._in_meter, self._out_meter),
-            capture_rate_hz=capture_rate_hz,
-            idle_path=idle_path,
-            kernel=kernel,
-            on_state=self._report_state,
-            on_fault=self._report_fault,
-            on_crash=self._report_crash,
-            fed=None
-            if self._rt is None or KERNEL is None
-            else FedOutput(self._rt, KERNEL, self._mixer, self._playout, self._out_meter),
-        )
+        self._audio_thread = self._build_thread(clock, capture_rate_hz, idle_path=idle_path)
         """The device and the per-period loop; it writes the state and counters read here."""
 
     # -- lifecycle -----------------------------------------------------------
@@ -282,7 +264,7 @@ class AudioEngine:
         While inactive the device is still read (levels keep moving) but no
         frame is queued, so none is dropped or counted as lost either.
         """
-        self._audio_thread.req_capture_active = active
+        self._audio_thread.mic.req_capture_active = active
         self._mixer.doorbell.ring()  # an idle thread that slept must read again
 
     def drain_mic(self) -> int:
@@ -292,11 +274,11 @@ class AudioEngine:
     def set_capture_rate(self, rate_hz: int) -> None:
         """Deliver mic frames at ``rate_hz`` (24000 or 16000) from the next period on."""
         self._check_capture_rate(rate_hz)
-        self._audio_thread.req_capture_rate = rate_hz
+        self._audio_thread.mic.req_capture_rate = rate_hz
 
     @property
     def capture_rate_hz(self) -> int:
-        return self._audio_thread.req_capture_rate
+        return self._audio_thread.mic.req_capture_rate
 
     # -- health --------------------------------------------------------------
 
@@ -317,18 +299,11 @@ class AudioEngine:
     def stats(self) -> EngineStats:
         gaps = sum(source.gaps for source in self._sources.values())
         audio = self._audio_thread
-        underruns, overruns = audio.underruns, audio.overruns
-        dropouts = audio.speaker_dropouts
-        dropout_ms = audio.dropout_ms
-        by_source = list(audio.source_dropouts)
-        if audio.timed is not None and audio.device_state is DeviceState.OPEN:
-            device_under, device_over = audio.timed.out.xrun_counts()
-            underruns += device_under
-            overruns += device_over
-            dropouts += audio.timed.out.dropouts()
-            dropout_ms += audio.timed.out.dropout_ms()
-            for i, count in enumerate(audio.timed.out.source_dropouts()[: len(SOURCES)]):
-                by_source[i] += count
+        open_ = audio.device_state is DeviceState.OPEN
+        device = DeviceCounts() if audio.timed is None else audio.timed.counts(open_=open_)
+        underruns = audio.underruns + device.underruns
+        overruns = audio.overruns + device.overruns
+        dropouts, dropout_ms, by_source = device.dropouts, device.dropout_ms, device.source_dropouts
         return EngineStats(
             periods=audio.periods,
             underruns=underruns + gaps,
@@ -351,7 +326,7 @@ class AudioEngine:
             last_fault=audio.last_fault,
             open_error=audio.open_error,
             period_widened=self._widened(),
-            period_steps=(audio.period_steps[0], audio.period_steps[1]),
+            period_steps=(audio.ladder.steps[0], audio.ladder.steps[1]),
             silences=self._silences(underruns - dropouts, dropouts, dropout_ms),
         )
 
@@ -365,8 +340,8 @@ class AudioEngine:
             dry_ring_ms=dropout_ms,
             late_source=late,
             late_source_ms=late_ms,
-            reopens=audio.reopen_silences,
-            reopen_ms=audio.reopen_silence_s * 1000.0,
+            reopens=audio.ladder.silences,
+            reopen_ms=audio.ladder.silence_s * 1000.0,
         )
 
     def _widened(self) -> str:
@@ -389,7 +364,7 @@ class AudioEngine:
     @property
     def caught_up(self) -> int:
         """Mic periods taken beyond one per cycle: the engine ran late and caught up."""
-        return self._audio_thread.caught_up
+        return self._audio_thread.mic.caught_up
 
     @property
     def cycles(self) -> int:
@@ -411,7 +386,7 @@ class AudioEngine:
                 output_latency_ms=round(fmt.output_latency_s * 1000, 1),
             )
             widened = self._widened()
-            wider, narrower = self._audio_thread.period_steps
+            wider, narrower = self._audio_thread.ladder.steps
             if widened and widened != self._widened_logged and wider > self._steps_logged[0]:
                 log.warning("audio_period_widened", why=widened, wider=wider, narrower=narrower)
             elif narrower > self._steps_logged[1]:
@@ -480,6 +455,34 @@ class AudioEngine:
             "content": s.content_ring_ms,
             "comms": s.comms_ring_ms,
         }[name]
+
+    def _build_thread(self, clock: Clock, capture_rate_hz: int, *, idle_path: bool) -> AudioThread:
+        """The audio thread on the parts built above, reporting to this engine; the C
+        feeder mixes for it where the card has one (:mod:`.fed`)."""
+        rt = self._rt
+        fed = (
+            None
+            if rt is None or KERNEL is None
+            else FedOutput(rt, KERNEL, self._mixer, self._playout, self._out_meter)
+        )
+        return AudioThread(
+            self._backend,
+            settings=self._settings,
+            clock=clock,
+            mixer=self._mixer,
+            playout=self._playout,
+            sources=self._sources,
+            capture=self._capture,
+            mic_waker=self._mic_waker,
+            meters=(self._in_meter, self._out_meter),
+            capture_rate_hz=capture_rate_hz,
+            idle_path=idle_path,
+            kernel=self._kernel,
+            on_state=self._report_state,
+            on_fault=self._report_fault,
+            on_crash=self._report_crash,
+            fed=fed,
+        )
 
     def _build_mixer(self, settings: AudioSettings) -> Mixer:
         rtout = self._rt

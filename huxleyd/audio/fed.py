@@ -183,6 +183,13 @@ class FedOutput:
         mixer.doorbell.on_ring = self.publish
         return True
 
+    def who_mixes(self, started: bool) -> str:
+        """Who mixes the speaker after :meth:`start` returned ``started``, and why not
+        the feeder: for the device's description (log, status, doctor)."""
+        if started:
+            return "mixed by the C feeder"
+        return f"mixed by the audio thread, the C feeder failed: {self.error}"
+
     def stop(self) -> None:
         """Join the feeder, take its last reports and hand the mix back to Python."""
         feeder = self._feeder

@@ -40,6 +40,21 @@ NOT_BUILT = (
 """Why a build without the extension plays nothing: there is no second mixer."""
 
 
+def fade_shapes(
+    period_samples: int, ramp_samples: int
+) -> tuple[Float32Array, Float32Array, Float32Array]:
+    """(fade_out, fade_in, linear 0→1) over one period: the transport fades, ``ramp``
+    samples long then flat, and the ramp's shape (the core's and the feeder's)."""
+    n = period_samples
+    unit = np.arange(1, n + 1, dtype=np.float32) / np.float32(n)
+    ramp_n = min(ramp_samples, n)
+    fade_out = np.zeros(n, dtype=np.float32)
+    fade_out[:ramp_n] = 1.0 - np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
+    fade_in = np.ones(n, dtype=np.float32)
+    fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
+    return fade_out, fade_in, unit
+
+
 class Mixer:
     """Mixes the four sources into one float32 period at the mixer rate (the C core).
 
@@ -81,23 +96,59 @@ class Mixer:
         self.attack_step_db = abs(duck_depth_db) * period_ms / duck_attack_ms
         self.release_step_db = abs(duck_depth_db) * period_ms / duck_release_ms
         """The duck ramp's steps per period, in dB (every channel's)."""
-        self.channels: dict[SourceName, SourceChannel] = {
+        duck = (duck_depth_db, duck_attack_ms, duck_release_ms)
+        self.channels = self._make_channels(rings, ramp=ramp, period_ms=period_ms, duck=duck)
+        self.limiter = SoftLimiter(
+            period_samples, rate_hz=rate_hz, threshold=limiter_threshold, kernel=kernel
+        )
+        self._no_requests_yet()
+        self.fades = fade_shapes(period_samples, ramp)
+        """(fade_out, fade_in, linear 0→1): the transport fades and the ramp shape."""
+        self._by_bit = tuple((1 << i, self.channels[name]) for i, name in enumerate(SOURCES))
+        self._kernel = kernel
+        self.core: CoreState | None = None if kernel is None else CoreState(kernel, self)
+        """The core's struct, packed from these fields (None: the C mix is not built)."""
+        if kernel is not None:
+            self._bind_core(kernel)
+
+    def _make_channels(
+        self,
+        rings: dict[SourceName, SampleRing],
+        *,
+        ramp: int,
+        period_ms: float,
+        duck: tuple[float, float, float],
+    ) -> dict[SourceName, SourceChannel]:
+        """One channel per source on its ring, sharing the fades' and the duck's shape
+        (``duck``: depth in dB, attack and release in ms) and the doorbell."""
+        depth_db, attack_ms, release_ms = duck
+        return {
             name: self.channel_class(
                 name,
                 rings[name],
-                period_samples=period_samples,
+                period_samples=self.period_samples,
                 ramp_samples=ramp,
-                duck_depth_db=duck_depth_db,
-                duck_attack_ms=duck_attack_ms,
-                duck_release_ms=duck_release_ms,
+                duck_depth_db=depth_db,
+                duck_attack_ms=attack_ms,
+                duck_release_ms=release_ms,
                 period_ms=period_ms,
                 doorbell=self.doorbell,
             )
             for name in SOURCES
         }
-        self.limiter = SoftLimiter(
-            period_samples, rate_hz=rate_hz, threshold=limiter_threshold, kernel=kernel
-        )
+
+    def _bind_core(self, kernel: ModuleType) -> None:
+        """What :meth:`mix` hands the core each period, bound once in its order: the
+        sources' rings, the channels it unpacks into, the fade and limiter shapes."""
+        order = tuple(self.channels[name] for name in kernel.SOURCE_ORDER)
+        self._rings = tuple(channel.ring.samples for channel in order)
+        self._core_channels = order
+        fade_out, fade_in, unit = self.fades
+        self._shapes = (unit, fade_out, fade_in, self.limiter.attack)
+
+    def _no_requests_yet(self) -> None:
+        """The master gain and the earcon gate as at start: nothing requested yet
+        (the request fields' stores and the core's copies of them)."""
         self._req_master_gain = 1.0
         self._master_gain = 1.0
         self._req_gate: tuple[int, int, int] = (0, 0, 0)
@@ -105,24 +156,6 @@ class Mixer:
         self._gate_active = False
         self._gate_earcon_end = 0
         self._gate_speech_pos = 0
-        n = period_samples
-        unit = np.arange(1, n + 1, dtype=np.float32) / np.float32(n)
-        ramp_n = min(ramp, n)
-        fade_out = np.zeros(n, dtype=np.float32)
-        fade_out[:ramp_n] = 1.0 - np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
-        fade_in = np.ones(n, dtype=np.float32)
-        fade_in[:ramp_n] = np.arange(1, ramp_n + 1, dtype=np.float32) / np.float32(ramp_n)
-        self.fades = (fade_out, fade_in, unit)
-        """(fade_out, fade_in, linear 0→1): the transport fades and the ramp shape."""
-        self._by_bit = tuple((1 << i, self.channels[name]) for i, name in enumerate(SOURCES))
-        self._kernel = kernel
-        self.core: CoreState | None = None if kernel is None else CoreState(kernel, self)
-        """The core's struct, packed from these fields (None: the C mix is not built)."""
-        if kernel is not None:
-            order = tuple(self.channels[name] for name in kernel.SOURCE_ORDER)
-            self._rings = tuple(channel.ring.samples for channel in order)
-            self._core_channels = order
-            self._shapes = (unit, fade_out, fade_in, self.limiter.attack)
 
     @property
     def can_mix(self) -> bool:

@@ -9,18 +9,54 @@ an :class:`~huxleyd.audio.backends.base.OutputClock`:
   dropped in between had been mixed: it is recorded as skips, never as heard.
 - **the DAC clock**: :meth:`publish` turns the frame at the DAC into each
   source's ``played_pos`` through the playout clock's history.
+- **the device's counters** (its xruns and dropouts), which restart with each
+  open: :meth:`keep_counts` keeps them across a close, :meth:`counts` sums them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
-from huxleyd.audio.backends.base import OutputClock
+from huxleyd.audio.backends.base import DeviceFormat, OutputClock
 from huxleyd.audio.playout import PeriodPulls, PlayoutClock
+from huxleyd.audio.settings import AudioSettings
+from huxleyd.audio.types import SOURCES
+
+
+def lead_s(settings: AudioSettings, fmt: DeviceFormat) -> float:
+    """How far ahead of the DAC the callback's ring is kept: ``output_lead_ms``, and
+    at least one and a half times the device's latency, whose callback takes a
+    whole period at once (a widened period, :mod:`.xrun_watch`, needs more)."""
+    return max(settings.output_lead_ms / 1000, 1.5 * fmt.output_latency_s)
 
 
 def _none_pending() -> Sequence[PeriodPulls]:
     return ()
+
+
+@dataclass(slots=True)
+class DeviceCounts:
+    """A timed output's own counters, summed over the devices it counted."""
+
+    underruns: int = 0
+    overruns: int = 0
+    dropouts: int = 0
+    """Device periods fed silence while audio was queued (the ring ran dry)."""
+    dropout_ms: float = 0.0
+    """The silence those dropouts played, in ms."""
+    source_dropouts: list[int] = field(default_factory=lambda: [0] * len(SOURCES))
+    """The dropouts per source (SOURCES order): periods it had audio queued in."""
+
+    def add(self, out: OutputClock) -> None:
+        """Add what ``out``'s open device counted so far."""
+        under, over = out.xrun_counts()
+        self.underruns += under
+        self.overruns += over
+        self.dropouts += out.dropouts()
+        self.dropout_ms += out.dropout_ms()
+        for i, count in enumerate(out.source_dropouts()[: len(SOURCES)]):
+            self.source_dropouts[i] += count
 
 
 class TimedOutput:
@@ -38,6 +74,20 @@ class TimedOutput:
         self.unrecorded: Callable[[], Sequence[PeriodPulls]] = _none_pending
         """The periods written to the device and not yet in the playout clock (the
         C feeder's undrained reports): a cut answers from them too."""
+        self._closed = DeviceCounts()
+        """What the devices closed since start counted (the open one's are its own)."""
+
+    def keep_counts(self) -> None:
+        """The open device is about to close: keep its counters, which a close resets."""
+        self._closed.add(self.out)
+
+    def counts(self, *, open_: bool) -> DeviceCounts:
+        """Every device's counters since start: the closed ones', and the open one's
+        when ``open_`` (asyncio's stats; not for the audio thread: it allocates)."""
+        counts = replace(self._closed, source_dropouts=list(self._closed.source_dropouts))
+        if open_:
+            counts.add(self.out)
+        return counts
 
     def opened(self, *, frames: int, delay_frames: int, lead_frames: int) -> None:
         """The device (re)opened: its positions and cut numbers start again at 0."""

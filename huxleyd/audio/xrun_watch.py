@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 
+from huxleyd.audio.backends.base import WidenablePeriod
+
 XRUN_LIMIT = 5
 """Periods with new card xruns, within :data:`XRUN_WINDOW_S`, that widen the period."""
 XRUN_WINDOW_S = 10.0
@@ -136,3 +138,55 @@ class XrunWatch:
         self._times[:] = [-math.inf] * self.limit
         self._next = 0
         self._seen = 0
+
+
+class PeriodLadder:
+    """The steps along a backend's ladder of periods the watch asks for, and what
+    they cost the listener. The audio thread asks :meth:`due` once a period of an
+    open device, moves the backend with :meth:`step`, reopens at the new period and
+    says so with :meth:`reopened`.
+    """
+
+    def __init__(self, widenable: WidenablePeriod | None) -> None:
+        self.widenable = widenable
+        """The backend's ladder of longer periods (the C callbacks'), or None."""
+        self.watch = XrunWatch()
+        self.steps = [0, 0]
+        """Ladder steps since start: [wider, narrower] (each a reopen)."""
+        self.silences = 0
+        """Reopens the engine chose (a ladder step) while a source had audio queued."""
+        self.silence_s = 0.0
+        """Their summed silence: the close to the open's return, plus the new stream's
+        output latency (when its first sample reaches the DAC)."""
+
+    def due(self, now_s: float) -> bool | None:
+        """After a period of the open device: True when the card xran again and again
+        (widen), False after a calm stretch at a widened period (narrow, and only
+        while nothing plays: the caller knows that), None to stay."""
+        widenable, watch = self.widenable, self.watch
+        if widenable is None:
+            return None
+        if watch.observe(now_s, widenable.card_xruns()):
+            return True
+        if widenable.widened() and watch.calm(now_s):
+            return False
+        return None
+
+    def step(self, *, wider: bool) -> bool:
+        """Move the backend one step (its next open uses it), counted; False at the
+        ladder's end (wider: play on and count the xruns)."""
+        widenable = self.widenable
+        if widenable is None:
+            return False
+        moved = widenable.widen(self.watch.reason()) if wider else widenable.narrow()
+        if moved:
+            self.steps[0 if wider else 1] += 1
+        return moved
+
+    def reopened(self, now_s: float, *, wider: bool, heard_s: float | None) -> None:
+        """The reopen at the new period returned at ``now_s``; ``heard_s`` is the
+        silence it made while a source had audio queued (None: nobody heard it)."""
+        if heard_s is not None:
+            self.silences += 1
+            self.silence_s += heard_s
+        self.watch.stepped(now_s, wider=wider)

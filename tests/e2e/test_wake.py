@@ -30,7 +30,7 @@ QUESTION_S = 1.5
 
 def mic_open(rig: Rig) -> bool:
     """Whether the engine queues mic frames (what the turn layer last asked of it)."""
-    return bool(rig.rt.parts.engine._audio_thread.req_capture_active)
+    return bool(rig.rt.parts.engine._audio_thread.mic.req_capture_active)
 
 
 def tone(seconds: float) -> np.ndarray:
