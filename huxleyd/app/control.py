@@ -43,6 +43,7 @@ from huxleyd.home.mqtt import AnnounceRefused
 from huxleyd.home.speaker import Check
 from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
+from huxleyd.skillhost.skillenv import SkillsEnv, skills_env
 from huxleyd.skills.skillclock import system_clock_for
 from huxleyd.turns.news import ConnectionChanged
 from huxleyd.turns.wake import WakeWord
@@ -471,10 +472,7 @@ def skill_infos(
     for name in order if order is not None else list(loaded):
         skill = loaded.get(name)
         distribution = sources.get(name, "")
-        try:
-            version = metadata.version(distribution) if distribution else ""
-        except metadata.PackageNotFoundError:
-            version = ""
+        version = installed_version(distribution)
         reason = failures.get(name, "") or ("" if skill else "not loaded")
         rows.append(
             SkillInfo(
@@ -487,6 +485,20 @@ def skill_infos(
             )
         )
     return rows
+
+
+def installed_version(distribution: str, env: SkillsEnv | None = None) -> str:
+    """``distribution``'s version: in the daemon's environment, else in the skills
+    environment (a third-party skill is installed there, never here); '' if neither."""
+    if not distribution:
+        return ""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        pass
+    where = [str((env or skills_env()).site_packages)]
+    found = next(iter(metadata.distributions(name=distribution, path=where)), None)
+    return found.version if found is not None else ""
 
 
 def _by_source(counts: tuple[tuple[str, int], ...]) -> str:
