@@ -134,9 +134,9 @@ say "manifest: $manifest ($(grep -vc '^#' "$manifest") packages)"
 
 # -- 4b. timestamps from the commit, the clock file, the file list ----------------------
 # Nothing in the root is newer than the commit (files written by this build
-# get its time; the packages' own older times stay); the clock file that
-# systemd-timesyncd starts a Pi's first boot from says the commit's time,
-# not the time its package was built.
+# get its time; the packages' own older times stay) and every directory has
+# its time; the clock file that systemd-timesyncd starts a Pi's first boot
+# from says the commit's time, not the time its package was built.
 clock=$root/var/lib/systemd/timesync/clock
 if [ ! -e "$clock" ]; then
     mkdir -p "$(dirname "$clock")"
@@ -149,6 +149,11 @@ fi
 # (whose own floor is otherwise the date its package was built).
 : > "$root/usr/lib/clock-epoch"
 find "$root" -xdev -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0 -r touch -h -d "@$SOURCE_DATE_EPOCH"
+# Every directory at the commit's time, whatever its age: which directories a
+# build writes into depends on its caches, not on the commit (the build that
+# compiles the sdists has pip make /root/.cache, which customize.sh removes:
+# /root had the commit's time in that build and the base's in the next).
+find "$root" -xdev -type d -print0 | xargs -0 -r touch -d "@$SOURCE_DATE_EPOCH"
 touch -d "@$SOURCE_DATE_EPOCH" "$clock" "$root/usr/lib/clock-epoch"
 files=$out/$name.files
 python3 "$here/files-manifest.py" "$root" > "$files"
