@@ -171,6 +171,10 @@ check "the answer is eth9's own address" sh -c \
 check "SSH announced by DNS-SD (_ssh._tcp.local PTR huxley-test)" sh -c \
     'ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py _ssh._tcp.local PTR lan0 5 >/tmp/mdns.out 2>&1 && grep -q "PTR huxley-test\._ssh\._tcp\.local" /tmp/mdns.out'
 sed 's/^/SELFTEST dns-sd: /' /tmp/mdns.out
+# A renamed service or host (huxley-test2...) is resolved's answer to what it
+# took for a conflict: its own lines say on which link and for which record.
+journalctl --no-pager -b -u systemd-resolved -o short-monotonic | grep -iE 'conflict|changing' | tail -8 \
+    | sed 's/^/SELFTEST resolved: /'
 check "an unknown name gets no answer" sh -c \
     '! ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py kitchen.local AAAA lan0 3 >/dev/null'
 # The memory mDNS costs: none of it is a new process (avahi-daemon would be).
