@@ -33,6 +33,18 @@ for tool in mmdebstrap mkfs.vfat mcopy mkfs.ext4 sfdisk xz; do
     command -v "$tool" >/dev/null || { echo "image: $tool missing: make image-deps installs the build tools" >&2; exit 1; }
 done
 
+# The source as git sees it (tracked files plus new, unignored ones: no
+# .venv, no build output, no local keys) and the commit the manifest names,
+# both taken now, with SOURCE_DATE_EPOCH above: the tree may move on while
+# the base and the wheels are made (a manifest once named a commit made
+# during its build, not the one built).
+mkdir -p "$out"
+src_tar=$out/.source.tar
+(cd "$src" && git ls-files -z -c -o --exclude-standard \
+    | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) > "$src_tar"
+commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+[ -z "$(git -C "$src" status --porcelain 2>/dev/null)" ] || commit="$commit (with local changes)"
+
 # -- 1. the Debian base -------------------------------------------------------------
 key=$(cat "$here/base.sh" "$here/packages.txt" | sha256sum | cut -c1-16)
 base=$cache/base/base-$key
@@ -76,11 +88,10 @@ bind -t sysfs sysfs "$root/sys"
 bind --rbind /dev "$root/dev"
 bind -t tmpfs tmpfs "$root/run"
 bind -t tmpfs tmpfs "$root/tmp"
-# The source as git sees it (tracked files plus new, unignored ones): no
-# .venv, no build output, no local keys.
+# The source, as taken at the start.
 mkdir -p "$root/mnt/src"
-(cd "$src" && git ls-files -z -c -o --exclude-standard \
-    | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$root/mnt/src"
+tar -xf "$src_tar" -C "$root/mnt/src"
+rm -f "$src_tar"
 bind --bind "$cache/wheels" "$root/mnt/wheels"
 # apt inside (customize tops up packages.txt additions) reuses the .deb cache
 # and the host's name servers (the root's resolv.conf points into /run).
@@ -122,7 +133,7 @@ fi
 # -- 4. manifest ------------------------------------------------------------------------
 manifest=$out/$name.manifest
 {
-    echo "# $name: what is inside (image/build.sh). Source commit: $(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    echo "# $name: what is inside (image/build.sh). Source commit: $commit"
     echo "# base: $(basename "$base"); SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH ($(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ))"
     echo "# every file of the root: $name.files (compare two builds: image/compare-builds.sh)"
     echo "# Debian packages (dpkg-query)"
