@@ -7,8 +7,9 @@
 # initramfs update and a raspi-firmware reinstall, a broken setup file that
 # the device reports, no failed unit, huxley-test.local and its SSH service
 # found by Multicast DNS from a second network namespace, an update to N+1
-# that moves the daemon, the CLI and the timers together, and a release that
-# crashes after READY rolled back.
+# that moves the daemon, the CLI and the timers together, a release that
+# crashes after READY rolled back, and a third-party skill's tool run by
+# systemd as huxley-skills, refused the key, the daemon's environment and state.
 #
 #   image/boot-test.sh IMAGE [LOG]
 #
@@ -28,6 +29,17 @@ img=$1
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(cd "$(dirname "$img")" && pwd)/test  # absolute: apt and debugfs run elsewhere
 log=${2:-$work/console.log}
+# HUXLEYD_IMAGE_TEST_PARTS: `all` (the default) is the test; a list of
+# appliance, turn, update and skills runs the boot, the first-boot file and
+# the switch to the simulator, then only those (to rerun one half: "update").
+parts=${HUXLEYD_IMAGE_TEST_PARTS:-all}
+for p in $parts; do
+    case "$p" in
+        all|appliance|turn|update|skills) ;;
+        *) echo "image-test: HUXLEYD_IMAGE_TEST_PARTS: unknown part '$p' (all, appliance, turn, update, skills)" >&2; exit 2 ;;
+    esac
+done
+[ -n "$parts" ] || { echo "image-test: HUXLEYD_IMAGE_TEST_PARTS is empty" >&2; exit 2; }
 limit_s=${HUXLEYD_IMAGE_TEST_TIMEOUT_S:-5400}  # the last full run ended at uptime 3082 s; this one adds two 120 s health windows
 for tool in qemu-system-aarch64 mcopy mdir sfdisk debugfs ssh-keygen; do
     command -v "$tool" >/dev/null || { echo "image-test: $tool missing: make image-deps" >&2; exit 1; }
@@ -66,7 +78,7 @@ enable = true
 authorized_keys = ["$(cat "$work/ssh_key.pub")"]
 SETUP
 sed -e "s/@KEY_SHA256@/$(printf '%s\n' "$key" | sha256sum | cut -d' ' -f1)/" \
-    -e "s/@KEY_MARK@/sk-imagetest-/" "$here/selftest.sh" > "$work/huxleyd-selftest.sh"
+    -e "s/@KEY_MARK@/sk-imagetest-/" -e "s/@PARTS@/$parts/" "$here/selftest.sh" > "$work/huxleyd-selftest.sh"
 mcopy -o -i "$fat" "$work/huxleyd-setup.toml" ::huxleyd-setup.toml
 mcopy -o -i "$fat" "$work/huxleyd-selftest.sh" ::huxleyd-selftest.sh
 # The LAN host's side of the mDNS check (the image has no mDNS client).

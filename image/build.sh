@@ -33,6 +33,18 @@ for tool in mmdebstrap mkfs.vfat mcopy mkfs.ext4 sfdisk xz; do
     command -v "$tool" >/dev/null || { echo "image: $tool missing: make image-deps installs the build tools" >&2; exit 1; }
 done
 
+# The source as git sees it (tracked files plus new, unignored ones: no
+# .venv, no build output, no local keys) and the commit the manifest names,
+# both taken now, with SOURCE_DATE_EPOCH above: the tree may move on while
+# the base and the wheels are made (a manifest once named a commit made
+# during its build, not the one built).
+mkdir -p "$out"
+src_tar=$out/.source.tar
+(cd "$src" && git ls-files -z -c -o --exclude-standard \
+    | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) > "$src_tar"
+commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+[ -z "$(git -C "$src" status --porcelain 2>/dev/null)" ] || commit="$commit (with local changes)"
+
 # -- 1. the Debian base -------------------------------------------------------------
 key=$(cat "$here/base.sh" "$here/packages.txt" | sha256sum | cut -c1-16)
 base=$cache/base/base-$key
@@ -76,11 +88,10 @@ bind -t sysfs sysfs "$root/sys"
 bind --rbind /dev "$root/dev"
 bind -t tmpfs tmpfs "$root/run"
 bind -t tmpfs tmpfs "$root/tmp"
-# The source as git sees it (tracked files plus new, unignored ones): no
-# .venv, no build output, no local keys.
+# The source, as taken at the start.
 mkdir -p "$root/mnt/src"
-(cd "$src" && git ls-files -z -c -o --exclude-standard \
-    | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$root/mnt/src"
+tar -xf "$src_tar" -C "$root/mnt/src"
+rm -f "$src_tar"
 bind --bind "$cache/wheels" "$root/mnt/wheels"
 # apt inside (customize tops up packages.txt additions) reuses the .deb cache
 # and the host's name servers (the root's resolv.conf points into /run).
@@ -122,7 +133,7 @@ fi
 # -- 4. manifest ------------------------------------------------------------------------
 manifest=$out/$name.manifest
 {
-    echo "# $name: what is inside (image/build.sh). Source commit: $(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    echo "# $name: what is inside (image/build.sh). Source commit: $commit"
     echo "# base: $(basename "$base"); SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH ($(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ))"
     echo "# every file of the root: $name.files (compare two builds: image/compare-builds.sh)"
     echo "# Debian packages (dpkg-query)"
@@ -134,9 +145,9 @@ say "manifest: $manifest ($(grep -vc '^#' "$manifest") packages)"
 
 # -- 4b. timestamps from the commit, the clock file, the file list ----------------------
 # Nothing in the root is newer than the commit (files written by this build
-# get its time; the packages' own older times stay); the clock file that
-# systemd-timesyncd starts a Pi's first boot from says the commit's time,
-# not the time its package was built.
+# get its time; the packages' own older times stay) and every directory has
+# its time; the clock file that systemd-timesyncd starts a Pi's first boot
+# from says the commit's time, not the time its package was built.
 clock=$root/var/lib/systemd/timesync/clock
 if [ ! -e "$clock" ]; then
     mkdir -p "$(dirname "$clock")"
@@ -149,6 +160,11 @@ fi
 # (whose own floor is otherwise the date its package was built).
 : > "$root/usr/lib/clock-epoch"
 find "$root" -xdev -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0 -r touch -h -d "@$SOURCE_DATE_EPOCH"
+# Every directory at the commit's time, whatever its age: which directories a
+# build writes into depends on its caches, not on the commit (the build that
+# compiles the sdists has pip make /root/.cache, which customize.sh removes:
+# /root had the commit's time in that build and the base's in the next).
+find "$root" -xdev -type d -print0 | xargs -0 -r touch -d "@$SOURCE_DATE_EPOCH"
 touch -d "@$SOURCE_DATE_EPOCH" "$clock" "$root/usr/lib/clock-epoch"
 files=$out/$name.files
 python3 "$here/files-manifest.py" "$root" > "$files"

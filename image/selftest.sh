@@ -18,6 +18,7 @@
 exec >/dev/console 2>&1
 KEY_SHA256=@KEY_SHA256@
 KEY_MARK=@KEY_MARK@
+PARTS="@PARTS@"  # all, or some of: appliance turn update skills
 fails=0
 up() { cut -d' ' -f1 /proc/uptime; }
 ok() { echo "SELFTEST ok: $*"; }
@@ -43,8 +44,12 @@ wait_for() {
     done
 }
 active() { [ "$(systemctl is-active "$1")" = active ]; }
+# Whether a part of this script runs (HUXLEYD_IMAGE_TEST_PARTS, boot-test.sh):
+# the boot, the first-boot file and the switch to the simulator always do.
+part() { case " $PARTS " in *" all "* | *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 echo "SELFTEST start at uptime $(up) s"
+echo "SELFTEST parts: $PARTS"
 # -- a normal boot ---------------------------------------------------------------------------
 check "booted the default target (no systemd.run=)" sh -c '! grep -q "systemd.run=" /proc/cmdline'
 echo "SELFTEST default target: $(systemctl get-default)"
@@ -97,6 +102,9 @@ check "key gone from FAT" sh -c "! grep -rl '$KEY_MARK' /boot/firmware --exclude
 ls /boot/firmware | grep huxleyd-setup | sed 's/^/SELFTEST fat: /'
 check "host name" [ "$(hostname)" = huxley-test ]
 check "time zone" [ "$(readlink /etc/localtime)" = /usr/share/zoneinfo/Europe/Madrid ]
+
+# Part "appliance": the network, SSH, mDNS, the image around the daemon, overlays.
+if part appliance; then
 
 # -- item 1: online over Wi-Fi in this boot ------------------------------------------------------
 # The access point on the second radio, with a DHCP server; the device's
@@ -164,6 +172,10 @@ check "the answer is eth9's own address" sh -c \
 check "SSH announced by DNS-SD (_ssh._tcp.local PTR huxley-test)" sh -c \
     'ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py _ssh._tcp.local PTR lan0 5 >/tmp/mdns.out 2>&1 && grep -q "PTR huxley-test\._ssh\._tcp\.local" /tmp/mdns.out'
 sed 's/^/SELFTEST dns-sd: /' /tmp/mdns.out
+# A renamed service or host (huxley-test2...) is resolved's answer to what it
+# took for a conflict: its own lines say on which link and for which record.
+journalctl --no-pager -b -u systemd-resolved -o short-monotonic | grep -iE 'conflict|changing' | tail -8 \
+    | sed 's/^/SELFTEST resolved: /'
 check "an unknown name gets no answer" sh -c \
     '! ip netns exec lan python3 /boot/firmware/huxleyd-mdns-query.py kitchen.local AAAA lan0 3 >/dev/null'
 # The memory mDNS costs: none of it is a new process (avahi-daemon would be).
@@ -234,6 +246,8 @@ apt-get install -y -qq --reinstall /boot/firmware/huxleyd-test-debs/raspi-firmwa
     || sed 's/^/SELFTEST reinstall: /' /tmp/reinstall.log
 check "overlays apply after reinstalling raspi-firmware" overlays_apply "after a raspi-firmware reinstall"
 
+fi  # part appliance
+
 # -- a turn, with the simulator (no network in here) -------------------------------------
 # The daemon runs as `make run` does without hardware: mock pins, WAV audio,
 # the built-in simulator. The key stays where first boot put it (checked
@@ -268,6 +282,9 @@ check "daemon started with the simulator" sh -c \
 # wait until the daemon reports the link up.
 connected() { huxleyctl status --json | grep -q '"provider_state": "connected"'; }
 check "provider connected (huxleyctl status)" wait_for connected
+idle_now() { huxleyctl status --json | tr -d ' \n' | grep -q '"busy":\[\],"reboot_pending":true,"reboot_policy":"when_idle"'; }
+# Part "turn": a turn, the reboot timer, a broken setup file.
+if part turn; then
 echo "SELFTEST say: huxleyctl say 'what time is it'"
 said=$(huxleyctl --timeout 300 say "what time is it" 2>&1); said_rc=$?
 echo "$said" | sed 's/^/SELFTEST said: /'
@@ -325,7 +342,6 @@ check "reboot waits while huxleyd does not answer" wait_for reboot_said "huxleyd
 reboot_journal "daemon down"
 systemctl start huxleyd.service
 check "huxleyd READY again" wait_for active huxleyd.service
-idle_now() { huxleyctl status --json | tr -d ' \n' | grep -q '"busy":\[\],"reboot_pending":true,"reboot_policy":"when_idle"'; }
 check "idle and allowed: status lists no reason to wait (the timer would reboot now)" wait_for idle_now \
     || huxleyctl status --json | tr -d '\n' | sed 's/^/SELFTEST status: /'
 rm -f /run/reboot-required
@@ -354,6 +370,8 @@ huxleyctl ptt tap >/dev/null; huxleyctl ptt tap >/dev/null
 pressed() { [ "$(journalctl -u huxleyd HUXLEY_EVENT=press_while_setup_failed -o cat | wc -l)" -ge 2 ]; }
 check "each press: error cue (press_while_setup_failed x2)" wait_for pressed
 
+fi  # part turn
+
 # -- item 6: huxleyctl update to N+1, then a release that crashes after READY ------------
 # The setup failure above would answer every press with the error cue: gone,
 # as an owner fixing the file and restarting would leave it.
@@ -361,6 +379,7 @@ rm -f /boot/firmware/huxleyd-setup.toml /run/huxleyd-firstboot/failed
 systemctl restart huxleyd.service || true
 check "huxleyd READY without the setup failure" wait_for active huxleyd.service
 check "provider connected again" wait_for connected
+if part update; then
 # Which release runs, as every way in sees it: the one link, the daemon's own
 # process (its interpreter is the release's venv), the CLI on the PATH (which
 # the reboot timer runs), the venv first boot runs, status and --version.
@@ -439,6 +458,135 @@ huxleyctl update /root/broken.tar >/tmp/update.out 2>&1; rc=$?
 sed 's/^/SELFTEST broken again: /' /tmp/update.out
 check "the rolled-back release is not tried again" sh -c "[ $rc -eq 1 ] && grep -q 'not tried again' /tmp/update.out"
 check "and $new still runs" runs_release "$new"
+fi  # part update
+
+# -- third-party skills: a host of their own, as huxley-skills, walled off -----------------
+# A skill installed as an owner installs one (`huxleyctl skills install`, a
+# wheel made here by hand: no network, no build tools needed) whose tool
+# tries to read the provider key, the daemon's environment and its state.
+# systemd starts its host (huxleyd-skillhost.socket, one
+# huxleyd-skillhost@.service per link) as huxley-skills; the unit hides those
+# paths and other users' processes. The tool writes what it saw into its own
+# data folder, the one place it may write.
+if part skills; then
+check "huxleyd-skillhost.socket enabled" [ "$(systemctl is-enabled huxleyd-skillhost.socket 2>&1)" = enabled ]
+check "huxleyd-skillhost.socket listening" active huxleyd-skillhost.socket
+ls -l /run/huxleyd-skills/link 2>&1 | sed 's/^/SELFTEST skill link: /'
+mkdir -p -m 0755 /var/tmp/huxleyd-walls  # the install plans as an unprivileged user: readable
+python3 - /var/tmp/huxleyd-walls <<'PY'
+import base64, hashlib, sys, zipfile
+SKILL = """import json
+import os
+import pwd
+from pathlib import Path
+
+from huxley_sdk import ToolDefinition, ToolResult
+
+PID_FILE = Path("/run/huxleyd-walls-test/pid")  # the test writes the daemon's pid here
+
+
+class WallsSkill:
+    name = "walls"
+    tools = [ToolDefinition("walls_probe", "Read what is the daemon's.", {"type": "object", "properties": {}})]
+
+    async def setup(self, ctx):
+        self.ctx = ctx
+
+    async def handle(self, tool_name, args):
+        pid = PID_FILE.read_text().strip()
+        seen = {"uid": os.getuid(), "user": pwd.getpwuid(os.getuid()).pw_name, "daemon_pid": pid}
+        for path in ("/etc/huxleyd/openai.key", "/proc/%s/environ" % pid, "/var/lib/huxleyd"):
+            try:
+                if os.path.isdir(path):
+                    os.listdir(path)
+                else:
+                    with open(path, "rb") as f:
+                        f.read(1)
+                seen[path] = "read"
+            except OSError as exc:
+                seen[path] = "%s errno=%s" % (type(exc).__name__, exc.errno)
+        (self.ctx.persona_data_dir / "walls.json").write_text(json.dumps(seen))
+        return ToolResult(json.dumps(seen))
+"""
+info = "huxley_skill_walls-0.1.dist-info"
+files = {
+    "huxley_walls_skill.py": SKILL,
+    info + "/METADATA": "Metadata-Version: 2.1\nName: huxley-skill-walls\nVersion: 0.1\nRequires-Dist: huxley-sdk\n",
+    info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: image-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    info + "/entry_points.txt": "[huxley.skills]\nwalls = huxley_walls_skill:WallsSkill\n",
+}
+def line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return "%s,sha256=%s,%d" % (name, digest, len(data))
+record = [line(n, t.encode()) for n, t in files.items()] + [info + "/RECORD,,"]
+files[info + "/RECORD"] = "\n".join(record) + "\n"
+with zipfile.ZipFile(sys.argv[1] + "/huxley_skill_walls-0.1-py3-none-any.whl", "w") as zf:
+    for name, text in files.items():
+        zf.writestr(name, text)
+PY
+chmod 0644 /var/tmp/huxleyd-walls/*.whl
+huxleyctl skills install huxley-skill-walls --no-index --find-links /var/tmp/huxleyd-walls >/tmp/skills.out 2>&1; rc=$?
+sed 's/^/SELFTEST skills install: /' /tmp/skills.out
+check "huxleyctl skills install huxley-skill-walls: exit 0" [ "$rc" -eq 0 ]
+persona=/etc/huxleyd/personas/default.toml
+printf '\n[skills.walls]\n' >> "$persona"
+mkdir -p -m 0755 /etc/huxleyd/walls-test
+cat > /etc/huxleyd/walls-test/walls.toml <<'TOML'
+name = "walls"
+default_reply = "Sorry, once more?"
+
+[[turns]]
+hear = "check the walls"
+
+[[turns.responses]]
+tool_calls = [{ name = "walls_probe", arguments = {} }]
+
+[[turns.responses]]
+say = "Checked."
+TOML
+conf=/etc/huxleyd/huxleyd.toml
+sed -i -e 's|^# *sim_scenario = .*|sim_scenario = "/etc/huxleyd/walls-test/walls.toml"|' \
+    -e 's|^sim_scenario = .*|sim_scenario = "/etc/huxleyd/walls-test/walls.toml"|' "$conf"
+check "config names the walls script" grep -q '^sim_scenario = "/etc/huxleyd/walls-test/walls.toml"' "$conf"
+if ! systemctl restart huxleyd.service; then
+    journalctl --no-pager -u huxleyd -n 20 -o cat | sed 's/^/SELFTEST huxleyd failed: /'
+fi
+check "huxleyd READY with the walls skill" wait_for active huxleyd.service
+check "provider connected (walls)" wait_for connected
+walls_loaded() { huxleyctl skills 2>/dev/null | grep -qw walls; }
+check "huxleyctl skills lists walls" wait_for walls_loaded
+huxleyctl skills 2>&1 | sed 's/^/SELFTEST skills: /'
+daemon=$(systemctl show -P MainPID huxleyd)
+mkdir -p -m 0755 /run/huxleyd-walls-test
+echo "$daemon" > /run/huxleyd-walls-test/pid && chmod 0644 /run/huxleyd-walls-test/pid
+said=$(huxleyctl --timeout 300 say "check the walls" 2>&1); said_rc=$?
+echo "$said" | sed 's/^/SELFTEST walls said: /'
+walls=$(find /var/lib/huxleyd-skills/data -name walls.json 2>/dev/null | head -1)
+echo "SELFTEST walls: ${walls:-no walls.json} $(cat "$walls" 2>/dev/null)"
+check "the walls tool ran (walls.json in its data folder)" [ -n "$walls" ]
+echo "SELFTEST walls data folder: $(stat -c '%a %U:%G %n' "$(dirname "${walls:-/nonexistent/x}")" 2>&1)"
+seen() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], "missing"))' "$walls" "$1" 2>/dev/null; }
+check "the tool ran as huxley-skills" [ "$(seen user)" = huxley-skills ]
+check "it saw the daemon's pid ($daemon)" [ "$(seen daemon_pid)" = "$daemon" ]
+check "the key is refused to it (PermissionError)" sh -c "echo '$(seen /etc/huxleyd/openai.key)' | grep -q '^PermissionError errno=13$'"
+# ProtectProc=invisible: another user's /proc/<pid> is not even there for it.
+check "the daemon's environ is refused to it (PermissionError, or not visible)" sh -c \
+    "echo '$(seen "/proc/$daemon/environ")' | grep -Eq '^(PermissionError errno=13|FileNotFoundError errno=2)$'"
+check "the daemon's state is refused to it (PermissionError)" sh -c "echo '$(seen /var/lib/huxleyd)' | grep -q '^PermissionError errno=13$'"
+# The host process itself, as systemd started it.
+hosts=$(systemctl list-units --plain --no-legend 'huxleyd-skillhost@*' | awk '{ print $1 }')
+echo "$hosts" | sed 's/^/SELFTEST skill host unit: /'
+host_users() {
+    for unit in $hosts; do
+        pid=$(systemctl show -P MainPID "$unit")
+        [ "$pid" -gt 0 ] 2>/dev/null && ps -o user= -p "$pid"
+    done
+}
+echo "SELFTEST skill host users: $(host_users | sort | uniq -c | tr -s ' \n' ' ')"
+check "a host process runs, and every one as huxley-skills" sh -c \
+    '[ -n "$1" ] && [ -z "$(printf "%s\n" "$1" | grep -vx huxley-skills)" ]' - "$(host_users)"
+check "the daemon runs as huxley" [ "$(ps -o user= -p "$daemon")" = huxley ]
+fi  # part skills
 
 if [ "$fails" -eq 0 ]; then echo "SELFTEST PASS"; else echo "SELFTEST FAILED: $fails check(s)"; fi
 echo "SELFTEST end at uptime $(up) s"

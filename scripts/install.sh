@@ -74,10 +74,22 @@ install_package() {
         say "creating $VENV"
         "$PYTHON" -m venv "$VENV"
     fi
-    # Build from a copy, so the source tree gets no build/ or *.egg-info and
-    # two installs never share a build directory.
-    stage=$(mktemp -d)
+    # Build from a copy, so the source tree gets no build/ or *.egg-info.
+    # The copy's place is fixed by the venv's (not mktemp's random name): pip
+    # records where it installed from (direct_url.json, and its hash in
+    # RECORD), so a random name made two images of one commit differ there.
+    # Two installs share it only if they install into the same venv.
+    stage="$VENV.build"
+    rm -rf "$stage"
+    mkdir -p "$stage"
     trap 'rm -rf "$stage"' EXIT
+    # The C extensions carry no build path either: the compiler writes the
+    # build directory into the debug information (and the GNU build id is a
+    # hash over it) unless it is mapped to a fixed name. CPPFLAGS, not
+    # CFLAGS: setuptools appends CPPFLAGS to Python's own compiler flags,
+    # while a CFLAGS replaces them (-g, -O3, -fwrapv, Debian's hardening).
+    CPPFLAGS="${CPPFLAGS:+$CPPFLAGS }-ffile-prefix-map=$stage=."
+    export CPPFLAGS
     # setup.py declares the C extensions: without it pip builds none, silently.
     for item in pyproject.toml setup.py README.md LICENSE huxleyd sdk; do
         if [ -e "$SRC/$item" ]; then cp -R "$SRC/$item" "$stage/"; fi

@@ -11,6 +11,7 @@ scipy, openai and PyAudio again: that would take minutes and the network.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -175,6 +176,27 @@ def test_the_c_audio_extensions_are_built_into_the_venv(installed: tuple[Path, s
         cwd=destdir,
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_install_records_no_random_build_directory(installed: tuple[Path, str]) -> None:
+    """Two images of one commit must hold the same bytes: pip records the
+    directory it built from (direct_url.json, hashed into RECORD) and the
+    compiler writes it into the C extensions' debug information, so it is
+    the venv's fixed neighbour, mapped away in the objects, and removed."""
+    destdir, _ = installed
+    venv = destdir / PREFIX.lstrip("/") / "venv"
+    stage = venv.with_name("venv.build")
+    urls = {
+        info.parent.name.split("-")[0]: json.loads(info.read_text())["url"]
+        for info in venv.glob("lib/python3*/site-packages/*.dist-info/direct_url.json")
+    }
+    assert urls == {"huxley_sdk": f"file://{stage}/sdk", "huxleyd": f"file://{stage}"}
+    assert not stage.exists()
+    objects = list(venv.glob("lib/python3*/site-packages/huxleyd/audio/_*.so"))
+    assert len(objects) >= 2
+    for obj in objects:
+        data = obj.read_bytes()
+        assert b"venv.build" not in data and str(destdir).encode() not in data, obj.name
 
 
 def test_nothing_enabled_when_staging(installed: tuple[Path, str]) -> None:
