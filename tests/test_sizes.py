@@ -34,8 +34,6 @@ PENDING_FOR_THE_LEAD: dict[str, str] = {
     "huxleyd/control/doctor.py": _WHY,
     "huxleyd/control/doctor.py:check_key_file": _WHY,
     "huxleyd/control/doctor.py:check_mixer": _WHY,
-    "huxleyd/control/server.py": _WHY,
-    "huxleyd/control/server.py:_stream": _WHY,
     "huxleyd/control/install/skillpkgs.py:install": _WHY,
 }
 """Over the sizes with no reason beside them yet, by ``file`` or ``file:function``."""
