@@ -27,9 +27,6 @@ _REASON = re.compile(r"#\s*longer than \d+ lines:\s*\S")
 
 _WHY = "pending for the lead: its package was being reshaped on another branch"
 PENDING_FOR_THE_LEAD: dict[str, str] = {
-    "huxleyd/control/cli.py": _WHY,
-    "huxleyd/control/cli.py:build_parser": _WHY,
-    "huxleyd/control/cli.py:main": _WHY,
     "huxleyd/control/diagnose.py:doctor_checks": _WHY,
     "huxleyd/control/doctor.py": _WHY,
     "huxleyd/control/doctor.py:check_key_file": _WHY,
