@@ -26,18 +26,7 @@ FUNCTION_LINES = 50
 _REASON = re.compile(r"#\s*longer than \d+ lines:\s*\S")
 
 _WHY = "pending for the lead: its package was being reshaped on another branch"
-PENDING_FOR_THE_LEAD: dict[str, str] = {
-    "huxleyd/control/cli.py": _WHY,
-    "huxleyd/control/cli.py:build_parser": _WHY,
-    "huxleyd/control/cli.py:main": _WHY,
-    "huxleyd/control/diagnose.py:doctor_checks": _WHY,
-    "huxleyd/control/doctor.py": _WHY,
-    "huxleyd/control/doctor.py:check_key_file": _WHY,
-    "huxleyd/control/doctor.py:check_mixer": _WHY,
-    "huxleyd/control/server.py": _WHY,
-    "huxleyd/control/server.py:_stream": _WHY,
-    "huxleyd/control/install/skillpkgs.py:install": _WHY,
-}
+PENDING_FOR_THE_LEAD: dict[str, str] = {}
 """Over the sizes with no reason beside them yet, by ``file`` or ``file:function``."""
 
 

@@ -39,17 +39,22 @@ import argparse
 import contextlib
 import json
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from huxleyd.config.control_socket import ControlSettings
+from huxleyd.control.cli_logs import cmd_logs
+from huxleyd.control.cli_parser import (
+    DEFAULT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    build_parser,
+)
 from huxleyd.control.client import ControlClient
 from huxleyd.control.errors import (
     CommandFailedError,
@@ -57,213 +62,6 @@ from huxleyd.control.errors import (
     DaemonUnreachableError,
 )
 from huxleyd.control.protocol import MAX_SAY_CHARS, Command, PttAction
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-
-DEFAULT_CONFIG = Path("/etc/huxleyd/huxleyd.toml")
-JOURNAL_UNIT = "huxleyd"
-_MATCH_RE = re.compile(r"^[A-Z0-9_]+=.*$")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (argparse prints the whole usage first)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def _volume_level(text: str) -> int:
-    try:
-        level = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer 0-100, got {text!r}") from None
-    if not 0 <= level <= 100:
-        raise argparse.ArgumentTypeError(f"expected an integer 0-100, got {text!r}")
-    return level
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({exc})") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return seconds
-
-
-def _journal_match(text: str) -> str:
-    if not _MATCH_RE.match(text):
-        raise argparse.ArgumentTypeError(
-            f"expected FIELD=VALUE (e.g. HUXLEY_TOOL=set_volume), got {text!r}"
-        )
-    return text
-
-
-def _common_options(*, suppress: bool) -> _Parser:
-    """--socket/--config/--timeout, accepted before or after the command."""
-    common = _Parser(add_help=False)
-
-    def default(value: object) -> object:
-        return argparse.SUPPRESS if suppress else value
-
-    common.add_argument("--socket", type=Path, default=default(None), help="control socket path")
-    common.add_argument(
-        "--config",
-        type=Path,
-        default=default(DEFAULT_CONFIG),
-        # Spelled out, not %(default)s: the subcommands' copy of this option
-        # defaults to SUPPRESS, and argparse would fail to format their --help.
-        help=f"daemon config to read the socket path from (default: {DEFAULT_CONFIG})",
-    )
-    common.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=default(30.0),
-        help="seconds to wait for the daemon's answer",
-    )
-    return common
-
-
-def version_line() -> str:
-    """``huxleyctl --version``: this CLI's version and the release it runs from,
-    which is the daemon's too (one link switches both: huxleyd.update)."""
-    from huxleyd import __version__
-    from huxleyd.update import running_release
-
-    release = running_release()
-    where = f" (release {release}, {sys.prefix})" if release else f" ({sys.prefix})"
-    return f"huxleyctl {__version__}{where}"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="huxleyctl",
-        description="Talk to a running huxleyd.",
-        epilog=(
-            "exit status: 0 ok, 1 the daemon refused or failed the command (or a doctor "
-            "check failed), 2 usage, 3 the daemon is not reachable"
-        ),
-        parents=[_common_options(suppress=False)],
-    )
-    parser.add_argument("--version", action="version", version=version_line())
-    common = [_common_options(suppress=True)]
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_text, description=help_text, parents=common)
-
-    command("status", "show what the daemon is doing").add_argument(
-        "--json", action="store_true", help="print the raw result"
-    )
-    command("volume", "print the volume, or set it").add_argument(
-        "level", nargs="?", type=_volume_level, metavar="N", help="new volume, 0-100"
-    )
-    command("mute", "close the microphone (on), reopen it (off), or show it").add_argument(
-        "state", nargs="?", choices=["on", "off", "status"], default="status"
-    )
-    say = command("say", "start a text turn, as if spoken, and print the answer")
-    say.add_argument("text", nargs="+", metavar="TEXT")
-    say.add_argument(
-        "--no-wait", action="store_true", help="print the turn id at once, not the answer"
-    )
-    command("stop", "stop the media that is playing")
-    announce = command("announce", "speak a text on a room's speaker, or on every speaker")
-    where = announce.add_mutually_exclusive_group(required=True)
-    where.add_argument("--room", metavar="R", help="the room whose speaker says it (kitchen)")
-    where.add_argument("--all", action="store_true", help="every speaker of the household")
-    announce.add_argument("text", nargs="+", metavar="TEXT")
-    skills = command("skills", "list loaded skills; install or remove a skill package")
-    skills.add_argument("--json", action="store_true", help="print the raw result")
-    skills.add_argument(
-        "action",
-        nargs="?",
-        choices=["install", "remove", "repair"],
-        help="change the skills environment (repair: put huxleyd's SDK back in it)",
-    )
-    skills.add_argument("package", nargs="?", metavar="PACKAGE", help="e.g. huxley-skill-reminders")
-    skills.add_argument("--index-url", help="pip index (default: pip's configuration)")
-    skills.add_argument(
-        "--find-links", action="append", default=[], metavar="DIR", help="also look here (pip)"
-    )
-    skills.add_argument("--no-index", action="store_true", help="only --find-links (pip)")
-    skills.add_argument(
-        "--allow-sdist",
-        action="store_true",
-        help="build source packages (as an unprivileged user; default: wheels only)",
-    )
-    skills.add_argument(
-        "--allow-url", action="store_true", help="accept a URL or a path as PACKAGE or a dependency"
-    )
-    skills.add_argument(
-        "--allow-name",
-        action="append",
-        default=[],
-        metavar="SKILL",
-        help="let the package register a first-party skill's name too (e.g. timers)",
-    )
-    command("ptt", "drive the push-to-talk button").add_argument(
-        "action", choices=[a.value for a in PttAction]
-    )
-    command("levels", "live mic/output level meter").add_argument(
-        "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
-    )
-    doctor = command(
-        "doctor",
-        "diagnose the device: asks the running daemon, else checks the config "
-        "(exit 1 if a check fails)",
-    )
-    doctor.add_argument("--json", action="store_true", help="print the raw result")
-    doctor.add_argument(
-        "--key-file",
-        type=Path,
-        default=None,
-        help="without a daemon: the key file it would be started with (huxleyd --key-file)",
-    )
-    event = command("event", "send a Huxley client event to the skills subscribed to KEY")
-    event.add_argument("key", metavar="KEY")
-    event.add_argument("data", nargs="?", type=_json_object, metavar="JSON", help="its data")
-    watch = command("watch", "follow the conversation: state, transcripts, tools, media")
-    watch.add_argument("--json", action="store_true", help="one JSON object per event")
-    watch.add_argument(
-        "--seconds", type=_positive_seconds, help="stop after S seconds (default: Ctrl-C)"
-    )
-    command(
-        "update",
-        "install huxleyd from a bundle file (make bundle); switch to it only if it "
-        "starts, else go back (root)",
-    ).add_argument("bundle", type=Path, metavar="BUNDLE")
-    command(
-        "reboot-if-idle",
-        "reboot for pending security updates if the persona allows it and the device "
-        "is idle, else say why it waits (root; run by huxleyd-reboot.timer)",
-    )
-    logs = command("logs", "follow the daemon's journal, or its log file without systemd")
-    logs.add_argument("--since", default="10 min ago", help="start time (default: %(default)s)")
-    logs.add_argument("--no-follow", action="store_true", help="print and exit")
-    logs.add_argument(
-        "--lines",
-        type=int,
-        default=50,
-        help="without a journal: how many lines of the log file to show first (default: %(default)s)",
-    )
-    logs.add_argument(
-        "match", nargs="*", type=_journal_match, metavar="MATCH", help="e.g. HUXLEY_TOOL=set_volume"
-    )
-    return parser
 
 
 def missing_config(config_path: Path, *, socket_given: bool) -> str | None:
@@ -450,112 +248,6 @@ def cmd_levels(client: ControlClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-JOURNAL_PROBE_S = 5.0
-"""How long asking the journal whether it knows the unit may take."""
-
-
-def _journal_has_unit(journalctl: str) -> bool:
-    """True when the journal holds at least one line of the unit.
-
-    On a machine without a journal (a container, a laptop running ``make
-    run``) ``journalctl --follow`` would wait forever printing nothing.
-    """
-    try:
-        probe = subprocess.run(
-            [journalctl, "--unit", JOURNAL_UNIT, "--lines", "1", "--quiet", "--no-pager"],
-            capture_output=True,
-            timeout=JOURNAL_PROBE_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0 and bool(probe.stdout.strip())
-
-
-def _log_file_of(config_path: Path) -> Path | None:
-    """The daemon's own log file (``<state_dir>/huxleyd.log``) for ``--config``."""
-    from huxleyd.config.load import StorageSettings, load_config, read_toml
-    from huxleyd.errors import ConfigError
-    from huxleyd.logs import LOG_FILE_NAME
-
-    try:
-        if not config_path.is_file():
-            return None
-        return load_config(config_path).storage.state_dir / LOG_FILE_NAME
-    except (ConfigError, OSError):
-        pass  # another part of the file may be broken; [storage] may still be fine
-    try:
-        storage = read_toml(config_path).get("storage", {})
-    except (ConfigError, OSError):
-        return None
-    state_dir = storage.get("state_dir") if isinstance(storage, dict) else None
-    if state_dir is None:
-        return StorageSettings().state_dir / LOG_FILE_NAME
-    if not isinstance(state_dir, str):
-        return None
-    return (config_path.parent / state_dir).resolve() / LOG_FILE_NAME
-
-
-def _matches(line: str, matches: Sequence[str]) -> bool:
-    """``HUXLEY_TOOL=set_volume`` matches a ``tool=set_volume`` field of the line."""
-    words = line.split()
-    for match in matches:
-        name, _, value = match.partition("=")
-        field = name.removeprefix("HUXLEY_").lower()
-        # HUXLEY_EVENT is the line's event name, a bare word; the rest are k=v.
-        wanted = value if field == "event" else f"{field}={value}"
-        if wanted not in words:
-            return False
-    return True
-
-
-def _print_log_file(path: Path, args: argparse.Namespace) -> int:
-    with path.open(encoding="utf-8", errors="replace") as log:
-        lines = [line for line in log.readlines() if _matches(line, args.match)]
-        sys.stdout.writelines(lines[-args.lines :])
-        sys.stdout.flush()
-        if args.no_follow:
-            return EXIT_OK
-        print(f"(following {path}; Ctrl-C to stop)", file=sys.stderr, flush=True)
-        while True:
-            line = log.readline()
-            if not line:
-                time.sleep(LOG_POLL_S)
-                continue
-            if _matches(line, args.match):
-                sys.stdout.write(line)
-                sys.stdout.flush()
-
-
-LOG_POLL_S = 0.2
-"""How often a followed log file is read for new lines."""
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    journalctl = shutil.which("journalctl")
-    if journalctl is not None and _journal_has_unit(journalctl):
-        argv = [journalctl, "--unit", JOURNAL_UNIT, "--since", args.since, "--output", "short-iso"]
-        if not args.no_follow:
-            argv.append("--follow")
-        argv.extend(args.match)
-        sys.stdout.flush()
-        os.execv(journalctl, argv)
-    log_file = _log_file_of(args.config)
-    if log_file is not None and log_file.is_file():
-        try:
-            return _print_log_file(log_file, args)
-        except KeyboardInterrupt:
-            return EXIT_OK
-    journal = "the journal has no huxleyd lines" if journalctl else "journalctl not found"
-    where = f"no {log_file}" if log_file else f"no readable config at {args.config} (--config)"
-    print(
-        f"huxleyctl: no logs: {journal}, and {where} (the daemon writes it when it runs "
-        "without systemd)",
-        file=sys.stderr,
-    )
-    return EXIT_FAILED
-
-
 def cmd_event(client: ControlClient, args: argparse.Namespace) -> int:
     delivered = client.client_event(args.key, args.data)
     print(f"delivered to {', '.join(delivered)}" if delivered else f"no skill handled {args.key!r}")
@@ -698,6 +390,18 @@ def _say_safely(line: str) -> None:
         print(line, flush=True)
 
 
+def _spoken_text(parser: argparse.ArgumentParser, name: str, words: Sequence[str]) -> str:
+    """The TEXT of ``say``/``announce`` as one line; a usage error if it cannot be said."""
+    text = " ".join(words).strip()
+    if not text:
+        parser.error(f"{name}: TEXT is empty")
+    if len(text) > MAX_SAY_CHARS:
+        parser.error(f"{name}: TEXT is longer than {MAX_SAY_CHARS} characters")
+    if any("\ud800" <= ch <= "\udfff" for ch in text):  # argv's undecodable bytes
+        parser.error(f"{name}: TEXT is not UTF-8 text (check the terminal's locale)")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -711,14 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"skills {args.action}: PACKAGE is missing")
         return cmd_skill_package(args)
     if args.command in ("say", "announce"):
-        name = args.command
-        args.say_text = " ".join(args.text).strip()
-        if not args.say_text:
-            parser.error(f"{name}: TEXT is empty")
-        if len(args.say_text) > MAX_SAY_CHARS:
-            parser.error(f"{name}: TEXT is longer than {MAX_SAY_CHARS} characters")
-        if any("\ud800" <= ch <= "\udfff" for ch in args.say_text):  # argv's undecodable bytes
-            parser.error(f"{name}: TEXT is not UTF-8 text (check the terminal's locale)")
+        args.say_text = _spoken_text(parser, args.command, args.text)
     missing = missing_config(args.config, socket_given=args.socket is not None)
     if missing is not None:
         print(f"huxleyctl: {missing}", file=sys.stderr)

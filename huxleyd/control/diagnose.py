@@ -23,7 +23,6 @@ from huxleyd.config.preflight import key_source, preflight
 from huxleyd.control.device_checks import device_checks
 from huxleyd.control.doctor import (
     KeyFacts,
-    ModelEndpoint,
     Runner,
     check_audio_device,
     check_config,
@@ -31,11 +30,14 @@ from huxleyd.control.doctor import (
     check_gpio,
     check_key_file,
     check_mixer,
+    check_service_user,
+    run_command,
+)
+from huxleyd.control.doctor_provider import (
+    ModelEndpoint,
     check_models,
     check_provider,
-    check_service_user,
     model_endpoint,
-    run_command,
 )
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.control.reboot import REBOOT_REQUIRED, check_reboot
@@ -151,6 +153,7 @@ def provider_target(config: Config, facts: Facts) -> tuple[ModelEndpoint | None,
     return model_endpoint(provider.kind, provider.url, provider.model, key), ""
 
 
+# longer than 50 lines: one list, the checks in the order they print, each with its facts
 def doctor_checks(
     config_path: Path,
     config: Config,

@@ -12,7 +12,8 @@ them:
 - ``huxleyctl`` when no daemon answers (:mod:`huxleyd.control.doctor_local`),
   from the configuration, resolved exactly as the daemon resolves it.
 
-Adding a check is adding a function here and one line in each caller. They
+Adding a check is adding a function here (the provider's are in
+:mod:`~huxleyd.control.doctor_provider`) and one line in each caller. They
 block (files, subprocesses, HTTP), so :func:`run_checks` runs each in a
 worker thread. No check ever puts a secret in what it returns.
 """
@@ -25,14 +26,9 @@ import os
 import shutil
 import stat
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import quote, urlsplit
 
 from huxleyd.config.files import Reader, owner_and_mode
 from huxleyd.config.load import DaemonSettings
@@ -41,9 +37,6 @@ from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError, HuxleydError
 from huxleyd.providers.keyfile import parse_key
 from huxleyd.skillhost.sdkcheck import SDK_DISTRIBUTION, sdk_problem
-
-if TYPE_CHECKING:
-    from huxleyd.providers.models import ShutdownWarning
 
 MIN_FREE_BYTES = 100 * 1024 * 1024
 """Below this much free space in the state directory, doctor fails."""
@@ -104,14 +97,7 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
     when doctor runs as root; default this process) can read, and only its owner may."""
     name = "key file"
     if facts.path is None:
-        if facts.simulator:
-            return DoctorCheck.warning(
-                name,
-                f"none ({facts.origin}): the built-in simulator answers, not an AI",
-                "put the API key in a file (mode 0600) and set provider.key_file, "
-                "or pass --key-file",
-            )
-        return DoctorCheck.skipped(name, facts.origin)
+        return _no_key_file(facts)
     path, where = facts.path, f"{facts.path} ({facts.origin})"
     try:
         st = os.stat(path)
@@ -128,6 +114,24 @@ def check_key_file(facts: KeyFacts, *, reader: Reader | None = None) -> DoctorCh
             f"{where} cannot be read by {who.describe()} ({owner_and_mode(path)})",
             f"chown {who.name} {path} (mode 0600), or pass it as a systemd credential",
         )
+    return _key_content(facts, path, st, who)
+
+
+def _no_key_file(facts: KeyFacts) -> DoctorCheck:
+    """No key file configured: the simulator answers (a warning), or why none is needed."""
+    if facts.simulator:
+        return DoctorCheck.warning(
+            "key file",
+            f"none ({facts.origin}): the built-in simulator answers, not an AI",
+            "put the API key in a file (mode 0600) and set provider.key_file, or pass --key-file",
+        )
+    return DoctorCheck.skipped("key file", facts.origin)
+
+
+def _key_content(facts: KeyFacts, path: Path, st: os.stat_result, who: Reader) -> DoctorCheck:
+    """What the key file ``who`` may read holds: one token the provider did not
+    refuse, no byte order mark, and a mode only its owner may read."""
+    name, where = "key file", f"{path} ({facts.origin})"
     try:
         parsed = parse_key(path.read_bytes(), file=str(path), key=facts.origin)
     except ConfigError as exc:  # the start's own words; they never quote the key
@@ -314,21 +318,7 @@ def check_mixer(
     try:
         found = mixer_controls(card, amixer=amixer, run=run)
     except (OSError, subprocess.SubprocessError) as exc:
-        if daemon_volume is not None:
-            install = "install alsa-utils and " if shutil.which(amixer) is None else ""
-            return DoctorCheck.warning(
-                name,
-                f"cannot read card {card!r} ({_one_line(exc)}); the daemon uses {daemon_volume}",
-                f"{install}check audio.mixer_card",
-            )
-        if backend == "auto":
-            return DoctorCheck.warning(
-                name,
-                f"no mixer on card {card!r} ({_one_line(exc)}): with backend auto the daemon "
-                "falls back to WAV files and a software gain",
-                "check `aplay -l` and audio.mixer_card (the board profile sets it)",
-            )
-        return DoctorCheck.failed(name, f"card {card!r}: {_one_line(exc)}", fix)
+        return _mixer_unreadable(card, exc, backend, daemon_volume, amixer=amixer, fix=fix)
     if control is not None and control not in found:
         listed = ", ".join(found) or "none with a playback volume"
         return DoctorCheck.failed(
@@ -348,6 +338,28 @@ def check_mixer(
         )
     uses = f"; the daemon uses {daemon_volume}" if daemon_volume else ""
     return DoctorCheck.passed(name, f"card {card!r} has {chosen!r} ({how}){uses}")
+
+
+def _mixer_unreadable(
+    card: str, exc: Exception, backend: str, daemon_volume: str | None, *, amixer: str, fix: str
+) -> DoctorCheck:
+    """The card's controls could not be listed: a warning when the daemon runs
+    anyway or ``backend = "auto"`` falls back to WAV files, else a failure."""
+    if daemon_volume is not None:
+        install = "install alsa-utils and " if shutil.which(amixer) is None else ""
+        return DoctorCheck.warning(
+            "mixer",
+            f"cannot read card {card!r} ({_one_line(exc)}); the daemon uses {daemon_volume}",
+            f"{install}check audio.mixer_card",
+        )
+    if backend == "auto":
+        return DoctorCheck.warning(
+            "mixer",
+            f"no mixer on card {card!r} ({_one_line(exc)}): with backend auto the daemon "
+            "falls back to WAV files and a software gain",
+            "check `aplay -l` and audio.mixer_card (the board profile sets it)",
+        )
+    return DoctorCheck.failed("mixer", f"card {card!r}: {_one_line(exc)}", fix)
 
 
 # ---------------------------------------------------------------- GPIO
@@ -402,151 +414,6 @@ def check_gpio(
         )
     held = "held by the daemon" if in_use else "free"
     return DoctorCheck.passed(name, f"pin factory {factory}, board {board!r}: {listed} {held}")
-
-
-# ---------------------------------------------------------------- provider
-
-
-@dataclass(frozen=True, slots=True)
-class ModelEndpoint:
-    """One authenticated GET that proves the host answers, the key works and the model exists."""
-
-    url: str
-    headers: Mapping[str, str]
-    model: str
-
-
-def model_endpoint(kind: str, url: str, model: str, key: str) -> ModelEndpoint:
-    """``GET /v1/models/{model}`` on the provider's HTTPS API (the realtime URL's host)."""
-    parts = urlsplit(url)
-    scheme = "https" if parts.scheme in ("wss", "https") else "http"
-    host = parts.netloc
-    if kind == "gemini":
-        base = f"{scheme}://{host}/v1beta"
-        return ModelEndpoint(f"{base}/models/{quote(model)}", {"x-goog-api-key": key}, model)
-    if kind == "cascade":  # url is the chat model's OpenAI-compatible base URL
-        base = url.rstrip("/")
-        return ModelEndpoint(
-            f"{base}/models/{quote(model)}", {"Authorization": f"Bearer {key}"}, model
-        )
-    base = f"{scheme}://{host}/v1"
-    return ModelEndpoint(f"{base}/models/{quote(model)}", {"Authorization": f"Bearer {key}"}, model)
-
-
-def check_provider(
-    endpoint: ModelEndpoint | None, *, skipped_because: str = "", timeout_s: float = 10.0
-) -> DoctorCheck:
-    """One authenticated request: the host answers, the key is accepted, the model exists."""
-    name = "provider"
-    if endpoint is None:
-        return DoctorCheck.skipped(name, skipped_because)
-    where = urlsplit(endpoint.url).netloc
-    request = urllib.request.Request(endpoint.url, headers=dict(endpoint.headers), method="GET")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
-            reply.read(65536)
-            status = reply.status
-    except urllib.error.HTTPError as exc:
-        status = exc.code
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return DoctorCheck.failed(
-            name,
-            f"cannot reach {where}: {_one_line(reason)}",
-            "check the network, DNS (`resolvectl status`) and provider.url",
-        )
-    if status in (401, 403):
-        return DoctorCheck.failed(
-            name,
-            f"{where} refused the key (HTTP {status})",
-            "put a valid API key in the key file (the provider's dashboard issues them)",
-        )
-    if status == 404:
-        return DoctorCheck.failed(
-            name,
-            f"{where} accepted the key but has no model {endpoint.model!r} (HTTP 404)",
-            "set provider.model to a model the provider offers (or remove it for the default)",
-        )
-    if status != 200:
-        return DoctorCheck.failed(
-            name, f"{where} answered HTTP {status}", "try again later; check the provider's status"
-        )
-    return DoctorCheck.passed(name, f"{where} accepted the key; model {endpoint.model!r} exists")
-
-
-def check_models(
-    models: Iterable[str], *, today: date, warn_days: int = 60, simulator: bool = False
-) -> DoctorCheck:
-    """The configured models (realtime, transcription, cascade stages) against
-    the announced shutdowns in :mod:`huxleyd.providers.models`, ``warn_days``
-    ahead (its ``SHUTDOWN_WARN_DAYS``, as ``--check-config`` and the start).
-
-    A model the table does not know is reported as such, never passed: the
-    table is the only thing looked at.
-    """
-    from huxleyd.providers.models import lifecycle, shutdown_warning
-
-    names = [m for m in dict.fromkeys(models) if m]
-    known = [m for m in names if lifecycle(m) is not None]
-    unchecked = _models_unchecked(names, known, simulator=simulator)
-    if unchecked is not None:
-        return unchecked
-    found = (shutdown_warning(m, today=today, within_days=warn_days) for m in known)
-    warnings = [w for w in found if w is not None]
-    also = _model_notes(known, [m for m in names if m not in known], warnings)
-    if not warnings:
-        return DoctorCheck.passed(
-            "model",
-            f"in use: {', '.join(names)}; no announced shutdown within {warn_days} days "
-            f"for {', '.join(known)}{also}",
-        )
-    return _shutdown_check(warnings, also)
-
-
-def _models_unchecked(names: list[str], known: list[str], *, simulator: bool) -> DoctorCheck | None:
-    """Skipped when nothing can be checked: the simulator answers, no model is
-    configured, or the table knows none of them. None: go on and check."""
-    if simulator and names:
-        return DoctorCheck.skipped(
-            "model", f"not in use: the simulator answers ({', '.join(names)} is configured)"
-        )
-    if not names:
-        return DoctorCheck.skipped(
-            "model", "no model is configured (the built-in simulator answers)"
-        )
-    if not known:
-        listed = ", ".join(repr(m) for m in names)
-        return DoctorCheck.skipped(
-            "model", f"no lifecycle known for {listed} (huxleyd.providers.models)"
-        )
-    return None
-
-
-def _model_notes(known: list[str], unknown: list[str], warnings: list[ShutdownWarning]) -> str:
-    """What the check adds as information, not a fault: a newer model the
-    provider names (a model also due to shut down says so in its warning
-    instead), and the models not in the table."""
-    from huxleyd.providers.models import replacement_for
-
-    warned = {w.model for w in warnings}
-    newer = {m: replacement_for(m) for m in known if m.removeprefix("models/") not in warned}
-    also = "".join(f"; a newer model exists for {m}: {n}" for m, n in newer.items() if n)
-    return also + (f"; not in the table: {', '.join(unknown)}" if unknown else "")
-
-
-def _shutdown_check(warnings: list[ShutdownWarning], also: str) -> DoctorCheck:
-    """Failed once a model's shutdown date passed, else a warning; the fix
-    names the first warning's replacement."""
-    first = warnings[0]
-    fix = (
-        f"set the model to {first.replacement!r}"
-        if first.replacement
-        else "pick a current model (docs/providers.md, model lifecycle)"
-    )
-    detail = "; ".join(w.message() for w in warnings) + also
-    if any(w.days_left < 0 for w in warnings):
-        return DoctorCheck.failed("model", detail, fix)
-    return DoctorCheck.warning("model", detail, fix)
 
 
 # ---------------------------------------------------------------- disk, systemd

@@ -1,7 +1,8 @@
 """Who may run which control command: decided from the peer's credentials.
 
 Pure logic; the server reads the credentials (``SO_PEERCRED`` and
-``SO_PEERGROUPS``) and asks :meth:`Rights.refusal` before dispatching. ::
+``SO_PEERGROUPS``, with :mod:`~huxleyd.control.peers`) and asks
+:meth:`Rights.refusal` before dispatching. ::
 
     kind      commands                                         who
     reading   status, watch, levels, doctor, skills, volume,   root, the daemon's user,

@@ -13,11 +13,13 @@ kernel refuses ``connect`` to anyone outside the group. The file is bound
 under a temporary name, given its mode and group, then renamed into place,
 so it is never reachable with a looser mode. What a connected peer may run
 is decided by :mod:`~huxleyd.control.rights` from its credentials
-(``SO_PEERCRED``): reading, changing the device, each its own group.
+(``SO_PEERCRED``, read by :mod:`~huxleyd.control.peers`): reading, changing
+the device, each its own group.
 
 Each connection is served by its own task; its requests are answered in
 order, each under ``request_timeout_s``. A bad line gets an error reply and
-the connection stays usable. Request bodies are never logged above DEBUG
+the connection stays usable. Lines are read, and ``levels``/``watch`` answered
+as streams, by :mod:`~huxleyd.control.streams`. Request bodies are never logged above DEBUG
 (a ``say`` text is the user's words), and only the command name even then.
 
 No client can lock the others out: each peer's uid (``SO_PEERCRED``) may
@@ -37,16 +39,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import grp
 import os
-import pwd
 import socket
 import stat
-import struct
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from huxleyd.config.control_socket import MAX_SOCKET_PATH_BYTES, ControlSettings
 from huxleyd.control.errors import (
@@ -56,14 +57,13 @@ from huxleyd.control.errors import (
     ControlSocketInUseError,
 )
 from huxleyd.control.handler import Announcer, ControlHandler
+from huxleyd.control.peers import peer_of, rights_from
 from huxleyd.control.protocol import (
     MAX_LINE_BYTES,
     AnnounceArgs,
     Command,
-    DoneReply,
     ErrorReply,
     EventArgs,
-    LevelsArgs,
     MuteArgs,
     PttArgs,
     Reply,
@@ -73,17 +73,14 @@ from huxleyd.control.protocol import (
     VolumeArgs,
     parse_request,
 )
-from huxleyd.control.rights import DEFAULT_READERS, Group, Peer, Right, Rights
+from huxleyd.control.rights import Peer, Right, Rights
+from huxleyd.control.streams import GONE, TOO_LONG, Encodable, read_line, stream
 from huxleyd.errors import HuxleydError
 from huxleyd.logs import get_logger
 
 log = get_logger("huxleyd.control")
 
 SOCKET_MODE = 0o660
-
-_TOO_LONG = object()
-_GONE = object()
-"""The client closed its end while a stream ran."""
 
 
 @dataclass(slots=True)
@@ -114,48 +111,6 @@ def reserve(max_clients: int) -> int:
     return 0 if max_clients < 2 else max(1, max_clients // 4)
 
 
-SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
-"""Linux (4.13+): the peer's supplementary groups; Python names it from 3.13 on."""
-MAX_PEER_GROUPS = 256
-
-
-def _peer_groups(sock: socket.socket) -> frozenset[int] | None:
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * MAX_PEER_GROUPS)
-    except OSError:
-        return None
-    return frozenset(struct.unpack(f"{len(raw) // 4}I", raw[: len(raw) // 4 * 4]))
-
-
-def peer_of(writer: asyncio.StreamWriter) -> Peer | None:
-    """The connecting process's credentials (``SO_PEERCRED``, ``SO_PEERGROUPS``); None
-    if unknown. Without SO_PEERGROUPS, the user's groups from the group database."""
-    sock = writer.get_extra_info("socket")
-    peercred = getattr(socket, "SO_PEERCRED", None)
-    if sock is None or peercred is None:
-        return None
-    try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
-    except OSError:
-        return None
-    _pid, uid, gid = struct.unpack("3i", creds)
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = ""
-    groups = _peer_groups(sock)
-    if groups is None:
-        groups = frozenset(os.getgrouplist(user, gid)) if user else frozenset()
-    return Peer(uid=uid, gid=gid, groups=groups, user=user)
-
-
-def _gid(name: str) -> int | None:
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        return None
-
-
 def _why(gid: int) -> str:
     """Why a chgrp to ``gid`` was refused: not a member, or refused anyway (a seccomp
     filter: the unit's SystemCallFilter= must keep @chown)."""
@@ -165,22 +120,6 @@ def _why(gid: int) -> str:
             "@chown); the socket keeps the daemon's group"
         )
     return "the daemon is not a member of the group; the socket keeps the daemon's group"
-
-
-def rights_from(settings: ControlSettings) -> Rights:
-    """The daemon's user, the socket's group (reading) and the operator group (changing)."""
-    readers = settings.socket_group or DEFAULT_READERS
-    return Rights(
-        daemon_uid=os.geteuid(),
-        readers=Group(readers, _gid(readers)),
-        operators=Group(settings.operator_group, _gid(settings.operator_group)),
-    )
-
-
-class _Encodable(Protocol):
-    """An item of a streamed answer (a levels sample, a watch event)."""
-
-    def to_dict(self) -> Mapping[str, Any]: ...
 
 
 class ControlServer:
@@ -489,13 +428,13 @@ class ControlServer:
             if line is None:
                 try:
                     async with asyncio.timeout(self._settings.idle_timeout_s):
-                        line = await _read_line(reader)
+                        line = await read_line(reader)
                 except TimeoutError:
                     log.debug("control_client_idle", timeout_s=self._settings.idle_timeout_s)
                     return
-            if line is None or line is _GONE:
+            if line is None or line is GONE:
                 return
-            if line is _TOO_LONG:
+            if line is TOO_LONG:
                 line = None
                 await self._send(
                     writer, ErrorReply(None, f"request longer than {MAX_LINE_BYTES} bytes")
@@ -504,7 +443,7 @@ class ControlServer:
             assert isinstance(line, bytes)
             client.busy = True
             try:
-                # A stream hands back what the client sent meanwhile (or _GONE).
+                # A stream hands back what the client sent meanwhile (or GONE).
                 line = await self._answer(line, reader, writer, client.peer, client)
             finally:
                 client.busy = False
@@ -519,7 +458,7 @@ class ControlServer:
         client: _Client | None = None,
     ) -> bytes | object | None:
         """Answer one request line, if the peer has the right to ask it. A
-        stream returns the line that ended it (or ``_GONE`` when the client
+        stream returns the line that ended it (or ``GONE`` when the client
         left); any other request None."""
         try:
             request = parse_request(line)
@@ -534,9 +473,7 @@ class ControlServer:
             return None
         log.debug("control_request", id=request.id, cmd=request.cmd.value)
         if request.cmd is Command.LEVELS:
-            return await self._stream(
-                request, reader, writer, self._handler.levels(), quiet_ok=False
-            )
+            return await self._stream(request, reader, writer, self._handler.levels(), quiet=False)
         if request.cmd is Command.WATCH:
             if client is not None and not client.admin:
                 refused = self._watch_refusal(client)
@@ -547,7 +484,7 @@ class ControlServer:
                 client.watching = True
             try:
                 return await self._stream(
-                    request, reader, writer, self._handler.watch(), quiet_ok=True
+                    request, reader, writer, self._handler.watch(), quiet=True
                 )
             finally:
                 if client is not None:
@@ -629,58 +566,21 @@ class ControlServer:
         request: Request,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        samples: AsyncIterator[_Encodable],
+        samples: AsyncIterator[Encodable],
         *,
-        quiet_ok: bool,
+        quiet: bool,
     ) -> bytes | object | None:
-        """Send each item of ``samples`` as a result line, then ``done``.
-
-        ``quiet_ok``: the stream may say nothing for a long time (``watch``);
-        otherwise each item must come within the request timeout. The client
-        is listened to meanwhile: when it leaves, the stream ends at once (a
-        ``watch`` nobody reads must not count as a client, nor hold a place);
-        a line it sends ends the stream too, and is returned to be answered.
-        """
-        assert isinstance(request.args, LevelsArgs)
-        count = request.args.count
-        timeout_s = None if quiet_ok else self._settings.request_timeout_s
-        final: Reply = DoneReply(request.id)
-        sent = 0
-        listen = asyncio.ensure_future(_read_line(reader))
-        try:
-            while count is None or sent < count:
-                item = asyncio.ensure_future(_next(samples))
-                done, _ = await asyncio.wait(
-                    {item, listen}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-                )
-                if item not in done:
-                    await _cancelled(item)
-                    if listen in done:
-                        break
-                    final = self._failure(request, TimeoutError())
-                    break
-                try:
-                    sample = item.result()
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    final = self._failure(request, exc)
-                    break
-                # A send error (client gone) ends the stream, not the server.
-                await self._send(writer, ResultReply(request.id, sample.to_dict()))
-                sent += 1
-        finally:
-            aclose = getattr(samples, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
-            if not listen.done():
-                await _cancelled(listen)
-        after = None if listen.cancelled() else listen.result()
-        if after is None and not listen.cancelled():
-            return _GONE  # EOF: nobody is there to read the final line
-        await self._send(writer, final)
-        return after
+        """Answer ``request`` with ``samples`` (:func:`~huxleyd.control.streams.stream`);
+        ``quiet``: it may say nothing for a long time (``watch``), otherwise each
+        item must come within the request timeout."""
+        return await stream(
+            request,
+            reader,
+            samples,
+            send=functools.partial(self._send, writer),
+            failure=functools.partial(self._failure, request),
+            timeout_s=None if quiet else self._settings.request_timeout_s,
+        )
 
     async def _send(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
         try:
@@ -692,39 +592,3 @@ class ControlServer:
         # A client that stops reading must not pin this task forever.
         async with asyncio.timeout(self._settings.request_timeout_s):
             await writer.drain()
-
-
-async def _next(samples: AsyncIterator[_Encodable]) -> _Encodable:
-    return await anext(samples)
-
-
-async def _cancelled(task: asyncio.Future[Any]) -> None:
-    """Cancel ``task`` and wait for it; whatever it raised is of no interest now."""
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise  # we are being cancelled ourselves: pass it on
-    except Exception:
-        pass
-
-
-async def _read_line(reader: asyncio.StreamReader) -> bytes | object | None:
-    """One line (newline included); None at EOF; ``_TOO_LONG`` after
-    discarding a line longer than the reader's limit up to its newline."""
-    too_long = False
-    while True:
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.LimitOverrunError as exc:
-            try:
-                await reader.readexactly(exc.consumed)
-            except asyncio.IncompleteReadError:
-                return None
-            too_long = True
-            continue
-        except asyncio.IncompleteReadError:
-            return None  # EOF; an unterminated last line is not a request
-        return _TOO_LONG if too_long else line

@@ -11,7 +11,6 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import sys
 import time
 import traceback
@@ -29,8 +28,6 @@ from huxleyd.control.watch import WatchEvent
 from tests.fakes.control_handler import FakeControlHandler
 
 from .threaded import READERS_GID, TEST_RIGHTS, huxleyctl, serve_in_thread
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -367,102 +364,6 @@ def test_usage_errors_are_one_line_and_exit_2(args: tuple[str, ...], fragment: s
     assert len(done.stderr.strip().splitlines()) == 1 and fragment in done.stderr
 
 
-def test_logs_runs_journalctl(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake_journalctl = bin_dir / "journalctl"
-    fake_journalctl.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
-    fake_journalctl.chmod(0o755)
-    done = huxleyctl("logs", "HUXLEY_TOOL=set_volume", env={"PATH": str(bin_dir)})
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "--unit",
-        "huxleyd",
-        "--since",
-        "10 min ago",
-        "--output",
-        "short-iso",
-        "--follow",
-        "HUXLEY_TOOL=set_volume",
-    ]
-    once = huxleyctl("logs", "--no-follow", "--since", "today", env={"PATH": str(bin_dir)})
-    assert "--follow" not in once.stdout.splitlines() and "today" in once.stdout
-
-
-def test_logs_with_neither_journal_nor_log_file_says_where_it_looked(tmp_path: Path) -> None:
-    done = huxleyctl("logs", "--config", str(tmp_path / "none.toml"), env={"PATH": str(tmp_path)})
-    assert done.returncode == 1
-    assert done.stderr.startswith("huxleyctl: no logs: journalctl not found")
-    assert "none.toml" in done.stderr
-
-
-def _config_with_log(tmp_path: Path) -> tuple[Path, Path]:
-    state = tmp_path / "state"
-    state.mkdir()
-    config = tmp_path / "huxleyd.toml"
-    config.write_text(f'[storage]\nstate_dir = "{state}"\n')
-    log = state / "huxleyd.log"
-    log.write_text(
-        "2026-01-01 12:00:00 INFO huxleyd.daemon daemon_started version=0.1\n"
-        "2026-01-01 12:00:05 INFO huxleyd.turns tool_called turn=t1 tool=set_volume\n"
-        "2026-01-01 12:00:06 INFO huxleyd.turns tool_called turn=t1 tool=get_current_time\n"
-    )
-    return config, log
-
-
-def _journal_without_the_unit(tmp_path: Path) -> Path:
-    """A journalctl that knows nothing (prints nothing) and would follow forever."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    journalctl = bin_dir / "journalctl"
-    journalctl.write_text('#!/bin/sh\ncase "$*" in *--follow*) sleep 3600;; esac\nexit 0\n')
-    journalctl.chmod(0o755)
-    return bin_dir
-
-
-def test_logs_falls_back_to_the_daemons_log_file(tmp_path: Path) -> None:
-    config, _log = _config_with_log(tmp_path)
-    bin_dir = _journal_without_the_unit(tmp_path)
-    done = huxleyctl(
-        "logs", "--config", str(config), "--no-follow", env={"PATH": f"{bin_dir}:/usr/bin:/bin"}
-    )
-    assert done.returncode == 0, done.stderr
-    assert len(done.stdout.splitlines()) == 3 and "daemon_started" in done.stdout
-    only = huxleyctl(
-        "logs",
-        "--config",
-        str(config),
-        "--no-follow",
-        "HUXLEY_TOOL=set_volume",
-        env={"PATH": str(bin_dir)},
-    )
-    assert only.stdout.splitlines() == [
-        "2026-01-01 12:00:05 INFO huxleyd.turns tool_called turn=t1 tool=set_volume"
-    ]
-
-
-def test_logs_follows_the_log_file_as_it_grows(tmp_path: Path) -> None:
-    config, log = _config_with_log(tmp_path)
-    argv = [sys.executable, "-m", "huxleyd.control.cli", "logs", "--config", str(config)]
-    with subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PATH": str(tmp_path)},
-    ) as follower:
-        assert follower.stdout is not None
-        try:
-            for _ in range(3):
-                assert follower.stdout.readline()  # what was there
-            with log.open("a") as more:
-                more.write("2026-01-01 12:01:00 INFO huxleyd.daemon daemon_stopping\n")
-            assert "daemon_stopping" in follower.stdout.readline()
-        finally:
-            follower.terminate()
-
-
 def _cli_in_child(
     argv: list[str], *, as_nobody: bool, groups: Sequence[int] = ()
 ) -> tuple[int, str]:
@@ -528,9 +429,9 @@ def test_permission_comes_from_the_socket_mode(fake: FakeControlHandler, tmp_pat
 
 
 def _subcommands() -> list[str]:
-    from huxleyd.control import cli
+    from huxleyd.control.cli_parser import build_parser
 
-    parser = cli.build_parser()
+    parser = build_parser()
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return sorted(action.choices)
@@ -562,7 +463,7 @@ def test_the_readme_lists_every_huxleyctl_command() -> None:
     # The README's admin list is the parser's list: a new command cannot be left out.
     import re
 
-    from huxleyd.control.cli import build_parser
+    from huxleyd.control.cli_parser import build_parser
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     listed = re.search(r"`huxleyctl ((?:[a-z-]+\|)+[a-z-]+)`", readme)

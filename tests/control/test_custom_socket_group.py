@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from huxleyd.config.control_socket import ControlSettings
+from huxleyd.control.peers import rights_from
 from huxleyd.control.rights import Peer, Right
-from huxleyd.control.server import rights_from
 
 
 @pytest.fixture

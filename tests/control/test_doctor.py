@@ -16,18 +16,20 @@ from gpiozero.pins.mock import MockFactory
 
 from huxleyd.control.doctor import (
     KeyFacts,
-    ModelEndpoint,
     check_audio_device,
     check_config,
     check_disk_space,
     check_gpio,
     check_key_file,
     check_mixer,
+    check_systemd_unit,
+    run_checks,
+)
+from huxleyd.control.doctor_provider import (
+    ModelEndpoint,
     check_models,
     check_provider,
-    check_systemd_unit,
     model_endpoint,
-    run_checks,
 )
 from huxleyd.control.handler import DoctorCheck
 from huxleyd.errors import ConfigError

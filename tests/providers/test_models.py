@@ -65,7 +65,7 @@ def test_no_default_model_of_the_cascade_is_due_within_a_year() -> None:
 
 
 def test_doctor_finds_no_announced_shutdown_for_the_defaults() -> None:
-    from huxleyd.control.doctor import check_models
+    from huxleyd.control.doctor_provider import check_models
 
     cascade = CascadeSettings()
     fine = check_models(
@@ -175,7 +175,7 @@ def test_the_new_rows_and_where_they_lead() -> None:
 def test_the_warning_window_is_sixty_days_everywhere() -> None:
     import inspect
 
-    from huxleyd.control.doctor import check_models
+    from huxleyd.control.doctor_provider import check_models
     from huxleyd.providers.models import SHUTDOWN_WARN_DAYS, shutdown_warnings
 
     assert SHUTDOWN_WARN_DAYS == 60

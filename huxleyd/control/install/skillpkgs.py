@@ -214,12 +214,7 @@ def install(
     """Install ``package`` into the skills environment, as the module docstring says."""
     env = env or skills_env()
     index = index or IndexOptions()
-    problem = sdk_problem()
-    if problem is not None:
-        raise SkillPackageError(f"{problem}; nothing was installed")
-    name = requested_name(package, allow_url=policy.allow_url)
-    if name is not None and normalize(name) in DAEMON_DISTRIBUTIONS:
-        raise SkillPackageError(f"refused: {name} is part of the daemon, not a skill package")
+    name = _requested(package, policy)
     created = skillsbase.ensure(env)
     broken = skillsbase.sdk_problem(env)
     if broken is not None:
@@ -247,16 +242,7 @@ def install(
             raise _failed_plan(builder, package, request, use, present, base, policy, why)
         tolerated = check_plan(package, items, present, base, policy)
         wheels = _fetch(env, items, scratch / "wheels")
-        try:
-            facts = [read_wheel(w) for w in wheels]
-            check_all(
-                facts,
-                envfiles.owners(env.site_packages),
-                first_party=first_party_skills(),
-                allowed_names=policy.allow_names,
-            )
-        except WheelRefused as exc:
-            raise SkillPackageError(f"{exc}; nothing was installed") from None
+        _check_wheels(env, wheels, policy)
         added = _install_files(env, package, wheels)
     present_after = pins.installed([str(env.site_packages)])
     new = {n: d.version for n, d in present_after.items() if n not in present}
@@ -267,6 +253,33 @@ def install(
     outcome = _installed_outcome(env, name, version, tolerated)
     outcome.lines[:0] = created
     return outcome
+
+
+def _requested(package: str, policy: Policy) -> str | None:
+    """The distribution ``package`` names (None for a path or URL), after the
+    refusals that need nothing installed: a foreign SDK, a part of the daemon."""
+    problem = sdk_problem()
+    if problem is not None:
+        raise SkillPackageError(f"{problem}; nothing was installed")
+    name = requested_name(package, allow_url=policy.allow_url)
+    if name is not None and normalize(name) in DAEMON_DISTRIBUTIONS:
+        raise SkillPackageError(f"refused: {name} is part of the daemon, not a skill package")
+    return name
+
+
+def _check_wheels(env: SkillsEnv, wheels: list[Path], policy: Policy) -> None:
+    """Refuse the whole install when any wheel's files or skills may not go in
+    (:func:`check_all`), before one file is written."""
+    try:
+        facts = [read_wheel(w) for w in wheels]
+        check_all(
+            facts,
+            envfiles.owners(env.site_packages),
+            first_party=first_party_skills(),
+            allowed_names=policy.allow_names,
+        )
+    except WheelRefused as exc:
+        raise SkillPackageError(f"{exc}; nothing was installed") from None
 
 
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
