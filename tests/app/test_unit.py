@@ -112,11 +112,11 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
     assert result.returncode == 0 and not complaints, result.stderr
 
 
-@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
-def test_security_exposure_is_ok_or_better(capsys: pytest.CaptureFixture[str]) -> None:
+def exposure(unit: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``systemd-analyze security``'s verdict on ``unit`` (PERFECT … UNSAFE), printed."""
     assert ANALYZE is not None
     result = subprocess.run(
-        [ANALYZE, "security", "--offline=true", "--no-pager", str(UNIT)],
+        [ANALYZE, "security", "--offline=true", "--no-pager", str(unit)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -124,8 +124,13 @@ def test_security_exposure_is_ok_or_better(capsys: pytest.CaptureFixture[str]) -
     match = re.search(r"Overall exposure level for \S+: ([\d.]+) (\w+)", result.stdout)
     assert match, result.stdout + result.stderr
     with capsys.disabled():
-        print(f"\nhuxleyd.service exposure: {match.group(1)} {match.group(2)}")
-    assert match.group(2) in ("PERFECT", "SAFE", "OK"), result.stdout
+        print(f"\n{unit.name} exposure: {match.group(1)} {match.group(2)}")
+    return match.group(2)
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
+def test_security_exposure_is_ok_or_better(capsys: pytest.CaptureFixture[str]) -> None:
+    assert exposure(UNIT, capsys) in ("PERFECT", "SAFE", "OK")
 
 
 @pytest.mark.skipif(

@@ -9,7 +9,6 @@ the daemon's state. One path each, read from the units, not a second list.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from huxleyd.skillhost.activated import SOCKET
 from huxleyd.skillhost.launchers import SKILL_USER
 from huxleyd.skillhost.skillenv import INSTALLED_ROOT
-from tests.app.test_unit import ANALYZE, _directives
+from tests.app.test_unit import ANALYZE, _directives, exposure
 
 ROOT = Path(__file__).resolve().parents[2]
 SOCKET_UNIT = ROOT / "systemd" / "huxleyd-skillhost.socket"
@@ -87,18 +86,7 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
 def test_the_host_units_exposure_is_ok_or_better(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert ANALYZE is not None
     _, service_copy = _verifiable(tmp_path)
     instance = tmp_path / "huxleyd-skillhost@0.service"
     instance.symlink_to(service_copy)
-    result = subprocess.run(
-        [ANALYZE, "security", "--offline=true", "--no-pager", str(instance)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    match = re.search(r"Overall exposure level for \S+: ([\d.]+) (\w+)", result.stdout)
-    assert match, result.stdout + result.stderr
-    with capsys.disabled():
-        print(f"\nhuxleyd-skillhost@.service exposure: {match.group(1)} {match.group(2)}")
-    assert match.group(2) in ("PERFECT", "SAFE", "OK"), result.stdout
+    assert exposure(instance, capsys) in ("PERFECT", "SAFE", "OK")
