@@ -339,8 +339,8 @@ async def test_a_listing_that_never_comes_ends_at_its_deadline(tmp_path: Path) -
         answer["hold"] = b"yes"
         with pytest.raises(SkillHostError, match="cannot list the skills through"):
             await asyncio.wait_for(asyncio.to_thread(launcher.inventory, 0.3), 5)
-    for writer in held:
-        writer.close()
+        for writer in held:  # before the server closes: from 3.12 it waits for them
+            writer.close()
 
 
 def test_the_socket_is_the_units_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -362,8 +362,8 @@ async def test_a_socket_that_accepts_and_never_answers_costs_its_deadline(tmp_pa
         launcher = ActivatedLauncher(path, hello_deadline_s=0.2)
         with pytest.raises(SkillHostError, match=r"no skill host answered .* within 0\.2 s"):
             await asyncio.wait_for(launcher.start(), 5)
-    for writer in held:
-        writer.close()
+        for writer in held:  # before the server closes: from 3.12 it waits for them
+            writer.close()
 
 
 async def test_a_forgotten_process_gives_its_pidfd_back() -> None:
