@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from huxleyd.errors import SkillHostError
 from huxleyd.skillhost.process import Started
@@ -129,7 +130,7 @@ class ActivatedLauncher:
     path: Path
     user: str | None = None
     hello_deadline_s: float = HELLO_DEADLINE_S
-    makes_data_dirs: bool = False
+    makes_data_dirs: ClassVar[bool] = False
     """The host creates its own data folder: the daemon cannot write where the skill user owns."""
 
     @property

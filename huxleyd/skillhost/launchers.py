@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from huxleyd.errors import SkillHostError
 from huxleyd.logs import get_logger
@@ -41,7 +42,7 @@ class Launcher:
     gid: int | None = None
     user: str | None = None
 
-    makes_data_dirs: bool = True
+    makes_data_dirs: ClassVar[bool] = True
     """The daemon creates each skill's data folder (and gives it to ``uid``)."""
 
     def argv(self, mode: str, fd: int | None = None) -> list[str]:
