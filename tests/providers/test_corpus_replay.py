@@ -32,6 +32,8 @@ from huxleyd.providers.factory import protocol_for
 from huxleyd.sim.gemini_validate import HAVE_GENAI, validate_gemini_server_message
 from huxleyd.sim.validate import validate_server_event
 
+ROOT = Path(__file__).resolve().parents[2]
+
 CORPUS = Path(__file__).parent / "corpus"
 TOOLS = [{"name": "get_current_time", "description": "The time.", "parameters": {}}]
 
@@ -161,10 +163,39 @@ def test_every_gemini_frame_validates_as_a_live_server_message() -> None:
         validate_gemini_server_message(json.loads(frame))
 
 
-def test_the_corpus_readme_cites_the_sdk_versions_installed() -> None:
-    from importlib.metadata import version
+def _pinned(package: str) -> str:
+    """The exact version pyproject.toml pins `package` to (it must pin one)."""
+    import tomllib
 
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = project["dependencies"] + project["optional-dependencies"]["dev"]
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.name == package:
+            pins = [s.version for s in requirement.specifier if s.operator == "=="]
+            assert len(pins) == 1, f"pyproject.toml: {line!r} is not one exact pin (==)"
+            return pins[0]
+    raise AssertionError(f"pyproject.toml does not require {package}")
+
+
+@pytest.mark.parametrize("package", ["openai", "google-genai"])
+def test_the_corpus_is_cited_against_the_pinned_sdk_and_that_is_installed(package: str) -> None:
+    # The corpus is checked against one SDK release: pyproject pins it, the
+    # README cites it, and the venv has it (a newer SDK is taken on purpose).
+    from importlib.metadata import PackageNotFoundError, version
+
+    pinned = _pinned(package)
     readme = (Path(__file__).parent / "corpus" / "README.md").read_text()
-    for package in ("openai", "google-genai") if HAVE_GENAI else ("openai",):
-        cited = f"`{package}` {version(package)} package"
-        assert cited in readme, f"the corpus README does not cite {cited}"
+    assert f"`{package}` {pinned} package" in readme, (
+        f"tests/providers/corpus/README.md does not cite `{package}` {pinned} package"
+        " (the version pyproject.toml pins)"
+    )
+    try:
+        installed = version(package)
+    except PackageNotFoundError:
+        pytest.skip(f"{package} is not installed")
+    assert installed == pinned, (
+        f"{package} {installed} is installed but pyproject.toml pins {pinned}: run make setup"
+    )
