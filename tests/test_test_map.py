@@ -12,7 +12,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "test-map.py"
 
 WITHOUT_A_TEST_FILE = {
-    "huxleyd.audio.audio_thread": "audio is being restructured (the single speaker path)",
     "huxleyd.audio.fed": "audio is being restructured (the single speaker path)",
     "huxleyd.audio.timed": "audio is being restructured (the single speaker path)",
 }

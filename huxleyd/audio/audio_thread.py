@@ -34,8 +34,10 @@ mix opens no device and says why (:data:`~.mixer.NOT_BUILT`): there is no second
 mixer.
 
 It knows nothing of :class:`~huxleyd.audio.engine.AudioEngine`, the facade asyncio
-calls: the engine builds the shared parts (mixer, playout clock, sources, capture
-ring, meters) and passes them in, with the asyncio-side reporters it hands events to.
+calls: the engine builds the shared parts and passes them in, named
+(:mod:`.thread_parts`): the platform (backend, kernel), the speaker side (mixer,
+playout clock, sources, output meter, feeder), the mic side (capture ring, its
+waker, rate and meter) and the asyncio-side reporters it hands events to.
 
 **The real-time contract** (conventions rule 4, docs/conventions.md), which every line the thread
 runs per period follows:
@@ -100,9 +102,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 from dataclasses import replace
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -120,21 +120,18 @@ from huxleyd.audio.fed import FedOutput
 from huxleyd.audio.idle import IdleSleeper
 from huxleyd.audio.levels import LevelMeter
 from huxleyd.audio.mic_feed import MicFeed
-from huxleyd.audio.mixer import NOT_BUILT, Mixer
+from huxleyd.audio.mixer import NOT_BUILT
 from huxleyd.audio.pacing import pacer_for
 from huxleyd.audio.playout import PlayoutClock
-from huxleyd.audio.ring import AsyncWaker, FrameRing
+from huxleyd.audio.ring import FrameRing
 from huxleyd.audio.settings import AudioSettings
-from huxleyd.audio.source import PlaybackSource
+from huxleyd.audio.thread_parts import MicSide, Platform, Reporter, Reporters, SpeakerSide
 from huxleyd.audio.timed import TimedOutput, lead_s
-from huxleyd.audio.types import DeviceState, SourceName
+from huxleyd.audio.types import DeviceState
 from huxleyd.audio.xrun_watch import PeriodLadder
 from huxleyd.clock import Clock
 from huxleyd.errors import AudioDeviceError, AudioError
 from huxleyd.pcm import RATE_HZ, float_to_int16_into, period_frames
-
-Reporter = Callable[[Any], None]
-"""An asyncio-side callback the thread hands an event to (state, fault, crash)."""
 
 
 class AudioThread:
@@ -144,44 +141,27 @@ class AudioThread:
     ``step()``, for deterministic tests and benchmarks).
     """
 
-    # longer than 50 lines: the thread's state table, each field beside what it means
     def __init__(
         self,
-        backend: AudioBackend,
+        platform: Platform,
         *,
         settings: AudioSettings,
         clock: Clock,
-        mixer: Mixer,
-        playout: PlayoutClock,
-        sources: dict[SourceName, PlaybackSource],
-        capture: FrameRing,
-        mic_waker: AsyncWaker,
-        meters: tuple[LevelMeter, LevelMeter],
-        capture_rate_hz: int,
-        idle_path: bool,
-        kernel: ModuleType | None,
-        on_state: Reporter,
-        on_fault: Reporter,
-        on_crash: Reporter,
-        fed: FedOutput | None = None,
+        speaker: SpeakerSide,
+        mic: MicSide,
+        reporters: Reporters,
     ) -> None:
-        self._backend = backend
-        self.fed = fed
-        """The C feeder: runs the mix instead of this thread while the card is open
-        (:mod:`.fed`); None (the WAV backend): this thread runs it."""
-        self._settings = settings
-        self._clock = clock
-        self._pace = pacer_for(clock)
-        self._mixer = mixer
-        self._playout = playout
-        self._sources = sources
-        self._in_meter, self._out_meter = meters
-        self._idle_path = idle_path
-        """Skip the mixing and resampling of silent periods (off only to compare)."""
-        self._kernel = kernel
-        """The chains' C kernel, or None for their numpy path (tests compare; the mix
-        is the C core either way: :mod:`huxleyd.audio.mixer`)."""
-        self._on_state, self._on_fault, self._on_crash = on_state, on_fault, on_crash
+        # each part's fields bound once, here: the per-period code reads its own
+        # attributes, never through a part (no new hops on the hot path)
+        backend = self._backend = platform.backend
+        self._kernel, self._idle_path = platform.kernel, platform.idle_path
+        self.fed = speaker.fed
+        """The C feeder (:attr:`.SpeakerSide.fed`); None: this thread runs the mix."""
+        self._mixer, self._playout, self._sources = speaker.mixer, speaker.playout, speaker.sources
+        self._in_meter, self._out_meter = mic.meter, speaker.meter
+        self._settings, self._clock, self._pace = settings, clock, pacer_for(clock)
+        self._on_state, self._on_fault = reporters.on_state, reporters.on_fault
+        self._on_crash = reporters.on_crash
         self._period_s = settings.period_ms / 1000.0
         self._silent_mix = np.zeros(period_frames(RATE_HZ, settings.period_ms), dtype=np.float32)
         """What the mixer plays into while the device is lost (to nowhere)."""
@@ -194,21 +174,31 @@ class AudioThread:
             backend,
             settings=settings,
             clock=clock,
-            capture=capture,
-            waker=mic_waker,
-            capture_rate_hz=capture_rate_hz,
+            capture=mic.capture,
+            waker=mic.waker,
+            capture_rate_hz=mic.rate_hz,
         )
         """The mic's periods into the capture ring (asyncio sets its request fields)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The event loop events are handed to (bound by the engine)."""
+        self.thread: threading.Thread | None = None
+        """The OS thread once :meth:`start` ran (``step()`` refuses to run beside it)."""
+        self._stopping = threading.Event()
+        self._init_state()
+        self.timed = self._timed_output(backend, speaker.playout, speaker.fed)
+        """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
+        self._sleeper = self._idle_sleeper(backend, (mic.meter, speaker.meter))
+        """Sleeps the thread while idle (only where C callbacks keep the card going)."""
+        self.ladder = PeriodLadder(backend if isinstance(backend, WidenablePeriod) else None)
+        """The period ladder (:mod:`.xrun_watch`): its steps and the silences they made."""
+
+    def _init_state(self) -> None:
+        """The device's state and the counters: the thread writes them, asyncio reads."""
         self.device_state = DeviceState.CLOSED
         self.device_format: DeviceFormat | None = None
         self._capture_chain: CaptureChain | None = None
         self._playback_chain: PlaybackChain | None = None
         self._reopen_at = 0.0
-        self.thread: threading.Thread | None = None
-        """The OS thread once :meth:`start` ran (``step()`` refuses to run beside it)."""
-        self._stopping = threading.Event()
         self.crash: BaseException | None = None
         """The exception that stopped the thread, if one did."""
         self.periods = 0
@@ -219,15 +209,9 @@ class AudioThread:
         self.last_fault: str | None = None
         self.open_error: str | None = None
         """Why the last open failed; None once open (doctor, the ``speaker`` part)."""
-        self.timed = self._timed_output(backend, playout, fed)
-        """Cuts and the DAC clock, when the backend has them (the C callback backend)."""
-        self._sleeper = self._idle_sleeper(backend, meters)
-        """Sleeps the thread while idle (only where C callbacks keep the card going)."""
         self.cycles = 0
         """Times the thread ran a cycle (one per period, fewer while it sleeps idle)."""
         self._idle_streak = 0
-        self.ladder = PeriodLadder(backend if isinstance(backend, WidenablePeriod) else None)
-        """The period ladder (:mod:`.xrun_watch`): its steps and the silences they made."""
 
     @staticmethod
     def _timed_output(

@@ -39,6 +39,7 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import AsyncWaker, FrameRing, SampleRing, SharedSampleRing
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.source import PlaybackSource
+from huxleyd.audio.thread_parts import MicSide, Platform, Reporters, SpeakerSide
 from huxleyd.audio.timed import DeviceCounts
 from huxleyd.audio.types import (
     SOURCES,
@@ -466,22 +467,27 @@ class AudioEngine:
             else FedOutput(rt, KERNEL, self._mixer, self._playout, self._out_meter)
         )
         return AudioThread(
-            self._backend,
+            Platform(backend=self._backend, kernel=self._kernel, idle_path=idle_path),
             settings=self._settings,
             clock=clock,
-            mixer=self._mixer,
-            playout=self._playout,
-            sources=self._sources,
-            capture=self._capture,
-            mic_waker=self._mic_waker,
-            meters=(self._in_meter, self._out_meter),
-            capture_rate_hz=capture_rate_hz,
-            idle_path=idle_path,
-            kernel=self._kernel,
-            on_state=self._report_state,
-            on_fault=self._report_fault,
-            on_crash=self._report_crash,
-            fed=fed,
+            speaker=SpeakerSide(
+                mixer=self._mixer,
+                playout=self._playout,
+                sources=self._sources,
+                meter=self._out_meter,
+                fed=fed,
+            ),
+            mic=MicSide(
+                capture=self._capture,
+                waker=self._mic_waker,
+                rate_hz=capture_rate_hz,
+                meter=self._in_meter,
+            ),
+            reporters=Reporters(
+                on_state=self._report_state,
+                on_fault=self._report_fault,
+                on_crash=self._report_crash,
+            ),
         )
 
     def _build_mixer(self, settings: AudioSettings) -> Mixer:
