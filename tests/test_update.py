@@ -1,6 +1,7 @@
 """``huxleyctl update``: a new release switched to as a whole (daemon, CLI on the
-PATH, the reboot timer's command, first boot) through one link, kept only if it
-stays healthy for the health window, the previous one back by itself otherwise.
+PATH, the reboot timer's command, first boot, the unit files) through one link,
+kept only if it stays healthy for the health window, the previous one back by
+itself otherwise.
 
 The device's tree is real, under a temporary root: ``scripts/install.sh``
 lays out the image's release (``HUXLEYD_RELEASE``) with a stand-in Python
@@ -8,7 +9,9 @@ lays out the image's release (``HUXLEYD_RELEASE``) with a stand-in Python
 and first-boot units are the repository's own files, and every path they
 name is resolved link by link inside that root. The bundle is a real tar
 file. The commands (venv, pip, systemctl) go to :class:`Device`, which acts
-as systemd does for this Type=notify unit on an injected clock: ``restart``
+as systemd does for this Type=notify unit on an injected clock: it reads the
+unit files (through their links) at boot and at ``daemon-reload`` only, so a
+restart without a reload runs the unit it read before; ``restart``
 runs the release ``current`` names and fails when it exits before READY;
 after READY it behaves as the release's BEHAVIOUR file says (crash or
 watchdog timeout N s after READY: systemd restarts it, a new pid, NRestarts
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -565,6 +569,29 @@ def test_enabled_units_follow_the_release_too(layout: Layout, tmp_path: Path) ->
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert state.stdout.strip() == "enabled"
+
+
+def test_install_sh_unpins_what_it_enabled_as_the_update_does(layout: Layout) -> None:
+    """install.sh's unpin_units, run after its systemctl enable on a running
+    system (not reachable in a DESTDIR install: its function alone)."""
+    enable(layout.root)
+    script = (REPO / "scripts/install.sh").read_text()
+    function = re.search(r"^unpin_units\(\) \{\n.*?^\}\n", script, re.M | re.S)
+    assert function is not None
+    subprocess.run(
+        ["sh", "-euc", function.group(0) + "unpin_units"],
+        env={**os.environ, "DESTDIR": str(layout.root), "PREFIX": "/opt/huxleyd",
+             "UNITS": " ".join(RELEASE_UNITS)},
+        check=True, timeout=60,
+    )  # fmt: skip
+    etc = layout.root / "etc/systemd/system"
+    assert not (etc / "huxleyd.service").is_symlink()
+    assert os.readlink(etc / "multi-user.target.wants/huxleyd.service") == (
+        "/lib/systemd/system/huxleyd.service"
+    )
+    assert os.readlink(etc / "sockets.target.wants/huxleyd-skillhost.socket") == (
+        "/lib/systemd/system/huxleyd-skillhost.socket"
+    )
 
 
 def test_a_bundle_cannot_write_outside_its_release(layout: Layout, tmp_path: Path) -> None:
