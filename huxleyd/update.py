@@ -20,28 +20,38 @@ installs)::
     /opt/huxleyd/current -> releases/<version>     THE switch: which one runs
     /opt/huxleyd/venv  -> current/venv             fixed links through it:
     /opt/huxleyd/share -> current/share            never rewritten
+    /lib/systemd/system/<unit> -> /opt/huxleyd/share/systemd/<unit>
 
 Everything that runs our code names ``/opt/huxleyd/venv`` or
 ``/usr/local/bin/huxleyctl`` (-> ``/opt/huxleyd/venv/bin/huxleyctl``): the
 unit's ExecStart, the CLI on the PATH, the timers' ``huxleyctl
-reboot-if-idle``, first boot's ``python -m huxleyd.firstboot``. Moving
+reboot-if-idle``, first boot's ``python -m huxleyd.firstboot``. The unit
+files themselves (``huxleyd.service``, the skill host's socket and
+template) are the release's too, in its ``share/systemd``: what systemd
+finds in its search path is a link through ``share`` (a "linked unit
+file", :func:`link_units`), read again at each ``daemon-reload``. Moving
 ``current`` (one ``rename()``, atomic) moves them all; nothing is left on
-the old release but what is running until the restart.
+the old release but what is running until the reload and restart. Not
+switched: sysusers, tmpfiles and udev files (users, directories and device
+owners outlive a release, and a rollback could not take them back), and
+the image's own units (reboot timer, first boot), whose commands follow.
 
 The update, all as root:
 
 1. the bundle is unpacked and installed into a new release, with pip
    ``--no-index`` (no network); the running daemon is untouched;
 2. the new daemon checks the device's configuration (``--check-config``);
-3. ``current`` is moved to the new release and the unit restarted;
-   ``systemctl restart`` of a ``Type=notify`` unit returns once the daemon
-   sent READY=1, and fails if it exited or timed out first;
+3. ``current`` is moved to the new release, the unit links made for its
+   units, systemd reloaded (``daemon-reload``: it reads the new unit files)
+   and the unit restarted; ``systemctl restart`` of a ``Type=notify`` unit
+   returns once the daemon sent READY=1, and fails if it exited or timed
+   out first;
 4. the health window (:data:`HEALTH_WINDOW_S`): the new daemon must stay up
    with the same process, not be restarted (a crash, a watchdog timeout),
    answer ``status``, and by the end be connected to its provider or say why
    not (:func:`watch_health`);
-5. if any of that fails, ``current`` goes back, the previous release is
-   restarted, and the state file (:data:`Layout.state`) records the rollback:
+5. if any of that fails, ``current`` goes back, systemd is reloaded (the
+   previous release's units again), the previous release is restarted, and the state file (:data:`Layout.state`) records the rollback:
    ``huxleyctl status`` and ``doctor`` show it, the daemon cues it at the
    next press, and that version is refused until another one comes;
 6. the new and the previous release are kept, older ones removed.
@@ -62,6 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from huxleyd import logs
+from huxleyd.release_units import INSTALLED_UNITS, UNIT_SUFFIXES, link_units, replace_link
 
 __all__ = [
     "HEALTH_WINDOW_S",
@@ -125,6 +136,10 @@ class Layout:
     python: str = "/usr/bin/python3"
     legacy_dropin: str = "etc/systemd/system/huxleyd.service.d/release.conf"
     """Where the previous scheme named the release (a unit drop-in): removed."""
+    unit_dir: str = "lib/systemd/system"
+    """Where ``scripts/install.sh`` puts the units: links into ``share/systemd``."""
+    admin_unit_dir: str = "etc/systemd/system"
+    """The admin's units and the ``.wants/`` links ``systemctl enable`` makes."""
 
     @property
     def home(self) -> Path:
@@ -217,14 +232,12 @@ def _point(layout: Layout, version: str) -> None:
     """``current`` -> ``releases/<version>``, in one rename (atomic): every
     path through it names the new release at once, none half-way."""
     layout.home.mkdir(parents=True, exist_ok=True)
-    tmp = layout.home / ".current.new"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(f"releases/{version}")
-    os.replace(tmp, layout.current)
+    replace_link(layout.current, f"releases/{version}")
     for name in ("venv", "share"):
         link = layout.home / name
         if not link.is_symlink():
             link.symlink_to(f"current/{name}")
+    link_units(layout)
 
 
 def _adopt_plain_install(layout: Layout, run: Runner) -> str | None:
@@ -242,6 +255,13 @@ def _adopt_plain_install(layout: Layout, run: Runner) -> str | None:
     venv.rename(target / "venv")
     if share.is_dir() and not share.is_symlink():
         share.rename(target / "share")
+    # Its units as installed become its release's, so that going back to it
+    # brings them back too.
+    for unit in INSTALLED_UNITS:
+        installed = layout.root / layout.unit_dir / unit
+        if installed.is_file() and not installed.is_symlink():
+            (target / "share/systemd").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(installed, target / "share/systemd" / unit)
     _point(layout, name)
     dropin = layout.root / layout.legacy_dropin
     if dropin.exists():  # the old scheme's: ExecStart= is the unit's own again
@@ -277,6 +297,8 @@ def install_release(bundle: Path, version: str, layout: Layout, run: Runner) -> 
     with tarfile.open(bundle) as tar:
         tar.extractall(target / "bundle", filter="data")  # no absolute paths, links out
     src = target / "bundle/src"
+    if not (src / "systemd" / UNIT).is_file():  # the units run the release: never without
+        raise FileNotFoundError(f"{bundle}: no src/systemd/{UNIT} in it")
     venv = target / "venv"
     pip = [str(venv / "bin/python"), "-m", "pip", "install", "--quiet", "--no-index"]
     pip += ["--disable-pip-version-check", "--find-links", str(target / "bundle/wheels")]
@@ -292,6 +314,10 @@ def install_release(bundle: Path, version: str, layout: Layout, run: Runner) -> 
     if (src / "docs/image.md").is_file():
         share.mkdir(exist_ok=True)
         shutil.copyfile(src / "docs/image.md", share / "image.md")
+    (share / "systemd").mkdir(parents=True, exist_ok=True)
+    for unit in sorted(p for p in (src / "systemd").glob("*") if p.suffix in UNIT_SUFFIXES):
+        text = unit.read_text().replace("/opt/huxleyd", f"/{layout.prefix}")  # as install.sh
+        (share / "systemd" / unit.name).write_text(text)
     shutil.rmtree(target / "bundle")
     return venv
 
@@ -429,6 +455,8 @@ def rollback_note(state: dict[str, Any]) -> str | None:
 
 
 def _restart(run: Runner) -> None:
+    # The unit files are the release's (link_units): systemd reads the ones
+    # ``current`` now names only when reloaded, so before the restart.
     run(["systemctl", "daemon-reload"])
     # Type=notify: returns once READY=1 came; fails if the daemon exited first
     # or TimeoutStartSec passed.

@@ -4,6 +4,8 @@
 #   $PREFIX/venv                       the package and its dependencies
 #   $PREFIX/share/hw, share/sounds     board profiles, earcons
 #   /lib/systemd/system/huxleyd.service (+ huxleyd-skillhost.socket, @.service), /usr/lib/sysusers.d, /usr/lib/tmpfiles.d
+#                                      (HUXLEYD_RELEASE: the units are the release's,
+#                                      $PREFIX/share/systemd, linked from there)
 #   /usr/lib/udev/rules.d/60-huxleyd.rules  groups gpio/spi own /dev/gpiochip*, /dev/spidev*
 #   /etc/huxleyd/huxleyd.toml, personas/   defaults; an edited file is kept and
 #                                      the new default lands beside it as .dist
@@ -24,7 +26,9 @@
 # in $PREFIX/releases/$HUXLEYD_RELEASE, and $PREFIX/current the one link
 # that says which release runs; $PREFIX/venv and $PREFIX/share are fixed
 # links through it, so the unit, /usr/local/bin/huxleyctl, the timers and
-# first boot all follow it. docs/image.md, "Updates").
+# first boot all follow it; so do the unit files: each is a link
+# /lib/systemd/system/<unit> -> $PREFIX/share/systemd/<unit>. docs/image.md,
+# "Updates").
 set -eu
 
 DESTDIR=${1:-}
@@ -64,6 +68,7 @@ else
     SHARE="$DESTDIR$PREFIX/share"
 fi
 VENV="$DESTDIR$VENV_FINAL"
+UNITS="huxleyd.service huxleyd-skillhost.socket huxleyd-skillhost@.service"
 ETC="$DESTDIR/etc/huxleyd"
 
 say() { printf 'install: %s\n' "$*"; }
@@ -149,10 +154,24 @@ install_data() {
 
     unit_dir="$DESTDIR/lib/systemd/system"
     mkdir -p "$unit_dir" "$DESTDIR/usr/lib/sysusers.d" "$DESTDIR/usr/lib/tmpfiles.d"
-    for unit in huxleyd.service huxleyd-skillhost.socket huxleyd-skillhost@.service; do
-        sed "s|/opt/huxleyd|$PREFIX|g" "$SRC/systemd/$unit" > "$unit_dir/$unit"
-        chmod 0644 "$unit_dir/$unit"
+    for unit in $UNITS; do
+        if [ -n "$RELEASE" ]; then
+            # The release's own copy, and systemd's search path names it through
+            # $PREFIX/share (-> current/share): a "linked unit file", read again
+            # at each daemon-reload, so moving current moves the units too.
+            # Absolute: /lib may itself be a link (to usr/lib).
+            mkdir -p "$SHARE/systemd"
+            sed "s|/opt/huxleyd|$PREFIX|g" "$SRC/systemd/$unit" > "$SHARE/systemd/$unit"
+            chmod 0644 "$SHARE/systemd/$unit"
+            ln -sfn "$PREFIX/share/systemd/$unit" "$unit_dir/$unit"
+        else
+            sed "s|/opt/huxleyd|$PREFIX|g" "$SRC/systemd/$unit" > "$unit_dir/$unit"
+            chmod 0644 "$unit_dir/$unit"
+        fi
     done
+    # sysusers, tmpfiles and udev stay files of the system, not of a release:
+    # the users, directories and device owners they make outlive any release,
+    # and going back to an older one could not take them back.
     install -m 0644 "$SRC/systemd/huxleyd.sysusers" "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf"
     install -m 0644 "$SRC/systemd/huxleyd.tmpfiles" "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf"
     mkdir -p "$DESTDIR/usr/lib/udev/rules.d"
@@ -219,6 +238,25 @@ install_configs() {
     fi
 }
 
+# systemctl enable of a linked unit writes the path it resolved, through
+# current, into /etc/systemd/system (<unit> and *.wants/<unit> ->
+# $PREFIX/releases/$RELEASE/share/systemd/<unit>): that would pin this
+# release's units. Name the fixed link instead (as huxleyctl update does).
+unpin_units() {
+    etc="$DESTDIR/etc/systemd/system"
+    for unit in $UNITS; do
+        for link in "$etc/$unit" "$etc"/*.wants/"$unit" "$etc"/*.requires/"$unit"; do
+            [ -L "$link" ] || continue
+            case "$(readlink "$link")" in "$PREFIX"/releases/*) ;; *) continue ;; esac
+            if [ "$link" = "$etc/$unit" ]; then
+                rm -f "$link"
+            else
+                ln -sfn "/lib/systemd/system/$unit" "$link"
+            fi
+        done
+    done
+}
+
 # -- this machine only ---------------------------------------------------------------
 activate() {
     if [ -n "$DESTDIR" ]; then
@@ -238,6 +276,7 @@ activate() {
     fi
     systemctl daemon-reload
     systemctl enable huxleyd huxleyd-skillhost.socket
+    if [ -n "$RELEASE" ]; then unpin_units && systemctl daemon-reload; fi
     if grep -qs "Raspberry Pi" /proc/device-tree/model \
         && ! "$VENV/bin/python" -c "import lgpio" 2>/dev/null; then
         say "WARNING: the lgpio module is missing from $VENV; on a Pi 5 the button and LEDs"

@@ -17,9 +17,23 @@ esac
 
 say() { printf 'uninstall: %s\n' "$*"; }
 
+UNITS="huxleyd.service huxleyd-skillhost.socket huxleyd-skillhost@.service"
+
 if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ]; then
-    systemctl disable --now huxleyd 2>/dev/null || true
+    systemctl disable --now huxleyd huxleyd-skillhost.socket 2>/dev/null || true
 fi
+# What enabling made (systemctl enable, on a staged root too): the
+# .wants/ links, and in a release install the links systemctl may have
+# written to one release's unit file.
+etc="$DESTDIR/etc/systemd/system"
+for unit in $UNITS; do
+    for link in "$etc"/*.wants/"$unit" "$etc"/*.requires/"$unit"; do
+        if [ -L "$link" ]; then rm -f "$link"; fi
+    done
+    if [ -L "$etc/$unit" ]; then
+        case "$(readlink "$etc/$unit")" in "$PREFIX"/*) rm -f "$etc/$unit" ;; esac
+    fi
+done
 
 rm -rf "$DESTDIR$PREFIX/venv" "$DESTDIR$PREFIX/share/hw" "$DESTDIR$PREFIX/share/sounds"
 # The release layout (HUXLEYD_RELEASE, huxleyctl update): every release, and
@@ -29,10 +43,9 @@ if [ -L "$DESTDIR$PREFIX/current" ]; then
     rm -rf "$DESTDIR$PREFIX/releases"
 fi
 rmdir "$DESTDIR$PREFIX/share" "$DESTDIR$PREFIX" 2>/dev/null || true
-rm -f "$DESTDIR/lib/systemd/system/huxleyd.service" \
-    "$DESTDIR/lib/systemd/system/huxleyd-skillhost.socket" \
-    "$DESTDIR/lib/systemd/system/huxleyd-skillhost@.service" \
-    "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf" \
+# The units: files, or in a release install links into $PREFIX/share/systemd.
+for unit in $UNITS; do rm -f "$DESTDIR/lib/systemd/system/$unit"; done
+rm -f "$DESTDIR/usr/lib/sysusers.d/huxleyd.conf" \
     "$DESTDIR/usr/lib/tmpfiles.d/huxleyd.conf" \
     "$DESTDIR/usr/lib/udev/rules.d/60-huxleyd.rules"
 link="$DESTDIR/usr/local/bin/huxleyctl"

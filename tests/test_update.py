@@ -1,6 +1,7 @@
 """``huxleyctl update``: a new release switched to as a whole (daemon, CLI on the
-PATH, the reboot timer's command, first boot) through one link, kept only if it
-stays healthy for the health window, the previous one back by itself otherwise.
+PATH, the reboot timer's command, first boot, the unit files) through one link,
+kept only if it stays healthy for the health window, the previous one back by
+itself otherwise.
 
 The device's tree is real, under a temporary root: ``scripts/install.sh``
 lays out the image's release (``HUXLEYD_RELEASE``) with a stand-in Python
@@ -8,7 +9,9 @@ lays out the image's release (``HUXLEYD_RELEASE``) with a stand-in Python
 and first-boot units are the repository's own files, and every path they
 name is resolved link by link inside that root. The bundle is a real tar
 file. The commands (venv, pip, systemctl) go to :class:`Device`, which acts
-as systemd does for this Type=notify unit on an injected clock: ``restart``
+as systemd does for this Type=notify unit on an injected clock: it reads the
+unit files (through their links) at boot and at ``daemon-reload`` only, so a
+restart without a reload runs the unit it read before; ``restart``
 runs the release ``current`` names and fails when it exits before READY;
 after READY it behaves as the release's BEHAVIOUR file says (crash or
 watchdog timeout N s after READY: systemd restarts it, a new pid, NRestarts
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import shutil
 import subprocess
 import tarfile
 from collections.abc import Sequence
@@ -27,6 +32,7 @@ import pytest
 
 import huxleyd
 from huxleyd.control.cli import main as huxleyctl
+from huxleyd.release_units import INSTALLED_UNITS
 from huxleyd.update import (
     HEALTH_WINDOW_S,
     BundleError,
@@ -45,11 +51,33 @@ from huxleyd.update import (
 REPO = Path(__file__).resolve().parents[1]
 UNITS = REPO / "image/rootfs/etc/systemd/system"
 IMAGE_RELEASE = "0.1.0"
+RELEASE_UNITS = ("huxleyd.service", "huxleyd-skillhost.socket", "huxleyd-skillhost@.service")
 
 
-def make_bundle(path: Path, version: str, behaviour: str = "ok", *, extra: str = "") -> Path:
+def unit_text(name: str, version: str | None) -> str:
+    """A release's copy of a unit: the repository's, its Description= line
+    marked with ``version`` (None: as the repository has it, the image's)."""
+    shipped = REPO / "systemd" / name
+    text = shipped.read_text() if shipped.exists() else "[Unit]\nDescription=more\n"
+    return (
+        text
+        if version is None
+        else text.replace("\nDescription=", f"\nDescription=[{version}] ", 1)
+    )
+
+
+def make_bundle(
+    path: Path,
+    version: str,
+    behaviour: str = "ok",
+    *,
+    extra: str = "",
+    units: Sequence[str] = RELEASE_UNITS,
+) -> Path:
     with tarfile.open(path, "w") as tar:
         files = {
+            **{f"src/systemd/{name}": unit_text(name, version) for name in units},
+            "src/systemd/huxleyd.sysusers": "u huxley -\n",  # not a unit: not linked
             "huxleyd-update.toml": f'version = "{version}"\n',
             "src/pyproject.toml": "[project]\nname = 'huxleyd'\n",
             "src/sdk/pyproject.toml": "[project]\nname = 'huxley-sdk'\n",
@@ -93,9 +121,11 @@ def resolve(root: Path, path: str) -> str:
     raise AssertionError(f"{path}: a link loop")
 
 
-def exec_path(unit: Path) -> str:
-    """The program of a unit's (last) ExecStart=, without prefixes like '-'."""
-    lines = [ln for ln in unit.read_text().splitlines() if ln.startswith("ExecStart=")]
+def exec_path(unit: Path | str) -> str:
+    """The program of a unit's (last) ExecStart=, without prefixes like '-'
+    (``unit``: its file, or its text)."""
+    text = unit.read_text() if isinstance(unit, Path) else unit
+    lines = [ln for ln in text.splitlines() if ln.startswith("ExecStart=")]
     return lines[-1].split("=", 1)[1].lstrip("-@:+!").split()[0]
 
 
@@ -148,9 +178,26 @@ class Device:
         self.pid = 1000
         self.restarts = 0
         self.ready_at = 0.0
+        self.loaded: dict[str, tuple[str, str]] = {}
+        self.daemon_reload()  # booted: systemd read the units
+        self.started: list[tuple[str, str]] = []
+        """Each restart's huxleyd.service, as systemd had loaded it."""
         self.running: str | None = self.release_named_by_unit()
         self.check_config_ok = True
         self.note_at_start: str | None = None
+
+    def daemon_reload(self) -> None:
+        """What systemd reads, and keeps until the next reload: each unit of its
+        search path (/etc/systemd/system first), the file it resolved to and
+        its text. A dangling link hides the name all the same (not found)."""
+        self.loaded = {}
+        for where in (self.layout.admin_unit_dir, self.layout.unit_dir):
+            for unit in sorted((self.layout.root / where).glob("*.*")):
+                if unit.is_dir() or unit.name in self.loaded:
+                    continue
+                path = resolve(self.layout.root, f"/{where}/{unit.name}")
+                file = self.layout.root / path.lstrip("/")
+                self.loaded[unit.name] = (path, file.read_text() if file.is_file() else "")
 
     # -- the commands update runs
     def run(self, argv: Sequence[str]) -> None:
@@ -172,9 +219,10 @@ class Device:
                     raise subprocess.CalledProcessError(78, argv)
                 assert Path(huxleyd).is_file()
             case ["systemctl", "daemon-reload"]:
-                pass
+                self.daemon_reload()
             case ["systemctl", "restart", "huxleyd.service"]:
                 self.running = None
+                self.started.append(self.loaded["huxleyd.service"])
                 release = self.release_named_by_unit()
                 assert release is not None, "the unit names no release"
                 if self.behaviour(release) == "no-ready":
@@ -188,9 +236,9 @@ class Device:
                 raise AssertionError(f"unexpected command {argv}")
 
     def release_named_by_unit(self) -> str | None:
-        """The release the unit's ExecStart resolves to (None: a plain venv)."""
-        unit = self.layout.root / "lib/systemd/system/huxleyd.service"
-        venv_bin = PurePosixPath(resolve(self.layout.root, exec_path(unit))).parent
+        """The release the loaded unit's ExecStart resolves to (None: a plain venv)."""
+        _, text = self.loaded["huxleyd.service"]
+        venv_bin = PurePosixPath(resolve(self.layout.root, exec_path(text))).parent
         if venv_bin.parent.parent.parent.name != "releases":
             return None
         return venv_bin.parent.parent.name
@@ -234,11 +282,22 @@ def do_update(device: Device, bundle: Path) -> str:
     )
 
 
+def on_device(layout: Layout, path: str) -> Path:
+    """The file ``path`` names on the device, links followed there."""
+    return layout.root / resolve(layout.root, path).lstrip("/")
+
+
 def entry_points(layout: Layout) -> dict[str, str]:
     """What each thing that runs our code runs, resolved on the device."""
     root = layout.root
     return {
-        "daemon": resolve(root, exec_path(root / "lib/systemd/system/huxleyd.service")),
+        "daemon": resolve(
+            root, exec_path(on_device(layout, "/lib/systemd/system/huxleyd.service"))
+        ),
+        "skill host": resolve(
+            root, exec_path(on_device(layout, "/lib/systemd/system/huxleyd-skillhost@.service"))
+        ),
+        **{name: resolve(root, f"/lib/systemd/system/{name}") for name in RELEASE_UNITS},
         "cli": resolve(root, "/usr/local/bin/huxleyctl"),
         "reboot timer": resolve(root, exec_path(UNITS / "huxleyd-reboot.service")),
         "first boot": resolve(root, exec_path(UNITS / "huxleyd-firstboot.service")),
@@ -250,6 +309,8 @@ def on_release(layout: Layout, version: str) -> dict[str, str]:
     base = f"/opt/huxleyd/releases/{version}"
     return {
         "daemon": f"{base}/venv/bin/huxleyd",
+        "skill host": f"{base}/venv/bin/python",
+        **{name: f"{base}/share/systemd/{name}" for name in RELEASE_UNITS},
         "cli": f"{base}/venv/bin/huxleyctl",
         "reboot timer": f"{base}/venv/bin/huxleyctl",
         "first boot": f"{base}/venv/bin/python",
@@ -257,9 +318,35 @@ def on_release(layout: Layout, version: str) -> dict[str, str]:
     }
 
 
+def units_of(device: Device, version: str, marked: str | None) -> None:
+    """The units in systemd's search path are ``version``'s copies (their text
+    marked ``marked``), systemd read those, and started the daemon's."""
+    base = f"/opt/huxleyd/releases/{version}/share/systemd"
+    for name in RELEASE_UNITS:
+        text = unit_text(name, marked)
+        assert on_device(device.layout, f"/lib/systemd/system/{name}").read_text() == text
+        assert device.loaded[name] == (f"{base}/{name}", text)
+    assert device.started[-1] == device.loaded["huxleyd.service"]
+
+
+def reloaded_before_each_restart(commands: list[list[str]]) -> bool:
+    restarts = [i for i, argv in enumerate(commands) if argv[:2] == ["systemctl", "restart"]]
+    return bool(restarts) and all(
+        commands[i - 1] == ["systemctl", "daemon-reload"] for i in restarts
+    )
+
+
 def test_the_image_layout_runs_everything_from_one_release(layout: Layout) -> None:
     assert current_release(layout) == IMAGE_RELEASE
     assert entry_points(layout) == on_release(layout, IMAGE_RELEASE)
+    # The units are the release's, named through share (-> current/share).
+    for name in RELEASE_UNITS:
+        link = layout.root / "lib/systemd/system" / name
+        assert os.readlink(link) == f"/opt/huxleyd/share/systemd/{name}"
+        assert on_device(layout, f"/lib/systemd/system/{name}").read_text() == unit_text(name, None)
+    # Users, directories and device owners are the system's, not a release's.
+    for kept in ("usr/lib/sysusers.d/huxleyd.conf", "usr/lib/tmpfiles.d/huxleyd.conf"):
+        assert not (layout.root / kept).is_symlink() and (layout.root / kept).is_file()
     # The reboot timer runs the service whose command was resolved above.
     assert "Unit=" not in (UNITS / "huxleyd-reboot.timer").read_text()
 
@@ -270,6 +357,7 @@ def test_update_then_rollback_moves_the_daemon_cli_timer_and_first_boot_together
     device = Device(layout)
     assert do_update(device, make_bundle(tmp_path / "a.tar", "0.1.1")) == "0.1.1"
     assert entry_points(layout) == on_release(layout, "0.1.1")
+    units_of(device, "0.1.1", marked="0.1.1")
     assert device.running == "0.1.1"
     assert running_release(str(layout.root) + resolve(layout.root, "/opt/huxleyd/venv")) == "0.1.1"
     assert (layout.release("0.1.1") / "share/image.md").read_text() == "# guide of 0.1.1\n"
@@ -280,6 +368,10 @@ def test_update_then_rollback_moves_the_daemon_cli_timer_and_first_boot_together
     with pytest.raises(UpdateFailed, match=r"0\.1\.2 was rolled back: systemd restarted it"):
         do_update(device, crashing)
     assert entry_points(layout) == on_release(layout, "0.1.1")
+    units_of(device, "0.1.1", marked="0.1.1")
+    # 0.1.2 was started from its own unit, then 0.1.1 from its own again.
+    assert device.started[-2][1] == unit_text("huxleyd.service", "0.1.2")
+    assert reloaded_before_each_restart(device.commands)
     assert device.running == "0.1.1"
     assert not layout.release("0.1.2").exists()
     assert "update_rolled_back" in caplog.text
@@ -318,6 +410,8 @@ def test_an_unhealthy_release_is_rolled_back_to_the_image(
     assert words in str(failed.value)
     assert device.running == IMAGE_RELEASE
     assert entry_points(layout) == on_release(layout, IMAGE_RELEASE)
+    units_of(device, IMAGE_RELEASE, marked=None)
+    assert reloaded_before_each_restart(device.commands)
     assert read_state(layout)["refused"] == ["0.2.0"]
 
 
@@ -369,9 +463,10 @@ def test_a_plain_install_becomes_a_release_on_the_first_update(tmp_path: Path) -
     (venv / "lib/python3.13/site-packages/huxleyd-0.0.9.dist-info").mkdir(parents=True)
     (layout.home / "share/hw").mkdir(parents=True)
     (layout.home / "share/hw/gpio-basic.toml").write_text("old")
-    unit = layout.root / "lib/systemd/system/huxleyd.service"
-    unit.parent.mkdir(parents=True)
-    unit.write_text((REPO / "systemd/huxleyd.service").read_text())
+    units = layout.root / "lib/systemd/system"
+    units.mkdir(parents=True)
+    for name in RELEASE_UNITS:  # files, as a plain install.sh leaves them
+        (units / name).write_text(unit_text(name, None))
     cli = layout.root / "usr/local/bin/huxleyctl"
     cli.parent.mkdir(parents=True)
     cli.symlink_to("/opt/huxleyd/venv/bin/huxleyctl")
@@ -382,9 +477,121 @@ def test_a_plain_install_becomes_a_release_on_the_first_update(tmp_path: Path) -
     with pytest.raises(UpdateFailed):
         do_update(device, make_bundle(tmp_path / "bad.tar", "0.2.0", "crash-after:5"))
     assert entry_points(layout) == on_release(layout, "0.0.9")
+    units_of(device, "0.0.9", marked=None)  # its units became its release's
     assert not dropin.exists()
     do_update(device, make_bundle(tmp_path / "good.tar", "0.2.1"))
     assert entry_points(layout) == on_release(layout, "0.2.1")
+    units_of(device, "0.2.1", marked="0.2.1")
+
+
+def test_the_scripts_and_the_update_know_the_same_units() -> None:
+    """What install.sh installs, uninstall.sh removes, and an adopted plain
+    install brings into its release."""
+    for script in ("install.sh", "uninstall.sh"):
+        lines = (REPO / "scripts" / script).read_text().splitlines()
+        (units,) = [ln for ln in lines if ln.startswith("UNITS=")]
+        assert tuple(units.split("=", 1)[1].strip('"').split()) == INSTALLED_UNITS == RELEASE_UNITS
+
+
+def test_a_release_brings_its_own_units_and_takes_them_back(layout: Layout, tmp_path: Path) -> None:
+    """A unit one release adds is there while it runs, and gone when another
+    one without it runs (a rollback included)."""
+    device = Device(layout)
+    timer = "huxleyd-more.timer"
+    link = layout.root / "lib/systemd/system" / timer
+    do_update(device, make_bundle(tmp_path / "a.tar", "0.4.0", units=[*RELEASE_UNITS, timer]))
+    assert device.loaded[timer] == (f"/opt/huxleyd/releases/0.4.0/share/systemd/{timer}",
+                                    unit_text(timer, "0.4.0"))  # fmt: skip
+    with pytest.raises(UpdateFailed):
+        do_update(device, make_bundle(tmp_path / "b.tar", "0.4.1", "crash-after:9"))
+    assert device.loaded[timer][0].startswith("/opt/huxleyd/releases/0.4.0/")
+    do_update(device, make_bundle(tmp_path / "c.tar", "0.4.2"))
+    assert not link.is_symlink() and timer not in device.loaded
+    units_of(device, "0.4.2", marked="0.4.2")
+    assert not (layout.root / "lib/systemd/system/huxleyd.sysusers").exists()
+
+
+def test_a_bundle_without_its_units_is_never_switched_to(layout: Layout, tmp_path: Path) -> None:
+    device = Device(layout)
+    with pytest.raises(
+        UpdateFailed, match=r"no src/systemd/huxleyd\.service.*nothing was switched"
+    ):
+        do_update(device, make_bundle(tmp_path / "a.tar", "0.5.0", units=[]))
+    assert current_release(layout) == IMAGE_RELEASE
+    assert not layout.release("0.5.0").exists()
+
+
+def enable(root: Path) -> None:
+    """``systemctl enable huxleyd huxleyd-skillhost.socket`` in ``root``, as the
+    image does; by hand where there is no systemctl, making what systemd 252
+    makes for a linked unit: links to the file it resolved, in one release."""
+    systemctl = shutil.which("systemctl")
+    if systemctl is not None:
+        subprocess.run(
+            [systemctl, f"--root={root}", "enable", "huxleyd.service", "huxleyd-skillhost.socket"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        return
+    etc = root / "etc/systemd/system"
+    for name, target in (
+        ("huxleyd.service", "multi-user"),
+        ("huxleyd-skillhost.socket", "sockets"),
+    ):
+        (etc / f"{target}.target.wants").mkdir(parents=True, exist_ok=True)
+        resolved = resolve(root, f"/lib/systemd/system/{name}")
+        (etc / f"{target}.target.wants" / name).symlink_to(resolved)
+        (etc / name).symlink_to(resolved)
+
+
+def test_enabled_units_follow_the_release_too(layout: Layout, tmp_path: Path) -> None:
+    """``systemctl enable`` of a linked unit names the release it resolved
+    (pinned); the switch makes those links name the fixed link again."""
+    enable(layout.root)
+    etc = layout.root / "etc/systemd/system"
+    wants = etc / "multi-user.target.wants/huxleyd.service"
+    assert resolve(layout.root, str(PurePosixPath("/") / wants.relative_to(layout.root))) == (
+        f"/opt/huxleyd/releases/{IMAGE_RELEASE}/share/systemd/huxleyd.service"
+    )
+    device = Device(layout)
+    do_update(device, make_bundle(tmp_path / "a.tar", "0.1.1"))
+    units_of(device, "0.1.1", marked="0.1.1")
+    assert not (etc / "huxleyd.service").is_symlink()  # /lib/systemd/system's is the unit
+    assert os.readlink(wants) == "/lib/systemd/system/huxleyd.service"
+    socket = etc / "sockets.target.wants/huxleyd-skillhost.socket"
+    assert os.readlink(socket) == "/lib/systemd/system/huxleyd-skillhost.socket"
+    with pytest.raises(UpdateFailed):
+        do_update(device, make_bundle(tmp_path / "b.tar", "0.1.2", "no-ready"))
+    units_of(device, "0.1.1", marked="0.1.1")
+    assert reloaded_before_each_restart(device.commands)
+    if shutil.which("systemctl"):
+        state = subprocess.run(
+            ["systemctl", f"--root={layout.root}", "is-enabled", "huxleyd.service"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert state.stdout.strip() == "enabled"
+
+
+def test_install_sh_unpins_what_it_enabled_as_the_update_does(layout: Layout) -> None:
+    """install.sh's unpin_units, run after its systemctl enable on a running
+    system (not reachable in a DESTDIR install: its function alone)."""
+    enable(layout.root)
+    script = (REPO / "scripts/install.sh").read_text()
+    function = re.search(r"^unpin_units\(\) \{\n.*?^\}\n", script, re.M | re.S)
+    assert function is not None
+    subprocess.run(
+        ["sh", "-euc", function.group(0) + "unpin_units"],
+        env={**os.environ, "DESTDIR": str(layout.root), "PREFIX": "/opt/huxleyd",
+             "UNITS": " ".join(RELEASE_UNITS)},
+        check=True, timeout=60,
+    )  # fmt: skip
+    etc = layout.root / "etc/systemd/system"
+    assert not (etc / "huxleyd.service").is_symlink()
+    assert os.readlink(etc / "multi-user.target.wants/huxleyd.service") == (
+        "/lib/systemd/system/huxleyd.service"
+    )
+    assert os.readlink(etc / "sockets.target.wants/huxleyd-skillhost.socket") == (
+        "/lib/systemd/system/huxleyd-skillhost.socket"
+    )
 
 
 def test_a_bundle_cannot_write_outside_its_release(layout: Layout, tmp_path: Path) -> None:
@@ -464,6 +671,7 @@ def test_huxleyctl_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_uninstall_takes_every_release_and_link(layout: Layout, tmp_path: Path) -> None:
+    enable(layout.root)
     do_update(Device(layout), make_bundle(tmp_path / "a.tar", "0.1.1"))
     subprocess.run(
         ["sh", str(REPO / "scripts/uninstall.sh"), str(layout.root), "/opt/huxleyd"],
@@ -471,3 +679,10 @@ def test_uninstall_takes_every_release_and_link(layout: Layout, tmp_path: Path) 
     )  # fmt: skip
     assert not layout.home.exists()
     assert not (layout.root / "usr/local/bin/huxleyctl").is_symlink()
+    left = [
+        str(p.relative_to(layout.root))
+        for p in (layout.root / "lib/systemd/system", layout.root / "etc/systemd/system")
+        for p in p.rglob("huxleyd*")
+        if p.is_symlink() or p.is_file()
+    ]
+    assert left == []
