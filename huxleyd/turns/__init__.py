@@ -3,7 +3,8 @@
 It talks to them through small interfaces (``ports.py``), never to sockets
 or devices directly.
 
-- ``coordinator``   the turn state machine, whole: how a turn begins, moves and ends; its inputs
+- ``coordinator``   the turn state machine, whole: how a turn begins, moves and ends
+- ``inputs``        the user's side: the button, the wake word, the mute, the mic path
 - ``parts``         what the coordinator is built from: a few named parts
 - ``barrier``       a reply's end: what arrived plays out, then the turn ends once
 - ``replies``       what the provider sends back: speech, tool calls, follow-ups

@@ -1,5 +1,3 @@
-# longer than 600 lines: the turn's state machine whole in one class (its inputs,
-# how a turn begins, moves and ends); each part it drives owns its state elsewhere.
 """The turn coordinator: one state machine between the button, the model,
 the skills and the speaker.
 
@@ -17,9 +15,11 @@ The coordinator owns the turn, whole, in this one class: its
 (:meth:`Coordinator.begin_turn`), moves (:meth:`Coordinator.set_state`: the
 mic capture and the LED activity follow) and ends
 (:meth:`Coordinator.finish_turn`, :meth:`Coordinator.interrupt` on
-barge-in); and the inputs that start and steer turns: the button, the wake
-word, the mute, text turns, the connection, a stream's natural end, and
-(through :class:`~huxleyd.turns.proactive.Proactive`) injects and claims.
+barge-in, :meth:`Coordinator.commit` when the reply is asked for); and the
+inputs that start and steer turns: text turns, the connection, a stream's
+natural end, the button, the wake word and the mute (through
+:class:`~huxleyd.turns.inputs.TurnInputs`), injects and claims (through
+:class:`~huxleyd.turns.proactive.Proactive`).
 It is built from a few named parts (:mod:`huxleyd.turns.parts`). What it
 decides is published as typed events (:mod:`huxleyd.turns.news`,
 :meth:`Coordinator.subscribe`). The rest goes to parts it owns, each with
@@ -29,6 +29,13 @@ its own state and a narrow edge back:
   speech, tool calls and their side effects, follow-ups, silent retries and
   stale replies. It moves the turn only through :meth:`Coordinator.set_state`,
   :meth:`Coordinator.after_speech` and :meth:`Coordinator.finish_turn`.
+- :class:`~huxleyd.turns.inputs.TurnInputs`, the user's side: the button
+  and its mute gesture, the wake word, the mute, and the
+  :class:`~huxleyd.turns.mic_path.MicPath` (where each mic frame goes: a
+  claim, the wake word, the provider). It starts, commits and drops the
+  listening turn only through the edge ``InputTurn`` (``begin_turn``,
+  ``set_state``, ``commit``, ``finish_turn``, ``interrupt``); the
+  coordinator's ``press``, ``release``, ``wake`` and ``set_muted`` hand over to it.
 - :class:`~huxleyd.turns.barrier.TurnBarrier`: the end of a reply (what
   arrived plays out, then the turn ends once: with its latched stream or
   claim, or with the one cue of a turn that lost something).
@@ -38,8 +45,6 @@ its own state and a narrow edge back:
   while the user listens or a claim holds the mic); ``set_state`` and the
   claim's start and end report to it, nothing else switches capture.
 - :class:`~huxleyd.turns.media.MediaRunner`: long-form audio under focus.
-- :class:`~huxleyd.turns.mic_path.MicPath`: where each mic frame goes (a
-  claim, the wake word, the provider), through ``ListeningTurn``.
 - :class:`~huxleyd.turns.link.Link`: the connection as the turn layer sees
   it, and the cues that say it.
 
@@ -75,15 +80,12 @@ from huxleyd.turns.barrier import TurnBarrier
 from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
+from huxleyd.turns.inputs import TurnInputs
 from huxleyd.turns.link import Link
 from huxleyd.turns.media import MediaRunner
-from huxleyd.turns.mic_path import MicPath
-from huxleyd.turns.mute import Gesture, MuteSwitch
 from huxleyd.turns.news import (
     Activity,
     ConnectionChanged,
-    DegradedPress,
-    MuteChanged,
     ToolFinished,
     TurnBegan,
     TurnNews,
@@ -129,14 +131,9 @@ class Coordinator:
         timing = timing or TurnTiming()
         self._provider = ports.provider
         self._audio = ports.audio
-        self._degraded = ports.degraded
         self._renew_session_if_due = ports.renew_session_if_due
         self._news: Bus[TurnNews] = Bus(log, failed="turn_news_handler_failed")
         """What the coordinator tells the rest of the daemon (:meth:`subscribe`)."""
-        self._wake = mic.wake
-        self._mute = MuteSwitch(muted=mic.muted)
-        if mic.wake is not None:
-            mic.wake.muted = mic.muted
         self._earcons = dict(persona.earcons)  # the outputs play from this very dict
         self._instructions = persona.instructions
         self._session_instructions = persona.session_instructions
@@ -170,14 +167,19 @@ class Coordinator:
             outputs=self._outputs,
             start_claim=self.proactive.start_claim,
         )
-        self._mic = MicPath(
+        self._inputs = TurnInputs(
             self,
-            audio=ports.audio,
-            provider=ports.provider,
+            ports,
+            outputs=self._outputs,
+            media=self.media,
+            capture=self._capture,
+            link=self._link,
+            proactive=self.proactive,
+            publish=self._news.publish,
+            earcons=self._earcons,
             clock=self._clock,
-            mute=self._mute,
-            wake=mic.wake,
-            claim_frame=self.proactive.mic_frame,
+            mic=mic,
+            min_turn_ms=self._settings.min_turn_ms,
         )
 
     def _make_replies(self, ports: TurnPorts, sleep: Callable[[float], Awaitable[None]]) -> Replies:
@@ -209,12 +211,12 @@ class Coordinator:
     async def start(self) -> None:
         self.media.open()
         self._audio.set_capture_rate(self._provider.capabilities.input_rate_hz)
-        self._capture.wake_armed(self._wake is not None and self._wake.armed)
+        self._capture.wake_armed(self._inputs.wake_armed)
         self._capture.start()  # off until someone listens (or the wake word is armed)
-        if self._mute.muted:
+        if self._inputs.muted:
             self._outputs.show(Activity.MUTED)
         self._replies.start()
-        self._mic_pump = asyncio.get_running_loop().create_task(self._mic.run(), name="mic-pump")
+        self._mic_pump = asyncio.get_running_loop().create_task(self._inputs.run(), name="mic-pump")
 
     async def close(self) -> None:
         """Stop media (its bookmark is written), end a claim, cancel tools and helpers.
@@ -222,6 +224,7 @@ class Coordinator:
         Provider events and connection states that arrive afterwards (the
         runtime closes the connection after us) are ignored."""
         self._closed = True
+        self._inputs.close()
         await self.media.close()
         await self.proactive.close()
         self._replies.cancel()
@@ -270,7 +273,7 @@ class Coordinator:
         elif state in (TurnState.COMMITTING, TurnState.AWAITING_NEXT_RESPONSE):
             self._outputs.show(Activity.THINKING)
         elif state is TurnState.IDLE:
-            self._outputs.show(self._idle_activity())
+            self._outputs.show(self.idle_activity())
 
     def begin_turn(self, source: TurnSource) -> None:
         """End a turn still running (interrupted), refresh the instructions, and
@@ -282,6 +285,13 @@ class Coordinator:
         self.turn = TurnRecord(source=source)
         self._no_turn.clear()
         self._news.publish(TurnBegan(self.turn.turn_id, source))
+
+    def commit(self, *, instructions: str | None = None) -> None:
+        """Ask for the reply (``instructions`` for it only): the turn is ``COMMITTING``."""
+        self._replies.request(instructions=instructions)
+        if self.turn is not None:
+            self.turn.committed_at = self._clock.monotonic()
+        self.set_state(TurnState.COMMITTING)
 
     def after_speech(self, outcome: TurnOutcome, *, terminal: bool = False) -> None:
         """The terminal barrier: let the speech play out, then start latched media."""
@@ -312,9 +322,8 @@ class Coordinator:
         """
         turn = self.turn
         self._replies.end_turn()
-        if turn is not None and turn.source is TurnSource.WAKE and self._wake is not None:
-            self._wake.turn_over()
         if turn is not None:
+            self._inputs.turn_ended(turn)
             turn.outcome = outcome
             self._outputs.journal(turn)
             self.last_turn = turn
@@ -345,13 +354,15 @@ class Coordinator:
         if self._session_instructions is not None:
             self._instructions = self._session_instructions.refresh()
 
-    def _busy(self) -> bool:
+    def busy(self) -> bool:
+        """A reply is under way (by the turn's state, or the reply's own)."""
         return self.state.replying or self._replies.busy
 
-    def _idle_activity(self) -> Activity:
+    def idle_activity(self) -> Activity:
+        """What the device shows when no turn runs (media, muted or idle)."""
         if self.media.playing:
             return Activity.MEDIA
-        return Activity.MUTED if self._mute.muted else Activity.IDLE
+        return Activity.MUTED if self._inputs.muted else Activity.IDLE
 
     @property
     def reply_heard_now(self) -> bool:
@@ -369,130 +380,33 @@ class Coordinator:
             if self.turn is None:
                 return
 
-    # ------------------------------------------------------------ inputs: the button
+    # ------------------------------------------------------------ inputs: the button, the wake word
+    # Read and acted on by self._inputs (TurnInputs, the user's side); these hand over.
 
     def press(self) -> None:
         """The button went down: barge in if needed, then listen."""
-        if self.state is TurnState.LISTENING:
-            if self.turn is not None and self.turn.source is TurnSource.WAKE:
-                # The button wins: the turn the wake word opened now ends at release.
-                self.turn.source = TurnSource.PTT
-                self._mute.pressed(self._clock.monotonic())
-                if self._wake is not None:
-                    self._wake.turn_over()
-            return
-        now = self._clock.monotonic()
-        if self._mute.muted:
-            self._mute.pressed(now)  # a hold may unmute
-            self._outputs.show(Activity.MUTED)  # the mic is closed: no turn
-            return
-        if self._listen(TurnSource.PTT, now):
-            self._mute.pressed(now)  # only a turn's hold can be the mute gesture
+        self._inputs.press()
+
+    def release(self) -> None:
+        """The button came up (or was held too long): commit, or drop a too-short press."""
+        self._inputs.release()
+
+    def wake(self, heard_at: float) -> None:
+        """The wake word ended at ``heard_at`` (the mic clock): a turn starts as a press's."""
+        self._inputs.wake(heard_at)
+
+    def set_muted(self, muted: bool) -> None:
+        """Close (or reopen) the microphone at the source; a turn listening now is dropped."""
+        self._inputs.set_muted(muted)
 
     @property
     def muted(self) -> bool:
-        return self._mute.muted
+        return self._inputs.muted
 
     @property
     def wake_word(self) -> WakeWord | None:
         """The wake word when it runs (configured and its detector loaded)."""
-        return self._wake
-
-    def set_muted(self, muted: bool) -> None:
-        """Close (or reopen) the microphone at the source: no wake word, no new
-        turn from the button, the ``muted`` LEDs; a turn listening now is dropped."""
-        if muted is self._mute.muted:
-            return
-        self._mute.muted = muted
-        if self._wake is not None:
-            self._wake.muted = muted
-        log.info("mic_muted" if muted else "mic_unmuted")
-        if muted and self.state is TurnState.LISTENING:
-            self._provider.start_turn()  # clear what was sent; nothing is committed
-            self.finish_turn(TurnOutcome.MUTED)
-        self._capture.wake_armed(self._wake is not None and self._wake.armed)
-        cue = Earcon.LISTEN_STOP if muted else Earcon.LISTEN_START
-        self._outputs.earcon(cue, before_speech=False)
-        if self.state is TurnState.IDLE:
-            self._outputs.show(self._idle_activity())
-        self._news.publish(MuteChanged(muted))
-
-    def wake(self, heard_at: float) -> None:
-        """The wake word ended at ``heard_at`` (the mic clock): a turn starts exactly
-        as a press starts one (barge-in, earcon, LEDs), with source ``wake``; the
-        frames the detector heard after ``heard_at`` go to the provider first."""
-        wake = self._wake
-        if wake is None or not wake.armed or self._closed or self.state is TurnState.LISTENING:
-            return  # the button is held (it wins), or the detection came too late
-        if self.proactive.claims.active is not None:
-            return  # a call holds the mic: only the button hangs up
-        if not self._listen(TurnSource.WAKE, heard_at):
-            wake.turn_over()
-            return
-        log.info("wake_word", model=wake.settings.model)
-        for frame in wake.detected(heard_at):
-            self._mic.send(frame)
-
-    def _listen(self, source: TurnSource, at: float) -> bool:
-        """Start listening for a turn from ``source`` at ``at``: the one path of a
-        press and a wake word. False when refused (a claim, offline, not set up)."""
-        if self.proactive.press():
-            return False  # on a claim, the button hangs up
-        if self._link.refuse_turn():
-            return False  # offline, or not set up: the user was told
-        if self._busy():
-            self.interrupt(CutBy.WAKE if source is TurnSource.WAKE else CutBy.BUTTON)
-        self.begin_turn(source)
-        assert self.turn is not None
-        self.turn.pressed_at = at
-        self.media.dialog_started()
-        self._provider.start_turn()
-        self._cue_degraded()
-        self._outputs.earcon(Earcon.LISTEN_START, before_speech=False)
-        self.set_state(TurnState.LISTENING)  # the mic capture follows
-        return True
-
-    def _cue_degraded(self) -> None:
-        """ "Something is wrong" once per new problem (the turn goes on: the rest works)."""
-        unheard = self._degraded.take_unheard() if self._degraded is not None else []
-        if not unheard:
-            return
-        log.warning("press_while_degraded", problems=" | ".join(p.line() for p in unheard))
-        cue = Earcon.DEGRADED if Earcon.DEGRADED in self._earcons else Earcon.ERROR
-        self._outputs.earcon(cue, before_speech=False)
-        self._news.publish(DegradedPress(tuple(unheard)))
-
-    def release(self) -> None:
-        """The button came up (or was held too long): commit, or drop a too-short press."""
-        gesture = self._mute.released(self._clock.monotonic())
-        if gesture is Gesture.UNMUTE:
-            self.set_muted(False)
-            return
-        if gesture is Gesture.REMIND:
-            self._outputs.earcon(Earcon.ERROR, before_speech=False)
-            return
-        if gesture is Gesture.MUTE:  # a long silent hold
-            self.set_muted(True)
-            return
-        if self.turn is not None and self.turn.source is TurnSource.WAKE:
-            return  # not the button's turn: the end-of-speech detector ends it
-        self.end_listening()
-
-    def end_listening(self) -> None:
-        """The user finished (release, or the end of speech): commit or drop as too short."""
-        if self.state is not TurnState.LISTENING or self.turn is None:
-            return
-        turn = self.turn
-        turn.released_at = self._clock.monotonic()
-        if turn.audio_sent_ms < self._settings.min_turn_ms:
-            self._provider.start_turn()  # clear what was sent; nothing is committed
-            self._outputs.earcon(Earcon.TOO_SHORT, before_speech=False)
-            self.finish_turn(TurnOutcome.TOO_SHORT)
-            return
-        self._provider.end_turn()
-        self._replies.request()
-        turn.committed_at = self._clock.monotonic()
-        self.set_state(TurnState.COMMITTING)
+        return self._inputs.wake_word
 
     # ------------------------------------------------------------ inputs: text, media
 
@@ -500,15 +414,13 @@ class Coordinator:
         """A text turn (``huxleyctl say``): as if the user had said ``text``."""
         if self.state is TurnState.LISTENING:
             self._provider.start_turn()
-        if self._busy() or self.state is TurnState.LISTENING:
+        if self.busy() or self.state is TurnState.LISTENING:
             self.interrupt(CutBy.SAY)
         self.begin_turn(TurnSource.TEXT)
         assert self.turn is not None
         self.media.dialog_started()
         self._provider.send_user_text(text)
-        self._replies.request()
-        self.turn.committed_at = self._clock.monotonic()
-        self.set_state(TurnState.COMMITTING)
+        self.commit()
         return self.turn.turn_id
 
     async def stop_media(self) -> bool:
@@ -542,11 +454,7 @@ class Coordinator:
             return
         if stream.on_complete_prompt:
             self.begin_turn(TurnSource.MEDIA)
-            instructions = f"{self._instructions}\n\n{stream.on_complete_prompt}".strip()
-            self._replies.request(instructions=instructions)
-            if self.turn is not None:
-                self.turn.committed_at = self._clock.monotonic()
-            self.set_state(TurnState.COMMITTING)
+            self.commit(instructions=f"{self._instructions}\n\n{stream.on_complete_prompt}".strip())
             if stream.completion_silence_ms > 0:
                 silence = bytes(ms_to_bytes(stream.completion_silence_ms))
                 self._spawn(self._audio.source("content").write(silence), "completion-silence")
@@ -561,13 +469,11 @@ class Coordinator:
         self.turn.inject_id = inject_id
         self.media.dialog_started()
         self._outputs.earcon(Earcon.TIMER, before_speech=True)
-        self._replies.request(instructions=f"{self._instructions}\n\n{prompt}".strip())
-        self.turn.committed_at = self._clock.monotonic()
-        self.set_state(TurnState.COMMITTING)
+        self.commit(instructions=f"{self._instructions}\n\n{prompt}".strip())
 
     def suspend_for_claim(self) -> None:
         """A claim takes the mic: stop any reply, clear the input, background the media."""
-        if self._busy() or self.state is TurnState.LISTENING:
+        if self.busy() or self.state is TurnState.LISTENING:
             self.interrupt(CutBy.CALL)
             self.media.dialog_ended()
             self.set_state(TurnState.IDLE)
@@ -579,7 +485,7 @@ class Coordinator:
     def resume_after_claim(self) -> None:
         self._capture.claimed(False)
         self.media.claim_ended()
-        self._outputs.show(self._idle_activity())
+        self._outputs.show(self.idle_activity())
 
     async def comms_write(self, pcm: bytes) -> None:
         await self._audio.source("comms").write(pcm)
@@ -629,7 +535,7 @@ class Coordinator:
             self.fail(failure_cue(ended, self._earcons))
         self._link.announce(state, attempt, ended, turn_lost=lost)
         if state is ConnectionState.CONNECTED and self.activity == Activity.OFFLINE:
-            self._outputs.show(self._idle_activity())
+            self._outputs.show(self.idle_activity())
         if state is ConnectionState.CONNECTED:
             self.proactive.consider()  # injects held while there was nobody to ask
 
@@ -663,15 +569,3 @@ class Coordinator:
         """Whether a request sent now reaches the provider (frames sent while
         disconnected are dropped). Providers without the notion count as connected."""
         return self._provider.connected
-
-    # ------------------------------------------------------------ the microphone (ListeningTurn)
-
-    def listening_turn(self) -> TurnRecord | None:
-        return self.turn if self.state is TurnState.LISTENING else None
-
-    def speaker_busy(self) -> bool:
-        return self._busy() or self.media.playing
-
-    def drop_silent_turn(self) -> None:
-        self._provider.start_turn()  # clear what was sent; nothing is committed
-        self.finish_turn(TurnOutcome.TOO_SHORT)

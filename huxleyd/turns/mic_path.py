@@ -11,8 +11,8 @@ after a wake word go out first).
 While a wake-word turn listens, each frame sent is also the end-of-speech
 detector's: its verdict ends the turn (``end_listening``) or drops it as
 silent. A button turn's frames feed the mute gesture instead (a long silent
-hold mutes). The turn itself is the coordinator's, seen through
-:class:`ListeningTurn`.
+hold mutes). The turn is seen through :class:`ListeningTurn`
+(:class:`~huxleyd.turns.inputs.TurnInputs`, which owns this path).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from huxleyd.turns.wake import WakeWord
 
 
 class ListeningTurn(Protocol):
-    """What the mic path reads and asks of the turn (the coordinator)."""
+    """What the mic path reads and asks of the turn (the inputs, ``TurnInputs``)."""
 
     @property
     def listening(self) -> bool:

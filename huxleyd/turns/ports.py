@@ -7,9 +7,11 @@ recording fakes; the daemon passes the real engine and connection.
 
 The coordinator's own edges to its parts live beside the part that uses
 them: :class:`~huxleyd.turns.replies.TurnControl` (what the reply may do to
-the turn) and :class:`~huxleyd.turns.proactive.ConversationPort` (what
-injects and claims may see and ask); the coordinator implements both, and
-no part imports the coordinator.
+the turn), :class:`~huxleyd.turns.inputs.InputTurn` (what the button, the
+wake word and the mute may do to it) and
+:class:`~huxleyd.turns.proactive.ConversationPort` (what injects and claims
+may see and ask); the coordinator implements all three, and no part imports
+the coordinator.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ at the terminal barrier, or ``ctx.start_input_claim`` at once) suspends the
 provider: the reply is cancelled, the input buffer cleared, mic frames go to
 the skill, its speaker source plays on ``comms``, and the button hangs up.
 
-The coordinator calls: :meth:`press` (True = consumed by a claim),
+The coordinator calls (its inputs, :class:`~huxleyd.turns.inputs.TurnInputs`,
+for the first two): :meth:`press` (True = consumed by a claim),
 :meth:`mic_frame` (True = consumed), :meth:`turn_finished`,
 :meth:`consider`, :meth:`start_claim`; and :meth:`close` at shutdown.
 It sees the coordinator only through :class:`ConversationPort` (no import of

@@ -1,7 +1,8 @@
 """The model's side of a turn: from asking for a reply to its last word.
 
 The coordinator owns the turn (its state, its record, how it begins and
-ends) and the user's side of it. Everything the provider says back goes to
+ends), and the user's side of it through
+:class:`~huxleyd.turns.inputs.TurnInputs`. Everything the provider says back goes to
 :class:`Replies`: it plays the reply's audio (through
 :class:`~huxleyd.turns.speech.SpeechOutput`), runs its tool calls and their
 side effects (:class:`~huxleyd.turns.effects.TurnEffects`), asks for the

@@ -1,7 +1,8 @@
 """The wake word, seen from the turn layer: when the detector may hear, and
 how a wake turn ends.
 
-The coordinator asks :class:`WakeWord` three things:
+The turn's inputs (:class:`~huxleyd.turns.inputs.TurnInputs`) ask
+:class:`WakeWord` three things:
 
 - :meth:`WakeWord.hears`: may this mic frame go to the detector? Only while
   the wake word is armed (configured, the detector loaded, the persona lets
