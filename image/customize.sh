@@ -63,7 +63,7 @@ systemd-sysusers
 systemctl enable huxleyd.service huxleyd-skillhost.socket
 # systemctl wrote the units' resolved paths (releases/<version>/...) into
 # /etc/systemd/system: name the fixed links, as huxleyctl update does.
-/opt/huxleyd/venv/bin/python -B -c 'from huxleyd.release_units import link_units; from huxleyd.update import Layout; link_units(Layout())'
+/opt/huxleyd/venv/bin/python -B -c 'from huxleyd.update.units import link_units; from huxleyd.update import Layout; link_units(Layout())'
 
 # -- the appliance: files of image/rootfs, then units ------------------------------------
 say "appliance files"

@@ -32,7 +32,6 @@ import pytest
 
 import huxleyd
 from huxleyd.control.cli import main as huxleyctl
-from huxleyd.release_units import INSTALLED_UNITS
 from huxleyd.update import (
     HEALTH_WINDOW_S,
     BundleError,
@@ -47,6 +46,7 @@ from huxleyd.update import (
     update,
     watch_health,
 )
+from huxleyd.update.units import INSTALLED_UNITS
 
 REPO = Path(__file__).resolve().parents[1]
 UNITS = REPO / "image/rootfs/etc/systemd/system"

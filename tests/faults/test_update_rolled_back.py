@@ -1,5 +1,5 @@
 """A release ``huxleyctl update`` rolled back, as the previous release's daemon
-reports it once it runs again (huxleyd/update.py writes the record before it
+reports it once it runs again (huxleyd/update/ writes the record before it
 restarts it): ``status`` and ``doctor`` list it among the degraded parts, the
 journal says it, and the first press of that boot plays the "something is
 wrong" cue; after a later reboot it is still listed, but not cued again."""

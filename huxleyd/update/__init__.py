@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from huxleyd import logs
-from huxleyd.release_units import INSTALLED_UNITS, UNIT_SUFFIXES, link_units, replace_link
+from huxleyd.update.units import INSTALLED_UNITS, UNIT_SUFFIXES, link_units, replace_link
 
 __all__ = [
     "HEALTH_WINDOW_S",
