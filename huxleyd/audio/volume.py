@@ -8,7 +8,9 @@ Three small interfaces (conventions rule 3, docs/conventions.md):
   :class:`SoftwareVolume` (the engine's master gain stage).
 - :class:`LevelStore` — where the level persists (the daemon backs it with
   SQLite); :class:`PersistentVolume` saves every change and restores the
-  last level at start.
+  last level at start; its :meth:`~PersistentVolume.change` says what a
+  change really did (:class:`LevelChange`: the level read back, and whether
+  it was saved or a restart returns to another).
 - :func:`open_volume` picks the hardware control when one is found.
 
 Percent maps to decibels on a perceptual (cubic) curve: ``dB = 60 ·
@@ -259,6 +261,20 @@ class AlsaMixerVolume:
         return out.decode(errors="replace")
 
 
+@dataclass(frozen=True, slots=True)
+class LevelChange:
+    """What one change of the level really did (:meth:`PersistentVolume.change`)."""
+
+    level: int
+    """The level the speaker has now, read back (a mixer's step, not the one asked)."""
+    saved: bool = True
+    """False: the store refused it; the speaker has it, a restart will not."""
+    why: str = ""
+    """Why the save failed, one line (empty when it did not)."""
+    restart_level: int | None = None
+    """When not saved: the level a restart would restore (None: not known)."""
+
+
 class PersistentVolume:
     """A :class:`VolumeControl` that saves each level and restores the last one."""
 
@@ -268,6 +284,9 @@ class PersistentVolume:
         self.control = control
         self._store = store
         self._default = _clamp(default_level)
+        self._kept: int | None = None
+        """The level the store holds as far as we know (None before :meth:`restore`)."""
+        self._restored = False
         self.unsaved = False
         """The last level set could not be saved (it will not survive a restart)."""
         self.unsaved_why = ""
@@ -276,26 +295,40 @@ class PersistentVolume:
     async def restore(self) -> int:
         """Apply the stored level (or the default); return the level read back."""
         stored = await self._store.load()
+        self._restored = True
         if stored is None:
             # Saved, so the system skill's get_volume reads the level in effect.
             return await self.set_level(self._default)
-        return await self.control.set_level(_clamp(stored))
+        self._kept = _clamp(stored)
+        return await self.control.set_level(self._kept)
 
     async def set_level(self, percent: int) -> int:
+        """Apply, then save; the level the speaker has (:meth:`change` says more)."""
+        return (await self.change(percent)).level
+
+    async def change(self, percent: int) -> LevelChange:
         """Apply, then save. The level returned is the one the speaker has: a
-        save that fails (a full disk) is logged, not reported as a failed
-        change, since the change happened; it only will not survive a restart."""
+        save that fails (a full disk) is logged, not raised as a failed change,
+        since the change happened; it only will not survive a restart, which
+        the answer says (with the level a restart would bring back)."""
         level = await self.control.set_level(percent)
         try:
             await self._store.save(level)
         except Exception as exc:
+            why = " ".join(str(exc).split()) or type(exc).__name__
             log.error("volume_save_failed", level=level, error=f"{type(exc).__name__}: {exc}")
-            self.unsaved = True
-            self.unsaved_why = " ".join(str(exc).split()) or type(exc).__name__
-        else:
-            self.unsaved = False
-            self.unsaved_why = ""
-        return level
+            self.unsaved, self.unsaved_why = True, why
+            return LevelChange(level, saved=False, why=why, restart_level=self._restart_level())
+        self._kept = level
+        self.unsaved, self.unsaved_why = False, ""
+        return LevelChange(level)
+
+    def _restart_level(self) -> int | None:
+        """What :meth:`restore` would apply at the next start, if we know."""
+        if self._kept is not None:
+            return self._kept
+        # Restored with nothing stored (and the default never saved): the default.
+        return self._default if self._restored else None
 
     async def get_level(self) -> int:
         return await self.control.get_level()

@@ -5,6 +5,9 @@ The volume is the device's, not this skill's: ``set_volume`` asks for a
 change with the ``SetVolume`` side effect, and ``get_volume`` reads the
 level in effect through ``ctx.speaker_volume()`` (the daemon's volume
 part), so it reports the number the speaker has, however it was set.
+What the change really did (another level, not saved) the daemon adds to
+``set_volume``'s answer under ``speaker`` (``huxleyd.turns.effects``); the
+tool's description asks the model to say it.
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ class SystemSkill:
                 name="set_volume",
                 description=(
                     "Set the speaker volume from 0 (silent) to 100 (max). For relative "
-                    "changes (louder, quieter) call get_volume first and move by about 10."
+                    "changes (louder, quieter) call get_volume first and move by about 10. "
+                    "If the answer has a speaker part, the speaker did not do just that: "
+                    "tell the user its note."
                 ),
                 parameters={
                     "type": "object",

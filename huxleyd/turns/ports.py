@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from huxleyd.audio.types import MicFrame, SourceName
+from huxleyd.audio.volume import LevelChange
 
 Spawn = Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]]
 """How a part runs a task its owner cancels at close (``Coordinator.spawn``)."""
@@ -91,8 +92,8 @@ class AudioPort(Protocol):
 class VolumePort(Protocol):
     """The speaker volume (hardware mixer or software gain), 0-100."""
 
-    async def set_level(self, percent: int) -> int:
-        """Set, read back, persist; returns the level really set."""
+    async def change(self, percent: int) -> LevelChange:
+        """Set, read back, persist; says the level really set and whether it was saved."""
         ...
 
     async def get_level(self) -> int: ...

@@ -4,7 +4,10 @@ A call starts the moment the provider reports it (not at the end of the
 response), so a slow tool overlaps the rest of the model's output. The
 caller learns of each finished call through the ``on_done`` it passed to
 :meth:`ToolRunner.start`, and of the side effects that must act at once
-(CancelMedia, SetVolume) in the same place. :meth:`ToolRunner.cancel_all` turns every unfinished call into a
+(CancelMedia) in the same place. A side effect whose result the model must
+hear (SetVolume: the level really set, whether it was saved) acts in the
+call itself, through the ``finish`` step the owner gives: the call is done
+once its output says what happened. :meth:`ToolRunner.cancel_all` turns every unfinished call into a
 ``{"cancelled": true}`` outcome, so an interrupted reply still answers every
 call.
 
@@ -19,17 +22,23 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from huxleyd.providers.events import ToolCall
 from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost, ToolOutcome
+
+Finish = Callable[[ToolOutcome], Awaitable[ToolOutcome]]
+"""A step after the skill answered, before the call is done: it may act on the
+side effect and return the outcome with what happened added to its output. It
+must not raise (if it does, the call is answered ``tool_failed``)."""
 
 
 class ToolRunner:
     """The tool calls of the current turn."""
 
-    def __init__(self, host: SkillHost) -> None:
+    def __init__(self, host: SkillHost, *, finish: Finish | None = None) -> None:
         self._host = host
+        self._finish = finish
         self._tasks: dict[str, asyncio.Task[ToolOutcome]] = {}
         self._outcomes: dict[str, ToolOutcome] = {}
         self._calls: dict[str, ToolCall] = {}
@@ -42,11 +51,14 @@ class ToolRunner:
             return
         self._calls[call.call_id] = call
         task = asyncio.get_running_loop().create_task(
-            self._host.call(call.call_id, call.name, call.arguments_json),
-            name=f"tool-{call.name}-{call.call_id}",
+            self._run(call), name=f"tool-{call.name}-{call.call_id}"
         )
         self._tasks[call.call_id] = task
         task.add_done_callback(functools.partial(self._finished, call.call_id, on_done))
+
+    async def _run(self, call: ToolCall) -> ToolOutcome:
+        outcome = await self._host.call(call.call_id, call.name, call.arguments_json)
+        return outcome if self._finish is None else await self._finish(outcome)
 
     def _finished(
         self,

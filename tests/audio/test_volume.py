@@ -14,6 +14,7 @@ from huxleyd.audio.engine import AudioEngine
 from huxleyd.audio.settings import AudioSettings
 from huxleyd.audio.volume import (
     AlsaMixerVolume,
+    LevelChange,
     PersistentVolume,
     SoftwareVolume,
     db_to_percent,
@@ -177,3 +178,44 @@ async def test_the_first_level_is_the_configured_default(tmp_path: Path) -> None
         assert await db.get_state("volume_level") == "30"
     finally:
         await db.close()
+
+
+class RefusingStore(MemoryLevelStore):
+    """A store whose saves fail while :attr:`full` (what it holds stays)."""
+
+    full = False
+
+    async def save(self, level: int) -> None:
+        if self.full:
+            raise OSError("database or disk\nis full")
+        await super().save(level)
+
+
+class Gain:
+    def set_master_gain(self, gain: float) -> None:
+        pass
+
+
+async def test_a_change_says_whether_it_was_saved_and_what_a_restart_brings_back() -> None:
+    store = RefusingStore(25)
+    volume = PersistentVolume(SoftwareVolume(Gain()), store)
+    assert await volume.restore() == 25
+    assert await volume.change(30) == LevelChange(30)  # saved
+    store.full = True
+    assert await volume.change(40) == LevelChange(
+        40, saved=False, why="database or disk is full", restart_level=30
+    )
+    assert await volume.get_level() == 40  # the speaker has it now
+    assert volume.unsaved and store.level == 30  # what a restart reads
+    store.full = False
+    assert await volume.change(45) == LevelChange(45) and not volume.unsaved
+
+
+async def test_a_restart_level_never_saved_is_the_default_and_unknown_before_restore() -> None:
+    store = RefusingStore()
+    store.full = True
+    unrestored = PersistentVolume(SoftwareVolume(Gain()), store, default_level=35)
+    assert (await unrestored.change(40)).restart_level is None  # it never read the store
+    volume = PersistentVolume(SoftwareVolume(Gain()), store, default_level=35)
+    assert await volume.restore() == 35  # the default, its save refused
+    assert (await volume.change(40)).restart_level == 35  # what the next start applies

@@ -19,6 +19,7 @@ from typing import Any
 
 from huxley_sdk import Skill, SkillContext, ToolDefinition, ToolResult
 from huxleyd.audio.types import MicFrame, SourceName
+from huxleyd.audio.volume import LevelChange
 from huxleyd.errors import AudioError
 from huxleyd.providers.base import Capabilities, InterruptAcceptance
 from huxleyd.turns.state import TurnOutcome, TurnRecord, TurnState
@@ -284,14 +285,16 @@ class RecordingAudio:
 
 
 class RecordingVolume:
+    """``VolumePort``: records each level asked; every change applies and saves."""
+
     def __init__(self, level: int = 50) -> None:
         self.level = level
         self.sets: list[int] = []
 
-    async def set_level(self, percent: int) -> int:
+    async def change(self, percent: int) -> LevelChange:
         self.sets.append(percent)
         self.level = percent
-        return percent
+        return LevelChange(percent)
 
     async def get_level(self) -> int:
         return self.level

@@ -7,12 +7,14 @@ where the skill and the volume keep their state. Reads still work.
 
 What must hold: a bookmark save that fails is logged and the book plays on;
 a stream that breaks does not leave the device in ``media``; setting the
-volume reports the level the speaker really has.
+volume reports the level the speaker really has, and the model, asked to set
+it, is told that it holds now but was not saved.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import sqlite3
@@ -304,3 +306,46 @@ def test_the_log_file_on_a_full_disk_says_so_once_not_a_traceback_a_line(
     assert failed.count(f"huxleyd: not writing {path}: No space left on device") == 1, failed
     assert back.count(f"huxleyd: writing {path} again") == 1, back
     assert "after space came back" in path.read_text()
+
+
+async def test_the_model_hears_that_a_volume_it_set_on_a_full_disk_was_not_saved(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    """Issue 41: "set the volume to 40" on a full disk set the speaker, failed the
+    save, and the model was told ``{"volume": 40}`` and said "done"; after a
+    restart the volume was back at the old level. Now the tool output says it is
+    set for now, not saved, and what a restart brings back; with space again the
+    answer is the usual one, unchanged."""
+    from huxleyd.sim.scenario import Scenario
+    from tests.e2e.harness import Rig as DaemonRig
+    from tests.e2e.harness import call, speech, turn
+
+    scenario = Scenario(
+        turns=(
+            turn(call("set_volume", level=40), speech()),
+            turn(call("set_volume", level=45), speech()),
+        )
+    )
+    async with DaemonRig(tmp_path, scenario, skills=("system",)) as rig:
+        outputs = rig.sim.record.tool_outputs
+        state = rig.rt.parts.db
+        assert await state.get_state("volume_level") == "100"  # the rig's level, saved
+        filler = fill(small_disk)
+        await rig.say_into_mic()
+        await until(lambda: len(outputs) == 1, "the model got set_volume's output")
+        (told,) = [json.loads(o) for o in outputs.values()]
+        assert told["volume"] == 40  # the skill's own answer, kept
+        speaker = told["speaker"]
+        assert speaker["volume"] == 40 and speaker["saved"] is False
+        assert "full" in speaker["why"]
+        assert "goes back to 100" in speaker["note"]
+        assert await rig.rt.parts.volume.get_level() == 40  # the speaker has it now
+        assert await state.get_state("volume_level") == "100"  # what a restart applies
+        await until(rig.idle, "the turn ended")
+
+        filler.unlink()  # space again: the usual answer, byte for byte
+        await rig.say_into_mic()
+        await until(lambda: len(outputs) == 2, "the second set_volume output")
+        assert list(outputs.values())[1] == '{"volume": 45}'
+        assert await state.get_state("volume_level") == "45"
+        assert len(rig.sim.record.tool_calls) == 2  # one output per call

@@ -57,6 +57,55 @@ async def test_side_effects_arrive_as_the_sdks_own(probe_env: SkillsEnv, tmp_pat
         assert isinstance((await rig.call("stop")).side_effect, CancelMedia)
 
 
+async def test_a_set_volume_from_another_process_tells_the_model_what_the_speaker_did(
+    probe_env: SkillsEnv, tmp_path: Path
+) -> None:
+    """The SDK's contract holds for a skill in its own process: its SetVolume acts
+    before its output goes, and the output is its own plus the daemon's ``speaker``
+    part (here 140 clamped to 100, and a save the store refused)."""
+    from huxleyd.audio.volume import PersistentVolume, SoftwareVolume
+    from huxleyd.providers.events import ToolCall
+    from huxleyd.turns.effects import TurnEffects
+    from huxleyd.turns.media import MediaRunner
+    from tests.fakes.turn_ports import RecordingAudio, RecordingProvider, Spawner
+
+    class Full:
+        async def load(self) -> int | None:
+            return 30
+
+        async def save(self, level: int) -> None:
+            raise OSError("database or disk is full")
+
+    class Gain:
+        def set_master_gain(self, gain: float) -> None:
+            pass
+
+    async with probe_rig(probe_env, tmp_path) as rig:
+        audio, provider, spawn = RecordingAudio(), RecordingProvider(), Spawner()
+        volume = PersistentVolume(SoftwareVolume(Gain()), Full())
+        await volume.restore()
+        effects = TurnEffects(
+            host=rig.host,
+            provider=provider,
+            audio=audio,
+            volume=volume,
+            media=MediaRunner(audio, on_natural_end=lambda s: None),
+            spawn=spawn,
+        )
+        finished = asyncio.Event()
+        effects.start(
+            ToolCall("r1", "c1", "volume", '{"level": 140}'), on_done=lambda o: finished.set()
+        )
+        await finished.wait()
+        effects.expect_outputs(("c1",))
+        effects.send_outputs()
+        (output,) = provider.outputs().values()
+        speaker = json.loads(output)["speaker"]
+        assert speaker["volume"] == 100 == await volume.get_level()
+        assert speaker["saved"] is False and "goes back to 30" in speaker["note"]
+        await spawn.close()
+
+
 async def test_an_audio_stream_plays_every_sample_in_order(
     probe_env: SkillsEnv, tmp_path: Path
 ) -> None:

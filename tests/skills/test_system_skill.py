@@ -30,6 +30,9 @@ async def test_set_volume_returns_the_side_effect() -> None:
     result = await skill.handle("set_volume", {"level": 30})
     assert result.side_effect == SetVolume(30)
     assert json.loads(result.output) == {"volume": 30}
+    # The daemon adds what the speaker really did under "speaker": the model is asked to say it.
+    (tool,) = [t for t in skill.tools if t.name == "set_volume"]
+    assert "speaker part" in tool.description and "note" in tool.description
 
 
 async def test_get_volume_reads_the_devices_level_not_the_skills_storage() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 from huxley_sdk import (
     AudioStream,
@@ -14,6 +16,7 @@ from huxley_sdk import (
     SpeakVerbatim,
     ToolResult,
 )
+from huxleyd.audio.volume import LevelChange
 from huxleyd.providers.events import ToolCall
 from huxleyd.skillhost.host import CANCELLED_OUTPUT, SkillHost, ToolOutcome
 from huxleyd.turns.effects import TurnEffects
@@ -25,7 +28,26 @@ from tests.fakes.turn_ports import (
     RecordingVolume,
     Spawner,
 )
-from tests.turns import settle
+from tests.turns import FakeSleeper, settle
+
+
+class HeldVolume(RecordingVolume):
+    """A volume whose changes wait for :attr:`gate` (a hung disk), then answer
+    :attr:`answer` (the level read back, whether it was saved) or raise :attr:`error`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.answer: LevelChange | None = None
+        self.error: Exception | None = None
+
+    async def change(self, percent: int) -> LevelChange:
+        await self.gate.wait()
+        if self.error is not None:
+            raise self.error
+        recorded = await super().change(percent)
+        return self.answer or recorded
 
 
 class Rig:
@@ -35,9 +57,10 @@ class Rig:
         self.skill.gates["slow"] = asyncio.Event()
         self.provider = RecordingProvider()
         self.audio = RecordingAudio()
-        self.volume = RecordingVolume()
+        self.volume = HeldVolume()
         self.media = MediaRunner(self.audio, on_natural_end=lambda s: None)
         self.spawn = Spawner()
+        self.sleeper = FakeSleeper()
         self.effects = TurnEffects(
             host=SkillHost([self.skill], tool_timeout_s=60.0),
             provider=self.provider,
@@ -45,6 +68,7 @@ class Rig:
             volume=self.volume,
             media=self.media,
             spawn=self.spawn,
+            sleep=self.sleeper.sleep,
         )
         self.done: list[ToolOutcome] = []
 
@@ -55,11 +79,20 @@ class Rig:
     def start(self, call_id: str, tool: str) -> None:
         self.effects.start(ToolCall("r1", call_id, tool, "{}"), on_done=self.on_done)
 
-    async def effect(self, effect: object) -> None:
+    async def effect(self, effect: object, output: str = "{}") -> None:
         """Run one ``fx`` call whose result carries ``effect``."""
-        self.skill.results["fx"] = ToolResult("{}", effect)  # type: ignore[arg-type]
+        self.skill.results["fx"] = ToolResult(output, effect)  # type: ignore[arg-type]
         self.start(f"c{len(self.done) + 1}", "fx")
         await settle()
+
+    def answer(self, call_id: str) -> Any:
+        """The output the model got for ``call_id``, parsed (the call's only one)."""
+        self.effects.expect_outputs((call_id,))
+        assert self.effects.outputs_ready
+        self.effects.send_outputs()
+        sent = [a for n, a in self.provider.commands if n == "send_tool_output" and a[0] == call_id]
+        assert len(sent) == 1  # one output per call
+        return json.loads(sent[0][1])
 
     async def close(self) -> None:
         await self.spawn.close()
@@ -199,4 +232,102 @@ async def test_speak_verbatim_hands_its_text_back_with_the_outputs() -> None:
     assert ready(rig)
     assert rig.effects.send_outputs() == "Read me exactly."
     assert rig.provider.outputs() == {"c1": "{}"}
+    await rig.close()
+
+
+# ------------------------------------------------------------ what a SetVolume's output says
+
+
+async def test_set_volume_as_asked_and_saved_keeps_the_skills_output_as_it_is() -> None:
+    rig = Rig()
+    await rig.effect(SetVolume(40), output='{"volume": 40}')
+    assert rig.volume.sets == [40]
+    rig.effects.expect_outputs(("c1",))
+    rig.effects.send_outputs()
+    assert rig.provider.outputs() == {"c1": '{"volume": 40}'}  # byte for byte
+    await rig.close()
+
+
+async def test_a_clamped_level_is_said_with_the_level_the_speaker_has() -> None:
+    rig = Rig()  # a third-party skill's SetVolume: Huxley validates nothing
+    await rig.effect(SetVolume(140), output='{"ok": true, "station": "jazz"}')
+    assert rig.volume.sets == [100]
+    answer = rig.answer("c1")
+    assert answer["ok"] is True and answer["station"] == "jazz"  # the skill's own, kept
+    assert answer["speaker"]["volume"] == 100
+    assert "at 100" in answer["speaker"]["note"] and "140" in answer["speaker"]["note"]
+    assert "saved" not in answer["speaker"]  # it was
+    await rig.close()
+
+
+async def test_a_mixer_step_is_said_with_the_level_read_back() -> None:
+    rig = Rig()
+    rig.volume.answer = LevelChange(38)  # the mixer's nearest step to 40
+    await rig.effect(SetVolume(40), output='{"volume": 40}')
+    answer = rig.answer("c1")
+    assert answer["volume"] == 40 and answer["speaker"]["volume"] == 38
+    await rig.close()
+
+
+async def test_a_level_not_saved_is_set_for_now_and_says_what_a_restart_brings() -> None:
+    rig = Rig()
+    rig.volume.answer = LevelChange(40, saved=False, why="disk is full", restart_level=25)
+    await rig.effect(SetVolume(40), output='{"volume": 40}')
+    answer = rig.answer("c1")
+    assert answer["volume"] == 40
+    assert answer["speaker"]["volume"] == 40 and answer["speaker"]["saved"] is False
+    assert answer["speaker"]["why"] == "disk is full"
+    assert "goes back to 25" in answer["speaker"]["note"]
+    await rig.close()
+
+
+async def test_a_hung_volume_is_answered_at_the_bound_and_the_change_goes_on() -> None:
+    rig = Rig()
+    rig.volume.gate.clear()  # the change (its save) hangs
+    await rig.effect(SetVolume(40), output='{"volume": 40}')
+    rig.effects.expect_outputs(("c1",))
+    assert not ready(rig)  # the call waits for the change, up to the bound
+    await rig.sleeper.advance(2.0)
+    answer = rig.answer("c1")
+    assert answer["speaker"]["confirmed"] is False
+    assert "not confirmed" in answer["speaker"]["note"]
+    rig.volume.gate.set()  # the disk answers after all
+    await settle()
+    assert rig.volume.sets == [40]  # the change was not dropped
+    rig.effects.answer_all()
+    assert rig.provider.names().count("send_tool_output") == 1  # still one output
+    await rig.close()
+
+
+async def test_a_volume_that_fails_says_so() -> None:
+    rig = Rig()
+    rig.volume.error = OSError("amixer: no such card")
+    await rig.effect(SetVolume(40), output='{"volume": 40}')
+    answer = rig.answer("c1")
+    assert answer["speaker"]["confirmed"] is False
+    assert "no such card" in answer["speaker"]["why"]
+    await rig.close()
+
+
+async def test_a_call_cancelled_while_its_volume_changes_is_answered_once_and_the_change_lands() -> (
+    None
+):
+    rig = Rig()
+    rig.volume.gate.clear()
+    await rig.effect(SetVolume(40), output='{"volume": 40}')
+    rig.effects.answer_all()  # a barge-in
+    assert rig.provider.outputs() == {"c1": CANCELLED_OUTPUT}
+    rig.volume.gate.set()
+    await settle()
+    assert rig.volume.sets == [40]  # the user asked; the speaker has it
+    rig.effects.new_turn()
+    assert rig.provider.names().count("send_tool_output") == 1
+    await rig.close()
+
+
+async def test_a_skill_output_that_is_no_json_object_is_kept_whole_beside_the_speaker() -> None:
+    rig = Rig()
+    await rig.effect(SetVolume(140), output="louder now")
+    answer = rig.answer("c1")
+    assert answer["output"] == "louder now" and answer["speaker"]["volume"] == 100
     await rig.close()
