@@ -393,8 +393,27 @@ runs_release() {
         && huxleyctl --version | grep -q "(release $1," \
         && huxleyctl status --json | grep -q "\"release\": \"$1\""
 }
+# The units systemd loaded are the release's own files (huxleyd.update.units):
+# each unit's fragment resolves into releases/<v>/share/systemd, and no link
+# `systemctl enable` made names one release (the update would not move it).
+units_of() {
+    for unit in huxleyd.service huxleyd-skillhost.socket; do
+        fragment=$(systemctl show -P FragmentPath "$unit")
+        [ "$(readlink -f "$fragment")" = "/opt/huxleyd/releases/$1/share/systemd/$unit" ] || return 1
+        [ "$(systemctl is-enabled "$unit")" = enabled ] || return 1
+    done
+    ! find /etc/systemd/system -type l -lname '*/releases/*' | grep -q .
+}
+show_units() {
+    for unit in huxleyd.service huxleyd-skillhost.socket; do
+        fragment=$(systemctl show -P FragmentPath "$unit")
+        echo "SELFTEST units: $unit $fragment -> $(readlink -f "$fragment") ($(systemctl is-enabled "$unit"))"
+    done
+}
 image_release=$(readlink /opt/huxleyd/current | sed 's|^releases/||')
 check "the image runs release $image_release everywhere" runs_release "$image_release"
+show_units
+check "the units are release $image_release's, enabled, none pinned" units_of "$image_release"
 t0=$(up)
 huxleyctl update /root/huxleyd-update.tar >/tmp/update.out 2>&1; rc=$?
 sed 's/^/SELFTEST update: /' /tmp/update.out
@@ -402,6 +421,8 @@ echo "SELFTEST update to N+1 took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf 
 new=$(tar -xOf /root/huxleyd-update.tar huxleyd-update.toml | sed -n 's/^version = "\(.*\)"/\1/p')
 check "update to N+1 ($new): exit 0" [ "$rc" -eq 0 ]
 check "N+1 ($new) runs everywhere: daemon, CLI, reboot timer, first boot, status" runs_release "$new"
+show_units
+check "N+1's units: systemd reads $new's own unit files" units_of "$new"
 check "huxleyd READY on $new" active huxleyd.service
 journalctl --no-pager -u huxleyd -n 3 -o short-monotonic | sed 's/^/SELFTEST journal after update: /'
 # N+1 is this checkout's daemon: a muted device is idle for the reboot timer.
@@ -442,6 +463,8 @@ echo "SELFTEST broken update took $(awk -v a="$t0" -v b="$(up)" 'BEGIN { printf 
 check "broken update: exit 1" [ "$rc" -eq 1 ]
 check "broken update: it had reached READY (rolled back on health)" grep -q 'after READY' /tmp/update.out
 check "broken update: rolled back, $new runs again everywhere" runs_release "$new"
+show_units
+check "rolled back: the units are $new's again" units_of "$new"
 check "huxleyd READY again after the rollback" active huxleyd.service
 check "broken release removed, $new kept" sh -c "[ ! -e '/opt/huxleyd/releases/${new}-crashes' ] && [ -d '/opt/huxleyd/releases/$new' ]"
 journalctl --no-pager -u huxleyd --since=-15min -o short-monotonic | grep -E "Main process exited|Scheduled restart|Started|Stopped" | tail -6 | sed 's/^/SELFTEST journal rollback: /'
