@@ -1,11 +1,12 @@
-"""The audio thread's side of the C feeder alone: when there is one, and what it
-does when it cannot run.
+"""The audio thread's side of the C feeder alone: when there is one, what it
+records of a mix it runs, and what it does when it cannot run.
 
 :mod:`huxleyd.audio.fed` over the real parts: the ``_rt`` extension, the mixer on
 source rings in C, the playback chain, the WAV and C callback backends (unopened:
 there is no card in this process). A feeder that runs needs an open ``_rt.Output``
-on a card: the engine drives one on the clocked card (test_clockcard.py), and the
-feeder's own pieces are checked against the Python mix in test_feeder.py.
+on a card: the last test runs one on the clocked card, in a child process
+(``tests/fakes/clockcard_child.py``, mode ``fedout``). The engine over it:
+test_clockcard.py; the feeder's own pieces against the Python mix: test_feeder.py.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from huxleyd.audio.playout import PlayoutClock
 from huxleyd.audio.ring import SampleRing, SharedSampleRing
 from huxleyd.audio.types import SOURCES, SourceName
 from huxleyd.pcm import RATE_HZ
+from tests.fakes.children import run_json_child
+from tests.fakes.clockcard import ClockCard, child_env
 
 rt = pytest.importorskip("huxleyd.audio._rt")
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the C kernel is not built here")
@@ -106,3 +109,26 @@ def test_a_feeder_not_running_reports_nothing_and_hands_nothing_back() -> None:
     fed.stop()  # nothing to join: the mixer's state stays the Python side's
     assert mixer.core_state() == before
     assert fed.who_mixes(True) == "mixed by the C feeder"
+
+
+@pytest.mark.clockcard
+def test_a_running_feeder_hands_every_period_it_mixed_to_the_playout_clock(
+    card: ClockCard,
+) -> None:
+    """1 s of speech through a feeder on the clocked card's speaker, at a master gain
+    asked after the start, drained as the audio thread drains it; then stopped."""
+    got = run_json_child(
+        ["-m", "tests.fakes.clockcard_child", "fedout", "fed", "48000"],
+        child_env(card.directory),
+        timeout_s=120,
+    )
+    assert got["started"] and got["who_mixes"] == "mixed by the C feeder"
+    assert got["hooked"]  # each request is published to the feeder
+    assert got["read"] == got["written"] == got["speech_end"]  # all of it, and recorded so
+    assert got["drained"] == got["recorded"] == got["status_periods"] > 0  # none lost
+    assert got["pulled"] == {"speech": True, "earcon": False, "content": False, "comms": False}
+    assert 0.10 < got["peak"] < 0.13  # -6 dBFS at a gain of 0.25: the request reached it
+    assert got["after_stop"] == {"running": False, "unhooked": True}
+    # the Python mix carries on where the feeder left: the ring and the gain it reached
+    assert got["python_mix"] == {"start": got["written"], "count": 480}
+    assert 0.10 < got["python_peak"] < 0.13
