@@ -5,7 +5,7 @@ records of a mix it runs, and what it does when it cannot run.
 source rings in C, the playback chain, the WAV and C callback backends (unopened:
 there is no card in this process). A feeder that runs needs an open ``_rt.Output``
 on a card: the last test runs one on the clocked card, in a child process
-(``tests/fakes/clockcard_child.py``, mode ``fedout``). The engine over it:
+(``tests/fakes/clockcard_alone.py``, mode ``fedout``). The engine over it:
 test_clockcard.py; the feeder's own pieces against the Python mix: test_feeder.py.
 """
 
@@ -118,7 +118,7 @@ def test_a_running_feeder_hands_every_period_it_mixed_to_the_playout_clock(
     """1 s of speech through a feeder on the clocked card's speaker, at a master gain
     asked after the start, drained as the audio thread drains it; then stopped."""
     got = run_json_child(
-        ["-m", "tests.fakes.clockcard_child", "fedout", "fed", "48000"],
+        ["-m", "tests.fakes.clockcard_alone", "fedout", "48000"],
         child_env(card.directory),
         timeout_s=120,
     )

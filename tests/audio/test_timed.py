@@ -5,11 +5,14 @@ the WAV backend that is also an ``OutputClock`` (``tests/fakes/audio_backends.py
 its DAC trails the writes by a set delay, as the C callback's does). Each period is
 driven as the audio thread's ``_play_timed`` drives it (the whole engine on it:
 test_source.py, test_engine_thread.py; on the clocked card: test_clockcard.py).
+The last test runs it on the real ``OutputClock``, the C callback backend, on the
+clocked card in a child process (``tests/fakes/clockcard_alone.py``, ``timedout``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from huxleyd.audio.backends.base import DeviceFormat
 from huxleyd.audio.dsp import KERNEL
@@ -21,6 +24,8 @@ from huxleyd.audio.timed import DeviceCounts, TimedOutput, lead_s
 from huxleyd.audio.types import SOURCES
 from huxleyd.pcm import RATE_HZ
 from tests.fakes.audio_backends import TimedWavBackend
+from tests.fakes.children import run_json_child
+from tests.fakes.clockcard import ClockCard, child_env
 
 N = 480
 """A period of 20 ms at 24 kHz: the WAV backend's device runs at the mix rate,
@@ -218,3 +223,20 @@ def test_the_lead_is_the_settings_unless_the_device_needs_more() -> None:
 
     assert lead_s(settings, device(0.010)) == 0.030
     assert lead_s(settings, device(0.040)) == 0.040 * 1.5  # a widened period's whole callback
+
+
+@pytest.mark.clockcard
+def test_on_the_c_callback_what_a_cut_answered_is_where_its_drop_begins(card: ClockCard) -> None:
+    """1 s of speech on the C callback backend, cut once half of it was heard: the
+    dropped span the device reports begins at the position the cut answered, and the
+    rest is accounted for once the device settles."""
+    got = run_json_child(
+        ["-m", "tests.fakes.clockcard_alone", "timedout", "48000"],
+        child_env(card.directory),
+        timeout_s=120,
+    )
+    answered, written = got["answered"], got["written"]
+    assert answered is not None and answered >= written // 2
+    [(dropped_from, dropped_to)] = got["skips"]  # one cut: one span never heard
+    assert dropped_from == answered < dropped_to <= written
+    assert got["heard"] == written and got["settled"]

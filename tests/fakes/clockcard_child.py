@@ -38,12 +38,6 @@ daemon runs):
 - ``ladder callback <rate>``: the callback backend alone, opened, widened and
   opened again up its ladder of periods; reports each open's description and
   latency, and what ``widened()`` says at the top.
-- ``fedout fed <rate>``: the C feeder alone (:class:`~huxleyd.audio.fed.FedOutput`,
-  no engine, no audio thread) on the callback backend's open speaker: 1 s of
-  speech is written at a master gain of 0.25 (asked after the start) and the
-  feeder's reports drained until its ring is read to the end; then the feeder
-  stops and the mix comes back to Python. Reports what the drains recorded and
-  what the mixer carries on from.
 """
 
 from __future__ import annotations
@@ -428,82 +422,6 @@ def ladder(rate: int) -> dict[str, Any]:
     return {"opens": opens, "widened": backend.widened()}
 
 
-def start_fed(rate: int) -> tuple[Any, Any, Any, Any, Any, bool]:
-    """The callback backend opened, and a FedOutput over a mixer on rings in C
-    started on its speaker: (backend, mixer, playout clock, output meter, fed, started)."""
-    from huxleyd.audio.backends.callback_backend import load_rt
-    from huxleyd.audio.chains import PlaybackChain
-    from huxleyd.audio.dsp import KERNEL
-    from huxleyd.audio.factory import callback_backend
-    from huxleyd.audio.fed import FedOutput
-    from huxleyd.audio.levels import LevelMeter
-    from huxleyd.audio.mixer import Mixer
-    from huxleyd.audio.playout import PlayoutClock
-    from huxleyd.audio.ring import SampleRing, SharedSampleRing
-    from huxleyd.audio.timed import lead_s
-    from huxleyd.audio.types import SOURCES
-
-    assert KERNEL is not None
-    rt, n = load_rt(), RATE_IN_HZ // 50
-    settings = make_settings("fed", rate)
-    backend = callback_backend(settings)
-    fmt = backend.open(period_ms=20)
-    rings: dict[Any, SampleRing] = {
-        name: SharedSampleRing(rt.SourceRing(2 * RATE_IN_HZ), name=name) for name in SOURCES
-    }
-    mixer = Mixer(rings, period_samples=n, rate_hz=RATE_IN_HZ, kernel=KERNEL)
-    playout = PlayoutClock([mixer.channels[name] for name in SOURCES], period_samples=n)
-    meter = LevelMeter(0.02)
-    fed = FedOutput(rt, KERNEL, mixer, playout, meter)
-    started = fed.start(
-        backend.output_stream(),
-        PlaybackChain(fmt, period_ms=20, meter=LevelMeter(0.02)),
-        rate_hz=fmt.output_rate_hz,
-        lead_frames=round(lead_s(settings, fmt) * fmt.output_rate_hz),
-    )
-    return backend, mixer, playout, meter, fed, started
-
-
-def fed_alone(rate: int) -> dict[str, Any]:
-    """The ``fedout`` mode (see the module)."""
-    backend, mixer, playout, meter, fed, started = start_fed(rate)
-    hooked = mixer.doorbell.on_ring == fed.publish
-    mixer.req_master_gain = 0.25  # a request: published to the feeder, its state after stop
-    ring, channel = mixer.channels["speech"].ring, mixer.channels["speech"]
-    speech = np.frombuffer(tone(1.0), dtype="<i2")
-    ring.write(speech)
-    drained, pulled = 0, dict.fromkeys(fed.pulled, False)
-    deadline = time.monotonic() + 20.0  # a bound on a feeder that hangs, not a timing
-    while ring.read_pos < len(speech) and time.monotonic() < deadline:
-        time.sleep(0.02)  # the feeder is a C thread: no event to wait on
-        drained += fed.drain(None)
-        pulled = {name: pulled[name] or fed.pulled[name] for name in pulled}
-    time.sleep(0.1)
-    drained += fed.drain(None)
-    result: dict[str, Any] = {
-        "started": started,
-        "who_mixes": fed.who_mixes(started),
-        "hooked": hooked,
-        "written": len(speech),
-        "read": ring.read_pos,
-        "drained": drained,
-        "recorded": playout.periods,
-        "pulled": pulled,
-        "speech_end": channel.pull_start + channel.pull_count,
-        "peak": meter.peak,
-        "status_periods": int(fed.status().get("periods", -1)),
-    }
-    fed.stop()
-    result["after_stop"] = {"running": fed.running, "unhooked": mixer.doorbell.on_ring is None}
-    ring.write(speech[: mixer.period_samples])  # the Python mix goes on where the feeder left
-    out = np.zeros(mixer.period_samples, dtype=np.float32)
-    mixer.mix(out)
-    result["python_mix"] = {"start": channel.pull_start, "count": channel.pull_count}
-    result["python_peak"] = float(np.abs(out).max())
-    backend.close()
-    return result
-
-
 def describe(stats: Any) -> dict[str, Any]:
     return {
         "periods": stats.periods,
@@ -538,8 +456,6 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "ladder":
         result = ladder(rate)
-    elif mode == "fedout":
-        result = fed_alone(rate)
     elif mode == "fullring":
         result = asyncio.run(fullring(kind, rate))
     elif mode == "heldcut":
