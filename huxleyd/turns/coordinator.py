@@ -80,7 +80,7 @@ from huxleyd.turns.barrier import TurnBarrier
 from huxleyd.turns.capture import MicCapture
 from huxleyd.turns.cues import failure_cue
 from huxleyd.turns.effects import TurnEffects
-from huxleyd.turns.inputs import TurnInputs
+from huxleyd.turns.inputs import InputMeasure, InputTargets, InputTelling, TurnInputs
 from huxleyd.turns.link import Link
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.news import (
@@ -170,16 +170,16 @@ class Coordinator:
         self._inputs = TurnInputs(
             self,
             ports,
-            outputs=self._outputs,
-            media=self.media,
-            capture=self._capture,
-            link=self._link,
-            proactive=self.proactive,
-            publish=self._news.publish,
-            earcons=self._earcons,
-            clock=self._clock,
+            targets=InputTargets(
+                outputs=self._outputs,
+                media=self.media,
+                capture=self._capture,
+                link=self._link,
+                proactive=self.proactive,
+            ),
+            telling=InputTelling(publish=self._news.publish, earcons=self._earcons),
+            measure=InputMeasure(clock=self._clock, settings=self._settings),
             mic=mic,
-            min_turn_ms=self._settings.min_turn_ms,
         )
 
     def _make_replies(self, ports: TurnPorts, sleep: Callable[[float], Awaitable[None]]) -> Replies:

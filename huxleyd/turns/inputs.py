@@ -20,11 +20,18 @@ It moves the turn only through the narrow :class:`InputTurn` the
 coordinator implements, as :class:`~huxleyd.turns.replies.Replies` (the
 model's side) does through ``TurnControl``; nothing here imports the
 coordinator. Like it, nothing here awaits on an input path.
+
+It is built from a few named parts, as the coordinator is
+(:mod:`huxleyd.turns.parts`): the turn, :class:`~huxleyd.turns.parts.TurnPorts`,
+and by keyword :class:`InputTargets` (the coordinator's parts it acts on),
+:class:`InputTelling` (whom and with what it tells), :class:`InputMeasure`
+(the clock and thresholds it reads) and :class:`~huxleyd.turns.parts.MicSetup`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from huxleyd.audio.types import Earcon
@@ -37,7 +44,7 @@ from huxleyd.turns.mic_path import MicPath
 from huxleyd.turns.mute import Gesture, MuteSwitch
 from huxleyd.turns.news import Activity, DegradedPress, MuteChanged, TurnNews
 from huxleyd.turns.outputs import TurnOutputs
-from huxleyd.turns.parts import MicSetup, TurnPorts
+from huxleyd.turns.parts import MicSetup, TurnPorts, TurnSettings
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.state import CutBy, TurnOutcome, TurnRecord, TurnSource, TurnState
 from huxleyd.turns.wake import WakeWord
@@ -76,6 +83,42 @@ class InputTurn(Protocol):
         """What the device shows when no turn runs (media, muted or idle)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputTargets:
+    """What the inputs act on: parts the coordinator owns and shares with them."""
+
+    outputs: TurnOutputs
+    """The activity (LEDs) and the earcons a press, a release or a mute plays."""
+    media: MediaRunner
+    """Told a dialog started: a stream under it ducks or pauses (focus)."""
+    capture: MicCapture
+    """Told whether the wake word listens (the mic captures while it does)."""
+    link: Link
+    """Asked whether a turn may start (offline, or not set up: it tells the user)."""
+    proactive: Proactive
+    """A claim (a call) holds the button and the mic before a turn does."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputTelling:
+    """How the inputs tell: the news they publish, and the earcons there are to play."""
+
+    publish: Callable[[TurnNews], None]
+    """The coordinator's news (a mute, a press while degraded)."""
+    earcons: Mapping[str, bytes]
+    """The persona's earcons: the "degraded" cue falls back to "error" when absent."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputMeasure:
+    """What the inputs read to time a turn: the clock that stamps a press, a
+    release and the wake word's frames, and the thresholds a turn is held to."""
+
+    clock: Clock
+    settings: TurnSettings
+    """Read for ``min_turn_ms``: less audio than that is dropped, not committed."""
+
+
 class TurnInputs:
     """The button, the wake word and the mute of one coordinator, and its mic path."""
 
@@ -84,29 +127,23 @@ class TurnInputs:
         turn: InputTurn,
         ports: TurnPorts,
         *,
-        outputs: TurnOutputs,
-        media: MediaRunner,
-        capture: MicCapture,
-        link: Link,
-        proactive: Proactive,
-        publish: Callable[[TurnNews], None],
-        earcons: Mapping[str, bytes],
-        clock: Clock,
+        targets: InputTargets,
+        telling: InputTelling,
+        measure: InputMeasure,
         mic: MicSetup,
-        min_turn_ms: float,
     ) -> None:
         self._turn = turn
         self._provider = ports.provider
         self._degraded = ports.degraded
-        self._outputs = outputs
-        self._media = media
-        self._capture = capture
-        self._link = link
-        self._proactive = proactive
-        self._publish = publish
-        self._earcons = earcons
-        self._clock = clock
-        self._min_turn_ms = min_turn_ms
+        self._outputs = targets.outputs
+        self._media = targets.media
+        self._capture = targets.capture
+        self._link = targets.link
+        self._proactive = targets.proactive
+        self._publish = telling.publish
+        self._earcons = telling.earcons
+        self._clock = measure.clock
+        self._min_turn_ms = measure.settings.min_turn_ms
         self._mute = MuteSwitch(muted=mic.muted)
         self._wake = mic.wake
         if mic.wake is not None:
@@ -116,10 +153,10 @@ class TurnInputs:
             self,
             audio=ports.audio,
             provider=ports.provider,
-            clock=clock,
+            clock=self._clock,
             mute=self._mute,
             wake=mic.wake,
-            claim_frame=proactive.mic_frame,
+            claim_frame=self._proactive.mic_frame,
         )
 
     async def run(self) -> None:

@@ -8,12 +8,12 @@ from huxleyd.clock import ManualClock
 from huxleyd.handsfree.settings import WakeSettings
 from huxleyd.skillhost.host import SkillHost
 from huxleyd.turns.capture import MicCapture
-from huxleyd.turns.inputs import TurnInputs
+from huxleyd.turns.inputs import InputMeasure, InputTargets, InputTelling, TurnInputs
 from huxleyd.turns.link import Link
 from huxleyd.turns.media import MediaRunner
 from huxleyd.turns.news import Activity, MuteChanged, TurnNews
 from huxleyd.turns.outputs import TurnOutputs
-from huxleyd.turns.parts import MicSetup, TurnPorts
+from huxleyd.turns.parts import MicSetup, TurnPorts, TurnSettings
 from huxleyd.turns.proactive import Proactive
 from huxleyd.turns.state import CutBy, TurnOutcome, TurnRecord, TurnSource, TurnState
 from huxleyd.turns.wake import WakeWord
@@ -92,16 +92,16 @@ class Rig:
                 volume=RecordingVolume(),
                 host=SkillHost([]),
             ),
-            outputs=self.outputs,
-            media=self.media,
-            capture=MicCapture(self.audio),
-            link=Link(self.outputs, EARCONS),
-            proactive=Proactive(RecordingConversation(), spawn=Spawner(), clock=self.clock),
-            publish=self.news.append,
-            earcons=EARCONS,
-            clock=self.clock,
+            targets=InputTargets(
+                outputs=self.outputs,
+                media=self.media,
+                capture=MicCapture(self.audio),
+                link=Link(self.outputs, EARCONS),
+                proactive=Proactive(RecordingConversation(), spawn=Spawner(), clock=self.clock),
+            ),
+            telling=InputTelling(publish=self.news.append, earcons=EARCONS),
+            measure=InputMeasure(clock=self.clock, settings=TurnSettings(min_turn_ms=MIN_TURN_MS)),
             mic=MicSetup(wake=wake, muted=muted),
-            min_turn_ms=MIN_TURN_MS,
         )
 
     async def __aenter__(self) -> Rig:
