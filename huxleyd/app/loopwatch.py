@@ -44,10 +44,11 @@ IDLE_TICK_S = 1.0
 to be heard, and the fast tick was the idle loop's only regular wakeup (20 a
 second, issue 39: the idle daemon's cost against aplay + arecord). Every
 task's steps are still timed, and a long one pulls the tick in at once
-(:meth:`LoopWatch.stepped`), so a task's stall is reported as before; what a
-slow tick misses is a callback outside any task that blocks for less than it,
-and none of the quiet daemon's work runs there (the control socket, the
-provider's socket and the skills run in tasks)."""
+(:meth:`LoopWatch.stepped`), so a task's stall is reported as before. What a
+slow tick can miss is a callback outside any task (a protocol's
+``data_received``, a ``call_soon``) blocking for less than a second while
+quiet: nothing is being heard then, and once audio flows the fast tick
+catches such a callback as before."""
 STALL_S = 0.1
 """A step longer than this blocked everything else: the mic, the control socket."""
 LOG_EVERY_S = 10.0
