@@ -9,6 +9,11 @@ at the same period and buffer sizes (``bench_realtime``'s C reference), measured
 the same way right after. "Loaded": the same, with a busy process (pure Python, one
 core) beside both. The label gives the daemon's breakdown: each thread's share of
 the daemon's CPU and its wakeups a second (context switches).
+
+``HUXLEYD_BENCH_IDLE_ROUNDS`` (1 by default) repeats each pair, daemon then
+reference, and shows the pair of the median ratio with every round's ratio: on a
+shared machine whose load moves between the daemon's window and aplay's, one
+pair's ratio is one sample (issue 39's runs went from 1.2× to 1.7× an hour apart).
 """
 
 from __future__ import annotations
@@ -84,15 +89,26 @@ def _pair(seconds: float) -> tuple[float, float, str]:
     return daemon, reference, breakdown
 
 
+def _median_pair(seconds: float, rounds: int) -> tuple[float, float, str]:
+    """The pair of the median ratio over ``rounds``; its breakdown says every round's ratio."""
+    pairs = sorted((_pair(seconds) for _ in range(rounds)), key=lambda p: p[0] / max(p[1], 1e-9))
+    daemon, reference, breakdown = pairs[len(pairs) // 2]
+    if rounds > 1:
+        ratios = ", ".join(f"{d:.2f}/{r:.2f} % = {d / max(r, 1e-9):.2f}×" for d, r, _ in pairs)
+        breakdown += f"; {rounds} rounds (daemon/reference): {ratios}, the median shown"
+    return daemon, reference, breakdown
+
+
 def _rows() -> list[Row]:
     seconds = float(os.environ.get("HUXLEYD_BENCH_IDLE_S", "20"))
+    rounds = max(1, int(os.environ.get("HUXLEYD_BENCH_IDLE_ROUNDS", "1")))
     rows = []
     for label in ("quiet", "loaded"):
         load = None
         if label == "loaded":
             load = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
-            daemon, reference, breakdown = _pair(seconds)
+            daemon, reference, breakdown = _median_pair(seconds, rounds)
         finally:
             if load is not None:
                 load.kill()

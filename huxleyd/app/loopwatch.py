@@ -4,7 +4,9 @@ Layer: wiring (asyncio only). Installed once on the daemon's loop
 (:meth:`LoopWatch.install`), it does two things:
 
 - **Stalls.** A timer on the loop itself (no thread: nothing else takes
-  the GIL) asks to run every :data:`TICK_S`; when it runs more than
+  the GIL) asks to run every :data:`TICK_S` while audio flows
+  (:meth:`LoopWatch.set_active`: a turn, media, a call) and every
+  :data:`IDLE_TICK_S` while the device is quiet; when it runs more than
   :data:`STALL_S` late, something blocked the loop that long. Every task's
   steps are timed (the task factory wraps its coroutine in :class:`_Timed`:
   two clock reads a step), so the line names the task whose step was the
@@ -26,7 +28,7 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Generator, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
@@ -34,6 +36,19 @@ from huxleyd.logs import get_logger
 log = get_logger("huxleyd.daemon")
 
 TICK_S = 0.05
+"""While audio flows: a stall then is heard (the mic's frames, the reply's
+audio wait on the loop), and a callback outside any task that blocks is
+seen only if it holds up a tick, so ticks come often."""
+IDLE_TICK_S = 1.0
+"""While the device is quiet (idle, muted, offline): nothing waits on the loop
+to be heard, and the fast tick was the idle loop's only regular wakeup (20 a
+second, issue 39: the idle daemon's cost against aplay + arecord). Every
+task's steps are still timed, and a long one pulls the tick in at once
+(:meth:`LoopWatch.stepped`), so a task's stall is reported as before. What a
+slow tick can miss is a callback outside any task (a protocol's
+``data_received``, a ``call_soon``) blocking for less than a second while
+quiet: nothing is being heard then, and once audio flows the fast tick
+catches such a callback as before."""
 STALL_S = 0.1
 """A step longer than this blocked everything else: the mic, the control socket."""
 LOG_EVERY_S = 10.0
@@ -42,6 +57,15 @@ HOST_TASK_PREFIX = "skill-"
 
 OwnerOf = Callable[[Coroutine[Any, Any, Any]], str | None]
 """The skill a coroutine's code belongs to, or None (huxleyd's own)."""
+
+
+class Timers(Protocol):
+    """What schedules the tick and tells how late it ran: the event loop itself
+    (tests pass their own). Lateness is read on the clock the timer runs on, not
+    the injected :class:`Clock`, which may run at another pace (a scaled clock)."""
+
+    def time(self) -> float: ...
+    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +121,23 @@ class _Timed(Coroutine[Any, Any, Any]):
 
 
 class LoopWatch:
-    """See the module docstring. ``owner_of`` may be set once the skills are loaded."""
+    """See the module docstring. ``owner_of`` may be set once the skills are loaded;
+    ``timers`` schedule the tick (the loop's own when None). ``clock`` times the
+    tasks' steps and the log's rate limit."""
 
-    def __init__(self, *, clock: Clock | None = None, owner_of: OwnerOf | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        owner_of: OwnerOf | None = None,
+        timers: Timers | None = None,
+    ) -> None:
         self.clock = clock or MonotonicClock()
         self.owner_of: OwnerOf = owner_of or (lambda _coro: None)
+        self._timers = timers
         self.armed = False
+        self.active = False
+        """Audio flows (:meth:`set_active`): tick every :data:`TICK_S`, else :data:`IDLE_TICK_S`."""
         self.worst: Stall | None = None
         self.stalls = 0
         self._slowest: tuple[float, _Timed] | None = None
@@ -121,6 +156,7 @@ class LoopWatch:
     def uninstall(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
         if self._loop is not None:
             self._loop.set_task_factory(None)
 
@@ -162,18 +198,44 @@ class LoopWatch:
     def stepped(self, timed: _Timed, took_s: float) -> None:
         if took_s > STALL_S and (self._slowest is None or took_s > self._slowest[0]):
             self._slowest = (took_s, timed)
+            if not self.active:  # quiet: report it now, not up to IDLE_TICK_S later
+                self._reschedule(0.0)
 
-    def _schedule(self) -> None:
+    def set_active(self, active: bool) -> None:
+        """Whether audio flows (the runtime calls it on each change of activity).
+        Becoming active brings a pending slow tick in to :data:`TICK_S`; becoming
+        quiet lets the pending fast tick run, and the next one comes slowly."""
+        if active == self.active:
+            return
+        self.active = active
+        if active:
+            self._reschedule(TICK_S)
+
+    @property
+    def tick_s(self) -> float:
+        """The period the next tick is scheduled at."""
+        return TICK_S if self.active else IDLE_TICK_S
+
+    def _reschedule(self, delay_s: float) -> None:
+        if self._timer is None:
+            return  # not installed (or uninstalled): nothing ticks
+        self._timer.cancel()
+        self._schedule(delay_s)
+
+    def _schedule(self, delay_s: float | None = None) -> None:
         assert self._loop is not None
-        self._due = self.clock.monotonic() + TICK_S
-        self._timer = self._loop.call_later(TICK_S, self._tick)
+        delay_s = self.tick_s if delay_s is None else delay_s
+        timers = self._timers or self._loop
+        self._due = timers.time() + delay_s
+        self._timer = timers.call_later(delay_s, self._tick)
 
     def arm(self) -> None:
         """Count stalls from now: the start (imports, opening devices) blocks by design."""
         self.armed = True
 
     def _tick(self) -> None:
-        late_s = self.clock.monotonic() - self._due
+        assert self._loop is not None
+        late_s = (self._timers or self._loop).time() - self._due
         slowest, self._slowest = self._slowest, None
         self._schedule()
         if not self.armed or (late_s <= STALL_S and slowest is None):

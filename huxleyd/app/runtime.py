@@ -44,7 +44,13 @@ from huxleyd.logs import get_logger
 from huxleyd.providers.base import ConnectionState, ConnectionStatus
 from huxleyd.skillhost.events import ClientEvents
 from huxleyd.skillhost.remote import RemoteSkill
-from huxleyd.turns.news import ConnectionChanged, MuteChanged, TurnNews
+from huxleyd.turns.news import (
+    Activity,
+    ActivityChanged,
+    ConnectionChanged,
+    MuteChanged,
+    TurnNews,
+)
 from huxleyd.turns.supervisor import SupervisedTask, Supervisor
 from huxleyd.update import boot_id, rollback_note, state_file
 
@@ -60,6 +66,9 @@ but a clean close spares the next start a WAL recovery."""
 
 SKILL_RETRY_DELAYS_S = (10.0, 30.0, 90.0, 300.0)
 """A skill whose setup failed is tried again after these delays, then every 5 minutes."""
+
+QUIET = frozenset({Activity.IDLE, Activity.MUTED, Activity.OFFLINE})
+"""Activities with no audio flowing: the loop watch ticks slowly (``IDLE_TICK_S``)."""
 
 RUNTIME_RESTARTS_PER_HOUR = 20
 """A runtime task that died more often than this in an hour stays down (doctor shows it)."""
@@ -409,9 +418,12 @@ class Runtime:
         return self.config.persona.string(key, PERSONA_STRINGS[key])
 
     def _on_news(self, news: TurnNews) -> None:
-        """The runtime's own record: the connection (status, ``next_try_in_s``)
-        and the mute (saved for the next start). It relays nothing."""
-        if isinstance(news, ConnectionChanged):
+        """The runtime's own record: the connection (status, ``next_try_in_s``),
+        the mute (saved for the next start) and whether audio flows (the loop
+        watch ticks fast only then). It relays nothing."""
+        if isinstance(news, ActivityChanged):
+            self.loop_watch.set_active(news.activity not in QUIET)
+        elif isinstance(news, ConnectionChanged):
             self.connection_status = news.status
             self._status_at = self.clock.monotonic()
         elif isinstance(news, MuteChanged):

@@ -101,6 +101,7 @@ class PushToTalkButton:
             # 30 s limit made closing a held button hang (ZombieThread).
             pin_factory=pin_factory,
         )
+        _stop_hold_thread(self._button)
         # Remote presses move a mock pin (the whole gpiozero path runs) and are
         # injected as events on real pins. None = decide by the pin's type.
         is_mock_pin = isinstance(self._button.pin, MockPin)
@@ -243,3 +244,18 @@ class PushToTalkButton:
         self._cancel_remote_hold()
         if not self._button.closed:
             self._button.close()
+
+
+def _stop_hold_thread(button: Any) -> None:
+    """End gpiozero's hold thread, which every ``Button`` starts and nothing here uses
+    (the long-hold limit is the loop's timer): it polls ``Event.wait(0.1)`` for ever,
+    ten wakeups a second, the idle daemon's only Python thread awake (issue 39).
+    Ended, not joined: ``holding`` wakes it at once, it sees ``stopping`` and returns;
+    ``close()`` joins it. A press still sets ``holding``, which nobody waits on then.
+    A gpiozero without this thread (or with another shape of it) is left alone."""
+    hold = getattr(button, "_hold_thread", None)
+    stopping, holding = getattr(hold, "stopping", None), getattr(hold, "holding", None)
+    if stopping is None or holding is None:
+        return
+    stopping.set()
+    holding.set()

@@ -11,11 +11,13 @@ restarted, as the SDK says), and a stall names the task and its skill;
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
-from huxleyd.app.loopwatch import LoopWatch
+from huxleyd.app.loopwatch import IDLE_TICK_S, TICK_S, LoopWatch
 from huxleyd.clock import ManualClock
-from tests.e2e.harness import until
+from huxleyd.sim.scenario import Scenario
+from tests.e2e.harness import Rig, speech, turn, until
 from tests.e2e.process import DaemonProcess, ctl, write_daemon_config
 from tests.fakes.distributions import installed_skill
 
@@ -113,3 +115,91 @@ async def test_stalls_are_rate_limited_and_the_worst_is_kept() -> None:
     assert watch.stalls == 4
     assert watch.worst is not None and watch.worst.task == "b" and watch.worst.late_s >= 0.9
     assert watch._unlogged == 2  # a line for a, one for b; a's next two are counted
+
+
+class Ticks:
+    """The watch's timers: records each tick asked for; :meth:`fire` runs the pending
+    one after moving the clock to its due time. Nothing waits on real time."""
+
+    def __init__(self, clock: ManualClock, loop: asyncio.AbstractEventLoop) -> None:
+        self.clock = clock
+        self.loop = loop
+        self.asked: list[float] = []
+        self.pending: list[asyncio.TimerHandle] = []
+
+    def time(self) -> float:
+        return self.clock.monotonic()
+
+    def call_later(self, delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        self.asked.append(delay_s)
+        handle = asyncio.TimerHandle(self.clock.monotonic() + delay_s, callback, (), self.loop)
+        self.pending.append(handle)
+        return handle
+
+    def fire(self) -> None:
+        [handle] = [h for h in self.pending if not h.cancelled()]
+        self.pending.clear()
+        self.clock.advance(handle.when() - self.clock.monotonic())
+        handle._run()
+
+
+async def test_the_tick_is_slow_while_quiet_and_fast_while_audio_flows() -> None:
+    """Issue 39: the idle loop's 20 wakeups a second were the watch's 50 ms tick."""
+    clock = ManualClock(100.0)
+    loop = asyncio.get_running_loop()
+    ticks = Ticks(clock, loop)
+    watch = LoopWatch(clock=clock, timers=ticks)
+    watch.install(loop)
+    watch.arm()
+    try:
+        assert ticks.asked == [IDLE_TICK_S]  # quiet from the start
+        ticks.fire()
+        assert ticks.asked[-1] == IDLE_TICK_S
+        watch.set_active(True)  # a press: the pending slow tick is brought in
+        assert (
+            ticks.asked[-1] == TICK_S and len([h for h in ticks.pending if not h.cancelled()]) == 1
+        )
+        ticks.fire()
+        ticks.fire()
+        assert ticks.asked[-2:] == [TICK_S, TICK_S]
+        watch.set_active(False)  # the pending fast tick runs; the next one is slow
+        ticks.fire()
+        assert ticks.asked[-1] == IDLE_TICK_S and watch.stalls == 0
+    finally:
+        watch.uninstall()
+
+
+async def test_a_long_step_while_quiet_is_reported_at_once() -> None:
+    clock = ManualClock(100.0)
+    loop = asyncio.get_running_loop()
+    ticks = Ticks(clock, loop)
+    watch = LoopWatch(clock=clock, timers=ticks)
+    watch.install(loop)
+    watch.arm()
+    try:
+
+        async def blocks() -> None:
+            clock.advance(0.4)
+
+        await loop.create_task(blocks(), name="slow")
+        assert ticks.asked[-1] == 0.0  # not up to IDLE_TICK_S later
+        ticks.fire()
+        assert watch.stalls == 1 and watch.worst is not None and watch.worst.task == "slow"
+        assert ticks.asked[-1] == IDLE_TICK_S
+    finally:
+        watch.uninstall()
+
+
+async def test_the_daemon_ticks_fast_from_the_press_until_the_turn_ends(tmp_path: Path) -> None:
+    """The runtime tells the watch when audio flows: the activity the LEDs show."""
+    async with Rig(tmp_path, Scenario(turns=(turn(speech(300)),)), skills=("system",)) as rig:
+        watch = rig.rt.loop_watch
+        assert not watch.active and watch.tick_s == IDLE_TICK_S
+        # holds the button while the mic hears a tone, then releases it
+        speaking = asyncio.create_task(rig.say_into_mic())
+        await until(lambda: watch.active, "the press makes the watch tick fast")
+        assert watch.tick_s == TICK_S
+        await speaking
+        await until(lambda: rig.coordinator.turn is not None, "the turn began")
+        await until(lambda: rig.idle() and not watch.active, "quiet again after the reply")
+        assert watch.tick_s == IDLE_TICK_S

@@ -203,3 +203,17 @@ async def test_pump_hands_presses_and_releases_to_its_target(factory: Any) -> No
     finally:
         pump.cancel()
         button.close()
+
+
+async def test_gpiozero_hold_thread_is_ended_and_presses_still_arrive(factory: Any) -> None:
+    """Issue 39: gpiozero's hold thread polls ten times a second for a hold event
+    nothing uses (the long hold is the loop's timer); the idle daemon ends it."""
+    button = PushToTalkButton(17, pin_factory=factory, max_hold_s=30)
+    hold = button._button._hold_thread
+    hold.join(5)  # returns at once once it ended (gpiozero raises if it did not)
+    assert not hold.is_alive()
+    pin = factory.pin(17)
+    pin.drive_low()
+    pin.drive_high()
+    assert [(await _next(button)).kind for _ in range(2)] == [PRESSED, RELEASED]
+    button.close()  # joins the ended thread: no ZombieThread
