@@ -180,7 +180,8 @@ class HostLink:
         self._streams: dict[int, asyncio.Queue[link.Chunk | link.StreamEnd]] = {}
         self._credit: dict[int, int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._gate = link.RateGate()
+        self.flood_gate = link.RateGate()
+        """Messages per second past which the host is a flood (a test may tighten it)."""
         self.down: str | None = None
         """Why the host is gone (None while it runs)."""
         self._stopping = False
@@ -275,8 +276,9 @@ class HostLink:
             except link.LinkError as exc:
                 self.kill(await self._why_closed(str(exc)))
                 return
-            if not self._gate.admit(loop.time()):
-                self.kill(f"flooded the link (more than {self._gate.limit_per_s} messages in 1 s)")
+            if not self.flood_gate.admit(loop.time()):
+                limit = self.flood_gate.limit_per_s
+                self.kill(f"flooded the link (more than {limit} messages in 1 s)")
                 return
             problem = self._dispatch(message)
             if problem is not None:
