@@ -46,7 +46,7 @@ from huxleyd.update import (
     update,
     watch_health,
 )
-from huxleyd.update.units import INSTALLED_UNITS
+from huxleyd.update.units import INSTALLED_UNITS, link_units
 
 REPO = Path(__file__).resolve().parents[1]
 UNITS = REPO / "image/rootfs/etc/systemd/system"
@@ -569,6 +569,26 @@ def test_enabled_units_follow_the_release_too(layout: Layout, tmp_path: Path) ->
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert state.stdout.strip() == "enabled"
+
+
+def test_link_units_on_a_bare_root_and_a_requires_link(tmp_path: Path) -> None:
+    """The links are made where no unit folder exists yet (a staged root), and
+    a ``.requires`` link an admin's ``systemctl add-requires`` pinned to one
+    release names the fixed link again, as ``.wants`` links do."""
+    layout = Layout(root=tmp_path)
+    shipped = layout.release("0.2") / "share/systemd"
+    shipped.mkdir(parents=True)
+    (shipped / "huxleyd.service").write_text("[Unit]\n")
+    layout.current.symlink_to("releases/0.2")
+    requires = tmp_path / "etc/systemd/system/multi-user.target.requires"
+    requires.mkdir(parents=True)
+    pinned = "/opt/huxleyd/releases/0.1/share/systemd/huxleyd.service"
+    (requires / "huxleyd.service").symlink_to(pinned)
+    assert link_units(layout) == ["huxleyd.service"]
+    assert os.readlink(tmp_path / "lib/systemd/system/huxleyd.service") == (
+        "/opt/huxleyd/share/systemd/huxleyd.service"
+    )
+    assert os.readlink(requires / "huxleyd.service") == "/lib/systemd/system/huxleyd.service"
 
 
 def test_install_sh_unpins_what_it_enabled_as_the_update_does(layout: Layout) -> None:
