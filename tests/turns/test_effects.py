@@ -290,7 +290,7 @@ async def test_a_hung_volume_is_answered_at_the_bound_and_the_change_goes_on() -
     await rig.sleeper.advance(2.0)
     answer = rig.answer("c1")
     assert answer["speaker"]["confirmed"] is False
-    assert "not confirmed" in answer["speaker"]["note"]
+    assert answer["speaker"]["note"] == "the volume is still being set to 40: not confirmed"
     rig.volume.gate.set()  # the disk answers after all
     await settle()
     assert rig.volume.sets == [40]  # the change was not dropped
@@ -305,7 +305,22 @@ async def test_a_volume_that_fails_says_so() -> None:
     await rig.effect(SetVolume(40), output='{"volume": 40}')
     answer = rig.answer("c1")
     assert answer["speaker"]["confirmed"] is False
-    assert "no such card" in answer["speaker"]["why"]
+    assert answer["speaker"]["why"] == "OSError: amixer: no such card"
+    assert answer["speaker"]["note"] == "setting the volume failed"
+    await rig.close()
+
+
+async def test_a_level_not_saved_before_any_was_read_says_it_will_not_survive_a_restart() -> None:
+    rig = Rig()  # the level a restart brings is unknown (nothing read or saved yet)
+    rig.volume.answer = LevelChange(30, saved=False, why="read-only", restart_level=None)
+    await rig.effect(SetVolume(60), output='{"volume": 60}')
+    assert rig.answer("c1")["speaker"] == {
+        "volume": 30,
+        "saved": False,
+        "why": "read-only",
+        "note": "the speaker is at 30, the nearest it can do to 60; "
+        "it is set for now, but could not be saved: it will not survive a restart",
+    }
     await rig.close()
 
 
