@@ -11,7 +11,8 @@ restarted, as the SDK says), and a stall names the task and its skill;
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from huxleyd.app.loopwatch import IDLE_TICK_S, TICK_S, LoopWatch
@@ -143,8 +144,9 @@ class Ticks:
         handle._run()
 
 
-async def test_the_tick_is_slow_while_quiet_and_fast_while_audio_flows() -> None:
-    """Issue 39: the idle loop's 20 wakeups a second were the watch's 50 ms tick."""
+@contextlib.contextmanager
+def watched() -> Iterator[tuple[ManualClock, Ticks, LoopWatch]]:
+    """An armed watch on this loop, its ticks on :class:`Ticks` and a manual clock."""
     clock = ManualClock(100.0)
     loop = asyncio.get_running_loop()
     ticks = Ticks(clock, loop)
@@ -152,6 +154,14 @@ async def test_the_tick_is_slow_while_quiet_and_fast_while_audio_flows() -> None
     watch.install(loop)
     watch.arm()
     try:
+        yield clock, ticks, watch
+    finally:
+        watch.uninstall()
+
+
+async def test_the_tick_is_slow_while_quiet_and_fast_while_audio_flows() -> None:
+    """Issue 39: the idle loop's 20 wakeups a second were the watch's 50 ms tick."""
+    with watched() as (_, ticks, watch):
         assert ticks.asked == [IDLE_TICK_S]  # quiet from the start
         ticks.fire()
         assert ticks.asked[-1] == IDLE_TICK_S
@@ -165,18 +175,11 @@ async def test_the_tick_is_slow_while_quiet_and_fast_while_audio_flows() -> None
         watch.set_active(False)  # the pending fast tick runs; the next one is slow
         ticks.fire()
         assert ticks.asked[-1] == IDLE_TICK_S and watch.stalls == 0
-    finally:
-        watch.uninstall()
 
 
 async def test_a_long_step_while_quiet_is_reported_at_once() -> None:
-    clock = ManualClock(100.0)
     loop = asyncio.get_running_loop()
-    ticks = Ticks(clock, loop)
-    watch = LoopWatch(clock=clock, timers=ticks)
-    watch.install(loop)
-    watch.arm()
-    try:
+    with watched() as (clock, ticks, watch):
 
         async def blocks() -> None:
             clock.advance(0.4)
@@ -186,8 +189,6 @@ async def test_a_long_step_while_quiet_is_reported_at_once() -> None:
         ticks.fire()
         assert watch.stalls == 1 and watch.worst is not None and watch.worst.task == "slow"
         assert ticks.asked[-1] == IDLE_TICK_S
-    finally:
-        watch.uninstall()
 
 
 async def test_the_daemon_ticks_fast_from_the_press_until_the_turn_ends(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tests.fakes.turn_ports import (
     RecordingAudio,
     RecordingConversation,
     RecordingProvider,
+    RecordingTurn,
     RecordingVolume,
     Spawner,
 )
@@ -30,22 +31,13 @@ from tests.turns.test_wake import RecordingWakePort
 MIN_TURN_MS = 150.0
 
 
-class Turn:
+class Turn(RecordingTurn):
     """``InputTurn``: the turn as the test sets it, and each move asked of it."""
 
     def __init__(self) -> None:
-        self._state = TurnState.IDLE
-        self._turn: TurnRecord | None = None
+        super().__init__(TurnState.IDLE)
+        self._turn = None
         self.replying = False
-        self.moves: list[tuple[str, object]] = []
-
-    @property
-    def state(self) -> TurnState:
-        return self._state
-
-    @property
-    def turn(self) -> TurnRecord | None:
-        return self._turn
 
     def busy(self) -> bool:
         return self.replying
@@ -57,17 +49,9 @@ class Turn:
         self.moves.append(("begin_turn", source))
         self._turn = TurnRecord(source=source)
 
-    def set_state(self, state: TurnState) -> None:
-        self.moves.append(("state", state))
-        self._state = state
-
     def commit(self) -> None:
         self.moves.append(("commit", None))
         self._state = TurnState.COMMITTING
-
-    def finish_turn(self, outcome: TurnOutcome) -> None:
-        self.moves.append(("finish_turn", outcome))
-        self._turn, self._state = None, TurnState.IDLE
 
     def idle_activity(self) -> Activity:
         return Activity.IDLE
