@@ -79,7 +79,8 @@ echo huxley > /etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\thuxley\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > /etc/hosts
 
 systemctl enable systemd-networkd.service systemd-resolved.service systemd-timesyncd.service \
-    systemd-time-wait-sync.service huxleyd-growroot.service huxleyd-firstboot.service
+    systemd-time-wait-sync.service huxleyd-growroot.service huxleyd-firstboot.service \
+    huxleyd-mdns-echo.service
 # Security updates that need a reboot: at night, only when the persona allows it
 # and the daemon is idle (huxleyctl reboot-if-idle; docs/image.md, "Updates").
 systemctl enable huxleyd-reboot.timer
