@@ -11,8 +11,10 @@
 #   device-tree-compiler  dtc/fdtoverlay: the tests check the image's board
 #                    overlays (hw/dt) against a Debian-shaped device tree
 #   mosquitto        the tests of [mqtt] start a real broker (and mosquitto_passwd)
+#   nftables, iproute2  the image's mDNS echo rule is tested on this kernel, in
+#                    network namespaces (tests/image/test_mdns_echo.py)
 set -eu
-PACKAGES="portaudio19-dev libasound2-dev libspeexdsp-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler mosquitto"
+PACKAGES="portaudio19-dev libasound2-dev libspeexdsp-dev alsa-utils ffmpeg espeak-ng libsystemd-dev pkg-config gcc libc6-dev python3-dev python3-venv device-tree-compiler mosquitto nftables iproute2"
 # On a Pi with Python 3.13 (Debian trixie, Raspberry Pi OS trixie) lgpio,
 # the pin factory, has no wheel on PyPI: pip builds it, through SWIG.
 case "$(uname -m)" in
