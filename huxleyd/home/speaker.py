@@ -14,19 +14,24 @@ import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from huxley_sdk import ToolDefinition, ToolResult
 from huxleyd.degraded import Degraded
 from huxleyd.home.discovery import Topics
 from huxleyd.home.household import Announcement
-from huxleyd.home.mcp import McpServerLink
 from huxleyd.home.mqtt import AnnounceRefused, MqttLink
 from huxleyd.home.settings import McpServerSettings, MqttSettings
 from huxleyd.logs import get_logger
 from huxleyd.providers.events import Event, Role, TranscriptDone
 from huxleyd.turns.news import Activity, ActivityChanged, MuteChanged, TurnBegan, TurnNews
 from huxleyd.turns.state import TurnSource
+
+if TYPE_CHECKING:
+    # The mcp package (pydantic, starlette, httpx) was 1.4 s of the daemon's
+    # 2.1 s of imports on a PC, several times that on a Pi, for every start,
+    # [[mcp]] or not: it is imported when a server is configured.
+    from huxleyd.home.mcp import McpServerLink
 
 log = get_logger("huxleyd.home")
 
@@ -283,6 +288,8 @@ def open_home(
     if not mcp and not mqtt.enabled:
         return None
     home_ref: list[Home] = []
+    if mcp:
+        from huxleyd.home.mcp import McpServerLink
     servers = [
         McpServerLink(
             s,

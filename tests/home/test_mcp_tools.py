@@ -254,3 +254,52 @@ def test_tool_names_fit_every_provider() -> None:
     long = model_tool_name("home", "x" * 100)
     assert len(long) <= 64
     assert long != model_tool_name("home", "x" * 99)
+
+
+def test_the_daemon_imports_mcp_only_when_a_server_is_configured(token_file: Path) -> None:
+    """The mcp package (pydantic, starlette, httpx) was 1.4 s of a 2.1 s start's
+    imports on a PC, for every start. The start path leaves it out; a
+    configured ``[[mcp]]`` still gets its link from :func:`open_home`."""
+    code = (
+        "import sys\n"
+        "import huxleyd.app.main\n"
+        "print(sorted(m for m in ('mcp', 'pydantic', 'starlette', 'httpx2') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    assert out.strip() == "[]"
+
+    from huxleyd.home.settings import MqttSettings
+    from huxleyd.home.speaker import open_home
+
+    class Coordinator:
+        def __init__(self) -> None:
+            self.subscribed: list[object] = []
+
+        def subscribe(self, listener: object) -> None:
+            self.subscribed.append(listener)
+
+    settings = McpServerSettings(
+        name="home", url="http://127.0.0.1:9/api/mcp", token_file=token_file
+    )
+    coordinator = Coordinator()
+    home = open_home(
+        mcp=[settings],
+        mqtt=MqttSettings(),
+        coordinator=coordinator,  # type: ignore[arg-type]
+        volume=None,  # type: ignore[arg-type]
+        host=SkillHost([]),
+        degraded=Degraded(),
+        provider_online=lambda: True,
+        tell_watch=lambda *a, **k: None,
+        refresh_tools=lambda: None,
+        state_dir=token_file.parent,
+        version="test",
+        config_file="huxleyd.toml",
+    )
+    assert home is not None
+    assert [type(s) for s in home.servers] == [McpServerLink]
+    assert home.servers[0].settings is settings
+    assert [name for name, _ in home.tasks()] == ["mcp-home"]
+    assert coordinator.subscribed == [home.on_news]
