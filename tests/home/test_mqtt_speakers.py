@@ -405,6 +405,14 @@ def test_home_assistant_back_online_gets_discovery_again(
     )
 
 
+def wait_for_count(daemon: DaemonProcess, text: str, times: int, timeout_s: float = 30) -> None:
+    """Until ``text`` is in the daemon's output ``times`` times (30 s bound)."""
+    deadline = time.monotonic() + timeout_s
+    while daemon.output().count(text) < times:
+        assert time.monotonic() < deadline, f"{text} logged fewer than {times} times"
+        time.sleep(0.1)
+
+
 def test_the_broker_killed_and_back(house: dict[str, Speaker], broker: Broker) -> None:
     kitchen = house["kitchen"]
     broker.kill()
@@ -427,10 +435,7 @@ def test_the_broker_killed_and_back(house: dict[str, Speaker], broker: Broker) -
         fresh.close()
     # "online" is published before the reconnect is logged (mqtt.py sends every
     # state first): under load the line can come a moment after the broker saw it.
-    deadline = time.monotonic() + 30
-    while kitchen.daemon.output().count("mqtt_connected") <= connects:
-        assert time.monotonic() < deadline, "the reconnect was never logged"
-        time.sleep(0.1)
+    wait_for_count(kitchen.daemon, "mqtt_connected", connects + 1)
     assert not kitchen.status()["problems"]
 
 
@@ -440,10 +445,7 @@ def test_availability_goes_offline_when_the_daemon_stops(
     office = house["office"]
     office.daemon.wait_for_log("mqtt_connected", 30)
     # after the broker restart, the office reconnects too
-    deadline = time.monotonic() + 30
-    while office.daemon.output().count("mqtt_connected") < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_for_count(office.daemon, "mqtt_connected", 2)
     topic = f"{office.base}/availability"
     assert office.daemon.terminate() == 0
     # Nothing a person said was published all along (publish_heard is off).
