@@ -63,12 +63,20 @@ FAR_JUMP_S = 0.002
 """The same for the speaker's DAC stamps, which jitter by half a sample on the
 clocked card: a step of more than this is the output really moving (an
 underrun, the first periods after idle, measured 6.4 ms off)."""
-HOLD_SAMPLES = 3.0
-"""How far (in samples) the offset between the far end and the mic, measured by
+HOLD_S = 0.0015
+"""How far (in time) the offset between the far end and the mic, measured by
 time, may stray from the one held before the canceller moves its reference
-(:class:`EchoCanceller`). The measure wanders with the stamps' jitter: by 1 to
-1.8 samples at 16 kHz (60-110 us) over 12 s on the clocked card, with a steady
-offset; an xrun moves it by a period (2.5 ms and more: 40 samples)."""
+(:class:`EchoCanceller`). The measure wanders with the timelines: at the
+stamps' lower edge it is steady, but a thread that wakes late for most periods
+(the clocked card's capture under the canceller's own load: 0.5-0.9 ms late
+from the 10th to the 90th percentile, prompt once in a second or less) lets
+the mic timeline creep up after the late ones and snap back at a prompt one, a
+saw-tooth of 3-5 samples at 16 kHz (0.2-0.3 ms). Holding within 3 samples
+moved the reference at each tooth, and the ERLE fell to 3-6 dB for a second or
+two. A real move is larger than this: an xrun or a widening moves the streams
+by a whole period (2.5 ms and more), a gap restarts a timeline
+(:data:`MIC_JUMP_S`, :data:`FAR_JUMP_S`); a drift between two cards' clocks
+(100 ppm: 0.1 ms a second) is followed every 15 s."""
 EARLY = 0.3
 LATE = 0.002
 """How fast a timeline follows a stamp earlier, and later, than it
@@ -190,7 +198,7 @@ class EchoCanceller:
     Which far-end sample goes with which mic sample is an offset between the two
     streams' sample counts: measured by time for every frame (the mic's capture
     times against the far end's DAC times), but *held* while the measure stays
-    within :data:`HOLD_SAMPLES` of it. Two continuous streams keep a constant
+    within :data:`HOLD_S` of it. Two continuous streams keep a constant
     offset; the measure wanders by a fraction of a sample with the stamps'
     jitter, and rounding it afresh for every frame moved the reference by a
     whole sample whenever it crossed a half: to the adaptive filter a new echo
@@ -211,6 +219,8 @@ class EchoCanceller:
         """Mic samples processed: the mic's side of the offset."""
         self._offset: int | None = None
         """Far-end index minus mic sample count, held (None: not measured yet)."""
+        self._hold = HOLD_S * far.rate_hz
+        """:data:`HOLD_S` in far-end samples."""
         self.realigns = 0
         """Times the held offset moved (the first measure included)."""
 
@@ -238,7 +248,7 @@ class EchoCanceller:
         if measured is None:  # nothing played yet: an index nothing was written at
             return -self._frame
         offset = measured - self._mic_count
-        if self._offset is None or abs(offset - self._offset) > HOLD_SAMPLES:
+        if self._offset is None or abs(offset - self._offset) > self._hold:
             self._offset = round(offset)
             self.realigns += 1
         return self._mic_count + self._offset

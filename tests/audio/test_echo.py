@@ -132,6 +132,37 @@ def test_stamps_that_wander_by_a_sample_do_not_move_the_reference() -> None:
     assert min(windows[5:]) >= 20.0
 
 
+def test_mic_stamps_mostly_late_by_a_millisecond_do_not_move_the_reference() -> None:
+    """Mic stamps late by 0.5-1.2 ms nearly every period and prompt only now and then
+    (the clocked card's capture thread under the canceller's own load: 10th-90th
+    percentile 0.5-0.9 ms above the lower edge). The mic timeline creeps up after
+    them and snaps back at each prompt one: a saw-tooth of 3-5 samples at 16 kHz.
+    Held within 3 samples, each tooth moved the reference and the ERLE fell to
+    3-6 dB for a second or two; held within :data:`echo.HOLD_S`, no tooth
+    moves it."""
+    spoken = far_end()
+    mic = heard(spoken, delay_ms=20, gain_db=-10)
+    rng = np.random.default_rng(11)
+    frames = len(spoken) // STEP
+    dac_times = [100.0 + k * STEP / RATE for k in range(frames)]
+    prompt = rng.random(frames) < 0.02
+    late = np.where(prompt, rng.uniform(0, 50e-6, frames), rng.uniform(0.45e-3, 1.2e-3, frames))
+    far = FarEnd(RATE)
+    aec = EchoCanceller(far, suppress=False)
+    out = np.zeros(len(mic), dtype=np.int16)
+    written = 0
+    for k, start in enumerate(range(0, len(mic) - STEP + 1, STEP)):
+        while written < frames and written <= k + AHEAD:
+            far.played(spoken[written * STEP : (written + 1) * STEP].tobytes(), dac_times[written])
+            written += 1
+        frame = aec.process(mic[start : start + STEP].tobytes(), 100.0 + start / RATE + late[k])
+        out[start : start + STEP] = np.frombuffer(frame, dtype=np.int16)
+    windows = window_erles(mic, out)
+    print(f"ERLE per second (dB): {np.round(windows, 1)}, realigns {aec.realigns}")
+    assert aec.realigns == 1
+    assert min(windows[5:]) >= 20.0
+
+
 def test_bursts_of_late_dac_stamps_do_not_drag_the_reference() -> None:
     """Issue 29: the DAC stamps are late, never early, by however long the thread
     that took them was kept from it (on the clocked card: a sharp lower edge and
@@ -155,7 +186,7 @@ def test_a_real_jump_moves_the_reference_at_once() -> None:
     """Mic stamps 50 ms off the samples counted (a gap in the capture: an overrun,
     past :data:`echo.MIC_JUMP_S`), two in a row, are the streams really moving:
     the held offset follows them at once, where a wander within
-    :data:`echo.HOLD_SAMPLES` did not move it."""
+    :data:`echo.HOLD_S` did not move it."""
     far = FarEnd(RATE)
     aec = EchoCanceller(far, suppress=False)
     ramp = (np.arange(RATE) % 30000).astype(np.int16)  # each sample its own value
