@@ -244,3 +244,36 @@ def test_the_mics_timeline_keeps_to_the_stamps_lower_edge() -> None:
     times = [timeline.at(50.0 + k * 0.02 + late_by[k], STEP) for k in range(300)]
     errors = np.array(times[100:]) - (50.0 + np.arange(100, 300) * 0.02)
     assert np.abs(errors).max() < 0.001
+
+
+def test_the_far_end_keeps_what_was_played_across_the_end_of_its_buffer() -> None:
+    """Writes of any size (a period resampled to 16 kHz need not divide the buffer)
+    read back as played, across the buffer's end; what was never written, or is
+    older than the buffer keeps, reads as silence, never as a stale sample."""
+    far = FarEnd(RATE, keep_s=0.01)  # 160 samples
+    ramp = np.arange(1, 401, dtype=np.int16)  # no sample is 0
+    far.played(ramp[:100].tobytes(), 100.0)
+    assert far.read(0, 3).tolist() == [1, 2, 3]
+    far.played(ramp[100:300].tobytes(), 100.1)  # longer than the buffer, and straddling it
+    assert far.read(140, 160).tolist() == ramp[140:300].tolist()
+    assert far.read(138, 4).tolist() == [0, 0, 141, 142]  # 139 and older: gone
+    assert far.read(298, 4).tolist() == [299, 300, 0, 0]  # 300 and on: not played yet
+    far.played(ramp[300:390].tobytes(), 100.3)  # 390 % 160 = 70: straddles again
+    assert far.read(230, 160).tolist() == ramp[230:390].tolist()
+
+
+def test_a_reset_measures_both_streams_afresh() -> None:
+    """After :meth:`EchoCanceller.reset` (the mic reopened), a stamp a little off the
+    samples counted starts the mic timeline there, and the offset is measured again."""
+    far = FarEnd(RATE)
+    far.played(bytes(2 * RATE), 100.0)
+    aec = EchoCanceller(far, suppress=False)
+    aec.process(bytes(2 * STEP), 100.2)
+    assert (aec.mic_time.restarts, aec.realigns) == (1, 1)
+    aec.reset()
+    aec.process(bytes(2 * STEP), 100.2 + STEP / RATE + 0.0005)  # within the mic's jump
+    assert (aec.mic_time.restarts, aec.realigns) == (2, 2)
+    timeline = echo.Timeline(RATE, jump_s=0.002)
+    timeline.at(100.0, STEP)
+    timeline.reset()
+    assert timeline.at(100.0 + STEP / RATE + 0.001, STEP) == 100.0 + STEP / RATE + 0.001
