@@ -101,4 +101,4 @@ async def test_a_daemon_that_does_not_answer_is_a_timeout() -> None:
 
 def test_a_skill_not_in_the_environment_is_one_line() -> None:
     with pytest.raises(ValueError, match=r"^no skill 'no_such_skill' in the skills environment$"):
-        child.find_skill("no_such_skill", "nobody-ships-it")
+        child.import_skill("no_such_skill", "nobody-ships-it")

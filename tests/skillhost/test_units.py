@@ -49,8 +49,10 @@ def test_the_host_unit_runs_hostexec_as_the_skill_user_without_the_daemons_files
         assert f"-{path}" in hidden
     assert unit["ReadWritePaths"] == [str(INSTALLED_ROOT.parent / "data")]
     assert unit["NoNewPrivileges"] == ["yes"] and unit["CapabilityBoundingSet"] == [""]
-    # The host pings at half of it (huxley_skillhost.child.ping_watchdog).
+    # The host pings at half of it (huxley_skillhost.child.ping_watchdog), armed
+    # only at its READY=1, once imported: a Type=simple unit armed it at the exec.
     assert unit["WatchdogSec"] == ["5"] and unit["NotifyAccess"] == ["main"]
+    assert unit["Type"] == ["notify"] and unit["TimeoutStartSec"] == ["30"]
 
 
 def _verifiable(tmp_path: Path) -> list[Path]:

@@ -49,8 +49,9 @@ TASK_DELAYS_S = (1.0, 3.0, 10.0, 30.0, 60.0)
 """Restart delays of a crashed background task (the daemon's backoff, rule 7)."""
 
 
-def find_skill(name: str, distribution: str) -> Skill:
-    """Instantiate ``name`` from this environment; ValueError with one line if it cannot."""
+def import_skill(name: str, distribution: str) -> tuple[str, Any]:
+    """(the entry point's value, what it names): the import, which may take
+    seconds (a thread may run it); ValueError with one line if it cannot."""
     found = [ep for ep in entry_points(group=GROUP) if ep.name == name]
     wanted = _norm(distribution)
     match = [
@@ -61,13 +62,22 @@ def find_skill(name: str, distribution: str) -> Skill:
         raise ValueError(f"no skill {name!r} in the skills environment")
     ep = chosen[0]
     try:
-        target = ep.load()
-        obj: Any = target() if isinstance(target, type) else target
+        return ep.value, ep.load()
     except Exception as exc:
         raise ValueError(f"cannot load {ep.value}: {type(exc).__name__}: {exc}") from exc
+
+
+def make_skill(name: str, imported: tuple[str, Any]) -> Skill:
+    """The skill object from what :func:`import_skill` found (on the event loop: a
+    skill's constructor may expect one)."""
+    value, target = imported
+    try:
+        obj: Any = target() if isinstance(target, type) else target
+    except Exception as exc:
+        raise ValueError(f"cannot load {value}: {type(exc).__name__}: {exc}") from exc
     missing = [m for m in ("name", "tools", "handle") if not hasattr(obj, m)]
     if missing:
-        raise ValueError(f"{ep.value} is not a Skill: missing {', '.join(missing)}")
+        raise ValueError(f"{value} is not a Skill: missing {', '.join(missing)}")
     if obj.name != name:
         raise ValueError(f"its name is {obj.name!r} but it is registered as {name!r}")
     skill: Skill = obj
@@ -151,7 +161,10 @@ class Host:
     async def _do(self, message: link.Message) -> tuple[Any, bytes]:
         match message:
             case link.Load(_, name, distribution):
-                self.skill = find_skill(name, distribution)
+                # the import in a thread: the loop keeps pinging the watchdog
+                # while a slow module imports (under emulation, seconds)
+                imported = await asyncio.to_thread(import_skill, name, distribution)
+                self.skill = make_skill(name, imported)
                 return self._description(self.skill), b""
             case link.Setup(_, config, language, timezone, data_dir, make_data_dir):
                 if make_data_dir:
@@ -441,6 +454,7 @@ async def serve(sock: socket.socket) -> None:
             host.receive(message)
 
     loop = asyncio.get_running_loop()
+    notify(os.environ, b"READY=1")  # imported: from here on, the watchdog's pings
     reading = loop.create_task(read_all())
     stopping = loop.create_task(host.stopping.wait())
     watchdog = loop.create_task(ping_watchdog(os.environ))
@@ -453,27 +467,48 @@ def make_folder(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
+def notify_address(environ: Mapping[str, str]) -> str | None:
+    """``NOTIFY_SOCKET`` as an address to send to, or None when not started by systemd."""
+    address = environ.get("NOTIFY_SOCKET", "")
+    if not address.startswith(("/", "@")):
+        return None
+    return "\0" + address[1:] if address.startswith("@") else address
+
+
+def notify(environ: Mapping[str, str], message: bytes) -> bool:
+    """One datagram to systemd (``READY=1``); False when not started by systemd."""
+    address = notify_address(environ)
+    if address is None:
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock, contextlib.suppress(OSError):
+        sock.sendto(message, address)
+        return True
+    return False
+
+
 async def ping_watchdog(environ: Mapping[str, str]) -> None:
     """``WATCHDOG=1`` to systemd at half its ``WatchdogSec=`` while this loop runs.
 
-    Started by systemd (huxleyd-skillhost@.service), a host whose loop hangs
-    stops pinging and the unit kills it: the daemon, another user, cannot.
-    Nothing to do when not started that way."""
-    address = environ.get("NOTIFY_SOCKET", "")
+    Started by systemd (huxleyd-skillhost@.service, ``Type=notify``), a host
+    whose loop hangs stops pinging and the unit kills it: the daemon, another
+    user, cannot. systemd arms the watchdog only at ``READY=1``, which the host
+    says once its modules are imported (:func:`serve`, :func:`main`): the
+    imports took over 5 s under emulation, and a watchdog armed at the exec
+    killed a host that was still starting. Nothing to do when not started
+    that way."""
+    address = notify_address(environ)
     usec = environ.get("WATCHDOG_USEC", "")
     if (
-        not address
+        address is None
         or not usec.isdigit()
         or environ.get("WATCHDOG_PID", str(os.getpid())) != str(os.getpid())
     ):
         return
-    if address.startswith("@"):
-        address = "\0" + address[1:]
     every_s = int(usec) / 2e6
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         while True:
             with contextlib.suppress(OSError):
-                notify.sendto(b"WATCHDOG=1", address)
+                sock.sendto(b"WATCHDOG=1", address)
             await asyncio.sleep(every_s)
 
 
@@ -483,7 +518,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", action="store_true", help="print the skills as JSON")
     args = parser.parse_args(argv)
     if args.inventory:
-        print(json.dumps(inventory()))
+        found = inventory()
+        notify(os.environ, b"READY=1")  # Type=notify: a start that ends in READY
+        print(json.dumps(found))
         return 0
     if args.fd is None:
         parser.error("--fd is required")
