@@ -62,9 +62,22 @@ far end past a frame's capture time: what the canceller's look-ahead reads."""
 def cancel(
     speaker: np.ndarray, mic: np.ndarray, dac_times: list[float], *, suppress: bool = False
 ) -> np.ndarray:
+    """What the canceller leaves of ``mic`` with steady mic stamps (:func:`run_canceller`)."""
+    return run_canceller(speaker, mic, dac_times, suppress=suppress)[0]
+
+
+def run_canceller(
+    speaker: np.ndarray,
+    mic: np.ndarray,
+    dac_times: list[float],
+    *,
+    mic_late: np.ndarray | None = None,
+    suppress: bool = False,
+) -> tuple[np.ndarray, EchoCanceller]:
     """Run the canceller as the engine would: each 20 ms the speaker's writes with their
     DAC times (:data:`AHEAD` of the mic), then the mic frame captured meanwhile (mic
-    sample n at 100 + n / RATE)."""
+    sample n at 100 + n / RATE, its frame's stamp late by ``mic_late[k]`` when given).
+    Returns the cancelled mic and the canceller."""
     far = FarEnd(RATE)
     aec = EchoCanceller(far, suppress=suppress)
     out = np.zeros(len(mic), dtype=np.int16)
@@ -74,9 +87,10 @@ def cancel(
             part = speaker[written * STEP : (written + 1) * STEP]
             far.played(part.tobytes(), dac_times[written])
             written += 1
-        frame = aec.process(mic[start : start + STEP].tobytes(), 100.0 + start / RATE)
+        stamp = 100.0 + start / RATE + (mic_late[k] if mic_late is not None else 0.0)
+        frame = aec.process(mic[start : start + STEP].tobytes(), stamp)
         out[start : start + STEP] = np.frombuffer(frame, dtype=np.int16)
-    return out
+    return out, aec
 
 
 @pytest.mark.parametrize("delay_ms", [5, 20, 50])
@@ -114,19 +128,9 @@ def test_stamps_that_wander_by_a_sample_do_not_move_the_reference() -> None:
     rng = np.random.default_rng(7)
     frames = len(spoken) // STEP
     dac_times = [100.0 + k * STEP / RATE + rng.uniform(-50e-6, 50e-6) for k in range(frames)]
-    wander = [0.75 / RATE * np.sin(2 * np.pi * k / 150) for k in range(frames)]  # 3 s period
+    wander = 0.75 / RATE * np.sin(2 * np.pi * np.arange(frames) / 150)  # 3 s period
     late = rng.uniform(0, 100e-6, size=frames)
-    far = FarEnd(RATE)
-    aec = EchoCanceller(far, suppress=False)
-    out = np.zeros(len(mic), dtype=np.int16)
-    written = 0
-    for k, start in enumerate(range(0, len(mic) - STEP + 1, STEP)):
-        while written < frames and written <= k + AHEAD:
-            far.played(spoken[written * STEP : (written + 1) * STEP].tobytes(), dac_times[written])
-            written += 1
-        stamp = 100.0 + start / RATE + wander[k] + late[k]
-        frame = aec.process(mic[start : start + STEP].tobytes(), stamp)
-        out[start : start + STEP] = np.frombuffer(frame, dtype=np.int16)
+    out, _ = run_canceller(spoken, mic, dac_times, mic_late=wander + late)
     windows = window_erles(mic, out)
     print(f"ERLE per second (dB): {np.round(windows, 1)}")
     assert min(windows[5:]) >= 20.0
@@ -147,16 +151,7 @@ def test_mic_stamps_mostly_late_by_a_millisecond_do_not_move_the_reference() -> 
     dac_times = [100.0 + k * STEP / RATE for k in range(frames)]
     prompt = rng.random(frames) < 0.02
     late = np.where(prompt, rng.uniform(0, 50e-6, frames), rng.uniform(0.45e-3, 1.2e-3, frames))
-    far = FarEnd(RATE)
-    aec = EchoCanceller(far, suppress=False)
-    out = np.zeros(len(mic), dtype=np.int16)
-    written = 0
-    for k, start in enumerate(range(0, len(mic) - STEP + 1, STEP)):
-        while written < frames and written <= k + AHEAD:
-            far.played(spoken[written * STEP : (written + 1) * STEP].tobytes(), dac_times[written])
-            written += 1
-        frame = aec.process(mic[start : start + STEP].tobytes(), 100.0 + start / RATE + late[k])
-        out[start : start + STEP] = np.frombuffer(frame, dtype=np.int16)
+    out, aec = run_canceller(spoken, mic, dac_times, mic_late=late)
     windows = window_erles(mic, out)
     print(f"ERLE per second (dB): {np.round(windows, 1)}, realigns {aec.realigns}")
     assert aec.realigns == 1
