@@ -3,13 +3,18 @@
 - :class:`RecordingNotifier` stands for the daemon's notifier object (what
   the runtime would send to systemd, kept as dicts).
 - :class:`NotifyListener` is the other end of a real ``NOTIFY_SOCKET``: it
-  receives the datagrams as PID 1 does (the fixtures in
-  ``tests/app/conftest.py`` bind it).
+  receives the datagrams as PID 1 does; :func:`path_listener` binds one on a
+  path (the fixtures in ``tests/app/conftest.py``, the skill host's tests).
 """
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from huxleyd.app.systemd import Notifier
 
@@ -48,3 +53,18 @@ class NotifyListener:
                 got.append(self.sock.recv(4096).decode())
             except BlockingIOError:
                 return got
+
+
+@contextmanager
+def path_listener() -> Iterator[NotifyListener]:
+    """A :class:`NotifyListener` bound on a path, removed afterwards."""
+    # Not pytest's tmp_path: AF_UNIX paths are limited to 108 bytes.
+    folder = Path(tempfile.mkdtemp(prefix="hxn"))
+    path = folder / "notify"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(path))
+    try:
+        yield NotifyListener(sock, str(path))
+    finally:
+        sock.close()
+        shutil.rmtree(folder)

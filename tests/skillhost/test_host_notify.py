@@ -11,29 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from huxleyd.skillhost.hostpath.huxley_skillhost import child, link
-from tests.fakes.notify import NotifyListener
+from tests.fakes.notify import NotifyListener, path_listener
 from tests.skillhost.test_host_entry import run_main
 
 
 @pytest.fixture
 def listener() -> Iterator[NotifyListener]:
-    folder = Path(tempfile.mkdtemp(prefix="hxn"))  # AF_UNIX paths: at most 108 bytes
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(folder / "notify"))
-    yield NotifyListener(sock, str(folder / "notify"))
-    sock.close()
-    shutil.rmtree(folder)
+    with path_listener() as bound:
+        yield bound
 
 
 def test_the_inventory_says_ready_once_the_skills_are_imported(
