@@ -27,8 +27,44 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     names = pyfuncitem._fixtureinfo.argnames
     kwargs: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
-    asyncio.run(asyncio.wait_for(pyfuncitem.obj(**kwargs), timeout=60))
+    asyncio.run(_within(pyfuncitem.obj(**kwargs), TEST_TIMEOUT_S))
     return True
+
+
+TEST_TIMEOUT_S = 60.0
+
+
+def _awaiting(coro: Any) -> str:
+    """Where a suspended coroutine waits, outermost first (follows ``cr_await``:
+    ``Task.get_stack`` gives only the outermost frame)."""
+    where = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            file = frame.f_code.co_filename.rsplit("/", 1)[-1]
+            where.append(f"{frame.f_code.co_name} ({file}:{frame.f_lineno})")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return " > ".join(where)
+
+
+async def _within(coro: Any, timeout_s: float) -> None:
+    """Run the test for at most ``timeout_s``; past it, fail with where every
+    task was waiting (taken before anything is cancelled: a hang is named)."""
+    test = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({test}, timeout=timeout_s)
+    if test in done:
+        test.result()
+        return
+    stacks = []
+    for task in asyncio.all_tasks():
+        if task is asyncio.current_task():
+            continue
+        stacks.append(f"{task.get_name()}: {_awaiting(task.get_coro()) or '(not started)'}")
+    test.cancel()
+    await asyncio.wait({test}, timeout=5.0)  # a test that will not end is left behind
+    raise TimeoutError(
+        f"the test ran past {timeout_s:g} s; its tasks were waiting at:\n  " + "\n  ".join(stacks)
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
