@@ -45,7 +45,7 @@ from huxley_sdk import ToolDefinition, ToolResult
 from huxleyd.degraded import Degraded
 from huxleyd.home.settings import McpServerSettings
 from huxleyd.logs import get_logger
-from huxleyd.providers.retry import backoff_delays
+from huxleyd.providers.retry import backoff_delays, being_cancelled
 
 log = get_logger("huxleyd.home")
 
@@ -214,6 +214,8 @@ class McpServerLink:
             except Exception as exc:
                 was_up = self._session is not None
                 self._withdraw()
+                if being_cancelled():  # the cancel, raised as the transport's errors
+                    raise asyncio.CancelledError from exc
                 attempt += 1
                 why = (
                     f"token_file {self.settings.token_file}: {exc}"

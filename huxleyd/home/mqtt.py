@@ -52,7 +52,7 @@ from huxleyd.home.household import (
 )
 from huxleyd.home.settings import MqttSettings
 from huxleyd.logs import get_logger
-from huxleyd.providers.retry import backoff_delays
+from huxleyd.providers.retry import backoff_delays, being_cancelled
 
 log = get_logger("huxleyd.home")
 
@@ -255,6 +255,8 @@ class MqttLink:
             except asyncio.CancelledError:
                 raise
             except (aiomqtt.MqttError, OSError, ValueError) as exc:
+                if being_cancelled():  # the cancel, raised as a failed disconnect
+                    raise asyncio.CancelledError from exc
                 attempt += 1
                 self._client = None
                 why = describe_mqtt_failure(exc)

@@ -6,6 +6,7 @@ asks :func:`classify` whether an error is worth another try.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import random
 from collections.abc import Callable, Iterator
@@ -73,6 +74,18 @@ def backoff_delays(
         yield base * (1.0 + jitter * rand())
     while True:
         yield STEADY_BACKOFF_S * (1.0 + jitter * rand())
+
+
+def being_cancelled() -> bool:
+    """The running task has a cancel pending, so the error just caught is no
+    reason to try again.
+
+    A cancel that lands while a task group unwinds can come out as the
+    children's errors instead (anyio raises their group; a client's
+    ``__aexit__`` raises its failed disconnect): a retry loop that takes it
+    for a broken peer reconnects, and the daemon's stop waits for ever."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 KEY_REFUSED_STATUS = frozenset({401, 403})

@@ -41,6 +41,7 @@ from huxleyd.providers.renewal import HeardGate
 from huxleyd.providers.retry import (
     FATAL,
     ReconnectPolicy,
+    being_cancelled,
     classify,
     key_refused,
 )
@@ -213,6 +214,8 @@ class ProviderConnection(SessionReports):
                     self._keys.refresh()
                     ws = await self._open()
                 except Exception as exc:
+                    if being_cancelled():  # the cancel, raised as the handshake's error
+                        raise asyncio.CancelledError from exc
                     if isinstance(exc, ConfigError):  # the file: gone, empty, unreadable
                         await self._keys.wait_for_file(exc)
                         policy.reset()

@@ -21,7 +21,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
+import anyio
 import pytest
 
 from huxleyd.degraded import Degraded
@@ -243,6 +245,59 @@ async def test_a_refused_token_is_said_and_never_logged(
         bad.write_text(TOKEN + "\n")  # re-read on the next try: no restart
         await r.until("accepted", lambda: "home__light_off" in r.names())
     assert wrong not in caplog.text and TOKEN not in caplog.text
+
+
+async def test_a_cancel_the_transport_turns_into_errors_still_ends_the_link(
+    token_file: Path,
+) -> None:
+    """Seen under load (1 run in 15): the daemon's stop cancelled the link while
+    the SSE reader was handing the server's answer on; the transport's anyio
+    task group raised the reader's BrokenResourceError in a group instead of
+    the CancelledError, the link took it for a broken server and reconnected,
+    and the stop waited for ever. Here the transport's child fails the same
+    way, every time."""
+
+    class Session:
+        async def list_tools(self, params: object = None) -> object:
+            return SimpleNamespace(tools=[], next_cursor=None)
+
+        async def send_ping(self) -> None:
+            pass
+
+    opened = 0
+
+    @asynccontextmanager
+    async def transport(token: str | None) -> AsyncIterator[Session]:
+        nonlocal opened
+        opened += 1
+
+        async def reader() -> None:
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                raise anyio.BrokenResourceError from None  # its stream closed under it
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(reader)
+            yield Session()
+            group.cancel_scope.cancel()
+
+    settings = McpServerSettings(name="home", url="http://127.0.0.1:9/sse", token_file=token_file)
+    link = McpServerLink(
+        settings, degraded=Degraded(), on_tools_changed=lambda link: None, ping_every_s=0.05
+    )
+    link._open = transport  # type: ignore[method-assign,assignment]
+    task = asyncio.get_running_loop().create_task(link.run())
+    await until(lambda: link.connected, "connected")
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=5.0)
+    try:
+        assert task in done, f"the link went on after its cancel ({link.state})"
+        assert task.cancelled() and opened == 1 and not link.connected
+    finally:
+        while not task.done():  # a link that swallows cancels ends in its backoff sleep
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.1)
 
 
 def test_tool_names_fit_every_provider() -> None:

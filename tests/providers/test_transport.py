@@ -348,3 +348,37 @@ async def test_a_handshake_that_never_answers_fails_the_try_at_the_connect_timeo
     failed = next(s for s in rec.states if s.state is ConnectionState.RECONNECTING)
     assert "TimeoutError" in failed.detail, failed.detail
     assert took_s >= 2.0, "the try was given up before the connect timeout"
+
+
+async def test_a_cancel_raised_as_the_handshakes_error_still_ends_the_run() -> None:
+    """The daemon's stop cancels the connection; a connect whose clean-up
+    turns that cancel into a socket error (as an MCP transport's task group
+    did, tests/home/test_mcp_tools.py) must not be taken for a failed try and
+    retried: the stop would wait for ever."""
+    rec = Recorder()
+    conn = rec.connection("ws://127.0.0.1:9/v1/realtime", sleep=InstantSleep())
+    disguised = 0
+
+    async def handshake() -> Any:
+        nonlocal disguised
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            disguised += 1
+            if disguised == 1:
+                raise ConnectionResetError("the socket closed under the cancel") from None
+            raise
+
+    conn._open = handshake  # type: ignore[method-assign]
+    task = asyncio.create_task(conn.run())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=5.0)
+    try:
+        assert task in done, "the connection tried again after its cancel"
+        assert task.cancelled() and disguised == 1
+        assert rec.states[-1].state is ConnectionState.CLOSED
+    finally:
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.1)
