@@ -16,7 +16,14 @@ from websockets.frames import Close
 from websockets.http11 import Response
 
 from huxleyd.errors import ProviderConnectionError
-from huxleyd.providers.retry import FATAL, RETRYABLE, Retry, backoff_delays, classify
+from huxleyd.providers.retry import (
+    FATAL,
+    RETRYABLE,
+    ReconnectPolicy,
+    Retry,
+    backoff_delays,
+    classify,
+)
 
 
 def status(code: int) -> InvalidStatus:
@@ -72,6 +79,29 @@ def test_jitter_only_stretches_by_at_most_its_fraction() -> None:
 def test_jitter_must_be_a_fraction() -> None:
     with pytest.raises(ValueError, match="jitter"):
         next(backoff_delays(jitter=1.5))
+    assert next(backoff_delays(jitter=1.0, rand=lambda: 0.5)) == 1.5  # the whole fraction is one
+
+
+def test_the_daemons_default_jitter_is_a_tenth() -> None:
+    top = list(itertools.islice(backoff_delays(rand=lambda: 1.0), 5))
+    assert top == pytest.approx([1.1, 3.3, 11.0, 33.0, 66.0])
+
+
+def test_failed_tries_walk_the_schedule_and_a_ready_session_starts_it_over() -> None:
+    policy = ReconnectPolicy(lambda: backoff_delays(jitter=0))
+    assert [policy.attempt_failed() for _ in range(3)] == [1.0, 3.0, 10.0]
+    assert policy.failures == 3
+    assert policy.session_ended(was_ready=False) == 30.0 and policy.failures == 4
+    assert policy.session_ended(was_ready=True) == 1.0 and policy.failures == 0
+    assert policy.attempt_failed() == 3.0 and policy.failures == 1
+
+
+def test_a_deliberate_reconnect_counts_nothing_and_starts_the_schedule_over() -> None:
+    policy = ReconnectPolicy(lambda: backoff_delays(jitter=0))
+    policy.attempt_failed(), policy.attempt_failed()
+    policy.reset()
+    assert policy.failures == 0
+    assert policy.attempt_failed() == 1.0 and policy.failures == 1
 
 
 def test_retry_values_are_the_two_outcomes() -> None:
