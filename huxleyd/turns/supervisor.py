@@ -5,7 +5,9 @@ Layer: pure asyncio (an injectable clock and sleep; no I/O of its own).
 A skill's task runs until it returns (done, no restart), is cancelled, or
 fails:
 
-- any exception but ``CancelledError``: logged with its traceback and, when
+- any exception but ``CancelledError`` (and but one raised while the task's
+  cancel is pending: a library that turned the cancel into its own error, which
+  ends the task as the cancel would): logged with its traceback and, when
   ``restart_on_crash``, started again from ``coro_factory()`` after a short
   backoff (1, 2, 4 … s, at most :data:`MAX_BACKOFF_S`), as long as fewer
   than ``max_restarts_per_hour`` restarts happened in the last hour;
@@ -34,6 +36,7 @@ from huxley_sdk.context import CoroFactory
 from huxley_sdk.types import BackgroundTaskHandle, PermanentFailure, StopRetrying
 from huxleyd.clock import Clock, MonotonicClock
 from huxleyd.logs import get_logger
+from huxleyd.providers.retry import being_cancelled
 
 log = get_logger("huxleyd.turns")
 
@@ -121,6 +124,8 @@ class SupervisedTask:
                     await self._give_up(exc)
                     return
                 except Exception as exc:
+                    if being_cancelled():  # the cancel, raised as the body's own error
+                        raise asyncio.CancelledError from exc
                     self.last_error = exc
                     self._log.exception("background_task_crashed", error=repr(exc))
                     delay_s = self._next_restart_delay()

@@ -182,6 +182,38 @@ async def test_cancel_is_idempotent_and_stops_restarts() -> None:
     assert body.runs == 1
 
 
+async def test_a_cancel_the_body_turns_into_an_error_still_ends_the_task() -> None:
+    """A skill's task on anyio or a client library can turn the cancel into its own
+    error (a task group's children's errors, a failed disconnect): that is the
+    cancel, not a crash to restart, or ``close()`` at the daemon's stop waits for
+    ever."""
+    sleeper = FakeSleeper()
+    sup = Supervisor(clock=sleeper.clock, sleep=sleeper.sleep)
+    runs = 0
+    as_error = True
+
+    async def body() -> None:
+        nonlocal runs
+        runs += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if as_error:
+                raise RuntimeError("the connection broke while closing") from None
+            raise
+
+    handle = sup.background_task("link", body)
+    try:
+        await settle()
+        handle.cancel()
+        await settle()
+        await sleeper.advance(100.0)
+        assert (handle.done(), handle.state, runs) == (True, TaskState.CANCELLED, 1)
+    finally:  # a restarted body would keep the loop's own teardown waiting
+        as_error = False
+        await sup.close()
+
+
 async def test_close_cancels_and_awaits_everything() -> None:
     sleeper = FakeSleeper()
     sup = Supervisor(clock=sleeper.clock, sleep=sleeper.sleep)

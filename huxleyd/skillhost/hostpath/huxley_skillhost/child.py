@@ -84,6 +84,14 @@ def make_skill(name: str, imported: tuple[str, Any]) -> Skill:
     return skill
 
 
+def _being_cancelled() -> bool:
+    """The running task has a cancel pending: the error just caught is the cancel
+    (a library turned it into its own), not a crash to restart. The daemon's
+    ``huxleyd.providers.retry.being_cancelled``, which this process cannot import."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _norm(name: str) -> str:
     return name.replace("_", "-").replace(".", "-").lower()
 
@@ -400,6 +408,8 @@ class Host:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
+                    if _being_cancelled():  # the cancel, raised as the skill's own error
+                        raise asyncio.CancelledError from exc
                     logger.error("background_task_crashed", task=name, error=repr(exc))
                     if (
                         isinstance(exc, StopRetrying)
