@@ -303,6 +303,29 @@ def test_the_playout_buffer_holds_a_start_until_its_end_is_marked_or_twice_its_t
     assert all(580 <= wait <= 900 for wait in lone), lone  # 600 ms, and a wake-up late
 
 
+def test_the_playout_buffer_shrinks_in_calm_only_into_the_margin_the_feed_left(
+    card: ClockCard, realtime: RealTime
+) -> None:
+    """Issue 39: replies streamed at real-time pace, each with a 150 ms stall of its
+    producer 0.4 s in, and a calm stretch of 1.5 s: the target covered every stall
+    (300 ms), so no stretch had a hole, but a target that shrank by a quarter anyway
+    fell under the stall by the fourth reply and played it as a hole. It must stay at
+    1.5 times the deepest dip it covered, and play no late source. The same replies
+    without the stalls let it shrink stretch after stretch, as calm should."""
+
+    def attempt(pause_ms: int) -> tuple[dict[str, Any], str | None]:
+        fresh = write_asoundrc(card.directory)
+        result = run(fresh, "paced", "fed", "48000", "7", str(pause_ms), "1500")
+        return result["feeder"], ("the card xran" if fresh.xruns() != (0, 0) else None)
+
+    stalled = realtime.kept(lambda: attempt(150))
+    assert stalled["holes"] == 0, stalled
+    assert stalled["hold_target_ms"] >= 1.5 * 150, stalled
+    calm = realtime.kept(lambda: attempt(0))
+    assert calm["holes"] == 0, calm
+    assert calm["hold_shrinks"] >= 3 and calm["hold_target_ms"] <= 300 * 0.75**3 + 1, calm
+
+
 def longest_gap_ms(card: ClockCard, hold_ns: list[int], rate: int = 48000) -> float:
     """The longest silence on the speaker from the GIL hold's start to 100 ms after it."""
     heard, t0 = card.speaker()

@@ -122,3 +122,42 @@ def test_the_hand_over_carries_the_whole_mixer_state(steps: list[list[Any]], see
     twin.restore_core_state(state)
     # every field the core reads, requests, state and positions, is the original's
     assert twin.core_state() == state
+
+
+@pytest.mark.parametrize(
+    ("target", "low_water", "expected"),
+    [
+        (300.0, None, 225.0),  # nothing fed in pieces: a quarter less
+        (300.0, 200.0, 225.0),  # a 100 ms dip: 150 is under a quarter less
+        (300.0, 89.0, 300.0),  # a 211 ms dip: 1.5x is over the target, it stays
+        (300.0, 150.0, 225.0),  # a 150 ms dip: 1.5x is 225 exactly
+        (300.0, 140.0, 240.0),  # a 160 ms dip: 240, between
+        (300.0, 0.0, 300.0),  # ran to the last sample: stays
+        (50.0, None, 40.0),  # never under the floor
+        (40.0, None, 40.0),
+    ],
+)
+def test_the_playout_buffer_shrinks_only_into_the_margin_its_feed_left(
+    target: float, low_water: float | None, expected: float
+) -> None:
+    """``feeder_hold_shrunk``: after a calm stretch, at most a quarter less, never
+    under 1.5 times the deepest dip the stretch saw (the grow's own factor), nor
+    under the floor (40 ms); the clocked card runs it on a real feed
+    (``test_the_playout_buffer_shrinks_in_calm_only_into_the_margin_the_feed_left``)."""
+    assert rtout._hold_shrunk(target, low_water, 40.0) == pytest.approx(expected, abs=1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    target=st.floats(40.0, 500.0),
+    low_water=st.one_of(st.none(), st.floats(-10.0, 600.0)),
+)
+def test_a_shrink_never_grows_and_keeps_the_cover_it_needed(
+    target: float, low_water: float | None
+) -> None:
+    after = rtout._hold_shrunk(target, low_water, 40.0)
+    assert after <= target + 1e-6
+    assert after >= min(target, 40.0) - 1e-6 and after >= 0.75 * target - 1e-3
+    if low_water is not None and low_water < target:
+        dip = target - max(low_water, 0.0)
+        assert after >= min(target, 1.5 * dip) - 1e-3

@@ -213,6 +213,7 @@ static int take_hold(Feeder *f, PyObject *hold)
 	f->hold_calm_ns = calm * 1000000LL;
 	atomic_store(&f->hold_target_ns, start * 1000000LL);
 	f->calm_since = feeder_now_ns();
+	f->low_water_ns = INT64_MAX;
 	return 0;
 }
 
@@ -553,6 +554,25 @@ PyObject *feeder_mixer_holding(PyObject *self, PyObject *args)
 	int idle;
 	unsigned mask = feeder_holding_of(&m, bits, &idle);
 	return Py_BuildValue("(IO)", mask, idle ? Py_True : Py_False);
+}
+
+/* See _feeder.h. */
+PyObject *feeder_hold_shrunk_py(PyObject *self, PyObject *args)
+{
+	(void)self;
+	double target, floor;
+	PyObject *low;
+	if (!PyArg_ParseTuple(args, "dOd", &target, &low, &floor))
+		return NULL;
+	int64_t low_ns = INT64_MAX;
+	if (low != Py_None) {
+		double ms = PyFloat_AsDouble(low);
+		if (ms == -1.0 && PyErr_Occurred())
+			return NULL;
+		low_ns = (int64_t)(ms * 1e6);
+	}
+	int64_t ns = feeder_hold_shrunk((int64_t)(target * 1e6), low_ns, (int64_t)(floor * 1e6));
+	return PyFloat_FromDouble((double)ns / 1e6);
 }
 
 int feeder_add_types(PyObject *module)

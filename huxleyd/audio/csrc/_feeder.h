@@ -36,4 +36,8 @@ int feeder_add_types(PyObject *module);
 /* _rt._mixer_holding(state, bits) -> (mask, idle): tests only (see _feeder.c). */
 PyObject *feeder_mixer_holding(PyObject *self, PyObject *args);
 
+/* _hold_shrunk(target_ms, low_water_ms, floor_ms) -> ms: tests only (feeder_hold_shrunk;
+ * low_water_ms None: nothing was fed in pieces). */
+PyObject *feeder_hold_shrunk_py(PyObject *self, PyObject *args);
+
 #endif

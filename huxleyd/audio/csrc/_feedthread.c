@@ -144,8 +144,15 @@ static int source_idle(const mc_mixer *m, const mc_source *s)
  * The target follows the feed's jitter on this device, as a jitter buffer does: a
  * source that ran dry before its end (end_pos behind the ring: a late source) and then
  * went on within HOLE_WINDOW_NS grows it to 1.5 times that lateness (up to
- * hold_max_ns); each hold released after hold_calm_ns without a hole shrinks it by a
- * quarter (down to hold_min_ns). */
+ * hold_max_ns); each hold released after hold_calm_ns without a hole may shrink it,
+ * by at most a quarter (down to hold_min_ns), and only into the margin the calm
+ * stretch did not use: while a reply plays, each time more of it arrives the feeder
+ * notes how little was still queued (hold_watch: the low water). A feed that made
+ * the reply wait 200 ms drew a 300 ms target down to 100 ms: the target stays at
+ * least 1.5 times those 200 ms, as a grow would set it. Without that, a minute in
+ * which the target just covered every stall counted as calm, the target shrank under
+ * the stalls that were still coming, and the next one was a hole (3 of 50 replies in
+ * bench_replies at a Pi 4's share). */
 
 /* A dry spell longer than this, end marked or not, is a pause between two replies, not
  * a late delta: no listener hears a second of silence as a hole inside one reply, and
@@ -170,18 +177,55 @@ static void hold_grow(Feeder *f, int64_t late, int64_t now)
 		atomic_fetch_add_explicit(&f->grows, 1, memory_order_relaxed);
 	}
 	f->calm_since = now;
+	f->low_water_ns = INT64_MAX;
+}
+
+/* See _feedthread.h. */
+int64_t feeder_hold_shrunk(int64_t target, int64_t low_water, int64_t floor)
+{
+	int64_t want = target - target / 4;
+	if (low_water < target) {
+		int64_t dip = target - (low_water > 0 ? low_water : 0);
+		if (dip + dip / 2 > want)
+			want = dip + dip / 2;
+	}
+	if (want < floor)
+		want = floor;
+	return want < target ? want : target;
 }
 
 static void hold_shrink(Feeder *f, int64_t now)
 {
-	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
-	if (now - f->calm_since < f->hold_calm_ns || target <= f->hold_min_ns)
+	if (now - f->calm_since < f->hold_calm_ns)
 		return;
-	int64_t less = target - target / 4;
-	atomic_store_explicit(&f->hold_target_ns, less > f->hold_min_ns ? less : f->hold_min_ns,
-			      memory_order_relaxed);
-	atomic_fetch_add_explicit(&f->shrinks, 1, memory_order_relaxed);
-	f->calm_since = now;
+	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
+	int64_t less = feeder_hold_shrunk(target, f->low_water_ns, f->hold_min_ns);
+	if (less < target) {
+		atomic_store_explicit(&f->hold_target_ns, less, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f->shrinks, 1, memory_order_relaxed);
+	}
+	f->calm_since = now; /* the next stretch is judged on its own feed */
+	f->low_water_ns = INT64_MAX;
+}
+
+/* Before hold_step: for each playing (released) holding source that got more audio
+ * since the last look, how much was still queued just before it came (mixer samples
+ * at 24 kHz, as ns): the least of these since calm_since is the low water. Seen at the
+ * feeder's pace, so a dip reads up to one of its waits deeper than it was (on the safe
+ * side). The end of a reply is no dip: nothing more arrives. */
+static void hold_watch(Feeder *f)
+{
+	for (int i = 0; i < MC_SOURCES; i++) {
+		mc_source *s = &f->m.src[i];
+		uint64_t seen = f->seen_wpos[i];
+		f->seen_wpos[i] = s->write_pos;
+		if (!f->hold_on[i] || f->armed[i] || s->write_pos == seen)
+			continue;
+		uint64_t queued = seen > s->read_pos ? seen - s->read_pos : 0;
+		int64_t ns = (int64_t)(queued * 1000000u / 24u);
+		if (ns < f->low_water_ns)
+			f->low_water_ns = ns;
+	}
 }
 
 /* Before the period's mix: which armed sources stay held (mc_source.held). */
@@ -399,6 +443,7 @@ static long feed_step(Feeder *f)
 	take_requests(f);
 	take_positions(f);
 	int64_t now = feeder_now_ns();
+	hold_watch(f);
 	hold_step(f, now);
 	int cutting = cut != atomic_load_explicit(&f->acked, memory_order_relaxed);
 	int idle;

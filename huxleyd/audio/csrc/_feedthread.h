@@ -68,6 +68,8 @@ typedef struct {
 	int64_t held_since[MC_SOURCES]; /* when the held audio was first seen (0: none yet) */
 	int64_t dry_at[MC_SOURCES];     /* when it ran dry before its end (0: at its end) */
 	int64_t calm_since;             /* the last hole, or the last shrink */
+	uint64_t seen_wpos[MC_SOURCES]; /* each ring's write position at the last look */
+	int64_t low_water_ns; /* the least audio queued when more came, since calm_since */
 	int64_t hold_deadline;          /* the earliest held start's release (0: none held) */
 	/* Feeder -> Python (status()), relaxed both ways (counters, no data hangs on them):
 	 *   hold_target_ns (the target now), holds (starts held), holes (a source ran dry
@@ -145,6 +147,12 @@ void feeder_wake(Feeder *f);
 /* Mixer.holding as the Output's expect bits (bits[i] for core source i) and
  * Mixer.idle (*idle). tests/audio/test_feeder.py compares both with the Python. */
 unsigned feeder_holding_of(const mc_mixer *m, const unsigned *bits, int *idle);
+
+/* The playout buffer's target after a calm stretch (ns): at most a quarter less, and
+ * never under 1.5 times the deepest dip the stretch saw (target - low_water: the
+ * longest the feed made a playing reply wait, which the target just covered; low_water
+ * INT64_MAX: no reply was fed in pieces, nothing to cover), nor under floor. */
+int64_t feeder_hold_shrunk(int64_t target, int64_t low_water, int64_t floor);
 
 /* CLOCK_MONOTONIC in ns (the playout buffer's clock). */
 int64_t feeder_now_ns(void);

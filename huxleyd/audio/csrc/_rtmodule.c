@@ -41,6 +41,8 @@ static PyMethodDef module_methods[] = {
 	{"set_alsa_periods", set_alsa_periods, METH_O, "Periods per ALSA buffer for new streams."},
 	{"_mixer_holding", feeder_mixer_holding, METH_VARARGS,
 	 "Tests only: the C feeder's (mask, idle) for an mc_mixer state."},
+	{"_hold_shrunk", feeder_hold_shrunk_py, METH_VARARGS,
+	 "Tests only: the playout buffer's target (ms) after a calm stretch."},
 	{NULL, NULL, 0, NULL},
 };
 
