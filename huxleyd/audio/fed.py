@@ -69,11 +69,13 @@ Python thread causes at a Pi 4's CPU share (100-211 ms measured between two delt
 a provider streams a reply ahead of real time, so on a calm machine the target fills
 within a few ms of the first delta, and a reply whose end was written plays at once."""
 HOLD_CALM_MS = 60_000
-"""The target shrinks by at most a quarter per minute without a hole (a late source),
-and never under 1.5 times the deepest dip of a playing reply's queue that minute (the
-margin it used; ``feeder_hold_shrunk``): a busy spell (a skill's work, a slow loop)
-lasts seconds, so the replies right after it keep the margin that covered it; from the
-ceiling to the floor takes about seven calm minutes."""
+"""The target shrinks by at most a quarter per minute of watched feed without a hole (a
+late source), and never under 1.5 times the deepest dip of a playing reply's queue in
+that minute (the margin it used; ``feeder_hold_shrunk``). Watched feed is time while a
+reply plays with more of it still to come, not the wall clock: a busy spell (a skill's
+work, a slow loop) lasts seconds, so the replies right after it keep the margin that
+covered it, and a speaker quiet for an hour has learnt nothing about its feed. From the
+ceiling to the floor takes about seven such minutes."""
 HOLD_SOURCES = ("speech", "content")
 """Whose starts are held: model speech and media. Earcons are written whole, and
 call audio (comms) is live: holding it would only add latency."""

@@ -307,23 +307,27 @@ def test_the_playout_buffer_shrinks_in_calm_only_into_the_margin_the_feed_left(
     card: ClockCard, realtime: RealTime
 ) -> None:
     """Issue 39: replies streamed at real-time pace, each with a 150 ms stall of its
-    producer 0.4 s in, and a calm stretch of 1.5 s: the target covered every stall
+    producer 0.4 s in, and a calm stretch of 1 s: the target covered every stall
     (300 ms), so no stretch had a hole, but a target that shrank by a quarter anyway
-    fell under the stall by the fourth reply and played it as a hole. It must stay at
-    1.5 times the deepest dip it covered, and play no late source. The same replies
-    without the stalls let it shrink stretch after stretch, as calm should."""
+    fell under the stall by the fourth reply and played it as a hole (4 in 7). It must
+    stay at 1.5 times the deepest dip it covered, and play no late source. The same
+    replies without the stalls let it shrink stretch after stretch, as calm should.
+    Replies handed over whole are no evidence of a calm feed (nothing was late because
+    nothing was still to come): however long the wall clock ran, the target stays."""
 
-    def attempt(pause_ms: int) -> tuple[dict[str, Any], str | None]:
+    def attempt(replies: int, pause_ms: int, *how: str) -> tuple[dict[str, Any], str | None]:
         fresh = write_asoundrc(card.directory)
-        result = run(fresh, "paced", "fed", "48000", "7", str(pause_ms), "1500")
+        result = run(fresh, "paced", "fed", "48000", str(replies), str(pause_ms), "1000", *how)
         return result["feeder"], ("the card xran" if fresh.xruns() != (0, 0) else None)
 
-    stalled = realtime.kept(lambda: attempt(150))
+    stalled = realtime.kept(lambda: attempt(7, 150))
     assert stalled["holes"] == 0, stalled
     assert stalled["hold_target_ms"] >= 1.5 * 150, stalled
-    calm = realtime.kept(lambda: attempt(0))
+    calm = realtime.kept(lambda: attempt(9, 0))
     assert calm["holes"] == 0, calm
     assert calm["hold_shrinks"] >= 3 and calm["hold_target_ms"] <= 300 * 0.75**3 + 1, calm
+    whole = realtime.kept(lambda: attempt(5, 0, "burst"))
+    assert (whole["hold_shrinks"], whole["hold_target_ms"], whole["holes"]) == (0, 300, 0), whole
 
 
 def longest_gap_ms(card: ClockCard, hold_ns: list[int], rate: int = 48000) -> float:

@@ -17,11 +17,12 @@ daemon runs):
   ``seconds``, with ``busy`` busy Python threads (0, 1, 2…); reports stats.
 - ``idle <kind> <rate> <seconds>``: nothing plays; reports CPU seconds used.
 - ``first <kind> <rate> <count>``: from idle, a delta arrives; reports when.
-- ``paced fed <rate> <replies> <pause_ms> <calm_ms>``: replies of 1.2 s streamed at
-  real-time pace in 40 ms deltas, as a provider that speaks as it goes; 0.4 s into
-  each, the producer stalls ``pause_ms`` and then sends what it owed at once (an
-  event loop that stalled); the playout buffer's calm stretch is ``calm_ms``.
-  Reports the C feeder's status (the target, its steps, the late sources).
+- ``paced fed <rate> <replies> <pause_ms> <calm_ms> [burst]``: replies of 1.2 s
+  streamed at real-time pace in 40 ms deltas, as a provider that speaks as it goes;
+  0.4 s into each, the producer stalls ``pause_ms`` and then sends what it owed at
+  once (an event loop that stalled); ``burst``: each reply handed over at once, its
+  end marked. The playout buffer's calm stretch is ``calm_ms``. Reports the C
+  feeder's status (the target, its steps, the late sources).
 - ``stall <kind> <rate> <hold_ms>``: speech plays 2 s of tone; 0.5 s in, a Python
   thread holds the GIL for ``hold_ms`` (the switch interval raised to that), so
   the audio thread cannot refill the speaker; reports when the hold began and
@@ -256,7 +257,9 @@ async def streamed(
     return {"sent_ns": sent, **describe(stats)}
 
 
-async def paced(kind: str, rate: int, replies: int, pause_ms: int, calm_ms: int) -> dict[str, Any]:
+async def paced(
+    kind: str, rate: int, replies: int, pause_ms: int, calm_ms: int, burst: bool
+) -> dict[str, Any]:
     from huxleyd.audio import fed
 
     fed.HOLD_CALM_MS = calm_ms  # read when the feeder starts (the device's open)
@@ -271,7 +274,8 @@ async def paced(kind: str, rate: int, replies: int, pause_ms: int, calm_ms: int)
         begun = time.monotonic()
         for k, at in enumerate(range(0, len(reply), 2 * delta)):
             due = begun + k * 0.04 + (pause_ms / 1000 if k >= 10 else 0.0)
-            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            if not burst:
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
             await speech.write(reply[at : at + 2 * delta], item_id=f"p{index}")
         await speech.drained()
         await asyncio.sleep(0.4 + 0.3)  # its held start's worth still plays, then a gap
@@ -483,7 +487,8 @@ def main(argv: list[str]) -> int:
         more = [int(argv[5])] if len(argv) > 5 else []
         result = asyncio.run(streamed(kind, rate, int(argv[3]), int(argv[4]), *more))
     elif mode == "paced":
-        result = asyncio.run(paced(kind, rate, int(argv[3]), int(argv[4]), int(argv[5])))
+        burst = argv[6:] == ["burst"]
+        result = asyncio.run(paced(kind, rate, int(argv[3]), int(argv[4]), int(argv[5]), burst))
     elif mode == "asked":
         result = asyncio.run(asked(kind, rate, int(argv[3])))
     elif mode == "ladder":

@@ -212,7 +212,7 @@ static int take_hold(Feeder *f, PyObject *hold)
 	f->hold_max_ns = high * 1000000LL;
 	f->hold_calm_ns = calm * 1000000LL;
 	atomic_store(&f->hold_target_ns, start * 1000000LL);
-	f->calm_since = feeder_now_ns();
+	f->watched_ns = f->watch_at = 0;
 	f->low_water_ns = INT64_MAX;
 	return 0;
 }

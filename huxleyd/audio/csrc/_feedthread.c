@@ -144,15 +144,18 @@ static int source_idle(const mc_mixer *m, const mc_source *s)
  * The target follows the feed's jitter on this device, as a jitter buffer does: a
  * source that ran dry before its end (end_pos behind the ring: a late source) and then
  * went on within HOLE_WINDOW_NS grows it to 1.5 times that lateness (up to
- * hold_max_ns); each hold released after hold_calm_ns without a hole may shrink it,
- * by at most a quarter (down to hold_min_ns), and only into the margin the calm
- * stretch did not use: while a reply plays, each time more of it arrives the feeder
- * notes how little was still queued (hold_watch: the low water). A feed that made
- * the reply wait 200 ms drew a 300 ms target down to 100 ms: the target stays at
- * least 1.5 times those 200 ms, as a grow would set it. Without that, a minute in
- * which the target just covered every stall counted as calm, the target shrank under
- * the stalls that were still coming, and the next one was a hole (3 of 50 replies in
- * bench_replies at a Pi 4's share). */
+ * hold_max_ns); a hold released after hold_calm_ns of watched feed without a hole
+ * may shrink it, by at most a quarter (down to hold_min_ns), and only into the margin
+ * that stretch did not use. Watched feed: time while a reply plays and more of it is
+ * still to come (released, its end not marked), the only time a late feed is heard;
+ * each time more arrives then, the feeder notes how little was still queued
+ * (hold_watch: the low water). A feed that made the reply wait 200 ms drew a 300 ms
+ * target down to 100 ms: the target stays at least 1.5 times those 200 ms, as a grow
+ * would set it. Two shrinks that lost holes before: a wall-clock minute counted as calm
+ * when its stalls fell between replies (short replies are fed for a tenth of a second
+ * after their hold, and a kitchen speaker is quiet most of the hour), and a shrink by
+ * a quarter whatever margin the stalls had used (3 of 50 replies in bench_replies at a
+ * Pi 4's share, then 1 of 50 with the low water over a wall-clock minute). */
 
 /* A dry spell longer than this, end marked or not, is a pause between two replies, not
  * a late delta: no listener hears a second of silence as a hole inside one reply, and
@@ -166,7 +169,7 @@ int64_t feeder_now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static void hold_grow(Feeder *f, int64_t late, int64_t now)
+static void hold_grow(Feeder *f, int64_t late)
 {
 	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
 	int64_t want = late + late / 2;
@@ -176,7 +179,7 @@ static void hold_grow(Feeder *f, int64_t late, int64_t now)
 		atomic_store_explicit(&f->hold_target_ns, want, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f->grows, 1, memory_order_relaxed);
 	}
-	f->calm_since = now;
+	f->watched_ns = 0;
 	f->low_water_ns = INT64_MAX;
 }
 
@@ -194,9 +197,9 @@ int64_t feeder_hold_shrunk(int64_t target, int64_t low_water, int64_t floor)
 	return want < target ? want : target;
 }
 
-static void hold_shrink(Feeder *f, int64_t now)
+static void hold_shrink(Feeder *f)
 {
-	if (now - f->calm_since < f->hold_calm_ns)
+	if (f->watched_ns < f->hold_calm_ns)
 		return;
 	int64_t target = atomic_load_explicit(&f->hold_target_ns, memory_order_relaxed);
 	int64_t less = feeder_hold_shrunk(target, f->low_water_ns, f->hold_min_ns);
@@ -204,28 +207,37 @@ static void hold_shrink(Feeder *f, int64_t now)
 		atomic_store_explicit(&f->hold_target_ns, less, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f->shrinks, 1, memory_order_relaxed);
 	}
-	f->calm_since = now; /* the next stretch is judged on its own feed */
+	f->watched_ns = 0; /* the next stretch is judged on its own feed */
 	f->low_water_ns = INT64_MAX;
 }
 
 /* Before hold_step: for each playing (released) holding source that got more audio
  * since the last look, how much was still queued just before it came (mixer samples
- * at 24 kHz, as ns): the least of these since calm_since is the low water. Seen at the
- * feeder's pace, so a dip reads up to one of its waits deeper than it was (on the safe
- * side). The end of a reply is no dip: nothing more arrives. */
-static void hold_watch(Feeder *f)
+ * at 24 kHz, as ns): the least of these since the last step of the target is the low
+ * water. Seen at the feeder's pace, so a dip reads up to one of its waits deeper than
+ * it was (on the safe side). The end of a reply is no dip: nothing more arrives. The
+ * time since the last look counts as watched while such a source's end is not marked. */
+static void hold_watch(Feeder *f, int64_t now)
 {
+	int fed = 0;
 	for (int i = 0; i < MC_SOURCES; i++) {
 		mc_source *s = &f->m.src[i];
 		uint64_t seen = f->seen_wpos[i];
 		f->seen_wpos[i] = s->write_pos;
-		if (!f->hold_on[i] || f->armed[i] || s->write_pos == seen)
+		if (!f->hold_on[i] || f->armed[i] || s->paused)
+			continue;
+		if (atomic_load_explicit(&f->rings[i]->endpos, memory_order_acquire) < s->write_pos)
+			fed = 1;
+		if (s->write_pos == seen)
 			continue;
 		uint64_t queued = seen > s->read_pos ? seen - s->read_pos : 0;
 		int64_t ns = (int64_t)(queued * 1000000u / 24u);
 		if (ns < f->low_water_ns)
 			f->low_water_ns = ns;
 	}
+	if (fed && f->watch_at)
+		f->watched_ns += now - f->watch_at;
+	f->watch_at = now;
 }
 
 /* Before the period's mix: which armed sources stay held (mc_source.held). */
@@ -252,7 +264,7 @@ static void hold_step(Feeder *f, int64_t now)
 			if (f->dry_at[i] && now - f->dry_at[i] > HOLE_WINDOW_NS)
 				f->dry_at[i] = 0; /* a pause between replies whose end nobody marked */
 			if (f->dry_at[i])
-				hold_grow(f, now - f->dry_at[i], now);
+				hold_grow(f, now - f->dry_at[i]);
 		}
 		int64_t waited = now - f->held_since[i];
 		int full = s->write_pos - s->read_pos >= want, ended = end >= s->write_pos;
@@ -270,7 +282,7 @@ static void hold_step(Feeder *f, int64_t now)
 							  memory_order_relaxed);
 				f->dry_at[i] = 0;
 			} else {
-				hold_shrink(f, now);
+				hold_shrink(f);
 			}
 			continue;
 		}
@@ -443,7 +455,7 @@ static long feed_step(Feeder *f)
 	take_requests(f);
 	take_positions(f);
 	int64_t now = feeder_now_ns();
-	hold_watch(f);
+	hold_watch(f, now);
 	hold_step(f, now);
 	int cutting = cut != atomic_load_explicit(&f->acked, memory_order_relaxed);
 	int idle;

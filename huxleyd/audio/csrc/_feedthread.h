@@ -67,9 +67,10 @@ typedef struct {
 	int armed[MC_SOURCES];         /* 1: the next audio of this source is held */
 	int64_t held_since[MC_SOURCES]; /* when the held audio was first seen (0: none yet) */
 	int64_t dry_at[MC_SOURCES];     /* when it ran dry before its end (0: at its end) */
-	int64_t calm_since;             /* the last hole, or the last shrink */
+	int64_t watched_ns; /* feed watched since the target's last step (see hold_watch) */
+	int64_t watch_at;   /* the last look (0: none yet) */
 	uint64_t seen_wpos[MC_SOURCES]; /* each ring's write position at the last look */
-	int64_t low_water_ns; /* the least audio queued when more came, since calm_since */
+	int64_t low_water_ns; /* the least audio queued when more came, since the last step */
 	int64_t hold_deadline;          /* the earliest held start's release (0: none held) */
 	/* Feeder -> Python (status()), relaxed both ways (counters, no data hangs on them):
 	 *   hold_target_ns (the target now), holds (starts held), holes (a source ran dry
