@@ -59,6 +59,7 @@ async def test_crash_is_logged_and_restarted_after_a_backoff(
         assert body.runs == 2
         await sleeper.advance(2.0)  # second restart waits longer
         assert (body.runs, handle.state, handle.restarts) == (3, TaskState.RUNNING, 2)
+        assert str(handle.last_error) == "boom on run 2"  # what status shows
     assert sleeper.requested_s == [1.0, 2.0]
     crash = next(r for r in caplog.records if "background_task_crashed" in r.getMessage())
     assert crash.exc_info is not None and "boom on run 1" in str(crash.exc_info[1])
