@@ -268,15 +268,14 @@ async def paced(
     engine.set_capture_active(False)
     await asyncio.sleep(0.5)
     speech = engine.source("speech")
-    delta = 960  # 40 ms at 24 kHz, samples
     for index in range(replies):
         reply = tone(1.2)
         begun = time.monotonic()
-        for k, at in enumerate(range(0, len(reply), 2 * delta)):
-            due = begun + k * 0.04 + (pause_ms / 1000 if k >= 10 else 0.0)
+        for k, at in enumerate(range(0, len(reply), 1920)):  # 40 ms of PCM16 at 24 kHz
+            due = begun + k * 0.04 + (pause_ms / 1000 if k >= 10 else 0.0)  # 0.4 s in
             if not burst:
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
-            await speech.write(reply[at : at + 2 * delta], item_id=f"p{index}")
+            await speech.write(reply[at : at + 1920], item_id=f"p{index}")
         await speech.drained()
         await asyncio.sleep(0.4 + 0.3)  # its held start's worth still plays, then a gap
     status = engine._audio_thread.fed.status()

@@ -18,6 +18,7 @@ import pytest
 from huxley_sdk.contract import PermanentFailure
 from huxleyd.skillhost.hostpath.huxley_skillhost import child
 from huxleyd.skillhost.hostpath.huxley_skillhost.wire import Link
+from tests.fakes.cancel_as_error import CancelAsError
 
 
 async def _turns(n: int = 10) -> None:
@@ -41,19 +42,7 @@ async def host() -> AsyncIterator[child.Host]:
 
 
 async def test_a_cancel_the_task_turns_into_an_error_still_ends_it() -> None:
-    runs = 0
-    as_error = True
-
-    async def body() -> None:
-        nonlocal runs
-        runs += 1
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            if as_error:
-                raise RuntimeError("the connection broke while closing") from None
-            raise
-
+    body = CancelAsError()
     async with host() as made:
         handle = made.background_task("link", body)
         try:
@@ -61,9 +50,9 @@ async def test_a_cancel_the_task_turns_into_an_error_still_ends_it() -> None:
             handle.cancel()
             await _turns()
             # Without the guard it is backing off (TASK_DELAYS_S[0]) to run it again.
-            assert (handle.done(), runs) == (True, 1)
-        finally:  # a task left restarting would outlive the test's loop
-            as_error = False
+            assert (handle.done(), body.runs) == (True, 1)
+        finally:
+            body.as_error = False
 
 
 @pytest.fixture

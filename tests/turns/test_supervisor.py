@@ -10,6 +10,7 @@ import pytest
 from huxley_sdk.context import BackgroundTaskHandle
 from huxley_sdk.types import PermanentFailure, StopRetrying
 from huxleyd.turns.supervisor import Supervisor, TaskState
+from tests.fakes.cancel_as_error import CancelAsError
 from tests.fakes.clock import FakeSleeper, settle
 
 
@@ -190,28 +191,16 @@ async def test_a_cancel_the_body_turns_into_an_error_still_ends_the_task() -> No
     ever."""
     sleeper = FakeSleeper()
     sup = Supervisor(clock=sleeper.clock, sleep=sleeper.sleep)
-    runs = 0
-    as_error = True
-
-    async def body() -> None:
-        nonlocal runs
-        runs += 1
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            if as_error:
-                raise RuntimeError("the connection broke while closing") from None
-            raise
-
+    body = CancelAsError()
     handle = sup.background_task("link", body)
     try:
         await settle()
         handle.cancel()
         await settle()
         await sleeper.advance(100.0)
-        assert (handle.done(), handle.state, runs) == (True, TaskState.CANCELLED, 1)
-    finally:  # a restarted body would keep the loop's own teardown waiting
-        as_error = False
+        assert (handle.done(), handle.state, body.runs) == (True, TaskState.CANCELLED, 1)
+    finally:
+        body.as_error = False
         await sup.close()
 
 
